@@ -1,0 +1,304 @@
+// Wiring for serve, agent, sim and up: parse flags, build the pieces from src/, wait for a
+// signal, stop cleanly.
+
+#include "apps/gpufleet/daemons.h"
+
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "agent/agent.h"
+#include "cli/cli.h"
+#include "common/clock.h"
+#include "common/paths.h"
+#include "config/fleet_spec.h"
+#include "controller/controller.h"
+#include "sim/sim.h"
+
+namespace gpufleet {
+namespace embedded {
+std::string_view example_fleet();
+}
+
+namespace app {
+namespace {
+
+// Blocks SIGINT and SIGTERM in this thread and every thread started after it, so that
+// WaitForSignal() alone receives them.
+sigset_t BlockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+int WaitForSignal(const sigset_t& set) {
+  int sig = 0;
+  sigwait(&set, &sig);
+  return sig;
+}
+
+void SetLogLevel(const std::string& level) {
+  spdlog::set_level(spdlog::level::from_str(level));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+}
+
+int Fail(const Error& e) {
+  std::fprintf(stderr, "error: %s\n", e.message.c_str());
+  return 1;
+}
+
+struct ServeFlags {
+  ControllerOptions options;
+  std::string heartbeat_interval = "5s";
+  std::string heartbeat_timeout = "30s";
+  std::string log_level = "info";
+};
+
+void AddControllerFlags(CLI::App* cmd, ServeFlags& f) {
+  cmd->add_option("--listen", f.options.listen, "HOST:PORT to serve on (port 0: any free one)");
+  cmd->add_option("--store", f.options.store_url, "store URL (default sqlite:DATA_DIR/gpufleet.db)");
+  cmd->add_option("--gpu-catalog", f.options.gpu_catalog, "GPU catalogue YAML (default: built in)");
+  cmd->add_option("--heartbeat-interval", f.heartbeat_interval, "agents heartbeat this often");
+  cmd->add_option("--heartbeat-timeout", f.heartbeat_timeout, "silent this long: unreachable");
+  cmd->add_option("--threads", f.options.threads, "API I/O threads");
+  cmd->add_option("--max-body", f.options.max_body_bytes, "largest request body in bytes");
+  cmd->add_option("--log-level", f.log_level, "trace, debug, info, warn, error");
+}
+
+Status Finish(ServeFlags& f, const cli::Globals& g) {
+  f.options.data_dir = g.data_dir.empty() ? DefaultDataDir() : g.data_dir;
+  f.options.heartbeat_interval_ms = static_cast<int>(ParseDurationMs(f.heartbeat_interval));
+  f.options.heartbeat_timeout_ms = static_cast<int>(ParseDurationMs(f.heartbeat_timeout));
+  if (f.options.heartbeat_interval_ms <= 0 || f.options.heartbeat_timeout_ms <= 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "heartbeat durations look like 500ms, 5s, 1m");
+  }
+  if (f.options.heartbeat_timeout_ms <= f.options.heartbeat_interval_ms) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "--heartbeat-timeout must be longer than --heartbeat-interval");
+  }
+  SetLogLevel(f.log_level);
+  return {};
+}
+
+int RunServe(ServeFlags& f, const cli::Globals& g) {
+  if (auto s = Finish(f, g); !s.ok()) return Fail(s.error());
+  sigset_t set = BlockStopSignals();
+  Controller controller(f.options);
+  if (auto s = controller.Start(); !s.ok()) return Fail(s.error());
+  int sig = WaitForSignal(set);
+  spdlog::info("signal {}: stopping", sig);
+  controller.Stop();
+  return 0;
+}
+
+struct AgentFlags {
+  std::string controller, join_token, backend = "nvml", nvml_library, hostname, state_dir;
+  std::string sim_model = "H100-SXM5-80GB";
+  int sim_gpus = 8;
+  std::string log_level = "info";
+};
+
+int RunAgent(AgentFlags& f) {
+  SetLogLevel(f.log_level);
+  if (f.join_token.empty()) {
+    if (const char* t = std::getenv("GPUFLEET_JOIN_TOKEN"); t && *t) f.join_token = t;
+  }
+  std::unique_ptr<GpuBackend> backend;
+  if (f.backend == "nvml") {
+    auto nvml = OpenNvmlBackend(f.nvml_library);
+    if (!nvml.ok()) return Fail(nvml.error());
+    backend = std::move(nvml.value());
+  } else {
+    const GpuModelSpec* model = GpuCatalog::Builtin()->Find(f.sim_model);
+    if (!model) return Fail(MakeError(ErrorCode::kInvalidArgument, "unknown --sim-model " + f.sim_model));
+    SimNodeSpec spec;
+    spec.hostname = f.hostname.empty() ? HostFacts().hostname : f.hostname;
+    spec.model = model;
+    spec.gpu_count = f.sim_gpus;
+    backend = MakeSimBackend(spec);
+  }
+  AgentOptions o;
+  o.controller = f.controller;
+  o.join_token = f.join_token;
+  o.hostname = f.hostname;
+  std::string token_file = f.state_dir.empty() ? "" : f.state_dir + "/node.token";
+  if (!token_file.empty()) {
+    std::ifstream in(token_file);
+    std::getline(in, o.node_token);
+    o.on_node_token = [token_file](const std::string& token) {
+      std::error_code ec;
+      std::filesystem::create_directories(std::filesystem::path(token_file).parent_path(), ec);
+      std::ofstream out(token_file, std::ios::trunc);
+      out << token << "\n";
+      std::filesystem::permissions(token_file, std::filesystem::perms::owner_read |
+                                                   std::filesystem::perms::owner_write, ec);
+      if (!out) spdlog::warn("cannot keep the node token in {}", token_file);
+    };
+  }
+  if (o.join_token.empty() && o.node_token.empty()) {
+    return Fail(MakeError(ErrorCode::kInvalidArgument,
+                          "give --join-token (or GPUFLEET_JOIN_TOKEN); create one with "
+                          "`gpufleet tokens create --pool POOL`"));
+  }
+  sigset_t set = BlockStopSignals();
+  AgentRunner runner;
+  runner.Add(std::move(o), std::move(backend));
+  std::thread io([&] { runner.Run(1); });
+  spdlog::info("agent: {} backend, controller {}", f.backend, f.controller);
+  WaitForSignal(set);
+  runner.Stop();
+  io.join();
+  return 0;
+}
+
+struct SimFlags {
+  SimPoolOptions pool;
+  int threads = 1;
+  std::string log_level = "warn";
+};
+
+int RunSim(SimFlags& f) {
+  SetLogLevel(f.log_level);
+  sigset_t set = BlockStopSignals();
+  SimFleet fleet(GpuCatalog::Builtin());
+  if (auto s = fleet.AddPool(f.pool); !s.ok()) return Fail(s.error());
+  auto clock = RealClock();
+  int64_t start = clock->NowMs();
+  std::thread io([&] { fleet.Run(f.threads); });
+  std::atomic<bool> done{false};
+  std::thread progress([&] {
+    bool reported = false;
+    while (!done) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      int connected = fleet.stats().connected.load();
+      if (!reported && connected >= fleet.nodes()) {
+        std::printf("sim: %d/%d nodes registered in %.2f s\n", connected, fleet.nodes(),
+                    (clock->NowMs() - start) / 1000.0);
+        std::fflush(stdout);
+        reported = true;
+      }
+    }
+  });
+  WaitForSignal(set);
+  done = true;
+  progress.join();
+  fleet.Stop();
+  io.join();
+  return 0;
+}
+
+struct UpFlags {
+  ServeFlags serve;
+  std::string fleet_file;
+};
+
+int RunUp(UpFlags& f, const cli::Globals& g) {
+  if (auto s = Finish(f.serve, g); !s.ok()) return Fail(s.error());
+  std::string yaml, filename = f.fleet_file;
+  if (filename.empty() && std::filesystem::exists("examples/fleet.yaml")) filename = "examples/fleet.yaml";
+  if (filename.empty()) {
+    yaml = std::string(embedded::example_fleet());
+    filename = "examples/fleet.yaml (built in)";
+  } else {
+    std::ifstream in(filename);
+    if (!in) return Fail(MakeError(ErrorCode::kNotFound, "cannot read " + filename));
+    std::stringstream buf;
+    buf << in.rdbuf();
+    yaml = buf.str();
+  }
+  auto catalog = GpuCatalog::Builtin();
+  auto spec = ParseFleetSpec(yaml, filename, *catalog);
+  if (!spec.ok()) return Fail(spec.error());
+
+  sigset_t set = BlockStopSignals();
+  Controller controller(f.serve.options);
+  if (auto s = controller.Start(); !s.ok()) return Fail(s.error());
+  if (auto s = controller.ApplyFleetYaml(yaml, filename); !s.ok()) return Fail(s.error());
+  SimFleet sim(catalog);
+  int nodes = 0, gpus = 0;
+  for (const auto& pool : spec->pools) {
+    if (pool.size == 0) continue;
+    auto token = controller.IssueJoinToken(pool.name);
+    if (!token.ok()) return Fail(token.error());
+    SimPoolOptions o;
+    o.controller = controller.address();
+    o.join_token = token.value();
+    o.name_prefix = pool.name;
+    o.nodes = pool.size;
+    o.gpus_per_node = pool.gpus_per_node;
+    o.model = pool.gpu_model;
+    if (auto s = sim.AddPool(o); !s.ok()) return Fail(s.error());
+    nodes += pool.size;
+    gpus += pool.size * pool.gpus_per_node;
+  }
+  std::thread io([&] { sim.Run(1); });
+  std::printf(
+      "\ngpufleet is up: %zu clusters, %zu pools, %d simulated nodes with %d GPUs (from %s)\n\n"
+      "  Dashboard and API:  http://%s/\n"
+      "  Admin token:        %s\n"
+      "  Try:                gpufleet --data-dir %s nodes list\n\n"
+      "Press Ctrl-C to stop.\n",
+      spec->clusters.size(), spec->pools.size(), nodes, gpus, filename.c_str(),
+      controller.address().c_str(), controller.admin_token_path().c_str(),
+      f.serve.options.data_dir.c_str());
+  std::fflush(stdout);
+  WaitForSignal(set);
+  std::printf("stopping...\n");
+  sim.Stop();
+  io.join();
+  controller.Stop();
+  return 0;
+}
+
+}  // namespace
+
+void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
+  static ServeFlags serve;
+  auto* s = app.add_subcommand("serve", "Run the controller");
+  AddControllerFlags(s, serve);
+  s->callback([&g] { g.exit_code = RunServe(serve, g); });
+
+  static AgentFlags agent;
+  auto* a = app.add_subcommand("agent", "Run the node agent");
+  a->add_option("--controller", agent.controller, "controller URL, e.g. http://10.0.0.5:8080")->required();
+  a->add_option("--join-token", agent.join_token, "pool join token (env GPUFLEET_JOIN_TOKEN)");
+  a->add_option("--backend", agent.backend, "nvml or sim")->check(CLI::IsMember({"nvml", "sim"}));
+  a->add_option("--nvml-library", agent.nvml_library,
+                "path of libnvidia-ml.so.1 (env GPUFLEET_NVML_LIBRARY)");
+  a->add_option("--hostname", agent.hostname, "node name to register as (default: hostname)");
+  a->add_option("--state-dir", agent.state_dir, "where to keep the node token across restarts");
+  a->add_option("--sim-model", agent.sim_model, "GPU model for --backend sim");
+  a->add_option("--sim-gpus", agent.sim_gpus, "GPU count for --backend sim");
+  a->add_option("--log-level", agent.log_level, "trace, debug, info, warn, error");
+  a->callback([&g] { g.exit_code = RunAgent(agent); });
+
+  static SimFlags sim;
+  auto* m = app.add_subcommand("sim", "Run a simulated fleet of agents");
+  m->add_option("--controller", sim.pool.controller, "controller URL")->required();
+  m->add_option("--join-token", sim.pool.join_token, "pool join token")->required();
+  m->add_option("--nodes", sim.pool.nodes, "number of simulated nodes");
+  m->add_option("--gpus-per-node", sim.pool.gpus_per_node, "GPUs per node");
+  m->add_option("--model", sim.pool.model, "GPU model id from the catalogue");
+  m->add_option("--prefix", sim.pool.name_prefix, "node name prefix");
+  m->add_option("--first-index", sim.pool.first_index, "number of the first node");
+  m->add_option("--threads", sim.threads, "I/O threads");
+  m->add_option("--log-level", sim.log_level, "trace, debug, info, warn, error");
+  m->callback([&g] { g.exit_code = RunSim(sim); });
+
+  static UpFlags up;
+  auto* u = app.add_subcommand("up", "Run a controller and a simulated fleet (the demo)");
+  AddControllerFlags(u, up.serve);
+  u->add_option("-f,--fleet", up.fleet_file, "fleet YAML (default examples/fleet.yaml)");
+  u->callback([&g] { g.exit_code = RunUp(up, g); });
+}
+
+}  // namespace app
+}  // namespace gpufleet

@@ -1,0 +1,33 @@
+// gpufleet: one binary, many subcommands. main() parses and wires; the logic is in src/.
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "apps/gpufleet/daemons.h"
+#include "cli/cli.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gpufleet: manage fleets of GPU servers", "gpufleet"};
+  app.set_version_flag("--version", GPUFLEET_VERSION);
+  app.require_subcommand(1);
+  gpufleet::cli::Globals globals;
+  app.add_option("--server", globals.server, "controller address (env GPUFLEET_SERVER)");
+  app.add_option("--token", globals.token, "API token (env GPUFLEET_TOKEN; default DATA_DIR/admin.token)");
+  app.add_option("--data-dir", globals.data_dir, "controller data directory (env GPUFLEET_DATA_DIR)");
+  app.add_option("-o,--output", globals.output, "output format: table or json")
+      ->check(CLI::IsMember({"table", "json"}));
+  app.fallthrough();
+
+  gpufleet::app::AddDaemonCommands(app, globals);
+  gpufleet::cli::AddFleetCommands(app, globals);
+  gpufleet::cli::AddAdminCommands(app, globals);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "error: %s (see gpufleet --help)\n", e.what());
+    return 2;
+  }
+  return globals.exit_code;
+}

@@ -1,0 +1,274 @@
+#include "agent/agent.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <random>
+#include <thread>
+
+#include "common/clock.h"
+#include "proto/proto.h"
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using tcp = asio::ip::tcp;
+
+namespace gpufleet {
+namespace {
+
+struct Endpoint {
+  std::string host;
+  std::string port;
+};
+
+Endpoint ParseController(std::string url) {
+  for (const char* scheme : {"http://", "ws://"}) {
+    if (url.rfind(scheme, 0) == 0) url = url.substr(std::string(scheme).size());
+  }
+  if (auto slash = url.find('/'); slash != std::string::npos) url = url.substr(0, slash);
+  auto colon = url.rfind(':');
+  if (colon == std::string::npos) return {url, "8080"};
+  return {url.substr(0, colon), url.substr(colon + 1)};
+}
+
+// One agent's life: connect, register, heartbeat, reconnect. Runs on its own strand.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(asio::any_io_executor ex, AgentOptions options, std::unique_ptr<GpuBackend> backend,
+          AgentStats& stats, std::atomic<bool>& stopping)
+      : ex_(std::move(ex)),
+        options_(std::move(options)),
+        backend_(std::move(backend)),
+        stats_(stats),
+        stopping_(stopping),
+        rng_(std::random_device{}()) {}
+
+  void Start() {
+    asio::co_spawn(ex_, [self = shared_from_this()] { return self->Loop(); }, asio::detached);
+  }
+
+  void Stop() {
+    asio::post(ex_, [self = shared_from_this()] {
+      if (self->ws_) {
+        beast::error_code ec;
+        beast::get_lowest_layer(*self->ws_).socket().close(ec);
+      }
+      self->timer_.cancel();
+    });
+  }
+
+ private:
+  asio::awaitable<void> Loop() {
+    int attempt = 0;
+    while (!stopping_) {
+      bool welcomed = co_await ConnectOnce();
+      if (stopping_) break;
+      if (welcomed) attempt = 0;
+      stats_.failures += welcomed ? 0 : 1;
+      // Full jitter over an exponentially growing, capped window.
+      int64_t cap = std::min<int64_t>(options_.backoff_max_ms,
+                                      int64_t(options_.backoff_initial_ms) << std::min(attempt, 16));
+      ++attempt;
+      std::uniform_int_distribution<int64_t> jitter(cap / 2, cap);
+      timer_.expires_after(std::chrono::milliseconds(jitter(rng_)));
+      auto [ec] = co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+  }
+
+  // One connection; returns whether it got as far as a welcome.
+  asio::awaitable<bool> ConnectOnce() {
+    bool welcomed = false;
+    bool counted = false;
+    try {
+      Endpoint ep = ParseController(options_.controller);
+      tcp::resolver resolver(ex_);
+      auto results = co_await resolver.async_resolve(ep.host, ep.port, asio::use_awaitable);
+      ws_ = std::make_unique<websocket::stream<beast::tcp_stream>>(ex_);
+      beast::get_lowest_layer(*ws_).expires_after(std::chrono::seconds(10));
+      co_await beast::get_lowest_layer(*ws_).async_connect(results, asio::use_awaitable);
+      co_await ws_->async_handshake(ep.host + ":" + ep.port, "/api/v1/agent",
+                                    asio::use_awaitable);
+      beast::get_lowest_layer(*ws_).expires_never();
+      ws_->set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
+
+      proto::Hello hello;
+      hello.node_token = options_.node_token;
+      hello.join_token = options_.join_token;
+      hello.facts = Facts();
+      hello.simulated = backend_->Simulated();
+      auto gpus = backend_->Inventory();
+      if (!gpus.ok()) {
+        spdlog::error("agent: cannot list GPUs: {}", gpus.error().message);
+      } else {
+        hello.gpus = gpus.value();
+      }
+      last_inventory_ = hello.gpus;
+      co_await Send(proto::Hello(hello));
+
+      auto reply = co_await Receive();
+      if (!reply.ok()) throw std::runtime_error(reply.error().message);
+      if (auto* err = std::get_if<proto::ErrorMessage>(&reply.value())) {
+        spdlog::error("agent {}: controller refused registration: {} ({})", hello.facts.hostname,
+                      err->message, err->code);
+        if (err->code == "unauthenticated" && !options_.node_token.empty()) {
+          options_.node_token.clear();  // stale credential: fall back to the join token
+        }
+        co_return false;
+      }
+      auto* welcome = std::get_if<proto::Welcome>(&reply.value());
+      if (!welcome) throw std::runtime_error("expected a welcome");
+      welcomed = true;
+      ++stats_.welcomes;
+      ++stats_.connected;
+      counted = true;
+      if (!welcome->node_token.empty()) {
+        options_.node_token = welcome->node_token;
+        if (options_.on_node_token) options_.on_node_token(welcome->node_token);
+      }
+      spdlog::debug("agent {}: registered as {} in pool {}", hello.facts.hostname, welcome->node,
+                    welcome->pool);
+      co_await Serve(std::max(100, welcome->heartbeat_interval_ms));
+    } catch (const std::exception& e) {
+      if (!stopping_) spdlog::debug("agent: connection ended: {}", e.what());
+    }
+    if (counted) --stats_.connected;
+    ws_.reset();
+    co_return welcomed;
+  }
+
+  // After the welcome: heartbeats on a timer, inventory when it changes, and a read loop that
+  // notices the connection closing. Reads run in a child coroutine on the same strand.
+  asio::awaitable<void> Serve(int heartbeat_ms) {
+    auto done = std::make_shared<bool>(false);
+    asio::co_spawn(
+        ex_,
+        [self = shared_from_this(), done]() -> asio::awaitable<void> {
+          beast::flat_buffer buf;
+          for (;;) {
+            auto [ec, n] = co_await self->ws_->async_read(buf, asio::as_tuple(asio::use_awaitable));
+            if (ec) break;
+            buf.consume(n);  // the controller sends nothing we act on yet
+          }
+          *done = true;
+          self->timer_.cancel();
+        },
+        asio::detached);
+    int64_t seq = 0;
+    int64_t next_inventory = RealClock()->NowMs() + options_.inventory_interval_ms;
+    auto* ws = ws_.get();
+    while (!*done && !stopping_) {
+      timer_.expires_after(std::chrono::milliseconds(heartbeat_ms));
+      co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+      if (*done || stopping_ || ws_.get() != ws) break;
+      int64_t now = RealClock()->NowMs();
+      if (now >= next_inventory) {
+        next_inventory = now + options_.inventory_interval_ms;
+        auto gpus = backend_->Inventory();
+        if (gpus.ok() && !SameInventory(gpus.value(), last_inventory_)) {
+          last_inventory_ = gpus.value();
+          co_await Send(proto::Inventory{gpus.value()});
+        }
+      }
+      co_await Send(proto::Heartbeat{++seq, now});
+    }
+    beast::error_code ec;
+    beast::get_lowest_layer(*ws_).socket().close(ec);
+    while (!*done) {  // let the reader finish before the stream goes away
+      timer_.expires_after(std::chrono::milliseconds(5));
+      co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+  }
+
+  static bool SameInventory(const std::vector<Gpu>& a, const std::vector<Gpu>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].uuid != b[i].uuid || a[i].error != b[i].error || a[i].name != b[i].name ||
+          a[i].mig_mode != b[i].mig_mode) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  NodeFacts Facts() {
+    NodeFacts f = HostFacts();
+    if (!options_.hostname.empty()) f.hostname = options_.hostname;
+    f.backend = backend_->Name();
+    if (auto d = backend_->Driver(); d.ok()) {
+      f.driver_version = d->driver_version;
+      f.cuda_driver_version = d->cuda_driver_version;
+    }
+    return f;
+  }
+
+  asio::awaitable<void> Send(proto::Message m) {
+    out_ = proto::Encode(m);
+    ws_->text(true);
+    co_await ws_->async_write(asio::buffer(out_), asio::use_awaitable);
+  }
+
+  asio::awaitable<Result<proto::Message>> Receive() {
+    beast::flat_buffer buf;
+    beast::get_lowest_layer(*ws_).expires_after(std::chrono::seconds(30));
+    co_await ws_->async_read(buf, asio::use_awaitable);
+    co_return proto::Decode(beast::buffers_to_string(buf.data()));
+  }
+
+  asio::any_io_executor ex_;
+  AgentOptions options_;
+  std::unique_ptr<GpuBackend> backend_;
+  AgentStats& stats_;
+  std::atomic<bool>& stopping_;
+  std::mt19937_64 rng_;
+  asio::steady_timer timer_{ex_};
+  std::unique_ptr<websocket::stream<beast::tcp_stream>> ws_;
+  std::vector<Gpu> last_inventory_;
+  std::string out_;
+};
+
+}  // namespace
+
+struct AgentRunner::Impl {
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  std::atomic<bool> stopping{false};
+  AgentStats stats;
+  std::mutex mu;
+  std::vector<std::shared_ptr<Session>> sessions;  // guarded by mu
+};
+
+AgentRunner::AgentRunner() : impl_(std::make_unique<Impl>()) {}
+AgentRunner::~AgentRunner() { Stop(); }
+
+void AgentRunner::Add(AgentOptions options, std::unique_ptr<GpuBackend> backend) {
+  auto s = std::make_shared<Session>(asio::make_strand(impl_->io), std::move(options),
+                                     std::move(backend), impl_->stats, impl_->stopping);
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->sessions.push_back(s);
+  }
+  s->Start();
+}
+
+void AgentRunner::Run(int threads) {
+  std::vector<std::thread> extra;
+  for (int i = 1; i < threads; ++i) extra.emplace_back([this] { impl_->io.run(); });
+  impl_->io.run();
+  for (auto& t : extra) t.join();
+}
+
+void AgentRunner::Stop() {
+  if (impl_->stopping.exchange(true)) return;
+  {
+    std::lock_guard lock(impl_->mu);
+    for (auto& s : impl_->sessions) s->Stop();
+  }
+  impl_->work.reset();
+}
+
+const AgentStats& AgentRunner::stats() const { return impl_->stats; }
+
+}  // namespace gpufleet

@@ -1,0 +1,53 @@
+#pragma once
+// The node agent: connects to the controller's WebSocket at /api/v1/agent, registers (hello with
+// a join token or its node token), reports inventory and facts, heartbeats, and reconnects with
+// capped, jittered exponential backoff. AgentRunner owns the I/O thread(s) and can run many
+// agents (the simulated fleet runs thousands in one process). Asio stays behind the pimpl.
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "agent/gpu_backend.h"
+
+namespace gpufleet {
+
+struct AgentOptions {
+  std::string controller;  // "http://127.0.0.1:8080" or "127.0.0.1:8080"
+  std::string join_token;
+  std::string node_token;  // from an earlier welcome; tried before the join token
+  std::string hostname;    // overrides the host's name (the simulator sets one per node)
+  int inventory_interval_ms = 60'000;
+  int backoff_initial_ms = 500;
+  int backoff_max_ms = 30'000;
+  // Called (on the I/O thread) when the controller issues a node token.
+  std::function<void(const std::string&)> on_node_token;
+};
+
+struct AgentStats {
+  std::atomic<int> connected{0};     // sessions with a live, welcomed connection
+  std::atomic<int64_t> welcomes{0};  // successful registrations, reconnects included
+  std::atomic<int64_t> failures{0};  // failed attempts
+};
+
+// Thread-safe: Add and Stop may be called from any thread.
+class AgentRunner {
+ public:
+  AgentRunner();
+  ~AgentRunner();
+  AgentRunner(const AgentRunner&) = delete;
+  AgentRunner& operator=(const AgentRunner&) = delete;
+
+  void Add(AgentOptions options, std::unique_ptr<GpuBackend> backend);
+  // Runs until Stop(); `threads` I/O threads (the caller's is one of them).
+  void Run(int threads = 1);
+  void Stop();
+  const AgentStats& stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpufleet

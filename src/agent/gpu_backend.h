@@ -1,0 +1,48 @@
+#pragma once
+// GpuBackend: where a node agent learns about its GPUs. Two implementations: NVML (the real
+// driver library, loaded with dlopen) and sim (a simulated node for demos and load tests).
+// A backend is used from one thread at a time.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "model/catalog.h"
+#include "model/types.h"
+
+namespace gpufleet {
+
+struct DriverInfo {
+  std::string driver_version;       // "550.54.15"
+  std::string cuda_driver_version;  // "12.4"
+};
+
+class GpuBackend {
+ public:
+  virtual ~GpuBackend() = default;
+  virtual std::string Name() const = 0;  // "nvml" or "sim"
+  virtual bool Simulated() const = 0;
+  virtual Result<DriverInfo> Driver() = 0;
+  // Every GPU the node has. A GPU that fails mid-read (e.g. GPU_IS_LOST) is still listed, with
+  // what could be read and Gpu::error set; only a failure to enumerate at all is an error.
+  virtual Result<std::vector<Gpu>> Inventory() = 0;
+};
+
+// Loads NVML from `library_path` (empty: $GPUFLEET_NVML_LIBRARY, then libnvidia-ml.so.1) and
+// initialises it. Fails with kUnavailable and one clear line when the library is missing.
+Result<std::unique_ptr<GpuBackend>> OpenNvmlBackend(const std::string& library_path);
+
+struct SimNodeSpec {
+  std::string hostname;
+  const GpuModelSpec* model = nullptr;  // from the catalogue; required
+  int gpu_count = 8;
+  std::string driver_version = "550.54.15";
+  std::string cuda_driver_version = "12.4";
+};
+std::unique_ptr<GpuBackend> MakeSimBackend(SimNodeSpec spec);
+
+// Facts about this host that do not come from the GPU backend.
+NodeFacts HostFacts();
+
+}  // namespace gpufleet

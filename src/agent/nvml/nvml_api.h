@@ -1,0 +1,66 @@
+#pragma once
+// The subset of NVML's C API the agent calls, declared by the project itself (Debian has no
+// NVML headers) so the build needs no CUDA or driver. Types and values follow NVML's nvml.h;
+// struct layouts must match it exactly. The library is loaded at run time (nvml_backend.cpp).
+
+#include <cstdint>
+
+extern "C" {
+
+typedef int nvmlReturn_t;
+typedef struct nvmlDevice_st* nvmlDevice_t;
+
+enum : nvmlReturn_t {
+  NVML_SUCCESS = 0,
+  NVML_ERROR_UNINITIALIZED = 1,
+  NVML_ERROR_INVALID_ARGUMENT = 2,
+  NVML_ERROR_NOT_SUPPORTED = 3,
+  NVML_ERROR_NO_PERMISSION = 4,
+  NVML_ERROR_NOT_FOUND = 6,
+  NVML_ERROR_INSUFFICIENT_SIZE = 7,
+  NVML_ERROR_DRIVER_NOT_LOADED = 9,
+  NVML_ERROR_TIMEOUT = 10,
+  NVML_ERROR_LIBRARY_NOT_FOUND = 12,
+  NVML_ERROR_FUNCTION_NOT_FOUND = 13,
+  NVML_ERROR_GPU_IS_LOST = 15,
+  NVML_ERROR_RESET_REQUIRED = 16,
+  NVML_ERROR_UNKNOWN = 999,
+};
+
+constexpr unsigned kNvmlDeviceUuidBufferSize = 96;
+constexpr unsigned kNvmlDeviceNameBufferSize = 96;
+constexpr unsigned kNvmlSerialBufferSize = 30;
+constexpr unsigned kNvmlVbiosBufferSize = 32;
+constexpr unsigned kNvmlInforomBufferSize = 16;
+constexpr unsigned kNvmlDriverBufferSize = 80;
+
+typedef struct nvmlPciInfo_st {
+  char busIdLegacy[16];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;
+  unsigned int pciSubSystemId;
+  char busId[32];
+} nvmlPciInfo_t;
+
+typedef struct nvmlMemory_st {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+} nvmlMemory_t;
+
+}  // extern "C"
+
+// Function pointer types, one per entry point.
+using NvmlInitFn = nvmlReturn_t (*)();
+using NvmlShutdownFn = nvmlReturn_t (*)();
+using NvmlErrorStringFn = const char* (*)(nvmlReturn_t);
+using NvmlSystemGetDriverVersionFn = nvmlReturn_t (*)(char*, unsigned);
+using NvmlSystemGetCudaDriverVersionFn = nvmlReturn_t (*)(int*);
+using NvmlDeviceGetCountFn = nvmlReturn_t (*)(unsigned*);
+using NvmlDeviceGetHandleByIndexFn = nvmlReturn_t (*)(unsigned, nvmlDevice_t*);
+using NvmlDeviceGetStringFn = nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned);
+using NvmlDeviceGetPciInfoFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlPciInfo_t*);
+using NvmlDeviceGetMemoryInfoFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlMemory_t*);
+using NvmlDeviceGetMigModeFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned*, unsigned*);

@@ -1,0 +1,41 @@
+#pragma once
+// The api component's public header: the REST API under /api/v1, the agent WebSocket at
+// /api/v1/agent, /healthz and the dashboard's static files, on one listening socket.
+
+#include <memory>
+#include <string>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "fleet/fleet.h"
+#include "model/catalog.h"
+#include "store/store.h"
+
+namespace gpufleet::api {
+
+struct ApiOptions {
+  std::string listen = "127.0.0.1:8080";  // host:port; port 0 picks a free one
+  size_t max_body_bytes = 4 << 20;         // larger bodies get 413
+  int threads = 2;
+};
+
+// Owns its I/O threads. Start() binds and serves; Stop() closes and joins. Thread-safe.
+class ApiServer {
+ public:
+  ApiServer(ApiOptions options, FleetService& fleet, Store& store,
+            std::shared_ptr<const GpuCatalog> catalog, std::shared_ptr<Clock> clock);
+  ~ApiServer();
+  // Returns the bound address, "127.0.0.1:43121".
+  Result<std::string> Start();
+  void Stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Writes a new admin token to `path` (mode 0600) when the store holds no API token yet.
+// Returns whether it wrote one.
+Result<bool> BootstrapAdminToken(Store& store, Clock& clock, const std::string& path);
+
+}  // namespace gpufleet::api

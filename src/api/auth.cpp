@@ -1,0 +1,81 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "api/api.h"
+#include "api/context.h"
+#include "common/crypto.h"
+
+namespace gpufleet::api {
+
+Result<Principal> Authenticate(Store& store, Clock& clock, const std::string& authorization) {
+  const std::string prefix = "Bearer ";
+  if (authorization.empty()) {
+    return MakeError(ErrorCode::kUnauthenticated,
+                     "missing 'Authorization: Bearer <token>' header");
+  }
+  if (authorization.rfind(prefix, 0) != 0 || authorization.size() <= prefix.size()) {
+    return MakeError(ErrorCode::kUnauthenticated, "the Authorization header must be 'Bearer <token>'");
+  }
+  auto token = store.FindApiToken(Sha256Hex(authorization.substr(prefix.size())));
+  if (!token.ok()) {
+    if (token.error().code == ErrorCode::kNotFound) {
+      return MakeError(ErrorCode::kUnauthenticated, "invalid token");
+    }
+    return token.error();
+  }
+  if (token->revoked) return MakeError(ErrorCode::kUnauthenticated, "token has been revoked");
+  if (token->expires_ms && token->expires_ms < clock.NowMs()) {
+    return MakeError(ErrorCode::kUnauthenticated, "token has expired");
+  }
+  return Principal{token->name, token->role, token->clusters};
+}
+
+Result<bool> BootstrapAdminToken(Store& store, Clock& clock, const std::string& path) {
+  auto tokens = store.ListApiTokens();
+  if (!tokens.ok()) return tokens.error();
+  if (!tokens->empty()) return false;
+  std::string secret = "gfa_" + RandomHex(24);
+  ApiToken t;
+  t.id = "tok-" + RandomHex(6);
+  t.name = "bootstrap-admin";
+  t.role = Role::kAdmin;
+  t.hash = Sha256Hex(secret);
+  t.created_ms = clock.NowMs();
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return MakeError(ErrorCode::kUnavailable, "cannot write " + path);
+  ::fchmod(fd, 0600);
+  std::string line = secret + "\n";
+  bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  ::close(fd);
+  if (!written) return MakeError(ErrorCode::kUnavailable, "cannot write " + path);
+  GF_TRY(store.CreateApiToken(t));
+  return true;
+}
+
+Result<Page> ParsePage(const Request& req) {
+  Page page;
+  auto number = [&](const char* key, size_t& out, size_t max) -> Status {
+    auto it = req.query.find(key);
+    if (it == req.query.end()) return {};
+    const std::string& v = it->second;
+    if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       std::string("'") + key + "' must be a non-negative integer");
+    }
+    out = std::stoul(v);
+    if (out > max) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       std::string("'") + key + "' must be at most " + std::to_string(max));
+    }
+    return {};
+  };
+  GF_TRY(number("limit", page.limit, 5000));
+  GF_TRY(number("offset", page.offset, 1'000'000'000));
+  if (page.limit == 0) page.limit = 500;
+  return page;
+}
+
+}  // namespace gpufleet::api

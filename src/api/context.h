@@ -1,0 +1,37 @@
+#pragma once
+// What route handlers share (internal to the api component).
+
+#include "api/http.h"
+#include "common/clock.h"
+#include "fleet/fleet.h"
+#include "model/catalog.h"
+#include "store/store.h"
+
+namespace gpufleet::api {
+
+struct ApiContext {
+  FleetService& fleet;
+  Store& store;
+  const GpuCatalog& catalog;
+  Clock& clock;
+};
+
+// Each routes/<resource>.cpp registers its handlers.
+void AddClusterRoutes(Router& router, ApiContext& ctx);
+void AddNodeRoutes(Router& router, ApiContext& ctx);
+void AddTokenRoutes(Router& router, ApiContext& ctx);
+void AddApplyRoutes(Router& router, ApiContext& ctx);
+void AddAuditRoutes(Router& router, ApiContext& ctx);
+void AddStaticRoutes(Router& router, ApiContext& ctx);
+
+// Authenticates "Bearer <token>" against the stored API tokens.
+Result<Principal> Authenticate(Store& store, Clock& clock, const std::string& authorization);
+
+// Paging: limit (default 500, at most 5000) and offset from the query string.
+struct Page {
+  size_t limit = 500;
+  size_t offset = 0;
+};
+Result<Page> ParsePage(const Request& req);
+
+}  // namespace gpufleet::api

@@ -1,0 +1,77 @@
+#pragma once
+// Transport-neutral HTTP request/response and the router. No Beast here: handlers and tests see
+// only these types; server.cpp adapts them to Beast.
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+#include "store/store.h"
+
+namespace gpufleet::api {
+
+struct Request {
+  std::string method;  // "GET"
+  std::string path;    // "/api/v1/nodes" (decoded, no query)
+  std::map<std::string, std::string> query;
+  std::map<std::string, std::string> params;  // from the route pattern, e.g. {name}
+  std::string body;
+  std::string content_type;
+  std::string authorization;
+  std::string remote;
+};
+
+struct Response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  // For the audit log of a mutating call: what it touched, and its JSON before and after.
+  std::string audit_target;
+  std::string audit_before;
+  std::string audit_after;
+};
+
+struct Principal {
+  std::string name;  // token name, "anonymous" when none
+  Role role = Role::kViewer;
+  std::vector<std::string> clusters;  // empty: all clusters
+  bool CanSeeCluster(const std::string& cluster) const;
+};
+
+Response ErrorResponse(const Error& error);
+Response JsonResponse(int status, std::string body);
+
+// A handler runs with the caller already authenticated and authorised for `min_role`.
+using Handler = std::function<Response(const Request&, const Principal&)>;
+
+class Router {
+ public:
+  // pattern: "/api/v1/nodes/{name}/cordon"; `public_route` skips authentication.
+  void Add(std::string method, std::string pattern, Role min_role, Handler handler,
+           bool public_route = false);
+
+  struct Match {
+    const Handler* handler = nullptr;
+    Role min_role = Role::kViewer;
+    bool public_route = false;
+    std::map<std::string, std::string> params;
+    bool path_known = false;  // some route has this path (for 405 vs 404)
+  };
+  Match Find(const std::string& method, const std::string& path) const;
+
+ private:
+  struct Route {
+    std::string method;
+    std::vector<std::string> segments;
+    Role min_role;
+    Handler handler;
+    bool public_route;
+  };
+  std::vector<Route> routes_;
+};
+
+}  // namespace gpufleet::api

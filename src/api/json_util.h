@@ -1,0 +1,14 @@
+#pragma once
+// JSON helpers for route handlers (internal to the api component).
+
+#include <boost/json.hpp>
+
+#include "api/context.h"
+
+namespace gpufleet::api {
+
+// {"items": [...page...], "total": N, "limit": L, "offset": O}
+Response ListResponse(boost::json::array all, const Page& page);
+Response ObjectResponse(int status, const boost::json::object& o);
+
+}  // namespace gpufleet::api

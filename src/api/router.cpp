@@ -1,0 +1,60 @@
+#include "api/http.h"
+
+#include <algorithm>
+
+#include "common/strings.h"
+#include "model/json.h"
+
+namespace gpufleet::api {
+
+bool Principal::CanSeeCluster(const std::string& cluster) const {
+  return clusters.empty() || std::find(clusters.begin(), clusters.end(), cluster) != clusters.end();
+}
+
+Response JsonResponse(int status, std::string body) {
+  Response r;
+  r.status = status;
+  r.body = std::move(body);
+  return r;
+}
+
+Response ErrorResponse(const Error& error) {
+  boost::json::object e{{"code", ErrorCodeName(error.code)}, {"message", error.message}};
+  return JsonResponse(HttpStatus(error.code), boost::json::serialize(boost::json::object{{"error", e}}));
+}
+
+void Router::Add(std::string method, std::string pattern, Role min_role, Handler handler,
+                 bool public_route) {
+  routes_.push_back(Route{std::move(method), Split(pattern, '/'), min_role, std::move(handler),
+                          public_route});
+}
+
+Router::Match Router::Find(const std::string& method, const std::string& path) const {
+  Match m;
+  auto segments = Split(path, '/');
+  for (const auto& r : routes_) {
+    if (r.segments.size() != segments.size()) continue;
+    std::map<std::string, std::string> params;
+    bool ok = true;
+    for (size_t i = 0; i < segments.size() && ok; ++i) {
+      const auto& want = r.segments[i];
+      if (want.size() > 2 && want.front() == '{' && want.back() == '}') {
+        if (segments[i].empty()) ok = false;
+        params[want.substr(1, want.size() - 2)] = segments[i];
+      } else {
+        ok = want == segments[i];
+      }
+    }
+    if (!ok) continue;
+    m.path_known = true;
+    if (r.method != method) continue;
+    m.handler = &r.handler;
+    m.min_role = r.min_role;
+    m.public_route = r.public_route;
+    m.params = std::move(params);
+    return m;
+  }
+  return m;
+}
+
+}  // namespace gpufleet::api

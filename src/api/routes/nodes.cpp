@@ -1,0 +1,115 @@
+// Nodes, their GPUs and events, and the operator actions cordon, uncordon and drain.
+
+#include "api/json_util.h"
+#include "model/json.h"
+
+namespace json = boost::json;
+
+namespace gpufleet::api {
+namespace {
+
+Result<NodeFilter> FilterFrom(const Request& req, const Principal& who) {
+  NodeFilter f;
+  auto get = [&](const char* key) {
+    auto it = req.query.find(key);
+    return it == req.query.end() ? std::string() : it->second;
+  };
+  f.cluster = get("cluster");
+  f.pool = get("pool");
+  f.state = get("state");
+  f.model = get("model");
+  f.clusters = who.clusters;
+  if (!f.state.empty() && !ParseNodeState(f.state)) {
+    return MakeError(ErrorCode::kInvalidArgument, "unknown state '" + f.state + "'");
+  }
+  return f;
+}
+
+Response Action(ApiContext& ctx, const Request& req, const Principal& who, NodeAction action) {
+  const std::string& name = req.params.at("name");
+  auto before = ctx.fleet.GetNode(name);
+  if (!before.ok() || !who.CanSeeCluster(before->cluster)) {
+    return ErrorResponse(MakeError(ErrorCode::kNotFound, "no node '" + name + "'"));
+  }
+  auto after = ctx.fleet.Act(name, action, who.name);
+  Response r = after.ok() ? ObjectResponse(200, ToJson(after.value(), true))
+                          : ErrorResponse(after.error());
+  r.audit_target = "node/" + name;
+  r.audit_before = json::serialize(json::object{{"state", ToString(before->state)}});
+  if (after.ok()) r.audit_after = json::serialize(json::object{{"state", ToString(after->state)}});
+  return r;
+}
+
+}  // namespace
+
+void AddNodeRoutes(Router& router, ApiContext& ctx) {
+  router.Add("GET", "/api/v1/nodes", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
+    auto page = ParsePage(req);
+    if (!page.ok()) return ErrorResponse(page.error());
+    auto filter = FilterFrom(req, who);
+    if (!filter.ok()) return ErrorResponse(filter.error());
+    json::array items;
+    for (const auto& n : ctx.fleet.Nodes(filter.value())) items.push_back(ToJson(n, false));
+    return ListResponse(std::move(items), page.value());
+  });
+
+  router.Add("GET", "/api/v1/nodes/{name}", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
+    auto node = ctx.fleet.GetNode(req.params.at("name"));
+    if (!node.ok() || !who.CanSeeCluster(node->cluster)) {
+      return ErrorResponse(MakeError(ErrorCode::kNotFound, "no node '" + req.params.at("name") + "'"));
+    }
+    return ObjectResponse(200, ToJson(node.value(), true));
+  });
+
+  router.Add("GET", "/api/v1/nodes/{name}/events", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) {
+               auto page = ParsePage(req);
+               if (!page.ok()) return ErrorResponse(page.error());
+               auto node = ctx.fleet.GetNode(req.params.at("name"));
+               if (!node.ok() || !who.CanSeeCluster(node->cluster)) {
+                 return ErrorResponse(MakeError(ErrorCode::kNotFound, "no node '" + req.params.at("name") + "'"));
+               }
+               auto events = ctx.fleet.Events(node->name, static_cast<int>(page->limit));
+               if (!events.ok()) return ErrorResponse(events.error());
+               json::array items;
+               for (const auto& e : events.value()) items.push_back(ToJson(e));
+               return ListResponse(std::move(items), Page{page->limit, 0});
+             });
+
+  router.Add("POST", "/api/v1/nodes/{name}/cordon", Role::kOperator,
+             [&ctx](const Request& req, const Principal& who) {
+               return Action(ctx, req, who, NodeAction::kCordon);
+             });
+  router.Add("POST", "/api/v1/nodes/{name}/uncordon", Role::kOperator,
+             [&ctx](const Request& req, const Principal& who) {
+               return Action(ctx, req, who, NodeAction::kUncordon);
+             });
+  router.Add("POST", "/api/v1/nodes/{name}/drain", Role::kOperator,
+             [&ctx](const Request& req, const Principal& who) {
+               return Action(ctx, req, who, NodeAction::kDrain);
+             });
+
+  router.Add("GET", "/api/v1/gpus", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
+    auto page = ParsePage(req);
+    if (!page.ok()) return ErrorResponse(page.error());
+    auto filter = FilterFrom(req, who);
+    if (!filter.ok()) return ErrorResponse(filter.error());
+    auto node_filter = req.query.find("node");
+    json::array items;
+    for (const auto& n : ctx.fleet.Nodes(filter.value())) {
+      if (node_filter != req.query.end() && node_filter->second != n.name) continue;
+      for (const auto& g : n.gpus) {
+        if (!filter->model.empty() && g.model != filter->model && g.name != filter->model) continue;
+        json::object o = ToJson(g);
+        o["node"] = n.name;
+        o["cluster"] = n.cluster;
+        o["pool"] = n.pool;
+        o["simulated"] = n.simulated;
+        items.push_back(std::move(o));
+      }
+    }
+    return ListResponse(std::move(items), page.value());
+  });
+}
+
+}  // namespace gpufleet::api

@@ -1,0 +1,177 @@
+// Join tokens (per pool, for agents) and API tokens (per person or system, with a role).
+// Secrets are returned once, at creation; the store keeps only their SHA-256.
+
+#include "api/json_util.h"
+#include "common/crypto.h"
+#include "model/json.h"
+
+namespace json = boost::json;
+
+namespace gpufleet::api {
+namespace {
+
+Status OnlyFields(const json::object& o, std::initializer_list<std::string_view> allowed) {
+  for (const auto& kv : o) {
+    bool ok = false;
+    for (auto a : allowed) ok = ok || kv.key() == a;
+    if (!ok) {
+      return MakeError(ErrorCode::kInvalidArgument, "unknown field '" + std::string(kv.key()) + "'");
+    }
+  }
+  return {};
+}
+
+Result<int64_t> Ttl(const json::object& o, const char* fallback) {
+  std::string text;
+  GF_TRY_ASSIGN(text, GetString(o, "ttl", std::string(fallback)));
+  if (text == "0" || text == "never") return int64_t{0};
+  int64_t ms = ParseDurationMs(text);
+  if (ms <= 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "field 'ttl' must be a duration such as 30m, 24h or 7d (or 'never')");
+  }
+  return ms;
+}
+
+json::object JoinTokenJson(const JoinToken& t, int64_t now) {
+  return {{"id", t.id},
+          {"pool", t.pool},
+          {"created_by", t.created_by},
+          {"created_at", FormatTime(t.created_ms)},
+          {"expires_at", FormatTime(t.expires_ms)},
+          {"revoked", t.revoked},
+          {"valid", !t.revoked && (t.expires_ms == 0 || t.expires_ms > now)}};
+}
+
+json::object ApiTokenJson(const ApiToken& t) {
+  json::array clusters;
+  for (const auto& c : t.clusters) clusters.push_back(json::value(c));
+  return {{"id", t.id},
+          {"name", t.name},
+          {"role", ToString(t.role)},
+          {"clusters", clusters},
+          {"created_at", FormatTime(t.created_ms)},
+          {"expires_at", FormatTime(t.expires_ms)},
+          {"revoked", t.revoked}};
+}
+
+Result<ApiToken> ApiTokenFrom(const json::object& o, Clock& clock) {
+  GF_TRY(OnlyFields(o, {"name", "role", "clusters", "ttl"}));
+  ApiToken t;
+  GF_TRY_ASSIGN(t.name, GetString(o, "name"));
+  if (t.name.empty() || t.name.size() > 128) {
+    return MakeError(ErrorCode::kInvalidArgument, "field 'name' must be 1 to 128 characters");
+  }
+  std::string role;
+  GF_TRY_ASSIGN(role, GetString(o, "role"));
+  auto parsed = ParseRole(role);
+  if (!parsed) {
+    return MakeError(ErrorCode::kInvalidArgument, "field 'role' must be viewer, operator or admin");
+  }
+  t.role = *parsed;
+  if (auto it = o.find("clusters"); it != o.end()) {
+    if (!it->value().is_array()) {
+      return MakeError(ErrorCode::kInvalidArgument, "field 'clusters' must be a list of names");
+    }
+    for (const auto& c : it->value().as_array()) {
+      if (!c.is_string()) {
+        return MakeError(ErrorCode::kInvalidArgument, "field 'clusters' must be a list of names");
+      }
+      t.clusters.emplace_back(c.as_string());
+    }
+  }
+  int64_t ttl = 0;
+  GF_TRY_ASSIGN(ttl, Ttl(o, "never"));
+  t.created_ms = clock.NowMs();
+  t.expires_ms = ttl ? t.created_ms + ttl : 0;
+  return t;
+}
+
+}  // namespace
+
+void AddTokenRoutes(Router& router, ApiContext& ctx) {
+  router.Add("POST", "/api/v1/join-tokens", Role::kOperator, [&ctx](const Request& req, const Principal& who) {
+    auto body = ParseObject(req.body);
+    if (!body.ok()) return ErrorResponse(body.error());
+    if (auto s = OnlyFields(body.value(), {"pool", "ttl"}); !s.ok()) return ErrorResponse(s.error());
+    auto pool = GetString(body.value(), "pool");
+    if (!pool.ok()) return ErrorResponse(pool.error());
+    auto ttl = Ttl(body.value(), "24h");
+    if (!ttl.ok()) return ErrorResponse(ttl.error());
+    auto p = ctx.fleet.FindPool(pool.value());
+    if (!p.ok() || !who.CanSeeCluster(p->cluster)) {
+      return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + pool.value() + "'"));
+    }
+    auto issued = ctx.fleet.CreateJoinToken(pool.value(), ttl.value(), who.name);
+    if (!issued.ok()) return ErrorResponse(issued.error());
+    json::object o = JoinTokenJson(issued->token, ctx.clock.NowMs());
+    Response r = ObjectResponse(201, [&] {
+      json::object with = o;
+      with["token"] = issued->secret;
+      return with;
+    }());
+    r.audit_target = "join-token/" + issued->token.id;
+    r.audit_after = json::serialize(o);
+    return r;
+  });
+
+  router.Add("GET", "/api/v1/join-tokens", Role::kOperator, [&ctx](const Request& req, const Principal&) {
+    auto page = ParsePage(req);
+    if (!page.ok()) return ErrorResponse(page.error());
+    auto tokens = ctx.store.ListJoinTokens();
+    if (!tokens.ok()) return ErrorResponse(tokens.error());
+    json::array items;
+    for (const auto& t : tokens.value()) items.push_back(JoinTokenJson(t, ctx.clock.NowMs()));
+    return ListResponse(std::move(items), page.value());
+  });
+
+  router.Add("DELETE", "/api/v1/join-tokens/{id}", Role::kOperator, [&ctx](const Request& req, const Principal&) {
+    const std::string& id = req.params.at("id");
+    Response r = [&] {
+      if (auto s = ctx.store.RevokeJoinToken(id); !s.ok()) return ErrorResponse(s.error());
+      return ObjectResponse(200, {{"id", id}, {"revoked", true}});
+    }();
+    r.audit_target = "join-token/" + id;
+    return r;
+  });
+
+  router.Add("POST", "/api/v1/api-tokens", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
+    auto body = ParseObject(req.body);
+    if (!body.ok()) return ErrorResponse(body.error());
+    auto token = ApiTokenFrom(body.value(), ctx.clock);
+    if (!token.ok()) return ErrorResponse(token.error());
+    std::string secret = "gfa_" + RandomHex(24);
+    token->id = "tok-" + RandomHex(6);
+    token->hash = Sha256Hex(secret);
+    if (auto s = ctx.store.CreateApiToken(token.value()); !s.ok()) return ErrorResponse(s.error());
+    json::object o = ApiTokenJson(token.value());
+    json::object with = o;
+    with["token"] = secret;
+    Response r = ObjectResponse(201, with);
+    r.audit_target = "api-token/" + token->id;
+    r.audit_after = json::serialize(o);
+    return r;
+  });
+
+  router.Add("GET", "/api/v1/api-tokens", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
+    auto page = ParsePage(req);
+    if (!page.ok()) return ErrorResponse(page.error());
+    auto tokens = ctx.store.ListApiTokens();
+    if (!tokens.ok()) return ErrorResponse(tokens.error());
+    json::array items;
+    for (const auto& t : tokens.value()) items.push_back(ApiTokenJson(t));
+    return ListResponse(std::move(items), page.value());
+  });
+
+  router.Add("DELETE", "/api/v1/api-tokens/{id}", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
+    const std::string& id = req.params.at("id");
+    Response r = [&] {
+      if (auto s = ctx.store.RevokeApiToken(id); !s.ok()) return ErrorResponse(s.error());
+      return ObjectResponse(200, {{"id", id}, {"revoked", true}});
+    }();
+    r.audit_target = "api-token/" + id;
+    return r;
+  });
+}
+
+}  // namespace gpufleet::api

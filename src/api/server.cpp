@@ -1,0 +1,297 @@
+// The HTTP/WebSocket server: Beast over Asio, one coroutine per connection on its own strand,
+// `threads` I/O threads. Handlers run synchronously on the I/O thread that read the request.
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <boost/url/parse.hpp>
+#include <thread>
+
+#include "api/api.h"
+#include "api/context.h"
+#include "proto/proto.h"
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+using tcp = asio::ip::tcp;
+
+namespace gpufleet::api {
+
+struct ApiServer::Impl {
+  ApiOptions options;
+  FleetService& fleet;
+  Store& store;
+  std::shared_ptr<const GpuCatalog> catalog;
+  std::shared_ptr<Clock> clock;
+  ApiContext ctx;
+  Router router;
+  asio::io_context io;
+  std::optional<tcp::acceptor> acceptor;
+  std::vector<std::thread> threads;
+
+  Impl(ApiOptions o, FleetService& f, Store& s, std::shared_ptr<const GpuCatalog> c,
+       std::shared_ptr<Clock> cl)
+      : options(std::move(o)),
+        fleet(f),
+        store(s),
+        catalog(std::move(c)),
+        clock(std::move(cl)),
+        ctx{fleet, store, *catalog, *clock} {
+    AddClusterRoutes(router, ctx);
+    AddNodeRoutes(router, ctx);
+    AddTokenRoutes(router, ctx);
+    AddApplyRoutes(router, ctx);
+    AddAuditRoutes(router, ctx);
+    AddStaticRoutes(router, ctx);
+  }
+
+  Response Dispatch(Request& req) {
+    auto match = router.Find(req.method, req.path);
+    if (!match.handler) {
+      if (match.path_known) {
+        Response r = ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                             req.method + " is not allowed on " + req.path));
+        r.status = 405;
+        r.body.replace(r.body.find("invalid_argument"), 16, "method_not_allowed");
+        return r;
+      }
+      return ErrorResponse(MakeError(ErrorCode::kNotFound, "no route for " + req.path));
+    }
+    req.params = std::move(match.params);
+    Principal principal{"anonymous", Role::kViewer, {}};
+    if (!match.public_route) {
+      auto who = Authenticate(store, *clock, req.authorization);
+      if (!who.ok()) return ErrorResponse(who.error());
+      principal = who.value();
+      if (principal.role < match.min_role) {
+        Response r = ErrorResponse(MakeError(
+            ErrorCode::kPermissionDenied,
+            "this call needs the " + std::string(ToString(match.min_role)) + " role; token '" +
+                principal.name + "' has " + std::string(ToString(principal.role))));
+        Audit(req, principal, r);
+        return r;
+      }
+    }
+    Response r;
+    try {
+      r = (*match.handler)(req, principal);
+    } catch (const std::exception& e) {  // a bug in a handler must not take the server down
+      spdlog::error("api: {} {} threw: {}", req.method, req.path, e.what());
+      r = ErrorResponse(MakeError(ErrorCode::kInternal, "internal error"));
+    }
+    if (!match.public_route) Audit(req, principal, r);
+    return r;
+  }
+
+  void Audit(const Request& req, const Principal& who, const Response& r) {
+    if (req.method == "GET" || req.method == "HEAD") return;
+    AuditRecord rec;
+    rec.time_ms = clock->NowMs();
+    rec.actor = who.name;
+    rec.action = req.method + " " + req.path;
+    rec.target = r.audit_target;
+    rec.status = r.status;
+    rec.result = r.status < 400 ? "ok" : r.body;
+    rec.before = r.audit_before;
+    rec.after = r.audit_after;
+    if (auto s = store.AppendAudit(rec); !s.ok()) {
+      spdlog::error("api: audit write failed: {}", s.error().message);
+    }
+  }
+
+  static Request ToRequest(const http::request<http::string_body>& in, const std::string& remote) {
+    Request req;
+    req.method = std::string(in.method_string());
+    req.remote = remote;
+    auto url = boost::urls::parse_origin_form(in.target());
+    if (url) {
+      req.path = std::string(url->path());
+      for (auto p : url->params()) req.query[std::string(p.key)] = std::string(p.value);
+    } else {
+      req.path = std::string(in.target());
+    }
+    req.body = in.body();
+    req.content_type = std::string(in[http::field::content_type]);
+    req.authorization = std::string(in[http::field::authorization]);
+    return req;
+  }
+
+  asio::awaitable<void> WriteSimple(beast::tcp_stream& stream, const Response& r, unsigned version,
+                                    bool keep_alive) {
+    http::response<http::string_body> res{static_cast<http::status>(r.status), version};
+    res.set(http::field::server, "gpufleet");
+    res.set(http::field::content_type, r.content_type);
+    res.set(http::field::cache_control, "no-store");
+    if (r.status == 401) res.set(http::field::www_authenticate, "Bearer");
+    res.keep_alive(keep_alive);
+    res.body() = r.body;
+    res.prepare_payload();
+    co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+  }
+
+  asio::awaitable<void> Serve(tcp::socket socket) {
+    beast::error_code ec;
+    std::string remote = socket.remote_endpoint(ec).address().to_string();
+    beast::tcp_stream stream(std::move(socket));
+    beast::flat_buffer buffer;
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.body_limit(options.max_body_bytes);
+      parser.header_limit(64 * 1024);
+      stream.expires_after(std::chrono::seconds(60));
+      auto [rec, n] = co_await http::async_read(stream, buffer, parser,
+                                                asio::as_tuple(asio::use_awaitable));
+      if (rec == http::error::body_limit) {
+        co_await WriteSimple(stream,
+                             ErrorResponse(MakeError(ErrorCode::kTooLarge,
+                                                     "request body exceeds " +
+                                                         std::to_string(options.max_body_bytes) +
+                                                         " bytes")),
+                             11, false);
+        break;
+      }
+      if (rec == http::error::header_limit || rec == http::error::bad_target ||
+          rec == http::error::bad_method || rec == http::error::bad_version) {
+        co_await WriteSimple(
+            stream, ErrorResponse(MakeError(ErrorCode::kInvalidArgument, "bad request: " + rec.message())),
+            11, false);
+        break;
+      }
+      if (rec) break;
+      auto& in = parser.get();
+      if (websocket::is_upgrade(in) && in.target() == "/api/v1/agent") {
+        stream.expires_never();
+        co_await ServeAgent(std::move(stream), parser.release(), remote);
+        co_return;
+      }
+      Request req = ToRequest(in, remote);
+      Response r = Dispatch(req);
+      bool keep = in.keep_alive();
+      co_await WriteSimple(stream, r, in.version(), keep);
+      if (!keep) break;
+    }
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  asio::awaitable<void> ServeAgent(beast::tcp_stream stream, http::request<http::string_body> req,
+                                   std::string remote) {
+    websocket::stream<beast::tcp_stream> ws(std::move(stream));
+    ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+    ws.read_message_max(1 << 20);
+    auto [aec] = co_await ws.async_accept(req, asio::as_tuple(asio::use_awaitable));
+    if (aec) co_return;
+    beast::flat_buffer buf;
+    auto [hec, hn] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
+    if (hec) co_return;
+    auto first = proto::Decode(beast::buffers_to_string(buf.data()));
+    buf.consume(buf.size());
+    Result<proto::Welcome> welcome = MakeError(ErrorCode::kInvalidArgument, "");
+    if (!first.ok()) {
+      welcome = first.error();
+    } else if (auto* hello = std::get_if<proto::Hello>(&first.value())) {
+      welcome = fleet.OnHello(*hello, remote);
+    } else {
+      welcome = MakeError(ErrorCode::kInvalidArgument, "the first message must be a hello");
+    }
+    std::string out;
+    if (!welcome.ok()) {
+      spdlog::warn("agent from {} refused: {}", remote, welcome.error().message);
+      out = proto::Encode(proto::ErrorMessage{std::string(ErrorCodeName(welcome.error().code)),
+                                              welcome.error().message});
+      ws.text(true);
+      co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
+      co_await ws.async_close(websocket::close_code::policy_error,
+                              asio::as_tuple(asio::use_awaitable));
+      co_return;
+    }
+    std::string node = welcome->node;
+    uint64_t connection = fleet.OnConnected(node);
+    out = proto::Encode(welcome.value());
+    ws.text(true);
+    auto [wec, wn] = co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
+    while (!wec) {
+      auto [rec, rn] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
+      if (rec) break;
+      auto msg = proto::Decode(beast::buffers_to_string(buf.data()));
+      buf.consume(buf.size());
+      if (!msg.ok()) {
+        spdlog::warn("agent {}: bad message: {}", node, msg.error().message);
+        continue;
+      }
+      fleet.OnMessage(node, msg.value());
+    }
+    fleet.OnClosed(node, connection);
+  }
+
+  asio::awaitable<void> Accept() {
+    for (;;) {
+      auto [ec, socket] = co_await acceptor->async_accept(asio::make_strand(io),
+                                                          asio::as_tuple(asio::use_awaitable));
+      if (ec) {
+        if (ec == asio::error::operation_aborted || !acceptor->is_open()) co_return;
+        continue;  // e.g. EMFILE: keep serving the connections we have
+      }
+      auto ex = socket.get_executor();
+      asio::co_spawn(ex, Serve(std::move(socket)), asio::detached);
+    }
+  }
+};
+
+ApiServer::ApiServer(ApiOptions options, FleetService& fleet, Store& store,
+                     std::shared_ptr<const GpuCatalog> catalog, std::shared_ptr<Clock> clock)
+    : impl_(std::make_unique<Impl>(std::move(options), fleet, store, std::move(catalog),
+                                   std::move(clock))) {}
+
+ApiServer::~ApiServer() { Stop(); }
+
+Result<std::string> ApiServer::Start() {
+  const std::string& listen = impl_->options.listen;
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    return MakeError(ErrorCode::kInvalidArgument, "--listen must be HOST:PORT, got '" + listen + "'");
+  }
+  std::string host = listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  std::string port = listen.substr(colon + 1);
+  try {
+    tcp::resolver resolver(impl_->io);
+    auto results = resolver.resolve(host, port);
+    tcp::endpoint ep = results.begin()->endpoint();
+    impl_->acceptor.emplace(impl_->io);
+    impl_->acceptor->open(ep.protocol());
+    impl_->acceptor->set_option(asio::socket_base::reuse_address(true));
+    impl_->acceptor->bind(ep);
+    impl_->acceptor->listen(asio::socket_base::max_listen_connections);
+    auto bound = impl_->acceptor->local_endpoint();
+    asio::co_spawn(impl_->io, impl_->Accept(), asio::detached);
+    for (int i = 0; i < std::max(1, impl_->options.threads); ++i) {
+      impl_->threads.emplace_back([this] { impl_->io.run(); });
+    }
+    std::string addr = bound.address().to_string();
+    if (bound.address().is_v6()) addr = "[" + addr + "]";
+    return addr + ":" + std::to_string(bound.port());
+  } catch (const boost::system::system_error& e) {
+    return MakeError(ErrorCode::kUnavailable, "cannot listen on " + listen + ": " + e.code().message());
+  }
+}
+
+void ApiServer::Stop() {
+  if (impl_->acceptor) {
+    asio::post(impl_->io, [this] {
+      beast::error_code ec;
+      impl_->acceptor->close(ec);
+    });
+  }
+  impl_->io.stop();
+  for (auto& t : impl_->threads) {
+    if (t.joinable()) t.join();
+  }
+  impl_->threads.clear();
+}
+
+}  // namespace gpufleet::api

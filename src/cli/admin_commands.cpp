@@ -1,0 +1,165 @@
+// tokens, apply and audit commands.
+
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "cli/cli.h"
+#include "cli/output.h"
+
+namespace json = boost::json;
+
+namespace gpufleet::cli {
+namespace {
+
+std::string Field(const json::value& item, const char* key) {
+  const auto& o = item.as_object();
+  auto it = o.find(key);
+  return it == o.end() ? "" : Str(it->value());
+}
+
+}  // namespace
+
+void AddAdminCommands(CLI::App& app, Globals& g) {
+  auto* tokens = app.add_subcommand("tokens", "Join tokens (per pool) and API tokens")->require_subcommand(1);
+  {
+    auto* create = tokens->add_subcommand(
+        "create", "Create a join token (--pool) or an API token (--role and --name)");
+    static std::string pool, ttl, role, name;
+    static std::vector<std::string> clusters;
+    create->add_option("--pool", pool, "pool the join token admits nodes to");
+    create->add_option("--ttl", ttl, "lifetime, e.g. 30m, 24h, 7d or never (join default 24h)");
+    create->add_option("--role", role, "API token role: viewer, operator or admin");
+    create->add_option("--name", name, "API token name (who it is for)");
+    create->add_option("--cluster", clusters, "API token scope (repeatable; default all)");
+    create->callback([&g] {
+      json::object body;
+      std::string target;
+      if (!pool.empty()) {
+        if (!role.empty() || !name.empty()) {
+          std::fprintf(stderr, "error: --pool makes a join token; --role/--name make an API token\n");
+          g.exit_code = 2;
+          return;
+        }
+        target = "/api/v1/join-tokens";
+        body["pool"] = pool;
+      } else if (!role.empty() && !name.empty()) {
+        target = "/api/v1/api-tokens";
+        body["role"] = role;
+        body["name"] = name;
+        json::array cs;
+        for (const auto& c : clusters) cs.push_back(json::value(c));
+        if (!cs.empty()) body["clusters"] = cs;
+      } else {
+        std::fprintf(stderr, "error: give --pool for a join token, or --role and --name for an API token\n");
+        g.exit_code = 2;
+        return;
+      }
+      if (!ttl.empty()) body["ttl"] = ttl;
+      auto v = Call(g, "POST", target, json::serialize(body));
+      if (!v) return;
+      Show(g, *v, [](const json::value& t) {
+        std::printf("%s\n", Field(t, "token").c_str());
+        std::fprintf(stderr, "created %s%s, expires %s; the token is shown only once\n",
+                     Field(t, "id").c_str(),
+                     t.as_object().contains("pool") ? (" for pool " + Field(t, "pool")).c_str() : "",
+                     Field(t, "expires_at").empty() ? "never" : Field(t, "expires_at").c_str());
+      });
+    });
+
+    auto* list = tokens->add_subcommand("list", "List join tokens (or API tokens with --api)");
+    static bool api = false;
+    list->add_flag("--api", api, "list API tokens instead (admin)");
+    list->callback([&g] {
+      auto v = Call(g, "GET", api ? "/api/v1/api-tokens" : "/api/v1/join-tokens");
+      if (!v) return;
+      Show(g, *v, [](const json::value& v) {
+        if (api) {
+          Table t({"ID", "NAME", "ROLE", "CLUSTERS", "CREATED", "EXPIRES", "REVOKED"});
+          for (const auto& x : v.at("items").as_array()) {
+            std::string cs;
+            for (const auto& c : x.at("clusters").as_array()) cs += (cs.empty() ? "" : ",") + Str(c);
+            t.Row({Field(x, "id"), Field(x, "name"), Field(x, "role"), cs.empty() ? "*" : cs,
+                   Field(x, "created_at"), Field(x, "expires_at"), Field(x, "revoked")});
+          }
+          t.Print();
+        } else {
+          Table t({"ID", "POOL", "CREATED BY", "CREATED", "EXPIRES", "VALID"});
+          for (const auto& x : v.at("items").as_array()) {
+            t.Row({Field(x, "id"), Field(x, "pool"), Field(x, "created_by"), Field(x, "created_at"),
+                   Field(x, "expires_at"), Field(x, "valid")});
+          }
+          t.Print();
+        }
+      });
+    });
+
+    auto* revoke = tokens->add_subcommand("revoke", "Revoke a token by id (jt-… or tok-…)");
+    static std::string id;
+    revoke->add_option("id", id, "token id")->required();
+    revoke->callback([&g] {
+      std::string target = id.rfind("tok-", 0) == 0 ? "/api/v1/api-tokens/" : "/api/v1/join-tokens/";
+      auto v = Call(g, "DELETE", target + UrlEncode(id));
+      if (v) Show(g, *v, [](const json::value&) { std::printf("revoked %s\n", id.c_str()); });
+    });
+  }
+
+  {
+    auto* apply = app.add_subcommand("apply", "Create or update clusters and pools from a fleet YAML file");
+    static std::string file;
+    static bool dry_run = false;
+    apply->add_option("-f,--filename", file, "fleet YAML file (- for stdin)")->required();
+    apply->add_flag("--dry-run", dry_run, "validate only; change nothing");
+    apply->callback([&g] {
+      std::stringstream buf;
+      if (file == "-") {
+        buf << std::cin.rdbuf();
+      } else {
+        std::ifstream in(file);
+        if (!in) {
+          std::fprintf(stderr, "error: cannot read %s\n", file.c_str());
+          g.exit_code = 1;
+          return;
+        }
+        buf << in.rdbuf();
+      }
+      std::string target = "/api/v1/apply?filename=" + UrlEncode(file == "-" ? "stdin" : file);
+      if (dry_run) target += "&dry_run=true";
+      auto v = Call(g, "POST", target, buf.str(), "application/yaml");
+      if (!v) return;
+      Show(g, *v, [](const json::value& r) {
+        if (r.as_object().contains("dry_run")) {
+          std::printf("%s is valid: %s clusters, %s pools (dry run, nothing changed)\n", file.c_str(),
+                      Field(r, "clusters").c_str(), Field(r, "pools").c_str());
+          return;
+        }
+        for (const char* kind : {"clusters", "pools"}) {
+          const auto& c = r.at(kind);
+          std::printf("%s: %s created, %s updated, %s unchanged\n", kind, Str(c.at("created")).c_str(),
+                      Str(c.at("updated")).c_str(), Str(c.at("unchanged")).c_str());
+        }
+      });
+    });
+  }
+
+  {
+    auto* audit = app.add_subcommand("audit", "The audit log")->require_subcommand(1);
+    auto* list = audit->add_subcommand("list", "Every change made through the API, newest first");
+    static std::string limit = "50";
+    list->add_option("--limit", limit, "at most this many (default 50)");
+    list->callback([&g] {
+      auto v = Call(g, "GET", "/api/v1/audit?limit=" + UrlEncode(limit));
+      if (!v) return;
+      Show(g, *v, [](const json::value& v) {
+        Table t({"ID", "TIME", "ACTOR", "ACTION", "TARGET", "STATUS"});
+        for (const auto& r : v.at("items").as_array()) {
+          t.Row({Field(r, "id"), Field(r, "time"), Field(r, "actor"), Field(r, "action"),
+                 Field(r, "target"), Field(r, "status")});
+        }
+        t.Print();
+      });
+    });
+  }
+}
+
+}  // namespace gpufleet::cli

@@ -1,0 +1,24 @@
+#pragma once
+// The operator CLI: `gpufleet <noun> <verb>` over the REST API. Each command prints a readable
+// table (or `-o json`), and on failure one line on stderr and a non-zero exit status.
+
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace gpufleet::cli {
+
+struct Globals {
+  std::string server;    // --server, $GPUFLEET_SERVER, <data-dir>/controller.addr, 127.0.0.1:8080
+  std::string token;     // --token, $GPUFLEET_TOKEN, <data-dir>/admin.token
+  std::string data_dir;  // --data-dir, default DefaultDataDir()
+  std::string output = "table";
+  int exit_code = 0;
+};
+
+void AddFleetCommands(CLI::App& app, Globals& g);  // clusters, pools, nodes, gpus, gpu-models
+void AddAdminCommands(CLI::App& app, Globals& g);  // tokens, apply, audit
+
+}  // namespace gpufleet::cli

@@ -1,0 +1,97 @@
+#include "cli/client.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <optional>
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace gpufleet::cli {
+
+struct HttpClient::Impl {
+  std::string host, port, token;
+  asio::io_context io;
+  std::optional<beast::tcp_stream> stream;
+  beast::flat_buffer buffer;
+
+  void Connect() {
+    tcp::resolver resolver(io);
+    stream.emplace(io);
+    stream->expires_after(std::chrono::seconds(10));
+    stream->connect(resolver.resolve(host, port));
+    buffer.clear();
+  }
+};
+
+HttpClient::HttpClient(std::string server, std::string token) : impl_(std::make_unique<Impl>()) {
+  for (const char* scheme : {"http://", "https://"}) {
+    if (server.rfind(scheme, 0) == 0) server = server.substr(std::string(scheme).size());
+  }
+  if (auto slash = server.find('/'); slash != std::string::npos) server = server.substr(0, slash);
+  auto colon = server.rfind(':');
+  impl_->host = colon == std::string::npos ? server : server.substr(0, colon);
+  impl_->port = colon == std::string::npos ? "8080" : server.substr(colon + 1);
+  if (impl_->host.size() > 2 && impl_->host.front() == '[') {
+    impl_->host = impl_->host.substr(1, impl_->host.size() - 2);
+  }
+  impl_->token = std::move(token);
+}
+
+HttpClient::~HttpClient() = default;
+
+Result<HttpReply> HttpClient::Send(const std::string& method, const std::string& target,
+                                   const std::string& body, const std::string& content_type) {
+  http::request<http::string_body> req{http::string_to_verb(method), target, 11};
+  req.set(http::field::host, impl_->host + ":" + impl_->port);
+  req.set(http::field::user_agent, "gpufleet-cli");
+  if (!impl_->token.empty()) req.set(http::field::authorization, "Bearer " + impl_->token);
+  if (!body.empty()) req.set(http::field::content_type, content_type);
+  req.keep_alive(true);
+  req.body() = body;
+  req.prepare_payload();
+  // One retry on a fresh connection: the server may have closed an idle keep-alive one.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      if (!impl_->stream) impl_->Connect();
+      impl_->stream->expires_after(std::chrono::seconds(60));
+      http::write(*impl_->stream, req);
+      http::response_parser<http::string_body> parser;
+      parser.body_limit(256 << 20);
+      http::read(*impl_->stream, impl_->buffer, parser);
+      auto res = parser.release();
+      HttpReply reply{static_cast<int>(res.result_int()), std::move(res.body())};
+      if (!res.keep_alive()) impl_->stream.reset();
+      return reply;
+    } catch (const boost::system::system_error& e) {
+      impl_->stream.reset();
+      if (attempt == 1) {
+        return MakeError(ErrorCode::kUnavailable, "cannot reach the controller at " +
+                                                      impl_->host + ":" + impl_->port + ": " +
+                                                      e.code().message());
+      }
+    }
+  }
+  return MakeError(ErrorCode::kUnavailable, "unreachable");
+}
+
+std::string UrlEncode(const std::string& value) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : value) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace gpufleet::cli

@@ -1,0 +1,139 @@
+#include "cli/output.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "common/paths.h"
+
+namespace json = boost::json;
+
+namespace gpufleet::cli {
+namespace {
+
+std::string ReadFirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+void Pretty(const json::value& v, std::string& out, int indent) {
+  std::string pad(indent + 2, ' ');
+  if (v.is_object()) {
+    const auto& o = v.as_object();
+    if (o.empty()) { out += "{}"; return; }
+    out += "{\n";
+    size_t i = 0;
+    for (const auto& kv : o) {
+      out += pad + json::serialize(json::value(kv.key())) + ": ";
+      Pretty(kv.value(), out, indent + 2);
+      out += ++i < o.size() ? ",\n" : "\n";
+    }
+    out += std::string(indent, ' ') + "}";
+  } else if (v.is_array()) {
+    const auto& a = v.as_array();
+    if (a.empty()) { out += "[]"; return; }
+    out += "[\n";
+    for (size_t i = 0; i < a.size(); ++i) {
+      out += pad;
+      Pretty(a[i], out, indent + 2);
+      out += i + 1 < a.size() ? ",\n" : "\n";
+    }
+    out += std::string(indent, ' ') + "]";
+  } else {
+    out += json::serialize(v);
+  }
+}
+
+}  // namespace
+
+void Table::Print() const {
+  std::vector<size_t> width(headers_.size());
+  for (size_t i = 0; i < headers_.size(); ++i) width[i] = headers_[i].size();
+  for (const auto& r : rows_) {
+    for (size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out;
+    for (size_t i = 0; i < width.size(); ++i) {
+      std::string c = i < cells.size() ? cells[i] : "";
+      out += c;
+      if (i + 1 < width.size()) out += std::string(width[i] - c.size() + 2, ' ');
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    std::printf("%s\n", out.c_str());
+  };
+  line(headers_);
+  for (const auto& r : rows_) line(r);
+}
+
+std::string PrettyJson(const json::value& v) {
+  std::string out;
+  Pretty(v, out, 0);
+  return out;
+}
+
+std::string Str(const json::value& v) {
+  if (v.is_string()) return std::string(v.as_string());
+  if (v.is_null()) return "";
+  if (v.is_double()) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v.as_double());
+    return buf;
+  }
+  return json::serialize(v);
+}
+
+std::optional<json::value> Call(Globals& g, const std::string& method, const std::string& target,
+                                const std::string& body, const std::string& content_type) {
+  std::string dir = g.data_dir.empty() ? DefaultDataDir() : g.data_dir;
+  std::string server = g.server;
+  if (server.empty()) {
+    if (const char* s = std::getenv("GPUFLEET_SERVER"); s && *s) server = s;
+  }
+  if (server.empty()) server = ReadFirstLine(dir + "/controller.addr");
+  if (server.empty()) server = "127.0.0.1:8080";
+  std::string token = g.token;
+  if (token.empty()) {
+    if (const char* t = std::getenv("GPUFLEET_TOKEN"); t && *t) token = t;
+  }
+  if (token.empty()) token = ReadFirstLine(dir + "/admin.token");
+  HttpClient client(server, token);
+  auto reply = client.Send(method, target, body, content_type);
+  if (!reply.ok()) {
+    std::fprintf(stderr, "error: %s\n", reply.error().message.c_str());
+    g.exit_code = 1;
+    return std::nullopt;
+  }
+  boost::system::error_code ec;
+  json::value v = json::parse(reply->body, ec);
+  if (reply->status >= 400) {
+    std::string message = reply->body;
+    if (!ec && v.is_object() && v.as_object().contains("error")) {
+      message = Str(v.at("error").at("message"));
+    }
+    if (reply->status == 401 && token.empty()) {
+      message += " (no token: pass --token, set GPUFLEET_TOKEN, or use --data-dir of the controller)";
+    }
+    std::fprintf(stderr, "error: %s (HTTP %d)\n", message.c_str(), reply->status);
+    g.exit_code = 1;
+    return std::nullopt;
+  }
+  if (ec) {
+    std::fprintf(stderr, "error: the controller sent a reply that is not JSON\n");
+    g.exit_code = 1;
+    return std::nullopt;
+  }
+  return v;
+}
+
+void Show(Globals& g, const json::value& v, const std::function<void(const json::value&)>& table) {
+  if (g.output == "json") {
+    std::printf("%s\n", PrettyJson(v).c_str());
+  } else {
+    table(v);
+  }
+}
+
+}  // namespace gpufleet::cli

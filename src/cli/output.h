@@ -1,0 +1,38 @@
+#pragma once
+// CLI output: aligned tables, pretty JSON, and the shared request-and-report step.
+
+#include <boost/json.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cli/cli.h"
+#include "cli/client.h"
+
+namespace gpufleet::cli {
+
+class Table {
+ public:
+  explicit Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
+  void Row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  void Print() const;
+
+ private:
+  std::vector<std::string> headers_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string PrettyJson(const boost::json::value& v);
+std::string Str(const boost::json::value& v);  // a scalar as text; "" for null
+
+// Sends the request with the globals' server and token. On success returns the parsed JSON body;
+// on failure prints "error: ..." to stderr, sets g.exit_code and returns nullopt.
+std::optional<boost::json::value> Call(Globals& g, const std::string& method,
+                                       const std::string& target, const std::string& body = "",
+                                       const std::string& content_type = "application/json");
+
+// Prints the reply as JSON when -o json, else calls `table`.
+void Show(Globals& g, const boost::json::value& v,
+          const std::function<void(const boost::json::value&)>& table);
+
+}  // namespace gpufleet::cli

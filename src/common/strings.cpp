@@ -1,0 +1,43 @@
+#include "common/strings.h"
+
+#include <cctype>
+#include <cstdio>
+
+namespace gpufleet {
+
+std::vector<std::string> Split(std::string_view text, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = text.find(sep, start);
+    out.emplace_back(text.substr(start, pos == std::string_view::npos ? pos : pos - start));
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::string ToLower(std::string_view text) {
+  std::string out(text);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool IsValidName(std::string_view name) {
+  if (name.empty() || name.size() > 63) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!alnum(name.front()) || !alnum(name.back())) return false;
+  for (char c : name) {
+    if (!alnum(c) && c != '-' && c != '.') return false;
+  }
+  return true;
+}
+
+std::string FormatBytes(uint64_t bytes) {
+  char buf[32];
+  double gib = static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0);
+  std::snprintf(buf, sizeof buf, "%.1f GiB", gib);
+  return buf;
+}
+
+}  // namespace gpufleet

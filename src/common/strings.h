@@ -1,0 +1,15 @@
+#pragma once
+// Small string helpers shared by every component.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpufleet {
+
+std::vector<std::string> Split(std::string_view text, char sep);
+std::string ToLower(std::string_view text);
+bool IsValidName(std::string_view name);  // DNS-label style: [a-z0-9]([-a-z0-9]*[a-z0-9])?, <= 63
+std::string FormatBytes(uint64_t bytes);  // "80.0 GiB"
+
+}  // namespace gpufleet

@@ -1,0 +1,186 @@
+#include "config/fleet_spec.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+
+#include "common/strings.h"
+
+namespace gpufleet {
+namespace {
+
+constexpr int kMaxGpusPerNode = 16;
+constexpr int kMaxPoolSize = 100000;
+
+class Validator {
+ public:
+  Validator(std::string_view filename, const GpuCatalog& catalog)
+      : file_(filename), catalog_(catalog) {}
+
+  Result<FleetSpec> Run(const YAML::Node& root) {
+    if (!root.IsMap()) return Fail(root, "", "the document must be a mapping");
+    GF_TRY(Keys(root, "", {"apiVersion", "kind", "metadata", "clusters"}));
+    if (auto v = root["apiVersion"]; !v || v.as<std::string>("") != "gpufleet/v1") {
+      return Fail(v ? v : root, "apiVersion", "must be 'gpufleet/v1'");
+    }
+    if (auto k = root["kind"]; !k || k.as<std::string>("") != "Fleet") {
+      return Fail(k ? k : root, "kind", "must be 'Fleet'");
+    }
+    auto clusters = root["clusters"];
+    if (!clusters || !clusters.IsSequence() || clusters.size() == 0) {
+      return Fail(clusters ? clusters : root, "clusters", "must be a non-empty list");
+    }
+    FleetSpec spec;
+    std::set<std::string> cluster_names, pool_names;
+    for (size_t i = 0; i < clusters.size(); ++i) {
+      const YAML::Node c = clusters[i];
+      std::string path = "clusters[" + std::to_string(i) + "]";
+      if (!c.IsMap()) return Fail(c, path, "must be a mapping");
+      GF_TRY(Keys(c, path, {"name", "type", "site", "labels", "pools"}));
+      Cluster cluster;
+      GF_TRY_ASSIGN(cluster.name, Name(c, path));
+      if (!cluster_names.insert(cluster.name).second) {
+        return Fail(c["name"], path + ".name", "duplicate cluster '" + cluster.name + "'");
+      }
+      std::string type;
+      GF_TRY_ASSIGN(type, Str(c, path, "type", true));
+      auto parsed = ParseClusterType(type);
+      if (!parsed) {
+        return Fail(c["type"], path + ".type",
+                    "'" + type + "' is not one of training, inference, development, edge");
+      }
+      cluster.type = *parsed;
+      GF_TRY_ASSIGN(cluster.site, Str(c, path, "site", true));
+      GF_TRY_ASSIGN(cluster.labels, LabelMap(c, path));
+      auto pools = c["pools"];
+      if (pools && !pools.IsSequence()) return Fail(pools, path + ".pools", "must be a list");
+      for (size_t j = 0; pools && j < pools.size(); ++j) {
+        const YAML::Node p = pools[j];
+        std::string ppath = path + ".pools[" + std::to_string(j) + "]";
+        if (!p.IsMap()) return Fail(p, ppath, "must be a mapping");
+        GF_TRY(Keys(p, ppath, {"name", "gpu_model", "gpus_per_node", "size", "labels"}));
+        Pool pool;
+        pool.cluster = cluster.name;
+        GF_TRY_ASSIGN(pool.name, Name(p, ppath));
+        if (!pool_names.insert(pool.name).second) {
+          return Fail(p["name"], ppath + ".name",
+                      "duplicate pool '" + pool.name + "' (pool names are unique in the fleet)");
+        }
+        GF_TRY_ASSIGN(pool.gpu_model, Str(p, ppath, "gpu_model", true));
+        if (!catalog_.Find(pool.gpu_model)) {
+          std::string known;
+          for (const auto& m : catalog_.models()) known += (known.empty() ? "" : ", ") + m.id;
+          return Fail(p["gpu_model"], ppath + ".gpu_model",
+                      "unknown GPU model '" + pool.gpu_model + "' (known: " + known + ")");
+        }
+        GF_TRY_ASSIGN(pool.gpus_per_node, Int(p, ppath, "gpus_per_node", 1, kMaxGpusPerNode, 8));
+        GF_TRY_ASSIGN(pool.size, Int(p, ppath, "size", 0, kMaxPoolSize, 0));
+        GF_TRY_ASSIGN(pool.labels, LabelMap(p, ppath));
+        spec.pools.push_back(std::move(pool));
+      }
+      spec.clusters.push_back(std::move(cluster));
+    }
+    return spec;
+  }
+
+ private:
+  Error Fail(const YAML::Node& node, const std::string& path, const std::string& what) const {
+    std::string where = file_;
+    if (node.IsDefined() && node.Mark().line >= 0) {
+      where += ":" + std::to_string(node.Mark().line + 1);
+    }
+    return MakeError(ErrorCode::kInvalidArgument,
+                     where + ": " + (path.empty() ? "" : path + ": ") + what);
+  }
+
+  Status Keys(const YAML::Node& map, const std::string& path,
+              std::initializer_list<std::string_view> allowed) const {
+    for (const auto& kv : map) {
+      std::string key = kv.first.as<std::string>("");
+      bool ok = false;
+      for (auto a : allowed) ok = ok || key == a;
+      if (!ok) {
+        return Fail(kv.first, path.empty() ? key : path + "." + key, "unknown field");
+      }
+    }
+    return {};
+  }
+
+  Result<std::string> Str(const YAML::Node& map, const std::string& path, const char* key,
+                          bool required) const {
+    auto v = map[key];
+    if (!v) {
+      if (required) return Fail(map, path + "." + key, "is required");
+      return std::string();
+    }
+    if (!v.IsScalar()) return Fail(v, path + "." + key, "must be a string");
+    return v.as<std::string>();
+  }
+
+  Result<std::string> Name(const YAML::Node& map, const std::string& path) const {
+    std::string name;
+    GF_TRY_ASSIGN(name, Str(map, path, "name", true));
+    if (!IsValidName(name)) {
+      return Fail(map["name"], path + ".name",
+                  "'" + name + "' must be lower-case letters, digits, '-' or '.', at most 63");
+    }
+    return name;
+  }
+
+  Result<int> Int(const YAML::Node& map, const std::string& path, const char* key, int lo, int hi,
+                  int fallback) const {
+    auto v = map[key];
+    if (!v) return fallback;
+    int n = 0;
+    if (!v.IsScalar() || !YAML::convert<int>::decode(v, n)) {
+      return Fail(v, path + "." + key, "must be an integer");
+    }
+    if (n < lo || n > hi) {
+      return Fail(v, path + "." + key,
+                  std::to_string(n) + " is out of range " + std::to_string(lo) + ".." +
+                      std::to_string(hi));
+    }
+    return n;
+  }
+
+  Result<Labels> LabelMap(const YAML::Node& map, const std::string& path) const {
+    Labels labels;
+    auto v = map["labels"];
+    if (!v) return labels;
+    if (!v.IsMap()) return Fail(v, path + ".labels", "must be a mapping of strings");
+    for (const auto& kv : v) {
+      if (!kv.second.IsScalar()) {
+        return Fail(kv.second, path + ".labels." + kv.first.as<std::string>(""),
+                    "must be a string");
+      }
+      labels[kv.first.as<std::string>()] = kv.second.as<std::string>();
+    }
+    return labels;
+  }
+
+  std::string file_;
+  const GpuCatalog& catalog_;
+};
+
+}  // namespace
+
+Result<FleetSpec> ParseFleetSpec(std::string_view yaml, std::string_view filename,
+                                 const GpuCatalog& catalog) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return MakeError(ErrorCode::kInvalidArgument, std::string(filename) + ":" +
+                                                      std::to_string(e.mark.line + 1) + ": " +
+                                                      e.msg);
+  }
+  try {
+    return Validator(filename, catalog).Run(root);
+  } catch (const YAML::Exception& e) {
+    return MakeError(ErrorCode::kInvalidArgument, std::string(filename) + ":" +
+                                                      std::to_string(e.mark.line + 1) + ": " +
+                                                      e.msg);
+  }
+}
+
+}  // namespace gpufleet

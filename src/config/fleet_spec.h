@@ -1,0 +1,24 @@
+#pragma once
+// Fleet as code: parses and validates a fleet YAML file (apiVersion gpufleet/v1, kind Fleet)
+// into clusters and pools. Validation is strict (unknown fields are errors) and every error names
+// the file, the line and the field path, e.g. "fleet.yaml:12: clusters[1].pools[0].gpu_model: ...".
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "model/catalog.h"
+#include "model/types.h"
+
+namespace gpufleet {
+
+struct FleetSpec {
+  std::vector<Cluster> clusters;
+  std::vector<Pool> pools;
+};
+
+Result<FleetSpec> ParseFleetSpec(std::string_view yaml, std::string_view filename,
+                                 const GpuCatalog& catalog);
+
+}  // namespace gpufleet

@@ -1,0 +1,133 @@
+#include "controller/controller.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "api/api.h"
+#include "config/fleet_spec.h"
+#include "fleet/fleet.h"
+#include "store/store.h"
+
+namespace gpufleet {
+
+struct Controller::Impl {
+  ControllerOptions options;
+  std::shared_ptr<Clock> clock = RealClock();
+  std::shared_ptr<const GpuCatalog> catalog;
+  std::unique_ptr<Store> store;
+  std::unique_ptr<FleetService> fleet;
+  std::unique_ptr<api::ApiServer> server;
+  std::string address;
+  std::thread monitor;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;  // guarded by mu
+};
+
+Controller::Controller(ControllerOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+}
+
+Controller::~Controller() { Stop(); }
+
+Status Controller::Start() {
+  auto& o = impl_->options;
+  if (o.data_dir.empty()) o.data_dir = DefaultDataDir();
+  std::error_code ec;
+  std::filesystem::create_directories(o.data_dir, ec);
+  if (ec) return MakeError(ErrorCode::kUnavailable, "cannot create data dir " + o.data_dir + ": " + ec.message());
+  ::chmod(o.data_dir.c_str(), 0700);
+  if (o.store_url.empty()) o.store_url = "sqlite:" + o.data_dir + "/gpufleet.db";
+  if (o.gpu_catalog.empty()) {
+    impl_->catalog = GpuCatalog::Builtin();
+  } else {
+    auto c = GpuCatalog::Load(o.gpu_catalog);
+    if (!c.ok()) return c.error();
+    impl_->catalog = c.value();
+  }
+  auto store = OpenStore(o.store_url);
+  if (!store.ok()) return store.error();
+  impl_->store = std::move(store.value());
+  auto wrote = api::BootstrapAdminToken(*impl_->store, *impl_->clock, admin_token_path());
+  if (!wrote.ok()) return wrote.error();
+  if (wrote.value()) spdlog::info("wrote the bootstrap admin token to {}", admin_token_path());
+
+  FleetOptions fo;
+  fo.heartbeat_interval_ms = o.heartbeat_interval_ms;
+  fo.heartbeat_timeout_ms = o.heartbeat_timeout_ms;
+  impl_->fleet = std::make_unique<FleetService>(*impl_->store, impl_->catalog, impl_->clock, fo);
+  GF_TRY(impl_->fleet->Load());
+
+  api::ApiOptions ao;
+  ao.listen = o.listen;
+  ao.max_body_bytes = o.max_body_bytes;
+  ao.threads = o.threads;
+  impl_->server = std::make_unique<api::ApiServer>(ao, *impl_->fleet, *impl_->store,
+                                                   impl_->catalog, impl_->clock);
+  auto addr = impl_->server->Start();
+  if (!addr.ok()) return addr.error();
+  impl_->address = addr.value();
+  // Write where we listen, so scripts and tests that asked for port 0 can find us.
+  {
+    std::string tmp = o.data_dir + "/controller.addr.tmp";
+    FILE* f = std::fopen(tmp.c_str(), "w");
+    if (f) {
+      std::fprintf(f, "%s\n", impl_->address.c_str());
+      std::fclose(f);
+      std::filesystem::rename(tmp, o.data_dir + "/controller.addr", ec);
+    }
+  }
+  int period = std::max(100, std::min(1000, o.heartbeat_timeout_ms / 4));
+  impl_->monitor = std::thread([this, period] {
+    std::unique_lock lock(impl_->mu);
+    while (!impl_->stopping) {
+      impl_->cv.wait_for(lock, std::chrono::milliseconds(period));
+      if (impl_->stopping) break;
+      lock.unlock();
+      int lost = impl_->fleet->CheckHeartbeats();
+      if (lost) spdlog::warn("{} node(s) stopped sending heartbeats: unreachable", lost);
+      lock.lock();
+    }
+  });
+  spdlog::info("controller listening on http://{} (store {})", impl_->address, o.store_url);
+  return {};
+}
+
+void Controller::Stop() {
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->stopping) return;
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_all();
+  if (impl_->monitor.joinable()) impl_->monitor.join();
+  if (impl_->server) impl_->server->Stop();
+}
+
+const std::string& Controller::address() const { return impl_->address; }
+
+std::string Controller::admin_token_path() const {
+  return impl_->options.data_dir + "/admin.token";
+}
+
+Status Controller::ApplyFleetYaml(const std::string& yaml, const std::string& filename) {
+  auto spec = ParseFleetSpec(yaml, filename, *impl_->catalog);
+  if (!spec.ok()) return spec.error();
+  auto counts = impl_->fleet->Apply(spec.value());
+  if (!counts.ok()) return counts.error();
+  return {};
+}
+
+Result<std::string> Controller::IssueJoinToken(const std::string& pool) {
+  auto t = impl_->fleet->CreateJoinToken(pool, 24 * 3600 * 1000LL, "gpufleet-up");
+  if (!t.ok()) return t.error();
+  return t->secret;
+}
+
+}  // namespace gpufleet

@@ -1,0 +1,421 @@
+#include "fleet/fleet.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/crypto.h"
+#include "common/strings.h"
+
+namespace gpufleet {
+
+FleetService::FleetService(Store& store, std::shared_ptr<const GpuCatalog> catalog,
+                           std::shared_ptr<Clock> clock, FleetOptions options)
+    : store_(store), catalog_(std::move(catalog)), clock_(std::move(clock)), options_(options) {}
+
+Status FleetService::Load() {
+  auto nodes = store_.LoadNodes();
+  if (!nodes.ok()) return nodes.error();
+  std::lock_guard lock(mu_);
+  int64_t now = clock_->NowMs();
+  for (auto& n : nodes.value()) {
+    n.connected = false;
+    // Give every agent a full timeout to reconnect after a controller restart.
+    n.last_seen_ms = std::max(n.last_seen_ms, now);
+    nodes_[n.name] = Entry{std::move(n), 0};
+  }
+  spdlog::info("fleet: loaded {} nodes", nodes_.size());
+  return {};
+}
+
+Result<Pool> FleetService::FindPool(const std::string& name) {
+  auto pools = store_.ListPools();
+  if (!pools.ok()) return pools.error();
+  for (auto& p : pools.value()) {
+    if (p.name == name) return p;
+  }
+  return MakeError(ErrorCode::kNotFound, "no pool '" + name + "'");
+}
+
+Result<ApplyCounts> FleetService::Apply(const FleetSpec& spec) {
+  auto clusters = store_.ListClusters();
+  if (!clusters.ok()) return clusters.error();
+  auto pools = store_.ListPools();
+  if (!pools.ok()) return pools.error();
+  std::map<std::string, Cluster> old_clusters;
+  std::map<std::string, Pool> old_pools;
+  for (auto& c : clusters.value()) old_clusters[c.name] = c;
+  for (auto& p : pools.value()) old_pools[p.name] = p;
+
+  ApplyCounts counts;
+  int64_t now = clock_->NowMs();
+  std::vector<Cluster> new_clusters = spec.clusters;
+  std::vector<Pool> new_pools = spec.pools;
+  std::vector<std::string> changed_pools;
+  for (auto& c : new_clusters) {
+    auto it = old_clusters.find(c.name);
+    if (it == old_clusters.end()) {
+      c.created_ms = c.updated_ms = now;
+      ++counts.clusters_created;
+    } else if (it->second.type != c.type || it->second.site != c.site ||
+               it->second.labels != c.labels) {
+      c.created_ms = it->second.created_ms;
+      c.updated_ms = now;
+      ++counts.clusters_updated;
+    } else {
+      c = it->second;
+      ++counts.clusters_unchanged;
+    }
+  }
+  for (auto& p : new_pools) {
+    auto it = old_pools.find(p.name);
+    if (it == old_pools.end()) {
+      p.created_ms = p.updated_ms = now;
+      ++counts.pools_created;
+      continue;
+    }
+    const Pool& old = it->second;
+    if (old.cluster != p.cluster) {
+      return MakeError(ErrorCode::kConflict, "pool '" + p.name + "' already belongs to cluster '" +
+                                                 old.cluster + "', not '" + p.cluster +
+                                                 "'; pools cannot move between clusters");
+    }
+    if (old.gpu_model != p.gpu_model || old.gpus_per_node != p.gpus_per_node ||
+        old.size != p.size || old.labels != p.labels) {
+      p.created_ms = old.created_ms;
+      p.updated_ms = now;
+      ++counts.pools_updated;
+      if (old.gpu_model != p.gpu_model || old.gpus_per_node != p.gpus_per_node) {
+        changed_pools.push_back(p.name);
+      }
+    } else {
+      p = old;
+      ++counts.pools_unchanged;
+    }
+  }
+  GF_TRY(store_.ApplyFleet(new_clusters, new_pools));
+
+  // A pool's profile changed: judge its nodes again.
+  std::lock_guard lock(mu_);
+  for (const auto& name : changed_pools) {
+    const Pool* pool = nullptr;
+    for (const auto& p : new_pools) {
+      if (p.name == name) pool = &p;
+    }
+    for (auto& [_, e] : nodes_) {
+      if (e.node.pool != name) continue;
+      auto [health, why] = Judge(*pool, e.node.gpus);
+      std::vector<NodeEvent> events;
+      Move(e.node, OnHealth({e.node.state, e.node.resume_state}, health),
+           "pool profile changed: " + why, "controller", events);
+      if (auto s = store_.SaveNode(e.node, events); !s.ok()) {
+        spdlog::error("fleet: saving {}: {}", e.node.name, s.error().message);
+      }
+    }
+  }
+  return counts;
+}
+
+std::vector<Node> FleetService::Nodes(const NodeFilter& f) const {
+  std::vector<Node> out;
+  std::lock_guard lock(mu_);
+  out.reserve(nodes_.size());
+  for (const auto& [_, e] : nodes_) {
+    const Node& n = e.node;
+    if (!f.cluster.empty() && n.cluster != f.cluster) continue;
+    if (!f.pool.empty() && n.pool != f.pool) continue;
+    if (!f.state.empty() && ToString(n.state) != f.state) continue;
+    if (!f.clusters.empty() &&
+        std::find(f.clusters.begin(), f.clusters.end(), n.cluster) == f.clusters.end()) {
+      continue;
+    }
+    if (!f.model.empty()) {
+      bool match = std::any_of(n.gpus.begin(), n.gpus.end(), [&](const Gpu& g) {
+        return g.model == f.model || ToLower(g.name) == ToLower(f.model);
+      });
+      if (!match) continue;
+    }
+    out.push_back(n);
+  }
+  return out;
+}
+
+Result<Node> FleetService::GetNode(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return MakeError(ErrorCode::kNotFound, "no node '" + name + "'");
+  return it->second.node;
+}
+
+Result<std::vector<NodeEvent>> FleetService::Events(const std::string& node, int limit) {
+  if (!GetNode(node).ok()) return MakeError(ErrorCode::kNotFound, "no node '" + node + "'");
+  return store_.ListNodeEvents(node, limit);
+}
+
+void FleetService::Move(Node& node, NodeStatus next, const std::string& reason,
+                        const std::string& actor, std::vector<NodeEvent>& events) {
+  NodeStatus current{node.state, node.resume_state};
+  if (next == current) return;
+  if (next.state != current.state) {
+    NodeEvent e;
+    e.node = node.name;
+    e.time_ms = clock_->NowMs();
+    e.from = std::string(ToString(node.state));
+    e.to = std::string(ToString(next.state));
+    e.reason = reason;
+    e.actor = actor;
+    events.push_back(std::move(e));
+    node.state_since_ms = clock_->NowMs();
+    node.reason = reason;
+  }
+  node.state = next.state;
+  node.resume_state = next.resume;
+}
+
+std::pair<NodeState, std::string> FleetService::Judge(const Pool& pool,
+                                                      std::vector<Gpu>& gpus) const {
+  std::vector<std::string> failed;
+  int matching = 0;
+  std::map<std::string, int> found;
+  for (auto& g : gpus) {
+    const GpuModelSpec* spec = catalog_->MatchDeviceName(g.name);
+    g.model = spec ? spec->id : "";
+    if (g.model == pool.gpu_model) ++matching;
+    ++found[g.model.empty() ? (g.name.empty() ? "unknown GPU" : g.name) : g.model];
+    if (!g.error.empty()) failed.push_back("GPU " + std::to_string(g.index) + ": " + g.error);
+  }
+  if (!failed.empty()) {
+    std::string why;
+    for (const auto& f : failed) why += (why.empty() ? "" : "; ") + f;
+    return {NodeState::kUnhealthy, why};
+  }
+  if (matching != pool.gpus_per_node || static_cast<int>(gpus.size()) != pool.gpus_per_node) {
+    std::string seen;
+    for (const auto& [model, n] : found) {
+      seen += (seen.empty() ? "" : " + ") + std::to_string(n) + " x " + model;
+    }
+    if (seen.empty()) seen = "no GPUs";
+    return {NodeState::kDegraded, "pool " + pool.name + " expects " +
+                                      std::to_string(pool.gpus_per_node) + " x " +
+                                      pool.gpu_model + ", found " + seen};
+  }
+  return {NodeState::kReady,
+          std::to_string(matching) + " x " + pool.gpu_model + " match pool " + pool.name};
+}
+
+Result<Node> FleetService::Act(const std::string& name, NodeAction action,
+                               const std::string& actor) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return MakeError(ErrorCode::kNotFound, "no node '" + name + "'");
+  Node& node = it->second.node;
+  auto pool = FindPool(node.pool);
+  NodeState health = NodeState::kReady;
+  std::string health_reason;
+  if (pool.ok()) {
+    std::vector<Gpu> gpus = node.gpus;
+    std::tie(health, health_reason) = Judge(pool.value(), gpus);
+  }
+  Node before = node;
+  std::vector<NodeEvent> events;
+  auto next = ApplyAction({node.state, node.resume_state}, action, health);
+  if (!next.ok()) return next.error();
+  std::string reason = std::string(ToString(action)) + " by " + actor;
+  if (action == NodeAction::kUncordon) reason += "; " + health_reason;
+  Move(node, next.value(), reason, actor, events);
+  if (action == NodeAction::kDrain && node.state == NodeState::kDraining) {
+    // No allocations exist yet (workloads arrive later), so the drain completes at once.
+    auto done = ApplyAction({node.state, node.resume_state}, NodeAction::kDrainDone, health);
+    if (done.ok()) Move(node, done.value(), "drain complete: no allocations to wait for", actor, events);
+  }
+  if (auto s = store_.SaveNode(node, events); !s.ok()) {
+    node = before;
+    return s.error();
+  }
+  return node;
+}
+
+Result<IssuedJoinToken> FleetService::CreateJoinToken(const std::string& pool, int64_t ttl_ms,
+                                                      const std::string& actor) {
+  auto p = FindPool(pool);
+  if (!p.ok()) return p.error();
+  IssuedJoinToken out;
+  out.secret = "gfj_" + RandomHex(24);
+  out.token.id = "jt-" + RandomHex(6);
+  out.token.pool = pool;
+  out.token.hash = Sha256Hex(out.secret);
+  out.token.created_by = actor;
+  out.token.created_ms = clock_->NowMs();
+  out.token.expires_ms = ttl_ms > 0 ? out.token.created_ms + ttl_ms : 0;
+  GF_TRY(store_.CreateJoinToken(out.token));
+  return out;
+}
+
+int FleetService::CheckHeartbeats() {
+  std::lock_guard lock(mu_);
+  int64_t now = clock_->NowMs();
+  int changed = 0;
+  for (auto& [_, e] : nodes_) {
+    Node& n = e.node;
+    if (n.state == NodeState::kUnreachable || n.state == NodeState::kRetired ||
+        n.state == NodeState::kProvisioning) {
+      continue;
+    }
+    int64_t silent = now - n.last_seen_ms;
+    if (silent <= options_.heartbeat_timeout_ms) continue;
+    std::vector<NodeEvent> events;
+    Move(n, OnLost({n.state, n.resume_state}),
+         "no heartbeat for " + std::to_string(silent / 1000) + "s (timeout " +
+             std::to_string(options_.heartbeat_timeout_ms / 1000) + "s)",
+         "controller", events);
+    if (auto s = store_.SaveNode(n, events); !s.ok()) {
+      spdlog::error("fleet: saving {}: {}", n.name, s.error().message);
+    }
+    ++changed;
+  }
+  return changed;
+}
+
+int FleetService::ConnectedAgents() const {
+  std::lock_guard lock(mu_);
+  int n = 0;
+  for (const auto& [_, e] : nodes_) n += e.node.connected ? 1 : 0;
+  return n;
+}
+
+Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const std::string& remote) {
+  std::string name = ToLower(hello.facts.hostname);
+  if (!IsValidName(name)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "hostname '" + hello.facts.hostname + "' is not a valid node name");
+  }
+  std::string pool_name, via;
+  bool by_node_token = false;
+  if (!hello.node_token.empty()) {
+    std::string hash = Sha256Hex(hello.node_token);
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(name);
+    if (it != nodes_.end() && !it->second.node.token_hash.empty() &&
+        ConstantTimeEqual(it->second.node.token_hash, hash)) {
+      pool_name = it->second.node.pool;
+      by_node_token = true;
+      via = "node token";
+    }
+  }
+  if (!by_node_token) {
+    if (hello.join_token.empty()) {
+      return MakeError(ErrorCode::kUnauthenticated, "no valid node token and no join token");
+    }
+    auto jt = store_.FindJoinToken(Sha256Hex(hello.join_token));
+    if (!jt.ok()) return MakeError(ErrorCode::kUnauthenticated, "unknown join token");
+    if (jt->revoked) return MakeError(ErrorCode::kUnauthenticated, "join token " + jt->id + " was revoked");
+    if (jt->expires_ms && jt->expires_ms < clock_->NowMs()) {
+      return MakeError(ErrorCode::kUnauthenticated, "join token " + jt->id + " has expired");
+    }
+    pool_name = jt->pool;
+    via = "join token " + jt->id;
+  }
+  auto pool = FindPool(pool_name);
+  if (!pool.ok()) return pool.error();
+
+  std::lock_guard lock(mu_);
+  int64_t now = clock_->NowMs();
+  auto [it, created] = nodes_.try_emplace(name);
+  Node& node = it->second.node;
+  Node before = node;
+  std::vector<NodeEvent> events;
+  proto::Welcome welcome;
+  if (created) {
+    node.name = name;
+    node.registered_ms = now;
+    node.state = NodeState::kProvisioning;
+  }
+  if (!by_node_token) {
+    std::string secret = "gfn_" + RandomHex(24);
+    node.token_hash = Sha256Hex(secret);
+    welcome.node_token = secret;
+  }
+  if (!created && node.pool != pool->name) {
+    Move(node, {NodeState::kJoining, NodeState::kJoining},
+         "moved from pool " + node.pool + " to " + pool->name + " (" + via + ")", "agent", events);
+  }
+  node.cluster = pool->cluster;
+  node.pool = pool->name;
+  node.facts = hello.facts;
+  node.facts.hostname = name;
+  node.simulated = hello.simulated;
+  node.gpus = hello.gpus;
+  node.last_seen_ms = now;
+  node.connected = true;
+  auto [health, why] = Judge(pool.value(), node.gpus);
+  if (node.state == NodeState::kProvisioning) {
+    Move(node, {NodeState::kJoining, NodeState::kJoining},
+         "registered from " + remote + " with " + via, "agent", events);
+  }
+  if (node.state == NodeState::kJoining) {
+    Move(node, {health, health}, why, "agent", events);
+  } else {
+    Move(node, OnBack({node.state, node.resume_state}, health),
+         (before.state == NodeState::kUnreachable ? "agent reconnected; " : "") + why, "agent",
+         events);
+  }
+  if (auto s = store_.SaveNode(node, events); !s.ok()) {
+    if (created) {
+      nodes_.erase(it);
+    } else {
+      node = before;
+    }
+    return s.error();
+  }
+  welcome.node = node.name;
+  welcome.cluster = node.cluster;
+  welcome.pool = node.pool;
+  welcome.heartbeat_interval_ms = options_.heartbeat_interval_ms;
+  return welcome;
+}
+
+uint64_t FleetService::OnConnected(const std::string& node) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return 0;
+  it->second.connection = next_connection_++;
+  it->second.node.connected = true;
+  return it->second.connection;
+}
+
+void FleetService::OnClosed(const std::string& node, uint64_t connection) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end() || it->second.connection != connection) return;
+  it->second.connection = 0;
+  it->second.node.connected = false;
+}
+
+void FleetService::OnMessage(const std::string& name, const proto::Message& message) {
+  std::unique_lock lock(mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return;
+  Node& node = it->second.node;
+  node.last_seen_ms = clock_->NowMs();
+  const auto* inventory = std::get_if<proto::Inventory>(&message);
+  bool back = node.state == NodeState::kUnreachable;
+  if (!inventory && !back) return;  // the common case: a heartbeat, memory only
+  std::string pool_name = node.pool;
+  lock.unlock();
+  auto pool = FindPool(pool_name);
+  lock.lock();
+  it = nodes_.find(name);
+  if (!pool.ok() || it == nodes_.end()) return;
+  Node& n = it->second.node;
+  if (inventory) n.gpus = inventory->gpus;
+  auto [health, why] = Judge(pool.value(), n.gpus);
+  std::vector<NodeEvent> events;
+  NodeStatus current{n.state, n.resume_state};
+  Move(n, n.state == NodeState::kUnreachable ? OnBack(current, health) : OnHealth(current, health),
+       n.state == NodeState::kUnreachable ? "heartbeats resumed; " + why : why, "agent", events);
+  if (auto s = store_.SaveNode(n, events); !s.ok()) {
+    spdlog::error("fleet: saving {}: {}", n.name, s.error().message);
+  }
+}
+
+}  // namespace gpufleet

@@ -1,0 +1,102 @@
+#pragma once
+// The fleet component: clusters and pools (fleet as code), the node registry and its state
+// machine, node registration through join tokens, heartbeats and the unreachable monitor.
+// FleetService is thread-safe: the registry is guarded by mu_, and every change of a node is
+// written through to the Store (with its events) before it becomes visible.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "config/fleet_spec.h"
+#include "model/catalog.h"
+#include "model/state_machine.h"
+#include "proto/agent_handler.h"
+#include "store/store.h"
+
+namespace gpufleet {
+
+struct FleetOptions {
+  int heartbeat_interval_ms = 5'000;  // told to agents in the welcome
+  int heartbeat_timeout_ms = 30'000;  // no heartbeat for this long: unreachable
+};
+
+struct NodeFilter {
+  std::string cluster;
+  std::string pool;
+  std::string state;
+  std::string model;                  // catalogue id or driver name
+  std::vector<std::string> clusters;  // allowed clusters (a scoped token); empty: all
+};
+
+struct ApplyCounts {
+  int clusters_created = 0, clusters_updated = 0, clusters_unchanged = 0;
+  int pools_created = 0, pools_updated = 0, pools_unchanged = 0;
+};
+
+struct IssuedJoinToken {
+  JoinToken token;
+  std::string secret;  // shown once
+};
+
+class FleetService : public proto::AgentHandler {
+ public:
+  FleetService(Store& store, std::shared_ptr<const GpuCatalog> catalog,
+               std::shared_ptr<Clock> clock, FleetOptions options);
+
+  // Loads the nodes from the store. Nodes start disconnected; those that do not come back within
+  // the heartbeat timeout turn unreachable.
+  Status Load();
+
+  Result<ApplyCounts> Apply(const FleetSpec& spec);
+  Result<std::vector<Cluster>> Clusters() { return store_.ListClusters(); }
+  Result<std::vector<Pool>> Pools() { return store_.ListPools(); }
+  Result<Pool> FindPool(const std::string& name);
+
+  std::vector<Node> Nodes(const NodeFilter& filter) const;
+  Result<Node> GetNode(const std::string& name) const;
+  // An operator action; returns the node after it. `actor` is recorded on the events.
+  Result<Node> Act(const std::string& name, NodeAction action, const std::string& actor);
+  Result<std::vector<NodeEvent>> Events(const std::string& node, int limit);
+
+  Result<IssuedJoinToken> CreateJoinToken(const std::string& pool, int64_t ttl_ms,
+                                          const std::string& actor);
+
+  // Turns nodes whose heartbeats stopped unreachable; returns how many changed.
+  int CheckHeartbeats();
+  int ConnectedAgents() const;
+
+  // proto::AgentHandler
+  Result<proto::Welcome> OnHello(const proto::Hello& hello, const std::string& remote) override;
+  void OnMessage(const std::string& node, const proto::Message& message) override;
+  void OnClosed(const std::string& node, uint64_t connection) override;
+  uint64_t OnConnected(const std::string& node) override;
+
+  // The verdict on a node's reported GPUs against its pool: ready, degraded or unhealthy, with
+  // the reason. Sets each GPU's catalogue model. Public for tests.
+  std::pair<NodeState, std::string> Judge(const Pool& pool, std::vector<Gpu>& gpus) const;
+
+ private:
+  struct Entry {
+    Node node;
+    uint64_t connection = 0;  // the live connection's id, 0 when none
+  };
+
+  // Moves the node to `next`, recording an event; caller holds mu_ and saves.
+  void Move(Node& node, NodeStatus next, const std::string& reason, const std::string& actor,
+            std::vector<NodeEvent>& events);
+
+  Store& store_;
+  std::shared_ptr<const GpuCatalog> catalog_;
+  std::shared_ptr<Clock> clock_;
+  FleetOptions options_;
+  mutable std::mutex mu_;
+  std::map<std::string, Entry> nodes_;  // guarded by mu_
+  uint64_t next_connection_ = 1;        // guarded by mu_
+};
+
+}  // namespace gpufleet

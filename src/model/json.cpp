@@ -1,0 +1,201 @@
+#include "model/json.h"
+
+#include "common/clock.h"
+
+namespace json = boost::json;
+
+namespace gpufleet {
+namespace {
+json::object LabelsJson(const Labels& labels) {
+  json::object o;
+  for (const auto& [k, v] : labels) o[k] = v;
+  return o;
+}
+Error WrongType(std::string_view key, std::string_view want) {
+  return MakeError(ErrorCode::kInvalidArgument,
+                   "field '" + std::string(key) + "' must be " + std::string(want));
+}
+Error Missing(std::string_view key) {
+  return MakeError(ErrorCode::kInvalidArgument, "field '" + std::string(key) + "' is required");
+}
+}  // namespace
+
+json::object ToJson(const Cluster& c) {
+  return {{"name", c.name},
+          {"type", ToString(c.type)},
+          {"site", c.site},
+          {"labels", LabelsJson(c.labels)},
+          {"created_at", FormatTime(c.created_ms)},
+          {"updated_at", FormatTime(c.updated_ms)}};
+}
+
+json::object ToJson(const Pool& p) {
+  return {{"name", p.name},
+          {"cluster", p.cluster},
+          {"gpu_model", p.gpu_model},
+          {"gpus_per_node", p.gpus_per_node},
+          {"size", p.size},
+          {"labels", LabelsJson(p.labels)},
+          {"created_at", FormatTime(p.created_ms)},
+          {"updated_at", FormatTime(p.updated_ms)}};
+}
+
+json::object ToJson(const Gpu& g) {
+  json::object o{{"index", g.index},
+                 {"uuid", g.uuid},
+                 {"serial", g.serial},
+                 {"name", g.name},
+                 {"model", g.model},
+                 {"pci_bus_id", g.pci_bus_id},
+                 {"memory_total_bytes", g.memory_total_bytes},
+                 {"vbios_version", g.vbios_version},
+                 {"inforom_version", g.inforom_version}};
+  o["mig_mode"] = g.mig_mode < 0 ? json::value(nullptr)
+                                 : json::value(g.mig_mode == 1 ? "enabled" : "disabled");
+  o["error"] = g.error;
+  return o;
+}
+
+json::object ToJson(const NodeFacts& f) {
+  return {{"hostname", f.hostname},
+          {"os", f.os},
+          {"kernel", f.kernel},
+          {"driver_version", f.driver_version},
+          {"cuda_driver_version", f.cuda_driver_version},
+          {"agent_version", f.agent_version},
+          {"backend", f.backend}};
+}
+
+json::object ToJson(const Node& n, bool with_gpus) {
+  json::object o{{"name", n.name},
+                 {"cluster", n.cluster},
+                 {"pool", n.pool},
+                 {"state", ToString(n.state)},
+                 {"reason", n.reason},
+                 {"simulated", n.simulated},
+                 {"connected", n.connected},
+                 {"gpu_count", n.gpus.size()},
+                 {"facts", ToJson(n.facts)},
+                 {"registered_at", FormatTime(n.registered_ms)},
+                 {"last_seen_at", FormatTime(n.last_seen_ms)},
+                 {"state_since", FormatTime(n.state_since_ms)}};
+  if (n.state == NodeState::kUnreachable) o["resume_state"] = ToString(n.resume_state);
+  std::string model;
+  for (const auto& g : n.gpus) {
+    if (model.empty()) model = g.model.empty() ? g.name : g.model;
+  }
+  o["gpu_model"] = model;
+  if (with_gpus) {
+    json::array gpus;
+    for (const auto& g : n.gpus) gpus.push_back(ToJson(g));
+    o["gpus"] = std::move(gpus);
+  }
+  return o;
+}
+
+json::object ToJson(const NodeEvent& e) {
+  return {{"id", e.id},           {"node", e.node}, {"time", FormatTime(e.time_ms)},
+          {"from", e.from},       {"to", e.to},     {"reason", e.reason},
+          {"actor", e.actor}};
+}
+
+json::object ToJson(const GpuModelSpec& m) {
+  json::array names, profiles;
+  for (const auto& n : m.nvml_names) names.push_back(json::value(n));
+  for (const auto& p : m.mig_profiles) profiles.push_back(json::value(p));
+  return {{"id", m.id},
+          {"name", m.name},
+          {"architecture", m.architecture},
+          {"nvml_names", names},
+          {"memory_gib", m.memory_gib},
+          {"memory_type", m.memory_type},
+          {"tdp_w", m.tdp_w},
+          {"max_operating_temp_c", m.max_operating_temp_c},
+          {"form_factor", m.form_factor},
+          {"nvlink", {{"generation", m.nvlink_generation}, {"bandwidth_gbps", m.nvlink_bandwidth_gbps}}},
+          {"mig",
+           {{"supported", m.mig_supported},
+            {"max_instances", m.mig_max_instances},
+            {"profiles", profiles}}}};
+}
+
+Result<std::string> GetString(const json::object& o, std::string_view key,
+                              std::optional<std::string> fallback) {
+  auto it = o.find(key);
+  if (it == o.end() || it->value().is_null()) {
+    if (fallback) return *fallback;
+    return Missing(key);
+  }
+  if (!it->value().is_string()) return WrongType(key, "a string");
+  return std::string(it->value().as_string());
+}
+
+Result<int64_t> GetInt(const json::object& o, std::string_view key,
+                       std::optional<int64_t> fallback) {
+  auto it = o.find(key);
+  if (it == o.end() || it->value().is_null()) {
+    if (fallback) return *fallback;
+    return Missing(key);
+  }
+  if (it->value().is_int64()) return it->value().as_int64();
+  if (it->value().is_uint64() && it->value().as_uint64() <= INT64_MAX) {
+    return static_cast<int64_t>(it->value().as_uint64());
+  }
+  return WrongType(key, "an integer");
+}
+
+Result<bool> GetBool(const json::object& o, std::string_view key, std::optional<bool> fallback) {
+  auto it = o.find(key);
+  if (it == o.end() || it->value().is_null()) {
+    if (fallback) return *fallback;
+    return Missing(key);
+  }
+  if (!it->value().is_bool()) return WrongType(key, "true or false");
+  return it->value().as_bool();
+}
+
+Result<json::object> ParseObject(std::string_view body) {
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  if (ec) return MakeError(ErrorCode::kInvalidArgument, "malformed JSON: " + ec.message());
+  if (!v.is_object()) return MakeError(ErrorCode::kInvalidArgument, "body must be a JSON object");
+  return std::move(v.as_object());
+}
+
+Result<Gpu> GpuFromJson(const json::value& v) {
+  if (!v.is_object()) return MakeError(ErrorCode::kInvalidArgument, "a GPU must be an object");
+  const auto& o = v.as_object();
+  Gpu g;
+  int64_t index = 0, mem = 0;
+  GF_TRY_ASSIGN(index, GetInt(o, "index"));
+  g.index = static_cast<int>(index);
+  GF_TRY_ASSIGN(g.uuid, GetString(o, "uuid"));
+  GF_TRY_ASSIGN(g.serial, GetString(o, "serial", ""));
+  GF_TRY_ASSIGN(g.name, GetString(o, "name", ""));
+  GF_TRY_ASSIGN(g.pci_bus_id, GetString(o, "pci_bus_id", ""));
+  GF_TRY_ASSIGN(mem, GetInt(o, "memory_total_bytes", 0));
+  g.memory_total_bytes = static_cast<uint64_t>(mem);
+  GF_TRY_ASSIGN(g.vbios_version, GetString(o, "vbios_version", ""));
+  GF_TRY_ASSIGN(g.inforom_version, GetString(o, "inforom_version", ""));
+  std::string mig;
+  GF_TRY_ASSIGN(mig, GetString(o, "mig_mode", ""));
+  g.mig_mode = mig == "enabled" ? 1 : mig == "disabled" ? 0 : -1;
+  GF_TRY_ASSIGN(g.error, GetString(o, "error", ""));
+  return g;
+}
+
+Result<NodeFacts> FactsFromJson(const json::value& v) {
+  if (!v.is_object()) return MakeError(ErrorCode::kInvalidArgument, "facts must be an object");
+  const auto& o = v.as_object();
+  NodeFacts f;
+  GF_TRY_ASSIGN(f.hostname, GetString(o, "hostname"));
+  GF_TRY_ASSIGN(f.os, GetString(o, "os", ""));
+  GF_TRY_ASSIGN(f.kernel, GetString(o, "kernel", ""));
+  GF_TRY_ASSIGN(f.driver_version, GetString(o, "driver_version", ""));
+  GF_TRY_ASSIGN(f.cuda_driver_version, GetString(o, "cuda_driver_version", ""));
+  GF_TRY_ASSIGN(f.agent_version, GetString(o, "agent_version", ""));
+  GF_TRY_ASSIGN(f.backend, GetString(o, "backend", ""));
+  return f;
+}
+
+}  // namespace gpufleet

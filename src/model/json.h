@@ -1,0 +1,36 @@
+#pragma once
+// JSON mapping of the model types (Boost.JSON). Include only where JSON is produced or read:
+// the API, the proto codec, the CLI. Readers report the field and the expected type.
+
+#include <boost/json.hpp>
+
+#include "common/result.h"
+#include "model/catalog.h"
+#include "model/types.h"
+
+namespace gpufleet {
+
+boost::json::object ToJson(const Cluster& c);
+boost::json::object ToJson(const Pool& p);
+boost::json::object ToJson(const Gpu& g);
+boost::json::object ToJson(const NodeFacts& f);
+boost::json::object ToJson(const Node& n, bool with_gpus);
+boost::json::object ToJson(const NodeEvent& e);
+boost::json::object ToJson(const GpuModelSpec& m);
+
+Result<Gpu> GpuFromJson(const boost::json::value& v);
+Result<NodeFacts> FactsFromJson(const boost::json::value& v);
+
+// Field readers: a missing optional field gives the fallback; a present field of the wrong type
+// is an error naming the field.
+Result<std::string> GetString(const boost::json::object& o, std::string_view key,
+                              std::optional<std::string> fallback = std::nullopt);
+Result<int64_t> GetInt(const boost::json::object& o, std::string_view key,
+                       std::optional<int64_t> fallback = std::nullopt);
+Result<bool> GetBool(const boost::json::object& o, std::string_view key,
+                     std::optional<bool> fallback = std::nullopt);
+
+// Parses a request body that must be a JSON object.
+Result<boost::json::object> ParseObject(std::string_view body);
+
+}  // namespace gpufleet

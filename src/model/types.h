@@ -1,0 +1,108 @@
+#pragma once
+// The fleet's value types: Fleet -> Cluster -> Pool -> Node -> Gpu, plus node events.
+// Plain data; no I/O. Times are milliseconds since the Unix epoch.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpufleet {
+
+using Labels = std::map<std::string, std::string>;
+
+enum class ClusterType { kTraining, kInference, kDevelopment, kEdge };
+std::string_view ToString(ClusterType type);
+std::optional<ClusterType> ParseClusterType(std::string_view text);
+
+struct Cluster {
+  std::string name;
+  ClusterType type = ClusterType::kTraining;
+  std::string site;
+  Labels labels;
+  int64_t created_ms = 0;
+  int64_t updated_ms = 0;
+};
+
+struct Pool {
+  std::string name;     // unique in the fleet
+  std::string cluster;  // owning cluster's name
+  std::string gpu_model;  // a catalogue id, e.g. "H100-SXM5-80GB"
+  int gpus_per_node = 8;
+  int size = 0;  // desired node count (what `gpufleet sim`/`up` start)
+  Labels labels;
+  int64_t created_ms = 0;
+  int64_t updated_ms = 0;
+};
+
+enum class NodeState {
+  kProvisioning,
+  kJoining,
+  kReady,
+  kDegraded,
+  kUnhealthy,
+  kCordoned,
+  kDraining,
+  kDrained,
+  kMaintenance,
+  kUnreachable,
+  kDecommissioning,
+  kRetired,
+};
+std::string_view ToString(NodeState state);
+std::optional<NodeState> ParseNodeState(std::string_view text);
+
+struct Gpu {
+  int index = 0;
+  std::string uuid;
+  std::string serial;
+  std::string name;   // as the driver reports it, e.g. "NVIDIA H100 80GB HBM3"
+  std::string model;  // catalogue id it matched, empty if none
+  std::string pci_bus_id;
+  uint64_t memory_total_bytes = 0;
+  std::string vbios_version;
+  std::string inforom_version;
+  int mig_mode = -1;  // -1 not supported, 0 disabled, 1 enabled
+  std::string error;  // last NVML error on this GPU, e.g. "GPU_IS_LOST"; empty when healthy
+};
+
+struct NodeFacts {
+  std::string hostname;
+  std::string os;
+  std::string kernel;
+  std::string driver_version;
+  std::string cuda_driver_version;  // "12.4"
+  std::string agent_version;
+  std::string backend;  // "nvml" or "sim"
+};
+
+struct Node {
+  std::string name;
+  std::string cluster;
+  std::string pool;
+  NodeState state = NodeState::kProvisioning;
+  NodeState resume_state = NodeState::kReady;  // where an unreachable node returns to
+  std::string reason;  // why it is in its state
+  NodeFacts facts;
+  std::vector<Gpu> gpus;
+  bool simulated = false;
+  bool connected = false;
+  int64_t registered_ms = 0;
+  int64_t last_seen_ms = 0;
+  int64_t state_since_ms = 0;
+  std::string token_hash;  // the node credential's SHA-256; never leaves the controller
+};
+
+struct NodeEvent {
+  int64_t id = 0;
+  std::string node;
+  int64_t time_ms = 0;
+  std::string from;  // previous state
+  std::string to;
+  std::string reason;
+  std::string actor;  // "controller", "agent", or the token name that asked
+};
+
+}  // namespace gpufleet

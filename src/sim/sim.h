@@ -1,0 +1,39 @@
+#pragma once
+// The simulated fleet: many simulated agents in one process, each with its own WebSocket
+// connection, hostname and GPU identities. Every node it reports is marked simulated.
+
+#include <memory>
+#include <string>
+
+#include "agent/agent.h"
+#include "model/catalog.h"
+
+namespace gpufleet {
+
+struct SimPoolOptions {
+  std::string controller;
+  std::string join_token;
+  std::string name_prefix = "sim";  // nodes are <prefix>-0000, <prefix>-0001, ...
+  int nodes = 1;
+  int gpus_per_node = 8;
+  std::string model = "H100-SXM5-80GB";  // catalogue id
+  int first_index = 0;
+};
+
+// Thread-safe: AddPool and Stop may be called from any thread while Run runs.
+class SimFleet {
+ public:
+  explicit SimFleet(std::shared_ptr<const GpuCatalog> catalog);
+  Status AddPool(const SimPoolOptions& options);
+  void Run(int threads = 1);  // until Stop()
+  void Stop();
+  const AgentStats& stats() const { return runner_.stats(); }
+  int nodes() const { return nodes_; }
+
+ private:
+  std::shared_ptr<const GpuCatalog> catalog_;
+  AgentRunner runner_;
+  std::atomic<int> nodes_{0};
+};
+
+}  // namespace gpufleet

@@ -1,0 +1,46 @@
+#include "store/migrations/migrations.h"
+
+namespace gpufleet::migrations {
+
+const std::vector<Migration>& All() {
+  static const std::vector<Migration> kAll = {
+      {1, R"SQL(
+CREATE TABLE clusters (
+  name TEXT PRIMARY KEY, type TEXT NOT NULL, site TEXT NOT NULL, labels TEXT NOT NULL,
+  created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL);
+CREATE TABLE pools (
+  name TEXT PRIMARY KEY, cluster TEXT NOT NULL REFERENCES clusters(name),
+  gpu_model TEXT NOT NULL, gpus_per_node BIGINT NOT NULL, size BIGINT NOT NULL,
+  labels TEXT NOT NULL, created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL);
+CREATE TABLE nodes (
+  name TEXT PRIMARY KEY, cluster TEXT NOT NULL, pool TEXT NOT NULL, state TEXT NOT NULL,
+  resume_state TEXT NOT NULL, reason TEXT NOT NULL, facts TEXT NOT NULL,
+  simulated BIGINT NOT NULL, registered_ms BIGINT NOT NULL, last_seen_ms BIGINT NOT NULL,
+  state_since_ms BIGINT NOT NULL, token_hash TEXT NOT NULL);
+CREATE TABLE gpus (
+  uuid TEXT PRIMARY KEY, node TEXT NOT NULL REFERENCES nodes(name), idx BIGINT NOT NULL,
+  serial TEXT NOT NULL, name TEXT NOT NULL, model TEXT NOT NULL, pci_bus_id TEXT NOT NULL,
+  memory_total BIGINT NOT NULL, vbios TEXT NOT NULL, inforom TEXT NOT NULL,
+  mig_mode BIGINT NOT NULL, error TEXT NOT NULL);
+CREATE INDEX gpus_node ON gpus(node);
+CREATE TABLE node_events (
+  id {ID}, node TEXT NOT NULL, time_ms BIGINT NOT NULL, from_state TEXT NOT NULL,
+  to_state TEXT NOT NULL, reason TEXT NOT NULL, actor TEXT NOT NULL);
+CREATE INDEX node_events_node ON node_events(node, id);
+CREATE TABLE join_tokens (
+  id TEXT PRIMARY KEY, pool TEXT NOT NULL, hash TEXT NOT NULL UNIQUE, created_by TEXT NOT NULL,
+  created_ms BIGINT NOT NULL, expires_ms BIGINT NOT NULL, revoked BIGINT NOT NULL);
+CREATE TABLE api_tokens (
+  id TEXT PRIMARY KEY, name TEXT NOT NULL, role TEXT NOT NULL, clusters TEXT NOT NULL,
+  hash TEXT NOT NULL UNIQUE, created_ms BIGINT NOT NULL, expires_ms BIGINT NOT NULL,
+  revoked BIGINT NOT NULL);
+CREATE TABLE audit (
+  id {ID}, time_ms BIGINT NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,
+  target TEXT NOT NULL, status BIGINT NOT NULL, result TEXT NOT NULL, before_doc TEXT NOT NULL,
+  after_doc TEXT NOT NULL)
+)SQL"},
+  };
+  return kAll;
+}
+
+}  // namespace gpufleet::migrations

@@ -1,0 +1,485 @@
+// The embedded store: SQLite (WAL mode) through SOCI. One session guarded by a mutex; SQLite
+// serialises writers anyway, and the controller keeps hot reads (node lists) in memory.
+
+#include <soci/soci.h>
+#include <soci/sqlite3/soci-sqlite3.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/json.hpp>
+#include <mutex>
+
+#include "common/strings.h"
+#include "model/json.h"
+#include "store/migrations/migrations.h"
+#include "store/store.h"
+
+namespace json = boost::json;
+
+namespace gpufleet {
+namespace {
+
+std::string LabelsToText(const Labels& labels) {
+  json::object o;
+  for (const auto& [k, v] : labels) o[k] = v;
+  return json::serialize(o);
+}
+
+Labels LabelsFromText(const std::string& text) {
+  Labels labels;
+  boost::system::error_code ec;
+  auto v = json::parse(text, ec);
+  if (ec || !v.is_object()) return labels;
+  for (const auto& kv : v.as_object()) {
+    if (kv.value().is_string()) labels[std::string(kv.key())] = kv.value().as_string().c_str();
+  }
+  return labels;
+}
+
+Error StoreError(const std::exception& e) {
+  std::string what = e.what();
+  if (what.find("UNIQUE constraint") != std::string::npos) {
+    return MakeError(ErrorCode::kConflict, "already exists: " + what);
+  }
+  return MakeError(ErrorCode::kUnavailable, "store: " + what);
+}
+
+class SqliteStore : public Store {
+ public:
+  explicit SqliteStore(const std::string& path) : path_(path) {}
+
+  Status Open() {
+    try {
+      sql_.open(*soci::factory_sqlite3(), "db=" + path_ + " timeout=10");
+      sql_ << "PRAGMA journal_mode=WAL";
+      sql_ << "PRAGMA synchronous=NORMAL";
+      sql_ << "PRAGMA foreign_keys=ON";
+      return Migrate();
+    } catch (const std::exception& e) {
+      return MakeError(ErrorCode::kUnavailable, "cannot open store " + path_ + ": " + e.what());
+    }
+  }
+
+  Status ApplyFleet(const std::vector<Cluster>& clusters, const std::vector<Pool>& pools) override {
+    std::lock_guard lock(mu_);
+    try {
+      soci::transaction tx(sql_);
+      for (const auto& c : clusters) {
+        std::string type(ToString(c.type)), labels = LabelsToText(c.labels);
+        long long created = c.created_ms, updated = c.updated_ms;
+        sql_ << "INSERT INTO clusters (name, type, site, labels, created_ms, updated_ms) "
+                "VALUES (:n, :t, :s, :l, :c, :u) ON CONFLICT (name) DO UPDATE SET "
+                "type = excluded.type, site = excluded.site, labels = excluded.labels, "
+                "updated_ms = excluded.updated_ms",
+            soci::use(c.name), soci::use(type), soci::use(c.site), soci::use(labels),
+            soci::use(created), soci::use(updated);
+      }
+      for (const auto& p : pools) {
+        std::string labels = LabelsToText(p.labels);
+        long long gpn = p.gpus_per_node, size = p.size, created = p.created_ms,
+                  updated = p.updated_ms;
+        sql_ << "INSERT INTO pools (name, cluster, gpu_model, gpus_per_node, size, labels, "
+                "created_ms, updated_ms) VALUES (:n, :c, :m, :g, :s, :l, :cr, :u) "
+                "ON CONFLICT (name) DO UPDATE SET cluster = excluded.cluster, "
+                "gpu_model = excluded.gpu_model, gpus_per_node = excluded.gpus_per_node, "
+                "size = excluded.size, labels = excluded.labels, updated_ms = excluded.updated_ms",
+            soci::use(p.name), soci::use(p.cluster), soci::use(p.gpu_model), soci::use(gpn),
+            soci::use(size), soci::use(labels), soci::use(created), soci::use(updated);
+      }
+      tx.commit();
+      return {};
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Result<std::vector<Cluster>> ListClusters() override {
+    std::lock_guard lock(mu_);
+    try {
+      std::vector<Cluster> out;
+      Cluster c;
+      std::string type, labels;
+      long long created = 0, updated = 0;
+      soci::statement st = (sql_.prepare << "SELECT name, type, site, labels, created_ms, "
+                                            "updated_ms FROM clusters ORDER BY name",
+                            soci::into(c.name), soci::into(type), soci::into(c.site),
+                            soci::into(labels), soci::into(created), soci::into(updated));
+      st.execute();
+      while (st.fetch()) {
+        c.type = ParseClusterType(type).value_or(ClusterType::kTraining);
+        c.labels = LabelsFromText(labels);
+        c.created_ms = created;
+        c.updated_ms = updated;
+        out.push_back(c);
+      }
+      return out;
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Result<std::vector<Pool>> ListPools() override {
+    std::lock_guard lock(mu_);
+    try {
+      std::vector<Pool> out;
+      Pool p;
+      std::string labels;
+      long long gpn = 0, size = 0, created = 0, updated = 0;
+      soci::statement st =
+          (sql_.prepare << "SELECT name, cluster, gpu_model, gpus_per_node, size, labels, "
+                           "created_ms, updated_ms FROM pools ORDER BY cluster, name",
+           soci::into(p.name), soci::into(p.cluster), soci::into(p.gpu_model), soci::into(gpn),
+           soci::into(size), soci::into(labels), soci::into(created), soci::into(updated));
+      st.execute();
+      while (st.fetch()) {
+        p.gpus_per_node = static_cast<int>(gpn);
+        p.size = static_cast<int>(size);
+        p.labels = LabelsFromText(labels);
+        p.created_ms = created;
+        p.updated_ms = updated;
+        out.push_back(p);
+      }
+      return out;
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Status SaveNode(const Node& n, const std::vector<NodeEvent>& events) override {
+    std::lock_guard lock(mu_);
+    try {
+      soci::transaction tx(sql_);
+      std::string state(ToString(n.state)), resume(ToString(n.resume_state));
+      std::string facts = json::serialize(ToJson(n.facts));
+      long long simulated = n.simulated ? 1 : 0, registered = n.registered_ms,
+                seen = n.last_seen_ms, since = n.state_since_ms;
+      sql_ << "INSERT INTO nodes (name, cluster, pool, state, resume_state, reason, facts, "
+              "simulated, registered_ms, last_seen_ms, state_since_ms, token_hash) VALUES "
+              "(:n, :c, :p, :s, :r, :re, :f, :si, :rg, :ls, :ss, :t) ON CONFLICT (name) DO UPDATE "
+              "SET cluster = excluded.cluster, pool = excluded.pool, state = excluded.state, "
+              "resume_state = excluded.resume_state, reason = excluded.reason, "
+              "facts = excluded.facts, simulated = excluded.simulated, "
+              "registered_ms = excluded.registered_ms, last_seen_ms = excluded.last_seen_ms, "
+              "state_since_ms = excluded.state_since_ms, token_hash = excluded.token_hash",
+          soci::use(n.name), soci::use(n.cluster), soci::use(n.pool), soci::use(state),
+          soci::use(resume), soci::use(n.reason), soci::use(facts), soci::use(simulated),
+          soci::use(registered), soci::use(seen), soci::use(since), soci::use(n.token_hash);
+      sql_ << "DELETE FROM gpus WHERE node = :n", soci::use(n.name);
+      for (const auto& g : n.gpus) {
+        long long idx = g.index, mem = static_cast<long long>(g.memory_total_bytes),
+                  mig = g.mig_mode;
+        // A GPU moved between nodes keeps its UUID: the newest report wins.
+        sql_ << "DELETE FROM gpus WHERE uuid = :u", soci::use(g.uuid);
+        sql_ << "INSERT INTO gpus (uuid, node, idx, serial, name, model, pci_bus_id, "
+                "memory_total, vbios, inforom, mig_mode, error) VALUES "
+                "(:u, :n, :i, :s, :na, :m, :p, :mem, :v, :inf, :mig, :e)",
+            soci::use(g.uuid), soci::use(n.name), soci::use(idx), soci::use(g.serial),
+            soci::use(g.name), soci::use(g.model), soci::use(g.pci_bus_id), soci::use(mem),
+            soci::use(g.vbios_version), soci::use(g.inforom_version), soci::use(mig),
+            soci::use(g.error);
+      }
+      for (const auto& e : events) {
+        long long t = e.time_ms;
+        sql_ << "INSERT INTO node_events (node, time_ms, from_state, to_state, reason, actor) "
+                "VALUES (:n, :t, :f, :to, :r, :a)",
+            soci::use(e.node), soci::use(t), soci::use(e.from), soci::use(e.to),
+            soci::use(e.reason), soci::use(e.actor);
+      }
+      tx.commit();
+      return {};
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Result<std::vector<Node>> LoadNodes() override {
+    std::lock_guard lock(mu_);
+    try {
+      std::vector<Node> out;
+      std::map<std::string, size_t> by_name;
+      {
+        Node n;
+        std::string state, resume, facts;
+        long long simulated = 0, registered = 0, seen = 0, since = 0;
+        soci::statement st =
+            (sql_.prepare << "SELECT name, cluster, pool, state, resume_state, reason, facts, "
+                             "simulated, registered_ms, last_seen_ms, state_since_ms, token_hash "
+                             "FROM nodes ORDER BY name",
+             soci::into(n.name), soci::into(n.cluster), soci::into(n.pool), soci::into(state),
+             soci::into(resume), soci::into(n.reason), soci::into(facts), soci::into(simulated),
+             soci::into(registered), soci::into(seen), soci::into(since),
+             soci::into(n.token_hash));
+        st.execute();
+        while (st.fetch()) {
+          n.state = ParseNodeState(state).value_or(NodeState::kUnreachable);
+          n.resume_state = ParseNodeState(resume).value_or(NodeState::kReady);
+          boost::system::error_code ec;
+          auto fv = json::parse(facts, ec);
+          if (!ec) {
+            if (auto f = FactsFromJson(fv); f.ok()) n.facts = f.value();
+          }
+          n.simulated = simulated != 0;
+          n.registered_ms = registered;
+          n.last_seen_ms = seen;
+          n.state_since_ms = since;
+          by_name[n.name] = out.size();
+          out.push_back(n);
+        }
+      }
+      Gpu g;
+      std::string node;
+      long long idx = 0, mem = 0, mig = 0;
+      soci::statement st =
+          (sql_.prepare << "SELECT node, uuid, idx, serial, name, model, pci_bus_id, "
+                           "memory_total, vbios, inforom, mig_mode, error FROM gpus "
+                           "ORDER BY node, idx",
+           soci::into(node), soci::into(g.uuid), soci::into(idx), soci::into(g.serial),
+           soci::into(g.name), soci::into(g.model), soci::into(g.pci_bus_id), soci::into(mem),
+           soci::into(g.vbios_version), soci::into(g.inforom_version), soci::into(mig),
+           soci::into(g.error));
+      st.execute();
+      while (st.fetch()) {
+        g.index = static_cast<int>(idx);
+        g.memory_total_bytes = static_cast<uint64_t>(mem);
+        g.mig_mode = static_cast<int>(mig);
+        auto it = by_name.find(node);
+        if (it != by_name.end()) out[it->second].gpus.push_back(g);
+      }
+      return out;
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Result<std::vector<NodeEvent>> ListNodeEvents(const std::string& node, int limit) override {
+    std::lock_guard lock(mu_);
+    try {
+      std::vector<NodeEvent> out;
+      NodeEvent e;
+      long long id = 0, t = 0, lim = limit;
+      soci::statement st =
+          (sql_.prepare << "SELECT id, node, time_ms, from_state, to_state, reason, actor FROM "
+                           "node_events WHERE node = :n ORDER BY id DESC LIMIT :l",
+           soci::into(id), soci::into(e.node), soci::into(t), soci::into(e.from),
+           soci::into(e.to), soci::into(e.reason), soci::into(e.actor), soci::use(node),
+           soci::use(lim));
+      st.execute();
+      while (st.fetch()) {
+        e.id = id;
+        e.time_ms = t;
+        out.push_back(e);
+      }
+      return out;
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Status CreateJoinToken(const JoinToken& t) override {
+    std::lock_guard lock(mu_);
+    try {
+      long long created = t.created_ms, expires = t.expires_ms, revoked = t.revoked;
+      sql_ << "INSERT INTO join_tokens (id, pool, hash, created_by, created_ms, expires_ms, "
+              "revoked) VALUES (:i, :p, :h, :b, :c, :e, :r)",
+          soci::use(t.id), soci::use(t.pool), soci::use(t.hash), soci::use(t.created_by),
+          soci::use(created), soci::use(expires), soci::use(revoked);
+      return {};
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Result<std::vector<JoinToken>> ListJoinTokens() override { return QueryJoinTokens(""); }
+
+  Result<JoinToken> FindJoinToken(const std::string& hash) override {
+    auto found = QueryJoinTokens(hash);
+    if (!found.ok()) return found.error();
+    if (found->empty()) return MakeError(ErrorCode::kNotFound, "unknown join token");
+    return found->front();
+  }
+
+  Status RevokeJoinToken(const std::string& id) override {
+    return Revoke("UPDATE join_tokens SET revoked = 1 WHERE id = :i", id, "join token");
+  }
+
+  Status CreateApiToken(const ApiToken& t) override {
+    std::lock_guard lock(mu_);
+    try {
+      std::string role(ToString(t.role)), clusters;
+      for (const auto& c : t.clusters) clusters += (clusters.empty() ? "" : ",") + c;
+      long long created = t.created_ms, expires = t.expires_ms, revoked = t.revoked;
+      sql_ << "INSERT INTO api_tokens (id, name, role, clusters, hash, created_ms, expires_ms, "
+              "revoked) VALUES (:i, :n, :r, :c, :h, :cr, :e, :rv)",
+          soci::use(t.id), soci::use(t.name), soci::use(role), soci::use(clusters),
+          soci::use(t.hash), soci::use(created), soci::use(expires), soci::use(revoked);
+      return {};
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Result<std::vector<ApiToken>> ListApiTokens() override { return QueryApiTokens(""); }
+
+  Result<ApiToken> FindApiToken(const std::string& hash) override {
+    auto found = QueryApiTokens(hash);
+    if (!found.ok()) return found.error();
+    if (found->empty()) return MakeError(ErrorCode::kNotFound, "unknown API token");
+    return found->front();
+  }
+
+  Status RevokeApiToken(const std::string& id) override {
+    return Revoke("UPDATE api_tokens SET revoked = 1 WHERE id = :i", id, "API token");
+  }
+
+  Status AppendAudit(const AuditRecord& r) override {
+    std::lock_guard lock(mu_);
+    try {
+      long long t = r.time_ms, status = r.status;
+      sql_ << "INSERT INTO audit (time_ms, actor, action, target, status, result, before_doc, "
+              "after_doc) VALUES (:t, :a, :ac, :ta, :s, :r, :b, :af)",
+          soci::use(t), soci::use(r.actor), soci::use(r.action), soci::use(r.target),
+          soci::use(status), soci::use(r.result), soci::use(r.before), soci::use(r.after);
+      return {};
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Result<std::vector<AuditRecord>> ListAudit(int64_t before_id, int limit) override {
+    std::lock_guard lock(mu_);
+    try {
+      std::vector<AuditRecord> out;
+      AuditRecord r;
+      long long id = 0, t = 0, status = 0, before = before_id > 0 ? before_id : INT64_MAX,
+                lim = limit;
+      soci::statement st =
+          (sql_.prepare << "SELECT id, time_ms, actor, action, target, status, result, "
+                           "before_doc, after_doc FROM audit WHERE id < :b ORDER BY id DESC "
+                           "LIMIT :l",
+           soci::into(id), soci::into(t), soci::into(r.actor), soci::into(r.action),
+           soci::into(r.target), soci::into(status), soci::into(r.result), soci::into(r.before),
+           soci::into(r.after), soci::use(before), soci::use(lim));
+      st.execute();
+      while (st.fetch()) {
+        r.id = id;
+        r.time_ms = t;
+        r.status = static_cast<int>(status);
+        out.push_back(r);
+      }
+      return out;
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+ private:
+  Status Migrate() {
+    sql_ << "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY)";
+    long long current = 0;
+    soci::indicator ind = soci::i_null;
+    sql_ << "SELECT MAX(version) FROM schema_migrations", soci::into(current, ind);
+    if (ind != soci::i_ok) current = 0;
+    for (const auto& m : migrations::All()) {
+      if (m.version <= current) continue;
+      soci::transaction tx(sql_);
+      std::string text(m.sql);
+      for (size_t pos; (pos = text.find("{ID}")) != std::string::npos;) {
+        text.replace(pos, 4, "INTEGER PRIMARY KEY AUTOINCREMENT");
+      }
+      for (const auto& stmt : Split(text, ';')) {
+        if (stmt.find_first_not_of(" \n") != std::string::npos) sql_ << stmt;
+      }
+      long long v = m.version;
+      sql_ << "INSERT INTO schema_migrations (version) VALUES (:v)", soci::use(v);
+      tx.commit();
+      spdlog::info("store: applied migration {}", m.version);
+    }
+    return {};
+  }
+
+  // All tokens, or the one with this hash when `hash` is not empty.
+  Result<std::vector<JoinToken>> QueryJoinTokens(const std::string& hash) {
+    std::lock_guard lock(mu_);
+    try {
+      std::vector<JoinToken> out;
+      JoinToken t;
+      long long created = 0, expires = 0, revoked = 0, all = hash.empty() ? 1 : 0;
+      std::string q = "SELECT id, pool, hash, created_by, created_ms, expires_ms, revoked FROM "
+                      "join_tokens WHERE (hash = :h OR :all = 1) ORDER BY created_ms, id";
+      soci::statement st = (sql_.prepare << q, soci::into(t.id), soci::into(t.pool),
+                            soci::into(t.hash), soci::into(t.created_by), soci::into(created),
+                            soci::into(expires), soci::into(revoked), soci::use(hash), soci::use(all));
+      st.execute();
+      while (st.fetch()) {
+        t.created_ms = created;
+        t.expires_ms = expires;
+        t.revoked = revoked != 0;
+        out.push_back(t);
+      }
+      return out;
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Result<std::vector<ApiToken>> QueryApiTokens(const std::string& hash) {
+    std::lock_guard lock(mu_);
+    try {
+      std::vector<ApiToken> out;
+      ApiToken t;
+      std::string role, clusters;
+      long long created = 0, expires = 0, revoked = 0, all = hash.empty() ? 1 : 0;
+      std::string q = "SELECT id, name, role, clusters, hash, created_ms, expires_ms, revoked "
+                      "FROM api_tokens WHERE (hash = :h OR :all = 1) ORDER BY created_ms, id";
+      soci::statement st = (sql_.prepare << q, soci::into(t.id), soci::into(t.name),
+                            soci::into(role), soci::into(clusters), soci::into(t.hash),
+                            soci::into(created), soci::into(expires), soci::into(revoked), soci::use(hash), soci::use(all));
+      st.execute();
+      while (st.fetch()) {
+        t.role = ParseRole(role).value_or(Role::kViewer);
+        t.clusters = clusters.empty() ? std::vector<std::string>{} : Split(clusters, ',');
+        t.created_ms = created;
+        t.expires_ms = expires;
+        t.revoked = revoked != 0;
+        out.push_back(t);
+      }
+      return out;
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Status Revoke(const char* query, const std::string& id, const char* what) {
+    std::lock_guard lock(mu_);
+    try {
+      soci::statement st = (sql_.prepare << query, soci::use(id));
+      st.execute(true);
+      if (st.get_affected_rows() == 0) {
+        return MakeError(ErrorCode::kNotFound, std::string("no ") + what + " '" + id + "'");
+      }
+      return {};
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  std::string path_;
+  std::mutex mu_;
+  soci::session sql_;  // guarded by mu_
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {
+  std::string path = url;
+  if (path.rfind("sqlite:", 0) == 0) path = path.substr(7);
+  if (path.rfind("postgresql:", 0) == 0 || path.rfind("postgres:", 0) == 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "the PostgreSQL store is not built yet; use sqlite:PATH");
+  }
+  if (path.empty()) return MakeError(ErrorCode::kInvalidArgument, "empty store path");
+  auto store = std::make_unique<SqliteStore>(path);
+  GF_TRY(store->Open());
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace gpufleet

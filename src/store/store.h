@@ -1,0 +1,85 @@
+#pragma once
+// Store: the controller's durable state (clusters, pools, nodes and GPUs, node events, tokens,
+// audit log) behind one interface. `OpenStore("sqlite:PATH")` gives the embedded SQLite store;
+// the SQL is kept portable so a PostgreSQL backend can follow. Implementations are thread-safe.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "model/types.h"
+
+namespace gpufleet {
+
+enum class Role { kViewer = 0, kOperator = 1, kAdmin = 2 };
+std::string_view ToString(Role role);
+std::optional<Role> ParseRole(std::string_view text);
+
+struct ApiToken {
+  std::string id;    // public identifier, e.g. "tok-3f2a…"
+  std::string name;  // who it is for
+  Role role = Role::kViewer;
+  std::vector<std::string> clusters;  // empty: every cluster
+  std::string hash;  // SHA-256 of the secret
+  int64_t created_ms = 0;
+  int64_t expires_ms = 0;  // 0: never
+  bool revoked = false;
+};
+
+struct JoinToken {
+  std::string id;
+  std::string pool;
+  std::string hash;
+  std::string created_by;
+  int64_t created_ms = 0;
+  int64_t expires_ms = 0;
+  bool revoked = false;
+};
+
+struct AuditRecord {
+  int64_t id = 0;
+  int64_t time_ms = 0;
+  std::string actor;   // token name
+  std::string action;  // "POST /api/v1/nodes/n1/cordon"
+  std::string target;  // "node/n1"
+  int status = 0;      // HTTP status of the outcome
+  std::string result;  // "ok" or the error message
+  std::string before;  // JSON of the target before, when known
+  std::string after;   // JSON after
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Creates or updates every cluster and pool in one transaction (nothing is deleted).
+  virtual Status ApplyFleet(const std::vector<Cluster>& clusters,
+                            const std::vector<Pool>& pools) = 0;
+  virtual Result<std::vector<Cluster>> ListClusters() = 0;
+  virtual Result<std::vector<Pool>> ListPools() = 0;
+
+  // Writes the node, replaces its GPUs and appends the events, in one transaction.
+  virtual Status SaveNode(const Node& node, const std::vector<NodeEvent>& events) = 0;
+  virtual Result<std::vector<Node>> LoadNodes() = 0;
+  virtual Result<std::vector<NodeEvent>> ListNodeEvents(const std::string& node, int limit) = 0;
+
+  virtual Status CreateJoinToken(const JoinToken& token) = 0;
+  virtual Result<std::vector<JoinToken>> ListJoinTokens() = 0;
+  virtual Result<JoinToken> FindJoinToken(const std::string& hash) = 0;
+  virtual Status RevokeJoinToken(const std::string& id) = 0;
+
+  virtual Status CreateApiToken(const ApiToken& token) = 0;
+  virtual Result<std::vector<ApiToken>> ListApiTokens() = 0;
+  virtual Result<ApiToken> FindApiToken(const std::string& hash) = 0;
+  virtual Status RevokeApiToken(const std::string& id) = 0;
+
+  virtual Status AppendAudit(const AuditRecord& record) = 0;
+  // Newest first; `before_id` > 0 pages backwards.
+  virtual Result<std::vector<AuditRecord>> ListAudit(int64_t before_id, int limit) = 0;
+};
+
+// url: "sqlite:PATH" (or a bare PATH). Creates the schema on first use.
+Result<std::unique_ptr<Store>> OpenStore(const std::string& url);
+
+}  // namespace gpufleet
