@@ -1,0 +1,86 @@
+// The NVML backend against the fake libnvidia-ml.so.1 (tests/fake_nvml): the real dlopen,
+// dlsym and calling code, with scripted GPUs and errors.
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "agent/gpu_backend.h"
+
+namespace gpufleet {
+namespace {
+
+std::string Fixture(const char* name) {
+  return std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/nvml/" + name;
+}
+
+TEST(NvmlBackend, ReadsExactlyTheScriptedGpus) {
+  setenv("FAKE_NVML_SCRIPT", Fixture("l4x1.json").c_str(), 1);
+  auto backend = OpenNvmlBackend(FAKE_NVML_PATH);
+  ASSERT_TRUE(backend.ok()) << backend.error().message;
+  EXPECT_EQ(backend.value()->Name(), "nvml");
+  EXPECT_FALSE(backend.value()->Simulated());
+  auto driver = backend.value()->Driver();
+  ASSERT_TRUE(driver.ok());
+  EXPECT_EQ(driver->driver_version, "535.104.05");
+  EXPECT_EQ(driver->cuda_driver_version, "12.2");
+  auto gpus = backend.value()->Inventory();
+  ASSERT_TRUE(gpus.ok()) << gpus.error().message;
+  ASSERT_EQ(gpus->size(), 1u);
+  const Gpu& g = gpus->at(0);
+  EXPECT_EQ(g.index, 0);
+  EXPECT_EQ(g.uuid, "GPU-aaaabbbb-cccc-dddd-eeee-ffff00001111");
+  EXPECT_EQ(g.name, "NVIDIA L4");
+  EXPECT_EQ(g.serial, "1324021012345");
+  EXPECT_EQ(g.pci_bus_id, "00000000:01:00.0");
+  EXPECT_EQ(g.memory_total_bytes, 24152899584ull);
+  EXPECT_EQ(g.vbios_version, "95.04.5C.00.01");
+  EXPECT_EQ(g.inforom_version, "G193.0200.00.01");
+  EXPECT_EQ(g.mig_mode, -1);  // NOT_SUPPORTED is "no MIG", not an error
+  EXPECT_EQ(g.error, "");
+}
+
+TEST(NvmlBackend, ALostGpuIsReportedWithItsErrorAndTheOthersAreIntact) {
+  setenv("FAKE_NVML_SCRIPT", Fixture("h100x4-lost.json").c_str(), 1);
+  auto backend = OpenNvmlBackend(FAKE_NVML_PATH);
+  ASSERT_TRUE(backend.ok()) << backend.error().message;
+  auto gpus = backend.value()->Inventory();
+  ASSERT_TRUE(gpus.ok());
+  ASSERT_EQ(gpus->size(), 4u);
+  EXPECT_EQ(gpus->at(0).mig_mode, 0);
+  EXPECT_EQ(gpus->at(1).mig_mode, 1);
+  EXPECT_EQ(gpus->at(2).error, "GPU_IS_LOST");
+  EXPECT_EQ(gpus->at(2).uuid, "GPU-0f0e0d0c-0000-1111-2222-333344445552");
+  EXPECT_EQ(gpus->at(2).memory_total_bytes, 0u);  // unreadable, not invented
+  EXPECT_EQ(gpus->at(2).serial, "");
+  EXPECT_EQ(gpus->at(3).error, "");
+  EXPECT_EQ(gpus->at(3).serial, "1652223000004");
+  EXPECT_EQ(gpus->at(3).memory_total_bytes, 85520809984ull);
+}
+
+TEST(NvmlBackend, InitFailureIsOneClearError) {
+  setenv("FAKE_NVML_SCRIPT", Fixture("no-driver.json").c_str(), 1);
+  auto backend = OpenNvmlBackend(FAKE_NVML_PATH);
+  ASSERT_FALSE(backend.ok());
+  EXPECT_EQ(backend.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(backend.error().message.find("NVML_ERROR_DRIVER_NOT_LOADED"), std::string::npos)
+      << backend.error().message;
+}
+
+TEST(NvmlBackend, MissingLibraryNamesItAndWhatToDo) {
+  auto backend = OpenNvmlBackend("/nonexistent/libnvidia-ml.so.1");
+  ASSERT_FALSE(backend.ok());
+  const std::string& m = backend.error().message;
+  EXPECT_NE(m.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << m;
+  EXPECT_NE(m.find("install the NVIDIA driver"), std::string::npos) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << "one line";
+}
+
+TEST(NvmlBackend, ALibraryThatIsNotNvmlIsRefused) {
+  auto backend = OpenNvmlBackend("libm.so.6");
+  ASSERT_FALSE(backend.ok());
+  EXPECT_NE(backend.error().message.find("lacks the NVML entry points"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpufleet

@@ -1,0 +1,77 @@
+#include "config/fleet_spec.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace gpufleet {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Read(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+TEST(FleetSpec, ExampleFleetIsValidAndRealistic) {
+  auto spec = ParseFleetSpec(Read(fs::path(GPUFLEET_SOURCE_DIR) / "examples/fleet.yaml"),
+                             "fleet.yaml", *GpuCatalog::Builtin());
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  std::set<ClusterType> types;
+  std::set<std::string> sites, models;
+  for (const auto& c : spec->clusters) {
+    types.insert(c.type);
+    sites.insert(c.site);
+  }
+  int nodes = 0, gpus = 0;
+  for (const auto& p : spec->pools) {
+    nodes += p.size;
+    gpus += p.size * p.gpus_per_node;
+    models.insert(p.gpu_model);
+  }
+  EXPECT_GE(spec->clusters.size(), 4u);
+  EXPECT_EQ(types.size(), 4u) << "one cluster of each type";
+  EXPECT_GE(sites.size(), 2u);
+  EXPECT_GE(nodes, 64);
+  EXPECT_GE(gpus, 400);
+  EXPECT_GE(models.size(), 3u);
+}
+
+TEST(FleetSpec, MinimalFileParses) {
+  auto spec = ParseFleetSpec(
+      Read(fs::path(GPUFLEET_SOURCE_DIR) / "tests/fixtures/fleet/good-minimal.yaml"), "f.yaml",
+      *GpuCatalog::Builtin());
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  EXPECT_EQ(spec->clusters.at(0).type, ClusterType::kDevelopment);
+  EXPECT_TRUE(spec->pools.empty());
+}
+
+// Each bad-*.yaml fixture starts with "# expect: <text>"; the error must contain that text,
+// which names the file, the line and the field.
+TEST(FleetSpec, BadFilesAreRefusedWithFileLineAndField) {
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(GPUFLEET_SOURCE_DIR) / "tests/fixtures/fleet")) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("bad-", 0) != 0) continue;
+    std::string text = Read(entry.path());
+    std::string first = text.substr(0, text.find('\n'));
+    ASSERT_EQ(first.rfind("# expect: ", 0), 0u) << name;
+    std::string expect = first.substr(10);
+    auto spec = ParseFleetSpec(text, name, *GpuCatalog::Builtin());
+    ASSERT_FALSE(spec.ok()) << name << " was accepted";
+    EXPECT_EQ(spec.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(spec.error().message.find(expect), std::string::npos)
+        << name << ": got '" << spec.error().message << "', want '" << expect << "'";
+    ++checked;
+  }
+  EXPECT_GE(checked, 10);
+}
+
+}  // namespace
+}  // namespace gpufleet

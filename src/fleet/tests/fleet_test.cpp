@@ -1,0 +1,232 @@
+#include "fleet/fleet.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace gpufleet {
+namespace {
+
+constexpr char kFleet[] = R"(apiVersion: gpufleet/v1
+kind: Fleet
+clusters:
+  - name: train
+    type: training
+    site: s1
+    pools:
+      - {name: h100, gpu_model: H100-SXM5-80GB, gpus_per_node: 8, size: 2}
+  - name: edge
+    type: edge
+    site: s2
+    pools:
+      - {name: l4, gpu_model: L4, gpus_per_node: 1, size: 2}
+)";
+
+class FleetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gf-fleet-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    Start();
+    auto spec = ParseFleetSpec(kFleet, "fleet.yaml", *GpuCatalog::Builtin());
+    ASSERT_TRUE(spec.ok()) << spec.error().message;
+    auto counts = fleet_->Apply(spec.value());
+    ASSERT_TRUE(counts.ok()) << counts.error().message;
+    EXPECT_EQ(counts->clusters_created, 2);
+    EXPECT_EQ(counts->pools_created, 2);
+    auto token = fleet_->CreateJoinToken("h100", 3'600'000, "test");
+    ASSERT_TRUE(token.ok());
+    join_ = token->secret;
+  }
+  void TearDown() override {
+    fleet_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Start() {
+    fleet_.reset();
+    store_.reset();
+    store_ = std::move(OpenStore("sqlite:" + (dir_ / "db").string()).value());
+    FleetOptions o;
+    o.heartbeat_interval_ms = 1000;
+    o.heartbeat_timeout_ms = 5000;
+    fleet_ = std::make_unique<FleetService>(*store_, GpuCatalog::Builtin(), clock_, o);
+    ASSERT_TRUE(fleet_->Load().ok());
+  }
+
+  proto::Hello Hello(const std::string& host, int gpus, const std::string& name) {
+    proto::Hello h;
+    h.join_token = join_;
+    h.facts.hostname = host;
+    for (int i = 0; i < gpus; ++i) {
+      Gpu g;
+      g.index = i;
+      g.uuid = host + "-" + std::to_string(i);
+      g.name = name;
+      h.gpus.push_back(g);
+    }
+    return h;
+  }
+
+  std::filesystem::path dir_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<FleetService> fleet_;
+  std::string join_;
+};
+
+TEST_F(FleetTest, MatchingNodeRegistersReady) {
+  auto w = fleet_->OnHello(Hello("gpu-a", 8, "NVIDIA H100 80GB HBM3"), "10.0.0.1");
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_EQ(w->pool, "h100");
+  EXPECT_EQ(w->cluster, "train");
+  EXPECT_FALSE(w->node_token.empty());
+  auto n = fleet_->GetNode("gpu-a");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n->state, NodeState::kReady);
+  EXPECT_EQ(n->gpus.at(0).model, "H100-SXM5-80GB");
+  auto events = fleet_->Events("gpu-a", 10);
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ(events->at(1).to, "joining");
+  EXPECT_EQ(events->at(0).to, "ready");
+}
+
+TEST_F(FleetTest, WrongModelOrCountIsDegradedWithReason) {
+  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-b", 8, "NVIDIA L4"), "x").ok());
+  auto n = fleet_->GetNode("gpu-b");
+  EXPECT_EQ(n->state, NodeState::kDegraded);
+  EXPECT_EQ(n->reason, "pool h100 expects 8 x H100-SXM5-80GB, found 8 x L4");
+  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-c", 4, "NVIDIA H100 80GB HBM3"), "x").ok());
+  EXPECT_EQ(fleet_->GetNode("gpu-c")->reason, "pool h100 expects 8 x H100-SXM5-80GB, found 4 x H100-SXM5-80GB");
+}
+
+TEST_F(FleetTest, LostGpuMakesNodeUnhealthy) {
+  auto h = Hello("gpu-d", 8, "NVIDIA H100 80GB HBM3");
+  h.gpus[3].error = "GPU_IS_LOST";
+  ASSERT_TRUE(fleet_->OnHello(h, "x").ok());
+  auto n = fleet_->GetNode("gpu-d");
+  EXPECT_EQ(n->state, NodeState::kUnhealthy);
+  EXPECT_EQ(n->reason, "GPU 3: GPU_IS_LOST");
+  // The GPU comes back in a later inventory: the node is ready again.
+  h.gpus[3].error.clear();
+  fleet_->OnMessage("gpu-d", proto::Inventory{h.gpus});
+  EXPECT_EQ(fleet_->GetNode("gpu-d")->state, NodeState::kReady);
+}
+
+TEST_F(FleetTest, BadTokensAreRefused) {
+  auto h = Hello("gpu-e", 8, "NVIDIA H100 80GB HBM3");
+  h.join_token = "gfj_wrong";
+  EXPECT_EQ(fleet_->OnHello(h, "x").error().code, ErrorCode::kUnauthenticated);
+  h.join_token.clear();
+  EXPECT_EQ(fleet_->OnHello(h, "x").error().code, ErrorCode::kUnauthenticated);
+  auto expiring = fleet_->CreateJoinToken("h100", 1000, "test");
+  clock_->Advance(2000);
+  h.join_token = expiring->secret;
+  auto refused = fleet_->OnHello(h, "x");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("expired"), std::string::npos);
+  auto revoked = fleet_->CreateJoinToken("h100", 0, "test");
+  ASSERT_TRUE(store_->RevokeJoinToken(revoked->token.id).ok());
+  h.join_token = revoked->secret;
+  EXPECT_NE(fleet_->OnHello(h, "x").error().message.find("revoked"), std::string::npos);
+  EXPECT_FALSE(fleet_->GetNode("gpu-e").ok());
+  EXPECT_EQ(fleet_->CreateJoinToken("nope", 0, "t").error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(FleetTest, NodeTokenReconnectsWithoutJoinToken) {
+  auto w = fleet_->OnHello(Hello("gpu-f", 8, "NVIDIA H100 80GB HBM3"), "x");
+  auto h = Hello("gpu-f", 8, "NVIDIA H100 80GB HBM3");
+  h.join_token.clear();
+  h.node_token = w->node_token;
+  auto again = fleet_->OnHello(h, "x");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_TRUE(again->node_token.empty());  // the credential stays the same
+  h.node_token = "gfn_forged";
+  EXPECT_EQ(fleet_->OnHello(h, "x").error().code, ErrorCode::kUnauthenticated);
+}
+
+TEST_F(FleetTest, SilentNodeTurnsUnreachableAndComesBack) {
+  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-g", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
+  clock_->Advance(4000);
+  fleet_->OnMessage("gpu-g", proto::Heartbeat{1, 0});
+  clock_->Advance(4000);
+  EXPECT_EQ(fleet_->CheckHeartbeats(), 0);  // 4 s since the heartbeat: within the timeout
+  clock_->Advance(2000);
+  EXPECT_EQ(fleet_->CheckHeartbeats(), 1);
+  auto n = fleet_->GetNode("gpu-g");
+  EXPECT_EQ(n->state, NodeState::kUnreachable);
+  EXPECT_NE(n->reason.find("no heartbeat for 6s"), std::string::npos) << n->reason;
+  fleet_->OnMessage("gpu-g", proto::Heartbeat{2, 0});
+  EXPECT_EQ(fleet_->GetNode("gpu-g")->state, NodeState::kReady);
+}
+
+TEST_F(FleetTest, CordonSurvivesAnOutage) {
+  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-h", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
+  ASSERT_TRUE(fleet_->Act("gpu-h", NodeAction::kCordon, "alice").ok());
+  clock_->Advance(10'000);
+  fleet_->CheckHeartbeats();
+  EXPECT_EQ(fleet_->GetNode("gpu-h")->state, NodeState::kUnreachable);
+  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-h", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
+  EXPECT_EQ(fleet_->GetNode("gpu-h")->state, NodeState::kCordoned);
+  auto drained = fleet_->Act("gpu-h", NodeAction::kDrain, "alice");
+  ASSERT_TRUE(drained.ok());
+  EXPECT_EQ(drained->state, NodeState::kDrained);
+  EXPECT_EQ(fleet_->Act("nope", NodeAction::kCordon, "a").error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(FleetTest, RestartKeepsNodesAndGivesThemTimeToReconnect) {
+  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-i", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
+  clock_->Advance(60'000);  // the controller was down a minute
+  Start();
+  auto n = fleet_->GetNode("gpu-i");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n->gpus.size(), 8u);
+  EXPECT_FALSE(n->connected);
+  EXPECT_EQ(fleet_->CheckHeartbeats(), 0);
+  clock_->Advance(6000);
+  EXPECT_EQ(fleet_->CheckHeartbeats(), 1);
+}
+
+TEST_F(FleetTest, ChangingThePoolProfileJudgesItsNodesAgain) {
+  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-j", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
+  std::string changed = kFleet;
+  changed.replace(changed.find("gpus_per_node: 8"), 16, "gpus_per_node: 4");
+  auto spec = ParseFleetSpec(changed, "fleet.yaml", *GpuCatalog::Builtin());
+  auto counts = fleet_->Apply(spec.value());
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->pools_updated, 1);
+  EXPECT_EQ(counts->pools_unchanged, 1);
+  EXPECT_EQ(fleet_->GetNode("gpu-j")->state, NodeState::kDegraded);
+}
+
+TEST_F(FleetTest, PoolsCannotMoveBetweenClusters) {
+  std::string moved = kFleet;
+  moved.replace(moved.find("{name: l4"), 9, "{name: h100");
+  moved.replace(moved.find("{name: h100, gpu_model: H100"), 11, "{name: h1xx");
+  auto spec = ParseFleetSpec(moved, "fleet.yaml", *GpuCatalog::Builtin());
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  auto r = fleet_->Apply(spec.value());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kConflict);
+  EXPECT_EQ(fleet_->Pools()->size(), 2u);  // nothing was written
+}
+
+TEST_F(FleetTest, FiltersNodes) {
+  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-k", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
+  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-l", 8, "NVIDIA L4"), "x").ok());
+  NodeFilter f;
+  f.state = "degraded";
+  EXPECT_EQ(fleet_->Nodes(f).size(), 1u);
+  f = {};
+  f.model = "H100-SXM5-80GB";
+  EXPECT_EQ(fleet_->Nodes(f).at(0).name, "gpu-k");
+  f = {};
+  f.clusters = {"edge"};
+  EXPECT_TRUE(fleet_->Nodes(f).empty());
+}
+
+}  // namespace
+}  // namespace gpufleet

@@ -1,0 +1,165 @@
+// A fake libnvidia-ml.so.1 for tests: exports the NVML entry points the agent resolves, with
+// values scripted by the JSON file named in $FAKE_NVML_SCRIPT (see tests/fixtures/nvml/).
+// Any function can be scripted to fail per GPU: "errors": {"nvmlDeviceGetMemoryInfo": 15}.
+// Each call is counted in $FAKE_NVML_CALLS (a file) when set, so tests can see it was used.
+
+#include <boost/json.hpp>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+
+#include "agent/nvml/nvml_api.h"
+
+namespace json = boost::json;
+
+namespace {
+
+std::mutex g_mu;
+json::object g_script;  // guarded by g_mu
+bool g_initialised = false;
+
+
+int Index(nvmlDevice_t dev) { return static_cast<int>(reinterpret_cast<intptr_t>(dev)) - 1; }
+
+const json::object* Gpu(int index) {
+  if (!g_script.contains("gpus")) return nullptr;
+  const auto& gpus = g_script.at("gpus").as_array();
+  if (index < 0 || index >= static_cast<int>(gpus.size())) return nullptr;
+  return &gpus[index].as_object();
+}
+
+// The scripted failure of `fn` on GPU `index`, or NVML_SUCCESS.
+nvmlReturn_t Scripted(int index, const char* fn) {
+  const json::object* g = Gpu(index);
+  if (!g) return NVML_ERROR_INVALID_ARGUMENT;
+  if (auto it = g->find("errors"); it != g->end()) {
+    const auto& errors = it->value().as_object();
+    if (auto e = errors.find(fn); e != errors.end()) return static_cast<nvmlReturn_t>(e->value().as_int64());
+  }
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t CopyString(int index, const char* fn, const char* key, char* buf, unsigned len) {
+  std::lock_guard lock(g_mu);
+  if (!g_initialised) return NVML_ERROR_UNINITIALIZED;
+  if (nvmlReturn_t r = Scripted(index, fn); r != NVML_SUCCESS) return r;
+  const json::object* g = Gpu(index);
+  auto it = g->find(key);
+  if (it == g->end()) return NVML_ERROR_NOT_SUPPORTED;
+  std::string value(it->value().as_string());
+  if (value.size() + 1 > len) return NVML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(buf, value.c_str(), value.size() + 1);
+  return NVML_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlInit_v2() {
+  std::lock_guard lock(g_mu);
+  const char* path = std::getenv("FAKE_NVML_SCRIPT");
+  if (!path) return NVML_ERROR_DRIVER_NOT_LOADED;
+  std::ifstream in(path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  boost::system::error_code ec;
+  auto v = json::parse(buf.str(), ec);
+  if (ec || !v.is_object()) return NVML_ERROR_UNKNOWN;
+  g_script = v.as_object();
+  if (auto it = g_script.find("init_error"); it != g_script.end() && it->value().as_int64() != 0) {
+    return static_cast<nvmlReturn_t>(it->value().as_int64());
+  }
+  g_initialised = true;
+  return NVML_SUCCESS;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlShutdown() {
+  std::lock_guard lock(g_mu);
+  g_initialised = false;
+  return NVML_SUCCESS;
+}
+
+__attribute__((visibility("default"))) const char* nvmlErrorString(nvmlReturn_t r) {
+  switch (r) {
+    case NVML_SUCCESS: return "Success";
+    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    default: return "Unknown Error";
+  }
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlSystemGetDriverVersion(char* buf, unsigned len) {
+  std::lock_guard lock(g_mu);
+  std::string v(g_script.at("driver_version").as_string());
+  if (v.size() + 1 > len) return NVML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(buf, v.c_str(), v.size() + 1);
+  return NVML_SUCCESS;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* version) {
+  std::lock_guard lock(g_mu);
+  *version = static_cast<int>(g_script.at("cuda_driver_version").as_int64());
+  return NVML_SUCCESS;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetCount_v2(unsigned* count) {
+  std::lock_guard lock(g_mu);
+  if (!g_initialised) return NVML_ERROR_UNINITIALIZED;
+  *count = static_cast<unsigned>(g_script.at("gpus").as_array().size());
+  return NVML_SUCCESS;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned index, nvmlDevice_t* dev) {
+  std::lock_guard lock(g_mu);
+  if (!g_initialised) return NVML_ERROR_UNINITIALIZED;
+  if (nvmlReturn_t r = Scripted(static_cast<int>(index), "nvmlDeviceGetHandleByIndex_v2"); r != NVML_SUCCESS) return r;
+  *dev = reinterpret_cast<nvmlDevice_t>(static_cast<intptr_t>(index) + 1);
+  return NVML_SUCCESS;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char* b, unsigned n) {
+  return CopyString(Index(d), "nvmlDeviceGetUUID", "uuid", b, n);
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char* b, unsigned n) {
+  return CopyString(Index(d), "nvmlDeviceGetName", "name", b, n);
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t d, char* b, unsigned n) {
+  return CopyString(Index(d), "nvmlDeviceGetSerial", "serial", b, n);
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t d, char* b, unsigned n) {
+  return CopyString(Index(d), "nvmlDeviceGetVbiosVersion", "vbios", b, n);
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetInforomImageVersion(nvmlDevice_t d, char* b, unsigned n) {
+  return CopyString(Index(d), "nvmlDeviceGetInforomImageVersion", "inforom", b, n);
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t* pci) {
+  std::memset(pci, 0, sizeof *pci);
+  return CopyString(Index(d), "nvmlDeviceGetPciInfo_v3", "pci_bus_id", pci->busId, sizeof pci->busId);
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t* mem) {
+  std::lock_guard lock(g_mu);
+  if (nvmlReturn_t r = Scripted(Index(d), "nvmlDeviceGetMemoryInfo"); r != NVML_SUCCESS) return r;
+  mem->total = static_cast<unsigned long long>(Gpu(Index(d))->at("memory_total").as_int64());
+  mem->used = 0;
+  mem->free = mem->total;
+  return NVML_SUCCESS;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned* cur, unsigned* pending) {
+  std::lock_guard lock(g_mu);
+  if (nvmlReturn_t r = Scripted(Index(d), "nvmlDeviceGetMigMode"); r != NVML_SUCCESS) return r;
+  const json::object* g = Gpu(Index(d));
+  auto it = g->find("mig");
+  if (it == g->end() || it->value().is_null()) return NVML_ERROR_NOT_SUPPORTED;
+  *cur = *pending = static_cast<unsigned>(it->value().as_int64());
+  return NVML_SUCCESS;
+}
+
+}  // extern "C"
