@@ -134,6 +134,22 @@ struct ApiServer::Impl {
     co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
   }
 
+  // A lingering close: after an early reply (413), read and drop what the client still sends
+  // for a moment, so the kernel does not reset the connection before it reads our reply.
+  asio::awaitable<void> DrainAndClose(beast::tcp_stream& stream) {
+    beast::error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    std::array<char, 64 * 1024> sink;
+    size_t total = 0;
+    stream.expires_after(std::chrono::seconds(2));
+    while (total < (64u << 20)) {
+      auto [rec, n] = co_await stream.async_read_some(asio::buffer(sink), asio::as_tuple(asio::use_awaitable));
+      if (rec) break;
+      total += n;
+    }
+    stream.socket().close(ec);
+  }
+
   asio::awaitable<void> Serve(tcp::socket socket) {
     beast::error_code ec;
     std::string remote = socket.remote_endpoint(ec).address().to_string();
@@ -153,7 +169,8 @@ struct ApiServer::Impl {
                                                          std::to_string(options.max_body_bytes) +
                                                          " bytes")),
                              11, false);
-        break;
+        co_await DrainAndClose(stream);
+        co_return;
       }
       if (rec == http::error::header_limit || rec == http::error::bad_target ||
           rec == http::error::bad_method || rec == http::error::bad_version) {

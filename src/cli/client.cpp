@@ -59,7 +59,9 @@ Result<HttpReply> HttpClient::Send(const std::string& method, const std::string&
     try {
       if (!impl_->stream) impl_->Connect();
       impl_->stream->expires_after(std::chrono::seconds(60));
-      http::write(*impl_->stream, req);
+      beast::error_code write_error;
+      http::write(*impl_->stream, req, write_error);
+      // A server may answer early (413) and stop reading: the reply can still be there.
       http::response_parser<http::string_body> parser;
       parser.body_limit(256 << 20);
       http::read(*impl_->stream, impl_->buffer, parser);

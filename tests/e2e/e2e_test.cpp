@@ -1,0 +1,300 @@
+// End to end: the real controller, simulated and fake-NVML agents, and the CLI, on loopback.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "harness.h"
+
+namespace json = boost::json;
+
+namespace gpufleet::e2e {
+namespace {
+
+const std::string kFleet = std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/e2e-fleet.yaml";
+const std::string kNvmlFixtures = std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/nvml/";
+
+class E2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    controller_ = std::make_unique<ControllerProcess>(dir_ + "/data");
+    std::filesystem::create_directories(dir_ + "/data");
+    controller_->Start();
+  }
+  void TearDown() override {
+    agents_.clear();
+    controller_->Stop();
+    if (!HasFailure()) std::filesystem::remove_all(dir_);
+  }
+
+  RunResult Cli(std::vector<std::string> args) {
+    std::vector<std::string> full{"--data-dir", controller_->data_dir()};
+    full.insert(full.end(), args.begin(), args.end());
+    return RunGpufleet(full);
+  }
+
+  void Apply() {
+    auto r = Cli({"apply", "-f", kFleet});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("clusters: 2 created"), std::string::npos) << r.out;
+  }
+
+  std::string JoinToken(const std::string& pool) {
+    auto r = Cli({"tokens", "create", "--pool", pool});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::string token = r.out.substr(0, r.out.find('\n'));
+    EXPECT_EQ(token.rfind("gfj_", 0), 0u) << r.out;
+    return token;
+  }
+
+  Process& Sim(const std::string& token, const std::string& prefix, int nodes, const std::string& model,
+               int gpus) {
+    agents_.push_back(std::make_unique<Process>(
+        std::vector<std::string>{GPUFLEET_BIN, "sim", "--controller", controller_->address(),
+                                 "--join-token", token, "--prefix", prefix, "--nodes",
+                                 std::to_string(nodes), "--model", model, "--gpus-per-node",
+                                 std::to_string(gpus)},
+        std::map<std::string, std::string>{}, dir_ + "/sim-" + prefix + ".log"));
+    return *agents_.back();
+  }
+
+  json::value Node(const std::string& name) { return controller_->Call("GET", "/api/v1/nodes/" + name).second; }
+  std::string State(const std::string& name) {
+    auto [status, v] = controller_->Call("GET", "/api/v1/nodes/" + name);
+    return status == 200 ? std::string(v.at("state").as_string()) : "absent";
+  }
+  bool WaitState(const std::string& node, const std::string& state, int timeout_ms = 15000) {
+    return WaitFor([&] { return State(node) == state; }, timeout_ms);
+  }
+
+  std::string dir_;
+  std::unique_ptr<ControllerProcess> controller_;
+  std::vector<std::unique_ptr<Process>> agents_;
+};
+
+TEST_F(E2E, NodesRegisterAndMatchTheirPoolAndAMismatchIsFlagged) {
+  Apply();
+  std::string token = JoinToken("h100");
+  Sim(token, "good", 3, "H100-SXM5-80GB", 8);
+  Sim(token, "wrong", 1, "L4", 8);
+  ASSERT_TRUE(WaitFor([&] {
+    auto [s, v] = controller_->Call("GET", "/api/v1/nodes?pool=h100");
+    return s == 200 && v.at("total").as_int64() == 4;
+  }, 20000));
+  for (const char* n : {"good-0000", "good-0001", "good-0002"}) {
+    ASSERT_TRUE(WaitState(n, "ready")) << n;
+    EXPECT_TRUE(Node(n).at("simulated").as_bool());
+  }
+  ASSERT_TRUE(WaitState("wrong-0000", "degraded"));
+  EXPECT_EQ(Node("wrong-0000").at("reason").as_string(), "pool h100 expects 8 x H100-SXM5-80GB, found 8 x L4");
+
+  auto [status, gpus] = controller_->Call("GET", "/api/v1/gpus?pool=h100&limit=5000");
+  ASSERT_EQ(status, 200);
+  EXPECT_EQ(gpus.at("total").as_int64(), 32);
+  std::set<std::string> uuids;
+  for (const auto& g : gpus.at("items").as_array()) uuids.insert(std::string(g.at("uuid").as_string()));
+  EXPECT_EQ(uuids.size(), 32u);
+
+  auto [fs, filtered] = controller_->Call("GET", "/api/v1/nodes?state=degraded");
+  EXPECT_EQ(filtered.at("total").as_int64(), 1);
+  auto paged = controller_->Call("GET", "/api/v1/nodes?limit=2&offset=1").second;
+  EXPECT_EQ(paged.at("items").as_array().size(), 2u);
+  EXPECT_EQ(paged.at("total").as_int64(), 4);
+
+  auto list = Cli({"nodes", "list", "--state", "ready"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("good-0002 (sim)"), std::string::npos) << list.out;
+  EXPECT_EQ(list.out.find("wrong-0000"), std::string::npos);
+  auto as_json = Cli({"-o", "json", "clusters", "list"});
+  ASSERT_EQ(as_json.exit_code, 0);
+  EXPECT_EQ(json::parse(as_json.out).at("items").as_array().size(), 2u);
+}
+
+TEST_F(E2E, AStoppedAgentTurnsUnreachableAndReadyAgain) {
+  Apply();
+  std::string token = JoinToken("h100");
+  Process& sim = Sim(token, "flaky", 1, "H100-SXM5-80GB", 8);
+  ASSERT_TRUE(WaitState("flaky-0000", "ready"));
+  sim.Signal(SIGTERM);
+  EXPECT_EQ(sim.Wait(10000), 0);
+  ASSERT_TRUE(WaitState("flaky-0000", "unreachable", controller_->heartbeat_timeout_ms() + 5000));
+  EXPECT_FALSE(Node("flaky-0000").at("connected").as_bool());
+  Sim(token, "flaky", 1, "H100-SXM5-80GB", 8);
+  ASSERT_TRUE(WaitState("flaky-0000", "ready"));
+  auto events = controller_->Call("GET", "/api/v1/nodes/flaky-0000/events").second.at("items").as_array();
+  ASSERT_GE(events.size(), 4u);
+  EXPECT_EQ(events[0].at("from").as_string(), "unreachable");
+  EXPECT_EQ(events[0].at("to").as_string(), "ready");
+  EXPECT_EQ(events[1].at("to").as_string(), "unreachable");
+  EXPECT_NE(std::string(events[1].at("reason").as_string()).find("no heartbeat"), std::string::npos);
+}
+
+TEST_F(E2E, ControllerRestartKeepsNodesGpusAndAudit) {
+  Apply();
+  std::string token = JoinToken("h100");
+  Sim(token, "keep", 2, "H100-SXM5-80GB", 8);
+  ASSERT_TRUE(WaitState("keep-0001", "ready"));
+  ASSERT_EQ(Cli({"nodes", "cordon", "keep-0000"}).exit_code, 0);
+  auto gpus_before = controller_->Call("GET", "/api/v1/gpus?node=keep-0001").second.at("items");
+  auto audit_before = controller_->Call("GET", "/api/v1/audit").second.at("items").as_array().size();
+  ASSERT_GE(audit_before, 3u);  // apply, token, cordon
+
+  controller_->Stop();
+  controller_->Start();
+  EXPECT_EQ(State("keep-0000"), "cordoned");
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/gpus?node=keep-0001").second.at("items"), gpus_before);
+  auto audit = controller_->Call("GET", "/api/v1/audit").second.at("items").as_array();
+  EXPECT_EQ(audit.size(), audit_before);
+  bool saw_cordon = false;
+  for (const auto& a : audit) {
+    if (a.at("action").as_string() == "POST /api/v1/nodes/keep-0000/cordon") {
+      saw_cordon = true;
+      EXPECT_EQ(a.at("actor").as_string(), "bootstrap-admin");
+      EXPECT_EQ(a.at("before").at("state").as_string(), "ready");
+      EXPECT_EQ(a.at("after").at("state").as_string(), "cordoned");
+    }
+  }
+  EXPECT_TRUE(saw_cordon);
+  // The agents reconnect to the new controller with their node tokens.
+  ASSERT_TRUE(WaitFor([&] { return Node("keep-0001").at("connected").as_bool(); }, 20000));
+  EXPECT_EQ(State("keep-0001"), "ready");
+  EXPECT_EQ(State("keep-0000"), "cordoned");
+}
+
+TEST_F(E2E, ApiRefusesBadRequestsWithClearErrors) {
+  Apply();
+  std::string none;
+  auto [s401, e401] = controller_->Call("GET", "/api/v1/nodes", "", &none);
+  EXPECT_EQ(s401, 401);
+  EXPECT_EQ(e401.at("error").at("code").as_string(), "unauthenticated");
+  std::string wrong = "gfa_wrong";
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/nodes", "", &wrong).first, 401);
+  EXPECT_EQ(controller_->Call("GET", "/healthz", "", &none).first, 200);
+
+  auto [sv, viewer] = controller_->Call("POST", "/api/v1/api-tokens", R"({"name": "dash", "role": "viewer"})");
+  ASSERT_EQ(sv, 201);
+  std::string vt(viewer.at("token").as_string());
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/nodes", "", &vt).first, 200);
+  auto [s403, e403] = controller_->Call("POST", "/api/v1/join-tokens", R"({"pool": "h100"})", &vt);
+  EXPECT_EQ(s403, 403);
+  EXPECT_NE(std::string(e403.at("error").at("message").as_string()).find("operator"), std::string::npos);
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/audit", "", &vt).first, 403);
+
+  auto [s400, e400] = controller_->Call("POST", "/api/v1/join-tokens", R"({"pool": )");
+  EXPECT_EQ(s400, 400);
+  EXPECT_NE(std::string(e400.at("error").at("message").as_string()).find("malformed JSON"), std::string::npos);
+  auto [st, et] = controller_->Call("POST", "/api/v1/join-tokens", R"({"pool": 42})");
+  EXPECT_EQ(st, 400);
+  EXPECT_EQ(et.at("error").at("message").as_string(), "field 'pool' must be a string");
+  EXPECT_EQ(controller_->Call("POST", "/api/v1/join-tokens", R"({"pool": "h100", "colour": 1})").first, 400);
+  EXPECT_EQ(controller_->Call("POST", "/api/v1/api-tokens", R"({"name": "x", "role": "god"})").first, 400);
+  EXPECT_EQ(controller_->Call("POST", "/api/v1/join-tokens", R"({"pool": "h100", "ttl": "soon"})").first, 400);
+  EXPECT_EQ(controller_->Call("POST", "/api/v1/join-tokens", R"({"pool": "nope"})").first, 404);
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/nodes?limit=x").first, 400);
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/nodes?state=sleepy").first, 400);
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/nodes/ghost").first, 404);
+  EXPECT_EQ(controller_->Call("POST", "/api/v1/nodes/ghost/cordon", "{}").first, 404);
+  EXPECT_EQ(controller_->Call("DELETE", "/api/v1/nodes").first, 405);
+
+  std::string big(5 << 20, 'x');
+  auto [s413, e413] = controller_->Call("POST", "/api/v1/apply", big, nullptr, "application/yaml");
+  EXPECT_EQ(s413, 413);
+  EXPECT_EQ(e413.at("error").at("code").as_string(), "too_large");
+  // The server is still fine after all of that.
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/clusters").first, 200);
+  // Refused mutations by an authenticated caller are audited too.
+  auto audit = controller_->Call("GET", "/api/v1/audit?limit=100").second.at("items").as_array();
+  bool saw_403 = false;
+  for (const auto& a : audit) saw_403 = saw_403 || (a.at("status").as_int64() == 403 && a.at("actor").as_string() == "dash");
+  EXPECT_TRUE(saw_403);
+}
+
+TEST_F(E2E, BadFleetFileIsRefusedWholeAndChangesNothing) {
+  Apply();
+  std::string bad = dir_ + "/bad.yaml";
+  std::string text = ReadFile(kFleet);
+  text.replace(text.find("site: lab-b"), 11, "site: lab-c");  // a valid change...
+  text.replace(text.find("gpu_model: L4"), 13, "gpu_model: L5");  // ...and an invalid one
+  FILE* f = std::fopen(bad.c_str(), "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  auto r = Cli({"apply", "-f", bad});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("bad.yaml:14: clusters[1].pools[0].gpu_model: unknown GPU model 'L5'"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/clusters/edge").second.at("site").as_string(), "lab-b");
+  auto missing = Cli({"apply", "-f", dir_ + "/missing.yaml"});
+  EXPECT_NE(missing.exit_code, 0);
+  auto unknown = Cli({"nodes", "show", "ghost"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_EQ(unknown.err, "error: no node 'ghost' (HTTP 404)\n");
+  auto usage = Cli({"nodes", "frobnicate"});
+  EXPECT_NE(usage.exit_code, 0);
+}
+
+TEST_F(E2E, FakeNvmlAgentReportsExactlyTheScriptedGpusAndSurvivesALostGpu) {
+  Apply();
+  std::string token = JoinToken("h100-quad");
+  std::string state_dir = dir_ + "/agent-state";
+  std::vector<std::string> args{GPUFLEET_BIN, "agent", "--controller", controller_->address(),
+                                "--join-token", token, "--backend", "nvml", "--nvml-library",
+                                FAKE_NVML_PATH, "--hostname", "dgx-07", "--state-dir", state_dir};
+  std::map<std::string, std::string> env{{"FAKE_NVML_SCRIPT", kNvmlFixtures + "h100x4-lost.json"}};
+  agents_.push_back(std::make_unique<Process>(args, env, dir_ + "/agent.log"));
+  ASSERT_TRUE(WaitState("dgx-07", "unhealthy")) << ReadFile(dir_ + "/agent.log");
+  auto node = Node("dgx-07");
+  EXPECT_EQ(node.at("reason").as_string(), "GPU 2: GPU_IS_LOST");
+  EXPECT_FALSE(node.at("simulated").as_bool());
+  EXPECT_EQ(node.at("facts").at("backend").as_string(), "nvml");
+  EXPECT_EQ(node.at("facts").at("driver_version").as_string(), "550.54.15");
+  EXPECT_EQ(node.at("facts").at("cuda_driver_version").as_string(), "12.4");
+  const auto& gpus = node.at("gpus").as_array();
+  ASSERT_EQ(gpus.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(gpus[i].at("uuid").as_string(), "GPU-0f0e0d0c-0000-1111-2222-33334444555" + std::to_string(i));
+    EXPECT_EQ(gpus[i].at("pci_bus_id").as_string().size(), 16u);
+    EXPECT_EQ(gpus[i].at("model").as_string(), "H100-SXM5-80GB");
+  }
+  EXPECT_EQ(gpus[0].at("serial").as_string(), "1652223000001");
+  EXPECT_EQ(gpus[1].at("mig_mode").as_string(), "enabled");
+  EXPECT_TRUE(gpus[3].at("mig_mode").is_null());
+  EXPECT_EQ(gpus[2].at("error").as_string(), "GPU_IS_LOST");
+  EXPECT_EQ(gpus[2].at("memory_total_bytes").as_int64(), 0);
+
+  // The agent carries on: still heartbeating well past the timeout.
+  std::this_thread::sleep_for(std::chrono::milliseconds(controller_->heartbeat_timeout_ms() + 1000));
+  EXPECT_TRUE(agents_.back()->running());
+  EXPECT_EQ(State("dgx-07"), "unhealthy");
+  EXPECT_TRUE(Node("dgx-07").at("connected").as_bool());
+
+  // It kept its node credential: a restart without the join token gets back in.
+  ASSERT_TRUE(std::filesystem::exists(state_dir + "/node.token"));
+  agents_.back()->Signal(SIGTERM);
+  EXPECT_EQ(agents_.back()->Wait(10000), 0);
+  ASSERT_EQ(Cli({"tokens", "revoke", controller_->Call("GET", "/api/v1/join-tokens").second.at("items").at(0).at("id").as_string().c_str()}).exit_code, 0);
+  std::vector<std::string> again{GPUFLEET_BIN, "agent", "--controller", controller_->address(),
+                                 "--backend", "nvml", "--nvml-library", FAKE_NVML_PATH,
+                                 "--hostname", "dgx-07", "--state-dir", state_dir};
+  std::map<std::string, std::string> healthy{{"FAKE_NVML_SCRIPT", kNvmlFixtures + "l4x1.json"}};
+  agents_.push_back(std::make_unique<Process>(again, healthy, dir_ + "/agent2.log"));
+  ASSERT_TRUE(WaitFor([&] {
+    auto n = Node("dgx-07");
+    return n.at("gpus").as_array().size() == 1 && n.at("connected").as_bool();
+  }, 15000)) << ReadFile(dir_ + "/agent2.log");
+  EXPECT_EQ(State("dgx-07"), "degraded");  // one L4 in a pool of four H100s
+}
+
+TEST_F(E2E, AgentWithoutNvmlExitsWithOneClearLine) {
+  auto r = RunGpufleet({"agent", "--controller", controller_->address(), "--join-token", "x",
+                        "--nvml-library", "/nonexistent/libnvidia-ml.so.1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("error: cannot load NVML (/nonexistent/libnvidia-ml.so.1)"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace gpufleet::e2e

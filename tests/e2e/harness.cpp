@@ -1,0 +1,166 @@
+#include "harness.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace gpufleet::e2e {
+
+Process::Process(std::vector<std::string> args, std::map<std::string, std::string> env,
+                 const std::string& log_path) {
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+}
+
+Process::~Process() {
+  if (running()) {
+    Signal(SIGKILL);
+    Wait(5000);
+  }
+}
+
+void Process::Signal(int sig) {
+  if (pid_ > 0 && status_ == -1) ::kill(pid_, sig);
+}
+
+bool Process::running() {
+  if (pid_ <= 0 || status_ != -1) return false;
+  int st = 0;
+  if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+    status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return false;
+  }
+  return true;
+}
+
+int Process::Wait(int timeout_ms) {
+  WaitFor([this] { return !running(); }, timeout_ms, 10);
+  return running() ? -1 : status_;
+}
+
+bool WaitFor(const std::function<bool()>& condition, int timeout_ms, int poll_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
+  }
+  return condition();
+}
+
+std::string TempDir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("gf-e2e-" + std::to_string(::getpid()) + "-" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+RunResult RunGpufleet(std::vector<std::string> args, std::map<std::string, std::string> env) {
+  static int counter = 0;
+  std::string base = TempDir("run-" + std::to_string(++counter));
+  std::string out_path = base + "/out", err_path = base + "/err";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, 0);
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    std::vector<std::string> full{GPUFLEET_BIN};
+    full.insert(full.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : full) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  RunResult r;
+  int st = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (::waitpid(pid, &st, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &st, 0);
+      r.err = "timed out\n";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.out = ReadFile(out_path);
+  r.err += ReadFile(err_path);
+  std::filesystem::remove_all(base);
+  return r;
+}
+
+ControllerProcess::ControllerProcess(std::string data_dir, std::vector<std::string> extra)
+    : data_dir_(std::move(data_dir)), extra_(std::move(extra)) {}
+
+void ControllerProcess::Start() {
+  std::string addr_file = data_dir_ + "/controller.addr";
+  std::filesystem::remove(addr_file);
+  // A restart listens where the first start did, so agents find it again.
+  std::string listen = address_.empty() ? "127.0.0.1:0" : address_;
+  std::vector<std::string> args{GPUFLEET_BIN, "--data-dir", data_dir_, "serve", "--listen", listen, "--heartbeat-interval", "200ms",
+                                "--heartbeat-timeout", "1500ms", "--log-level", "warn"};
+  args.insert(args.end(), extra_.begin(), extra_.end());
+  process_ = std::make_unique<Process>(
+      args, std::map<std::string, std::string>{},
+      data_dir_ + "/controller-" + std::to_string(++starts_) + ".log");
+  bool up = WaitFor([&] { return std::filesystem::exists(addr_file); }, 20000);
+  if (!up) throw std::runtime_error("controller did not start: " + ReadFile(data_dir_ + "/controller-" + std::to_string(starts_) + ".log"));
+  address_ = ReadFile(addr_file);
+  while (!address_.empty() && address_.back() == '\n') address_.pop_back();
+  admin_token_ = ReadFile(data_dir_ + "/admin.token");
+  while (!admin_token_.empty() && admin_token_.back() == '\n') admin_token_.pop_back();
+}
+
+void ControllerProcess::Stop() {
+  if (!process_) return;
+  process_->Signal(SIGTERM);
+  if (process_->Wait(10000) < 0) throw std::runtime_error("controller did not stop on SIGTERM");
+  process_.reset();
+}
+
+std::pair<int, boost::json::value> ControllerProcess::Call(const std::string& method,
+                                                           const std::string& target,
+                                                           const std::string& body,
+                                                           const std::string* token,
+                                                           const std::string& content_type) {
+  cli::HttpClient client(address_, token ? *token : admin_token_);
+  auto reply = client.Send(method, target, body, content_type);
+  if (!reply.ok()) return {0, boost::json::value(reply.error().message)};
+  boost::system::error_code ec;
+  auto v = boost::json::parse(reply->body, ec);
+  return {reply->status, ec ? boost::json::value(reply->body) : v};
+}
+
+}  // namespace gpufleet::e2e
