@@ -4,6 +4,7 @@
 #include "apps/gpufleet/daemons.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <csignal>
@@ -45,7 +46,17 @@ int WaitForSignal(const sigset_t& set) {
   return sig;
 }
 
+// One socket per agent: raise the soft open-file limit to the hard one, as servers do.
+void RaiseFileLimit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &lim);
+  }
+}
+
 void SetLogLevel(const std::string& level) {
+  RaiseFileLimit();
   spdlog::set_level(spdlog::level::from_str(level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
 }
@@ -64,7 +75,8 @@ struct ServeFlags {
 
 void AddControllerFlags(CLI::App* cmd, ServeFlags& f) {
   cmd->add_option("--listen", f.options.listen, "HOST:PORT to serve on (port 0: any free one)");
-  cmd->add_option("--store", f.options.store_url, "store URL (default sqlite:DATA_DIR/gpufleet.db)");
+  cmd->add_option("--store", f.options.store_url,
+                  "store URL (default sqlite:DATA_DIR/gpufleet.db)");
   cmd->add_option("--gpu-catalog", f.options.gpu_catalog, "GPU catalogue YAML (default: built in)");
   cmd->add_option("--heartbeat-interval", f.heartbeat_interval, "agents heartbeat this often");
   cmd->add_option("--heartbeat-timeout", f.heartbeat_timeout, "silent this long: unreachable");
@@ -118,7 +130,8 @@ int RunAgent(AgentFlags& f) {
     backend = std::move(nvml.value());
   } else {
     const GpuModelSpec* model = GpuCatalog::Builtin()->Find(f.sim_model);
-    if (!model) return Fail(MakeError(ErrorCode::kInvalidArgument, "unknown --sim-model " + f.sim_model));
+    if (!model)
+      return Fail(MakeError(ErrorCode::kInvalidArgument, "unknown --sim-model " + f.sim_model));
     SimNodeSpec spec;
     spec.hostname = f.hostname.empty() ? HostFacts().hostname : f.hostname;
     spec.model = model;
@@ -138,8 +151,8 @@ int RunAgent(AgentFlags& f) {
       std::filesystem::create_directories(std::filesystem::path(token_file).parent_path(), ec);
       std::ofstream out(token_file, std::ios::trunc);
       out << token << "\n";
-      std::filesystem::permissions(token_file, std::filesystem::perms::owner_read |
-                                                   std::filesystem::perms::owner_write, ec);
+      std::filesystem::permissions(
+          token_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write, ec);
       if (!out) spdlog::warn("cannot keep the node token in {}", token_file);
     };
   }
@@ -203,7 +216,8 @@ struct UpFlags {
 int RunUp(UpFlags& f, const cli::Globals& g) {
   if (auto s = Finish(f.serve, g); !s.ok()) return Fail(s.error());
   std::string yaml, filename = f.fleet_file;
-  if (filename.empty() && std::filesystem::exists("examples/fleet.yaml")) filename = "examples/fleet.yaml";
+  if (filename.empty() && std::filesystem::exists("examples/fleet.yaml"))
+    filename = "examples/fleet.yaml";
   if (filename.empty()) {
     yaml = std::string(embedded::example_fleet());
     filename = "examples/fleet.yaml (built in)";
@@ -268,7 +282,8 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
 
   static AgentFlags agent;
   auto* a = app.add_subcommand("agent", "Run the node agent");
-  a->add_option("--controller", agent.controller, "controller URL, e.g. http://10.0.0.5:8080")->required();
+  a->add_option("--controller", agent.controller, "controller URL, e.g. http://10.0.0.5:8080")
+      ->required();
   a->add_option("--join-token", agent.join_token, "pool join token (env GPUFLEET_JOIN_TOKEN)");
   a->add_option("--backend", agent.backend, "nvml or sim")->check(CLI::IsMember({"nvml", "sim"}));
   a->add_option("--nvml-library", agent.nvml_library,

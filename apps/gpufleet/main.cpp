@@ -12,8 +12,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   gpufleet::cli::Globals globals;
   app.add_option("--server", globals.server, "controller address (env GPUFLEET_SERVER)");
-  app.add_option("--token", globals.token, "API token (env GPUFLEET_TOKEN; default DATA_DIR/admin.token)");
-  app.add_option("--data-dir", globals.data_dir, "controller data directory (env GPUFLEET_DATA_DIR)");
+  app.add_option("--token", globals.token,
+                 "API token (env GPUFLEET_TOKEN; default DATA_DIR/admin.token)");
+  app.add_option("--data-dir", globals.data_dir,
+                 "controller data directory (env GPUFLEET_DATA_DIR)");
   app.add_option("-o,--output", globals.output, "output format: table or json")
       ->check(CLI::IsMember({"table", "json"}));
   app.fallthrough();

@@ -47,7 +47,8 @@ class Session : public std::enable_shared_from_this<Session> {
         rng_(std::random_device{}()) {}
 
   void Start() {
-    asio::co_spawn(ex_, [self = shared_from_this()] { return self->Loop(); }, asio::detached);
+    asio::co_spawn(
+        ex_, [self = shared_from_this()] { return self->Loop(); }, asio::detached);
   }
 
   void Stop() {
@@ -69,12 +70,12 @@ class Session : public std::enable_shared_from_this<Session> {
       if (welcomed) attempt = 0;
       stats_.failures += welcomed ? 0 : 1;
       // Full jitter over an exponentially growing, capped window.
-      int64_t cap = std::min<int64_t>(options_.backoff_max_ms,
-                                      int64_t(options_.backoff_initial_ms) << std::min(attempt, 16));
+      int64_t cap = std::min<int64_t>(options_.backoff_max_ms, int64_t(options_.backoff_initial_ms)
+                                                                   << std::min(attempt, 16));
       ++attempt;
       std::uniform_int_distribution<int64_t> jitter(cap / 2, cap);
       timer_.expires_after(std::chrono::milliseconds(jitter(rng_)));
-      auto [ec] = co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+      co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
     }
   }
 
@@ -89,8 +90,7 @@ class Session : public std::enable_shared_from_this<Session> {
       ws_ = std::make_unique<websocket::stream<beast::tcp_stream>>(ex_);
       beast::get_lowest_layer(*ws_).expires_after(std::chrono::seconds(10));
       co_await beast::get_lowest_layer(*ws_).async_connect(results, asio::use_awaitable);
-      co_await ws_->async_handshake(ep.host + ":" + ep.port, "/api/v1/agent",
-                                    asio::use_awaitable);
+      co_await ws_->async_handshake(ep.host + ":" + ep.port, "/api/v1/agent", asio::use_awaitable);
       beast::get_lowest_layer(*ws_).expires_never();
       ws_->set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
 

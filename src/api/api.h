@@ -15,7 +15,7 @@ namespace gpufleet::api {
 
 struct ApiOptions {
   std::string listen = "127.0.0.1:8080";  // host:port; port 0 picks a free one
-  size_t max_body_bytes = 4 << 20;         // larger bodies get 413
+  size_t max_body_bytes = 4 << 20;        // larger bodies get 413
   int threads = 2;
 };
 

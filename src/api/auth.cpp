@@ -13,11 +13,11 @@ namespace gpufleet::api {
 Result<Principal> Authenticate(Store& store, Clock& clock, const std::string& authorization) {
   const std::string prefix = "Bearer ";
   if (authorization.empty()) {
-    return MakeError(ErrorCode::kUnauthenticated,
-                     "missing 'Authorization: Bearer <token>' header");
+    return MakeError(ErrorCode::kUnauthenticated, "missing 'Authorization: Bearer <token>' header");
   }
   if (authorization.rfind(prefix, 0) != 0 || authorization.size() <= prefix.size()) {
-    return MakeError(ErrorCode::kUnauthenticated, "the Authorization header must be 'Bearer <token>'");
+    return MakeError(ErrorCode::kUnauthenticated,
+                     "the Authorization header must be 'Bearer <token>'");
   }
   auto token = store.FindApiToken(Sha256Hex(authorization.substr(prefix.size())));
   if (!token.ok()) {

@@ -1,7 +1,6 @@
-#include "api/http.h"
-
 #include <algorithm>
 
+#include "api/http.h"
 #include "common/strings.h"
 #include "model/json.h"
 
@@ -20,13 +19,14 @@ Response JsonResponse(int status, std::string body) {
 
 Response ErrorResponse(const Error& error) {
   boost::json::object e{{"code", ErrorCodeName(error.code)}, {"message", error.message}};
-  return JsonResponse(HttpStatus(error.code), boost::json::serialize(boost::json::object{{"error", e}}));
+  return JsonResponse(HttpStatus(error.code),
+                      boost::json::serialize(boost::json::object{{"error", e}}));
 }
 
 void Router::Add(std::string method, std::string pattern, Role min_role, Handler handler,
                  bool public_route) {
-  routes_.push_back(Route{std::move(method), Split(pattern, '/'), min_role, std::move(handler),
-                          public_route});
+  routes_.push_back(
+      Route{std::move(method), Split(pattern, '/'), min_role, std::move(handler), public_route});
 }
 
 Router::Match Router::Find(const std::string& method, const std::string& path) const {

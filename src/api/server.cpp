@@ -54,8 +54,8 @@ struct ApiServer::Impl {
     auto match = router.Find(req.method, req.path);
     if (!match.handler) {
       if (match.path_known) {
-        Response r = ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
-                                             req.method + " is not allowed on " + req.path));
+        Response r = ErrorResponse(
+            MakeError(ErrorCode::kInvalidArgument, req.method + " is not allowed on " + req.path));
         r.status = 405;
         r.body.replace(r.body.find("invalid_argument"), 16, "method_not_allowed");
         return r;
@@ -143,7 +143,8 @@ struct ApiServer::Impl {
     size_t total = 0;
     stream.expires_after(std::chrono::seconds(2));
     while (total < (64u << 20)) {
-      auto [rec, n] = co_await stream.async_read_some(asio::buffer(sink), asio::as_tuple(asio::use_awaitable));
+      auto [rec, n] =
+          co_await stream.async_read_some(asio::buffer(sink), asio::as_tuple(asio::use_awaitable));
       if (rec) break;
       total += n;
     }
@@ -160,22 +161,23 @@ struct ApiServer::Impl {
       parser.body_limit(options.max_body_bytes);
       parser.header_limit(64 * 1024);
       stream.expires_after(std::chrono::seconds(60));
-      auto [rec, n] = co_await http::async_read(stream, buffer, parser,
-                                                asio::as_tuple(asio::use_awaitable));
+      auto [rec, n] =
+          co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
       if (rec == http::error::body_limit) {
-        co_await WriteSimple(stream,
-                             ErrorResponse(MakeError(ErrorCode::kTooLarge,
-                                                     "request body exceeds " +
-                                                         std::to_string(options.max_body_bytes) +
-                                                         " bytes")),
-                             11, false);
+        co_await WriteSimple(
+            stream,
+            ErrorResponse(MakeError(
+                ErrorCode::kTooLarge,
+                "request body exceeds " + std::to_string(options.max_body_bytes) + " bytes")),
+            11, false);
         co_await DrainAndClose(stream);
         co_return;
       }
       if (rec == http::error::header_limit || rec == http::error::bad_target ||
           rec == http::error::bad_method || rec == http::error::bad_version) {
         co_await WriteSimple(
-            stream, ErrorResponse(MakeError(ErrorCode::kInvalidArgument, "bad request: " + rec.message())),
+            stream,
+            ErrorResponse(MakeError(ErrorCode::kInvalidArgument, "bad request: " + rec.message())),
             11, false);
         break;
       }
@@ -230,7 +232,8 @@ struct ApiServer::Impl {
     uint64_t connection = fleet.OnConnected(node);
     out = proto::Encode(welcome.value());
     ws.text(true);
-    auto [wec, wn] = co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
+    auto [wec, wn] =
+        co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
     while (!wec) {
       auto [rec, rn] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
       if (rec) break;
@@ -270,7 +273,8 @@ Result<std::string> ApiServer::Start() {
   const std::string& listen = impl_->options.listen;
   auto colon = listen.rfind(':');
   if (colon == std::string::npos) {
-    return MakeError(ErrorCode::kInvalidArgument, "--listen must be HOST:PORT, got '" + listen + "'");
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "--listen must be HOST:PORT, got '" + listen + "'");
   }
   std::string host = listen.substr(0, colon);
   if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
@@ -293,7 +297,8 @@ Result<std::string> ApiServer::Start() {
     if (bound.address().is_v6()) addr = "[" + addr + "]";
     return addr + ":" + std::to_string(bound.port());
   } catch (const boost::system::system_error& e) {
-    return MakeError(ErrorCode::kUnavailable, "cannot listen on " + listen + ": " + e.code().message());
+    return MakeError(ErrorCode::kUnavailable,
+                     "cannot listen on " + listen + ": " + e.code().message());
   }
 }
 

@@ -21,7 +21,8 @@ std::string Field(const json::value& item, const char* key) {
 }  // namespace
 
 void AddAdminCommands(CLI::App& app, Globals& g) {
-  auto* tokens = app.add_subcommand("tokens", "Join tokens (per pool) and API tokens")->require_subcommand(1);
+  auto* tokens =
+      app.add_subcommand("tokens", "Join tokens (per pool) and API tokens")->require_subcommand(1);
   {
     auto* create = tokens->add_subcommand(
         "create", "Create a join token (--pool) or an API token (--role and --name)");
@@ -37,7 +38,8 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
       std::string target;
       if (!pool.empty()) {
         if (!role.empty() || !name.empty()) {
-          std::fprintf(stderr, "error: --pool makes a join token; --role/--name make an API token\n");
+          std::fprintf(stderr,
+                       "error: --pool makes a join token; --role/--name make an API token\n");
           g.exit_code = 2;
           return;
         }
@@ -51,7 +53,8 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
         for (const auto& c : clusters) cs.push_back(json::value(c));
         if (!cs.empty()) body["clusters"] = cs;
       } else {
-        std::fprintf(stderr, "error: give --pool for a join token, or --role and --name for an API token\n");
+        std::fprintf(
+            stderr, "error: give --pool for a join token, or --role and --name for an API token\n");
         g.exit_code = 2;
         return;
       }
@@ -60,10 +63,11 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
       if (!v) return;
       Show(g, *v, [](const json::value& t) {
         std::printf("%s\n", Field(t, "token").c_str());
-        std::fprintf(stderr, "created %s%s, expires %s; the token is shown only once\n",
-                     Field(t, "id").c_str(),
-                     t.as_object().contains("pool") ? (" for pool " + Field(t, "pool")).c_str() : "",
-                     Field(t, "expires_at").empty() ? "never" : Field(t, "expires_at").c_str());
+        std::fprintf(
+            stderr, "created %s%s, expires %s; the token is shown only once\n",
+            Field(t, "id").c_str(),
+            t.as_object().contains("pool") ? (" for pool " + Field(t, "pool")).c_str() : "",
+            Field(t, "expires_at").empty() ? "never" : Field(t, "expires_at").c_str());
       });
     });
 
@@ -78,7 +82,8 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
           Table t({"ID", "NAME", "ROLE", "CLUSTERS", "CREATED", "EXPIRES", "REVOKED"});
           for (const auto& x : v.at("items").as_array()) {
             std::string cs;
-            for (const auto& c : x.at("clusters").as_array()) cs += (cs.empty() ? "" : ",") + Str(c);
+            for (const auto& c : x.at("clusters").as_array())
+              cs += (cs.empty() ? "" : ",") + Str(c);
             t.Row({Field(x, "id"), Field(x, "name"), Field(x, "role"), cs.empty() ? "*" : cs,
                    Field(x, "created_at"), Field(x, "expires_at"), Field(x, "revoked")});
           }
@@ -98,14 +103,16 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
     static std::string id;
     revoke->add_option("id", id, "token id")->required();
     revoke->callback([&g] {
-      std::string target = id.rfind("tok-", 0) == 0 ? "/api/v1/api-tokens/" : "/api/v1/join-tokens/";
+      std::string target =
+          id.rfind("tok-", 0) == 0 ? "/api/v1/api-tokens/" : "/api/v1/join-tokens/";
       auto v = Call(g, "DELETE", target + UrlEncode(id));
       if (v) Show(g, *v, [](const json::value&) { std::printf("revoked %s\n", id.c_str()); });
     });
   }
 
   {
-    auto* apply = app.add_subcommand("apply", "Create or update clusters and pools from a fleet YAML file");
+    auto* apply =
+        app.add_subcommand("apply", "Create or update clusters and pools from a fleet YAML file");
     static std::string file;
     static bool dry_run = false;
     apply->add_option("-f,--filename", file, "fleet YAML file (- for stdin)")->required();
@@ -129,14 +136,15 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
       if (!v) return;
       Show(g, *v, [](const json::value& r) {
         if (r.as_object().contains("dry_run")) {
-          std::printf("%s is valid: %s clusters, %s pools (dry run, nothing changed)\n", file.c_str(),
-                      Field(r, "clusters").c_str(), Field(r, "pools").c_str());
+          std::printf("%s is valid: %s clusters, %s pools (dry run, nothing changed)\n",
+                      file.c_str(), Field(r, "clusters").c_str(), Field(r, "pools").c_str());
           return;
         }
         for (const char* kind : {"clusters", "pools"}) {
           const auto& c = r.at(kind);
-          std::printf("%s: %s created, %s updated, %s unchanged\n", kind, Str(c.at("created")).c_str(),
-                      Str(c.at("updated")).c_str(), Str(c.at("unchanged")).c_str());
+          std::printf("%s: %s created, %s updated, %s unchanged\n", kind,
+                      Str(c.at("created")).c_str(), Str(c.at("updated")).c_str(),
+                      Str(c.at("unchanged")).c_str());
         }
       });
     });

@@ -72,8 +72,8 @@ Result<HttpReply> HttpClient::Send(const std::string& method, const std::string&
     } catch (const boost::system::system_error& e) {
       impl_->stream.reset();
       if (attempt == 1) {
-        return MakeError(ErrorCode::kUnavailable, "cannot reach the controller at " +
-                                                      impl_->host + ":" + impl_->port + ": " +
+        return MakeError(ErrorCode::kUnavailable, "cannot reach the controller at " + impl_->host +
+                                                      ":" + impl_->port + ": " +
                                                       e.code().message());
       }
     }

@@ -25,7 +25,8 @@ std::string Field(const json::value& item, const char* key) {
   return it == o.end() ? "" : Str(it->value());
 }
 
-void Get(Globals& g, const std::string& target, const std::function<void(const json::value&)>& table) {
+void Get(Globals& g, const std::string& target,
+         const std::function<void(const json::value&)>& table) {
   if (auto v = Call(g, "GET", target)) Show(g, *v, table);
 }
 
@@ -58,9 +59,8 @@ void AddFleetCommands(CLI::App& app, Globals& g) {
     static std::string name;
     show->add_option("name", name, "cluster name")->required();
     show->callback([&g] {
-      Get(g, "/api/v1/clusters/" + UrlEncode(name), [](const json::value& v) {
-        std::printf("%s\n", PrettyJson(v).c_str());
-      });
+      Get(g, "/api/v1/clusters/" + UrlEncode(name),
+          [](const json::value& v) { std::printf("%s\n", PrettyJson(v).c_str()); });
     });
   }
 
@@ -84,9 +84,8 @@ void AddFleetCommands(CLI::App& app, Globals& g) {
     static std::string name;
     show->add_option("name", name, "pool name")->required();
     show->callback([&g] {
-      Get(g, "/api/v1/pools/" + UrlEncode(name), [](const json::value& v) {
-        std::printf("%s\n", PrettyJson(v).c_str());
-      });
+      Get(g, "/api/v1/pools/" + UrlEncode(name),
+          [](const json::value& v) { std::printf("%s\n", PrettyJson(v).c_str()); });
     });
   }
 
@@ -101,8 +100,11 @@ void AddFleetCommands(CLI::App& app, Globals& g) {
     list->add_option("--limit", limit, "at most this many (default 500)");
     list->callback([&g] {
       Get(g,
-          "/api/v1/nodes" + Query({{"cluster", cluster}, {"pool", pool}, {"state", state},
-                                   {"model", model}, {"limit", limit}}),
+          "/api/v1/nodes" + Query({{"cluster", cluster},
+                                   {"pool", pool},
+                                   {"state", state},
+                                   {"model", model},
+                                   {"limit", limit}}),
           NodeTable);
     });
 
@@ -191,8 +193,11 @@ void AddFleetCommands(CLI::App& app, Globals& g) {
     list->add_option("--limit", limit, "at most this many (default 500)");
     list->callback([&g] {
       Get(g,
-          "/api/v1/gpus" + Query({{"cluster", cluster}, {"pool", pool}, {"node", node},
-                                  {"model", model}, {"limit", limit}}),
+          "/api/v1/gpus" + Query({{"cluster", cluster},
+                                  {"pool", pool},
+                                  {"node", node},
+                                  {"model", model},
+                                  {"limit", limit}}),
           [](const json::value& v) {
             Table t({"NODE", "GPU", "MODEL", "UUID", "SERIAL", "PCI", "ERROR"});
             for (const auto& gpu : v.at("items").as_array()) {
@@ -206,16 +211,17 @@ void AddFleetCommands(CLI::App& app, Globals& g) {
   }
 
   {
-    auto* models = app.add_subcommand("gpu-models", "The GPU specification catalogue")->require_subcommand(1);
+    auto* models =
+        app.add_subcommand("gpu-models", "The GPU specification catalogue")->require_subcommand(1);
     models->add_subcommand("list", "List GPU models")->callback([&g] {
       Get(g, "/api/v1/gpu-models", [](const json::value& v) {
         Table t({"ID", "ARCH", "MEMORY GIB", "TDP W", "MAX TEMP C", "NVLINK", "MIG"});
         for (const auto& m : v.at("items").as_array()) {
           const auto& nv = m.at("nvlink");
-          std::string nvlink = nv.at("generation").as_int64() == 0
-                                   ? "-"
-                                   : "gen" + Str(nv.at("generation")) + " " +
-                                         Str(nv.at("bandwidth_gbps")) + " GB/s";
+          std::string nvlink =
+              nv.at("generation").as_int64() == 0
+                  ? "-"
+                  : "gen" + Str(nv.at("generation")) + " " + Str(nv.at("bandwidth_gbps")) + " GB/s";
           std::string mig = m.at("mig").at("supported").as_bool()
                                 ? "up to " + Str(m.at("mig").at("max_instances"))
                                 : "-";

@@ -22,7 +22,10 @@ void Pretty(const json::value& v, std::string& out, int indent) {
   std::string pad(indent + 2, ' ');
   if (v.is_object()) {
     const auto& o = v.as_object();
-    if (o.empty()) { out += "{}"; return; }
+    if (o.empty()) {
+      out += "{}";
+      return;
+    }
     out += "{\n";
     size_t i = 0;
     for (const auto& kv : o) {
@@ -33,7 +36,10 @@ void Pretty(const json::value& v, std::string& out, int indent) {
     out += std::string(indent, ' ') + "}";
   } else if (v.is_array()) {
     const auto& a = v.as_array();
-    if (a.empty()) { out += "[]"; return; }
+    if (a.empty()) {
+      out += "[]";
+      return;
+    }
     out += "[\n";
     for (size_t i = 0; i < a.size(); ++i) {
       out += pad;
@@ -52,7 +58,8 @@ void Table::Print() const {
   std::vector<size_t> width(headers_.size());
   for (size_t i = 0; i < headers_.size(); ++i) width[i] = headers_[i].size();
   for (const auto& r : rows_) {
-    for (size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
+    for (size_t i = 0; i < r.size() && i < width.size(); ++i)
+      width[i] = std::max(width[i], r[i].size());
   }
   auto line = [&](const std::vector<std::string>& cells) {
     std::string out;
@@ -114,7 +121,8 @@ std::optional<json::value> Call(Globals& g, const std::string& method, const std
       message = Str(v.at("error").at("message"));
     }
     if (reply->status == 401 && token.empty()) {
-      message += " (no token: pass --token, set GPUFLEET_TOKEN, or use --data-dir of the controller)";
+      message +=
+          " (no token: pass --token, set GPUFLEET_TOKEN, or use --data-dir of the controller)";
     }
     std::fprintf(stderr, "error: %s (HTTP %d)\n", message.c_str(), reply->status);
     g.exit_code = 1;

@@ -6,7 +6,7 @@
 
 namespace gpufleet {
 
-std::string RandomHex(size_t bytes);          // from OpenSSL's CSPRNG
+std::string RandomHex(size_t bytes);           // from OpenSSL's CSPRNG
 std::string Sha256Hex(std::string_view data);  // lower-case hex
 bool ConstantTimeEqual(std::string_view a, std::string_view b);
 

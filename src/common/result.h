@@ -34,18 +34,31 @@ struct Error {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
   Result(Error error) : v_(std::move(error)) {}  // NOLINT
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
-  T& value() & { assert(ok()); return std::get<0>(v_); }
-  const T& value() const& { assert(ok()); return std::get<0>(v_); }
-  T&& value() && { assert(ok()); return std::get<0>(std::move(v_)); }
+  T& value() & {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  // By value, so `for (auto& x : F().value())` does not dangle when F() is a temporary.
+  T value() && {
+    assert(ok());
+    return std::get<0>(std::move(v_));
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
-  const Error& error() const { assert(!ok()); return std::get<1>(v_); }
+  const Error& error() const {
+    assert(!ok());
+    return std::get<1>(v_);
+  }
 
  private:
   std::variant<T, Error> v_;
@@ -57,7 +70,10 @@ class [[nodiscard]] Status {
   Status(Error error) : error_(std::move(error)), ok_(false) {}  // NOLINT
   bool ok() const { return ok_; }
   explicit operator bool() const { return ok_; }
-  const Error& error() const { assert(!ok_); return error_; }
+  const Error& error() const {
+    assert(!ok_);
+    return error_;
+  }
 
  private:
   Error error_{ErrorCode::kInternal, {}};
@@ -65,20 +81,22 @@ class [[nodiscard]] Status {
 };
 
 // Assigns a Result's value to `lhs`, or returns its error from the enclosing function.
-#define GF_TRY_ASSIGN(lhs, expr)       \
-  do {                                 \
-    auto _gf_r = (expr);               \
+#define GF_TRY_ASSIGN(lhs, expr)           \
+  do {                                     \
+    auto _gf_r = (expr);                   \
     if (!_gf_r.ok()) return _gf_r.error(); \
-    lhs = std::move(_gf_r.value());    \
+    lhs = std::move(_gf_r.value());        \
   } while (0)
 
 // Returns a failed Status/Result's error from the enclosing function.
-#define GF_TRY(expr)                   \
-  do {                                 \
-    auto _gf_s = (expr);               \
+#define GF_TRY(expr)                       \
+  do {                                     \
+    auto _gf_s = (expr);                   \
     if (!_gf_s.ok()) return _gf_s.error(); \
   } while (0)
 
-inline Error MakeError(ErrorCode code, std::string message) { return Error{code, std::move(message)}; }
+inline Error MakeError(ErrorCode code, std::string message) {
+  return Error{code, std::move(message)};
+}
 
 }  // namespace gpufleet

@@ -136,9 +136,9 @@ class Validator {
       return Fail(v, path + "." + key, "must be an integer");
     }
     if (n < lo || n > hi) {
-      return Fail(v, path + "." + key,
-                  std::to_string(n) + " is out of range " + std::to_string(lo) + ".." +
-                      std::to_string(hi));
+      return Fail(
+          v, path + "." + key,
+          std::to_string(n) + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
     }
     return n;
   }
@@ -170,16 +170,14 @@ Result<FleetSpec> ParseFleetSpec(std::string_view yaml, std::string_view filenam
   try {
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
-    return MakeError(ErrorCode::kInvalidArgument, std::string(filename) + ":" +
-                                                      std::to_string(e.mark.line + 1) + ": " +
-                                                      e.msg);
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string(filename) + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
   try {
     return Validator(filename, catalog).Run(root);
   } catch (const YAML::Exception& e) {
-    return MakeError(ErrorCode::kInvalidArgument, std::string(filename) + ":" +
-                                                      std::to_string(e.mark.line + 1) + ": " +
-                                                      e.msg);
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string(filename) + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
 }
 

@@ -41,7 +41,9 @@ Status Controller::Start() {
   if (o.data_dir.empty()) o.data_dir = DefaultDataDir();
   std::error_code ec;
   std::filesystem::create_directories(o.data_dir, ec);
-  if (ec) return MakeError(ErrorCode::kUnavailable, "cannot create data dir " + o.data_dir + ": " + ec.message());
+  if (ec)
+    return MakeError(ErrorCode::kUnavailable,
+                     "cannot create data dir " + o.data_dir + ": " + ec.message());
   ::chmod(o.data_dir.c_str(), 0700);
   if (o.store_url.empty()) o.store_url = "sqlite:" + o.data_dir + "/gpufleet.db";
   if (o.gpu_catalog.empty()) {
@@ -68,8 +70,8 @@ Status Controller::Start() {
   ao.listen = o.listen;
   ao.max_body_bytes = o.max_body_bytes;
   ao.threads = o.threads;
-  impl_->server = std::make_unique<api::ApiServer>(ao, *impl_->fleet, *impl_->store,
-                                                   impl_->catalog, impl_->clock);
+  impl_->server = std::make_unique<api::ApiServer>(ao, *impl_->fleet, *impl_->store, impl_->catalog,
+                                                   impl_->clock);
   auto addr = impl_->server->Start();
   if (!addr.ok()) return addr.error();
   impl_->address = addr.value();

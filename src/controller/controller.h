@@ -12,8 +12,8 @@ namespace gpufleet {
 struct ControllerOptions {
   std::string listen = "127.0.0.1:8080";
   std::string data_dir;
-  std::string store_url;     // default: sqlite:<data_dir>/gpufleet.db
-  std::string gpu_catalog;   // default: the built-in catalogue
+  std::string store_url;    // default: sqlite:<data_dir>/gpufleet.db
+  std::string gpu_catalog;  // default: the built-in catalogue
   int heartbeat_interval_ms = 5'000;
   int heartbeat_timeout_ms = 30'000;
   size_t max_body_bytes = 4 << 20;
@@ -27,8 +27,8 @@ class Controller {
   ~Controller();
   Status Start();
   void Stop();
-  const std::string& address() const;     // "127.0.0.1:8080", valid after Start
-  std::string admin_token_path() const;   // <data_dir>/admin.token
+  const std::string& address() const;    // "127.0.0.1:8080", valid after Start
+  std::string admin_token_path() const;  // <data_dir>/admin.token
   // Applies a fleet YAML document directly (used by `gpufleet up`).
   Status ApplyFleetYaml(const std::string& yaml, const std::string& filename);
   // Issues a join token for `pool` directly (used by `gpufleet up`).

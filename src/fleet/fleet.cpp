@@ -197,8 +197,8 @@ std::pair<NodeState, std::string> FleetService::Judge(const Pool& pool,
     }
     if (seen.empty()) seen = "no GPUs";
     return {NodeState::kDegraded, "pool " + pool.name + " expects " +
-                                      std::to_string(pool.gpus_per_node) + " x " +
-                                      pool.gpu_model + ", found " + seen};
+                                      std::to_string(pool.gpus_per_node) + " x " + pool.gpu_model +
+                                      ", found " + seen};
   }
   return {NodeState::kReady,
           std::to_string(matching) + " x " + pool.gpu_model + " match pool " + pool.name};
@@ -227,7 +227,8 @@ Result<Node> FleetService::Act(const std::string& name, NodeAction action,
   if (action == NodeAction::kDrain && node.state == NodeState::kDraining) {
     // No allocations exist yet (workloads arrive later), so the drain completes at once.
     auto done = ApplyAction({node.state, node.resume_state}, NodeAction::kDrainDone, health);
-    if (done.ok()) Move(node, done.value(), "drain complete: no allocations to wait for", actor, events);
+    if (done.ok())
+      Move(node, done.value(), "drain complete: no allocations to wait for", actor, events);
   }
   if (auto s = store_.SaveNode(node, events); !s.ok()) {
     node = before;
@@ -309,7 +310,8 @@ Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const st
     }
     auto jt = store_.FindJoinToken(Sha256Hex(hello.join_token));
     if (!jt.ok()) return MakeError(ErrorCode::kUnauthenticated, "unknown join token");
-    if (jt->revoked) return MakeError(ErrorCode::kUnauthenticated, "join token " + jt->id + " was revoked");
+    if (jt->revoked)
+      return MakeError(ErrorCode::kUnauthenticated, "join token " + jt->id + " was revoked");
     if (jt->expires_ms && jt->expires_ms < clock_->NowMs()) {
       return MakeError(ErrorCode::kUnauthenticated, "join token " + jt->id + " has expired");
     }

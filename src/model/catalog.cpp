@@ -56,9 +56,8 @@ Result<std::shared_ptr<const GpuCatalog>> GpuCatalog::Parse(std::string_view yam
       catalog->models_.push_back(std::move(s));
     }
   } catch (const YAML::Exception& e) {
-    return MakeError(ErrorCode::kInvalidArgument, std::string(source) + ":" +
-                                                      std::to_string(e.mark.line + 1) + ": " +
-                                                      e.msg);
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string(source) + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
   return std::shared_ptr<const GpuCatalog>(std::move(catalog));
 }

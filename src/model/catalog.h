@@ -31,7 +31,7 @@ struct GpuModelSpec {
 class GpuCatalog {
  public:
   static Result<std::shared_ptr<const GpuCatalog>> Parse(std::string_view yaml,
-                                                          std::string_view source);
+                                                         std::string_view source);
   static Result<std::shared_ptr<const GpuCatalog>> Load(const std::string& path);
   static std::shared_ptr<const GpuCatalog> Builtin();  // the embedded data/gpu-models.yaml
 

@@ -50,8 +50,8 @@ json::object ToJson(const Gpu& g) {
                  {"memory_total_bytes", g.memory_total_bytes},
                  {"vbios_version", g.vbios_version},
                  {"inforom_version", g.inforom_version}};
-  o["mig_mode"] = g.mig_mode < 0 ? json::value(nullptr)
-                                 : json::value(g.mig_mode == 1 ? "enabled" : "disabled");
+  o["mig_mode"] =
+      g.mig_mode < 0 ? json::value(nullptr) : json::value(g.mig_mode == 1 ? "enabled" : "disabled");
   o["error"] = g.error;
   return o;
 }
@@ -94,8 +94,8 @@ json::object ToJson(const Node& n, bool with_gpus) {
 }
 
 json::object ToJson(const NodeEvent& e) {
-  return {{"id", e.id},           {"node", e.node}, {"time", FormatTime(e.time_ms)},
-          {"from", e.from},       {"to", e.to},     {"reason", e.reason},
+  return {{"id", e.id},      {"node", e.node}, {"time", FormatTime(e.time_ms)},
+          {"from", e.from},  {"to", e.to},     {"reason", e.reason},
           {"actor", e.actor}};
 }
 
@@ -112,7 +112,8 @@ json::object ToJson(const GpuModelSpec& m) {
           {"tdp_w", m.tdp_w},
           {"max_operating_temp_c", m.max_operating_temp_c},
           {"form_factor", m.form_factor},
-          {"nvlink", {{"generation", m.nvlink_generation}, {"bandwidth_gbps", m.nvlink_bandwidth_gbps}}},
+          {"nvlink",
+           {{"generation", m.nvlink_generation}, {"bandwidth_gbps", m.nvlink_bandwidth_gbps}}},
           {"mig",
            {{"supported", m.mig_supported},
             {"max_instances", m.mig_max_instances},

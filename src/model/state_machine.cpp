@@ -6,13 +6,20 @@ namespace gpufleet {
 
 std::string_view ToString(NodeAction action) {
   switch (action) {
-    case NodeAction::kCordon: return "cordon";
-    case NodeAction::kUncordon: return "uncordon";
-    case NodeAction::kDrain: return "drain";
-    case NodeAction::kDrainDone: return "drain-done";
-    case NodeAction::kMaintenance: return "maintenance";
-    case NodeAction::kDecommission: return "decommission";
-    case NodeAction::kRetire: return "retire";
+    case NodeAction::kCordon:
+      return "cordon";
+    case NodeAction::kUncordon:
+      return "uncordon";
+    case NodeAction::kDrain:
+      return "drain";
+    case NodeAction::kDrainDone:
+      return "drain-done";
+    case NodeAction::kMaintenance:
+      return "maintenance";
+    case NodeAction::kDecommission:
+      return "decommission";
+    case NodeAction::kRetire:
+      return "retire";
   }
   return "unknown";
 }
@@ -39,8 +46,8 @@ namespace {
 // Which states each action may start from (the node's effective state: its resume state while
 // unreachable).
 bool Allowed(NodeState from, NodeAction action) {
-  bool active = IsHealthState(from) || from == NodeState::kJoining ||
-                from == NodeState::kProvisioning;
+  bool active =
+      IsHealthState(from) || from == NodeState::kJoining || from == NodeState::kProvisioning;
   switch (action) {
     case NodeAction::kCordon:
       return active;
@@ -63,13 +70,20 @@ bool Allowed(NodeState from, NodeAction action) {
 
 NodeState Target(NodeAction action, NodeState health) {
   switch (action) {
-    case NodeAction::kCordon: return NodeState::kCordoned;
-    case NodeAction::kUncordon: return health;
-    case NodeAction::kDrain: return NodeState::kDraining;
-    case NodeAction::kDrainDone: return NodeState::kDrained;
-    case NodeAction::kMaintenance: return NodeState::kMaintenance;
-    case NodeAction::kDecommission: return NodeState::kDecommissioning;
-    case NodeAction::kRetire: return NodeState::kRetired;
+    case NodeAction::kCordon:
+      return NodeState::kCordoned;
+    case NodeAction::kUncordon:
+      return health;
+    case NodeAction::kDrain:
+      return NodeState::kDraining;
+    case NodeAction::kDrainDone:
+      return NodeState::kDrained;
+    case NodeAction::kMaintenance:
+      return NodeState::kMaintenance;
+    case NodeAction::kDecommission:
+      return NodeState::kDecommissioning;
+    case NodeAction::kRetire:
+      return NodeState::kRetired;
   }
   return health;
 }

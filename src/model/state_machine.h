@@ -10,7 +10,15 @@
 
 namespace gpufleet {
 
-enum class NodeAction { kCordon, kUncordon, kDrain, kDrainDone, kMaintenance, kDecommission, kRetire };
+enum class NodeAction {
+  kCordon,
+  kUncordon,
+  kDrain,
+  kDrainDone,
+  kMaintenance,
+  kDecommission,
+  kRetire
+};
 std::string_view ToString(NodeAction action);
 
 struct NodeStatus {

@@ -44,7 +44,9 @@ std::optional<E> ValueOf(const std::array<std::pair<E, std::string_view>, N>& ta
 }  // namespace
 
 std::string_view ToString(ClusterType type) { return NameOf(kClusterTypes, type); }
-std::optional<ClusterType> ParseClusterType(std::string_view t) { return ValueOf(kClusterTypes, t); }
+std::optional<ClusterType> ParseClusterType(std::string_view t) {
+  return ValueOf(kClusterTypes, t);
+}
 std::string_view ToString(NodeState state) { return NameOf(kNodeStates, state); }
 std::optional<NodeState> ParseNodeState(std::string_view t) { return ValueOf(kNodeStates, t); }
 

@@ -27,8 +27,8 @@ struct Cluster {
 };
 
 struct Pool {
-  std::string name;     // unique in the fleet
-  std::string cluster;  // owning cluster's name
+  std::string name;       // unique in the fleet
+  std::string cluster;    // owning cluster's name
   std::string gpu_model;  // a catalogue id, e.g. "H100-SXM5-80GB"
   int gpus_per_node = 8;
   int size = 0;  // desired node count (what `gpufleet sim`/`up` start)
@@ -84,7 +84,7 @@ struct Node {
   std::string pool;
   NodeState state = NodeState::kProvisioning;
   NodeState resume_state = NodeState::kReady;  // where an unreachable node returns to
-  std::string reason;  // why it is in its state
+  std::string reason;                          // why it is in its state
   NodeFacts facts;
   std::vector<Gpu> gpus;
   bool simulated = false;

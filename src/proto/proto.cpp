@@ -17,7 +17,8 @@ Result<std::vector<Gpu>> GpusFrom(const json::object& o) {
   std::vector<Gpu> gpus;
   auto it = o.find("gpus");
   if (it == o.end()) return gpus;
-  if (!it->value().is_array()) return MakeError(ErrorCode::kInvalidArgument, "'gpus' must be a list");
+  if (!it->value().is_array())
+    return MakeError(ErrorCode::kInvalidArgument, "'gpus' must be a list");
   for (const auto& v : it->value().as_array()) {
     Gpu g;
     GF_TRY_ASSIGN(g, GpuFromJson(v));
@@ -28,16 +29,18 @@ Result<std::vector<Gpu>> GpusFrom(const json::object& o) {
 
 struct Encoder {
   json::object operator()(const Hello& m) const {
-    json::object o{{"type", "hello"}, {"facts", ToJson(m.facts)}, {"gpus", GpusJson(m.gpus)},
+    json::object o{{"type", "hello"},
+                   {"facts", ToJson(m.facts)},
+                   {"gpus", GpusJson(m.gpus)},
                    {"simulated", m.simulated}};
     if (!m.join_token.empty()) o["join_token"] = m.join_token;
     if (!m.node_token.empty()) o["node_token"] = m.node_token;
     return o;
   }
   json::object operator()(const Welcome& m) const {
-    return {{"type", "welcome"}, {"node", m.node},     {"cluster", m.cluster},
-            {"pool", m.pool},    {"node_token", m.node_token},
-            {"heartbeat_interval_ms", m.heartbeat_interval_ms}};
+    return {{"type", "welcome"},          {"node", m.node},
+            {"cluster", m.cluster},       {"pool", m.pool},
+            {"node_token", m.node_token}, {"heartbeat_interval_ms", m.heartbeat_interval_ms}};
   }
   json::object operator()(const Heartbeat& m) const {
     return {{"type", "heartbeat"}, {"seq", m.seq}, {"time_ms", m.time_ms}};

@@ -4,9 +4,12 @@ namespace gpufleet {
 
 std::string_view ToString(Role role) {
   switch (role) {
-    case Role::kViewer: return "viewer";
-    case Role::kOperator: return "operator";
-    case Role::kAdmin: return "admin";
+    case Role::kViewer:
+      return "viewer";
+    case Role::kOperator:
+      return "operator";
+    case Role::kAdmin:
+      return "admin";
   }
   return "viewer";
 }

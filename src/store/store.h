@@ -21,7 +21,7 @@ struct ApiToken {
   std::string name;  // who it is for
   Role role = Role::kViewer;
   std::vector<std::string> clusters;  // empty: every cluster
-  std::string hash;  // SHA-256 of the secret
+  std::string hash;                   // SHA-256 of the secret
   int64_t created_ms = 0;
   int64_t expires_ms = 0;  // 0: never
   bool revoked = false;

@@ -51,8 +51,8 @@ class E2E : public ::testing::Test {
     return token;
   }
 
-  Process& Sim(const std::string& token, const std::string& prefix, int nodes, const std::string& model,
-               int gpus) {
+  Process& Sim(const std::string& token, const std::string& prefix, int nodes,
+               const std::string& model, int gpus) {
     agents_.push_back(std::make_unique<Process>(
         std::vector<std::string>{GPUFLEET_BIN, "sim", "--controller", controller_->address(),
                                  "--join-token", token, "--prefix", prefix, "--nodes",
@@ -62,7 +62,9 @@ class E2E : public ::testing::Test {
     return *agents_.back();
   }
 
-  json::value Node(const std::string& name) { return controller_->Call("GET", "/api/v1/nodes/" + name).second; }
+  json::value Node(const std::string& name) {
+    return controller_->Call("GET", "/api/v1/nodes/" + name).second;
+  }
   std::string State(const std::string& name) {
     auto [status, v] = controller_->Call("GET", "/api/v1/nodes/" + name);
     return status == 200 ? std::string(v.at("state").as_string()) : "absent";
@@ -81,22 +83,26 @@ TEST_F(E2E, NodesRegisterAndMatchTheirPoolAndAMismatchIsFlagged) {
   std::string token = JoinToken("h100");
   Sim(token, "good", 3, "H100-SXM5-80GB", 8);
   Sim(token, "wrong", 1, "L4", 8);
-  ASSERT_TRUE(WaitFor([&] {
-    auto [s, v] = controller_->Call("GET", "/api/v1/nodes?pool=h100");
-    return s == 200 && v.at("total").as_int64() == 4;
-  }, 20000));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto [s, v] = controller_->Call("GET", "/api/v1/nodes?pool=h100");
+        return s == 200 && v.at("total").as_int64() == 4;
+      },
+      20000));
   for (const char* n : {"good-0000", "good-0001", "good-0002"}) {
     ASSERT_TRUE(WaitState(n, "ready")) << n;
     EXPECT_TRUE(Node(n).at("simulated").as_bool());
   }
   ASSERT_TRUE(WaitState("wrong-0000", "degraded"));
-  EXPECT_EQ(Node("wrong-0000").at("reason").as_string(), "pool h100 expects 8 x H100-SXM5-80GB, found 8 x L4");
+  EXPECT_EQ(Node("wrong-0000").at("reason").as_string(),
+            "pool h100 expects 8 x H100-SXM5-80GB, found 8 x L4");
 
   auto [status, gpus] = controller_->Call("GET", "/api/v1/gpus?pool=h100&limit=5000");
   ASSERT_EQ(status, 200);
   EXPECT_EQ(gpus.at("total").as_int64(), 32);
   std::set<std::string> uuids;
-  for (const auto& g : gpus.at("items").as_array()) uuids.insert(std::string(g.at("uuid").as_string()));
+  for (const auto& g : gpus.at("items").as_array())
+    uuids.insert(std::string(g.at("uuid").as_string()));
   EXPECT_EQ(uuids.size(), 32u);
 
   auto [fs, filtered] = controller_->Call("GET", "/api/v1/nodes?state=degraded");
@@ -125,12 +131,14 @@ TEST_F(E2E, AStoppedAgentTurnsUnreachableAndReadyAgain) {
   EXPECT_FALSE(Node("flaky-0000").at("connected").as_bool());
   Sim(token, "flaky", 1, "H100-SXM5-80GB", 8);
   ASSERT_TRUE(WaitState("flaky-0000", "ready"));
-  auto events = controller_->Call("GET", "/api/v1/nodes/flaky-0000/events").second.at("items").as_array();
+  auto events =
+      controller_->Call("GET", "/api/v1/nodes/flaky-0000/events").second.at("items").as_array();
   ASSERT_GE(events.size(), 4u);
   EXPECT_EQ(events[0].at("from").as_string(), "unreachable");
   EXPECT_EQ(events[0].at("to").as_string(), "ready");
   EXPECT_EQ(events[1].at("to").as_string(), "unreachable");
-  EXPECT_NE(std::string(events[1].at("reason").as_string()).find("no heartbeat"), std::string::npos);
+  EXPECT_NE(std::string(events[1].at("reason").as_string()).find("no heartbeat"),
+            std::string::npos);
 }
 
 TEST_F(E2E, ControllerRestartKeepsNodesGpusAndAudit) {
@@ -140,13 +148,15 @@ TEST_F(E2E, ControllerRestartKeepsNodesGpusAndAudit) {
   ASSERT_TRUE(WaitState("keep-0001", "ready"));
   ASSERT_EQ(Cli({"nodes", "cordon", "keep-0000"}).exit_code, 0);
   auto gpus_before = controller_->Call("GET", "/api/v1/gpus?node=keep-0001").second.at("items");
-  auto audit_before = controller_->Call("GET", "/api/v1/audit").second.at("items").as_array().size();
+  auto audit_before =
+      controller_->Call("GET", "/api/v1/audit").second.at("items").as_array().size();
   ASSERT_GE(audit_before, 3u);  // apply, token, cordon
 
   controller_->Stop();
   controller_->Start();
   EXPECT_EQ(State("keep-0000"), "cordoned");
-  EXPECT_EQ(controller_->Call("GET", "/api/v1/gpus?node=keep-0001").second.at("items"), gpus_before);
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/gpus?node=keep-0001").second.at("items"),
+            gpus_before);
   auto audit = controller_->Call("GET", "/api/v1/audit").second.at("items").as_array();
   EXPECT_EQ(audit.size(), audit_before);
   bool saw_cordon = false;
@@ -175,24 +185,33 @@ TEST_F(E2E, ApiRefusesBadRequestsWithClearErrors) {
   EXPECT_EQ(controller_->Call("GET", "/api/v1/nodes", "", &wrong).first, 401);
   EXPECT_EQ(controller_->Call("GET", "/healthz", "", &none).first, 200);
 
-  auto [sv, viewer] = controller_->Call("POST", "/api/v1/api-tokens", R"({"name": "dash", "role": "viewer"})");
+  auto [sv, viewer] =
+      controller_->Call("POST", "/api/v1/api-tokens", R"({"name": "dash", "role": "viewer"})");
   ASSERT_EQ(sv, 201);
   std::string vt(viewer.at("token").as_string());
   EXPECT_EQ(controller_->Call("GET", "/api/v1/nodes", "", &vt).first, 200);
   auto [s403, e403] = controller_->Call("POST", "/api/v1/join-tokens", R"({"pool": "h100"})", &vt);
   EXPECT_EQ(s403, 403);
-  EXPECT_NE(std::string(e403.at("error").at("message").as_string()).find("operator"), std::string::npos);
+  EXPECT_NE(std::string(e403.at("error").at("message").as_string()).find("operator"),
+            std::string::npos);
   EXPECT_EQ(controller_->Call("GET", "/api/v1/audit", "", &vt).first, 403);
 
   auto [s400, e400] = controller_->Call("POST", "/api/v1/join-tokens", R"({"pool": )");
   EXPECT_EQ(s400, 400);
-  EXPECT_NE(std::string(e400.at("error").at("message").as_string()).find("malformed JSON"), std::string::npos);
+  EXPECT_NE(std::string(e400.at("error").at("message").as_string()).find("malformed JSON"),
+            std::string::npos);
   auto [st, et] = controller_->Call("POST", "/api/v1/join-tokens", R"({"pool": 42})");
   EXPECT_EQ(st, 400);
   EXPECT_EQ(et.at("error").at("message").as_string(), "field 'pool' must be a string");
-  EXPECT_EQ(controller_->Call("POST", "/api/v1/join-tokens", R"({"pool": "h100", "colour": 1})").first, 400);
-  EXPECT_EQ(controller_->Call("POST", "/api/v1/api-tokens", R"({"name": "x", "role": "god"})").first, 400);
-  EXPECT_EQ(controller_->Call("POST", "/api/v1/join-tokens", R"({"pool": "h100", "ttl": "soon"})").first, 400);
+  EXPECT_EQ(
+      controller_->Call("POST", "/api/v1/join-tokens", R"({"pool": "h100", "colour": 1})").first,
+      400);
+  EXPECT_EQ(
+      controller_->Call("POST", "/api/v1/api-tokens", R"({"name": "x", "role": "god"})").first,
+      400);
+  EXPECT_EQ(
+      controller_->Call("POST", "/api/v1/join-tokens", R"({"pool": "h100", "ttl": "soon"})").first,
+      400);
   EXPECT_EQ(controller_->Call("POST", "/api/v1/join-tokens", R"({"pool": "nope"})").first, 404);
   EXPECT_EQ(controller_->Call("GET", "/api/v1/nodes?limit=x").first, 400);
   EXPECT_EQ(controller_->Call("GET", "/api/v1/nodes?state=sleepy").first, 400);
@@ -209,7 +228,8 @@ TEST_F(E2E, ApiRefusesBadRequestsWithClearErrors) {
   // Refused mutations by an authenticated caller are audited too.
   auto audit = controller_->Call("GET", "/api/v1/audit?limit=100").second.at("items").as_array();
   bool saw_403 = false;
-  for (const auto& a : audit) saw_403 = saw_403 || (a.at("status").as_int64() == 403 && a.at("actor").as_string() == "dash");
+  for (const auto& a : audit)
+    saw_403 = saw_403 || (a.at("status").as_int64() == 403 && a.at("actor").as_string() == "dash");
   EXPECT_TRUE(saw_403);
 }
 
@@ -217,16 +237,19 @@ TEST_F(E2E, BadFleetFileIsRefusedWholeAndChangesNothing) {
   Apply();
   std::string bad = dir_ + "/bad.yaml";
   std::string text = ReadFile(kFleet);
-  text.replace(text.find("site: lab-b"), 11, "site: lab-c");  // a valid change...
+  text.replace(text.find("site: lab-b"), 11, "site: lab-c");      // a valid change...
   text.replace(text.find("gpu_model: L4"), 13, "gpu_model: L5");  // ...and an invalid one
   FILE* f = std::fopen(bad.c_str(), "w");
   std::fputs(text.c_str(), f);
   std::fclose(f);
   auto r = Cli({"apply", "-f", bad});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("bad.yaml:14: clusters[1].pools[0].gpu_model: unknown GPU model 'L5'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bad.yaml:14: clusters[1].pools[0].gpu_model: unknown GPU model 'L5'"),
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
-  EXPECT_EQ(controller_->Call("GET", "/api/v1/clusters/edge").second.at("site").as_string(), "lab-b");
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/clusters/edge").second.at("site").as_string(),
+            "lab-b");
   auto missing = Cli({"apply", "-f", dir_ + "/missing.yaml"});
   EXPECT_NE(missing.exit_code, 0);
   auto unknown = Cli({"nodes", "show", "ghost"});
@@ -240,9 +263,10 @@ TEST_F(E2E, FakeNvmlAgentReportsExactlyTheScriptedGpusAndSurvivesALostGpu) {
   Apply();
   std::string token = JoinToken("h100-quad");
   std::string state_dir = dir_ + "/agent-state";
-  std::vector<std::string> args{GPUFLEET_BIN, "agent", "--controller", controller_->address(),
-                                "--join-token", token, "--backend", "nvml", "--nvml-library",
-                                FAKE_NVML_PATH, "--hostname", "dgx-07", "--state-dir", state_dir};
+  std::vector<std::string> args{
+      GPUFLEET_BIN,  "agent",  "--controller",   controller_->address(), "--join-token", token,
+      "--backend",   "nvml",   "--nvml-library", FAKE_NVML_PATH,         "--hostname",   "dgx-07",
+      "--state-dir", state_dir};
   std::map<std::string, std::string> env{{"FAKE_NVML_SCRIPT", kNvmlFixtures + "h100x4-lost.json"}};
   agents_.push_back(std::make_unique<Process>(args, env, dir_ + "/agent.log"));
   ASSERT_TRUE(WaitState("dgx-07", "unhealthy")) << ReadFile(dir_ + "/agent.log");
@@ -255,7 +279,8 @@ TEST_F(E2E, FakeNvmlAgentReportsExactlyTheScriptedGpusAndSurvivesALostGpu) {
   const auto& gpus = node.at("gpus").as_array();
   ASSERT_EQ(gpus.size(), 4u);
   for (int i = 0; i < 4; ++i) {
-    EXPECT_EQ(gpus[i].at("uuid").as_string(), "GPU-0f0e0d0c-0000-1111-2222-33334444555" + std::to_string(i));
+    EXPECT_EQ(gpus[i].at("uuid").as_string(),
+              "GPU-0f0e0d0c-0000-1111-2222-33334444555" + std::to_string(i));
     EXPECT_EQ(gpus[i].at("pci_bus_id").as_string().size(), 16u);
     EXPECT_EQ(gpus[i].at("model").as_string(), "H100-SXM5-80GB");
   }
@@ -266,7 +291,8 @@ TEST_F(E2E, FakeNvmlAgentReportsExactlyTheScriptedGpusAndSurvivesALostGpu) {
   EXPECT_EQ(gpus[2].at("memory_total_bytes").as_int64(), 0);
 
   // The agent carries on: still heartbeating well past the timeout.
-  std::this_thread::sleep_for(std::chrono::milliseconds(controller_->heartbeat_timeout_ms() + 1000));
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(controller_->heartbeat_timeout_ms() + 1000));
   EXPECT_TRUE(agents_.back()->running());
   EXPECT_EQ(State("dgx-07"), "unhealthy");
   EXPECT_TRUE(Node("dgx-07").at("connected").as_bool());
@@ -275,16 +301,27 @@ TEST_F(E2E, FakeNvmlAgentReportsExactlyTheScriptedGpusAndSurvivesALostGpu) {
   ASSERT_TRUE(std::filesystem::exists(state_dir + "/node.token"));
   agents_.back()->Signal(SIGTERM);
   EXPECT_EQ(agents_.back()->Wait(10000), 0);
-  ASSERT_EQ(Cli({"tokens", "revoke", controller_->Call("GET", "/api/v1/join-tokens").second.at("items").at(0).at("id").as_string().c_str()}).exit_code, 0);
-  std::vector<std::string> again{GPUFLEET_BIN, "agent", "--controller", controller_->address(),
-                                 "--backend", "nvml", "--nvml-library", FAKE_NVML_PATH,
-                                 "--hostname", "dgx-07", "--state-dir", state_dir};
+  ASSERT_EQ(Cli({"tokens", "revoke",
+                 controller_->Call("GET", "/api/v1/join-tokens")
+                     .second.at("items")
+                     .at(0)
+                     .at("id")
+                     .as_string()
+                     .c_str()})
+                .exit_code,
+            0);
+  std::vector<std::string> again{GPUFLEET_BIN, "agent",  "--controller",   controller_->address(),
+                                 "--backend",  "nvml",   "--nvml-library", FAKE_NVML_PATH,
+                                 "--hostname", "dgx-07", "--state-dir",    state_dir};
   std::map<std::string, std::string> healthy{{"FAKE_NVML_SCRIPT", kNvmlFixtures + "l4x1.json"}};
   agents_.push_back(std::make_unique<Process>(again, healthy, dir_ + "/agent2.log"));
-  ASSERT_TRUE(WaitFor([&] {
-    auto n = Node("dgx-07");
-    return n.at("gpus").as_array().size() == 1 && n.at("connected").as_bool();
-  }, 15000)) << ReadFile(dir_ + "/agent2.log");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto n = Node("dgx-07");
+        return n.at("gpus").as_array().size() == 1 && n.at("connected").as_bool();
+      },
+      15000))
+      << ReadFile(dir_ + "/agent2.log");
   EXPECT_EQ(State("dgx-07"), "degraded");  // one L4 in a pool of four H100s
 }
 
@@ -293,7 +330,9 @@ TEST_F(E2E, AgentWithoutNvmlExitsWithOneClearLine) {
                         "--nvml-library", "/nonexistent/libnvidia-ml.so.1"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find("error: cannot load NVML (/nonexistent/libnvidia-ml.so.1)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error: cannot load NVML (/nonexistent/libnvidia-ml.so.1)"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace

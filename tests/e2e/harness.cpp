@@ -129,14 +129,27 @@ void ControllerProcess::Start() {
   std::filesystem::remove(addr_file);
   // A restart listens where the first start did, so agents find it again.
   std::string listen = address_.empty() ? "127.0.0.1:0" : address_;
-  std::vector<std::string> args{GPUFLEET_BIN, "--data-dir", data_dir_, "serve", "--listen", listen, "--heartbeat-interval", "200ms",
-                                "--heartbeat-timeout", "1500ms", "--log-level", "warn"};
+  std::vector<std::string> args{GPUFLEET_BIN,
+                                "--data-dir",
+                                data_dir_,
+                                "serve",
+                                "--listen",
+                                listen,
+                                "--heartbeat-interval",
+                                "200ms",
+                                "--heartbeat-timeout",
+                                "1500ms",
+                                "--log-level",
+                                "warn"};
   args.insert(args.end(), extra_.begin(), extra_.end());
-  process_ = std::make_unique<Process>(
-      args, std::map<std::string, std::string>{},
-      data_dir_ + "/controller-" + std::to_string(++starts_) + ".log");
+  process_ =
+      std::make_unique<Process>(args, std::map<std::string, std::string>{},
+                                data_dir_ + "/controller-" + std::to_string(++starts_) + ".log");
   bool up = WaitFor([&] { return std::filesystem::exists(addr_file); }, 20000);
-  if (!up) throw std::runtime_error("controller did not start: " + ReadFile(data_dir_ + "/controller-" + std::to_string(starts_) + ".log"));
+  if (!up)
+    throw std::runtime_error(
+        "controller did not start: " +
+        ReadFile(data_dir_ + "/controller-" + std::to_string(starts_) + ".log"));
   address_ = ReadFile(addr_file);
   while (!address_.empty() && address_.back() == '\n') address_.pop_back();
   admin_token_ = ReadFile(data_dir_ + "/admin.token");

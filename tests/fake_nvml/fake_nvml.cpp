@@ -21,7 +21,6 @@ std::mutex g_mu;
 json::object g_script;  // guarded by g_mu
 bool g_initialised = false;
 
-
 int Index(nvmlDevice_t dev) { return static_cast<int>(reinterpret_cast<intptr_t>(dev)) - 1; }
 
 const json::object* Gpu(int index) {
@@ -37,7 +36,8 @@ nvmlReturn_t Scripted(int index, const char* fn) {
   if (!g) return NVML_ERROR_INVALID_ARGUMENT;
   if (auto it = g->find("errors"); it != g->end()) {
     const auto& errors = it->value().as_object();
-    if (auto e = errors.find(fn); e != errors.end()) return static_cast<nvmlReturn_t>(e->value().as_int64());
+    if (auto e = errors.find(fn); e != errors.end())
+      return static_cast<nvmlReturn_t>(e->value().as_int64());
   }
   return NVML_SUCCESS;
 }
@@ -85,15 +85,21 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlShutdown() {
 
 __attribute__((visibility("default"))) const char* nvmlErrorString(nvmlReturn_t r) {
   switch (r) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-    default: return "Unknown Error";
+    case NVML_SUCCESS:
+      return "Success";
+    case NVML_ERROR_NOT_SUPPORTED:
+      return "Not Supported";
+    case NVML_ERROR_GPU_IS_LOST:
+      return "GPU is lost";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      return "Driver Not Loaded";
+    default:
+      return "Unknown Error";
   }
 }
 
-__attribute__((visibility("default"))) nvmlReturn_t nvmlSystemGetDriverVersion(char* buf, unsigned len) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlSystemGetDriverVersion(char* buf,
+                                                                               unsigned len) {
   std::lock_guard lock(g_mu);
   std::string v(g_script.at("driver_version").as_string());
   if (v.size() + 1 > len) return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -101,7 +107,8 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlSystemGetDriverVersion(c
   return NVML_SUCCESS;
 }
 
-__attribute__((visibility("default"))) nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* version) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(
+    int* version) {
   std::lock_guard lock(g_mu);
   *version = static_cast<int>(g_script.at("cuda_driver_version").as_int64());
   return NVML_SUCCESS;
@@ -114,36 +121,48 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetCount_v2(unsign
   return NVML_SUCCESS;
 }
 
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned index, nvmlDevice_t* dev) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(
+    unsigned index, nvmlDevice_t* dev) {
   std::lock_guard lock(g_mu);
   if (!g_initialised) return NVML_ERROR_UNINITIALIZED;
-  if (nvmlReturn_t r = Scripted(static_cast<int>(index), "nvmlDeviceGetHandleByIndex_v2"); r != NVML_SUCCESS) return r;
+  if (nvmlReturn_t r = Scripted(static_cast<int>(index), "nvmlDeviceGetHandleByIndex_v2");
+      r != NVML_SUCCESS)
+    return r;
   *dev = reinterpret_cast<nvmlDevice_t>(static_cast<intptr_t>(index) + 1);
   return NVML_SUCCESS;
 }
 
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char* b, unsigned n) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char* b,
+                                                                      unsigned n) {
   return CopyString(Index(d), "nvmlDeviceGetUUID", "uuid", b, n);
 }
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char* b, unsigned n) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char* b,
+                                                                      unsigned n) {
   return CopyString(Index(d), "nvmlDeviceGetName", "name", b, n);
 }
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t d, char* b, unsigned n) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t d, char* b,
+                                                                        unsigned n) {
   return CopyString(Index(d), "nvmlDeviceGetSerial", "serial", b, n);
 }
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t d, char* b, unsigned n) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t d,
+                                                                              char* b, unsigned n) {
   return CopyString(Index(d), "nvmlDeviceGetVbiosVersion", "vbios", b, n);
 }
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetInforomImageVersion(nvmlDevice_t d, char* b, unsigned n) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetInforomImageVersion(nvmlDevice_t d,
+                                                                                     char* b,
+                                                                                     unsigned n) {
   return CopyString(Index(d), "nvmlDeviceGetInforomImageVersion", "inforom", b, n);
 }
 
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t* pci) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d,
+                                                                            nvmlPciInfo_t* pci) {
   std::memset(pci, 0, sizeof *pci);
-  return CopyString(Index(d), "nvmlDeviceGetPciInfo_v3", "pci_bus_id", pci->busId, sizeof pci->busId);
+  return CopyString(Index(d), "nvmlDeviceGetPciInfo_v3", "pci_bus_id", pci->busId,
+                    sizeof pci->busId);
 }
 
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t* mem) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d,
+                                                                            nvmlMemory_t* mem) {
   std::lock_guard lock(g_mu);
   if (nvmlReturn_t r = Scripted(Index(d), "nvmlDeviceGetMemoryInfo"); r != NVML_SUCCESS) return r;
   mem->total = static_cast<unsigned long long>(Gpu(Index(d))->at("memory_total").as_int64());
@@ -152,7 +171,9 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo(nvml
   return NVML_SUCCESS;
 }
 
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned* cur, unsigned* pending) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d,
+                                                                         unsigned* cur,
+                                                                         unsigned* pending) {
   std::lock_guard lock(g_mu);
   if (nvmlReturn_t r = Scripted(Index(d), "nvmlDeviceGetMigMode"); r != NVML_SUCCESS) return r;
   const json::object* g = Gpu(Index(d));

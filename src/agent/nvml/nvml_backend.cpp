@@ -15,20 +15,34 @@ namespace {
 
 const char* ReturnName(nvmlReturn_t r) {
   switch (r) {
-    case NVML_SUCCESS: return "SUCCESS";
-    case NVML_ERROR_UNINITIALIZED: return "UNINITIALIZED";
-    case NVML_ERROR_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case NVML_ERROR_NOT_SUPPORTED: return "NOT_SUPPORTED";
-    case NVML_ERROR_NO_PERMISSION: return "NO_PERMISSION";
-    case NVML_ERROR_NOT_FOUND: return "NOT_FOUND";
-    case NVML_ERROR_INSUFFICIENT_SIZE: return "INSUFFICIENT_SIZE";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "DRIVER_NOT_LOADED";
-    case NVML_ERROR_TIMEOUT: return "TIMEOUT";
-    case NVML_ERROR_LIBRARY_NOT_FOUND: return "LIBRARY_NOT_FOUND";
-    case NVML_ERROR_FUNCTION_NOT_FOUND: return "FUNCTION_NOT_FOUND";
-    case NVML_ERROR_GPU_IS_LOST: return "GPU_IS_LOST";
-    case NVML_ERROR_RESET_REQUIRED: return "RESET_REQUIRED";
-    default: return "UNKNOWN";
+    case NVML_SUCCESS:
+      return "SUCCESS";
+    case NVML_ERROR_UNINITIALIZED:
+      return "UNINITIALIZED";
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case NVML_ERROR_NOT_SUPPORTED:
+      return "NOT_SUPPORTED";
+    case NVML_ERROR_NO_PERMISSION:
+      return "NO_PERMISSION";
+    case NVML_ERROR_NOT_FOUND:
+      return "NOT_FOUND";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+      return "INSUFFICIENT_SIZE";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      return "DRIVER_NOT_LOADED";
+    case NVML_ERROR_TIMEOUT:
+      return "TIMEOUT";
+    case NVML_ERROR_LIBRARY_NOT_FOUND:
+      return "LIBRARY_NOT_FOUND";
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+      return "FUNCTION_NOT_FOUND";
+    case NVML_ERROR_GPU_IS_LOST:
+      return "GPU_IS_LOST";
+    case NVML_ERROR_RESET_REQUIRED:
+      return "RESET_REQUIRED";
+    default:
+      return "UNKNOWN";
   }
 }
 
@@ -69,9 +83,10 @@ class NvmlBackend : public GpuBackend {
     mig_ = Sym<NvmlDeviceGetMigModeFn>({"nvmlDeviceGetMigMode"});
     if (!init_ || !shutdown_ || !count_ || !handle_ || !uuid_ || !name_) {
       return MakeError(ErrorCode::kUnavailable,
-                       path + " lacks the NVML entry points the agent needs (nvmlInit_v2, "
-                              "nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2, "
-                              "nvmlDeviceGetUUID, nvmlDeviceGetName); is it NVML?");
+                       path +
+                           " lacks the NVML entry points the agent needs (nvmlInit_v2, "
+                           "nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2, "
+                           "nvmlDeviceGetUUID, nvmlDeviceGetName); is it NVML?");
     }
     nvmlReturn_t r = init_();
     if (r != NVML_SUCCESS) {
@@ -92,7 +107,8 @@ class NvmlBackend : public GpuBackend {
     }
     int cuda = 0;
     if (cuda_version_ && cuda_version_(&cuda) == NVML_SUCCESS) {
-      info.cuda_driver_version = std::to_string(cuda / 1000) + "." + std::to_string(cuda % 1000 / 10);
+      info.cuda_driver_version =
+          std::to_string(cuda / 1000) + "." + std::to_string(cuda % 1000 / 10);
     }
     return info;
   }

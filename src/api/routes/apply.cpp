@@ -10,46 +10,49 @@ namespace json = boost::json;
 namespace gpufleet::api {
 
 void AddApplyRoutes(Router& router, ApiContext& ctx) {
-  router.Add("POST", "/api/v1/apply", Role::kOperator, [&ctx](const Request& req, const Principal& who) {
-    std::string filename = "request";
-    if (auto it = req.query.find("filename"); it != req.query.end() && !it->second.empty()) {
-      filename = it->second;
-    }
-    auto dry = req.query.find("dry_run");
-    bool dry_run = dry != req.query.end() && (dry->second == "true" || dry->second == "1");
-    Response r = [&] {
-      if (req.body.empty()) {
-        return ErrorResponse(MakeError(ErrorCode::kInvalidArgument, "empty body: send a fleet YAML file"));
-      }
-      auto spec = ParseFleetSpec(req.body, filename, ctx.catalog);
-      if (!spec.ok()) return ErrorResponse(spec.error());
-      for (const auto& c : spec->clusters) {
-        if (!who.CanSeeCluster(c.name)) {
-          return ErrorResponse(MakeError(ErrorCode::kPermissionDenied,
-                                         "token '" + who.name + "' may not change cluster '" + c.name + "'"));
+  router.Add(
+      "POST", "/api/v1/apply", Role::kOperator, [&ctx](const Request& req, const Principal& who) {
+        std::string filename = "request";
+        if (auto it = req.query.find("filename"); it != req.query.end() && !it->second.empty()) {
+          filename = it->second;
         }
-      }
-      if (dry_run) {
-        return ObjectResponse(200, {{"dry_run", true},
-                                    {"clusters", spec->clusters.size()},
-                                    {"pools", spec->pools.size()}});
-      }
-      auto counts = ctx.fleet.Apply(spec.value());
-      if (!counts.ok()) return ErrorResponse(counts.error());
-      const auto& c = counts.value();
-      return ObjectResponse(200, {{"clusters",
-                                   {{"created", c.clusters_created},
-                                    {"updated", c.clusters_updated},
-                                    {"unchanged", c.clusters_unchanged}}},
-                                  {"pools",
-                                   {{"created", c.pools_created},
-                                    {"updated", c.pools_updated},
-                                    {"unchanged", c.pools_unchanged}}}});
-    }();
-    r.audit_target = "fleet/" + filename;
-    if (r.status == 200) r.audit_after = r.body;
-    return r;
-  });
+        auto dry = req.query.find("dry_run");
+        bool dry_run = dry != req.query.end() && (dry->second == "true" || dry->second == "1");
+        Response r = [&] {
+          if (req.body.empty()) {
+            return ErrorResponse(
+                MakeError(ErrorCode::kInvalidArgument, "empty body: send a fleet YAML file"));
+          }
+          auto spec = ParseFleetSpec(req.body, filename, ctx.catalog);
+          if (!spec.ok()) return ErrorResponse(spec.error());
+          for (const auto& c : spec->clusters) {
+            if (!who.CanSeeCluster(c.name)) {
+              return ErrorResponse(
+                  MakeError(ErrorCode::kPermissionDenied,
+                            "token '" + who.name + "' may not change cluster '" + c.name + "'"));
+            }
+          }
+          if (dry_run) {
+            return ObjectResponse(200, {{"dry_run", true},
+                                        {"clusters", spec->clusters.size()},
+                                        {"pools", spec->pools.size()}});
+          }
+          auto counts = ctx.fleet.Apply(spec.value());
+          if (!counts.ok()) return ErrorResponse(counts.error());
+          const auto& c = counts.value();
+          return ObjectResponse(200, {{"clusters",
+                                       {{"created", c.clusters_created},
+                                        {"updated", c.clusters_updated},
+                                        {"unchanged", c.clusters_unchanged}}},
+                                      {"pools",
+                                       {{"created", c.pools_created},
+                                        {"updated", c.pools_updated},
+                                        {"unchanged", c.pools_unchanged}}}});
+        }();
+        r.audit_target = "fleet/" + filename;
+        if (r.status == 200) r.audit_after = r.body;
+        return r;
+      });
 }
 
 }  // namespace gpufleet::api

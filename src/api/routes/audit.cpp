@@ -15,7 +15,8 @@ void AddAuditRoutes(Router& router, ApiContext& ctx) {
     if (auto it = req.query.find("before"); it != req.query.end()) {
       if (it->second.empty() || it->second.size() > 18 ||
           it->second.find_first_not_of("0123456789") != std::string::npos) {
-        return ErrorResponse(MakeError(ErrorCode::kInvalidArgument, "'before' must be an audit id"));
+        return ErrorResponse(
+            MakeError(ErrorCode::kInvalidArgument, "'before' must be an audit id"));
       }
       before = std::stoll(it->second);
     }
@@ -23,8 +24,9 @@ void AddAuditRoutes(Router& router, ApiContext& ctx) {
     if (!records.ok()) return ErrorResponse(records.error());
     json::array items;
     for (const auto& r : records.value()) {
-      json::object o{{"id", r.id},         {"time", FormatTime(r.time_ms)}, {"actor", r.actor},
-                     {"action", r.action}, {"target", r.target},            {"status", r.status},
+      json::object o{{"id", r.id},         {"time", FormatTime(r.time_ms)},
+                     {"actor", r.actor},   {"action", r.action},
+                     {"target", r.target}, {"status", r.status},
                      {"result", r.result}};
       boost::system::error_code ec;
       if (!r.before.empty()) o["before"] = json::parse(r.before, ec);

@@ -38,81 +38,91 @@ json::object WithCounts(json::object o, const Counts& c) {
 }  // namespace
 
 void AddClusterRoutes(Router& router, ApiContext& ctx) {
-  router.Add("GET", "/healthz", Role::kViewer,
-             [](const Request&, const Principal&) {
-               return JsonResponse(200, R"({"status":"ok"})");
-             },
-             /*public_route=*/true);
+  router.Add(
+      "GET", "/healthz", Role::kViewer,
+      [](const Request&, const Principal&) { return JsonResponse(200, R"({"status":"ok"})"); },
+      /*public_route=*/true);
 
-  router.Add("GET", "/api/v1/clusters", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
-    auto page = ParsePage(req);
-    if (!page.ok()) return ErrorResponse(page.error());
-    auto clusters = ctx.fleet.Clusters();
-    if (!clusters.ok()) return ErrorResponse(clusters.error());
-    auto counts = CountBy(ctx.fleet.Nodes({}), false);
-    json::array items;
-    for (const auto& c : clusters.value()) {
-      if (!who.CanSeeCluster(c.name)) continue;
-      if (auto t = req.query.find("type"); t != req.query.end() && t->second != ToString(c.type)) continue;
-      items.push_back(WithCounts(ToJson(c), counts[c.name]));
-    }
-    return ListResponse(std::move(items), page.value());
-  });
+  router.Add("GET", "/api/v1/clusters", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) {
+               auto page = ParsePage(req);
+               if (!page.ok()) return ErrorResponse(page.error());
+               auto clusters = ctx.fleet.Clusters();
+               if (!clusters.ok()) return ErrorResponse(clusters.error());
+               auto counts = CountBy(ctx.fleet.Nodes({}), false);
+               json::array items;
+               for (const auto& c : clusters.value()) {
+                 if (!who.CanSeeCluster(c.name)) continue;
+                 if (auto t = req.query.find("type");
+                     t != req.query.end() && t->second != ToString(c.type))
+                   continue;
+                 items.push_back(WithCounts(ToJson(c), counts[c.name]));
+               }
+               return ListResponse(std::move(items), page.value());
+             });
 
-  router.Add("GET", "/api/v1/clusters/{name}", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
-    auto clusters = ctx.fleet.Clusters();
-    if (!clusters.ok()) return ErrorResponse(clusters.error());
-    const std::string& name = req.params.at("name");
-    for (const auto& c : clusters.value()) {
-      if (c.name != name || !who.CanSeeCluster(c.name)) continue;
-      NodeFilter f;
-      f.cluster = name;
-      auto counts = CountBy(ctx.fleet.Nodes(f), false);
-      return ObjectResponse(200, WithCounts(ToJson(c), counts[name]));
-    }
-    return ErrorResponse(MakeError(ErrorCode::kNotFound, "no cluster '" + name + "'"));
-  });
+  router.Add("GET", "/api/v1/clusters/{name}", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) {
+               auto clusters = ctx.fleet.Clusters();
+               if (!clusters.ok()) return ErrorResponse(clusters.error());
+               const std::string& name = req.params.at("name");
+               for (const auto& c : clusters.value()) {
+                 if (c.name != name || !who.CanSeeCluster(c.name)) continue;
+                 NodeFilter f;
+                 f.cluster = name;
+                 auto counts = CountBy(ctx.fleet.Nodes(f), false);
+                 return ObjectResponse(200, WithCounts(ToJson(c), counts[name]));
+               }
+               return ErrorResponse(MakeError(ErrorCode::kNotFound, "no cluster '" + name + "'"));
+             });
 
-  router.Add("GET", "/api/v1/pools", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
-    auto page = ParsePage(req);
-    if (!page.ok()) return ErrorResponse(page.error());
-    auto pools = ctx.fleet.Pools();
-    if (!pools.ok()) return ErrorResponse(pools.error());
-    auto counts = CountBy(ctx.fleet.Nodes({}), true);
-    auto cluster = req.query.find("cluster");
-    json::array items;
-    for (const auto& p : pools.value()) {
-      if (!who.CanSeeCluster(p.cluster)) continue;
-      if (cluster != req.query.end() && cluster->second != p.cluster) continue;
-      items.push_back(WithCounts(ToJson(p), counts[p.name]));
-    }
-    return ListResponse(std::move(items), page.value());
-  });
+  router.Add("GET", "/api/v1/pools", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) {
+               auto page = ParsePage(req);
+               if (!page.ok()) return ErrorResponse(page.error());
+               auto pools = ctx.fleet.Pools();
+               if (!pools.ok()) return ErrorResponse(pools.error());
+               auto counts = CountBy(ctx.fleet.Nodes({}), true);
+               auto cluster = req.query.find("cluster");
+               json::array items;
+               for (const auto& p : pools.value()) {
+                 if (!who.CanSeeCluster(p.cluster)) continue;
+                 if (cluster != req.query.end() && cluster->second != p.cluster) continue;
+                 items.push_back(WithCounts(ToJson(p), counts[p.name]));
+               }
+               return ListResponse(std::move(items), page.value());
+             });
 
-  router.Add("GET", "/api/v1/pools/{name}", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
-    auto pool = ctx.fleet.FindPool(req.params.at("name"));
-    if (!pool.ok() || !who.CanSeeCluster(pool->cluster)) {
-      return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + req.params.at("name") + "'"));
-    }
-    NodeFilter f;
-    f.pool = pool->name;
-    auto counts = CountBy(ctx.fleet.Nodes(f), true);
-    return ObjectResponse(200, WithCounts(ToJson(pool.value()), counts[pool->name]));
-  });
+  router.Add("GET", "/api/v1/pools/{name}", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) {
+               auto pool = ctx.fleet.FindPool(req.params.at("name"));
+               if (!pool.ok() || !who.CanSeeCluster(pool->cluster)) {
+                 return ErrorResponse(
+                     MakeError(ErrorCode::kNotFound, "no pool '" + req.params.at("name") + "'"));
+               }
+               NodeFilter f;
+               f.pool = pool->name;
+               auto counts = CountBy(ctx.fleet.Nodes(f), true);
+               return ObjectResponse(200, WithCounts(ToJson(pool.value()), counts[pool->name]));
+             });
 
-  router.Add("GET", "/api/v1/gpu-models", Role::kViewer, [&ctx](const Request& req, const Principal&) {
-    auto page = ParsePage(req);
-    if (!page.ok()) return ErrorResponse(page.error());
-    json::array items;
-    for (const auto& m : ctx.catalog.models()) items.push_back(ToJson(m));
-    return ListResponse(std::move(items), page.value());
-  });
+  router.Add("GET", "/api/v1/gpu-models", Role::kViewer,
+             [&ctx](const Request& req, const Principal&) {
+               auto page = ParsePage(req);
+               if (!page.ok()) return ErrorResponse(page.error());
+               json::array items;
+               for (const auto& m : ctx.catalog.models()) items.push_back(ToJson(m));
+               return ListResponse(std::move(items), page.value());
+             });
 
-  router.Add("GET", "/api/v1/gpu-models/{id}", Role::kViewer, [&ctx](const Request& req, const Principal&) {
-    const GpuModelSpec* m = ctx.catalog.Find(req.params.at("id"));
-    if (!m) return ErrorResponse(MakeError(ErrorCode::kNotFound, "no GPU model '" + req.params.at("id") + "'"));
-    return ObjectResponse(200, ToJson(*m));
-  });
+  router.Add("GET", "/api/v1/gpu-models/{id}", Role::kViewer,
+             [&ctx](const Request& req, const Principal&) {
+               const GpuModelSpec* m = ctx.catalog.Find(req.params.at("id"));
+               if (!m)
+                 return ErrorResponse(
+                     MakeError(ErrorCode::kNotFound, "no GPU model '" + req.params.at("id") + "'"));
+               return ObjectResponse(200, ToJson(*m));
+             });
 }
 
 }  // namespace gpufleet::api

@@ -32,8 +32,8 @@ Response Action(ApiContext& ctx, const Request& req, const Principal& who, NodeA
     return ErrorResponse(MakeError(ErrorCode::kNotFound, "no node '" + name + "'"));
   }
   auto after = ctx.fleet.Act(name, action, who.name);
-  Response r = after.ok() ? ObjectResponse(200, ToJson(after.value(), true))
-                          : ErrorResponse(after.error());
+  Response r =
+      after.ok() ? ObjectResponse(200, ToJson(after.value(), true)) : ErrorResponse(after.error());
   r.audit_target = "node/" + name;
   r.audit_before = json::serialize(json::object{{"state", ToString(before->state)}});
   if (after.ok()) r.audit_after = json::serialize(json::object{{"state", ToString(after->state)}});
@@ -43,23 +43,27 @@ Response Action(ApiContext& ctx, const Request& req, const Principal& who, NodeA
 }  // namespace
 
 void AddNodeRoutes(Router& router, ApiContext& ctx) {
-  router.Add("GET", "/api/v1/nodes", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
-    auto page = ParsePage(req);
-    if (!page.ok()) return ErrorResponse(page.error());
-    auto filter = FilterFrom(req, who);
-    if (!filter.ok()) return ErrorResponse(filter.error());
-    json::array items;
-    for (const auto& n : ctx.fleet.Nodes(filter.value())) items.push_back(ToJson(n, false));
-    return ListResponse(std::move(items), page.value());
-  });
+  router.Add("GET", "/api/v1/nodes", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) {
+               auto page = ParsePage(req);
+               if (!page.ok()) return ErrorResponse(page.error());
+               auto filter = FilterFrom(req, who);
+               if (!filter.ok()) return ErrorResponse(filter.error());
+               json::array items;
+               for (const auto& n : ctx.fleet.Nodes(filter.value()))
+                 items.push_back(ToJson(n, false));
+               return ListResponse(std::move(items), page.value());
+             });
 
-  router.Add("GET", "/api/v1/nodes/{name}", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
-    auto node = ctx.fleet.GetNode(req.params.at("name"));
-    if (!node.ok() || !who.CanSeeCluster(node->cluster)) {
-      return ErrorResponse(MakeError(ErrorCode::kNotFound, "no node '" + req.params.at("name") + "'"));
-    }
-    return ObjectResponse(200, ToJson(node.value(), true));
-  });
+  router.Add("GET", "/api/v1/nodes/{name}", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) {
+               auto node = ctx.fleet.GetNode(req.params.at("name"));
+               if (!node.ok() || !who.CanSeeCluster(node->cluster)) {
+                 return ErrorResponse(
+                     MakeError(ErrorCode::kNotFound, "no node '" + req.params.at("name") + "'"));
+               }
+               return ObjectResponse(200, ToJson(node.value(), true));
+             });
 
   router.Add("GET", "/api/v1/nodes/{name}/events", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -67,7 +71,8 @@ void AddNodeRoutes(Router& router, ApiContext& ctx) {
                if (!page.ok()) return ErrorResponse(page.error());
                auto node = ctx.fleet.GetNode(req.params.at("name"));
                if (!node.ok() || !who.CanSeeCluster(node->cluster)) {
-                 return ErrorResponse(MakeError(ErrorCode::kNotFound, "no node '" + req.params.at("name") + "'"));
+                 return ErrorResponse(
+                     MakeError(ErrorCode::kNotFound, "no node '" + req.params.at("name") + "'"));
                }
                auto events = ctx.fleet.Events(node->name, static_cast<int>(page->limit));
                if (!events.ok()) return ErrorResponse(events.error());
@@ -89,27 +94,29 @@ void AddNodeRoutes(Router& router, ApiContext& ctx) {
                return Action(ctx, req, who, NodeAction::kDrain);
              });
 
-  router.Add("GET", "/api/v1/gpus", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
-    auto page = ParsePage(req);
-    if (!page.ok()) return ErrorResponse(page.error());
-    auto filter = FilterFrom(req, who);
-    if (!filter.ok()) return ErrorResponse(filter.error());
-    auto node_filter = req.query.find("node");
-    json::array items;
-    for (const auto& n : ctx.fleet.Nodes(filter.value())) {
-      if (node_filter != req.query.end() && node_filter->second != n.name) continue;
-      for (const auto& g : n.gpus) {
-        if (!filter->model.empty() && g.model != filter->model && g.name != filter->model) continue;
-        json::object o = ToJson(g);
-        o["node"] = n.name;
-        o["cluster"] = n.cluster;
-        o["pool"] = n.pool;
-        o["simulated"] = n.simulated;
-        items.push_back(std::move(o));
-      }
-    }
-    return ListResponse(std::move(items), page.value());
-  });
+  router.Add(
+      "GET", "/api/v1/gpus", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
+        auto page = ParsePage(req);
+        if (!page.ok()) return ErrorResponse(page.error());
+        auto filter = FilterFrom(req, who);
+        if (!filter.ok()) return ErrorResponse(filter.error());
+        auto node_filter = req.query.find("node");
+        json::array items;
+        for (const auto& n : ctx.fleet.Nodes(filter.value())) {
+          if (node_filter != req.query.end() && node_filter->second != n.name) continue;
+          for (const auto& g : n.gpus) {
+            if (!filter->model.empty() && g.model != filter->model && g.name != filter->model)
+              continue;
+            json::object o = ToJson(g);
+            o["node"] = n.name;
+            o["cluster"] = n.cluster;
+            o["pool"] = n.pool;
+            o["simulated"] = n.simulated;
+            items.push_back(std::move(o));
+          }
+        }
+        return ListResponse(std::move(items), page.value());
+      });
 }
 
 }  // namespace gpufleet::api

@@ -10,14 +10,15 @@ std::string_view web_index();
 namespace api {
 
 void AddStaticRoutes(Router& router, ApiContext&) {
-  router.Add("GET", "/", Role::kViewer,
-             [](const Request&, const Principal&) {
-               Response r;
-               r.content_type = "text/html; charset=utf-8";
-               r.body = std::string(embedded::web_index());
-               return r;
-             },
-             /*public_route=*/true);
+  router.Add(
+      "GET", "/", Role::kViewer,
+      [](const Request&, const Principal&) {
+        Response r;
+        r.content_type = "text/html; charset=utf-8";
+        r.body = std::string(embedded::web_index());
+        return r;
+      },
+      /*public_route=*/true);
 }
 
 }  // namespace api

@@ -15,7 +15,8 @@ Status OnlyFields(const json::object& o, std::initializer_list<std::string_view>
     bool ok = false;
     for (auto a : allowed) ok = ok || kv.key() == a;
     if (!ok) {
-      return MakeError(ErrorCode::kInvalidArgument, "unknown field '" + std::string(kv.key()) + "'");
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "unknown field '" + std::string(kv.key()) + "'");
     }
   }
   return {};
@@ -90,88 +91,100 @@ Result<ApiToken> ApiTokenFrom(const json::object& o, Clock& clock) {
 }  // namespace
 
 void AddTokenRoutes(Router& router, ApiContext& ctx) {
-  router.Add("POST", "/api/v1/join-tokens", Role::kOperator, [&ctx](const Request& req, const Principal& who) {
-    auto body = ParseObject(req.body);
-    if (!body.ok()) return ErrorResponse(body.error());
-    if (auto s = OnlyFields(body.value(), {"pool", "ttl"}); !s.ok()) return ErrorResponse(s.error());
-    auto pool = GetString(body.value(), "pool");
-    if (!pool.ok()) return ErrorResponse(pool.error());
-    auto ttl = Ttl(body.value(), "24h");
-    if (!ttl.ok()) return ErrorResponse(ttl.error());
-    auto p = ctx.fleet.FindPool(pool.value());
-    if (!p.ok() || !who.CanSeeCluster(p->cluster)) {
-      return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + pool.value() + "'"));
-    }
-    auto issued = ctx.fleet.CreateJoinToken(pool.value(), ttl.value(), who.name);
-    if (!issued.ok()) return ErrorResponse(issued.error());
-    json::object o = JoinTokenJson(issued->token, ctx.clock.NowMs());
-    Response r = ObjectResponse(201, [&] {
-      json::object with = o;
-      with["token"] = issued->secret;
-      return with;
-    }());
-    r.audit_target = "join-token/" + issued->token.id;
-    r.audit_after = json::serialize(o);
-    return r;
-  });
+  router.Add(
+      "POST", "/api/v1/join-tokens", Role::kOperator,
+      [&ctx](const Request& req, const Principal& who) {
+        auto body = ParseObject(req.body);
+        if (!body.ok()) return ErrorResponse(body.error());
+        if (auto s = OnlyFields(body.value(), {"pool", "ttl"}); !s.ok())
+          return ErrorResponse(s.error());
+        auto pool = GetString(body.value(), "pool");
+        if (!pool.ok()) return ErrorResponse(pool.error());
+        auto ttl = Ttl(body.value(), "24h");
+        if (!ttl.ok()) return ErrorResponse(ttl.error());
+        auto p = ctx.fleet.FindPool(pool.value());
+        if (!p.ok() || !who.CanSeeCluster(p->cluster)) {
+          return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + pool.value() + "'"));
+        }
+        auto issued = ctx.fleet.CreateJoinToken(pool.value(), ttl.value(), who.name);
+        if (!issued.ok()) return ErrorResponse(issued.error());
+        json::object o = JoinTokenJson(issued->token, ctx.clock.NowMs());
+        Response r = ObjectResponse(201, [&] {
+          json::object with = o;
+          with["token"] = issued->secret;
+          return with;
+        }());
+        r.audit_target = "join-token/" + issued->token.id;
+        r.audit_after = json::serialize(o);
+        return r;
+      });
 
-  router.Add("GET", "/api/v1/join-tokens", Role::kOperator, [&ctx](const Request& req, const Principal&) {
-    auto page = ParsePage(req);
-    if (!page.ok()) return ErrorResponse(page.error());
-    auto tokens = ctx.store.ListJoinTokens();
-    if (!tokens.ok()) return ErrorResponse(tokens.error());
-    json::array items;
-    for (const auto& t : tokens.value()) items.push_back(JoinTokenJson(t, ctx.clock.NowMs()));
-    return ListResponse(std::move(items), page.value());
-  });
+  router.Add("GET", "/api/v1/join-tokens", Role::kOperator,
+             [&ctx](const Request& req, const Principal&) {
+               auto page = ParsePage(req);
+               if (!page.ok()) return ErrorResponse(page.error());
+               auto tokens = ctx.store.ListJoinTokens();
+               if (!tokens.ok()) return ErrorResponse(tokens.error());
+               json::array items;
+               for (const auto& t : tokens.value())
+                 items.push_back(JoinTokenJson(t, ctx.clock.NowMs()));
+               return ListResponse(std::move(items), page.value());
+             });
 
-  router.Add("DELETE", "/api/v1/join-tokens/{id}", Role::kOperator, [&ctx](const Request& req, const Principal&) {
-    const std::string& id = req.params.at("id");
-    Response r = [&] {
-      if (auto s = ctx.store.RevokeJoinToken(id); !s.ok()) return ErrorResponse(s.error());
-      return ObjectResponse(200, {{"id", id}, {"revoked", true}});
-    }();
-    r.audit_target = "join-token/" + id;
-    return r;
-  });
+  router.Add("DELETE", "/api/v1/join-tokens/{id}", Role::kOperator,
+             [&ctx](const Request& req, const Principal&) {
+               const std::string& id = req.params.at("id");
+               Response r = [&] {
+                 if (auto s = ctx.store.RevokeJoinToken(id); !s.ok())
+                   return ErrorResponse(s.error());
+                 return ObjectResponse(200, {{"id", id}, {"revoked", true}});
+               }();
+               r.audit_target = "join-token/" + id;
+               return r;
+             });
 
-  router.Add("POST", "/api/v1/api-tokens", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
-    auto body = ParseObject(req.body);
-    if (!body.ok()) return ErrorResponse(body.error());
-    auto token = ApiTokenFrom(body.value(), ctx.clock);
-    if (!token.ok()) return ErrorResponse(token.error());
-    std::string secret = "gfa_" + RandomHex(24);
-    token->id = "tok-" + RandomHex(6);
-    token->hash = Sha256Hex(secret);
-    if (auto s = ctx.store.CreateApiToken(token.value()); !s.ok()) return ErrorResponse(s.error());
-    json::object o = ApiTokenJson(token.value());
-    json::object with = o;
-    with["token"] = secret;
-    Response r = ObjectResponse(201, with);
-    r.audit_target = "api-token/" + token->id;
-    r.audit_after = json::serialize(o);
-    return r;
-  });
+  router.Add("POST", "/api/v1/api-tokens", Role::kAdmin,
+             [&ctx](const Request& req, const Principal&) {
+               auto body = ParseObject(req.body);
+               if (!body.ok()) return ErrorResponse(body.error());
+               auto token = ApiTokenFrom(body.value(), ctx.clock);
+               if (!token.ok()) return ErrorResponse(token.error());
+               std::string secret = "gfa_" + RandomHex(24);
+               token->id = "tok-" + RandomHex(6);
+               token->hash = Sha256Hex(secret);
+               if (auto s = ctx.store.CreateApiToken(token.value()); !s.ok())
+                 return ErrorResponse(s.error());
+               json::object o = ApiTokenJson(token.value());
+               json::object with = o;
+               with["token"] = secret;
+               Response r = ObjectResponse(201, with);
+               r.audit_target = "api-token/" + token->id;
+               r.audit_after = json::serialize(o);
+               return r;
+             });
 
-  router.Add("GET", "/api/v1/api-tokens", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
-    auto page = ParsePage(req);
-    if (!page.ok()) return ErrorResponse(page.error());
-    auto tokens = ctx.store.ListApiTokens();
-    if (!tokens.ok()) return ErrorResponse(tokens.error());
-    json::array items;
-    for (const auto& t : tokens.value()) items.push_back(ApiTokenJson(t));
-    return ListResponse(std::move(items), page.value());
-  });
+  router.Add("GET", "/api/v1/api-tokens", Role::kAdmin,
+             [&ctx](const Request& req, const Principal&) {
+               auto page = ParsePage(req);
+               if (!page.ok()) return ErrorResponse(page.error());
+               auto tokens = ctx.store.ListApiTokens();
+               if (!tokens.ok()) return ErrorResponse(tokens.error());
+               json::array items;
+               for (const auto& t : tokens.value()) items.push_back(ApiTokenJson(t));
+               return ListResponse(std::move(items), page.value());
+             });
 
-  router.Add("DELETE", "/api/v1/api-tokens/{id}", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
-    const std::string& id = req.params.at("id");
-    Response r = [&] {
-      if (auto s = ctx.store.RevokeApiToken(id); !s.ok()) return ErrorResponse(s.error());
-      return ObjectResponse(200, {{"id", id}, {"revoked", true}});
-    }();
-    r.audit_target = "api-token/" + id;
-    return r;
-  });
+  router.Add("DELETE", "/api/v1/api-tokens/{id}", Role::kAdmin,
+             [&ctx](const Request& req, const Principal&) {
+               const std::string& id = req.params.at("id");
+               Response r = [&] {
+                 if (auto s = ctx.store.RevokeApiToken(id); !s.ok())
+                   return ErrorResponse(s.error());
+                 return ObjectResponse(200, {{"id", id}, {"revoked", true}});
+               }();
+               r.audit_target = "api-token/" + id;
+               return r;
+             });
 }
 
 }  // namespace gpufleet::api

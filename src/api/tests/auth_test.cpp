@@ -14,8 +14,9 @@ namespace {
 class AuthTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("gf-auth-" + std::to_string(::getpid()) + "-" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gf-auth-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     store_ = std::move(OpenStore("sqlite:" + (dir_ / "db").string()).value());
@@ -32,7 +33,7 @@ TEST_F(AuthTest, BootstrapWritesAnAdminTokenOnceWithMode0600) {
   auto wrote = BootstrapAdminToken(*store_, clock_, path);
   ASSERT_TRUE(wrote.ok());
   EXPECT_TRUE(wrote.value());
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600);
   std::string secret;
@@ -68,7 +69,8 @@ TEST_F(AuthTest, RefusesMissingMalformedUnknownExpiredAndRevokedTokens) {
   r.expires_ms = 0;
   ASSERT_TRUE(store_->CreateApiToken(r).ok());
   ASSERT_TRUE(store_->RevokeApiToken("tok-2").ok());
-  EXPECT_EQ(Authenticate(*store_, clock_, "Bearer secret2").error().message, "token has been revoked");
+  EXPECT_EQ(Authenticate(*store_, clock_, "Bearer secret2").error().message,
+            "token has been revoked");
 }
 
 TEST(Paging, ParsesAndBoundsLimitAndOffset) {

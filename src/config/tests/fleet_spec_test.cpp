@@ -44,9 +44,9 @@ TEST(FleetSpec, ExampleFleetIsValidAndRealistic) {
 }
 
 TEST(FleetSpec, MinimalFileParses) {
-  auto spec = ParseFleetSpec(
-      Read(fs::path(GPUFLEET_SOURCE_DIR) / "tests/fixtures/fleet/good-minimal.yaml"), "f.yaml",
-      *GpuCatalog::Builtin());
+  auto spec =
+      ParseFleetSpec(Read(fs::path(GPUFLEET_SOURCE_DIR) / "tests/fixtures/fleet/good-minimal.yaml"),
+                     "f.yaml", *GpuCatalog::Builtin());
   ASSERT_TRUE(spec.ok()) << spec.error().message;
   EXPECT_EQ(spec->clusters.at(0).type, ClusterType::kDevelopment);
   EXPECT_TRUE(spec->pools.empty());
@@ -56,7 +56,8 @@ TEST(FleetSpec, MinimalFileParses) {
 // which names the file, the line and the field.
 TEST(FleetSpec, BadFilesAreRefusedWithFileLineAndField) {
   int checked = 0;
-  for (const auto& entry : fs::directory_iterator(fs::path(GPUFLEET_SOURCE_DIR) / "tests/fixtures/fleet")) {
+  for (const auto& entry :
+       fs::directory_iterator(fs::path(GPUFLEET_SOURCE_DIR) / "tests/fixtures/fleet")) {
     std::string name = entry.path().filename().string();
     if (name.rfind("bad-", 0) != 0) continue;
     std::string text = Read(entry.path());

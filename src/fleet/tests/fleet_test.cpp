@@ -100,7 +100,8 @@ TEST_F(FleetTest, WrongModelOrCountIsDegradedWithReason) {
   EXPECT_EQ(n->state, NodeState::kDegraded);
   EXPECT_EQ(n->reason, "pool h100 expects 8 x H100-SXM5-80GB, found 8 x L4");
   ASSERT_TRUE(fleet_->OnHello(Hello("gpu-c", 4, "NVIDIA H100 80GB HBM3"), "x").ok());
-  EXPECT_EQ(fleet_->GetNode("gpu-c")->reason, "pool h100 expects 8 x H100-SXM5-80GB, found 4 x H100-SXM5-80GB");
+  EXPECT_EQ(fleet_->GetNode("gpu-c")->reason,
+            "pool h100 expects 8 x H100-SXM5-80GB, found 4 x H100-SXM5-80GB");
 }
 
 TEST_F(FleetTest, LostGpuMakesNodeUnhealthy) {

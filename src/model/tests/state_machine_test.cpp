@@ -11,7 +11,8 @@ constexpr NodeState kDegraded = NodeState::kDegraded;
 TEST(StateMachine, HealthMovesActiveNodes) {
   EXPECT_EQ(OnHealth({kReady, kReady}, kDegraded), (NodeStatus{kDegraded, kDegraded}));
   EXPECT_EQ(OnHealth({kDegraded, kDegraded}, kReady), (NodeStatus{kReady, kReady}));
-  EXPECT_EQ(OnHealth({NodeState::kJoining, NodeState::kJoining}, kReady), (NodeStatus{kReady, kReady}));
+  EXPECT_EQ(OnHealth({NodeState::kJoining, NodeState::kJoining}, kReady),
+            (NodeStatus{kReady, kReady}));
 }
 
 TEST(StateMachine, HealthDoesNotOverrideAdminStates) {

@@ -206,8 +206,7 @@ class SqliteStore : public Store {
                              "FROM nodes ORDER BY name",
              soci::into(n.name), soci::into(n.cluster), soci::into(n.pool), soci::into(state),
              soci::into(resume), soci::into(n.reason), soci::into(facts), soci::into(simulated),
-             soci::into(registered), soci::into(seen), soci::into(since),
-             soci::into(n.token_hash));
+             soci::into(registered), soci::into(seen), soci::into(since), soci::into(n.token_hash));
         st.execute();
         while (st.fetch()) {
           n.state = ParseNodeState(state).value_or(NodeState::kUnreachable);
@@ -259,9 +258,8 @@ class SqliteStore : public Store {
       soci::statement st =
           (sql_.prepare << "SELECT id, node, time_ms, from_state, to_state, reason, actor FROM "
                            "node_events WHERE node = :n ORDER BY id DESC LIMIT :l",
-           soci::into(id), soci::into(e.node), soci::into(t), soci::into(e.from),
-           soci::into(e.to), soci::into(e.reason), soci::into(e.actor), soci::use(node),
-           soci::use(lim));
+           soci::into(id), soci::into(e.node), soci::into(t), soci::into(e.from), soci::into(e.to),
+           soci::into(e.reason), soci::into(e.actor), soci::use(node), soci::use(lim));
       st.execute();
       while (st.fetch()) {
         e.id = id;
@@ -403,11 +401,13 @@ class SqliteStore : public Store {
       std::vector<JoinToken> out;
       JoinToken t;
       long long created = 0, expires = 0, revoked = 0, all = hash.empty() ? 1 : 0;
-      std::string q = "SELECT id, pool, hash, created_by, created_ms, expires_ms, revoked FROM "
-                      "join_tokens WHERE (hash = :h OR :all = 1) ORDER BY created_ms, id";
-      soci::statement st = (sql_.prepare << q, soci::into(t.id), soci::into(t.pool),
-                            soci::into(t.hash), soci::into(t.created_by), soci::into(created),
-                            soci::into(expires), soci::into(revoked), soci::use(hash), soci::use(all));
+      std::string q =
+          "SELECT id, pool, hash, created_by, created_ms, expires_ms, revoked FROM "
+          "join_tokens WHERE (hash = :h OR :all = 1) ORDER BY created_ms, id";
+      soci::statement st =
+          (sql_.prepare << q, soci::into(t.id), soci::into(t.pool), soci::into(t.hash),
+           soci::into(t.created_by), soci::into(created), soci::into(expires), soci::into(revoked),
+           soci::use(hash), soci::use(all));
       st.execute();
       while (st.fetch()) {
         t.created_ms = created;
@@ -428,11 +428,13 @@ class SqliteStore : public Store {
       ApiToken t;
       std::string role, clusters;
       long long created = 0, expires = 0, revoked = 0, all = hash.empty() ? 1 : 0;
-      std::string q = "SELECT id, name, role, clusters, hash, created_ms, expires_ms, revoked "
-                      "FROM api_tokens WHERE (hash = :h OR :all = 1) ORDER BY created_ms, id";
-      soci::statement st = (sql_.prepare << q, soci::into(t.id), soci::into(t.name),
-                            soci::into(role), soci::into(clusters), soci::into(t.hash),
-                            soci::into(created), soci::into(expires), soci::into(revoked), soci::use(hash), soci::use(all));
+      std::string q =
+          "SELECT id, name, role, clusters, hash, created_ms, expires_ms, revoked "
+          "FROM api_tokens WHERE (hash = :h OR :all = 1) ORDER BY created_ms, id";
+      soci::statement st =
+          (sql_.prepare << q, soci::into(t.id), soci::into(t.name), soci::into(role),
+           soci::into(clusters), soci::into(t.hash), soci::into(created), soci::into(expires),
+           soci::into(revoked), soci::use(hash), soci::use(all));
       st.execute();
       while (st.fetch()) {
         t.role = ParseRole(role).value_or(Role::kViewer);

@@ -87,7 +87,8 @@ TEST_F(StoreTest, NodesWithGpusAndEventsPersist) {
   ASSERT_TRUE(store_->SaveNode(n, {e}).ok());
   n.gpus.pop_back();
   n.state = NodeState::kDegraded;
-  ASSERT_TRUE(store_->SaveNode(n, {NodeEvent{0, "n1", 6, "ready", "degraded", "lost one", "agent"}}).ok());
+  ASSERT_TRUE(
+      store_->SaveNode(n, {NodeEvent{0, "n1", 6, "ready", "degraded", "lost one", "agent"}}).ok());
   Reopen();
   auto nodes = store_->LoadNodes();
   ASSERT_TRUE(nodes.ok()) << nodes.error().message;

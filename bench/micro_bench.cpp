@@ -1,0 +1,107 @@
+// Micro-benchmarks of the controller's hot paths: decoding an agent's hello, judging a node
+// against its pool, and listing 1,000 nodes (what GET /api/v1/nodes does before serialising).
+
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "fleet/fleet.h"
+#include "model/json.h"
+#include "proto/proto.h"
+
+namespace gpufleet {
+namespace {
+
+proto::Hello MakeHello(const std::string& host) {
+  proto::Hello h;
+  h.join_token = "gfj_0123456789abcdef0123456789abcdef0123456789abcdef";
+  h.facts.hostname = host;
+  h.facts.driver_version = "550.54.15";
+  h.facts.cuda_driver_version = "12.4";
+  for (int i = 0; i < 8; ++i) {
+    Gpu g;
+    g.index = i;
+    g.uuid = "GPU-0f0e0d0c-0000-1111-2222-33334444555" + std::to_string(i);
+    g.name = "NVIDIA H100 80GB HBM3";
+    g.serial = "165222300000" + std::to_string(i);
+    g.pci_bus_id = "00000000:18:00.0";
+    g.memory_total_bytes = 85520809984ull;
+    g.vbios_version = "96.00.74.00.01";
+    g.inforom_version = "G520.0200.00.05";
+    g.mig_mode = 0;
+    h.gpus.push_back(g);
+  }
+  return h;
+}
+
+void BM_DecodeHello(benchmark::State& state) {
+  std::string wire = proto::Encode(MakeHello("node-0001"));
+  for (auto _ : state) benchmark::DoNotOptimize(proto::Decode(wire));
+  state.SetBytesProcessed(state.iterations() * wire.size());
+}
+BENCHMARK(BM_DecodeHello);
+
+class Fixture {
+ public:
+  Fixture() {
+    dir_ = std::filesystem::temp_directory_path() / ("gf-bench-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    store_ = std::move(OpenStore("sqlite:" + (dir_ / "db").string()).value());
+    fleet_ =
+        std::make_unique<FleetService>(*store_, GpuCatalog::Builtin(), RealClock(), FleetOptions{});
+    auto spec = ParseFleetSpec(
+        "apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n  - name: c\n    type: training\n"
+        "    site: s\n    pools:\n      - {name: p, gpu_model: H100-SXM5-80GB}\n",
+        "bench.yaml", *GpuCatalog::Builtin());
+    (void)fleet_->Apply(spec.value());
+    auto token = fleet_->CreateJoinToken("p", 0, "bench").value().secret;
+    for (int i = 0; i < 1000; ++i) {
+      auto h = MakeHello("node-" + std::to_string(i));
+      h.join_token = token;
+      for (auto& g : h.gpus) g.uuid += "-" + std::to_string(i);
+      (void)fleet_->OnHello(h, "127.0.0.1");
+    }
+  }
+  ~Fixture() { std::filesystem::remove_all(dir_); }
+  FleetService& fleet() { return *fleet_; }
+
+ private:
+  std::filesystem::path dir_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<FleetService> fleet_;
+};
+
+Fixture& Shared() {
+  static Fixture f;
+  return f;
+}
+
+void BM_ListAndSerialise1000Nodes(benchmark::State& state) {
+  auto& fleet = Shared().fleet();
+  for (auto _ : state) {
+    boost::json::array items;
+    for (const auto& n : fleet.Nodes({})) items.push_back(ToJson(n, false));
+    benchmark::DoNotOptimize(
+        boost::json::serialize(boost::json::object{{"items", std::move(items)}}));
+  }
+}
+BENCHMARK(BM_ListAndSerialise1000Nodes)->Unit(benchmark::kMillisecond);
+
+void BM_JudgeNode(benchmark::State& state) {
+  auto& fleet = Shared().fleet();
+  Pool pool{"p", "c", "H100-SXM5-80GB", 8, 0, {}, 0, 0};
+  auto gpus = MakeHello("x").gpus;
+  for (auto _ : state) benchmark::DoNotOptimize(fleet.Judge(pool, gpus));
+}
+BENCHMARK(BM_JudgeNode);
+
+void BM_Heartbeat(benchmark::State& state) {
+  auto& fleet = Shared().fleet();
+  proto::Message hb = proto::Heartbeat{1, 0};
+  for (auto _ : state) fleet.OnMessage("node-500", hb);
+}
+BENCHMARK(BM_Heartbeat);
+
+}  // namespace
+}  // namespace gpufleet
