@@ -88,6 +88,13 @@ void BM_ListAndSerialise1000Nodes(benchmark::State& state) {
 }
 BENCHMARK(BM_ListAndSerialise1000Nodes)->Unit(benchmark::kMillisecond);
 
+// What GET /api/v1/nodes does: the per-node JSON cache, after the first call warmed it.
+void BM_NodesJson1000(benchmark::State& state) {
+  auto& fleet = Shared().fleet();
+  for (auto _ : state) benchmark::DoNotOptimize(fleet.NodesJson({}, 0, 5000));
+}
+BENCHMARK(BM_NodesJson1000)->Unit(benchmark::kMillisecond);
+
 void BM_JudgeNode(benchmark::State& state) {
   auto& fleet = Shared().fleet();
   Pool pool{"p", "c", "H100-SXM5-80GB", 8, 0, {}, 0, 0};
@@ -103,5 +110,23 @@ void BM_Heartbeat(benchmark::State& state) {
 }
 BENCHMARK(BM_Heartbeat);
 
+}  // namespace
+}  // namespace gpufleet
+namespace gpufleet {
+namespace {
+void BM_CopyNodes(benchmark::State& state) {
+  auto& fleet = Shared().fleet();
+  for (auto _ : state) benchmark::DoNotOptimize(fleet.Nodes({}));
+}
+BENCHMARK(BM_CopyNodes)->Unit(benchmark::kMillisecond);
+}  // namespace
+}  // namespace gpufleet
+namespace gpufleet {
+namespace {
+void BM_FormatTime(benchmark::State& state) {
+  int64_t t = 1'764'430'000'123;
+  for (auto _ : state) benchmark::DoNotOptimize(FormatTime(++t));
+}
+BENCHMARK(BM_FormatTime);
 }  // namespace
 }  // namespace gpufleet

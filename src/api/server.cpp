@@ -121,7 +121,7 @@ struct ApiServer::Impl {
     return req;
   }
 
-  asio::awaitable<void> WriteSimple(beast::tcp_stream& stream, const Response& r, unsigned version,
+  asio::awaitable<void> WriteSimple(beast::tcp_stream& stream, Response r, unsigned version,
                                     bool keep_alive) {
     http::response<http::string_body> res{static_cast<http::status>(r.status), version};
     res.set(http::field::server, "gpufleet");
@@ -129,7 +129,7 @@ struct ApiServer::Impl {
     res.set(http::field::cache_control, "no-store");
     if (r.status == 401) res.set(http::field::www_authenticate, "Bearer");
     res.keep_alive(keep_alive);
-    res.body() = r.body;
+    res.body() = std::move(r.body);
     res.prepare_payload();
     co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
   }
@@ -191,7 +191,7 @@ struct ApiServer::Impl {
       Request req = ToRequest(in, remote);
       Response r = Dispatch(req);
       bool keep = in.keep_alive();
-      co_await WriteSimple(stream, r, in.version(), keep);
+      co_await WriteSimple(stream, std::move(r), in.version(), keep);
       if (!keep) break;
     }
     stream.socket().shutdown(tcp::socket::shutdown_send, ec);

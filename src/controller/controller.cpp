@@ -1,5 +1,6 @@
 #include "controller/controller.h"
 
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
@@ -37,6 +38,10 @@ Controller::Controller(ControllerOptions options) : impl_(std::make_unique<Impl>
 Controller::~Controller() { Stop(); }
 
 Status Controller::Start() {
+  // API replies for large fleets are megabytes: keep freed memory in the heap instead of
+  // returning it to the kernel after each reply and page-faulting it back on the next.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 128 << 20);
   auto& o = impl_->options;
   if (o.data_dir.empty()) o.data_dir = DefaultDataDir();
   std::error_code ec;

@@ -6,6 +6,7 @@
 
 #include "common/crypto.h"
 #include "common/strings.h"
+#include "model/json.h"
 
 namespace gpufleet {
 
@@ -109,7 +110,7 @@ Result<ApplyCounts> FleetService::Apply(const FleetSpec& spec) {
       std::vector<NodeEvent> events;
       Move(e.node, OnHealth({e.node.state, e.node.resume_state}, health),
            "pool profile changed: " + why, "controller", events);
-      if (auto s = store_.SaveNode(e.node, events); !s.ok()) {
+      if (auto s = Save(e, events); !s.ok()) {
         spdlog::error("fleet: saving {}: {}", e.node.name, s.error().message);
       }
     }
@@ -117,28 +118,68 @@ Result<ApplyCounts> FleetService::Apply(const FleetSpec& spec) {
   return counts;
 }
 
+bool FleetService::Matches(const Node& n, const NodeFilter& f) {
+  if (!f.cluster.empty() && n.cluster != f.cluster) return false;
+  if (!f.pool.empty() && n.pool != f.pool) return false;
+  if (!f.state.empty() && ToString(n.state) != f.state) return false;
+  if (!f.clusters.empty() &&
+      std::find(f.clusters.begin(), f.clusters.end(), n.cluster) == f.clusters.end()) {
+    return false;
+  }
+  if (!f.model.empty()) {
+    return std::any_of(n.gpus.begin(), n.gpus.end(), [&](const Gpu& g) {
+      return g.model == f.model || ToLower(g.name) == ToLower(f.model);
+    });
+  }
+  return true;
+}
+
 std::vector<Node> FleetService::Nodes(const NodeFilter& f) const {
   std::vector<Node> out;
   std::lock_guard lock(mu_);
   out.reserve(nodes_.size());
   for (const auto& [_, e] : nodes_) {
-    const Node& n = e.node;
-    if (!f.cluster.empty() && n.cluster != f.cluster) continue;
-    if (!f.pool.empty() && n.pool != f.pool) continue;
-    if (!f.state.empty() && ToString(n.state) != f.state) continue;
-    if (!f.clusters.empty() &&
-        std::find(f.clusters.begin(), f.clusters.end(), n.cluster) == f.clusters.end()) {
-      continue;
-    }
-    if (!f.model.empty()) {
-      bool match = std::any_of(n.gpus.begin(), n.gpus.end(), [&](const Gpu& g) {
-        return g.model == f.model || ToLower(g.name) == ToLower(f.model);
-      });
-      if (!match) continue;
-    }
-    out.push_back(n);
+    if (Matches(e.node, f)) out.push_back(e.node);
   }
   return out;
+}
+
+NodeList FleetService::NodesJson(const NodeFilter& filter, size_t offset, size_t limit) {
+  NodeList out;
+  std::vector<Entry*> page;
+  std::lock_guard lock(mu_);
+  size_t bytes = 0;
+  for (auto& [_, e] : nodes_) {
+    if (!Matches(e.node, filter)) continue;
+    size_t index = out.total++;
+    if (index < offset || index >= offset + limit) continue;
+    if (e.summary.empty()) {
+      // Everything persisted, rendered once per change; what changes without a write (the
+      // heartbeat's last_seen_at, connected) is appended on every read.
+      boost::json::object o = ToJson(e.node, false);
+      o.erase("last_seen_at");
+      o.erase("connected");
+      e.summary = boost::json::serialize(o);
+      e.summary.pop_back();  // the closing brace
+    }
+    bytes += e.summary.size() + 64;
+    page.push_back(&e);
+  }
+  out.items.reserve(bytes);  // one allocation: growing a large string page-faults at every step
+  for (const Entry* e : page) {
+    if (!out.items.empty()) out.items += ',';
+    out.items += e->summary;
+    out.items += e->node.connected ? ",\"connected\":true" : ",\"connected\":false";
+    out.items += ",\"last_seen_at\":\"";
+    out.items += FormatTime(e->node.last_seen_ms);
+    out.items += "\"}";
+  }
+  return out;
+}
+
+Status FleetService::Save(Entry& entry, const std::vector<NodeEvent>& events) {
+  entry.summary.clear();
+  return store_.SaveNode(entry.node, events);
 }
 
 Result<Node> FleetService::GetNode(const std::string& name) const {
@@ -209,7 +250,8 @@ Result<Node> FleetService::Act(const std::string& name, NodeAction action,
   std::lock_guard lock(mu_);
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return MakeError(ErrorCode::kNotFound, "no node '" + name + "'");
-  Node& node = it->second.node;
+  Entry& entry = it->second;
+  Node& node = entry.node;
   auto pool = FindPool(node.pool);
   NodeState health = NodeState::kReady;
   std::string health_reason;
@@ -230,7 +272,7 @@ Result<Node> FleetService::Act(const std::string& name, NodeAction action,
     if (done.ok())
       Move(node, done.value(), "drain complete: no allocations to wait for", actor, events);
   }
-  if (auto s = store_.SaveNode(node, events); !s.ok()) {
+  if (auto s = Save(entry, events); !s.ok()) {
     node = before;
     return s.error();
   }
@@ -270,7 +312,7 @@ int FleetService::CheckHeartbeats() {
          "no heartbeat for " + std::to_string(silent / 1000) + "s (timeout " +
              std::to_string(options_.heartbeat_timeout_ms / 1000) + "s)",
          "controller", events);
-    if (auto s = store_.SaveNode(n, events); !s.ok()) {
+    if (auto s = Save(e, events); !s.ok()) {
       spdlog::error("fleet: saving {}: {}", n.name, s.error().message);
     }
     ++changed;
@@ -362,7 +404,7 @@ Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const st
          (before.state == NodeState::kUnreachable ? "agent reconnected; " : "") + why, "agent",
          events);
   }
-  if (auto s = store_.SaveNode(node, events); !s.ok()) {
+  if (auto s = Save(it->second, events); !s.ok()) {
     if (created) {
       nodes_.erase(it);
     } else {
@@ -416,7 +458,7 @@ void FleetService::OnMessage(const std::string& name, const proto::Message& mess
   NodeStatus current{n.state, n.resume_state};
   Move(n, n.state == NodeState::kUnreachable ? OnBack(current, health) : OnHealth(current, health),
        n.state == NodeState::kUnreachable ? "heartbeats resumed; " + why : why, "agent", events);
-  if (auto s = store_.SaveNode(n, events); !s.ok()) {
+  if (auto s = Save(it->second, events); !s.ok()) {
     spdlog::error("fleet: saving {}: {}", n.name, s.error().message);
   }
 }

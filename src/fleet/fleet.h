@@ -38,6 +38,12 @@ struct ApplyCounts {
   int pools_created = 0, pools_updated = 0, pools_unchanged = 0;
 };
 
+// A page of nodes as JSON objects joined by commas (the inside of a JSON array).
+struct NodeList {
+  std::string items;
+  size_t total = 0;  // how many matched, before paging
+};
+
 struct IssuedJoinToken {
   JoinToken token;
   std::string secret;  // shown once
@@ -58,6 +64,9 @@ class FleetService : public proto::AgentHandler {
   Result<Pool> FindPool(const std::string& name);
 
   std::vector<Node> Nodes(const NodeFilter& filter) const;
+  // The same nodes (without GPUs) rendered for the API; per-node JSON is cached until the node
+  // changes, so listing thousands of nodes costs little more than copying bytes.
+  NodeList NodesJson(const NodeFilter& filter, size_t offset, size_t limit);
   Result<Node> GetNode(const std::string& name) const;
   // An operator action; returns the node after it. `actor` is recorded on the events.
   Result<Node> Act(const std::string& name, NodeAction action, const std::string& actor);
@@ -84,7 +93,13 @@ class FleetService : public proto::AgentHandler {
   struct Entry {
     Node node;
     uint64_t connection = 0;  // the live connection's id, 0 when none
+    std::string summary;      // cached JSON of the persisted fields; empty when stale
   };
+
+  static bool Matches(const Node& node, const NodeFilter& filter);
+  // Writes the node and its events; every persisted change goes through here, which is what
+  // keeps Entry::summary honest. Caller holds mu_.
+  Status Save(Entry& entry, const std::vector<NodeEvent>& events);
 
   // Moves the node to `next`, recording an event; caller holds mu_ and saves.
   void Move(Node& node, NodeStatus next, const std::string& reason, const std::string& actor,

@@ -49,10 +49,15 @@ void AddNodeRoutes(Router& router, ApiContext& ctx) {
                if (!page.ok()) return ErrorResponse(page.error());
                auto filter = FilterFrom(req, who);
                if (!filter.ok()) return ErrorResponse(filter.error());
-               json::array items;
-               for (const auto& n : ctx.fleet.Nodes(filter.value()))
-                 items.push_back(ToJson(n, false));
-               return ListResponse(std::move(items), page.value());
+               NodeList list = ctx.fleet.NodesJson(filter.value(), page->offset, page->limit);
+               std::string body;
+               body.reserve(list.items.size() + 96);
+               body += "{\"items\":[";
+               body += list.items;
+               body += "],\"total\":" + std::to_string(list.total) +
+                       ",\"limit\":" + std::to_string(page->limit) +
+                       ",\"offset\":" + std::to_string(page->offset) + "}";
+               return JsonResponse(200, std::move(body));
              });
 
   router.Add("GET", "/api/v1/nodes/{name}", Role::kViewer,

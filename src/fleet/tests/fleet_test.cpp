@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <filesystem>
 
 namespace gpufleet {
@@ -227,6 +228,34 @@ TEST_F(FleetTest, FiltersNodes) {
   f = {};
   f.clusters = {"edge"};
   EXPECT_TRUE(fleet_->Nodes(f).empty());
+}
+
+TEST_F(FleetTest, NodeListJsonFollowsEveryChange) {
+  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-m", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
+  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-n", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
+  auto items = [&](size_t offset, size_t limit) {
+    NodeList list = fleet_->NodesJson({}, offset, limit);
+    return std::make_pair(boost::json::parse("[" + list.items + "]").as_array(), list.total);
+  };
+  auto [all, total] = items(0, 10);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(total, 2u);
+  EXPECT_EQ(all[0].at("state").as_string(), "ready");
+  EXPECT_EQ(all[0].at("gpu_count").as_int64(), 8);
+  std::string seen(all[0].at("last_seen_at").as_string());
+
+  ASSERT_TRUE(fleet_->Act("gpu-m", NodeAction::kCordon, "alice").ok());
+  clock_->Advance(1000);
+  fleet_->OnMessage("gpu-m", proto::Heartbeat{1, 0});  // no write, still visible
+  auto [after, _] = items(0, 10);
+  EXPECT_EQ(after[0].at("state").as_string(), "cordoned");
+  EXPECT_NE(after[0].at("last_seen_at").as_string(), seen);
+  EXPECT_EQ(after[1].at("state").as_string(), "ready");
+
+  auto [page, page_total] = items(1, 1);
+  ASSERT_EQ(page.size(), 1u);
+  EXPECT_EQ(page[0].at("name").as_string(), "gpu-n");
+  EXPECT_EQ(page_total, 2u);
 }
 
 }  // namespace
