@@ -214,6 +214,8 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::flat_buffer buf;
     beast::get_lowest_layer(*ws_).expires_after(std::chrono::seconds(30));
     co_await ws_->async_read(buf, asio::use_awaitable);
+    // Disarm: a deadline left on the stream would cut the connection 30 s later.
+    beast::get_lowest_layer(*ws_).expires_never();
     co_return proto::Decode(beast::buffers_to_string(buf.data()));
   }
 

@@ -54,11 +54,8 @@ struct ApiServer::Impl {
     auto match = router.Find(req.method, req.path);
     if (!match.handler) {
       if (match.path_known) {
-        Response r = ErrorResponse(
-            MakeError(ErrorCode::kInvalidArgument, req.method + " is not allowed on " + req.path));
-        r.status = 405;
-        r.body.replace(r.body.find("invalid_argument"), 16, "method_not_allowed");
-        return r;
+        return ErrorResponse(
+            MakeError(ErrorCode::kMethodNotAllowed, req.method + " is not allowed on " + req.path));
       }
       return ErrorResponse(MakeError(ErrorCode::kNotFound, "no route for " + req.path));
     }

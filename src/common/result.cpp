@@ -12,6 +12,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "permission_denied";
     case ErrorCode::kNotFound:
       return "not_found";
+    case ErrorCode::kMethodNotAllowed:
+      return "method_not_allowed";
     case ErrorCode::kConflict:
       return "conflict";
     case ErrorCode::kTooLarge:
@@ -34,6 +36,8 @@ int HttpStatus(ErrorCode code) {
       return 403;
     case ErrorCode::kNotFound:
       return 404;
+    case ErrorCode::kMethodNotAllowed:
+      return 405;
     case ErrorCode::kConflict:
       return 409;
     case ErrorCode::kTooLarge:

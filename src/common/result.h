@@ -17,6 +17,7 @@ enum class ErrorCode {
   kUnauthenticated,   // 401
   kPermissionDenied,  // 403
   kNotFound,          // 404
+  kMethodNotAllowed,  // 405
   kConflict,          // 409: the request clashes with current state
   kTooLarge,          // 413
   kUnavailable,       // 503: a dependency (NVML, network, controller) is not there
