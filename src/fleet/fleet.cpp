@@ -24,7 +24,7 @@ Status FleetService::Load() {
     // Give every agent a full timeout to reconnect after a controller restart.
     n.last_seen_ms = std::max(n.last_seen_ms, now);
     std::string name = n.name;  // not n.name: the right side is evaluated (and moved) first
-    nodes_[name] = Entry{std::move(n), 0};
+    nodes_[name] = Entry{std::move(n), 0, {}};
   }
   spdlog::info("fleet: loaded {} nodes", nodes_.size());
   return {};

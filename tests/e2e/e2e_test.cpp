@@ -337,3 +337,45 @@ TEST_F(E2E, AgentWithoutNvmlExitsWithOneClearLine) {
 
 }  // namespace
 }  // namespace gpufleet::e2e
+
+namespace gpufleet::e2e {
+namespace {
+
+// The README's main job: `gpufleet up` loads examples/fleet.yaml, brings every simulated node
+// to ready, prints where to look, and stops cleanly on Ctrl-C.
+TEST(Up, RunsTheExampleFleetAndStopsOnCtrlC) {
+  std::string dir = TempDir("up");
+  Process up({GPUFLEET_BIN, "--data-dir", dir, "up", "--listen", "127.0.0.1:0", "--fleet",
+              std::string(GPUFLEET_SOURCE_DIR) + "/examples/fleet.yaml", "--log-level", "warn"},
+             {}, dir + "/up.log");
+  ASSERT_TRUE(WaitFor(
+      [&] { return ReadFile(dir + "/up.log").find("Press Ctrl-C") != std::string::npos; }, 30000))
+      << ReadFile(dir + "/up.log");
+  std::string log = ReadFile(dir + "/up.log");
+  std::string addr = ReadFile(dir + "/controller.addr");
+  addr.pop_back();
+  EXPECT_NE(log.find("Dashboard and API:  http://" + addr + "/"), std::string::npos) << log;
+  EXPECT_NE(log.find("Admin token:        " + dir + "/admin.token"), std::string::npos) << log;
+  EXPECT_NE(log.find("94 simulated nodes with 492 GPUs"), std::string::npos) << log;
+  std::string token = ReadFile(dir + "/admin.token");
+  token.pop_back();
+  cli::HttpClient client(addr, token);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = client.Send("GET", "/api/v1/nodes?state=ready&limit=1");
+        return r.ok() && json::parse(r->body).at("total").as_int64() == 94;
+      },
+      60000));
+  auto clusters = json::parse(client.Send("GET", "/api/v1/clusters")->body);
+  EXPECT_EQ(clusters.at("total").as_int64(), 5);
+  auto page = client.Send("GET", "/");
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("input name=\"token\""), std::string::npos);
+  up.Signal(SIGINT);
+  EXPECT_EQ(up.Wait(15000), 0) << ReadFile(dir + "/up.log");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpufleet::e2e
