@@ -1,0 +1,76 @@
+#pragma once
+// Bit-level writer and reader for the compressed chunks (most significant bit first).
+// Not thread-safe; owned by one chunk.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace gpufleet::tsdb {
+
+class BitWriter {
+ public:
+  // Appends the low `nbits` (0..64) bits of `value`.
+  void Write(uint64_t value, int nbits) {
+    if (nbits > 32) {
+      Write(value >> 32, nbits - 32);
+      value &= 0xffffffffULL;
+      nbits = 32;
+    }
+    if (nbits == 0) return;
+    uint64_t acc = (static_cast<uint64_t>(acc_) << nbits) | (value & ((1ULL << nbits) - 1));
+    int pending = pending_ + nbits;
+    while (pending >= 8) {
+      pending -= 8;
+      bytes_.push_back(static_cast<uint8_t>(acc >> pending));
+    }
+    acc_ = static_cast<uint8_t>(acc & ((1u << pending) - 1));
+    pending_ = static_cast<uint8_t>(pending);
+  }
+  void WriteBit(bool bit) { Write(bit ? 1 : 0, 1); }
+  size_t bit_size() const { return bytes_.size() * 8 + pending_; }
+  // The bytes written so far, the last partial byte padded with zeros.
+  std::vector<uint8_t> Bytes() const {
+    std::vector<uint8_t> out = bytes_;
+    if (pending_) out.push_back(static_cast<uint8_t>(acc_ << (8 - pending_)));
+    return out;
+  }
+  void Shrink() { bytes_.shrink_to_fit(); }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  uint8_t acc_ = 0;  // the last `pending_` (< 8) bits not yet in bytes_
+  uint8_t pending_ = 0;
+};
+
+class BitReader {
+ public:
+  BitReader(const uint8_t* data, size_t bits) : data_(data), bits_(bits) {}
+  // The next `nbits` (0..64) bits, or nullopt past the end.
+  std::optional<uint64_t> Read(int nbits) {
+    if (pos_ + static_cast<size_t>(nbits) > bits_) return std::nullopt;
+    uint64_t out = 0;
+    while (nbits > 0) {
+      size_t byte = pos_ >> 3;
+      int offset = static_cast<int>(pos_ & 7);
+      int take = std::min(8 - offset, nbits);
+      uint64_t bits = (data_[byte] >> (8 - offset - take)) & ((1u << take) - 1);
+      out = (out << take) | bits;
+      pos_ += take;
+      nbits -= take;
+    }
+    return out;
+  }
+  std::optional<bool> ReadBit() {
+    auto b = Read(1);
+    if (!b) return std::nullopt;
+    return *b != 0;
+  }
+
+ private:
+  const uint8_t* data_;
+  size_t bits_;
+  size_t pos_ = 0;
+};
+
+}  // namespace gpufleet::tsdb

@@ -1,0 +1,203 @@
+#include "tsdb/chunk.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+namespace gpufleet::tsdb {
+namespace {
+
+uint64_t Bits(double v) { return std::bit_cast<uint64_t>(v); }
+double FromBits(uint64_t b) { return std::bit_cast<double>(b); }
+
+// Signed value in `n` bits, range [-(2^(n-1) - 1), 2^(n-1)], as Prometheus's bitRange.
+bool InRange(int64_t x, int n) { return -((1LL << (n - 1)) - 1) <= x && x <= (1LL << (n - 1)); }
+int64_t SignExtend(uint64_t bits, int n) {
+  int64_t v = static_cast<int64_t>(bits);
+  if (v > (1LL << (n - 1))) v -= 1LL << n;
+  return v;
+}
+
+// One of the shared bucket ladders: prefix '0' for zero, then '10', '110', '1110' with the
+// given widths, and '1111' + 64 bits for anything else.
+struct Ladder {
+  int widths[3];
+};
+constexpr Ladder kTimeLadder{{14, 17, 20}};
+constexpr Ladder kIntLadder{{8, 16, 32}};
+
+void WriteLadder(BitWriter& w, int64_t x, const Ladder& l) {
+  if (x == 0) {
+    w.Write(0b0, 1);
+  } else if (InRange(x, l.widths[0])) {
+    w.Write(0b10, 2);
+    w.Write(static_cast<uint64_t>(x), l.widths[0]);
+  } else if (InRange(x, l.widths[1])) {
+    w.Write(0b110, 3);
+    w.Write(static_cast<uint64_t>(x), l.widths[1]);
+  } else if (InRange(x, l.widths[2])) {
+    w.Write(0b1110, 4);
+    w.Write(static_cast<uint64_t>(x), l.widths[2]);
+  } else {
+    w.Write(0b1111, 4);
+    w.Write(static_cast<uint64_t>(x), 64);
+  }
+}
+
+std::optional<int64_t> ReadLadder(BitReader& r, const Ladder& l) {
+  int ones = 0;
+  while (ones < 4) {
+    auto bit = r.ReadBit();
+    if (!bit) return std::nullopt;
+    if (!*bit) break;
+    ++ones;
+  }
+  if (ones == 0) return 0;
+  if (ones == 4) {
+    auto raw = r.Read(64);
+    if (!raw) return std::nullopt;
+    return static_cast<int64_t>(*raw);
+  }
+  int n = l.widths[ones - 1];
+  auto raw = r.Read(n);
+  if (!raw) return std::nullopt;
+  return SignExtend(*raw, n);
+}
+
+}  // namespace
+
+bool Sample::operator==(const Sample& o) const { return t == o.t && Bits(v) == Bits(o.v); }
+
+Sample Chunk::last() const {
+  return {last_t_, integer_ ? static_cast<double>(last_int_) : FromBits(last_bits_)};
+}
+
+bool Chunk::FitsInteger(double v) {
+  constexpr double kMax = 9007199254740992.0;  // 2^53: every integer up to it is exact
+  return std::isfinite(v) && v == std::trunc(v) && std::fabs(v) <= kMax &&
+         !(v == 0 && std::signbit(v));  // -0.0 would come back as +0
+}
+
+AppendResult Chunk::Append(int64_t t, double v) {
+  if (count_ > 0 && t <= last_t_) return AppendResult::kOutOfOrder;
+  if (count_ >= kMaxSamples) return AppendResult::kFull;
+  if (integer_ && !FitsInteger(v)) return AppendResult::kWrongMode;
+  WriteTimestamp(t);
+  if (integer_) {
+    WriteInteger(static_cast<int64_t>(v));
+  } else {
+    WriteFloat(v);
+  }
+  if (count_ == 0) min_time_ = t;
+  last_t_ = t;
+  ++count_;
+  return AppendResult::kOk;
+}
+
+void Chunk::WriteTimestamp(int64_t t) {
+  if (count_ == 0) {
+    bits_.Write(static_cast<uint64_t>(t), 64);
+    return;
+  }
+  int64_t delta = t - last_t_;
+  WriteLadder(bits_, delta - last_delta_, kTimeLadder);
+  last_delta_ = delta;
+}
+
+void Chunk::WriteInteger(int64_t v) {
+  int64_t delta = v - last_int_;
+  if (count_ == 0) {
+    bits_.Write(static_cast<uint64_t>(v), 64);
+    delta = 0;
+  } else if (count_ == 1) {
+    // Counters (energy, bytes) climb by large, steady steps: for them the difference of
+    // deltas is small; gauges wander by small steps: for them the delta is. The second
+    // sample decides, and one bit records which.
+    counter_ = delta > 127 || delta < -127;
+    bits_.WriteBit(counter_);
+    WriteLadder(bits_, delta, kIntLadder);
+  } else {
+    WriteLadder(bits_, counter_ ? delta - last_int_delta_ : delta, kIntLadder);
+  }
+  last_int_ = v;
+  last_int_delta_ = delta;
+}
+
+void Chunk::WriteFloat(double v) {
+  uint64_t b = Bits(v);
+  if (count_ == 0) {
+    bits_.Write(b, 64);
+    last_bits_ = b;
+    return;
+  }
+  uint64_t x = b ^ last_bits_;
+  last_bits_ = b;
+  if (x == 0) {
+    bits_.Write(0b0, 1);
+    return;
+  }
+  int8_t lead = static_cast<int8_t>(std::min(std::countl_zero(x), 31));
+  int8_t trail = static_cast<int8_t>(std::countr_zero(x));
+  if (leading_ >= 0 && lead >= leading_ && trail >= trailing_) {
+    bits_.Write(0b10, 2);
+    bits_.Write(x >> trailing_, 64 - leading_ - trailing_);
+    return;
+  }
+  int sig = 64 - lead - trail;
+  bits_.Write(0b11, 2);
+  bits_.Write(static_cast<uint64_t>(lead), 5);
+  bits_.Write(static_cast<uint64_t>(sig == 64 ? 0 : sig), 6);
+  bits_.Write(x >> trail, sig);
+  leading_ = lead;
+  trailing_ = trail;
+}
+
+std::vector<Sample> Chunk::Decode() const {
+  std::vector<Sample> out;
+  out.reserve(count_);
+  std::vector<uint8_t> data = bits_.Bytes();
+  BitReader r(data.data(), bits_.bit_size());
+  int64_t t = 0, delta = 0, iv = 0, idelta = 0;
+  bool counter = false;
+  uint64_t vb = 0;
+  int leading = 0, trailing = 0;
+  for (int i = 0; i < count_; ++i) {
+    if (i == 0) {
+      t = static_cast<int64_t>(*r.Read(64));
+    } else {
+      auto dod = ReadLadder(r, kTimeLadder);
+      if (!dod) break;
+      delta += *dod;
+      t += delta;
+    }
+    if (integer_) {
+      if (i == 0) {
+        iv = static_cast<int64_t>(*r.Read(64));
+      } else {
+        if (i == 1) counter = *r.ReadBit();
+        auto d = ReadLadder(r, kIntLadder);
+        if (!d) break;
+        idelta = (counter && i > 1) ? idelta + *d : *d;
+        iv += idelta;
+      }
+      out.push_back({t, static_cast<double>(iv)});
+      continue;
+    }
+    if (i == 0) {
+      vb = *r.Read(64);
+    } else if (*r.ReadBit()) {
+      if (*r.ReadBit()) {
+        leading = static_cast<int>(*r.Read(5));
+        int sig = static_cast<int>(*r.Read(6));
+        if (sig == 0) sig = 64;
+        trailing = 64 - leading - sig;
+      }
+      int sig = 64 - leading - trailing;
+      vb ^= *r.Read(sig) << trailing;
+    }
+    out.push_back({t, FromBits(vb)});
+  }
+  return out;
+}
+
+}  // namespace gpufleet::tsdb

@@ -1,0 +1,118 @@
+#include "tsdb/series.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace gpufleet::tsdb {
+
+AppendResult ChunkList::Append(int64_t t, double v) {
+  if (!chunks_.empty()) {
+    AppendResult r = chunks_.back().Append(t, v);
+    if (r == AppendResult::kOk || r == AppendResult::kOutOfOrder) return r;
+    chunks_.back().Shrink();
+  }
+  chunks_.emplace_back(Chunk::FitsInteger(v));
+  return chunks_.back().Append(t, v);
+}
+
+std::vector<Sample> ChunkList::Range(int64_t start, int64_t end) const {
+  std::vector<Sample> out;
+  auto first = std::partition_point(chunks_.begin(), chunks_.end(),
+                                    [&](const Chunk& c) { return c.max_time() < start; });
+  for (auto it = first; it != chunks_.end() && it->min_time() < end; ++it) {
+    for (const Sample& s : it->Decode()) {
+      if (s.t >= start && s.t < end) out.push_back(s);
+    }
+  }
+  return out;
+}
+
+void ChunkList::DropBefore(int64_t t) {
+  auto keep = std::partition_point(chunks_.begin(), chunks_.end(),
+                                   [&](const Chunk& c) { return c.max_time() < t; });
+  chunks_.erase(chunks_.begin(), keep);
+}
+
+size_t ChunkList::bytes() const {
+  size_t n = 0;
+  for (const auto& c : chunks_) n += c.bytes() + sizeof(Chunk);
+  return n;
+}
+
+size_t ChunkList::samples() const {
+  size_t n = 0;
+  for (const auto& c : chunks_) n += c.count();
+  return n;
+}
+
+void Rollup::Add(int64_t t, double v) {
+  if (std::isnan(v)) return;
+  int64_t start = t - ((t % width_) + width_) % width_;
+  if (open_ && start != current_.start) Close();
+  if (!open_) {
+    current_ = Bucket{start, v, v, 0, 0};
+    open_ = true;
+  }
+  current_.min = std::min(current_.min, v);
+  current_.max = std::max(current_.max, v);
+  current_.sum += v;
+  current_.count += 1;
+}
+
+void Rollup::Close() {
+  min_.Append(current_.start, current_.min);
+  max_.Append(current_.start, current_.max);
+  sum_.Append(current_.start, current_.sum);
+  count_.Append(current_.start, current_.count);
+  open_ = false;
+}
+
+std::vector<Bucket> Rollup::Range(int64_t start, int64_t end) const {
+  auto mins = min_.Range(start, end), maxs = max_.Range(start, end), sums = sum_.Range(start, end),
+       counts = count_.Range(start, end);
+  std::vector<Bucket> out;
+  // The columns hold the same bucket times, except where retention dropped a chunk of one
+  // column before another's: keep only times all four still have.
+  size_t a = 0, b = 0, c = 0;
+  for (const Sample& n : counts) {
+    while (a < mins.size() && mins[a].t < n.t) ++a;
+    while (b < maxs.size() && maxs[b].t < n.t) ++b;
+    while (c < sums.size() && sums[c].t < n.t) ++c;
+    if (a < mins.size() && b < maxs.size() && c < sums.size() && mins[a].t == n.t &&
+        maxs[b].t == n.t && sums[c].t == n.t) {
+      out.push_back(Bucket{n.t, mins[a].v, maxs[b].v, sums[c].v, n.v});
+    }
+  }
+  if (open_ && current_.start >= start && current_.start < end) out.push_back(current_);
+  return out;
+}
+
+void Rollup::DropBefore(int64_t t) {
+  min_.DropBefore(t);
+  max_.DropBefore(t);
+  sum_.DropBefore(t);
+  count_.DropBefore(t);
+}
+
+size_t Rollup::bytes() const { return min_.bytes() + max_.bytes() + sum_.bytes() + count_.bytes(); }
+
+Status Series::Append(int64_t t, double v) {
+  AppendResult r = raw_.Append(t, v);
+  if (r == AppendResult::kOutOfOrder) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "out-of-order sample: t=" + std::to_string(t) +
+                         " is not after the series' last t=" + std::to_string(raw_.last_time()));
+  }
+  minute_.Add(t, v);
+  hour_.Add(t, v);
+  return {};
+}
+
+void Series::Retain(int64_t now, const Retention& r) {
+  raw_.DropBefore(now - r.raw_ms);
+  minute_.DropBefore(now - r.minute_ms);
+  hour_.DropBefore(now - r.hour_ms);
+}
+
+}  // namespace gpufleet::tsdb

@@ -1,0 +1,65 @@
+#pragma once
+// Tsdb: the registry of series, keyed by name ("GPU-…/gpu_util"), each a compressed Series.
+// Thread-safe: interning takes an exclusive lock on the registry; appends and reads lock only
+// the series' shard, so ingest threads and queries on different series do not contend.
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tsdb/series.h"
+
+namespace gpufleet::tsdb {
+
+using SeriesId = uint32_t;
+
+enum class Resolution { kRaw, kMinute, kHour };
+
+struct TsdbStats {
+  size_t series = 0;
+  size_t raw_samples = 0;
+  size_t raw_bytes = 0;    // compressed raw chunks and their bookkeeping
+  size_t total_bytes = 0;  // raw plus rollups
+  double raw_bytes_per_sample() const {
+    return raw_samples ? static_cast<double>(raw_bytes) / static_cast<double>(raw_samples) : 0;
+  }
+};
+
+class Tsdb {
+ public:
+  explicit Tsdb(Retention retention = {}) : retention_(retention) {}
+
+  SeriesId Intern(std::string_view key);
+  std::optional<SeriesId> Find(std::string_view key) const;
+  std::string Key(SeriesId id) const;
+
+  Status Append(SeriesId id, int64_t t, double v);
+  std::vector<Sample> Raw(SeriesId id, int64_t start, int64_t end) const;
+  std::vector<Bucket> Rollup(SeriesId id, Resolution r, int64_t start, int64_t end) const;
+  std::optional<Sample> Latest(SeriesId id) const;
+
+  // Drops what each tier's retention no longer covers.
+  void Retain(int64_t now);
+  TsdbStats Stats() const;
+
+ private:
+  static constexpr size_t kShards = 64;
+  struct Entry {
+    std::string key;
+    Series series;  // guarded by shards_[id % kShards]
+  };
+  Entry* Get(SeriesId id) const;
+
+  Retention retention_;
+  mutable std::shared_mutex registry_mu_;
+  std::unordered_map<std::string, SeriesId> ids_;  // guarded by registry_mu_
+  std::vector<std::unique_ptr<Entry>> entries_;    // guarded by registry_mu_; entries stable
+  mutable std::mutex shards_[kShards];
+};
+
+}  // namespace gpufleet::tsdb

@@ -1,0 +1,55 @@
+#include "tsdb/store.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace gpufleet::tsdb {
+namespace {
+
+TEST(Tsdb, InternsAppendsAndReads) {
+  Tsdb db;
+  SeriesId a = db.Intern("GPU-1/gpu_util");
+  SeriesId b = db.Intern("GPU-1/gpu_temp");
+  EXPECT_NE(a, b);
+  EXPECT_EQ(db.Intern("GPU-1/gpu_util"), a);
+  EXPECT_EQ(db.Find("GPU-1/gpu_temp"), b);
+  EXPECT_FALSE(db.Find("GPU-2/gpu_temp").has_value());
+  EXPECT_EQ(db.Key(b), "GPU-1/gpu_temp");
+  ASSERT_TRUE(db.Append(a, 1000, 50).ok());
+  ASSERT_TRUE(db.Append(a, 2000, 70).ok());
+  EXPECT_FALSE(db.Append(a, 1500, 60).ok());
+  EXPECT_EQ(db.Append(999, 1, 1).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(db.Latest(a)->v, 70);
+  EXPECT_FALSE(db.Latest(b).has_value());
+  EXPECT_EQ(db.Raw(a, 0, 10'000).size(), 2u);
+  auto minute = db.Rollup(a, Resolution::kMinute, 0, 120'000);
+  ASSERT_EQ(minute.size(), 1u);
+  EXPECT_EQ(minute[0].sum, 120);
+  EXPECT_EQ(db.Rollup(a, Resolution::kRaw, 0, 10'000).size(), 2u);
+  auto stats = db.Stats();
+  EXPECT_EQ(stats.series, 2u);
+  EXPECT_EQ(stats.raw_samples, 2u);
+}
+
+TEST(Tsdb, ConcurrentWritersAndReaders) {
+  Tsdb db;
+  constexpr int kThreads = 4, kSeries = 50, kSamples = 400;
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kThreads; ++w) {
+    threads.emplace_back([&, w] {
+      for (int s = 0; s < kSeries; ++s) {
+        SeriesId id = db.Intern("w" + std::to_string(w) + "/s" + std::to_string(s));
+        for (int i = 0; i < kSamples; ++i) ASSERT_TRUE(db.Append(id, 1000LL * i, i).ok());
+        (void)db.Stats();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  auto stats = db.Stats();
+  EXPECT_EQ(stats.series, static_cast<size_t>(kThreads * kSeries));
+  EXPECT_EQ(stats.raw_samples, static_cast<size_t>(kThreads * kSeries * kSamples));
+}
+
+}  // namespace
+}  // namespace gpufleet::tsdb
