@@ -37,6 +37,16 @@ class BitWriter {
   }
   void Shrink() { bytes_.shrink_to_fit(); }
 
+  // The whole state, for checkpoints: restoring it continues the stream exactly.
+  const std::vector<uint8_t>& whole_bytes() const { return bytes_; }
+  uint8_t acc() const { return acc_; }
+  uint8_t pending() const { return pending_; }
+  void Restore(std::vector<uint8_t> bytes, uint8_t acc, uint8_t pending) {
+    bytes_ = std::move(bytes);
+    acc_ = acc;
+    pending_ = pending;
+  }
+
  private:
   std::vector<uint8_t> bytes_;
   uint8_t acc_ = 0;  // the last `pending_` (< 8) bits not yet in bytes_

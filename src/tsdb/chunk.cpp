@@ -152,6 +152,49 @@ void Chunk::WriteFloat(double v) {
   trailing_ = trail;
 }
 
+void Chunk::Save(Encoder& e) const {
+  e.U8(static_cast<uint8_t>((integer_ ? 1 : 0) | (counter_ ? 2 : 0)));
+  e.U16(count_);
+  e.I64(min_time_);
+  e.I64(last_t_);
+  e.I64(last_delta_);
+  e.U64(last_bits_);
+  e.I64(last_int_);
+  e.I64(last_int_delta_);
+  e.U8(static_cast<uint8_t>(leading_));
+  e.U8(static_cast<uint8_t>(trailing_));
+  e.U8(bits_.acc());
+  e.U8(bits_.pending());
+  const auto& bytes = bits_.whole_bytes();
+  e.Str(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
+
+std::optional<Chunk> Chunk::Load(Decoder& d) {
+  auto flags = d.Get<uint8_t>();
+  if (!flags) return std::nullopt;
+  Chunk c((*flags & 1) != 0);
+  c.counter_ = (*flags & 2) != 0;
+  auto count = d.Get<uint16_t>();
+  auto min_time = d.Get<int64_t>(), last_t = d.Get<int64_t>(), last_delta = d.Get<int64_t>();
+  auto last_bits = d.Get<uint64_t>();
+  auto last_int = d.Get<int64_t>(), last_int_delta = d.Get<int64_t>();
+  auto leading = d.Get<uint8_t>(), trailing = d.Get<uint8_t>(), acc = d.Get<uint8_t>(),
+       pending = d.Get<uint8_t>();
+  auto bytes = d.Str();
+  if (!bytes || !pending || *pending > 7 || *count > kMaxSamples) return std::nullopt;
+  c.count_ = *count;
+  c.min_time_ = *min_time;
+  c.last_t_ = *last_t;
+  c.last_delta_ = *last_delta;
+  c.last_bits_ = *last_bits;
+  c.last_int_ = *last_int;
+  c.last_int_delta_ = *last_int_delta;
+  c.leading_ = static_cast<int8_t>(*leading);
+  c.trailing_ = static_cast<int8_t>(*trailing);
+  c.bits_.Restore(std::vector<uint8_t>(bytes->begin(), bytes->end()), *acc, *pending);
+  return c;
+}
+
 std::vector<Sample> Chunk::Decode() const {
   std::vector<Sample> out;
   out.reserve(count_);

@@ -5,9 +5,11 @@
 // Single writer; decoding is const and may run while no append is in progress.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "tsdb/bitstream.h"
+#include "tsdb/codec.h"
 
 namespace gpufleet::tsdb {
 
@@ -44,6 +46,10 @@ class Chunk {
   int64_t max_time() const { return last_t_; }
   size_t bytes() const { return (bits_.bit_size() + 7) / 8; }
   void Shrink() { bits_.Shrink(); }
+
+  // Checkpoint form: the encoded bits and the encoder's state.
+  void Save(Encoder& e) const;
+  static std::optional<Chunk> Load(Decoder& d);
 
  private:
   void WriteTimestamp(int64_t t);

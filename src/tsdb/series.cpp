@@ -116,3 +116,56 @@ void Series::Retain(int64_t now, const Retention& r) {
 }
 
 }  // namespace gpufleet::tsdb
+
+namespace gpufleet::tsdb {
+
+void ChunkList::Save(Encoder& e) const {
+  e.U32(static_cast<uint32_t>(chunks_.size()));
+  for (const auto& c : chunks_) c.Save(e);
+}
+
+bool ChunkList::Load(Decoder& d) {
+  auto n = d.Get<uint32_t>();
+  if (!n) return false;
+  chunks_.clear();
+  for (uint32_t i = 0; i < *n; ++i) {
+    auto c = Chunk::Load(d);
+    if (!c) return false;
+    chunks_.push_back(std::move(*c));
+  }
+  return true;
+}
+
+void Rollup::Save(Encoder& e) const {
+  min_.Save(e);
+  max_.Save(e);
+  sum_.Save(e);
+  count_.Save(e);
+  e.U8(open_ ? 1 : 0);
+  e.I64(current_.start);
+  e.F64(current_.min);
+  e.F64(current_.max);
+  e.F64(current_.sum);
+  e.F64(current_.count);
+}
+
+bool Rollup::Load(Decoder& d) {
+  if (!min_.Load(d) || !max_.Load(d) || !sum_.Load(d) || !count_.Load(d)) return false;
+  auto open = d.Get<uint8_t>();
+  auto start = d.Get<int64_t>();
+  auto mn = d.Get<double>(), mx = d.Get<double>(), sum = d.Get<double>(), count = d.Get<double>();
+  if (!count) return false;
+  open_ = *open != 0;
+  current_ = Bucket{*start, *mn, *mx, *sum, *count};
+  return true;
+}
+
+void Series::Save(Encoder& e) const {
+  raw_.Save(e);
+  minute_.Save(e);
+  hour_.Save(e);
+}
+
+bool Series::Load(Decoder& d) { return raw_.Load(d) && minute_.Load(d) && hour_.Load(d); }
+
+}  // namespace gpufleet::tsdb

@@ -28,6 +28,8 @@ class ChunkList {
     if (chunks_.empty()) return std::nullopt;
     return chunks_.back().last();
   }
+  void Save(Encoder& e) const;
+  bool Load(Decoder& d);
 
  private:
   std::vector<Chunk> chunks_;
@@ -51,6 +53,8 @@ class Rollup {
   void DropBefore(int64_t t);
   int64_t width() const { return width_; }
   size_t bytes() const;
+  void Save(Encoder& e) const;
+  bool Load(Decoder& d);
 
  private:
   void Close();
@@ -80,6 +84,9 @@ class Series {
   size_t raw_samples() const { return raw_.samples(); }
   int64_t last_time() const { return raw_.last_time(); }
   std::optional<Sample> latest() const { return raw_.last(); }
+  // Checkpoint form of everything above; Load returns false on a malformed record.
+  void Save(Encoder& e) const;
+  bool Load(Decoder& d);
 
  private:
   ChunkList raw_;

@@ -62,6 +62,20 @@ std::optional<Sample> Tsdb::Latest(SeriesId id) const {
   return e->series.latest();
 }
 
+void Tsdb::SaveSeries(SeriesId id, Encoder& e) const {
+  Entry* entry = Get(id);
+  if (!entry) return;
+  std::lock_guard lock(shards_[id % kShards]);
+  entry->series.Save(e);
+}
+
+bool Tsdb::LoadSeries(SeriesId id, Decoder& d) {
+  Entry* entry = Get(id);
+  if (!entry) return false;
+  std::lock_guard lock(shards_[id % kShards]);
+  return entry->series.Load(d);
+}
+
 void Tsdb::Retain(int64_t now) {
   size_t n;
   {

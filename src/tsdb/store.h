@@ -43,6 +43,10 @@ class Tsdb {
   std::vector<Bucket> Rollup(SeriesId id, Resolution r, int64_t start, int64_t end) const;
   std::optional<Sample> Latest(SeriesId id) const;
 
+  // Checkpoint support: a series' whole state, and its restoration into an interned id.
+  void SaveSeries(SeriesId id, Encoder& e) const;
+  bool LoadSeries(SeriesId id, Decoder& d);
+
   // Drops what each tier's retention no longer covers.
   void Retain(int64_t now);
   TsdbStats Stats() const;

@@ -4,5 +4,6 @@
 // The write-ahead log, checkpoints and queries build on these.
 
 #include "tsdb/chunk.h"
+#include "tsdb/engine.h"
 #include "tsdb/series.h"
 #include "tsdb/store.h"

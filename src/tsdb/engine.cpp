@@ -1,0 +1,325 @@
+#include "tsdb/engine.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tsdb/codec.h"
+
+namespace fs = std::filesystem;
+
+namespace gpufleet::tsdb {
+namespace {
+
+constexpr uint8_t kSeriesRecord = 1;
+constexpr uint8_t kPointsRecord = 2;
+constexpr uint8_t kCheckpointHeader = 3;
+constexpr uint8_t kCheckpointSeries = 4;
+constexpr uint32_t kMaxRecord = 256u << 20;
+
+std::string SegmentName(uint64_t n) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016llu.log", static_cast<unsigned long long>(n));
+  return buf;
+}
+
+std::string Frame(uint8_t type, const std::string& payload) {
+  std::string body(1, static_cast<char>(type));
+  body += payload;
+  Encoder e;
+  e.U32(static_cast<uint32_t>(body.size()));
+  e.U32(Crc32c(body));
+  e.out() += body;
+  return std::move(e.out());
+}
+
+struct Record {
+  uint8_t type;
+  std::string_view payload;
+};
+
+// Reads framed records from `data` until the end or the first torn or corrupt one; returns the
+// records and how many bytes were good.
+std::pair<std::vector<Record>, size_t> ReadRecords(std::string_view data) {
+  std::vector<Record> out;
+  size_t pos = 0;
+  while (data.size() - pos >= 8) {
+    uint32_t len, crc;
+    std::memcpy(&len, data.data() + pos, 4);
+    std::memcpy(&crc, data.data() + pos + 4, 4);
+    if (len == 0 || len > kMaxRecord || data.size() - pos - 8 < len) break;
+    std::string_view body = data.substr(pos + 8, len);
+    if (Crc32c(body) != crc) break;
+    out.push_back({static_cast<uint8_t>(body[0]), body.substr(1)});
+    pos += 8 + len;
+  }
+  return {out, pos};
+}
+
+Result<std::string> ReadWhole(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return MakeError(ErrorCode::kUnavailable, "cannot read " + p.string());
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+Error Io(const std::string& what) {
+  return MakeError(ErrorCode::kUnavailable, what + ": " + std::strerror(errno));
+}
+
+uint64_t NumberOf(const fs::path& p, std::string_view prefix) {
+  std::string name = p.filename().string().substr(prefix.size());
+  return std::strtoull(name.c_str(), nullptr, 10);
+}
+
+}  // namespace
+
+Engine::Engine(EngineOptions options) : options_(std::move(options)), db_(options_.retention) {}
+
+Engine::~Engine() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<std::unique_ptr<Engine>> Engine::Open(EngineOptions options) {
+  std::error_code ec;
+  fs::create_directories(fs::path(options.dir) / "wal", ec);
+  if (ec)
+    return MakeError(ErrorCode::kUnavailable, "cannot create " + options.dir + ": " + ec.message());
+  std::unique_ptr<Engine> engine(new Engine(std::move(options)));
+  GF_TRY(engine->Replay());
+  return engine;
+}
+
+Status Engine::Replay() {
+  fs::path dir(options_.dir);
+  // The newest checkpoint, and the first log segment it does not cover.
+  uint64_t first_segment = 0;
+  std::vector<fs::path> checkpoints, segments;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::string n = e.path().filename().string();
+    if (n.rfind("checkpoint-", 0) == 0 && n.size() > 15 && n.substr(n.size() - 4) == ".bin") {
+      checkpoints.push_back(e.path());
+    }
+  }
+  std::sort(checkpoints.begin(), checkpoints.end());
+  if (!checkpoints.empty()) {
+    std::string data;
+    GF_TRY_ASSIGN(data, ReadWhole(checkpoints.back()));
+    auto [records, good] = ReadRecords(data);
+    if (good != data.size() || records.empty() || records[0].type != kCheckpointHeader) {
+      return MakeError(ErrorCode::kInternal,
+                       "checkpoint " + checkpoints.back().string() +
+                           " is damaged; move it aside to start from the log");
+    }
+    Decoder h(records[0].payload);
+    first_segment = h.Get<uint64_t>().value_or(0);
+    for (size_t i = 1; i < records.size(); ++i) {
+      Decoder d(records[i].payload);
+      auto id = d.Get<uint32_t>();
+      auto key = d.Str();
+      if (!id || !key || db_.Intern(*key) != *id) {
+        return MakeError(ErrorCode::kInternal,
+                         "checkpoint series record " + std::to_string(i) + " is damaged");
+      }
+      if (!db_.LoadSeries(*id, d)) {
+        return MakeError(ErrorCode::kInternal,
+                         "checkpoint data of series '" + std::string(*key) + "' is damaged");
+      }
+    }
+    replay_.checkpoint_series = records.size() - 1;
+  }
+  for (const auto& e : fs::directory_iterator(dir / "wal")) {
+    if (e.path().extension() == ".log" && NumberOf(e.path(), "") >= first_segment)
+      segments.push_back(e.path());
+  }
+  std::sort(segments.begin(), segments.end());
+  uint64_t next = first_segment;
+  for (const auto& seg : segments) {
+    std::string data;
+    GF_TRY_ASSIGN(data, ReadWhole(seg));
+    auto [records, good] = ReadRecords(data);
+    for (const Record& r : records) {
+      ++replay_.wal_records;
+      Decoder d(r.payload);
+      if (r.type == kSeriesRecord) {
+        auto id = d.Get<uint32_t>();
+        auto key = d.Str();
+        if (!id || !key || db_.Intern(*key) != *id) {
+          return MakeError(ErrorCode::kInternal,
+                           "log " + seg.string() + ": series ids out of step");
+        }
+      } else if (r.type == kPointsRecord) {
+        auto n = d.Get<uint32_t>().value_or(0);
+        for (uint32_t i = 0; i < n; ++i) {
+          auto id = d.Get<uint32_t>();
+          auto t = d.Get<int64_t>();
+          auto v = d.Get<double>();
+          if (!v) break;
+          if (db_.Append(*id, *t, *v).ok()) ++replay_.wal_points;
+        }
+      }
+    }
+    if (good < data.size()) {
+      // An interrupted write at the end of a segment: cut it off so the log stays well formed.
+      replay_.torn_bytes += data.size() - good;
+      fs::resize_file(seg, good);
+    }
+    older_segments_bytes_ += good;
+    next = NumberOf(seg, "") + 1;
+  }
+  std::lock_guard lock(wal_mu_);
+  return OpenSegment(std::max<uint64_t>(next, 1));
+}
+
+Status Engine::OpenSegment(uint64_t number) {
+  if (fd_ >= 0) {
+    ::fsync(fd_);
+    ::close(fd_);
+    older_segments_bytes_ += segment_size_;
+  }
+  fs::path p = fs::path(options_.dir) / "wal" / SegmentName(number);
+  fd_ = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd_ < 0) return Io("cannot open " + p.string());
+  segment_ = number;
+  segment_size_ = 0;
+  return {};
+}
+
+Status Engine::WriteRecord(uint8_t type, const std::string& payload) {
+  std::string frame = Frame(type, payload);
+  if (segment_size_ > 0 && segment_size_ + frame.size() > options_.segment_bytes) {
+    GF_TRY(OpenSegment(segment_ + 1));
+  }
+  const char* p = frame.data();
+  size_t left = frame.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd_, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Io("write-ahead log");
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  segment_size_ += frame.size();
+  if (options_.fsync_each_append && ::fdatasync(fd_) != 0) return Io("fdatasync");
+  return {};
+}
+
+Result<SeriesId> Engine::Intern(std::string_view key) {
+  if (auto id = db_.Find(key)) return *id;
+  std::shared_lock apply(apply_mu_);
+  std::lock_guard lock(wal_mu_);
+  if (auto id = db_.Find(key)) return *id;  // another thread got here first
+  SeriesId id = db_.Intern(key);
+  Encoder e;
+  e.U32(id);
+  e.Str(key);
+  GF_TRY(WriteRecord(kSeriesRecord, e.out()));
+  return id;
+}
+
+Result<BatchResult> Engine::Append(const std::vector<Point>& points) {
+  std::shared_lock apply(apply_mu_);
+  {
+    Encoder e;
+    e.U32(static_cast<uint32_t>(points.size()));
+    for (const Point& p : points) {
+      e.U32(p.id);
+      e.I64(p.t);
+      e.F64(p.v);
+    }
+    std::lock_guard lock(wal_mu_);
+    GF_TRY(WriteRecord(kPointsRecord, e.out()));
+  }
+  BatchResult r;
+  for (const Point& p : points) {
+    Status s = db_.Append(p.id, p.t, p.v);
+    if (s.ok()) {
+      ++r.stored;
+    } else {
+      if (r.refused++ == 0) r.first_error = s.error().message;
+    }
+  }
+  return r;
+}
+
+Status Engine::Sync() {
+  std::lock_guard lock(wal_mu_);
+  if (::fdatasync(fd_) != 0) return Io("fdatasync");
+  return {};
+}
+
+Status Engine::Checkpoint() {
+  std::lock_guard one(checkpoint_mu_);
+  uint64_t covered_up_to;
+  {
+    // Everything logged so far is applied once no append holds apply_mu_; the log continues in
+    // a fresh segment that the checkpoint does not cover.
+    std::unique_lock apply(apply_mu_);
+    std::lock_guard lock(wal_mu_);
+    GF_TRY(OpenSegment(segment_ + 1));
+    covered_up_to = segment_;
+  }
+  fs::path dir(options_.dir);
+  fs::path tmp = dir / "checkpoint.tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Io("cannot write " + tmp.string());
+  auto write_all = [&](const std::string& s) {
+    return ::write(fd, s.data(), s.size()) == static_cast<ssize_t>(s.size());
+  };
+  Encoder h;
+  h.U64(covered_up_to);
+  bool ok = write_all(Frame(kCheckpointHeader, h.out()));
+  size_t n = db_.Stats().series;
+  for (SeriesId id = 0; ok && id < n; ++id) {
+    Encoder e;
+    e.U32(id);
+    e.Str(db_.Key(id));
+    db_.SaveSeries(id, e);
+    ok = write_all(Frame(kCheckpointSeries, e.out()));
+  }
+  ok = ok && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok) return Io("checkpoint write");
+  fs::path final_path =
+      dir /
+      ("checkpoint-" + std::to_string(1'000'000'000'000ULL + covered_up_to).substr(1) + ".bin");
+  std::error_code ec;
+  fs::rename(tmp, final_path, ec);
+  if (ec) return MakeError(ErrorCode::kUnavailable, "checkpoint rename: " + ec.message());
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  // Now the older checkpoints and the segments this one covers can go.
+  uint64_t removed = 0;
+  for (const auto& e : fs::directory_iterator(dir / "wal")) {
+    if (e.path().extension() == ".log" && NumberOf(e.path(), "") < covered_up_to) {
+      removed += fs::file_size(e.path(), ec);
+      fs::remove(e.path(), ec);
+    }
+  }
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind("checkpoint-", 0) == 0 && e.path() != final_path) fs::remove(e.path(), ec);
+  }
+  std::lock_guard lock(wal_mu_);
+  older_segments_bytes_ = older_segments_bytes_ > removed ? older_segments_bytes_ - removed : 0;
+  return {};
+}
+
+uint64_t Engine::wal_bytes() const {
+  std::lock_guard lock(wal_mu_);
+  return older_segments_bytes_ + segment_size_;
+}
+
+}  // namespace gpufleet::tsdb

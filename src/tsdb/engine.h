@@ -1,0 +1,82 @@
+#pragma once
+// Engine: the durable time-series store. Every interned series and every batch of points is
+// written to a write-ahead log before it is applied and acknowledged; Checkpoint() snapshots all
+// series (compressed chunks and encoder state) and drops the log it covers. Open() loads the
+// newest checkpoint and replays the log after it, stopping at a torn tail. Replaying a point
+// the series already has is skipped (timestamps only move forward), so nothing is stored twice.
+//
+// Durability: a point is in the log (the kernel's page cache) when Append returns, so a killed
+// process loses nothing acknowledged; with `fsync_each_append` it also survives power loss.
+// Thread-safe.
+
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "tsdb/store.h"
+
+namespace gpufleet::tsdb {
+
+struct EngineOptions {
+  std::string dir;  // created if missing; holds wal/ and checkpoint-*.bin
+  Retention retention;
+  bool fsync_each_append = false;
+  size_t segment_bytes = 64 << 20;
+};
+
+struct Point {
+  SeriesId id;
+  int64_t t;
+  double v;
+};
+
+struct BatchResult {
+  size_t stored = 0;
+  size_t refused = 0;       // out of order or already stored
+  std::string first_error;  // why the first refused point was refused
+};
+
+struct ReplayStats {
+  size_t checkpoint_series = 0;
+  size_t wal_records = 0;
+  size_t wal_points = 0;
+  size_t torn_bytes = 0;  // cut from the end of the log (an interrupted write)
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> Open(EngineOptions options);
+  ~Engine();
+
+  Result<SeriesId> Intern(std::string_view key);
+  // Logs the batch, then applies it. Fails only if the log cannot be written (nothing applied).
+  Result<BatchResult> Append(const std::vector<Point>& points);
+  Status Checkpoint();
+  Status Sync();
+
+  const Tsdb& db() const { return db_; }
+  uint64_t wal_bytes() const;
+  const ReplayStats& replay() const { return replay_; }
+
+ private:
+  explicit Engine(EngineOptions options);
+  Status Replay();
+  Status OpenSegment(uint64_t number);
+  Status WriteRecord(uint8_t type, const std::string& payload);  // caller holds wal_mu_
+
+  EngineOptions options_;
+  Tsdb db_;
+  ReplayStats replay_;
+  std::shared_mutex apply_mu_;  // appends hold it shared; checkpoint's log rotation exclusive
+  mutable std::mutex wal_mu_;
+  int fd_ = -1;                        // guarded by wal_mu_
+  uint64_t segment_ = 0;               // guarded by wal_mu_
+  uint64_t segment_size_ = 0;          // guarded by wal_mu_
+  uint64_t older_segments_bytes_ = 0;  // guarded by wal_mu_
+  std::mutex checkpoint_mu_;           // one checkpoint at a time
+};
+
+}  // namespace gpufleet::tsdb

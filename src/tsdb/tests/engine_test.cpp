@@ -1,0 +1,173 @@
+#include "tsdb/engine.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace gpufleet::tsdb {
+namespace {
+
+namespace fs = std::filesystem;
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gf-engine-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::unique_ptr<Engine> Open() {
+    auto e = Engine::Open({dir_.string(), {}, false, 4096});
+    EXPECT_TRUE(e.ok()) << e.error().message;
+    return std::move(e.value());
+  }
+  fs::path dir_;
+};
+
+// Writes `batches` batches of 3 series x 10 points, one second apart.
+void Fill(Engine& e, int first_batch, int batches) {
+  SeriesId a = e.Intern("GPU-a/util").value(), b = e.Intern("GPU-a/temp").value(),
+           c = e.Intern("GPU-b/power").value();
+  for (int i = first_batch; i < first_batch + batches; ++i) {
+    std::vector<Point> pts;
+    for (int k = 0; k < 10; ++k) {
+      int64_t t = 1000LL * (i * 10 + k);
+      pts.push_back({a, t, static_cast<double>(k)});
+      pts.push_back({b, t, 40.5 + k});
+      pts.push_back({c, t, 350'000.0 + i});
+    }
+    auto r = e.Append(pts);
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r->stored, 30u);
+  }
+}
+
+TEST_F(EngineTest, ReopenReplaysTheLog) {
+  {
+    auto e = Open();
+    Fill(*e, 0, 50);
+  }
+  auto e = Open();
+  EXPECT_EQ(e->replay().wal_points, 1500u);
+  EXPECT_EQ(e->replay().torn_bytes, 0u);
+  SeriesId b = *e->db().Find("GPU-a/temp");
+  auto raw = e->db().Raw(b, 0, INT64_MAX);
+  ASSERT_EQ(raw.size(), 500u);
+  EXPECT_EQ(raw.back().v, 49.5);
+  EXPECT_EQ(e->db().Rollup(b, Resolution::kMinute, 0, INT64_MAX).size(), 9u);
+  Fill(*e, 50, 1);  // and it carries on
+  EXPECT_EQ(e->db().Raw(b, 0, INT64_MAX).size(), 510u);
+}
+
+TEST_F(EngineTest, CheckpointCoversTheLogAndDropsIt) {
+  auto e = Open();
+  Fill(*e, 0, 100);
+  uint64_t before = e->wal_bytes();
+  ASSERT_TRUE(e->Checkpoint().ok());
+  EXPECT_LT(e->wal_bytes(), before / 10);
+  Fill(*e, 100, 10);
+  e.reset();
+  e = Open();
+  EXPECT_EQ(e->replay().checkpoint_series, 3u);
+  EXPECT_EQ(e->replay().wal_points, 300u);  // only what came after the checkpoint
+  SeriesId c = *e->db().Find("GPU-b/power");
+  auto raw = e->db().Raw(c, 0, INT64_MAX);
+  ASSERT_EQ(raw.size(), 1100u);
+  EXPECT_EQ(raw.back().v, 350'109.0);
+  // A second checkpoint replaces the first.
+  ASSERT_TRUE(e->Checkpoint().ok());
+  int checkpoints = 0;
+  for (const auto& f : fs::directory_iterator(dir_)) {
+    checkpoints += f.path().filename().string().rfind("checkpoint-", 0) == 0;
+  }
+  EXPECT_EQ(checkpoints, 1);
+}
+
+TEST_F(EngineTest, ATornTailIsCutAndTheRestKept) {
+  {
+    auto e = Open();
+    Fill(*e, 0, 5);
+  }
+  fs::path last;
+  for (const auto& f : fs::directory_iterator(dir_ / "wal")) last = std::max(last, f.path());
+  {
+    std::ofstream out(last, std::ios::app | std::ios::binary);
+    out << std::string("\x40\x00\x00\x00garbage", 11);  // half a record
+  }
+  auto e = Open();
+  EXPECT_EQ(e->replay().torn_bytes, 11u);
+  EXPECT_EQ(e->replay().wal_points, 150u);
+  Fill(*e, 5, 1);
+  e.reset();
+  e = Open();
+  EXPECT_EQ(e->replay().torn_bytes, 0u);
+  EXPECT_EQ(e->db().Raw(*e->db().Find("GPU-a/util"), 0, INT64_MAX).size(), 60u);
+}
+
+TEST_F(EngineTest, ARepeatedBatchIsStoredOnce) {
+  auto e = Open();
+  SeriesId a = e->Intern("x").value();
+  std::vector<Point> pts{{a, 1000, 1}, {a, 2000, 2}};
+  EXPECT_EQ(e->Append(pts)->stored, 2u);
+  auto again = e->Append(pts);  // an agent re-sending a batch it saw no ack for
+  EXPECT_EQ(again->stored, 0u);
+  EXPECT_EQ(again->refused, 2u);
+  EXPECT_NE(again->first_error.find("out-of-order"), std::string::npos);
+  e.reset();
+  e = Open();
+  EXPECT_EQ(e->db().Raw(a, 0, INT64_MAX).size(), 2u);
+}
+
+// A child process appends batches, reporting each acknowledged one on a pipe, checkpointing now
+// and then; the parent kills it with SIGKILL mid-stream, reopens, and finds every acknowledged
+// point.
+TEST_F(EngineTest, KillNineLosesNothingAcknowledged) {
+  int pipefd[2];
+  ASSERT_EQ(::pipe(pipefd), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::close(pipefd[0]);
+    auto e = Engine::Open({dir_.string(), {}, false, 1 << 16});
+    if (!e.ok()) ::_exit(3);
+    SeriesId id[8];
+    for (int s = 0; s < 8; ++s)
+      id[s] = e.value()->Intern("GPU-" + std::to_string(s) + "/util").value();
+    for (int32_t batch = 0;; ++batch) {
+      std::vector<Point> pts;
+      for (int s = 0; s < 8; ++s)
+        pts.push_back({id[s], 1000LL * batch, static_cast<double>(batch % 101)});
+      if (!e.value()->Append(pts).ok()) ::_exit(4);
+      if (batch % 500 == 499 && !e.value()->Checkpoint().ok()) ::_exit(5);
+      if (::write(pipefd[1], &batch, sizeof batch) != sizeof batch) ::_exit(6);
+    }
+  }
+  ::close(pipefd[1]);
+  int32_t acked = -1, got = 0;
+  while (acked < 2200 && ::read(pipefd[0], &got, sizeof got) == sizeof got) acked = got;
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  while (::read(pipefd[0], &got, sizeof got) == sizeof got) acked = got;  // acks already sent
+  ::close(pipefd[0]);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << WEXITSTATUS(status);
+  auto e = Open();
+  for (int s = 0; s < 8; ++s) {
+    auto id = e->db().Find("GPU-" + std::to_string(s) + "/util");
+    ASSERT_TRUE(id.has_value());
+    auto raw = e->db().Raw(*id, 0, INT64_MAX);
+    ASSERT_GE(raw.size(), static_cast<size_t>(acked + 1)) << "series " << s;
+    for (int32_t b = 0; b <= acked; ++b) {
+      ASSERT_EQ(raw[b].t, 1000LL * b);
+      ASSERT_EQ(raw[b].v, b % 101);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpufleet::tsdb
