@@ -5,6 +5,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
+#include <deque>
 #include <random>
 #include <thread>
 
@@ -49,6 +50,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void Start() {
     asio::co_spawn(
         ex_, [self = shared_from_this()] { return self->Loop(); }, asio::detached);
+    if (options_.sample_interval_ms > 0) {
+      asio::co_spawn(
+          ex_, [self = shared_from_this()] { return self->Collect(); }, asio::detached);
+    }
   }
 
   void Stop() {
@@ -58,6 +63,7 @@ class Session : public std::enable_shared_from_this<Session> {
         beast::get_lowest_layer(*self->ws_).socket().close(ec);
       }
       self->timer_.cancel();
+      self->sample_timer_.cancel();
     });
   }
 
@@ -150,7 +156,11 @@ class Session : public std::enable_shared_from_this<Session> {
           for (;;) {
             auto [ec, n] = co_await self->ws_->async_read(buf, asio::as_tuple(asio::use_awaitable));
             if (ec) break;
-            buf.consume(n);  // the controller sends nothing we act on yet
+            auto msg = proto::Decode(beast::buffers_to_string(buf.data()));
+            buf.consume(n);
+            if (msg.ok()) {
+              if (auto* ack = std::get_if<proto::Ack>(&msg.value())) self->Acked(ack->seq);
+            }
           }
           *done = true;
           self->timer_.cancel();
@@ -158,9 +168,14 @@ class Session : public std::enable_shared_from_this<Session> {
         asio::detached);
     int64_t seq = 0;
     int64_t next_inventory = RealClock()->NowMs() + options_.inventory_interval_ms;
+    int64_t next_heartbeat = RealClock()->NowMs() + heartbeat_ms;
+    int tick = options_.sample_interval_ms > 0 ? std::min(heartbeat_ms, options_.sample_interval_ms)
+                                               : heartbeat_ms;
+    sent_seq_ = acked_seq_;  // a new connection: send everything not yet acknowledged
     auto* ws = ws_.get();
     while (!*done && !stopping_) {
-      timer_.expires_after(std::chrono::milliseconds(heartbeat_ms));
+      co_await SendSamples();
+      timer_.expires_after(std::chrono::milliseconds(tick));
       co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
       if (*done || stopping_ || ws_.get() != ws) break;
       int64_t now = RealClock()->NowMs();
@@ -172,13 +187,76 @@ class Session : public std::enable_shared_from_this<Session> {
           co_await Send(proto::Inventory{gpus.value()});
         }
       }
-      co_await Send(proto::Heartbeat{++seq, now});
+      if (now >= next_heartbeat) {
+        next_heartbeat = now + heartbeat_ms;
+        co_await Send(proto::Heartbeat{++seq, now});
+      }
     }
     beast::error_code ec;
     beast::get_lowest_layer(*ws_).socket().close(ec);
     while (!*done) {  // let the reader finish before the stream goes away
       timer_.expires_after(std::chrono::milliseconds(5));
       co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+  }
+
+  // Samples every GPU on the interval grid, whether or not the controller is reachable; the
+  // batches wait in pending_ until acknowledged (bounded: the oldest go first when full).
+  asio::awaitable<void> Collect() {
+    int64_t interval = options_.sample_interval_ms;
+    size_t gpu_count = 0;
+    while (!stopping_) {
+      int64_t now = RealClock()->NowMs();
+      int64_t next = (now / interval + 1) * interval;
+      sample_timer_.expires_after(std::chrono::milliseconds(next - now));
+      co_await sample_timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+      if (stopping_) break;
+      if (gpu_count == 0 || next % 60'000 == 0) {
+        auto gpus = backend_->Inventory();
+        gpu_count = gpus.ok() ? gpus->size() : 0;
+      }
+      Batch b;
+      b.seq = ++batch_seq_;
+      for (size_t i = 0; i < gpu_count; ++i) {
+        proto::SampleRow row = backend_->Sample(static_cast<int>(i), next);
+        if (row.present) b.rows.push_back(row);
+      }
+      stats_.rows_sampled += static_cast<int64_t>(b.rows.size());
+      pending_rows_ += b.rows.size();
+      pending_.push_back(std::move(b));
+      size_t max_rows = static_cast<size_t>(options_.buffer_seconds) *
+                        std::max<size_t>(gpu_count, 1) * 1000 / static_cast<size_t>(interval);
+      while (pending_rows_ > max_rows && !pending_.empty()) {
+        stats_.rows_dropped += static_cast<int64_t>(pending_.front().rows.size());
+        pending_rows_ -= pending_.front().rows.size();
+        acked_seq_ = std::max(acked_seq_, pending_.front().seq);
+        pending_.pop_front();
+      }
+    }
+  }
+
+  // Sends the batches not yet sent on this connection, up to 64 per message.
+  asio::awaitable<void> SendSamples() {
+    while (ws_) {
+      proto::Samples msg;
+      for (const Batch& b : pending_) {
+        if (b.seq <= sent_seq_) continue;
+        msg.rows.insert(msg.rows.end(), b.rows.begin(), b.rows.end());
+        msg.seq = b.seq;
+        if (msg.rows.size() >= 64 * 8) break;
+      }
+      if (msg.seq == 0) co_return;
+      sent_seq_ = msg.seq;
+      co_await Send(std::move(msg));
+    }
+  }
+
+  void Acked(int64_t seq) {
+    acked_seq_ = std::max(acked_seq_, seq);
+    while (!pending_.empty() && pending_.front().seq <= seq) {
+      stats_.rows_acked += static_cast<int64_t>(pending_.front().rows.size());
+      pending_rows_ -= pending_.front().rows.size();
+      pending_.pop_front();
     }
   }
 
@@ -229,6 +307,18 @@ class Session : public std::enable_shared_from_this<Session> {
   std::unique_ptr<websocket::stream<beast::tcp_stream>> ws_;
   std::vector<Gpu> last_inventory_;
   std::string out_;
+
+  // Telemetry waiting for its ack; touched only on this session's strand.
+  struct Batch {
+    int64_t seq = 0;
+    std::vector<proto::SampleRow> rows;
+  };
+  asio::steady_timer sample_timer_{ex_};
+  std::deque<Batch> pending_;
+  size_t pending_rows_ = 0;
+  int64_t batch_seq_ = 0;
+  int64_t sent_seq_ = 0;   // sent on the current connection
+  int64_t acked_seq_ = 0;  // acknowledged (or given up) by the controller
 };
 
 }  // namespace

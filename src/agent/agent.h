@@ -19,6 +19,9 @@ struct AgentOptions {
   std::string node_token;  // from an earlier welcome; tried before the join token
   std::string hostname;    // overrides the host's name (the simulator sets one per node)
   int inventory_interval_ms = 60'000;
+  int sample_interval_ms = 1'000;  // telemetry; samples are stamped on this grid; 0: none
+  // Unacknowledged telemetry kept across controller outages, in seconds of samples.
+  int buffer_seconds = 900;
   int backoff_initial_ms = 500;
   int backoff_max_ms = 30'000;
   // Called (on the I/O thread) when the controller issues a node token.
@@ -26,9 +29,12 @@ struct AgentOptions {
 };
 
 struct AgentStats {
-  std::atomic<int> connected{0};     // sessions with a live, welcomed connection
-  std::atomic<int64_t> welcomes{0};  // successful registrations, reconnects included
-  std::atomic<int64_t> failures{0};  // failed attempts
+  std::atomic<int> connected{0};         // sessions with a live, welcomed connection
+  std::atomic<int64_t> welcomes{0};      // successful registrations, reconnects included
+  std::atomic<int64_t> failures{0};      // failed attempts
+  std::atomic<int64_t> rows_sampled{0};  // one GPU's fields at one time
+  std::atomic<int64_t> rows_acked{0};
+  std::atomic<int64_t> rows_dropped{0};  // lost to a full buffer during a long outage
 };
 
 // Thread-safe: Add and Stop may be called from any thread.

@@ -10,6 +10,7 @@
 #include "common/result.h"
 #include "model/catalog.h"
 #include "model/types.h"
+#include "proto/proto.h"
 
 namespace gpufleet {
 
@@ -27,6 +28,9 @@ class GpuBackend {
   // Every GPU the node has. A GPU that fails mid-read (e.g. GPU_IS_LOST) is still listed, with
   // what could be read and Gpu::error set; only a failure to enumerate at all is an error.
   virtual Result<std::vector<Gpu>> Inventory() = 0;
+  // Reads every telemetry field of GPU `index`, stamped `time_ms`. A field the GPU does not
+  // support (or that fails) is left absent, never reported as zero.
+  virtual proto::SampleRow Sample(int index, int64_t time_ms) = 0;
 };
 
 // Loads NVML from `library_path` (empty: $GPUFLEET_NVML_LIBRARY, then libnvidia-ml.so.1) and

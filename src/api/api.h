@@ -9,7 +9,9 @@
 #include "common/result.h"
 #include "fleet/fleet.h"
 #include "model/catalog.h"
+#include "proto/agent_handler.h"
 #include "store/store.h"
+#include "telemetry/telemetry.h"
 
 namespace gpufleet::api {
 
@@ -19,11 +21,20 @@ struct ApiOptions {
   int threads = 2;
 };
 
+// What the server serves; all outlive it.
+struct ApiDeps {
+  FleetService& fleet;
+  Store& store;
+  std::shared_ptr<const GpuCatalog> catalog;
+  std::shared_ptr<Clock> clock;
+  TelemetryStore& telemetry;
+  proto::AgentHandler& agents;  // the agent channel's receiver
+};
+
 // Owns its I/O threads. Start() binds and serves; Stop() closes and joins. Thread-safe.
 class ApiServer {
  public:
-  ApiServer(ApiOptions options, FleetService& fleet, Store& store,
-            std::shared_ptr<const GpuCatalog> catalog, std::shared_ptr<Clock> clock);
+  ApiServer(ApiOptions options, ApiDeps deps);
   ~ApiServer();
   // Returns the bound address, "127.0.0.1:43121".
   Result<std::string> Start();

@@ -6,6 +6,7 @@
 #include "fleet/fleet.h"
 #include "model/catalog.h"
 #include "store/store.h"
+#include "telemetry/telemetry.h"
 
 namespace gpufleet::api {
 
@@ -14,6 +15,7 @@ struct ApiContext {
   Store& store;
   const GpuCatalog& catalog;
   Clock& clock;
+  TelemetryStore& telemetry;
 };
 
 // Each routes/<resource>.cpp registers its handlers.
@@ -23,6 +25,7 @@ void AddTokenRoutes(Router& router, ApiContext& ctx);
 void AddApplyRoutes(Router& router, ApiContext& ctx);
 void AddAuditRoutes(Router& router, ApiContext& ctx);
 void AddStaticRoutes(Router& router, ApiContext& ctx);
+void AddMetricsRoutes(Router& router, ApiContext& ctx);  // /api/v1/query, /metrics
 
 // Authenticates "Bearer <token>" against the stored API tokens.
 Result<Principal> Authenticate(Store& store, Clock& clock, const std::string& authorization);

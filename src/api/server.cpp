@@ -28,26 +28,28 @@ struct ApiServer::Impl {
   Store& store;
   std::shared_ptr<const GpuCatalog> catalog;
   std::shared_ptr<Clock> clock;
+  proto::AgentHandler& agents;
   ApiContext ctx;
   Router router;
   asio::io_context io;
   std::optional<tcp::acceptor> acceptor;
   std::vector<std::thread> threads;
 
-  Impl(ApiOptions o, FleetService& f, Store& s, std::shared_ptr<const GpuCatalog> c,
-       std::shared_ptr<Clock> cl)
+  Impl(ApiOptions o, ApiDeps d)
       : options(std::move(o)),
-        fleet(f),
-        store(s),
-        catalog(std::move(c)),
-        clock(std::move(cl)),
-        ctx{fleet, store, *catalog, *clock} {
+        fleet(d.fleet),
+        store(d.store),
+        catalog(std::move(d.catalog)),
+        clock(std::move(d.clock)),
+        agents(d.agents),
+        ctx{fleet, store, *catalog, *clock, d.telemetry} {
     AddClusterRoutes(router, ctx);
     AddNodeRoutes(router, ctx);
     AddTokenRoutes(router, ctx);
     AddApplyRoutes(router, ctx);
     AddAuditRoutes(router, ctx);
     AddStaticRoutes(router, ctx);
+    AddMetricsRoutes(router, ctx);
   }
 
   Response Dispatch(Request& req) {
@@ -210,7 +212,7 @@ struct ApiServer::Impl {
     if (!first.ok()) {
       welcome = first.error();
     } else if (auto* hello = std::get_if<proto::Hello>(&first.value())) {
-      welcome = fleet.OnHello(*hello, remote);
+      welcome = agents.OnHello(*hello, remote);
     } else {
       welcome = MakeError(ErrorCode::kInvalidArgument, "the first message must be a hello");
     }
@@ -226,7 +228,7 @@ struct ApiServer::Impl {
       co_return;
     }
     std::string node = welcome->node;
-    uint64_t connection = fleet.OnConnected(node);
+    uint64_t connection = agents.OnConnected(node);
     out = proto::Encode(welcome.value());
     ws.text(true);
     auto [wec, wn] =
@@ -240,9 +242,14 @@ struct ApiServer::Impl {
         spdlog::warn("agent {}: bad message: {}", node, msg.error().message);
         continue;
       }
-      fleet.OnMessage(node, msg.value());
+      if (auto reply = agents.OnMessage(node, msg.value())) {
+        out = proto::Encode(*reply);
+        auto [ec2, n2] =
+            co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
+        if (ec2) break;
+      }
     }
-    fleet.OnClosed(node, connection);
+    agents.OnClosed(node, connection);
   }
 
   asio::awaitable<void> Accept() {
@@ -259,10 +266,8 @@ struct ApiServer::Impl {
   }
 };
 
-ApiServer::ApiServer(ApiOptions options, FleetService& fleet, Store& store,
-                     std::shared_ptr<const GpuCatalog> catalog, std::shared_ptr<Clock> clock)
-    : impl_(std::make_unique<Impl>(std::move(options), fleet, store, std::move(catalog),
-                                   std::move(clock))) {}
+ApiServer::ApiServer(ApiOptions options, ApiDeps deps)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(deps))) {}
 
 ApiServer::~ApiServer() { Stop(); }
 

@@ -14,8 +14,44 @@
 #include "config/fleet_spec.h"
 #include "fleet/fleet.h"
 #include "store/store.h"
+#include "telemetry/telemetry.h"
 
 namespace gpufleet {
+namespace {
+
+// The agent channel's receiver: registration and liveness go to the fleet, sample batches to
+// the telemetry store (acknowledged once they are in its write-ahead log).
+class AgentRouter : public proto::AgentHandler {
+ public:
+  AgentRouter(FleetService& fleet, TelemetryStore& telemetry)
+      : fleet_(fleet), telemetry_(telemetry) {}
+  Result<proto::Welcome> OnHello(const proto::Hello& hello, const std::string& remote) override {
+    return fleet_.OnHello(hello, remote);
+  }
+  uint64_t OnConnected(const std::string& node) override { return fleet_.OnConnected(node); }
+  void OnClosed(const std::string& node, uint64_t connection) override {
+    fleet_.OnClosed(node, connection);
+  }
+  std::optional<proto::Message> OnMessage(const std::string& node,
+                                          const proto::Message& message) override {
+    fleet_.OnMessage(node, message);
+    const auto* samples = std::get_if<proto::Samples>(&message);
+    if (!samples) return std::nullopt;
+    auto stored = telemetry_.Ingest(fleet_.GpuUuids(node), *samples);
+    if (!stored.ok()) {
+      // No ack: the agent keeps the batch and sends it again.
+      spdlog::error("telemetry from {} not stored: {}", node, stored.error().message);
+      return std::nullopt;
+    }
+    return proto::Message(proto::Ack{samples->seq});
+  }
+
+ private:
+  FleetService& fleet_;
+  TelemetryStore& telemetry_;
+};
+
+}  // namespace
 
 struct Controller::Impl {
   ControllerOptions options;
@@ -23,6 +59,8 @@ struct Controller::Impl {
   std::shared_ptr<const GpuCatalog> catalog;
   std::unique_ptr<Store> store;
   std::unique_ptr<FleetService> fleet;
+  std::unique_ptr<TelemetryStore> telemetry;
+  std::unique_ptr<AgentRouter> agents;
   std::unique_ptr<api::ApiServer> server;
   std::string address;
   std::thread monitor;
@@ -70,13 +108,24 @@ Status Controller::Start() {
   fo.heartbeat_timeout_ms = o.heartbeat_timeout_ms;
   impl_->fleet = std::make_unique<FleetService>(*impl_->store, impl_->catalog, impl_->clock, fo);
   GF_TRY(impl_->fleet->Load());
+  auto telemetry = TelemetryStore::Open({o.data_dir + "/tsdb", {}});
+  if (!telemetry.ok()) return telemetry.error();
+  impl_->telemetry = std::move(telemetry.value());
+  const auto& replay = impl_->telemetry->replay();
+  spdlog::info("telemetry: {} series from the checkpoint, {} points replayed from the log{}",
+               replay.checkpoint_series, replay.wal_points,
+               replay.torn_bytes
+                   ? " (a torn tail of " + std::to_string(replay.torn_bytes) + " bytes was cut)"
+                   : "");
+  impl_->agents = std::make_unique<AgentRouter>(*impl_->fleet, *impl_->telemetry);
 
   api::ApiOptions ao;
   ao.listen = o.listen;
   ao.max_body_bytes = o.max_body_bytes;
   ao.threads = o.threads;
-  impl_->server = std::make_unique<api::ApiServer>(ao, *impl_->fleet, *impl_->store, impl_->catalog,
-                                                   impl_->clock);
+  impl_->server = std::make_unique<api::ApiServer>(
+      ao, api::ApiDeps{*impl_->fleet, *impl_->store, impl_->catalog, impl_->clock,
+                       *impl_->telemetry, *impl_->agents});
   auto addr = impl_->server->Start();
   if (!addr.ok()) return addr.error();
   impl_->address = addr.value();
@@ -93,12 +142,25 @@ Status Controller::Start() {
   int period = std::max(100, std::min(1000, o.heartbeat_timeout_ms / 4));
   impl_->monitor = std::thread([this, period] {
     std::unique_lock lock(impl_->mu);
+    int64_t next_retain = impl_->clock->NowMs() + 60'000;
+    int64_t next_checkpoint = impl_->clock->NowMs() + impl_->options.checkpoint_interval_ms;
     while (!impl_->stopping) {
       impl_->cv.wait_for(lock, std::chrono::milliseconds(period));
       if (impl_->stopping) break;
       lock.unlock();
       int lost = impl_->fleet->CheckHeartbeats();
       if (lost) spdlog::warn("{} node(s) stopped sending heartbeats: unreachable", lost);
+      int64_t now = impl_->clock->NowMs();
+      if (now >= next_retain) {
+        next_retain = now + 60'000;
+        impl_->telemetry->Retain(now);
+      }
+      if (now >= next_checkpoint) {
+        next_checkpoint = now + impl_->options.checkpoint_interval_ms;
+        if (auto s = impl_->telemetry->Checkpoint(); !s.ok()) {
+          spdlog::error("telemetry checkpoint failed: {}", s.error().message);
+        }
+      }
       lock.lock();
     }
   });
@@ -115,6 +177,12 @@ void Controller::Stop() {
   impl_->cv.notify_all();
   if (impl_->monitor.joinable()) impl_->monitor.join();
   if (impl_->server) impl_->server->Stop();
+  // A checkpoint now makes the next start quick; the log alone would lose nothing either.
+  if (impl_->telemetry) {
+    if (auto s = impl_->telemetry->Checkpoint(); !s.ok()) {
+      spdlog::error("telemetry checkpoint at stop failed: {}", s.error().message);
+    }
+  }
 }
 
 const std::string& Controller::address() const { return impl_->address; }

@@ -18,6 +18,7 @@ struct ControllerOptions {
   int heartbeat_timeout_ms = 30'000;
   size_t max_body_bytes = 4 << 20;
   int threads = 2;
+  int64_t checkpoint_interval_ms = 600'000;  // telemetry snapshot, which truncates the log
 };
 
 // Thread-safe. Start() brings everything up; Stop() (or the destructor) takes it down.

@@ -436,21 +436,35 @@ void FleetService::OnClosed(const std::string& node, uint64_t connection) {
   it->second.node.connected = false;
 }
 
-void FleetService::OnMessage(const std::string& name, const proto::Message& message) {
+std::vector<std::string> FleetService::GpuUuids(const std::string& node) const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return out;
+  for (const auto& g : it->second.node.gpus) {
+    if (g.index < 0 || g.index > 64) continue;
+    if (out.size() <= static_cast<size_t>(g.index)) out.resize(g.index + 1);
+    out[g.index] = g.uuid;
+  }
+  return out;
+}
+
+std::optional<proto::Message> FleetService::OnMessage(const std::string& name,
+                                                      const proto::Message& message) {
   std::unique_lock lock(mu_);
   auto it = nodes_.find(name);
-  if (it == nodes_.end()) return;
+  if (it == nodes_.end()) return std::nullopt;
   Node& node = it->second.node;
   node.last_seen_ms = clock_->NowMs();
   const auto* inventory = std::get_if<proto::Inventory>(&message);
   bool back = node.state == NodeState::kUnreachable;
-  if (!inventory && !back) return;  // the common case: a heartbeat, memory only
+  if (!inventory && !back) return std::nullopt;  // the common case: memory only
   std::string pool_name = node.pool;
   lock.unlock();
   auto pool = FindPool(pool_name);
   lock.lock();
   it = nodes_.find(name);
-  if (!pool.ok() || it == nodes_.end()) return;
+  if (!pool.ok() || it == nodes_.end()) return std::nullopt;
   Node& n = it->second.node;
   if (inventory) n.gpus = inventory->gpus;
   auto [health, why] = Judge(pool.value(), n.gpus);
@@ -461,6 +475,7 @@ void FleetService::OnMessage(const std::string& name, const proto::Message& mess
   if (auto s = Save(it->second, events); !s.ok()) {
     spdlog::error("fleet: saving {}: {}", n.name, s.error().message);
   }
+  return std::nullopt;
 }
 
 }  // namespace gpufleet

@@ -78,10 +78,13 @@ class FleetService : public proto::AgentHandler {
   // Turns nodes whose heartbeats stopped unreachable; returns how many changed.
   int CheckHeartbeats();
   int ConnectedAgents() const;
+  // The UUIDs of a node's GPUs, by index (empty strings for gaps); empty for an unknown node.
+  std::vector<std::string> GpuUuids(const std::string& node) const;
 
   // proto::AgentHandler
   Result<proto::Welcome> OnHello(const proto::Hello& hello, const std::string& remote) override;
-  void OnMessage(const std::string& node, const proto::Message& message) override;
+  std::optional<proto::Message> OnMessage(const std::string& node,
+                                          const proto::Message& message) override;
   void OnClosed(const std::string& node, uint64_t connection) override;
   uint64_t OnConnected(const std::string& node) override;
 

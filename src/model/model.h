@@ -3,4 +3,5 @@
 
 #include "model/catalog.h"
 #include "model/state_machine.h"
+#include "model/telemetry.h"
 #include "model/types.h"

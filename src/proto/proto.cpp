@@ -48,6 +48,26 @@ struct Encoder {
   json::object operator()(const Inventory& m) const {
     return {{"type", "inventory"}, {"gpus", GpusJson(m.gpus)}};
   }
+  json::object operator()(const Samples& m) const {
+    json::array rows;
+    rows.reserve(m.rows.size());
+    for (const auto& r : m.rows) {
+      json::array row;
+      row.reserve(2 + kFieldCount);
+      row.push_back(r.time_ms);
+      row.push_back(r.gpu);
+      for (size_t i = 0; i < kFieldCount; ++i) {
+        if (r.present & (1u << i)) {
+          row.push_back(r.values[i]);
+        } else {
+          row.push_back(nullptr);
+        }
+      }
+      rows.push_back(std::move(row));
+    }
+    return {{"type", "samples"}, {"seq", m.seq}, {"rows", std::move(rows)}};
+  }
+  json::object operator()(const Ack& m) const { return {{"type", "ack"}, {"seq", m.seq}}; }
   json::object operator()(const ErrorMessage& m) const {
     return {{"type", "error"}, {"code", m.code}, {"message", m.message}};
   }
@@ -105,6 +125,39 @@ Result<Message> Decode(std::string_view text) {
     Inventory m;
     GF_TRY_ASSIGN(m.gpus, GpusFrom(o));
     return Message(std::move(m));
+  }
+  if (type == "samples") {
+    Samples m;
+    GF_TRY_ASSIGN(m.seq, GetInt(o, "seq"));
+    auto rows = o.find("rows");
+    if (rows == o.end() || !rows->value().is_array()) {
+      return MakeError(ErrorCode::kInvalidArgument, "samples need 'rows'");
+    }
+    for (const auto& rv : rows->value().as_array()) {
+      if (!rv.is_array() || rv.as_array().size() < 2 || !rv.as_array()[0].is_number() ||
+          !rv.as_array()[1].is_number()) {
+        return MakeError(ErrorCode::kInvalidArgument, "each row is [time_ms, gpu, values...]");
+      }
+      const auto& row = rv.as_array();
+      SampleRow r;
+      r.time_ms = row[0].to_number<int64_t>();
+      r.gpu = row[1].to_number<int>();
+      for (size_t i = 2; i < row.size() && i - 2 < kFieldCount; ++i) {
+        if (row[i].is_null()) continue;
+        if (!row[i].is_number()) {
+          return MakeError(ErrorCode::kInvalidArgument, "row values are numbers or null");
+        }
+        r.present |= 1u << (i - 2);
+        r.values[i - 2] = row[i].to_number<double>();
+      }
+      m.rows.push_back(r);
+    }
+    return Message(std::move(m));
+  }
+  if (type == "ack") {
+    Ack m;
+    GF_TRY_ASSIGN(m.seq, GetInt(o, "seq"));
+    return Message(m);
   }
   if (type == "error") {
     ErrorMessage m;

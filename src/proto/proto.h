@@ -3,15 +3,17 @@
 // /api/v1/agent. Every message has "v" (protocol version) and "type". Readers accept every
 // version up to kProtoVersion and refuse newer ones with a clear error.
 //
-//   agent -> controller: hello (first frame), heartbeat, inventory (when GPUs change)
-//   controller -> agent: welcome (reply to hello), error (then close)
+//   agent -> controller: hello (first frame), heartbeat, inventory (when GPUs change), samples
+//   controller -> agent: welcome (reply to hello), error (then close), ack (of samples)
 
+#include <array>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
 #include "common/result.h"
+#include "model/telemetry.h"
 #include "model/types.h"
 
 namespace gpufleet::proto {
@@ -43,12 +45,37 @@ struct Inventory {
   std::vector<Gpu> gpus;
 };
 
+// One GPU's fields at one time; `present` has bit i set when field i was read (a field the GPU
+// does not support is absent, never zero).
+struct SampleRow {
+  int64_t time_ms = 0;
+  int gpu = 0;  // index on the node
+  uint32_t present = 0;
+  std::array<double, kFieldCount> values{};
+  bool has(Field f) const { return present & (1u << static_cast<int>(f)); }
+  void set(Field f, double v) {
+    present |= 1u << static_cast<int>(f);
+    values[static_cast<size_t>(f)] = v;
+  }
+};
+
+// A batch of rows. Wire form: {"seq":N, "rows":[[t, gpu, v0, v1, ...], ...]} with values in
+// Fields() order and null where absent; a reader takes the fields it knows and ignores more.
+struct Samples {
+  int64_t seq = 0;  // the agent's batch number; acknowledged by Ack
+  std::vector<SampleRow> rows;
+};
+
+struct Ack {
+  int64_t seq = 0;  // every batch up to and including seq is stored
+};
+
 struct ErrorMessage {
   std::string code;
   std::string message;
 };
 
-using Message = std::variant<Hello, Welcome, Heartbeat, Inventory, ErrorMessage>;
+using Message = std::variant<Hello, Welcome, Heartbeat, Inventory, ErrorMessage, Samples, Ack>;
 
 std::string Encode(const Message& message);
 Result<Message> Decode(std::string_view text);

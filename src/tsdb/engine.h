@@ -58,6 +58,9 @@ class Engine {
   Status Sync();
 
   const Tsdb& db() const { return db_; }
+  // Applies retention (not logged: a restart restores what the last checkpoint had, and the
+  // next pass drops it again).
+  void Retain(int64_t now) { db_.Retain(now); }
   uint64_t wal_bytes() const;
   const ReplayStats& replay() const { return replay_; }
 

@@ -379,3 +379,76 @@ TEST(Up, RunsTheExampleFleetAndStopsOnCtrlC) {
 
 }  // namespace
 }  // namespace gpufleet::e2e
+
+namespace gpufleet::e2e {
+namespace {
+
+class Telemetry : public E2E {};
+
+TEST_F(Telemetry, FakeNvmlValuesReachTheQueryApiAndMetricsUnderDcgmNames) {
+  Apply();
+  std::string token = JoinToken("l4");
+  std::vector<std::string> args{
+      GPUFLEET_BIN, "agent", "--controller",   controller_->address(), "--join-token", token,
+      "--backend",  "nvml",  "--nvml-library", FAKE_NVML_PATH,         "--hostname",   "fake-l4"};
+  agents_.push_back(std::make_unique<Process>(
+      args, std::map<std::string, std::string>{{"FAKE_NVML_SCRIPT", kNvmlFixtures + "l4x1.json"}},
+      dir_ + "/agent.log"));
+  auto value = [&](const std::string& metric) {
+    auto [s, v] = controller_->Call("GET", "/api/v1/query?metric=" + metric + "&node=fake-l4");
+    if (s != 200 || v.at("items").as_array().empty()) return json::value(nullptr);
+    return v.at("items").at(0).at("value");
+  };
+  ASSERT_TRUE(WaitFor([&] { return !value("gpu_util").is_null(); }, 15000))
+      << ReadFile(dir_ + "/agent.log");
+  EXPECT_EQ(value("gpu_util").as_int64(), 87);
+  EXPECT_EQ(value("power_usage").as_int64(), 61234);
+  EXPECT_EQ(value("total_energy").as_int64(), 987654321);
+  EXPECT_EQ(value("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL").as_int64(), 17);
+  EXPECT_TRUE(value("memory_temp").is_null());  // not supported: absent, not zero
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/query?metric=warp_drive").first, 400);
+
+  auto metrics = controller_->Call("GET", "/metrics").second;
+  std::string text(metrics.as_string());
+  std::string labels =
+      R"({gpu="0",UUID="GPU-aaaabbbb-cccc-dddd-eeee-ffff00001111",pci_bus_id="00000000:01:00.0",)"
+      R"(device="nvidia0",modelName="NVIDIA L4",Hostname="fake-l4",cluster="edge",pool="l4"})";
+  EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"), std::string::npos);
+  EXPECT_NE(text.find("DCGM_FI_DEV_POWER_USAGE" + labels + " 61.234\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("DCGM_FI_DEV_GPU_UTIL" + labels + " 87\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"), std::string::npos);
+  EXPECT_EQ(text.find("DCGM_FI_DEV_MEMORY_TEMP" + labels), std::string::npos);
+  EXPECT_NE(text.find("gpufleet_agents_connected 1\n"), std::string::npos);
+  std::string none;
+  EXPECT_EQ(controller_->Call("GET", "/metrics", "", &none).first, 401);
+}
+
+// The agent buffers samples while the controller is down and replays them when it is back:
+// every second of the outage is stored, once.
+TEST_F(Telemetry, AgentReplaysItsBufferAfterAControllerOutage) {
+  Apply();
+  std::string token = JoinToken("l4");
+  Sim(token, "edge", 1, "L4", 1);
+  auto points = [&] {
+    auto [s, v] = controller_->Call(
+        "GET", "/api/v1/query_range?metric=gpu_temp&node=edge-0000&start=-10m&step=1s&agg=max");
+    return s == 200 && !v.at("series").as_array().empty()
+               ? v.at("series").at(0).at("points").as_array()
+               : json::array{};
+  };
+  ASSERT_TRUE(WaitFor([&] { return points().size() >= 2; }, 15000));
+  controller_->Stop();
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  controller_->Start();
+  ASSERT_TRUE(WaitFor([&] { return Node("edge-0000").at("connected").as_bool(); }, 20000));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  auto all = points();
+  ASSERT_GE(all.size(), 8u);
+  for (size_t i = 1; i < all.size(); ++i) {
+    int64_t gap = all[i].at(0).as_int64() - all[i - 1].at(0).as_int64();
+    EXPECT_EQ(gap, 1000) << "a second is missing or doubled at point " << i;
+  }
+}
+
+}  // namespace
+}  // namespace gpufleet::e2e

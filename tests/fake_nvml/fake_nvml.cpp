@@ -184,3 +184,100 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMigMode(nvmlDev
 }
 
 }  // extern "C"
+
+// Telemetry: each reads "telemetry": {"<key>": value or [values]} of the GPU; a missing key is
+// NOT_SUPPORTED, and "errors" still apply by function name.
+namespace {
+nvmlReturn_t Telemetry(nvmlDevice_t d, const char* fn, const char* key, const json::value** out) {
+  if (nvmlReturn_t r = Scripted(Index(d), fn); r != NVML_SUCCESS) return r;
+  const json::object* g = Gpu(Index(d));
+  auto t = g->find("telemetry");
+  if (t == g->end()) return NVML_ERROR_NOT_SUPPORTED;
+  auto v = t->value().as_object().find(key);
+  if (v == t->value().as_object().end()) return NVML_ERROR_NOT_SUPPORTED;
+  *out = &v->value();
+  return NVML_SUCCESS;
+}
+template <class T>
+nvmlReturn_t Number(nvmlDevice_t d, const char* fn, const char* key, T* out, size_t at = 0) {
+  std::lock_guard lock(g_mu);
+  const json::value* v = nullptr;
+  if (nvmlReturn_t r = Telemetry(d, fn, key, &v); r != NVML_SUCCESS) return r;
+  const json::value& n = v->is_array() ? v->as_array().at(at) : *v;
+  *out = static_cast<T>(n.to_number<double>());
+  return NVML_SUCCESS;
+}
+}  // namespace
+
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t* u) {
+  nvmlReturn_t r = Number(d, "nvmlDeviceGetUtilizationRates", "utilization", &u->gpu, 0);
+  return r == NVML_SUCCESS
+             ? Number(d, "nvmlDeviceGetUtilizationRates", "utilization", &u->memory, 1)
+             : r;
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned* t) {
+  return sensor == NVML_TEMPERATURE_GPU ? Number(d, "nvmlDeviceGetTemperature", "temperature", t)
+                                        : NVML_ERROR_INVALID_ARGUMENT;
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned* mw) {
+  return Number(d, "nvmlDeviceGetPowerUsage", "power_mw", mw);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned* mw) {
+  return Number(d, "nvmlDeviceGetEnforcedPowerLimit", "power_limit_mw", mw);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d,
+                                                             unsigned long long* mj) {
+  return Number(d, "nvmlDeviceGetTotalEnergyConsumption", "energy_mj", mj);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned* mhz) {
+  if (type == NVML_CLOCK_SM) return Number(d, "nvmlDeviceGetClockInfo", "sm_clock", mhz);
+  if (type == NVML_CLOCK_MEM) return Number(d, "nvmlDeviceGetClockInfo", "mem_clock", mhz);
+  return NVML_ERROR_NOT_SUPPORTED;
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d,
+                                                                unsigned long long* r) {
+  return Number(d, "nvmlDeviceGetCurrentClocksEventReasons", "clocks_event_reasons", r);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t d, int counter, unsigned* kbs) {
+  return Number(d, "nvmlDeviceGetPcieThroughput", "pcie_kbs", kbs,
+                counter == NVML_PCIE_UTIL_RX_BYTES);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t d, unsigned* n) {
+  return Number(d, "nvmlDeviceGetPcieReplayCounter", "pcie_replay", n);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int type, int counter,
+                                                     unsigned long long* n) {
+  // "ecc": [sbe volatile, dbe volatile, sbe aggregate, dbe aggregate]
+  return Number(d, "nvmlDeviceGetTotalEccErrors", "ecc", n, counter * 2 + type);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t d, int cause, unsigned* count,
+                                                   unsigned long long* addresses) {
+  nvmlReturn_t r = Number(d, "nvmlDeviceGetRetiredPages", "retired_pages", count, cause);
+  if (r == NVML_SUCCESS && *count > 0 && addresses == nullptr) return NVML_ERROR_INSUFFICIENT_SIZE;
+  return r;
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, int* pending) {
+  return Number(d, "nvmlDeviceGetRetiredPagesPendingStatus", "retired_pending", pending);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned* corr, unsigned* unc,
+                                                   unsigned* pending, unsigned* failure) {
+  // "remapped_rows": [correctable, uncorrectable, pending, failure]
+  nvmlReturn_t r = Number(d, "nvmlDeviceGetRemappedRows", "remapped_rows", corr, 0);
+  if (r != NVML_SUCCESS) return r;
+  Number(d, "nvmlDeviceGetRemappedRows", "remapped_rows", unc, 1);
+  Number(d, "nvmlDeviceGetRemappedRows", "remapped_rows", pending, 2);
+  return Number(d, "nvmlDeviceGetRemappedRows", "remapped_rows", failure, 3);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link, int* active) {
+  std::lock_guard lock(g_mu);
+  const json::value* v = nullptr;
+  if (nvmlReturn_t r = Telemetry(d, "nvmlDeviceGetNvLinkState", "nvlink_states", &v);
+      r != NVML_SUCCESS)
+    return r;
+  const auto& links = v->as_array();
+  if (link >= links.size()) return NVML_ERROR_INVALID_ARGUMENT;
+  *active = static_cast<int>(links[link].as_int64());
+  return NVML_SUCCESS;
+}

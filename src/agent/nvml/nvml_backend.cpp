@@ -81,6 +81,21 @@ class NvmlBackend : public GpuBackend {
         {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo"});
     memory_ = Sym<NvmlDeviceGetMemoryInfoFn>({"nvmlDeviceGetMemoryInfo"});
     mig_ = Sym<NvmlDeviceGetMigModeFn>({"nvmlDeviceGetMigMode"});
+    utilization_ = Sym<NvmlDeviceGetUtilizationRatesFn>({"nvmlDeviceGetUtilizationRates"});
+    temperature_ = Sym<NvmlDeviceGetTemperatureFn>({"nvmlDeviceGetTemperature"});
+    power_ = Sym<NvmlDeviceGetUintFn>({"nvmlDeviceGetPowerUsage"});
+    power_limit_ = Sym<NvmlDeviceGetUintFn>({"nvmlDeviceGetEnforcedPowerLimit"});
+    energy_ = Sym<NvmlDeviceGetUllFn>({"nvmlDeviceGetTotalEnergyConsumption"});
+    clock_ = Sym<NvmlDeviceGetClockInfoFn>({"nvmlDeviceGetClockInfo"});
+    clock_reasons_ = Sym<NvmlDeviceGetUllFn>(
+        {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
+    pcie_throughput_ = Sym<NvmlDeviceGetPcieThroughputFn>({"nvmlDeviceGetPcieThroughput"});
+    pcie_replay_ = Sym<NvmlDeviceGetUintFn>({"nvmlDeviceGetPcieReplayCounter"});
+    ecc_ = Sym<NvmlDeviceGetTotalEccErrorsFn>({"nvmlDeviceGetTotalEccErrors"});
+    retired_ = Sym<NvmlDeviceGetRetiredPagesFn>({"nvmlDeviceGetRetiredPages"});
+    retired_pending_ = Sym<NvmlDeviceGetEnableStateFn>({"nvmlDeviceGetRetiredPagesPendingStatus"});
+    remapped_ = Sym<NvmlDeviceGetRemappedRowsFn>({"nvmlDeviceGetRemappedRows"});
+    nvlink_state_ = Sym<NvmlDeviceGetNvLinkStateFn>({"nvmlDeviceGetNvLinkState"});
     if (!init_ || !shutdown_ || !count_ || !handle_ || !uuid_ || !name_) {
       return MakeError(ErrorCode::kUnavailable,
                        path +
@@ -122,6 +137,106 @@ class NvmlBackend : public GpuBackend {
     std::vector<Gpu> gpus;
     for (unsigned i = 0; i < count; ++i) gpus.push_back(ReadGpu(i));
     return gpus;
+  }
+
+  proto::SampleRow Sample(int index, int64_t time_ms) override {
+    proto::SampleRow row;
+    row.time_ms = time_ms;
+    row.gpu = index;
+    nvmlDevice_t dev = nullptr;
+    if (handle_(static_cast<unsigned>(index), &dev) != NVML_SUCCESS) return row;
+    // Each read is independent: one a GPU does not support leaves only that field absent.
+    auto put = [&](Field f, nvmlReturn_t r, double v) {
+      if (r == NVML_SUCCESS) row.set(f, v);
+    };
+    if (utilization_) {
+      nvmlUtilization_t u{};
+      nvmlReturn_t r = utilization_(dev, &u);
+      put(Field::kGpuUtil, r, u.gpu);
+      put(Field::kMemCopyUtil, r, u.memory);
+    }
+    if (memory_) {
+      nvmlMemory_t m{};
+      nvmlReturn_t r = memory_(dev, &m);
+      put(Field::kFbUsed, r, static_cast<double>(m.used >> 20));
+      put(Field::kFbFree, r, static_cast<double>(m.free >> 20));
+    }
+    // Each reader calls NVML first and reads the out-value after (never in one expression:
+    // the order in which call arguments are evaluated is unspecified).
+    auto u32 = [&](Field f, auto&& call) {
+      unsigned v = 0;
+      nvmlReturn_t r = call(&v);
+      put(f, r, v);
+    };
+    auto u64 = [&](Field f, auto&& call) {
+      unsigned long long v = 0;
+      nvmlReturn_t r = call(&v);
+      put(f, r, static_cast<double>(v));
+    };
+    if (temperature_) {
+      u32(Field::kGpuTemp, [&](unsigned* v) { return temperature_(dev, NVML_TEMPERATURE_GPU, v); });
+    }
+    if (power_) u32(Field::kPowerUsage, [&](unsigned* v) { return power_(dev, v); });
+    if (power_limit_) u32(Field::kPowerLimit, [&](unsigned* v) { return power_limit_(dev, v); });
+    if (energy_) u64(Field::kTotalEnergy, [&](unsigned long long* v) { return energy_(dev, v); });
+    if (clock_) {
+      u32(Field::kSmClock, [&](unsigned* v) { return clock_(dev, NVML_CLOCK_SM, v); });
+      u32(Field::kMemClock, [&](unsigned* v) { return clock_(dev, NVML_CLOCK_MEM, v); });
+    }
+    if (clock_reasons_) {
+      u64(Field::kClocksEventReasons,
+          [&](unsigned long long* v) { return clock_reasons_(dev, v); });
+    }
+    if (pcie_throughput_) {  // each call samples a 20 ms window
+      u32(Field::kPcieTx,
+          [&](unsigned* v) { return pcie_throughput_(dev, NVML_PCIE_UTIL_TX_BYTES, v); });
+      u32(Field::kPcieRx,
+          [&](unsigned* v) { return pcie_throughput_(dev, NVML_PCIE_UTIL_RX_BYTES, v); });
+    }
+    if (pcie_replay_) u32(Field::kPcieReplay, [&](unsigned* v) { return pcie_replay_(dev, v); });
+    if (ecc_) {
+      auto ecc = [&](Field f, int type, int counter) {
+        u64(f, [&](unsigned long long* v) { return ecc_(dev, type, counter, v); });
+      };
+      ecc(Field::kEccSbeVolatile, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC);
+      ecc(Field::kEccDbeVolatile, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC);
+      ecc(Field::kEccSbeAggregate, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC);
+      ecc(Field::kEccDbeAggregate, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC);
+    }
+    if (retired_) {
+      auto pages = [&](Field f, int cause) {
+        u32(f, [&](unsigned* count) {  // a size query: how many pages, without listing them
+          nvmlReturn_t r = retired_(dev, cause, count, nullptr);
+          return r == NVML_ERROR_INSUFFICIENT_SIZE ? NVML_SUCCESS : r;
+        });
+      };
+      pages(Field::kRetiredSbe, NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS);
+      pages(Field::kRetiredDbe, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
+    }
+    if (retired_pending_) {
+      nvmlEnableState_t st = 0;
+      nvmlReturn_t r = retired_pending_(dev, &st);
+      put(Field::kRetiredPending, r, st ? 1 : 0);
+    }
+    if (remapped_) {
+      unsigned corr = 0, unc = 0, pending = 0, failure = 0;
+      nvmlReturn_t r = remapped_(dev, &corr, &unc, &pending, &failure);
+      put(Field::kRemappedCorrectable, r, corr);
+      put(Field::kRemappedUncorrectable, r, unc);
+      put(Field::kRemapPending, r, pending ? 1 : 0);
+      put(Field::kRemapFailure, r, failure ? 1 : 0);
+    }
+    if (nvlink_state_) {
+      int links = 0, down = 0;
+      for (unsigned link = 0; link < kNvmlNvlinkMaxLinks; ++link) {
+        nvmlEnableState_t st = 0;
+        if (nvlink_state_(dev, link, &st) != NVML_SUCCESS) continue;
+        ++links;
+        down += st ? 0 : 1;
+      }
+      if (links > 0) row.set(Field::kNvlinkLinksDown, down);
+    }
+    return row;
   }
 
  private:
@@ -204,6 +319,17 @@ class NvmlBackend : public GpuBackend {
   NvmlDeviceGetPciInfoFn pci_ = nullptr;
   NvmlDeviceGetMemoryInfoFn memory_ = nullptr;
   NvmlDeviceGetMigModeFn mig_ = nullptr;
+  NvmlDeviceGetUtilizationRatesFn utilization_ = nullptr;
+  NvmlDeviceGetTemperatureFn temperature_ = nullptr;
+  NvmlDeviceGetUintFn power_ = nullptr, power_limit_ = nullptr, pcie_replay_ = nullptr;
+  NvmlDeviceGetUllFn energy_ = nullptr, clock_reasons_ = nullptr;
+  NvmlDeviceGetClockInfoFn clock_ = nullptr;
+  NvmlDeviceGetPcieThroughputFn pcie_throughput_ = nullptr;
+  NvmlDeviceGetTotalEccErrorsFn ecc_ = nullptr;
+  NvmlDeviceGetRetiredPagesFn retired_ = nullptr;
+  NvmlDeviceGetEnableStateFn retired_pending_ = nullptr;
+  NvmlDeviceGetRemappedRowsFn remapped_ = nullptr;
+  NvmlDeviceGetNvLinkStateFn nvlink_state_ = nullptr;
 };
 
 }  // namespace

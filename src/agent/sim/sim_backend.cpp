@@ -1,8 +1,11 @@
 // The simulated backend: a node of identical GPUs from the catalogue, with identities derived
 // from the hostname so a restarted simulator re-registers the same GPUs.
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
+#include <random>
 
 #include "agent/gpu_backend.h"
 
@@ -19,9 +22,102 @@ uint64_t Mix(uint64_t x) {  // splitmix64
   return x ^ (x >> 31);
 }
 
+// One simulated GPU's physics: jobs come and go (busy or idle for minutes at a time),
+// utilisation follows the job, power follows utilisation up to the model's TDP with sensor
+// noise, temperature follows power with thermal lag, memory steps with jobs, clocks boost
+// under load, and the energy counter integrates power.
+class SimGpu {
+ public:
+  SimGpu(const GpuModelSpec& model, uint64_t seed) : model_(model), rng_(seed) {
+    busy_ = rng_() % 2 == 0;
+    NewJob();
+  }
+
+  proto::SampleRow Sample(int index, int64_t now) {
+    double dt = last_ms_ ? std::clamp((now - last_ms_) / 1000.0, 0.0, 3600.0) : 1.0;
+    last_ms_ = now;
+    if (now >= phase_end_ms_) {
+      busy_ = !busy_;
+      NewJob();
+      phase_end_ms_ = now + static_cast<int64_t>(60'000 + rng_() % 600'000);
+    }
+    util_ =
+        busy_ ? std::clamp(util_ + Noise(4), target_util_ - 15, 100.0) : (rng_() % 30 == 0 ? 1 : 0);
+    double tdp_mw = model_.tdp_w * 1000.0;
+    double idle_mw = tdp_mw * 0.1;
+    double power = std::clamp(idle_mw + (tdp_mw - idle_mw) * util_ / 100.0 + Noise(tdp_mw * 0.004),
+                              idle_mw * 0.8, tdp_mw);
+    double ambient = 28, full_load = model_.max_operating_temp_c - 8;
+    double target = ambient + (full_load - ambient) * power / tdp_mw;
+    temp_ += (target - temp_) * (1 - std::exp(-dt / 45.0));  // ~45 s thermal time constant
+    energy_mj_ += power * dt;
+    double total_mib = model_.memory_gib * 1024;
+    proto::SampleRow row;
+    row.time_ms = now;
+    row.gpu = index;
+    row.set(Field::kGpuUtil, std::round(util_));
+    row.set(Field::kMemCopyUtil,
+            busy_ ? std::round(std::clamp(util_ * 0.55 + Noise(3), 0.0, 100.0)) : 0);
+    row.set(Field::kFbUsed, std::round(fb_used_mib_));
+    row.set(Field::kFbFree, std::round(total_mib - fb_used_mib_));
+    row.set(Field::kGpuTemp, std::round(temp_));
+    row.set(Field::kMemoryTemp, std::round(temp_ + 5));
+    row.set(Field::kPowerUsage, std::round(power));
+    row.set(Field::kPowerLimit, tdp_mw);
+    row.set(Field::kTotalEnergy, std::round(energy_mj_));
+    row.set(Field::kSmClock, busy_ ? (temp_ > model_.max_operating_temp_c - 3 ? 1755 : 1980) : 345);
+    row.set(Field::kMemClock, busy_ ? 2619 : 1593);
+    row.set(Field::kClocksEventReasons, busy_ ? 0 : 1);  // GpuIdle when idle
+    row.set(Field::kPcieTx, busy_ ? std::round(12'000 + Noise(800)) : 2);
+    row.set(Field::kPcieRx, busy_ ? std::round(48'000 + Noise(3'000)) : 3);
+    row.set(Field::kPcieReplay, 0);
+    row.set(Field::kEccSbeVolatile, 0);
+    row.set(Field::kEccDbeVolatile, 0);
+    row.set(Field::kEccSbeAggregate, 0);
+    row.set(Field::kEccDbeAggregate, 0);
+    if (model_.architecture == "ampere" || model_.architecture == "hopper" ||
+        model_.architecture == "blackwell" || model_.architecture == "ada-lovelace") {
+      row.set(Field::kRemappedCorrectable, 0);  // Ampere and later remap rows
+      row.set(Field::kRemappedUncorrectable, 0);
+      row.set(Field::kRemapPending, 0);
+      row.set(Field::kRemapFailure, 0);
+    } else {
+      row.set(Field::kRetiredSbe, 0);  // older GPUs retire pages
+      row.set(Field::kRetiredDbe, 0);
+      row.set(Field::kRetiredPending, 0);
+    }
+    if (model_.nvlink_generation > 0) row.set(Field::kNvlinkLinksDown, 0);
+    return row;
+  }
+
+ private:
+  void NewJob() {
+    target_util_ = 75 + static_cast<double>(rng_() % 26);
+    fb_used_mib_ = busy_ ? model_.memory_gib * 1024 * (0.3 + (rng_() % 65) / 100.0) : 0;
+    if (busy_) util_ = target_util_;
+  }
+  double Noise(double amplitude) {
+    return (static_cast<double>(rng_() % 2001) / 1000.0 - 1.0) * amplitude;
+  }
+
+  const GpuModelSpec& model_;
+  std::mt19937_64 rng_;
+  bool busy_ = false;
+  double util_ = 0, target_util_ = 90, fb_used_mib_ = 0, temp_ = 32, energy_mj_ = 0;
+  int64_t last_ms_ = 0, phase_end_ms_ = 0;
+};
+
 class SimBackend : public GpuBackend {
  public:
-  explicit SimBackend(SimNodeSpec spec) : spec_(std::move(spec)) {}
+  explicit SimBackend(SimNodeSpec spec) : spec_(std::move(spec)) {
+    uint64_t seed = std::hash<std::string>{}(spec_.hostname);
+    for (int i = 0; i < spec_.gpu_count; ++i) gpus_.emplace_back(*spec_.model, Mix(seed + i));
+  }
+  proto::SampleRow Sample(int index, int64_t time_ms) override {
+    if (index < 0 || index >= static_cast<int>(gpus_.size()))
+      return proto::SampleRow{time_ms, index};
+    return gpus_[index].Sample(index, time_ms);
+  }
   std::string Name() const override { return "sim"; }
   bool Simulated() const override { return true; }
   Result<DriverInfo> Driver() override {
@@ -62,6 +158,7 @@ class SimBackend : public GpuBackend {
 
  private:
   SimNodeSpec spec_;
+  std::vector<SimGpu> gpus_;
 };
 
 }  // namespace

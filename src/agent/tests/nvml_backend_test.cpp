@@ -40,6 +40,37 @@ TEST(NvmlBackend, ReadsExactlyTheScriptedGpus) {
   EXPECT_EQ(g.error, "");
 }
 
+TEST(NvmlBackend, SamplesExactlyTheScriptedTelemetryAndLeavesTheRestAbsent) {
+  setenv("FAKE_NVML_SCRIPT", Fixture("l4x1.json").c_str(), 1);
+  auto backend = OpenNvmlBackend(FAKE_NVML_PATH);
+  ASSERT_TRUE(backend.ok()) << backend.error().message;
+  proto::SampleRow row = backend.value()->Sample(0, 5000);
+  EXPECT_EQ(row.time_ms, 5000);
+  auto v = [&](Field f) { return row.values[static_cast<size_t>(f)]; };
+  EXPECT_EQ(v(Field::kGpuUtil), 87);
+  EXPECT_EQ(v(Field::kMemCopyUtil), 41);
+  EXPECT_EQ(v(Field::kFbUsed), 0);  // the fixture's memory is all free
+  EXPECT_EQ(v(Field::kFbFree), 23034);  // 24152899584 bytes, in MiB
+  EXPECT_EQ(v(Field::kGpuTemp), 66);
+  EXPECT_EQ(v(Field::kPowerUsage), 61234);
+  EXPECT_EQ(v(Field::kPowerLimit), 72000);
+  EXPECT_EQ(v(Field::kTotalEnergy), 987654321);
+  EXPECT_EQ(v(Field::kSmClock), 2040);
+  EXPECT_EQ(v(Field::kMemClock), 6251);
+  EXPECT_EQ(v(Field::kPcieTx), 1200);
+  EXPECT_EQ(v(Field::kPcieRx), 34000);
+  EXPECT_EQ(v(Field::kPcieReplay), 3);
+  EXPECT_EQ(v(Field::kEccSbeVolatile), 2);
+  EXPECT_EQ(v(Field::kEccSbeAggregate), 17);
+  EXPECT_EQ(v(Field::kRemappedCorrectable), 1);
+  EXPECT_TRUE(row.has(Field::kClocksEventReasons));
+  // Not supported on this GPU: absent, never zero.
+  EXPECT_FALSE(row.has(Field::kMemoryTemp));
+  EXPECT_FALSE(row.has(Field::kNvlinkLinksDown));
+  EXPECT_FALSE(row.has(Field::kRetiredSbe));
+  EXPECT_FALSE(row.has(Field::kRetiredPending));
+}
+
 TEST(NvmlBackend, ALostGpuIsReportedWithItsErrorAndTheOthersAreIntact) {
   setenv("FAKE_NVML_SCRIPT", Fixture("h100x4-lost.json").c_str(), 1);
   auto backend = OpenNvmlBackend(FAKE_NVML_PATH);
@@ -56,6 +87,11 @@ TEST(NvmlBackend, ALostGpuIsReportedWithItsErrorAndTheOthersAreIntact) {
   EXPECT_EQ(gpus->at(3).error, "");
   EXPECT_EQ(gpus->at(3).serial, "1652223000004");
   EXPECT_EQ(gpus->at(3).memory_total_bytes, 85520809984ull);
+  // Telemetry: GPU 0 has one NVLink down of 18; the lost GPU gives nothing at all.
+  auto row = backend.value()->Sample(0, 1000);
+  EXPECT_EQ(row.values[static_cast<size_t>(Field::kNvlinkLinksDown)], 1);
+  EXPECT_EQ(row.values[static_cast<size_t>(Field::kClocksEventReasons)], 4);
+  EXPECT_EQ(backend.value()->Sample(2, 1000).present, 0u);
 }
 
 TEST(NvmlBackend, InitFailureIsOneClearError) {

@@ -46,6 +46,39 @@ TEST(Proto, WelcomeHeartbeatInventoryErrorRoundTrip) {
   EXPECT_EQ(std::get<ErrorMessage>(err.value()).message, "bad token");
 }
 
+TEST(Proto, SamplesRoundTripWithAbsentFields) {
+  Samples s;
+  s.seq = 42;
+  SampleRow r;
+  r.time_ms = 1'764'430'000'000;
+  r.gpu = 3;
+  r.set(Field::kGpuUtil, 97);
+  r.set(Field::kPowerUsage, 612'345);
+  r.set(Field::kNvlinkLinksDown, 0);
+  s.rows.push_back(r);
+  auto back = Decode(Encode(s));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  const auto& got = std::get<Samples>(back.value());
+  EXPECT_EQ(got.seq, 42);
+  ASSERT_EQ(got.rows.size(), 1u);
+  EXPECT_EQ(got.rows[0].time_ms, r.time_ms);
+  EXPECT_EQ(got.rows[0].gpu, 3);
+  EXPECT_EQ(got.rows[0].present, r.present);
+  EXPECT_TRUE(got.rows[0].has(Field::kPowerUsage));
+  EXPECT_FALSE(got.rows[0].has(Field::kGpuTemp));  // absent, not zero
+  EXPECT_EQ(got.rows[0].values[static_cast<size_t>(Field::kPowerUsage)], 612'345);
+  auto ack = Decode(Encode(Ack{42}));
+  ASSERT_TRUE(ack.ok());
+  EXPECT_EQ(std::get<Ack>(ack.value()).seq, 42);
+  // A newer agent's extra fields are ignored; junk rows are refused.
+  auto wider = Decode(
+      R"({"v":1,"type":"samples","seq":1,"rows":[[5,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29]]})");
+  ASSERT_TRUE(wider.ok()) << wider.error().message;
+  EXPECT_EQ(std::get<Samples>(wider.value()).rows[0].values[0], 1);
+  EXPECT_FALSE(Decode(R"({"v":1,"type":"samples","seq":1,"rows":[["x"]]})").ok());
+  EXPECT_FALSE(Decode(R"({"v":1,"type":"samples","seq":1,"rows":[[1,0,"hot"]]})").ok());
+}
+
 TEST(Proto, RefusesNewerVersionsAndJunk) {
   auto newer = Decode(R"({"v": 99, "type": "heartbeat"})");
   ASSERT_FALSE(newer.ok());

@@ -1,0 +1,94 @@
+#include "telemetry/telemetry.h"
+
+namespace gpufleet {
+
+Result<std::unique_ptr<TelemetryStore>> TelemetryStore::Open(TelemetryOptions options) {
+  tsdb::EngineOptions eo;
+  eo.dir = options.dir;
+  eo.retention = options.retention;
+  auto engine = tsdb::Engine::Open(eo);
+  if (!engine.ok()) return engine.error();
+  return std::unique_ptr<TelemetryStore>(new TelemetryStore(std::move(engine.value())));
+}
+
+Result<const TelemetryStore::Ids*> TelemetryStore::IdsFor(const std::string& uuid) {
+  std::lock_guard lock(mu_);
+  auto [it, fresh] = ids_.try_emplace(uuid);
+  if (fresh) {
+    for (size_t f = 0; f < kFieldCount; ++f) {
+      auto id = engine_->Intern(uuid + "/" + std::string(Fields()[f].name));
+      if (!id.ok()) {
+        ids_.erase(it);
+        return id.error();
+      }
+      it->second[f] = id.value();
+    }
+  }
+  return &it->second;  // unordered_map nodes are stable
+}
+
+Result<IngestResult> TelemetryStore::Ingest(const std::vector<std::string>& gpu_uuids,
+                                            const proto::Samples& samples) {
+  IngestResult result;
+  std::vector<tsdb::Point> points;
+  points.reserve(samples.rows.size() * kFieldCount);
+  for (const auto& row : samples.rows) {
+    if (row.gpu < 0 || row.gpu >= static_cast<int>(gpu_uuids.size())) {
+      ++result.unknown_gpus;
+      continue;
+    }
+    const Ids* ids = nullptr;
+    GF_TRY_ASSIGN(ids, IdsFor(gpu_uuids[row.gpu]));
+    for (size_t f = 0; f < kFieldCount; ++f) {
+      if (row.present & (1u << f)) points.push_back({(*ids)[f], row.time_ms, row.values[f]});
+    }
+  }
+  if (points.empty()) return result;
+  auto batch = engine_->Append(points);
+  if (!batch.ok()) return batch.error();
+  result.stored = batch->stored;
+  result.refused = batch->refused;
+  std::lock_guard lock(mu_);
+  ingested_ += batch->stored;
+  return result;
+}
+
+std::optional<tsdb::Sample> TelemetryStore::Latest(const std::string& gpu_uuid, Field field) const {
+  auto id = engine_->db().Find(gpu_uuid + "/" + std::string(Info(field).name));
+  if (!id) return std::nullopt;
+  return engine_->db().Latest(*id);
+}
+
+std::array<std::optional<tsdb::Sample>, kFieldCount> TelemetryStore::LatestAll(
+    const std::string& gpu_uuid) const {
+  std::array<std::optional<tsdb::Sample>, kFieldCount> out;
+  Ids ids;
+  {
+    std::lock_guard lock(mu_);
+    auto it = ids_.find(gpu_uuid);
+    if (it == ids_.end()) {
+      for (size_t f = 0; f < kFieldCount; ++f) out[f] = Latest(gpu_uuid, Fields()[f].field);
+      return out;
+    }
+    ids = it->second;
+  }
+  for (size_t f = 0; f < kFieldCount; ++f) out[f] = engine_->db().Latest(ids[f]);
+  return out;
+}
+
+std::vector<tsdb::Bucket> TelemetryStore::Range(const std::string& gpu_uuid, Field field,
+                                                tsdb::Resolution resolution, int64_t start,
+                                                int64_t end) const {
+  auto id = engine_->db().Find(gpu_uuid + "/" + std::string(Info(field).name));
+  if (!id) return {};
+  return engine_->db().Rollup(*id, resolution, start, end);
+}
+
+void TelemetryStore::Retain(int64_t now) { engine_->Retain(now); }
+
+uint64_t TelemetryStore::samples_ingested() const {
+  std::lock_guard lock(mu_);
+  return ingested_;
+}
+
+}  // namespace gpufleet
