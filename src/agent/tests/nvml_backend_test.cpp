@@ -49,7 +49,7 @@ TEST(NvmlBackend, SamplesExactlyTheScriptedTelemetryAndLeavesTheRestAbsent) {
   auto v = [&](Field f) { return row.values[static_cast<size_t>(f)]; };
   EXPECT_EQ(v(Field::kGpuUtil), 87);
   EXPECT_EQ(v(Field::kMemCopyUtil), 41);
-  EXPECT_EQ(v(Field::kFbUsed), 0);  // the fixture's memory is all free
+  EXPECT_EQ(v(Field::kFbUsed), 0);      // the fixture's memory is all free
   EXPECT_EQ(v(Field::kFbFree), 23034);  // 24152899584 bytes, in MiB
   EXPECT_EQ(v(Field::kGpuTemp), 66);
   EXPECT_EQ(v(Field::kPowerUsage), 61234);
