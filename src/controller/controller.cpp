@@ -155,7 +155,9 @@ Status Controller::Start() {
         next_retain = now + 60'000;
         impl_->telemetry->Retain(now);
       }
-      if (now >= next_checkpoint) {
+      // Checkpoint on a timer, and sooner when the log grows large (a big fleet writes fast).
+      if (now >= next_checkpoint ||
+          impl_->telemetry->wal_bytes() > impl_->options.wal_checkpoint_bytes) {
         next_checkpoint = now + impl_->options.checkpoint_interval_ms;
         if (auto s = impl_->telemetry->Checkpoint(); !s.ok()) {
           spdlog::error("telemetry checkpoint failed: {}", s.error().message);

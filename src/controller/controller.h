@@ -18,7 +18,8 @@ struct ControllerOptions {
   int heartbeat_timeout_ms = 30'000;
   size_t max_body_bytes = 4 << 20;
   int threads = 2;
-  int64_t checkpoint_interval_ms = 600'000;  // telemetry snapshot, which truncates the log
+  int64_t checkpoint_interval_ms = 600'000;    // telemetry snapshot, which truncates the log
+  uint64_t wal_checkpoint_bytes = 256u << 20;  // ...or when the log is this large
 };
 
 // Thread-safe. Start() brings everything up; Stop() (or the destructor) takes it down.

@@ -19,6 +19,16 @@ class Encoder {
   void U64(uint64_t v) { Raw(&v, 8); }
   void I64(int64_t v) { Raw(&v, 8); }
   void F64(double v) { Raw(&v, 8); }
+  void Varint(uint64_t v) {
+    while (v >= 0x80) {
+      out_.push_back(static_cast<char>((v & 0x7f) | 0x80));
+      v >>= 7;
+    }
+    out_.push_back(static_cast<char>(v));
+  }
+  void Zigzag(int64_t v) {
+    Varint((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
+  }
   void Str(std::string_view s) {
     U32(static_cast<uint32_t>(s.size()));
     out_.append(s);
@@ -42,6 +52,22 @@ class Decoder {
     std::memcpy(&v, in_.data(), sizeof(T));
     in_.remove_prefix(sizeof(T));
     return v;
+  }
+  std::optional<uint64_t> Varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (in_.empty()) return std::nullopt;
+      auto b = static_cast<uint8_t>(in_.front());
+      in_.remove_prefix(1);
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    return std::nullopt;
+  }
+  std::optional<int64_t> Zigzag() {
+    auto v = Varint();
+    if (!v) return std::nullopt;
+    return static_cast<int64_t>((*v >> 1) ^ (~(*v & 1) + 1));
   }
   std::optional<std::string_view> Str() {
     auto n = Get<uint32_t>();

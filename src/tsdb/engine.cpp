@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tsdb/chunk.h"
 #include "tsdb/codec.h"
 
 namespace fs = std::filesystem;
@@ -18,7 +19,8 @@ namespace gpufleet::tsdb {
 namespace {
 
 constexpr uint8_t kSeriesRecord = 1;
-constexpr uint8_t kPointsRecord = 2;
+constexpr uint8_t kPointsRecord = 2;    // version 1: fixed 20 bytes a point (still read)
+constexpr uint8_t kPointsRecordV2 = 5;  // deltas and varints: about 5 bytes a point
 constexpr uint8_t kCheckpointHeader = 3;
 constexpr uint8_t kCheckpointSeries = 4;
 constexpr uint32_t kMaxRecord = 256u << 20;
@@ -155,6 +157,24 @@ Status Engine::Replay() {
           return MakeError(ErrorCode::kInternal,
                            "log " + seg.string() + ": series ids out of step");
         }
+      } else if (r.type == kPointsRecordV2) {
+        auto n = d.Varint().value_or(0);
+        int64_t id = 0, t = 0;
+        for (uint64_t i = 0; i < n; ++i) {
+          auto did = d.Zigzag(), dt = d.Zigzag();
+          auto tag = d.Get<uint8_t>();
+          if (!tag) break;
+          std::optional<double> v;
+          if (*tag == 0) {
+            if (auto iv = d.Zigzag()) v = static_cast<double>(*iv);
+          } else {
+            v = d.Get<double>();
+          }
+          if (!did || !dt || !v) break;
+          id += *did;
+          t += *dt;
+          if (db_.Append(static_cast<SeriesId>(id), t, *v).ok()) ++replay_.wal_points;
+        }
       } else if (r.type == kPointsRecord) {
         auto n = d.Get<uint32_t>().value_or(0);
         for (uint32_t i = 0; i < n; ++i) {
@@ -229,15 +249,26 @@ Result<SeriesId> Engine::Intern(std::string_view key) {
 Result<BatchResult> Engine::Append(const std::vector<Point>& points) {
   std::shared_lock apply(apply_mu_);
   {
+    // Points of a batch run in series order at few distinct times, and NVML's values are
+    // integers: deltas and varints take about a quarter of the fixed form.
     Encoder e;
-    e.U32(static_cast<uint32_t>(points.size()));
+    e.Varint(points.size());
+    int64_t id = 0, t = 0;
     for (const Point& p : points) {
-      e.U32(p.id);
-      e.I64(p.t);
-      e.F64(p.v);
+      e.Zigzag(static_cast<int64_t>(p.id) - id);
+      e.Zigzag(p.t - t);
+      id = p.id;
+      t = p.t;
+      if (Chunk::FitsInteger(p.v)) {
+        e.U8(0);
+        e.Zigzag(static_cast<int64_t>(p.v));
+      } else {
+        e.U8(1);
+        e.F64(p.v);
+      }
     }
     std::lock_guard lock(wal_mu_);
-    GF_TRY(WriteRecord(kPointsRecord, e.out()));
+    GF_TRY(WriteRecord(kPointsRecordV2, e.out()));
   }
   BatchResult r;
   for (const Point& p : points) {

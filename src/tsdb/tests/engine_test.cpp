@@ -124,6 +124,35 @@ TEST_F(EngineTest, ARepeatedBatchIsStoredOnce) {
   EXPECT_EQ(e->db().Raw(a, 0, INT64_MAX).size(), 2u);
 }
 
+// Logs written by the first version (fixed 20-byte points) still replay.
+TEST_F(EngineTest, ReadsVersionOnePointRecords) {
+  fs::create_directories(dir_ / "wal");
+  auto frame = [](uint8_t type, const std::string& payload) {
+    std::string body(1, static_cast<char>(type));
+    body += payload;
+    Encoder e;
+    e.U32(static_cast<uint32_t>(body.size()));
+    e.U32(Crc32c(body));
+    return e.out() + body;
+  };
+  Encoder series;
+  series.U32(0);
+  series.Str("GPU-old/gpu_util");
+  Encoder points;
+  points.U32(2);
+  for (int i = 0; i < 2; ++i) {
+    points.U32(0);
+    points.I64(1000 * (i + 1));
+    points.F64(50.5 + i);
+  }
+  std::ofstream(dir_ / "wal" / "0000000000000001.log", std::ios::binary)
+      << frame(1, series.out()) << frame(2, points.out());
+  auto e = Open();
+  auto raw = e->db().Raw(*e->db().Find("GPU-old/gpu_util"), 0, INT64_MAX);
+  ASSERT_EQ(raw.size(), 2u);
+  EXPECT_EQ(raw[1].v, 51.5);
+}
+
 // A child process appends batches, reporting each acknowledged one on a pipe, checkpointing now
 // and then; the parent kills it with SIGKILL mid-stream, reopens, and finds every acknowledged
 // point.
