@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <filesystem>
+#include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "harness.h"
@@ -419,6 +422,31 @@ TEST_F(Telemetry, FakeNvmlValuesReachTheQueryApiAndMetricsUnderDcgmNames) {
   EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"), std::string::npos);
   EXPECT_EQ(text.find("DCGM_FI_DEV_MEMORY_TEMP" + labels), std::string::npos);
   EXPECT_NE(text.find("gpufleet_agents_connected 1\n"), std::string::npos);
+
+  // promtool (Debian's prometheus package) must parse the page. Its only complaints may be the
+  // lint rules that dcgm-exporter's own names break (camelCase labels, counters without
+  // _total), which existing dashboards depend on; the controller's own metrics must be clean.
+  std::string page = dir_ + "/metrics.txt";
+  FILE* f = std::fopen(page.c_str(), "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  std::string report = dir_ + "/promtool.txt";
+  int rc = std::system(("promtool check metrics < " + page + " > " + report + " 2>&1").c_str());
+  ASSERT_NE(rc, -1);
+  int code = WEXITSTATUS(rc);
+  EXPECT_TRUE(code == 0 || code == 3) << "promtool failed to parse /metrics: " << ReadFile(report);
+  std::regex allowed(
+      R"(^(DCGM_FI_\w+|gpufleet_gpu_\w+) (label names should be written in 'snake_case' not )"
+      R"('camelCase'|counter metrics should have "_total" suffix|metric name should not )"
+      R"(include type 'counter')$)");
+  std::istringstream lines(ReadFile(report));
+  int findings = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty()) continue;
+    ++findings;
+    EXPECT_TRUE(std::regex_match(line, allowed)) << "promtool: " << line;
+  }
+  EXPECT_GT(findings, 0) << "promtool ran and linted the DCGM names";
   std::string none;
   EXPECT_EQ(controller_->Call("GET", "/metrics", "", &none).first, 401);
 }
