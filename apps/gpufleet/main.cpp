@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   gpufleet::app::AddDaemonCommands(app, globals);
   gpufleet::cli::AddFleetCommands(app, globals);
   gpufleet::cli::AddAdminCommands(app, globals);
+  gpufleet::cli::AddMetricsCommands(app, globals);
 
   try {
     app.parse(argc, argv);

@@ -18,7 +18,8 @@ struct Globals {
   int exit_code = 0;
 };
 
-void AddFleetCommands(CLI::App& app, Globals& g);  // clusters, pools, nodes, gpus, gpu-models
-void AddAdminCommands(CLI::App& app, Globals& g);  // tokens, apply, audit
+void AddFleetCommands(CLI::App& app, Globals& g);    // clusters, pools, nodes, gpus, gpu-models
+void AddAdminCommands(CLI::App& app, Globals& g);    // tokens, apply, audit
+void AddMetricsCommands(CLI::App& app, Globals& g);  // metrics query|range, top
 
 }  // namespace gpufleet::cli

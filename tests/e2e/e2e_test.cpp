@@ -410,6 +410,14 @@ TEST_F(Telemetry, FakeNvmlValuesReachTheQueryApiAndMetricsUnderDcgmNames) {
   EXPECT_EQ(value("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL").as_int64(), 17);
   EXPECT_TRUE(value("memory_temp").is_null());  // not supported: absent, not zero
   EXPECT_EQ(controller_->Call("GET", "/api/v1/query?metric=warp_drive").first, 400);
+  auto cli = Cli({"metrics", "query", "power_usage", "--node", "fake-l4"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_NE(cli.out.find("fake-l4  0    L4     61234  mW"), std::string::npos) << cli.out;
+  auto top = Cli({"top", "--once"});
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.out.find("fake-l4"), std::string::npos) << top.out;
+  EXPECT_NE(top.out.find("61.2"), std::string::npos) << top.out;  // watts
+  EXPECT_EQ(Cli({"metrics", "query", "warp_drive"}).exit_code, 1);
 
   auto metrics = controller_->Call("GET", "/metrics").second;
   std::string text(metrics.as_string());

@@ -1,0 +1,188 @@
+// metrics query, metrics range and top: telemetry from the command line.
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <thread>
+
+#include "cli/cli.h"
+#include "cli/output.h"
+
+namespace json = boost::json;
+
+namespace gpufleet::cli {
+namespace {
+
+std::string Query(const std::vector<std::pair<std::string, std::string>>& params) {
+  std::string q;
+  for (const auto& [k, v] : params) {
+    if (v.empty()) continue;
+    q += (q.empty() ? "?" : "&") + k + "=" + UrlEncode(v);
+  }
+  return q;
+}
+
+std::string Num(const json::value& v, double scale = 1, int decimals = 0) {
+  if (v.is_null()) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v.to_number<double>() * scale);
+  return buf;
+}
+
+struct Selector {
+  std::string cluster, pool, node, gpu;
+  std::vector<std::pair<std::string, std::string>> Params() const {
+    return {{"cluster", cluster}, {"pool", pool}, {"node", node}, {"gpu", gpu}};
+  }
+};
+
+void AddSelector(CLI::App* cmd, Selector& s) {
+  cmd->add_option("--cluster", s.cluster, "only this cluster");
+  cmd->add_option("--pool", s.pool, "only this pool");
+  cmd->add_option("--node", s.node, "only this node");
+  cmd->add_option("--gpu", s.gpu, "only this GPU (index or UUID)");
+}
+
+// One screen of `top`: the fleet's GPUs with their main fields, sorted, busiest first.
+bool TopOnce(Globals& g, const Selector& sel, const std::string& sort, size_t limit) {
+  const char* kColumns[] = {"gpu_util", "mem_copy_util", "fb_used",
+                            "gpu_temp", "power_usage",   "sm_clock"};
+  std::map<std::string, std::map<std::string, json::value>> rows;  // "node/gpu" -> field -> value
+  std::map<std::string, json::object> info;
+  for (const char* field : kColumns) {
+    auto params = sel.Params();
+    params.push_back({"metric", field});
+    auto v = Call(g, "GET", "/api/v1/query" + Query(params));
+    if (!v) return false;
+    for (const auto& item : v->at("items").as_array()) {
+      char key[160];
+      std::snprintf(key, sizeof key, "%s/%02lld", std::string(item.at("node").as_string()).c_str(),
+                    static_cast<long long>(item.at("gpu").as_int64()));
+      rows[key][field] = item.at("value");
+      info[key] = item.as_object();
+    }
+  }
+  std::vector<std::string> keys;
+  for (const auto& [k, _] : rows) keys.push_back(k);
+  auto value = [&](const std::string& k) {
+    const auto& v = rows[k][sort];
+    return v.is_null() ? -1.0 : v.to_number<double>();
+  };
+  std::stable_sort(keys.begin(), keys.end(),
+                   [&](const std::string& a, const std::string& b) { return value(a) > value(b); });
+  if (g.output == "json") {
+    json::array out;
+    for (const auto& k : keys) {
+      json::object o = info[k];
+      o.erase("value");
+      for (const auto& [f, v] : rows[k]) o[f] = v;
+      out.push_back(std::move(o));
+    }
+    std::printf("%s\n", PrettyJson(json::object{{"items", out}}).c_str());
+    return true;
+  }
+  Table t({"NODE", "GPU", "MODEL", "UTIL%", "MEM%", "FB MIB", "TEMP C", "POWER W", "SM MHZ"});
+  size_t shown = 0;
+  for (const auto& k : keys) {
+    if (limit && shown++ >= limit) break;
+    auto& r = rows[k];
+    const auto& i = info[k];
+    t.Row({Str(i.at("node")) + (i.at("simulated").as_bool() ? " (sim)" : ""), Str(i.at("gpu")),
+           Str(i.at("model")), Num(r["gpu_util"]), Num(r["mem_copy_util"]), Num(r["fb_used"]),
+           Num(r["gpu_temp"]), Num(r["power_usage"], 0.001, 1), Num(r["sm_clock"])});
+  }
+  t.Print();
+  std::printf("%zu GPUs, sorted by %s%s\n", keys.size(), sort.c_str(),
+              limit && keys.size() > limit ? (", top " + std::to_string(limit)).c_str() : "");
+  return true;
+}
+
+}  // namespace
+
+void AddMetricsCommands(CLI::App& app, Globals& g) {
+  auto* metrics = app.add_subcommand("metrics", "GPU telemetry")->require_subcommand(1);
+  {
+    auto* q =
+        metrics->add_subcommand("query", "The latest value of a field for every selected GPU");
+    static std::string metric;
+    static Selector sel;
+    q->add_option("metric", metric, "field, e.g. gpu_util, power_usage, gpu_temp")->required();
+    AddSelector(q, sel);
+    q->callback([&g] {
+      auto params = sel.Params();
+      params.push_back({"metric", metric});
+      auto v = Call(g, "GET", "/api/v1/query" + Query(params));
+      if (!v) return;
+      Show(g, *v, [](const json::value& r) {
+        Table t({"NODE", "GPU", "MODEL", "VALUE", "UNIT", "TIME"});
+        std::string unit(r.at("unit").as_string());
+        for (const auto& i : r.at("items").as_array()) {
+          t.Row({Str(i.at("node")), Str(i.at("gpu")), Str(i.at("model")),
+                 i.at("value").is_null() ? "-" : Str(i.at("value")), unit, Str(i.at("time"))});
+        }
+        t.Print();
+      });
+    });
+  }
+  {
+    auto* r = metrics->add_subcommand("range", "A field over time, per GPU, aligned to a step");
+    static std::string metric, start = "-1h", end, step = "1m", agg = "avg";
+    static Selector sel;
+    r->add_option("metric", metric, "field, e.g. gpu_util")->required();
+    AddSelector(r, sel);
+    r->add_option("--start", start, "ms since the epoch, or -DURATION (default -1h)");
+    r->add_option("--end", end, "ms since the epoch, or -DURATION (default now)");
+    r->add_option("--step", step, "e.g. 10s, 1m, 1h (default 1m)");
+    r->add_option("--agg", agg, "avg, min, max or sum (default avg)");
+    r->callback([&g] {
+      auto params = sel.Params();
+      params.insert(
+          params.end(),
+          {{"metric", metric}, {"start", start}, {"end", end}, {"step", step}, {"agg", agg}});
+      auto v = Call(g, "GET", "/api/v1/query_range" + Query(params));
+      if (!v) return;
+      Show(g, *v, [](const json::value& r) {
+        for (const auto& s : r.at("series").as_array()) {
+          std::printf("%s GPU %s (%s, %s, tier %s)\n", Str(s.at("node")).c_str(),
+                      Str(s.at("gpu")).c_str(), Str(r.at("metric")).c_str(),
+                      Str(r.at("unit")).c_str(), Str(r.at("tier")).c_str());
+          Table t({"TIME", "VALUE"});
+          for (const auto& p : s.at("points").as_array()) {
+            int64_t ms = p.at(0).as_int64();
+            std::time_t secs = ms / 1000;
+            char when[32];
+            std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&secs));
+            t.Row({when, Num(p.at(1), 1, 2)});
+          }
+          t.Print();
+        }
+      });
+    });
+  }
+  {
+    auto* top = app.add_subcommand("top", "A live view of the fleet's GPUs, busiest first");
+    static Selector sel;
+    static std::string sort = "gpu_util", interval = "2s";
+    static size_t limit = 40;
+    static bool once = false;
+    AddSelector(top, sel);
+    top->add_option("--sort", sort, "field to sort by (default gpu_util)");
+    top->add_option("--interval", interval, "refresh period (default 2s)");
+    top->add_option("--limit", limit, "rows to show (default 40; 0 for all)");
+    top->add_flag("--once", once, "print one screen and exit");
+    top->callback([&g] {
+      int64_t period = 2000;
+      if (interval.size() > 1 && interval.back() == 's') period = std::stoll(interval) * 1000;
+      do {
+        if (!once) std::printf("\033[H\033[2J");  // clear the terminal
+        if (!TopOnce(g, sel, sort, limit)) return;
+        std::fflush(stdout);
+        if (!once) std::this_thread::sleep_for(std::chrono::milliseconds(period));
+      } while (!once);
+    });
+  }
+}
+
+}  // namespace gpufleet::cli
