@@ -2,6 +2,7 @@
 // What route handlers share (internal to the api component).
 
 #include "api/http.h"
+#include "api/http_metrics.h"
 #include "common/clock.h"
 #include "fleet/fleet.h"
 #include "model/catalog.h"
@@ -16,6 +17,7 @@ struct ApiContext {
   const GpuCatalog& catalog;
   Clock& clock;
   TelemetryStore& telemetry;
+  HttpMetrics& http_metrics;
 };
 
 // Each routes/<resource>.cpp registers its handlers.

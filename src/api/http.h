@@ -60,12 +60,14 @@ class Router {
     bool public_route = false;
     std::map<std::string, std::string> params;
     bool path_known = false;  // some route has this path (for 405 vs 404)
+    std::string pattern;      // the matched route, "/api/v1/nodes/{name}"
   };
   Match Find(const std::string& method, const std::string& path) const;
 
  private:
   struct Route {
     std::string method;
+    std::string pattern;
     std::vector<std::string> segments;
     Role min_role;
     Handler handler;

@@ -25,8 +25,8 @@ Response ErrorResponse(const Error& error) {
 
 void Router::Add(std::string method, std::string pattern, Role min_role, Handler handler,
                  bool public_route) {
-  routes_.push_back(
-      Route{std::move(method), Split(pattern, '/'), min_role, std::move(handler), public_route});
+  routes_.push_back(Route{std::move(method), pattern, Split(pattern, '/'), min_role,
+                          std::move(handler), public_route});
 }
 
 Router::Match Router::Find(const std::string& method, const std::string& path) const {
@@ -51,6 +51,7 @@ Router::Match Router::Find(const std::string& method, const std::string& path) c
     m.handler = &r.handler;
     m.min_role = r.min_role;
     m.public_route = r.public_route;
+    m.pattern = r.pattern;
     m.params = std::move(params);
     return m;
   }

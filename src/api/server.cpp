@@ -29,6 +29,7 @@ struct ApiServer::Impl {
   std::shared_ptr<const GpuCatalog> catalog;
   std::shared_ptr<Clock> clock;
   proto::AgentHandler& agents;
+  HttpMetrics http_metrics;
   ApiContext ctx;
   Router router;
   asio::io_context io;
@@ -42,7 +43,7 @@ struct ApiServer::Impl {
         catalog(std::move(d.catalog)),
         clock(std::move(d.clock)),
         agents(d.agents),
-        ctx{fleet, store, *catalog, *clock, d.telemetry} {
+        ctx{fleet, store, *catalog, *clock, d.telemetry, http_metrics} {
     AddClusterRoutes(router, ctx);
     AddNodeRoutes(router, ctx);
     AddTokenRoutes(router, ctx);
@@ -52,8 +53,17 @@ struct ApiServer::Impl {
     AddMetricsRoutes(router, ctx);
   }
 
+  // Latency is measured on the steady clock (an interval, not a time of day).
   Response Dispatch(Request& req) {
+    auto started = std::chrono::steady_clock::now();
     auto match = router.Find(req.method, req.path);
+    Response r = Handle(req, match);
+    std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+    http_metrics.Observe(req.method, match.handler ? match.pattern : "unmatched", took.count());
+    return r;
+  }
+
+  Response Handle(Request& req, Router::Match& match) {
     if (!match.handler) {
       if (match.path_known) {
         return ErrorResponse(

@@ -430,6 +430,9 @@ TEST_F(Telemetry, FakeNvmlValuesReachTheQueryApiAndMetricsUnderDcgmNames) {
   EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"), std::string::npos);
   EXPECT_EQ(text.find("DCGM_FI_DEV_MEMORY_TEMP" + labels), std::string::npos);
   EXPECT_NE(text.find("gpufleet_agents_connected 1\n"), std::string::npos);
+  EXPECT_NE(text.find("gpufleet_http_request_duration_seconds_count{method=\"GET\","
+                      "route=\"/api/v1/query\"}"),
+            std::string::npos);
 
   // promtool (Debian's prometheus package) must parse the page. Its only complaints may be the
   // lint rules that dcgm-exporter's own names break (camelCase labels, counters without

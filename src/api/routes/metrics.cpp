@@ -116,6 +116,7 @@ Response Metrics(ApiContext& ctx) {
       static_cast<double>(ctx.telemetry.wal_bytes()));
   own("gpufleet_agents_connected", "gauge", "Agents with a live connection.",
       ctx.fleet.ConnectedAgents());
+  ctx.http_metrics.Render(out);
   Response r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   r.body = std::move(out);

@@ -1,0 +1,42 @@
+#include "api/http_metrics.h"
+
+#include <charconv>
+
+namespace gpufleet::api {
+
+void HttpMetrics::Observe(const std::string& method, const std::string& route, double seconds) {
+  std::lock_guard lock(mu_);
+  Histogram& h = by_route_[{method, route}];
+  for (size_t i = 0; i < kBuckets.size(); ++i) {
+    if (seconds <= kBuckets[i]) ++h.buckets[i];
+  }
+  ++h.count;
+  h.sum += seconds;
+}
+
+void HttpMetrics::Render(std::string& out) const {
+  auto num = [&](double v) {
+    char buf[32];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, ec == std::errc() ? end : buf);
+  };
+  const char* name = "gpufleet_http_request_duration_seconds";
+  out += "# HELP gpufleet_http_request_duration_seconds Time to answer an API request, by route.\n";
+  out += "# TYPE gpufleet_http_request_duration_seconds histogram\n";
+  std::lock_guard lock(mu_);
+  for (const auto& [key, h] : by_route_) {
+    std::string labels = "method=\"" + key.first + "\",route=\"" + key.second + "\"";
+    for (size_t i = 0; i < kBuckets.size(); ++i) {
+      out += std::string(name) + "_bucket{" + labels + ",le=\"";
+      num(kBuckets[i]);
+      out += "\"} " + std::to_string(h.buckets[i]) + "\n";
+    }
+    out +=
+        std::string(name) + "_bucket{" + labels + ",le=\"+Inf\"} " + std::to_string(h.count) + "\n";
+    out += std::string(name) + "_sum{" + labels + "} ";
+    num(h.sum);
+    out += "\n" + std::string(name) + "_count{" + labels + "} " + std::to_string(h.count) + "\n";
+  }
+}
+
+}  // namespace gpufleet::api

@@ -1,0 +1,29 @@
+#pragma once
+// Request latency histograms per route, rendered as gpufleet_http_request_duration_seconds
+// (Prometheus histogram, default buckets). Thread-safe.
+
+#include <array>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace gpufleet::api {
+
+class HttpMetrics {
+ public:
+  static constexpr std::array<double, 11> kBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                      0.5,   1,    2.5,   5,    10};
+  void Observe(const std::string& method, const std::string& route, double seconds);
+  void Render(std::string& out) const;
+
+ private:
+  struct Histogram {
+    std::array<uint64_t, kBuckets.size()> buckets{};
+    uint64_t count = 0;
+    double sum = 0;
+  };
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, std::string>, Histogram> by_route_;  // guarded by mu_
+};
+
+}  // namespace gpufleet::api
