@@ -112,7 +112,8 @@ class Session : public std::enable_shared_from_this<Session> {
         hello.gpus = gpus.value();
       }
       last_inventory_ = hello.gpus;
-      co_await Send(proto::Hello(hello));
+      proto::Message hello_msg = hello;
+      co_await Send(hello_msg);
 
       auto reply = co_await Receive();
       if (!reply.ok()) throw std::runtime_error(reply.error().message);
@@ -160,6 +161,7 @@ class Session : public std::enable_shared_from_this<Session> {
             buf.consume(n);
             if (msg.ok()) {
               if (auto* ack = std::get_if<proto::Ack>(&msg.value())) self->Acked(ack->seq);
+              if (auto* cmd = std::get_if<proto::Command>(&msg.value())) self->Run(*cmd);
             }
           }
           *done = true;
@@ -179,17 +181,20 @@ class Session : public std::enable_shared_from_this<Session> {
       co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
       if (*done || stopping_ || ws_.get() != ws) break;
       int64_t now = RealClock()->NowMs();
-      if (now >= next_inventory) {
+      if (now >= next_inventory || inventory_due_) {
+        inventory_due_ = false;
         next_inventory = now + options_.inventory_interval_ms;
         auto gpus = backend_->Inventory();
         if (gpus.ok() && !SameInventory(gpus.value(), last_inventory_)) {
           last_inventory_ = gpus.value();
-          co_await Send(proto::Inventory{gpus.value()});
+          proto::Message inventory = proto::Inventory{gpus.value()};
+          co_await Send(inventory);
         }
       }
       if (now >= next_heartbeat) {
         next_heartbeat = now + heartbeat_ms;
-        co_await Send(proto::Heartbeat{++seq, now});
+        proto::Message heartbeat = proto::Heartbeat{++seq, now};
+        co_await Send(heartbeat);
       }
     }
     beast::error_code ec;
@@ -221,6 +226,7 @@ class Session : public std::enable_shared_from_this<Session> {
         proto::SampleRow row = backend_->Sample(static_cast<int>(i), next);
         if (row.present) b.rows.push_back(row);
       }
+      b.events = backend_->Events(next);
       stats_.rows_sampled += static_cast<int64_t>(b.rows.size());
       pending_rows_ += b.rows.size();
       pending_.push_back(std::move(b));
@@ -242,13 +248,26 @@ class Session : public std::enable_shared_from_this<Session> {
       for (const Batch& b : pending_) {
         if (b.seq <= sent_seq_) continue;
         msg.rows.insert(msg.rows.end(), b.rows.begin(), b.rows.end());
+        msg.events.insert(msg.events.end(), b.events.begin(), b.events.end());
         msg.seq = b.seq;
         if (msg.rows.size() >= 64 * 8) break;
       }
       if (msg.seq == 0) co_return;
       sent_seq_ = msg.seq;
-      co_await Send(std::move(msg));
+      proto::Message batch = std::move(msg);
+      co_await Send(batch);
     }
+  }
+
+  // A command from the controller (fault injection on a simulated GPU). The effect shows in
+  // the next samples, events and inventory.
+  void Run(const proto::Command& cmd) {
+    Status s = backend_->Inject(cmd.gpu, cmd.inject);
+    if (!s.ok()) {
+      spdlog::warn("agent: command {} refused: {}", cmd.id, s.error().message);
+      return;
+    }
+    inventory_due_ = true;
   }
 
   void Acked(int64_t seq) {
@@ -282,7 +301,9 @@ class Session : public std::enable_shared_from_this<Session> {
     return f;
   }
 
-  asio::awaitable<void> Send(proto::Message m) {
+  // Callers pass a named message: GCC 12 mishandles temporaries with destructors inside a
+  // co_await expression (a use-after-free that ASan caught here).
+  asio::awaitable<void> Send(const proto::Message& m) {
     out_ = proto::Encode(m);
     ws_->text(true);
     co_await ws_->async_write(asio::buffer(out_), asio::use_awaitable);
@@ -312,7 +333,9 @@ class Session : public std::enable_shared_from_this<Session> {
   struct Batch {
     int64_t seq = 0;
     std::vector<proto::SampleRow> rows;
+    std::vector<proto::GpuEvent> events;
   };
+  bool inventory_due_ = false;  // a command changed the GPUs: report inventory now
   asio::steady_timer sample_timer_{ex_};
   std::deque<Batch> pending_;
   size_t pending_rows_ = 0;

@@ -31,6 +31,12 @@ class GpuBackend {
   // Reads every telemetry field of GPU `index`, stamped `time_ms`. A field the GPU does not
   // support (or that fails) is left absent, never reported as zero.
   virtual proto::SampleRow Sample(int index, int64_t time_ms) = 0;
+  // Events since the last call (XID errors), stamped `time_ms` when the source has no time.
+  virtual std::vector<proto::GpuEvent> Events(int64_t time_ms) { return {}; }
+  // Fault injection, for simulated GPUs only.
+  virtual Status Inject(int gpu, const proto::Injection& injection) {
+    return MakeError(ErrorCode::kConflict, "fault injection is for simulated GPUs");
+  }
 };
 
 // Loads NVML from `library_path` (empty: $GPUFLEET_NVML_LIBRARY, then libnvidia-ml.so.1) and

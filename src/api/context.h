@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "fleet/fleet.h"
 #include "model/catalog.h"
+#include "proto/proto.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
 
@@ -18,6 +19,8 @@ struct ApiContext {
   Clock& clock;
   TelemetryStore& telemetry;
   HttpMetrics& http_metrics;
+  // Queues a message for a node's live agent; kConflict when it is not connected.
+  std::function<Status(const std::string& node, const proto::Message&)> send_to_agent;
 };
 
 // Each routes/<resource>.cpp registers its handlers.
@@ -28,6 +31,7 @@ void AddApplyRoutes(Router& router, ApiContext& ctx);
 void AddAuditRoutes(Router& router, ApiContext& ctx);
 void AddStaticRoutes(Router& router, ApiContext& ctx);
 void AddMetricsRoutes(Router& router, ApiContext& ctx);  // /api/v1/query, /metrics
+void AddEventRoutes(Router& router, ApiContext& ctx);    // GPU events, fault injection
 
 // Authenticates "Bearer <token>" against the stored API tokens.
 Result<Principal> Authenticate(Store& store, Clock& clock, const std::string& authorization);

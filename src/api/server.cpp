@@ -8,6 +8,9 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 #include <boost/url/parse.hpp>
+#include <deque>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "api/api.h"
@@ -22,6 +25,17 @@ using tcp = asio::ip::tcp;
 
 namespace gpufleet::api {
 
+// A live agent connection as the rest of the server sees it: messages for the agent go into the
+// outbox (on the connection's strand) and its writer sends them in order.
+struct AgentConn {
+  explicit AgentConn(asio::any_io_executor ex) : strand(ex), wake(ex) {}
+  asio::any_io_executor strand;
+  asio::steady_timer wake;         // cancelled to wake the writer
+  std::deque<std::string> outbox;  // on strand
+  bool closing = false;            // on strand
+  bool writer_done = false;        // on strand
+};
+
 struct ApiServer::Impl {
   ApiOptions options;
   FleetService& fleet;
@@ -30,6 +44,8 @@ struct ApiServer::Impl {
   std::shared_ptr<Clock> clock;
   proto::AgentHandler& agents;
   HttpMetrics http_metrics;
+  std::mutex conns_mu;
+  std::map<std::string, std::shared_ptr<AgentConn>> conns;  // node -> live connection; conns_mu
   ApiContext ctx;
   Router router;
   asio::io_context io;
@@ -43,7 +59,15 @@ struct ApiServer::Impl {
         catalog(std::move(d.catalog)),
         clock(std::move(d.clock)),
         agents(d.agents),
-        ctx{fleet, store, *catalog, *clock, d.telemetry, http_metrics} {
+        ctx{fleet,
+            store,
+            *catalog,
+            *clock,
+            d.telemetry,
+            http_metrics,
+            [this](const std::string& node, const proto::Message& m) {
+              return SendToAgent(node, m);
+            }} {
     AddClusterRoutes(router, ctx);
     AddNodeRoutes(router, ctx);
     AddTokenRoutes(router, ctx);
@@ -51,6 +75,44 @@ struct ApiServer::Impl {
     AddAuditRoutes(router, ctx);
     AddStaticRoutes(router, ctx);
     AddMetricsRoutes(router, ctx);
+    AddEventRoutes(router, ctx);
+  }
+
+  Status SendToAgent(const std::string& node, const proto::Message& message) {
+    std::shared_ptr<AgentConn> conn;
+    {
+      std::lock_guard lock(conns_mu);
+      auto it = conns.find(node);
+      if (it != conns.end()) conn = it->second;
+    }
+    if (!conn) {
+      return MakeError(ErrorCode::kConflict, "the agent of node '" + node + "' is not connected");
+    }
+    asio::post(conn->strand, [conn, text = proto::Encode(message)]() mutable {
+      conn->outbox.push_back(std::move(text));
+      conn->wake.cancel();
+    });
+    return {};
+  }
+
+  // Sends what is queued for one agent, in order, until the connection closes.
+  static asio::awaitable<void> AgentWriter(std::shared_ptr<AgentConn> conn,
+                                           websocket::stream<beast::tcp_stream>& ws) {
+    while (true) {
+      while (!conn->outbox.empty()) {
+        std::string text = std::move(conn->outbox.front());
+        conn->outbox.pop_front();
+        ws.text(true);
+        auto [ec, n] =
+            co_await ws.async_write(asio::buffer(text), asio::as_tuple(asio::use_awaitable));
+        if (ec) conn->closing = true;
+        if (conn->closing) break;
+      }
+      if (conn->closing) break;
+      conn->wake.expires_at(asio::steady_timer::time_point::max());
+      co_await conn->wake.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    conn->writer_done = true;
   }
 
   // Latency is measured on the steady clock (an interval, not a time of day).
@@ -173,28 +235,27 @@ struct ApiServer::Impl {
       auto [rec, n] =
           co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
       if (rec == http::error::body_limit) {
-        co_await WriteSimple(
-            stream,
-            ErrorResponse(MakeError(
-                ErrorCode::kTooLarge,
-                "request body exceeds " + std::to_string(options.max_body_bytes) + " bytes")),
-            11, false);
+        // Named, not a temporary inside co_await: see Send() in agent.cpp (a GCC 12 bug).
+        Response too_large = ErrorResponse(
+            MakeError(ErrorCode::kTooLarge,
+                      "request body exceeds " + std::to_string(options.max_body_bytes) + " bytes"));
+        co_await WriteSimple(stream, std::move(too_large), 11, false);
         co_await DrainAndClose(stream);
         co_return;
       }
       if (rec == http::error::header_limit || rec == http::error::bad_target ||
           rec == http::error::bad_method || rec == http::error::bad_version) {
-        co_await WriteSimple(
-            stream,
-            ErrorResponse(MakeError(ErrorCode::kInvalidArgument, "bad request: " + rec.message())),
-            11, false);
+        Response bad =
+            ErrorResponse(MakeError(ErrorCode::kInvalidArgument, "bad request: " + rec.message()));
+        co_await WriteSimple(stream, std::move(bad), 11, false);
         break;
       }
       if (rec) break;
       auto& in = parser.get();
       if (websocket::is_upgrade(in) && in.target() == "/api/v1/agent") {
         stream.expires_never();
-        co_await ServeAgent(std::move(stream), parser.release(), remote);
+        auto upgrade = parser.release();
+        co_await ServeAgent(std::move(stream), std::move(upgrade), remote);
         co_return;
       }
       Request req = ToRequest(in, remote);
@@ -243,7 +304,18 @@ struct ApiServer::Impl {
     ws.text(true);
     auto [wec, wn] =
         co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
-    while (!wec) {
+    if (wec) {
+      agents.OnClosed(node, connection);
+      co_return;
+    }
+    // From here on, everything the agent is sent goes through its outbox and writer.
+    auto conn = std::make_shared<AgentConn>(co_await asio::this_coro::executor);
+    {
+      std::lock_guard lock(conns_mu);
+      conns[node] = conn;
+    }
+    asio::co_spawn(conn->strand, AgentWriter(conn, ws), asio::detached);
+    while (!conn->closing) {
       auto [rec, rn] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
       if (rec) break;
       auto msg = proto::Decode(beast::buffers_to_string(buf.data()));
@@ -253,11 +325,23 @@ struct ApiServer::Impl {
         continue;
       }
       if (auto reply = agents.OnMessage(node, msg.value())) {
-        out = proto::Encode(*reply);
-        auto [ec2, n2] =
-            co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
-        if (ec2) break;
+        conn->outbox.push_back(proto::Encode(*reply));
+        conn->wake.cancel();
       }
+    }
+    {
+      std::lock_guard lock(conns_mu);
+      auto it = conns.find(node);
+      if (it != conns.end() && it->second == conn) conns.erase(it);
+    }
+    conn->closing = true;
+    conn->wake.cancel();
+    beast::error_code ec;
+    beast::get_lowest_layer(ws).socket().close(ec);
+    asio::steady_timer poll(conn->strand);
+    while (!conn->writer_done) {  // the writer uses `ws`, which lives in this frame
+      poll.expires_after(std::chrono::milliseconds(5));
+      co_await poll.async_wait(asio::as_tuple(asio::use_awaitable));
     }
     agents.OnClosed(node, connection);
   }

@@ -23,8 +23,8 @@ namespace {
 // the telemetry store (acknowledged once they are in its write-ahead log).
 class AgentRouter : public proto::AgentHandler {
  public:
-  AgentRouter(FleetService& fleet, TelemetryStore& telemetry)
-      : fleet_(fleet), telemetry_(telemetry) {}
+  AgentRouter(FleetService& fleet, TelemetryStore& telemetry, Store& store)
+      : fleet_(fleet), telemetry_(telemetry), store_(store) {}
   Result<proto::Welcome> OnHello(const proto::Hello& hello, const std::string& remote) override {
     return fleet_.OnHello(hello, remote);
   }
@@ -37,7 +37,9 @@ class AgentRouter : public proto::AgentHandler {
     fleet_.OnMessage(node, message);
     const auto* samples = std::get_if<proto::Samples>(&message);
     if (!samples) return std::nullopt;
-    auto stored = telemetry_.Ingest(fleet_.GpuUuids(node), *samples);
+    std::vector<std::string> uuids = fleet_.GpuUuids(node);
+    if (!samples->events.empty() && !RecordEvents(node, uuids, *samples)) return std::nullopt;
+    auto stored = telemetry_.Ingest(uuids, *samples);
     if (!stored.ok()) {
       // No ack: the agent keeps the batch and sends it again.
       spdlog::error("telemetry from {} not stored: {}", node, stored.error().message);
@@ -47,8 +49,34 @@ class AgentRouter : public proto::AgentHandler {
   }
 
  private:
+  // XID errors: a durable, queryable event each, and the GPU's "last XID" gauge.
+  bool RecordEvents(const std::string& node, const std::vector<std::string>& uuids,
+                    const proto::Samples& samples) {
+    std::vector<GpuEventRecord> records;
+    proto::Samples xids;
+    for (const auto& e : samples.events) {
+      std::string uuid = e.gpu >= 0 && e.gpu < static_cast<int>(uuids.size()) ? uuids[e.gpu] : "";
+      records.push_back({0, e.time_ms, node, e.gpu, uuid, e.kind, e.value});
+      spdlog::warn("{} GPU {} ({}): {} {}", node, e.gpu, uuid, e.kind, e.value);
+      if (e.kind == "xid") {
+        proto::SampleRow row;
+        row.time_ms = e.time_ms;
+        row.gpu = e.gpu;
+        row.set(Field::kXidLast, static_cast<double>(e.value));
+        xids.rows.push_back(row);
+      }
+    }
+    if (auto s = store_.AppendGpuEvents(records); !s.ok()) {
+      spdlog::error("events from {} not stored: {}", node, s.error().message);
+      return false;
+    }
+    if (!xids.rows.empty()) (void)telemetry_.Ingest(uuids, xids);
+    return true;
+  }
+
   FleetService& fleet_;
   TelemetryStore& telemetry_;
+  Store& store_;
 };
 
 }  // namespace
@@ -117,7 +145,7 @@ Status Controller::Start() {
                replay.torn_bytes
                    ? " (a torn tail of " + std::to_string(replay.torn_bytes) + " bytes was cut)"
                    : "");
-  impl_->agents = std::make_unique<AgentRouter>(*impl_->fleet, *impl_->telemetry);
+  impl_->agents = std::make_unique<AgentRouter>(*impl_->fleet, *impl_->telemetry, *impl_->store);
 
   api::ApiOptions ao;
   ao.listen = o.listen;

@@ -61,6 +61,8 @@ const std::array<FieldInfo, kFieldCount>& Fields() {
        "Whether remapping of rows has failed."},
       {Field::kNvlinkLinksDown, "nvlink_links_down", "links", "", "gauge", 1,
        "NVLink links reported down."},
+      {Field::kXidLast, "xid_last", "xid", "DCGM_FI_DEV_XID_ERRORS", "gauge", 1,
+       "Value of the last XID error encountered."},
   }};
   return kFields;
 }

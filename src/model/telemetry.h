@@ -37,8 +37,9 @@ enum class Field : uint8_t {
   kRemapPending,           // 0/1
   kRemapFailure,           // 0/1
   kNvlinkLinksDown,        // links reported down
+  kXidLast,                // the most recent XID error's number (an event, kept as a gauge)
 };
-inline constexpr size_t kFieldCount = 27;
+inline constexpr size_t kFieldCount = 28;
 
 struct FieldInfo {
   Field field;

@@ -65,7 +65,23 @@ struct Encoder {
       }
       rows.push_back(std::move(row));
     }
-    return {{"type", "samples"}, {"seq", m.seq}, {"rows", std::move(rows)}};
+    json::object o{{"type", "samples"}, {"seq", m.seq}, {"rows", std::move(rows)}};
+    if (!m.events.empty()) {
+      json::array events;
+      for (const auto& e : m.events)
+        events.push_back(json::array{e.time_ms, e.gpu, e.kind, e.value});
+      o["events"] = std::move(events);
+    }
+    return o;
+  }
+  json::object operator()(const Command& m) const {
+    json::object inject;
+    if (m.inject.xid) inject["xid"] = *m.inject.xid;
+    if (m.inject.ecc_dbe) inject["ecc_dbe"] = *m.inject.ecc_dbe;
+    if (m.inject.temperature_c) inject["temperature_c"] = *m.inject.temperature_c;
+    if (m.inject.lost) inject["lost"] = true;
+    if (m.inject.clear) inject["clear"] = true;
+    return {{"type", "command"}, {"id", m.id}, {"gpu", m.gpu}, {"inject", inject}};
   }
   json::object operator()(const Ack& m) const { return {{"type", "ack"}, {"seq", m.seq}}; }
   json::object operator()(const ErrorMessage& m) const {
@@ -74,6 +90,39 @@ struct Encoder {
 };
 
 }  // namespace
+
+Result<Injection> InjectionFromJson(const json::object& o) {
+  Injection in;
+  for (const auto& kv : o) {
+    std::string_view k = kv.key();
+    if (k != "xid" && k != "ecc_dbe" && k != "temperature_c" && k != "lost" && k != "clear") {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "unknown field '" + std::string(k) +
+                           "' (inject takes xid, ecc_dbe, temperature_c, lost, clear)");
+    }
+  }
+  auto bounded = [&](const char* key, int lo, int hi) -> Result<std::optional<int>> {
+    if (!o.contains(key)) return std::optional<int>();
+    int64_t v = 0;
+    GF_TRY_ASSIGN(v, GetInt(o, key));
+    if (v < lo || v > hi) {
+      return MakeError(ErrorCode::kInvalidArgument, "field '" + std::string(key) + "' must be " +
+                                                        std::to_string(lo) + ".." +
+                                                        std::to_string(hi));
+    }
+    return std::optional<int>(static_cast<int>(v));
+  };
+  GF_TRY_ASSIGN(in.xid, bounded("xid", 1, 1023));
+  GF_TRY_ASSIGN(in.ecc_dbe, bounded("ecc_dbe", 1, 1'000'000));
+  GF_TRY_ASSIGN(in.temperature_c, bounded("temperature_c", 0, 150));
+  GF_TRY_ASSIGN(in.lost, GetBool(o, "lost", false));
+  GF_TRY_ASSIGN(in.clear, GetBool(o, "clear", false));
+  if (!in.xid && !in.ecc_dbe && !in.temperature_c && !in.lost && !in.clear) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "say what to inject: xid, ecc_dbe, temperature_c, lost or clear");
+  }
+  return in;
+}
 
 std::string Encode(const Message& message) {
   json::object o = std::visit(Encoder{}, message);
@@ -152,6 +201,32 @@ Result<Message> Decode(std::string_view text) {
       }
       m.rows.push_back(r);
     }
+    if (auto ev = o.find("events"); ev != o.end() && ev->value().is_array()) {
+      for (const auto& e : ev->value().as_array()) {
+        if (!e.is_array() || e.as_array().size() != 4 || !e.as_array()[0].is_number() ||
+            !e.as_array()[1].is_number() || !e.as_array()[2].is_string() ||
+            !e.as_array()[3].is_number()) {
+          return MakeError(ErrorCode::kInvalidArgument,
+                           "each event is [time_ms, gpu, kind, value]");
+        }
+        const auto& a = e.as_array();
+        m.events.push_back({a[0].to_number<int64_t>(), a[1].to_number<int>(),
+                            std::string(a[2].as_string()), a[3].to_number<int64_t>()});
+      }
+    }
+    return Message(std::move(m));
+  }
+  if (type == "command") {
+    Command m;
+    GF_TRY_ASSIGN(m.id, GetInt(o, "id"));
+    int64_t gpu = 0;
+    GF_TRY_ASSIGN(gpu, GetInt(o, "gpu"));
+    m.gpu = static_cast<int>(gpu);
+    auto in = o.find("inject");
+    if (in == o.end() || !in->value().is_object()) {
+      return MakeError(ErrorCode::kInvalidArgument, "a command needs 'inject'");
+    }
+    GF_TRY_ASSIGN(m.inject, InjectionFromJson(in->value().as_object()));
     return Message(std::move(m));
   }
   if (type == "ack") {

@@ -4,9 +4,12 @@
 // version up to kProtoVersion and refuse newer ones with a clear error.
 //
 //   agent -> controller: hello (first frame), heartbeat, inventory (when GPUs change), samples
-//   controller -> agent: welcome (reply to hello), error (then close), ack (of samples)
+//   controller -> agent: welcome (reply to hello), error (then close), ack (of samples),
+//                        command (fault injection on simulated GPUs)
 
 #include <array>
+#include <boost/json/fwd.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -59,11 +62,36 @@ struct SampleRow {
   }
 };
 
+// Something that happened on a GPU at a time, e.g. an XID error: an event, not a sample.
+struct GpuEvent {
+  int64_t time_ms = 0;
+  int gpu = 0;
+  std::string kind;   // "xid"
+  int64_t value = 0;  // the XID number
+};
+
 // A batch of rows. Wire form: {"seq":N, "rows":[[t, gpu, v0, v1, ...], ...]} with values in
 // Fields() order and null where absent; a reader takes the fields it knows and ignores more.
 struct Samples {
   int64_t seq = 0;  // the agent's batch number; acknowledged by Ack
   std::vector<SampleRow> rows;
+  std::vector<GpuEvent> events;  // wire: "events": [[time_ms, gpu, kind, value], ...]
+};
+
+// Faults a simulated GPU can be told to show (POST .../inject). Real GPUs refuse.
+struct Injection {
+  std::optional<int> xid;            // raise this XID once
+  std::optional<int> ecc_dbe;        // add double-bit ECC errors
+  std::optional<int> temperature_c;  // hold the temperature here
+  bool lost = false;                 // the GPU stops answering (GPU_IS_LOST)
+  bool clear = false;                // end every injected fault
+};
+
+// controller -> agent.
+struct Command {
+  int64_t id = 0;
+  int gpu = 0;
+  Injection inject;
 };
 
 struct Ack {
@@ -75,9 +103,12 @@ struct ErrorMessage {
   std::string message;
 };
 
-using Message = std::variant<Hello, Welcome, Heartbeat, Inventory, ErrorMessage, Samples, Ack>;
+using Message =
+    std::variant<Hello, Welcome, Heartbeat, Inventory, ErrorMessage, Samples, Ack, Command>;
 
 std::string Encode(const Message& message);
+// The "inject" object of a command or of POST .../inject: strict, with the field in errors.
+Result<Injection> InjectionFromJson(const boost::json::object& o);
 Result<Message> Decode(std::string_view text);
 
 }  // namespace gpufleet::proto

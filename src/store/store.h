@@ -49,6 +49,17 @@ struct AuditRecord {
   std::string after;   // JSON after
 };
 
+// Something that happened on a GPU (an XID error), as recorded.
+struct GpuEventRecord {
+  int64_t id = 0;
+  int64_t time_ms = 0;
+  std::string node;
+  int gpu = 0;
+  std::string uuid;
+  std::string kind;  // "xid"
+  int64_t value = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -73,6 +84,13 @@ class Store {
   virtual Result<std::vector<ApiToken>> ListApiTokens() = 0;
   virtual Result<ApiToken> FindApiToken(const std::string& hash) = 0;
   virtual Status RevokeApiToken(const std::string& id) = 0;
+
+  // Appends events; one already recorded (same GPU, time, kind and value: a re-sent batch)
+  // is skipped.
+  virtual Status AppendGpuEvents(const std::vector<GpuEventRecord>& events) = 0;
+  // Newest first; empty `node` or `kind` matches all.
+  virtual Result<std::vector<GpuEventRecord>> ListGpuEvents(const std::string& node,
+                                                            const std::string& kind, int limit) = 0;
 
   virtual Status AppendAudit(const AuditRecord& record) = 0;
   // Newest first; `before_id` > 0 pages backwards.

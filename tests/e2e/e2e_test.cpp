@@ -491,3 +491,97 @@ TEST_F(Telemetry, AgentReplaysItsBufferAfterAControllerOutage) {
 
 }  // namespace
 }  // namespace gpufleet::e2e
+
+namespace gpufleet::e2e {
+namespace {
+
+TEST_F(Telemetry, InjectedFaultsShowOnSimulatedGpusAndRealOnesRefuse) {
+  Apply();
+  std::string token = JoinToken("h100");
+  Sim(token, "inj", 1, "H100-SXM5-80GB", 8);
+  ASSERT_TRUE(WaitState("inj-0000", "ready"));
+  auto inject = [&](int gpu, const std::string& body) {
+    return controller_->Call(
+        "POST", "/api/v1/nodes/inj-0000/gpus/" + std::to_string(gpu) + "/inject", body);
+  };
+  // An XID 79 becomes a stored event, the GPU's last-XID gauge and DCGM_FI_DEV_XID_ERRORS.
+  auto [s1, r1] = inject(3, R"({"xid": 79})");
+  ASSERT_EQ(s1, 202) << json::serialize(r1);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto ev = controller_->Call("GET", "/api/v1/events?node=inj-0000").second;
+        return ev.at("items").as_array().size() == 1;
+      },
+      10000));
+  auto ev = controller_->Call("GET", "/api/v1/events?node=inj-0000").second.at("items").at(0);
+  EXPECT_EQ(ev.at("gpu").as_int64(), 3);
+  EXPECT_EQ(ev.at("kind").as_string(), "xid");
+  EXPECT_EQ(ev.at("value").as_int64(), 79);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto q =
+            controller_->Call("GET", "/api/v1/query?metric=xid_last&node=inj-0000&gpu=3").second;
+        return !q.at("items").at(0).at("value").is_null();
+      },
+      5000));
+  std::string text(controller_->Call("GET", "/metrics").second.as_string());
+  EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_XID_ERRORS gauge"), std::string::npos);
+
+  // Temperature and double-bit ECC errors show in the telemetry.
+  ASSERT_EQ(inject(1, R"({"temperature_c": 97, "ecc_dbe": 2})").first, 202);
+  auto value = [&](const char* metric, int gpu) {
+    auto q = controller_
+                 ->Call("GET", std::string("/api/v1/query?metric=") + metric +
+                                   "&node=inj-0000&gpu=" + std::to_string(gpu))
+                 .second;
+    return q.at("items").at(0).at("value");
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] { return value("gpu_temp", 1).is_int64() && value("gpu_temp", 1).as_int64() == 97; },
+      5000));
+  EXPECT_EQ(value("ecc_dbe_volatile", 1).as_int64(), 2);
+
+  // A lost GPU makes the node unhealthy; clearing it brings it back.
+  ASSERT_EQ(inject(5, R"({"lost": true})").first, 202);
+  ASSERT_TRUE(WaitState("inj-0000", "unhealthy"));
+  EXPECT_EQ(Node("inj-0000").at("reason").as_string(), "GPU 5: GPU_IS_LOST");
+  auto [sc, rc] = inject(5, R"({"clear": true})");
+  ASSERT_EQ(sc, 202) << json::serialize(rc);
+  ASSERT_TRUE(WaitState("inj-0000", "ready"));
+
+  // Bad requests change nothing.
+  EXPECT_EQ(inject(3, R"({"xid": "seventy-nine"})").first, 400);
+  EXPECT_EQ(inject(3, R"({"xid": 0})").first, 400);
+  EXPECT_EQ(inject(3, R"({"meltdown": true})").first, 400);
+  EXPECT_EQ(inject(3, R"({})").first, 400);
+  EXPECT_EQ(inject(12, R"({"xid": 79})").first, 404);
+  EXPECT_EQ(controller_->Call("POST", "/api/v1/nodes/ghost/gpus/0/inject", R"({"xid": 79})").first,
+            404);
+}
+
+TEST_F(Telemetry, RealGpusRefuseInjectionAndReportTheirOwnXids) {
+  Apply();
+  std::string token = JoinToken("l4");
+  std::vector<std::string> args{
+      GPUFLEET_BIN, "agent", "--controller",   controller_->address(), "--join-token", token,
+      "--backend",  "nvml",  "--nvml-library", FAKE_NVML_PATH,         "--hostname",   "real-l4"};
+  agents_.push_back(std::make_unique<Process>(
+      args, std::map<std::string, std::string>{{"FAKE_NVML_SCRIPT", kNvmlFixtures + "l4x1.json"}},
+      dir_ + "/agent.log"));
+  ASSERT_TRUE(WaitState("real-l4", "ready"));
+  auto [s, e] = controller_->Call("POST", "/api/v1/nodes/real-l4/gpus/0/inject", R"({"xid": 79})");
+  EXPECT_EQ(s, 409);
+  EXPECT_NE(std::string(e.at("error").at("message").as_string()).find("not simulated"),
+            std::string::npos);
+  // The XID 43 the fake driver reports arrives through NVML's event set.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto ev = controller_->Call("GET", "/api/v1/events?node=real-l4&kind=xid").second;
+        return ev.at("items").as_array().size() == 1 &&
+               ev.at("items").at(0).at("value").as_int64() == 43;
+      },
+      10000));
+}
+
+}  // namespace
+}  // namespace gpufleet::e2e

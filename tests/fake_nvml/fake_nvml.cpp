@@ -281,3 +281,33 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link,
   *active = static_cast<int>(links[link].as_int64());
   return NVML_SUCCESS;
 }
+
+// XID events: "xid_events": [{"gpu": 0, "xid": 79}, ...] in the script, each delivered once by
+// nvmlEventSetWait_v2; then NVML_ERROR_TIMEOUT, as when nothing is queued.
+namespace {
+size_t g_next_event = 0;  // guarded by g_mu
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
+  *set = reinterpret_cast<nvmlEventSet_t>(static_cast<intptr_t>(0x5e7));
+  std::lock_guard lock(g_mu);
+  g_next_event = 0;
+  return NVML_SUCCESS;
+}
+FAKE_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t) { return NVML_SUCCESS; }
+FAKE_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t, unsigned long long,
+                                                  nvmlEventSet_t) {
+  return NVML_SUCCESS;
+}
+FAKE_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t, nvmlEventData_t* data, unsigned) {
+  std::lock_guard lock(g_mu);
+  auto it = g_script.find("xid_events");
+  if (it == g_script.end() || g_next_event >= it->value().as_array().size()) {
+    return NVML_ERROR_TIMEOUT;
+  }
+  const auto& e = it->value().as_array()[g_next_event++].as_object();
+  data->device = reinterpret_cast<nvmlDevice_t>(static_cast<intptr_t>(e.at("gpu").as_int64()) + 1);
+  data->eventType = kNvmlEventTypeXidCriticalError;
+  data->eventData = static_cast<unsigned long long>(e.at("xid").as_int64());
+  return NVML_SUCCESS;
+}

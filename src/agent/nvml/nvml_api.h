@@ -72,6 +72,16 @@ enum : int {
 };
 constexpr unsigned kNvmlNvlinkMaxLinks = 18;
 
+typedef struct nvmlEventSet_st* nvmlEventSet_t;
+constexpr unsigned long long kNvmlEventTypeXidCriticalError = 0x8;
+typedef struct nvmlEventData_st {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlEventData_t;
+
 }  // extern "C"
 
 // Function pointer types, one per entry point.
@@ -99,3 +109,8 @@ using NvmlDeviceGetEnableStateFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlEnableStat
 using NvmlDeviceGetRemappedRowsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned*, unsigned*, unsigned*,
                                                      unsigned*);
 using NvmlDeviceGetNvLinkStateFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned, nvmlEnableState_t*);
+using NvmlEventSetCreateFn = nvmlReturn_t (*)(nvmlEventSet_t*);
+using NvmlEventSetFreeFn = nvmlReturn_t (*)(nvmlEventSet_t);
+using NvmlDeviceRegisterEventsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long,
+                                                    nvmlEventSet_t);
+using NvmlEventSetWaitFn = nvmlReturn_t (*)(nvmlEventSet_t, nvmlEventData_t*, unsigned);

@@ -49,6 +49,7 @@ const char* ReturnName(nvmlReturn_t r) {
 class NvmlBackend : public GpuBackend {
  public:
   ~NvmlBackend() override {
+    if (events_ && event_free_) event_free_(events_);
     if (shutdown_) shutdown_();
     if (lib_) dlclose(lib_);
   }
@@ -96,6 +97,10 @@ class NvmlBackend : public GpuBackend {
     retired_pending_ = Sym<NvmlDeviceGetEnableStateFn>({"nvmlDeviceGetRetiredPagesPendingStatus"});
     remapped_ = Sym<NvmlDeviceGetRemappedRowsFn>({"nvmlDeviceGetRemappedRows"});
     nvlink_state_ = Sym<NvmlDeviceGetNvLinkStateFn>({"nvmlDeviceGetNvLinkState"});
+    event_create_ = Sym<NvmlEventSetCreateFn>({"nvmlEventSetCreate"});
+    event_free_ = Sym<NvmlEventSetFreeFn>({"nvmlEventSetFree"});
+    register_events_ = Sym<NvmlDeviceRegisterEventsFn>({"nvmlDeviceRegisterEvents"});
+    event_wait_ = Sym<NvmlEventSetWaitFn>({"nvmlEventSetWait_v2", "nvmlEventSetWait"});
     if (!init_ || !shutdown_ || !count_ || !handle_ || !uuid_ || !name_) {
       return MakeError(ErrorCode::kUnavailable,
                        path +
@@ -108,6 +113,7 @@ class NvmlBackend : public GpuBackend {
       shutdown_ = nullptr;  // never initialised: nothing to shut down
       return MakeError(ErrorCode::kUnavailable, "nvmlInit failed: " + Describe(r));
     }
+    RegisterXidEvents();
     return {};
   }
 
@@ -239,7 +245,40 @@ class NvmlBackend : public GpuBackend {
     return row;
   }
 
+  // Critical XID errors the driver queued since the last call (a zero-timeout wait each).
+  std::vector<proto::GpuEvent> Events(int64_t time_ms) override {
+    std::vector<proto::GpuEvent> out;
+    if (!events_ || !event_wait_) return out;
+    for (int guard = 0; guard < 1024; ++guard) {
+      nvmlEventData_t data{};
+      if (event_wait_(events_, &data, 0) != NVML_SUCCESS) break;  // TIMEOUT: nothing queued
+      if (!(data.eventType & kNvmlEventTypeXidCriticalError)) continue;
+      int gpu = -1;
+      for (size_t i = 0; i < event_devices_.size(); ++i) {
+        if (event_devices_[i] == data.device) gpu = static_cast<int>(i);
+      }
+      out.push_back({time_ms, gpu, "xid", static_cast<int64_t>(data.eventData)});
+    }
+    return out;
+  }
+
  private:
+  void RegisterXidEvents() {
+    if (!event_create_ || !register_events_ || event_create_(&events_) != NVML_SUCCESS) {
+      events_ = nullptr;
+      return;
+    }
+    unsigned count = 0;
+    if (count_(&count) != NVML_SUCCESS) return;
+    for (unsigned i = 0; i < count; ++i) {
+      nvmlDevice_t dev = nullptr;
+      handle_(i, &dev);
+      event_devices_.push_back(dev);
+      // NOT_SUPPORTED on some GPUs: the set stays usable for the others.
+      if (dev) register_events_(dev, kNvmlEventTypeXidCriticalError, events_);
+    }
+  }
+
   template <class Fn>
   Fn Sym(std::initializer_list<const char*> names) {
     for (const char* n : names) {
@@ -330,6 +369,12 @@ class NvmlBackend : public GpuBackend {
   NvmlDeviceGetEnableStateFn retired_pending_ = nullptr;
   NvmlDeviceGetRemappedRowsFn remapped_ = nullptr;
   NvmlDeviceGetNvLinkStateFn nvlink_state_ = nullptr;
+  NvmlEventSetCreateFn event_create_ = nullptr;
+  NvmlEventSetFreeFn event_free_ = nullptr;
+  NvmlDeviceRegisterEventsFn register_events_ = nullptr;
+  NvmlEventSetWaitFn event_wait_ = nullptr;
+  nvmlEventSet_t events_ = nullptr;
+  std::vector<nvmlDevice_t> event_devices_;  // by GPU index
 };
 
 }  // namespace

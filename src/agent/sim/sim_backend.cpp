@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <random>
+#include <utility>
 
 #include "agent/gpu_backend.h"
 
@@ -33,7 +35,21 @@ class SimGpu {
     NewJob();
   }
 
+  void Inject(const proto::Injection& in) {
+    if (in.clear) {
+      lost_ = false;
+      held_temp_.reset();
+    }
+    if (in.xid) pending_xids_.push_back(*in.xid);
+    if (in.ecc_dbe) ecc_dbe_ += *in.ecc_dbe;
+    if (in.temperature_c) held_temp_ = *in.temperature_c;
+    if (in.lost) lost_ = true;
+  }
+  bool lost() const { return lost_; }
+  std::vector<int> TakeXids() { return std::exchange(pending_xids_, {}); }
+
   proto::SampleRow Sample(int index, int64_t now) {
+    if (lost_) return proto::SampleRow{now, index};  // a lost GPU answers nothing
     double dt = last_ms_ ? std::clamp((now - last_ms_) / 1000.0, 0.0, 3600.0) : 1.0;
     last_ms_ = now;
     if (now >= phase_end_ms_) {
@@ -60,8 +76,9 @@ class SimGpu {
             busy_ ? std::round(std::clamp(util_ * 0.55 + Noise(3), 0.0, 100.0)) : 0);
     row.set(Field::kFbUsed, std::round(fb_used_mib_));
     row.set(Field::kFbFree, std::round(total_mib - fb_used_mib_));
-    row.set(Field::kGpuTemp, std::round(temp_));
-    row.set(Field::kMemoryTemp, std::round(temp_ + 5));
+    double temp = held_temp_ ? *held_temp_ : std::round(temp_);
+    row.set(Field::kGpuTemp, temp);
+    row.set(Field::kMemoryTemp, temp + 5);
     row.set(Field::kPowerUsage, std::round(power));
     row.set(Field::kPowerLimit, tdp_mw);
     row.set(Field::kTotalEnergy, std::round(energy_mj_));
@@ -72,9 +89,9 @@ class SimGpu {
     row.set(Field::kPcieRx, busy_ ? std::round(48'000 + Noise(3'000)) : 3);
     row.set(Field::kPcieReplay, 0);
     row.set(Field::kEccSbeVolatile, 0);
-    row.set(Field::kEccDbeVolatile, 0);
+    row.set(Field::kEccDbeVolatile, ecc_dbe_);
     row.set(Field::kEccSbeAggregate, 0);
-    row.set(Field::kEccDbeAggregate, 0);
+    row.set(Field::kEccDbeAggregate, ecc_dbe_);
     if (model_.architecture == "ampere" || model_.architecture == "hopper" ||
         model_.architecture == "blackwell" || model_.architecture == "ada-lovelace") {
       row.set(Field::kRemappedCorrectable, 0);  // Ampere and later remap rows
@@ -105,6 +122,11 @@ class SimGpu {
   bool busy_ = false;
   double util_ = 0, target_util_ = 90, fb_used_mib_ = 0, temp_ = 32, energy_mj_ = 0;
   int64_t last_ms_ = 0, phase_end_ms_ = 0;
+  // Injected faults.
+  bool lost_ = false;
+  std::optional<double> held_temp_;
+  double ecc_dbe_ = 0;
+  std::vector<int> pending_xids_;
 };
 
 class SimBackend : public GpuBackend {
@@ -112,6 +134,20 @@ class SimBackend : public GpuBackend {
   explicit SimBackend(SimNodeSpec spec) : spec_(std::move(spec)) {
     uint64_t seed = std::hash<std::string>{}(spec_.hostname);
     for (int i = 0; i < spec_.gpu_count; ++i) gpus_.emplace_back(*spec_.model, Mix(seed + i));
+  }
+  Status Inject(int gpu, const proto::Injection& injection) override {
+    if (gpu < 0 || gpu >= static_cast<int>(gpus_.size())) {
+      return MakeError(ErrorCode::kNotFound, "no GPU " + std::to_string(gpu) + " on this node");
+    }
+    gpus_[gpu].Inject(injection);
+    return {};
+  }
+  std::vector<proto::GpuEvent> Events(int64_t time_ms) override {
+    std::vector<proto::GpuEvent> out;
+    for (size_t i = 0; i < gpus_.size(); ++i) {
+      for (int xid : gpus_[i].TakeXids()) out.push_back({time_ms, static_cast<int>(i), "xid", xid});
+    }
+    return out;
   }
   proto::SampleRow Sample(int index, int64_t time_ms) override {
     if (index < 0 || index >= static_cast<int>(gpus_.size()))
@@ -151,6 +187,7 @@ class SimBackend : public GpuBackend {
       g.vbios_version = "96.00.74.00.01";
       g.inforom_version = "G520.0200.00.05";
       g.mig_mode = spec_.model->mig_supported ? 0 : -1;
+      if (i < static_cast<int>(gpus_.size()) && gpus_[i].lost()) g.error = "GPU_IS_LOST";
       gpus.push_back(std::move(g));
     }
     return gpus;

@@ -69,6 +69,17 @@ TEST(NvmlBackend, SamplesExactlyTheScriptedTelemetryAndLeavesTheRestAbsent) {
   EXPECT_FALSE(row.has(Field::kNvlinkLinksDown));
   EXPECT_FALSE(row.has(Field::kRetiredSbe));
   EXPECT_FALSE(row.has(Field::kRetiredPending));
+  // The scripted XID 43 arrives once through the NVML event set.
+  auto events = backend.value()->Events(7000);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].gpu, 0);
+  EXPECT_EQ(events[0].kind, "xid");
+  EXPECT_EQ(events[0].value, 43);
+  EXPECT_EQ(events[0].time_ms, 7000);
+  EXPECT_TRUE(backend.value()->Events(8000).empty());
+  proto::Injection xid;
+  xid.xid = 79;
+  EXPECT_EQ(backend.value()->Inject(0, xid).error().code, ErrorCode::kConflict);  // real GPUs
 }
 
 TEST(NvmlBackend, ALostGpuIsReportedWithItsErrorAndTheOthersAreIntact) {

@@ -39,6 +39,12 @@ CREATE TABLE audit (
   target TEXT NOT NULL, status BIGINT NOT NULL, result TEXT NOT NULL, before_doc TEXT NOT NULL,
   after_doc TEXT NOT NULL)
 )SQL"},
+      {2, R"SQL(
+CREATE TABLE gpu_events (
+  id {ID}, time_ms BIGINT NOT NULL, node TEXT NOT NULL, gpu BIGINT NOT NULL, uuid TEXT NOT NULL,
+  kind TEXT NOT NULL, value BIGINT NOT NULL, UNIQUE (uuid, time_ms, kind, value));
+CREATE INDEX gpu_events_node ON gpu_events(node, id)
+)SQL"},
   };
   return kAll;
 }

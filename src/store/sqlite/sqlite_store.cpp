@@ -328,6 +328,52 @@ class SqliteStore : public Store {
     return Revoke("UPDATE api_tokens SET revoked = 1 WHERE id = :i", id, "API token");
   }
 
+  Status AppendGpuEvents(const std::vector<GpuEventRecord>& events) override {
+    std::lock_guard lock(mu_);
+    try {
+      soci::transaction tx(sql_);
+      for (const auto& e : events) {
+        long long t = e.time_ms, gpu = e.gpu, value = e.value;
+        sql_ << "INSERT INTO gpu_events (time_ms, node, gpu, uuid, kind, value) VALUES "
+                "(:t, :n, :g, :u, :k, :v) ON CONFLICT DO NOTHING",
+            soci::use(t), soci::use(e.node), soci::use(gpu), soci::use(e.uuid), soci::use(e.kind),
+            soci::use(value);
+      }
+      tx.commit();
+      return {};
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Result<std::vector<GpuEventRecord>> ListGpuEvents(const std::string& node,
+                                                    const std::string& kind, int limit) override {
+    std::lock_guard lock(mu_);
+    try {
+      std::vector<GpuEventRecord> out;
+      GpuEventRecord e;
+      long long id = 0, t = 0, gpu = 0, value = 0, lim = limit;
+      soci::statement st =
+          (sql_.prepare << "SELECT id, time_ms, node, gpu, uuid, kind, value FROM gpu_events "
+                           "WHERE (node = :n OR :n2 = '') AND (kind = :k OR :k2 = '') "
+                           "ORDER BY id DESC LIMIT :l",
+           soci::into(id), soci::into(t), soci::into(e.node), soci::into(gpu), soci::into(e.uuid),
+           soci::into(e.kind), soci::into(value), soci::use(node), soci::use(node), soci::use(kind),
+           soci::use(kind), soci::use(lim));
+      st.execute();
+      while (st.fetch()) {
+        e.id = id;
+        e.time_ms = t;
+        e.gpu = static_cast<int>(gpu);
+        e.value = value;
+        out.push_back(e);
+      }
+      return out;
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
   Status AppendAudit(const AuditRecord& r) override {
     std::lock_guard lock(mu_);
     try {

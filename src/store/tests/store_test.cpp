@@ -160,6 +160,24 @@ TEST_F(StoreTest, AuditPagesNewestFirst) {
   EXPECT_EQ(next->at(0).action, "POST /x/2");
 }
 
+TEST_F(StoreTest, GpuEventsAreKeptOnceAndListedNewestFirst) {
+  GpuEventRecord a{0, 1000, "n1", 2, "GPU-x", "xid", 79};
+  GpuEventRecord b{0, 2000, "n1", 2, "GPU-x", "xid", 48};
+  GpuEventRecord c{0, 3000, "n2", 0, "GPU-y", "xid", 13};
+  ASSERT_TRUE(store_->AppendGpuEvents({a, b}).ok());
+  ASSERT_TRUE(store_->AppendGpuEvents({b, c}).ok());  // b again: a re-sent batch
+  Reopen();
+  auto all = store_->ListGpuEvents("", "", 10);
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ(all->at(0).value, 13);
+  auto n1 = store_->ListGpuEvents("n1", "xid", 10);
+  ASSERT_EQ(n1->size(), 2u);
+  EXPECT_EQ(n1->at(0).value, 48);
+  EXPECT_EQ(n1->at(1).uuid, "GPU-x");
+  EXPECT_TRUE(store_->ListGpuEvents("n3", "", 10)->empty());
+}
+
 TEST(StoreOpen, RefusesWhatItCannotOpen) {
   EXPECT_EQ(OpenStore("postgresql://x").error().code, ErrorCode::kInvalidArgument);
   EXPECT_FALSE(OpenStore("sqlite:/nonexistent-dir/sub/db").ok());

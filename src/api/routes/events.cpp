@@ -1,0 +1,78 @@
+// GPU events (XID errors) and fault injection on simulated GPUs.
+
+#include <atomic>
+
+#include "api/json_util.h"
+#include "model/json.h"
+
+namespace json = boost::json;
+
+namespace gpufleet::api {
+
+void AddEventRoutes(Router& router, ApiContext& ctx) {
+  router.Add("GET", "/api/v1/events", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) {
+               auto page = ParsePage(req);
+               if (!page.ok()) return ErrorResponse(page.error());
+               auto get = [&](const char* key) {
+                 auto it = req.query.find(key);
+                 return it == req.query.end() ? std::string() : it->second;
+               };
+               auto events =
+                   ctx.store.ListGpuEvents(get("node"), get("kind"), static_cast<int>(page->limit));
+               if (!events.ok()) return ErrorResponse(events.error());
+               json::array items;
+               for (const auto& e : events.value()) {
+                 auto node = ctx.fleet.GetNode(e.node);
+                 if (node.ok() && !who.CanSeeCluster(node->cluster)) continue;
+                 items.push_back(json::object{{"id", e.id},
+                                              {"time", FormatTime(e.time_ms)},
+                                              {"node", e.node},
+                                              {"gpu", e.gpu},
+                                              {"uuid", e.uuid},
+                                              {"kind", e.kind},
+                                              {"value", e.value}});
+               }
+               return ListResponse(std::move(items), Page{page->limit, 0});
+             });
+
+  router.Add("POST", "/api/v1/nodes/{name}/gpus/{index}/inject", Role::kOperator,
+             [&ctx](const Request& req, const Principal& who) {
+               static std::atomic<int64_t> next_command{1};
+               const std::string& name = req.params.at("name");
+               const std::string& index = req.params.at("index");
+               Response r = [&] {
+                 auto body = ParseObject(req.body);
+                 if (!body.ok()) return ErrorResponse(body.error());
+                 auto inject = proto::InjectionFromJson(body.value());
+                 if (!inject.ok()) return ErrorResponse(inject.error());
+                 auto node = ctx.fleet.GetNode(name);
+                 if (!node.ok() || !who.CanSeeCluster(node->cluster)) {
+                   return ErrorResponse(MakeError(ErrorCode::kNotFound, "no node '" + name + "'"));
+                 }
+                 if (!node->simulated) {
+                   return ErrorResponse(MakeError(ErrorCode::kConflict,
+                                                  "node '" + name +
+                                                      "' is not simulated: fault injection is only "
+                                                      "for simulated nodes"));
+                 }
+                 int gpu = -1;
+                 for (const auto& g : node->gpus) {
+                   if (std::to_string(g.index) == index) gpu = g.index;
+                 }
+                 if (gpu < 0) {
+                   return ErrorResponse(
+                       MakeError(ErrorCode::kNotFound, "node '" + name + "' has no GPU " + index));
+                 }
+                 proto::Command cmd{next_command++, gpu, inject.value()};
+                 if (auto s = ctx.send_to_agent(name, cmd); !s.ok())
+                   return ErrorResponse(s.error());
+                 return ObjectResponse(202, {{"queued", true}, {"command", cmd.id}});
+               }();
+               r.audit_target = "node/" + name + "/gpu/" + index;
+               r.audit_after = req.body;
+               return r;
+             });
+}
+
+}  // namespace gpufleet::api
