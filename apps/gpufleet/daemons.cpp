@@ -297,8 +297,8 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
 
   static SimFlags sim;
   auto* m = app.add_subcommand("sim", "Run a simulated fleet of agents");
-  m->add_option("--controller", sim.pool.controller, "controller URL")->required();
-  m->add_option("--join-token", sim.pool.join_token, "pool join token")->required();
+  m->add_option("--controller", sim.pool.controller, "controller URL (required to run)");
+  m->add_option("--join-token", sim.pool.join_token, "pool join token (required to run)");
   m->add_option("--nodes", sim.pool.nodes, "number of simulated nodes");
   m->add_option("--gpus-per-node", sim.pool.gpus_per_node, "GPUs per node");
   m->add_option("--model", sim.pool.model, "GPU model id from the catalogue");
@@ -306,7 +306,17 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
   m->add_option("--first-index", sim.pool.first_index, "number of the first node");
   m->add_option("--threads", sim.threads, "I/O threads");
   m->add_option("--log-level", sim.log_level, "trace, debug, info, warn, error");
-  m->callback([&g] { g.exit_code = RunSim(sim); });
+  m->require_subcommand(0, 1);
+  cli::AddSimInjectCommand(*m, g);
+  m->callback([&g, m] {
+    if (!m->get_subcommands().empty()) return;  // `sim inject` ran instead
+    if (sim.pool.controller.empty() || sim.pool.join_token.empty()) {
+      std::fprintf(stderr, "error: sim needs --controller and --join-token\n");
+      g.exit_code = 2;
+      return;
+    }
+    g.exit_code = RunSim(sim);
+  });
 
   static UpFlags up;
   auto* u = app.add_subcommand("up", "Run a controller and a simulated fleet (the demo)");

@@ -18,8 +18,9 @@ struct Globals {
   int exit_code = 0;
 };
 
-void AddFleetCommands(CLI::App& app, Globals& g);    // clusters, pools, nodes, gpus, gpu-models
-void AddAdminCommands(CLI::App& app, Globals& g);    // tokens, apply, audit
-void AddMetricsCommands(CLI::App& app, Globals& g);  // metrics query|range, top
+void AddFleetCommands(CLI::App& app, Globals& g);     // clusters, pools, nodes, gpus, gpu-models
+void AddAdminCommands(CLI::App& app, Globals& g);     // tokens, apply, audit
+void AddMetricsCommands(CLI::App& app, Globals& g);   // metrics query|range, top
+void AddSimInjectCommand(CLI::App& sim, Globals& g);  // sim inject (fault injection)
 
 }  // namespace gpufleet::cli

@@ -101,6 +101,34 @@ bool TopOnce(Globals& g, const Selector& sel, const std::string& sort, size_t li
 
 }  // namespace
 
+void AddSimInjectCommand(CLI::App& sim, Globals& g) {
+  auto* inject = sim.add_subcommand("inject", "Make a simulated GPU show a fault");
+  static std::string node;
+  static int gpu = 0, xid = 0, ecc_dbe = 0, temperature = -1;
+  static bool lost = false, clear = false;
+  inject->add_option("node", node, "simulated node")->required();
+  inject->add_option("gpu", gpu, "GPU index")->required();
+  inject->add_option("--xid", xid, "raise this XID error once, e.g. 79");
+  inject->add_option("--ecc-dbe", ecc_dbe, "add double-bit ECC errors");
+  inject->add_option("--temperature", temperature, "hold the temperature (C)");
+  inject->add_flag("--lost", lost, "the GPU stops answering");
+  inject->add_flag("--clear", clear, "end every injected fault");
+  inject->callback([&g] {
+    json::object body;
+    if (xid) body["xid"] = xid;
+    if (ecc_dbe) body["ecc_dbe"] = ecc_dbe;
+    if (temperature >= 0) body["temperature_c"] = temperature;
+    if (lost) body["lost"] = true;
+    if (clear) body["clear"] = true;
+    auto v = Call(g, "POST",
+                  "/api/v1/nodes/" + UrlEncode(node) + "/gpus/" + std::to_string(gpu) + "/inject",
+                  json::serialize(body));
+    if (!v) return;
+    Show(g, *v,
+         [](const json::value&) { std::printf("queued for %s GPU %d\n", node.c_str(), gpu); });
+  });
+}
+
 void AddMetricsCommands(CLI::App& app, Globals& g) {
   auto* metrics = app.add_subcommand("metrics", "GPU telemetry")->require_subcommand(1);
   {

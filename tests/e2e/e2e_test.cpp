@@ -527,6 +527,18 @@ TEST_F(Telemetry, InjectedFaultsShowOnSimulatedGpusAndRealOnesRefuse) {
   std::string text(controller_->Call("GET", "/metrics").second.as_string());
   EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_XID_ERRORS gauge"), std::string::npos);
 
+  // The same through the CLI.
+  auto cli = Cli({"sim", "inject", "inj-0000", "2", "--xid", "48"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_EQ(cli.out, "queued for inj-0000 GPU 2\n");
+  EXPECT_EQ(Cli({"sim", "inject", "inj-0000", "2"}).exit_code, 1);  // nothing to inject: 400
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto all = controller_->Call("GET", "/api/v1/events?node=inj-0000").second;
+        return all.at("items").as_array().size() == 2;
+      },
+      10000));
+
   // Temperature and double-bit ECC errors show in the telemetry.
   ASSERT_EQ(inject(1, R"({"temperature_c": 97, "ecc_dbe": 2})").first, 202);
   auto value = [&](const char* metric, int gpu) {
