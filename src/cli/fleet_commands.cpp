@@ -10,15 +10,6 @@ namespace json = boost::json;
 namespace gpufleet::cli {
 namespace {
 
-std::string Query(const std::vector<std::pair<std::string, std::string>>& params) {
-  std::string q;
-  for (const auto& [k, v] : params) {
-    if (v.empty()) continue;
-    q += (q.empty() ? "?" : "&") + k + "=" + UrlEncode(v);
-  }
-  return q;
-}
-
 std::string Field(const json::value& item, const char* key) {
   const auto& o = item.as_object();
   auto it = o.find(key);
@@ -70,7 +61,7 @@ void AddFleetCommands(CLI::App& app, Globals& g) {
     static std::string cluster;
     list->add_option("--cluster", cluster, "only this cluster");
     list->callback([&g] {
-      Get(g, "/api/v1/pools" + Query({{"cluster", cluster}}), [](const json::value& v) {
+      Get(g, "/api/v1/pools" + QueryString({{"cluster", cluster}}), [](const json::value& v) {
         Table t({"NAME", "CLUSTER", "MODEL", "GPUS/NODE", "SIZE", "NODES", "READY", "GPUS"});
         for (const auto& p : v.at("items").as_array()) {
           t.Row({Field(p, "name"), Field(p, "cluster"), Field(p, "gpu_model"),
@@ -100,11 +91,11 @@ void AddFleetCommands(CLI::App& app, Globals& g) {
     list->add_option("--limit", limit, "at most this many (default 500)");
     list->callback([&g] {
       Get(g,
-          "/api/v1/nodes" + Query({{"cluster", cluster},
-                                   {"pool", pool},
-                                   {"state", state},
-                                   {"model", model},
-                                   {"limit", limit}}),
+          "/api/v1/nodes" + QueryString({{"cluster", cluster},
+                                         {"pool", pool},
+                                         {"state", state},
+                                         {"model", model},
+                                         {"limit", limit}}),
           NodeTable);
     });
 
@@ -157,7 +148,7 @@ void AddFleetCommands(CLI::App& app, Globals& g) {
     events->add_option("name", ev_name, "node name")->required();
     events->add_option("--limit", ev_limit, "at most this many (default 500)");
     events->callback([&g] {
-      Get(g, "/api/v1/nodes/" + UrlEncode(ev_name) + "/events" + Query({{"limit", ev_limit}}),
+      Get(g, "/api/v1/nodes/" + UrlEncode(ev_name) + "/events" + QueryString({{"limit", ev_limit}}),
           [](const json::value& v) {
             Table e({"TIME", "FROM", "TO", "ACTOR", "REASON"});
             for (const auto& ev : v.at("items").as_array()) {
@@ -193,11 +184,11 @@ void AddFleetCommands(CLI::App& app, Globals& g) {
     list->add_option("--limit", limit, "at most this many (default 500)");
     list->callback([&g] {
       Get(g,
-          "/api/v1/gpus" + Query({{"cluster", cluster},
-                                  {"pool", pool},
-                                  {"node", node},
-                                  {"model", model},
-                                  {"limit", limit}}),
+          "/api/v1/gpus" + QueryString({{"cluster", cluster},
+                                        {"pool", pool},
+                                        {"node", node},
+                                        {"model", model},
+                                        {"limit", limit}}),
           [](const json::value& v) {
             Table t({"NODE", "GPU", "MODEL", "UUID", "SERIAL", "PCI", "ERROR"});
             for (const auto& gpu : v.at("items").as_array()) {

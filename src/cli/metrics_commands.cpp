@@ -15,15 +15,6 @@ namespace json = boost::json;
 namespace gpufleet::cli {
 namespace {
 
-std::string Query(const std::vector<std::pair<std::string, std::string>>& params) {
-  std::string q;
-  for (const auto& [k, v] : params) {
-    if (v.empty()) continue;
-    q += (q.empty() ? "?" : "&") + k + "=" + UrlEncode(v);
-  }
-  return q;
-}
-
 std::string Num(const json::value& v, double scale = 1, int decimals = 0) {
   if (v.is_null()) return "-";
   char buf[32];
@@ -54,7 +45,7 @@ bool TopOnce(Globals& g, const Selector& sel, const std::string& sort, size_t li
   for (const char* field : kColumns) {
     auto params = sel.Params();
     params.push_back({"metric", field});
-    auto v = Call(g, "GET", "/api/v1/query" + Query(params));
+    auto v = Call(g, "GET", "/api/v1/query" + QueryString(params));
     if (!v) return false;
     for (const auto& item : v->at("items").as_array()) {
       char key[160];
@@ -141,7 +132,7 @@ void AddMetricsCommands(CLI::App& app, Globals& g) {
     q->callback([&g] {
       auto params = sel.Params();
       params.push_back({"metric", metric});
-      auto v = Call(g, "GET", "/api/v1/query" + Query(params));
+      auto v = Call(g, "GET", "/api/v1/query" + QueryString(params));
       if (!v) return;
       Show(g, *v, [](const json::value& r) {
         Table t({"NODE", "GPU", "MODEL", "VALUE", "UNIT", "TIME"});
@@ -169,7 +160,7 @@ void AddMetricsCommands(CLI::App& app, Globals& g) {
       params.insert(
           params.end(),
           {{"metric", metric}, {"start", start}, {"end", end}, {"step", step}, {"agg", agg}});
-      auto v = Call(g, "GET", "/api/v1/query_range" + Query(params));
+      auto v = Call(g, "GET", "/api/v1/query_range" + QueryString(params));
       if (!v) return;
       Show(g, *v, [](const json::value& r) {
         for (const auto& s : r.at("series").as_array()) {

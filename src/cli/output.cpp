@@ -75,6 +75,15 @@ void Table::Print() const {
   for (const auto& r : rows_) line(r);
 }
 
+std::string QueryString(const std::vector<std::pair<std::string, std::string>>& params) {
+  std::string q;
+  for (const auto& [k, v] : params) {
+    if (v.empty()) continue;
+    q += (q.empty() ? "?" : "&") + k + "=" + UrlEncode(v);
+  }
+  return q;
+}
+
 std::string PrettyJson(const json::value& v) {
   std::string out;
   Pretty(v, out, 0);

@@ -23,6 +23,8 @@ class Table {
 };
 
 std::string PrettyJson(const boost::json::value& v);
+// "?k=v&k2=v2" from the non-empty values, percent-encoded; "" when all are empty.
+std::string QueryString(const std::vector<std::pair<std::string, std::string>>& params);
 std::string Str(const boost::json::value& v);  // a scalar as text; "" for null
 
 // Sends the request with the globals' server and token. On success returns the parsed JSON body;

@@ -1,0 +1,84 @@
+#pragma once
+// The shared fixture of the end-to-end tests: a controller of its own per test, the fleet in
+// tests/fixtures/e2e-fleet.yaml, and helpers to run the CLI and simulated agents.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace gpufleet::e2e {
+
+namespace json = boost::json;
+
+inline const std::string kFleet =
+    std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/e2e-fleet.yaml";
+inline const std::string kNvmlFixtures = std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/nvml/";
+
+class E2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    controller_ = std::make_unique<ControllerProcess>(dir_ + "/data");
+    std::filesystem::create_directories(dir_ + "/data");
+    controller_->Start();
+  }
+  void TearDown() override {
+    agents_.clear();
+    controller_->Stop();
+    if (!HasFailure()) std::filesystem::remove_all(dir_);
+  }
+
+  RunResult Cli(std::vector<std::string> args) {
+    std::vector<std::string> full{"--data-dir", controller_->data_dir()};
+    full.insert(full.end(), args.begin(), args.end());
+    return RunGpufleet(full);
+  }
+
+  void Apply() {
+    auto r = Cli({"apply", "-f", kFleet});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("clusters: 2 created"), std::string::npos) << r.out;
+  }
+
+  std::string JoinToken(const std::string& pool) {
+    auto r = Cli({"tokens", "create", "--pool", pool});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::string token = r.out.substr(0, r.out.find('\n'));
+    EXPECT_EQ(token.rfind("gfj_", 0), 0u) << r.out;
+    return token;
+  }
+
+  Process& Sim(const std::string& token, const std::string& prefix, int nodes,
+               const std::string& model, int gpus) {
+    agents_.push_back(std::make_unique<Process>(
+        std::vector<std::string>{GPUFLEET_BIN, "sim", "--controller", controller_->address(),
+                                 "--join-token", token, "--prefix", prefix, "--nodes",
+                                 std::to_string(nodes), "--model", model, "--gpus-per-node",
+                                 std::to_string(gpus)},
+        std::map<std::string, std::string>{}, dir_ + "/sim-" + prefix + ".log"));
+    return *agents_.back();
+  }
+
+  json::value Node(const std::string& name) {
+    return controller_->Call("GET", "/api/v1/nodes/" + name).second;
+  }
+  std::string State(const std::string& name) {
+    auto [status, v] = controller_->Call("GET", "/api/v1/nodes/" + name);
+    return status == 200 ? std::string(v.at("state").as_string()) : "absent";
+  }
+  bool WaitState(const std::string& node, const std::string& state, int timeout_ms = 15000) {
+    return WaitFor([&] { return State(node) == state; }, timeout_ms);
+  }
+
+  std::string dir_;
+  std::unique_ptr<ControllerProcess> controller_;
+  std::vector<std::unique_ptr<Process>> agents_;
+};
+
+}  // namespace gpufleet::e2e

@@ -1,0 +1,228 @@
+// End to end, telemetry: samples, /metrics, buffering across outages, events, fault injection.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "fixture.h"
+
+namespace gpufleet::e2e {
+namespace {
+
+class Telemetry : public E2E {};
+
+TEST_F(Telemetry, FakeNvmlValuesReachTheQueryApiAndMetricsUnderDcgmNames) {
+  Apply();
+  std::string token = JoinToken("l4");
+  std::vector<std::string> args{
+      GPUFLEET_BIN, "agent", "--controller",   controller_->address(), "--join-token", token,
+      "--backend",  "nvml",  "--nvml-library", FAKE_NVML_PATH,         "--hostname",   "fake-l4"};
+  agents_.push_back(std::make_unique<Process>(
+      args, std::map<std::string, std::string>{{"FAKE_NVML_SCRIPT", kNvmlFixtures + "l4x1.json"}},
+      dir_ + "/agent.log"));
+  auto value = [&](const std::string& metric) {
+    auto [s, v] = controller_->Call("GET", "/api/v1/query?metric=" + metric + "&node=fake-l4");
+    if (s != 200 || v.at("items").as_array().empty()) return json::value(nullptr);
+    return v.at("items").at(0).at("value");
+  };
+  ASSERT_TRUE(WaitFor([&] { return !value("gpu_util").is_null(); }, 15000))
+      << ReadFile(dir_ + "/agent.log");
+  EXPECT_EQ(value("gpu_util").as_int64(), 87);
+  EXPECT_EQ(value("power_usage").as_int64(), 61234);
+  EXPECT_EQ(value("total_energy").as_int64(), 987654321);
+  EXPECT_EQ(value("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL").as_int64(), 17);
+  EXPECT_TRUE(value("memory_temp").is_null());  // not supported: absent, not zero
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/query?metric=warp_drive").first, 400);
+  auto cli = Cli({"metrics", "query", "power_usage", "--node", "fake-l4"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_NE(cli.out.find("fake-l4  0    L4     61234  mW"), std::string::npos) << cli.out;
+  auto top = Cli({"top", "--once"});
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.out.find("fake-l4"), std::string::npos) << top.out;
+  EXPECT_NE(top.out.find("61.2"), std::string::npos) << top.out;  // watts
+  EXPECT_EQ(Cli({"metrics", "query", "warp_drive"}).exit_code, 1);
+
+  auto metrics = controller_->Call("GET", "/metrics").second;
+  std::string text(metrics.as_string());
+  std::string labels =
+      R"({gpu="0",UUID="GPU-aaaabbbb-cccc-dddd-eeee-ffff00001111",pci_bus_id="00000000:01:00.0",)"
+      R"(device="nvidia0",modelName="NVIDIA L4",Hostname="fake-l4",cluster="edge",pool="l4"})";
+  EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"), std::string::npos);
+  EXPECT_NE(text.find("DCGM_FI_DEV_POWER_USAGE" + labels + " 61.234\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("DCGM_FI_DEV_GPU_UTIL" + labels + " 87\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"), std::string::npos);
+  EXPECT_EQ(text.find("DCGM_FI_DEV_MEMORY_TEMP" + labels), std::string::npos);
+  EXPECT_NE(text.find("gpufleet_agents_connected 1\n"), std::string::npos);
+  EXPECT_NE(text.find("gpufleet_http_request_duration_seconds_count{method=\"GET\","
+                      "route=\"/api/v1/query\"}"),
+            std::string::npos);
+
+  // promtool (Debian's prometheus package) must parse the page. Its only complaints may be the
+  // lint rules that dcgm-exporter's own names break (camelCase labels, counters without
+  // _total), which existing dashboards depend on; the controller's own metrics must be clean.
+  std::string page = dir_ + "/metrics.txt";
+  FILE* f = std::fopen(page.c_str(), "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  std::string report = dir_ + "/promtool.txt";
+  int rc = std::system(("promtool check metrics < " + page + " > " + report + " 2>&1").c_str());
+  ASSERT_NE(rc, -1);
+  int code = WEXITSTATUS(rc);
+  EXPECT_TRUE(code == 0 || code == 3) << "promtool failed to parse /metrics: " << ReadFile(report);
+  std::regex allowed(
+      R"(^(DCGM_FI_\w+|gpufleet_gpu_\w+) (label names should be written in 'snake_case' not )"
+      R"('camelCase'|counter metrics should have "_total" suffix|metric name should not )"
+      R"(include type 'counter')$)");
+  std::istringstream lines(ReadFile(report));
+  int findings = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty()) continue;
+    ++findings;
+    EXPECT_TRUE(std::regex_match(line, allowed)) << "promtool: " << line;
+  }
+  EXPECT_GT(findings, 0) << "promtool ran and linted the DCGM names";
+  std::string none;
+  EXPECT_EQ(controller_->Call("GET", "/metrics", "", &none).first, 401);
+}
+
+// The agent buffers samples while the controller is down and replays them when it is back:
+// every second of the outage is stored, once.
+TEST_F(Telemetry, AgentReplaysItsBufferAfterAControllerOutage) {
+  Apply();
+  std::string token = JoinToken("l4");
+  Sim(token, "edge", 1, "L4", 1);
+  auto points = [&] {
+    auto [s, v] = controller_->Call(
+        "GET", "/api/v1/query_range?metric=gpu_temp&node=edge-0000&start=-10m&step=1s&agg=max");
+    return s == 200 && !v.at("series").as_array().empty()
+               ? v.at("series").at(0).at("points").as_array()
+               : json::array{};
+  };
+  ASSERT_TRUE(WaitFor([&] { return points().size() >= 2; }, 15000));
+  controller_->Stop();
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  controller_->Start();
+  ASSERT_TRUE(WaitFor([&] { return Node("edge-0000").at("connected").as_bool(); }, 20000));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  auto all = points();
+  ASSERT_GE(all.size(), 8u);
+  for (size_t i = 1; i < all.size(); ++i) {
+    int64_t gap = all[i].at(0).as_int64() - all[i - 1].at(0).as_int64();
+    EXPECT_EQ(gap, 1000) << "a second is missing or doubled at point " << i;
+  }
+}
+
+}  // namespace
+}  // namespace gpufleet::e2e
+
+namespace gpufleet::e2e {
+namespace {
+
+TEST_F(Telemetry, InjectedFaultsShowOnSimulatedGpusAndRealOnesRefuse) {
+  Apply();
+  std::string token = JoinToken("h100");
+  Sim(token, "inj", 1, "H100-SXM5-80GB", 8);
+  ASSERT_TRUE(WaitState("inj-0000", "ready"));
+  auto inject = [&](int gpu, const std::string& body) {
+    return controller_->Call(
+        "POST", "/api/v1/nodes/inj-0000/gpus/" + std::to_string(gpu) + "/inject", body);
+  };
+  // An XID 79 becomes a stored event, the GPU's last-XID gauge and DCGM_FI_DEV_XID_ERRORS.
+  auto [s1, r1] = inject(3, R"({"xid": 79})");
+  ASSERT_EQ(s1, 202) << json::serialize(r1);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto ev = controller_->Call("GET", "/api/v1/events?node=inj-0000").second;
+        return ev.at("items").as_array().size() == 1;
+      },
+      10000));
+  auto ev = controller_->Call("GET", "/api/v1/events?node=inj-0000").second.at("items").at(0);
+  EXPECT_EQ(ev.at("gpu").as_int64(), 3);
+  EXPECT_EQ(ev.at("kind").as_string(), "xid");
+  EXPECT_EQ(ev.at("value").as_int64(), 79);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto q =
+            controller_->Call("GET", "/api/v1/query?metric=xid_last&node=inj-0000&gpu=3").second;
+        return !q.at("items").at(0).at("value").is_null();
+      },
+      5000));
+  std::string text(controller_->Call("GET", "/metrics").second.as_string());
+  EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_XID_ERRORS gauge"), std::string::npos);
+
+  // The same through the CLI.
+  auto cli = Cli({"sim", "inject", "inj-0000", "2", "--xid", "48"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_EQ(cli.out, "queued for inj-0000 GPU 2\n");
+  EXPECT_EQ(Cli({"sim", "inject", "inj-0000", "2"}).exit_code, 1);  // nothing to inject: 400
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto all = controller_->Call("GET", "/api/v1/events?node=inj-0000").second;
+        return all.at("items").as_array().size() == 2;
+      },
+      10000));
+
+  // Temperature and double-bit ECC errors show in the telemetry.
+  ASSERT_EQ(inject(1, R"({"temperature_c": 97, "ecc_dbe": 2})").first, 202);
+  auto value = [&](const char* metric, int gpu) {
+    auto q = controller_
+                 ->Call("GET", std::string("/api/v1/query?metric=") + metric +
+                                   "&node=inj-0000&gpu=" + std::to_string(gpu))
+                 .second;
+    return q.at("items").at(0).at("value");
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] { return value("gpu_temp", 1).is_int64() && value("gpu_temp", 1).as_int64() == 97; },
+      5000));
+  EXPECT_EQ(value("ecc_dbe_volatile", 1).as_int64(), 2);
+
+  // A lost GPU makes the node unhealthy; clearing it brings it back.
+  ASSERT_EQ(inject(5, R"({"lost": true})").first, 202);
+  ASSERT_TRUE(WaitState("inj-0000", "unhealthy"));
+  EXPECT_EQ(Node("inj-0000").at("reason").as_string(), "GPU 5: GPU_IS_LOST");
+  auto [sc, rc] = inject(5, R"({"clear": true})");
+  ASSERT_EQ(sc, 202) << json::serialize(rc);
+  ASSERT_TRUE(WaitState("inj-0000", "ready"));
+
+  // Bad requests change nothing.
+  EXPECT_EQ(inject(3, R"({"xid": "seventy-nine"})").first, 400);
+  EXPECT_EQ(inject(3, R"({"xid": 0})").first, 400);
+  EXPECT_EQ(inject(3, R"({"meltdown": true})").first, 400);
+  EXPECT_EQ(inject(3, R"({})").first, 400);
+  EXPECT_EQ(inject(12, R"({"xid": 79})").first, 404);
+  EXPECT_EQ(controller_->Call("POST", "/api/v1/nodes/ghost/gpus/0/inject", R"({"xid": 79})").first,
+            404);
+}
+
+TEST_F(Telemetry, RealGpusRefuseInjectionAndReportTheirOwnXids) {
+  Apply();
+  std::string token = JoinToken("l4");
+  std::vector<std::string> args{
+      GPUFLEET_BIN, "agent", "--controller",   controller_->address(), "--join-token", token,
+      "--backend",  "nvml",  "--nvml-library", FAKE_NVML_PATH,         "--hostname",   "real-l4"};
+  agents_.push_back(std::make_unique<Process>(
+      args, std::map<std::string, std::string>{{"FAKE_NVML_SCRIPT", kNvmlFixtures + "l4x1.json"}},
+      dir_ + "/agent.log"));
+  ASSERT_TRUE(WaitState("real-l4", "ready"));
+  auto [s, e] = controller_->Call("POST", "/api/v1/nodes/real-l4/gpus/0/inject", R"({"xid": 79})");
+  EXPECT_EQ(s, 409);
+  EXPECT_NE(std::string(e.at("error").at("message").as_string()).find("not simulated"),
+            std::string::npos);
+  // The XID 43 the fake driver reports arrives through NVML's event set.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto ev = controller_->Call("GET", "/api/v1/events?node=real-l4&kind=xid").second;
+        return ev.at("items").as_array().size() == 1 &&
+               ev.at("items").at(0).at("value").as_int64() == 43;
+      },
+      10000));
+}
+
+}  // namespace
+}  // namespace gpufleet::e2e
