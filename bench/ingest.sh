@@ -7,37 +7,28 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 nodes=${1:-1250}
 seconds=${2:-300}
-build=build-bench
-cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFLEET_BENCH=ON -DGPUFLEET_TESTS=OFF >/dev/null
-cmake --build $build --target gpufleet >/dev/null
-bin=$build/gpufleet
+source bench/lib.sh
+bench_build gpufleet
 dir=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
-$bin --data-dir "$dir" serve --listen 127.0.0.1:0 --log-level warn >"$dir/serve.log" 2>&1 &
-ctl=$!
-for _ in $(seq 100); do [[ -s $dir/controller.addr ]] && break; sleep 0.1; done
-addr=$(cat "$dir/controller.addr")
-printf 'apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n  - name: bench\n    type: training\n    site: lab\n    pools:\n      - {name: h100, gpu_model: H100-SXM5-80GB, gpus_per_node: 8}\n' >"$dir/fleet.yaml"
-$bin --data-dir "$dir" apply -f "$dir/fleet.yaml" >/dev/null
-token=$($bin --data-dir "$dir" tokens create --pool h100 2>/dev/null)
+trap 'kill $(jobs -p) 2>/dev/null || true; sleep 1; rm -rf "$dir"' EXIT
+bench_controller "$dir"
 $bin sim --controller "$addr" --join-token "$token" --nodes "$nodes" --prefix n >"$dir/sim.log" 2>&1 &
 sim=$!
 metric() {
   curl -s -H "Authorization: Bearer $(cat "$dir/admin.token")" "http://$addr/metrics" |
     awk -v m="$1" '$1 == m {print $2}'
 }
-ticks() { awk '{print $14 + $15}' /proc/"$1"/stat; }
 sleep 20  # registration and the first chunks
 n0=$(metric gpufleet_tsdb_samples_ingested_total); w0=$(metric gpufleet_wal_bytes)
-c0=$(ticks $ctl); s0=$(ticks $sim); t0=$(date +%s.%N)
+c0=$(cpu_ticks $ctl); s0=$(cpu_ticks $sim); t0=$(date +%s.%N)
 sleep "$seconds"
 n1=$(metric gpufleet_tsdb_samples_ingested_total); w1=$(metric gpufleet_wal_bytes)
-c1=$(ticks $ctl); s1=$(ticks $sim); t1=$(date +%s.%N)
+c1=$(cpu_ticks $ctl); s1=$(cpu_ticks $sim); t1=$(date +%s.%N)
 hz=$(getconf CLK_TCK)
 el=$(echo "$t1 - $t0" | bc)
 echo "gpus=$((nodes * 8)) seconds=$seconds"
 echo "samples_per_s=$(echo "($n1 - $n0) / $el" | bc)"
 echo "controller_cores=$(echo "scale=3; ($c1 - $c0) / $hz / $el" | bc) simulator_cores=$(echo "scale=3; ($s1 - $s0) / $hz / $el" | bc)"
-echo "controller_rss_mib=$(( $(awk '$1 == "VmRSS:" {print $2}' /proc/$ctl/status) / 1024 ))"
+echo "controller_rss_mib=$(( $(kb $ctl VmRSS) / 1024 ))"
 echo "wal_bytes_per_s=$(echo "($w1 - $w0) / $el" | bc) (checkpoints truncate it; negative means one ran)"
 echo "raw_bytes_per_sample=$(metric gpufleet_tsdb_bytes_per_sample)"

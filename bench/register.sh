@@ -8,28 +8,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 nodes=${1:-1000}
 runs=${2:-3}
-build=build-bench
-cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFLEET_BENCH=ON -DGPUFLEET_TESTS=OFF >/dev/null
-cmake --build $build --target gpufleet api_latency micro_bench >/dev/null
-bin=$build/gpufleet
+source bench/lib.sh
+bench_build gpufleet api_latency micro_bench
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-
-kb() { awk -v k="$2:" '$1 == k {print $2}' /proc/"$1"/status; }
-cpu_ticks() { awk '{print $14 + $15}' /proc/"$1"/stat; }
-now() { date +%s.%N; }
+trap 'kill $(jobs -p) 2>/dev/null || true; sleep 1; rm -rf "$work"' EXIT
 
 reg_times=(); rss=(); hwm=(); p50s=(); p99s=()
 for run in $(seq 1 "$runs"); do
   dir=$work/run$run
-  mkdir -p "$dir"
-  $bin --data-dir "$dir" serve --listen 127.0.0.1:0 --log-level warn >"$dir/serve.log" 2>&1 &
-  ctl=$!
-  for _ in $(seq 100); do [[ -s $dir/controller.addr ]] && break; sleep 0.1; done
-  addr=$(cat "$dir/controller.addr")
-  printf 'apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n  - name: bench\n    type: training\n    site: lab\n    pools:\n      - {name: h100, gpu_model: H100-SXM5-80GB, gpus_per_node: 8}\n' >"$dir/fleet.yaml"
-  $bin --data-dir "$dir" apply -f "$dir/fleet.yaml" >/dev/null
-  token=$($bin --data-dir "$dir" tokens create --pool h100 2>/dev/null)
+  bench_controller "$dir"
   start=$(now)
   $bin sim --controller "$addr" --join-token "$token" --nodes "$nodes" --prefix n >"$dir/sim.log" 2>&1 &
   sim=$!
@@ -54,14 +41,7 @@ echo "median over $runs runs: registration $(median "${reg_times[@]}") s, contro
 
 # One idle agent with the sim backend.
 dir=$work/agent
-mkdir -p "$dir"
-$bin --data-dir "$dir" serve --listen 127.0.0.1:0 --log-level warn >"$dir/serve.log" 2>&1 &
-ctl=$!
-for _ in $(seq 100); do [[ -s $dir/controller.addr ]] && break; sleep 0.1; done
-addr=$(cat "$dir/controller.addr")
-printf 'apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n  - name: bench\n    type: training\n    site: lab\n    pools:\n      - {name: h100, gpu_model: H100-SXM5-80GB, gpus_per_node: 8}\n' >"$dir/fleet.yaml"
-$bin --data-dir "$dir" apply -f "$dir/fleet.yaml" >/dev/null
-token=$($bin --data-dir "$dir" tokens create --pool h100 2>/dev/null)
+bench_controller "$dir"
 $bin agent --controller "$addr" --join-token "$token" --backend sim --hostname idle-agent --log-level warn >"$dir/agent.log" 2>&1 &
 agent=$!
 sleep 5

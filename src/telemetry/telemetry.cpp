@@ -1,5 +1,7 @@
 #include "telemetry/telemetry.h"
 
+#include <algorithm>
+
 namespace gpufleet {
 
 Result<std::unique_ptr<TelemetryStore>> TelemetryStore::Open(TelemetryOptions options) {
@@ -15,14 +17,14 @@ Result<const TelemetryStore::Ids*> TelemetryStore::IdsFor(const std::string& uui
   std::lock_guard lock(mu_);
   auto [it, fresh] = ids_.try_emplace(uuid);
   if (fresh) {
-    for (size_t f = 0; f < kFieldCount; ++f) {
-      auto id = engine_->Intern(uuid + "/" + std::string(Fields()[f].name));
-      if (!id.ok()) {
-        ids_.erase(it);
-        return id.error();
-      }
-      it->second[f] = id.value();
+    std::vector<std::string> keys;
+    for (const auto& f : Fields()) keys.push_back(uuid + "/" + std::string(f.name));
+    auto ids = engine_->InternAll(std::vector<std::string_view>(keys.begin(), keys.end()));
+    if (!ids.ok()) {
+      ids_.erase(it);
+      return ids.error();
     }
+    std::copy(ids->begin(), ids->end(), it->second.begin());
   }
   return &it->second;  // unordered_map nodes are stable
 }

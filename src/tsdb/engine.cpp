@@ -104,7 +104,8 @@ Status Engine::Replay() {
   // The newest checkpoint, and the first log segment it does not cover.
   uint64_t first_segment = 0;
   std::vector<fs::path> checkpoints, segments;
-  for (const auto& e : fs::directory_iterator(dir)) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
     std::string n = e.path().filename().string();
     if (n.rfind("checkpoint-", 0) == 0 && n.size() > 15 && n.substr(n.size() - 4) == ".bin") {
       checkpoints.push_back(e.path());
@@ -137,7 +138,7 @@ Status Engine::Replay() {
     }
     replay_.checkpoint_series = records.size() - 1;
   }
-  for (const auto& e : fs::directory_iterator(dir / "wal")) {
+  for (const auto& e : fs::directory_iterator(dir / "wal", ec)) {
     if (e.path().extension() == ".log" && NumberOf(e.path(), "") >= first_segment)
       segments.push_back(e.path());
   }
@@ -189,7 +190,10 @@ Status Engine::Replay() {
     if (good < data.size()) {
       // An interrupted write at the end of a segment: cut it off so the log stays well formed.
       replay_.torn_bytes += data.size() - good;
-      fs::resize_file(seg, good);
+      fs::resize_file(seg, good, ec);
+      if (ec)
+        return MakeError(ErrorCode::kUnavailable,
+                         "cannot cut the torn tail of " + seg.string() + ": " + ec.message());
     }
     older_segments_bytes_ += good;
     next = NumberOf(seg, "") + 1;
@@ -213,7 +217,10 @@ Status Engine::OpenSegment(uint64_t number) {
 }
 
 Status Engine::WriteRecord(uint8_t type, const std::string& payload) {
-  std::string frame = Frame(type, payload);
+  return WriteFrames(Frame(type, payload));
+}
+
+Status Engine::WriteFrames(const std::string& frame) {
   if (segment_size_ > 0 && segment_size_ + frame.size() > options_.segment_bytes) {
     GF_TRY(OpenSegment(segment_ + 1));
   }
@@ -234,16 +241,39 @@ Status Engine::WriteRecord(uint8_t type, const std::string& payload) {
 }
 
 Result<SeriesId> Engine::Intern(std::string_view key) {
-  if (auto id = db_.Find(key)) return *id;
+  std::vector<SeriesId> ids;
+  GF_TRY_ASSIGN(ids, InternAll({key}));
+  return ids[0];
+}
+
+Result<std::vector<SeriesId>> Engine::InternAll(const std::vector<std::string_view>& keys) {
+  std::vector<SeriesId> ids;
+  ids.reserve(keys.size());
+  for (auto key : keys) {
+    auto id = db_.Find(key);
+    if (!id) break;
+    ids.push_back(*id);
+  }
+  if (ids.size() == keys.size()) return ids;  // all known: no log write
+  ids.clear();
   std::shared_lock apply(apply_mu_);
   std::lock_guard lock(wal_mu_);
-  if (auto id = db_.Find(key)) return *id;  // another thread got here first
-  SeriesId id = db_.Intern(key);
-  Encoder e;
-  e.U32(id);
-  e.Str(key);
-  GF_TRY(WriteRecord(kSeriesRecord, e.out()));
-  return id;
+  // New series are logged together, in id order, in one write.
+  std::string frames;
+  for (auto key : keys) {
+    if (auto id = db_.Find(key)) {
+      ids.push_back(*id);
+      continue;
+    }
+    SeriesId id = db_.Intern(key);
+    Encoder e;
+    e.U32(id);
+    e.Str(key);
+    frames += Frame(kSeriesRecord, e.out());
+    ids.push_back(id);
+  }
+  if (!frames.empty()) GF_TRY(WriteFrames(frames));
+  return ids;
 }
 
 Result<BatchResult> Engine::Append(const std::vector<Point>& points) {
@@ -333,13 +363,14 @@ Status Engine::Checkpoint() {
   }
   // Now the older checkpoints and the segments this one covers can go.
   uint64_t removed = 0;
-  for (const auto& e : fs::directory_iterator(dir / "wal")) {
+  // Filesystem calls take error codes: a failure here must not take the controller down.
+  for (const auto& e : fs::directory_iterator(dir / "wal", ec)) {
     if (e.path().extension() == ".log" && NumberOf(e.path(), "") < covered_up_to) {
       removed += fs::file_size(e.path(), ec);
       fs::remove(e.path(), ec);
     }
   }
-  for (const auto& e : fs::directory_iterator(dir)) {
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
     std::string name = e.path().filename().string();
     if (name.rfind("checkpoint-", 0) == 0 && e.path() != final_path) fs::remove(e.path(), ec);
   }

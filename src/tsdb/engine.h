@@ -52,6 +52,8 @@ class Engine {
   ~Engine();
 
   Result<SeriesId> Intern(std::string_view key);
+  // Many at once: the new ones cost one log write between them.
+  Result<std::vector<SeriesId>> InternAll(const std::vector<std::string_view>& keys);
   // Logs the batch, then applies it. Fails only if the log cannot be written (nothing applied).
   Result<BatchResult> Append(const std::vector<Point>& points);
   Status Checkpoint();
@@ -69,6 +71,7 @@ class Engine {
   Status Replay();
   Status OpenSegment(uint64_t number);
   Status WriteRecord(uint8_t type, const std::string& payload);  // caller holds wal_mu_
+  Status WriteFrames(const std::string& frames);                 // caller holds wal_mu_
 
   EngineOptions options_;
   Tsdb db_;

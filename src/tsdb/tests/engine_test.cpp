@@ -110,6 +110,22 @@ TEST_F(EngineTest, ATornTailIsCutAndTheRestKept) {
   EXPECT_EQ(e->db().Raw(*e->db().Find("GPU-a/util"), 0, INT64_MAX).size(), 60u);
 }
 
+TEST_F(EngineTest, InternAllLogsNewSeriesTogetherAndSurvivesReopen) {
+  std::vector<std::string_view> keys{"a", "b", "c"};
+  {
+    auto e = Open();
+    ASSERT_EQ(e->Intern("b").value(), 0u);
+    auto ids = e->InternAll(keys);
+    ASSERT_TRUE(ids.ok());
+    EXPECT_EQ(ids.value(), (std::vector<SeriesId>{1, 0, 2}));
+    EXPECT_EQ(e->InternAll(keys).value(), ids.value());  // all known now
+  }
+  auto e = Open();
+  EXPECT_EQ(e->db().Find("a"), 1u);
+  EXPECT_EQ(e->db().Find("c"), 2u);
+  EXPECT_EQ(e->replay().wal_records, 3u);
+}
+
 TEST_F(EngineTest, ARepeatedBatchIsStoredOnce) {
   auto e = Open();
   SeriesId a = e->Intern("x").value();
@@ -122,6 +138,17 @@ TEST_F(EngineTest, ARepeatedBatchIsStoredOnce) {
   e.reset();
   e = Open();
   EXPECT_EQ(e->db().Raw(a, 0, INT64_MAX).size(), 2u);
+}
+
+// A checkpoint whose directory has gone (a disk unmounted, an operator's rm) is an error the
+// controller logs, not a crash.
+TEST_F(EngineTest, CheckpointIntoAVanishedDirectoryFailsCleanly) {
+  auto e = Open();
+  Fill(*e, 0, 2);
+  fs::remove_all(dir_);
+  Status s = e->Checkpoint();
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kUnavailable);
 }
 
 // Logs written by the first version (fixed 20-byte points) still replay.

@@ -1,0 +1,28 @@
+# Shared by the load runs in bench/: an optimised build, and a controller on a fresh data
+# directory with one pool of 8-GPU H100 nodes. Source it; it sets `bin`.
+build=build-bench
+bin=$build/gpufleet
+
+bench_build() {  # bench_build TARGET...
+  cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFLEET_BENCH=ON \
+    -DGPUFLEET_TESTS=OFF >/dev/null
+  cmake --build $build --target "$@" >/dev/null
+}
+
+# bench_controller DIR: starts `gpufleet serve` on DIR and applies the bench fleet; sets `ctl`
+# (its pid), `addr` and `token` (a join token for pool h100).
+bench_controller() {
+  local dir=$1
+  mkdir -p "$dir"
+  $bin --data-dir "$dir" serve --listen 127.0.0.1:0 --log-level warn >"$dir/serve.log" 2>&1 &
+  ctl=$!
+  for _ in $(seq 100); do [[ -s $dir/controller.addr ]] && break; sleep 0.1; done
+  addr=$(cat "$dir/controller.addr")
+  printf 'apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n  - name: bench\n    type: training\n    site: lab\n    pools:\n      - {name: h100, gpu_model: H100-SXM5-80GB, gpus_per_node: 8}\n' >"$dir/fleet.yaml"
+  $bin --data-dir "$dir" apply -f "$dir/fleet.yaml" >/dev/null
+  token=$($bin --data-dir "$dir" tokens create --pool h100 2>/dev/null)
+}
+
+kb() { awk -v k="$2:" '$1 == k {print $2}' /proc/"$1"/status; }
+cpu_ticks() { awk '{print $14 + $15}' /proc/"$1"/stat; }
+now() { date +%s.%N; }
