@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "cli/output.h"
+#include "common/clock.h"
 
 namespace json = boost::json;
 
@@ -192,8 +193,12 @@ void AddMetricsCommands(CLI::App& app, Globals& g) {
     top->add_option("--limit", limit, "rows to show (default 40; 0 for all)");
     top->add_flag("--once", once, "print one screen and exit");
     top->callback([&g] {
-      int64_t period = 2000;
-      if (interval.size() > 1 && interval.back() == 's') period = std::stoll(interval) * 1000;
+      int64_t period = ParseDurationMs(interval);
+      if (period <= 0) {
+        std::fprintf(stderr, "error: --interval must be a duration such as 500ms, 2s or 1m\n");
+        g.exit_code = 2;
+        return;
+      }
       do {
         if (!once) std::printf("\033[H\033[2J");  // clear the terminal
         if (!TopOnce(g, sel, sort, limit)) return;

@@ -47,6 +47,9 @@ TEST_F(Telemetry, FakeNvmlValuesReachTheQueryApiAndMetricsUnderDcgmNames) {
   EXPECT_NE(top.out.find("fake-l4"), std::string::npos) << top.out;
   EXPECT_NE(top.out.find("61.2"), std::string::npos) << top.out;  // watts
   EXPECT_EQ(Cli({"metrics", "query", "warp_drive"}).exit_code, 1);
+  auto bad = Cli({"top", "--interval", "soon"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "error: --interval must be a duration such as 500ms, 2s or 1m\n");
 
   auto metrics = controller_->Call("GET", "/metrics").second;
   std::string text(metrics.as_string());
