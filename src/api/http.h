@@ -23,6 +23,12 @@ struct Request {
   std::string content_type;
   std::string authorization;
   std::string remote;
+
+  // A query parameter's value; "" when absent.
+  std::string Param(std::string_view key) const {
+    auto it = query.find(std::string(key));
+    return it == query.end() ? std::string() : it->second;
+  }
 };
 
 struct Response {

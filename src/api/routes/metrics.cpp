@@ -165,6 +165,23 @@ json::array Fold(const std::vector<tsdb::Bucket>& buckets, int64_t start, int64_
   return points;
 }
 
+// Calls fn(node, gpu) for every GPU a telemetry read selects: ?cluster=&pool=&node=&gpu= (an
+// index or a UUID), within the caller's cluster scope.
+template <class Fn>
+void ForEachSelectedGpu(ApiContext& ctx, const Request& req, const Principal& who, Fn&& fn) {
+  NodeFilter filter;
+  filter.cluster = req.Param("cluster");
+  filter.pool = req.Param("pool");
+  filter.clusters = who.clusters;
+  std::string node = req.Param("node"), gpu = req.Param("gpu");
+  for (const auto& n : ctx.fleet.Nodes(filter)) {
+    if (!node.empty() && n.name != node) continue;
+    for (const auto& g : n.gpus) {
+      if (gpu.empty() || std::to_string(g.index) == gpu || g.uuid == gpu) fn(n, g);
+    }
+  }
+}
+
 }  // namespace
 
 void AddMetricsRoutes(Router& router, ApiContext& ctx) {
@@ -176,11 +193,7 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx) {
   router.Add(
       "GET", "/api/v1/query_range", Role::kViewer,
       [&ctx](const Request& req, const Principal& who) {
-        auto get = [&](const char* key) {
-          auto it = req.query.find(key);
-          return it == req.query.end() ? std::string() : it->second;
-        };
-        auto field = ParseField(get("metric"));
+        auto field = ParseField(req.Param("metric"));
         if (!field) {
           return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
                                          "'metric' must name a field, e.g. metric=gpu_util"));
@@ -190,7 +203,7 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx) {
         if (!end.ok()) return ErrorResponse(end.error());
         auto start = TimeParam(req, "start", now, end.value() - 3'600'000);
         if (!start.ok()) return ErrorResponse(start.error());
-        int64_t step = get("step").empty() ? 60'000 : ParseDurationMs(get("step"));
+        int64_t step = req.Param("step").empty() ? 60'000 : ParseDurationMs(req.Param("step"));
         if (step <= 0)
           return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
                                          "'step' must be a duration such as 1s, 1m, 1h"));
@@ -202,7 +215,7 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx) {
               MakeError(ErrorCode::kInvalidArgument,
                         "too many points: at most 11000 steps per series; use a larger step"));
         }
-        std::string agg = get("agg").empty() ? "avg" : get("agg");
+        std::string agg = req.Param("agg").empty() ? "avg" : req.Param("agg");
         if (agg != "avg" && agg != "min" && agg != "max" && agg != "sum") {
           return ErrorResponse(
               MakeError(ErrorCode::kInvalidArgument, "'agg' must be avg, min, max or sum"));
@@ -210,26 +223,17 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx) {
         tsdb::Resolution resolution = step >= 3'600'000 ? tsdb::Resolution::kHour
                                       : step >= 60'000  ? tsdb::Resolution::kMinute
                                                         : tsdb::Resolution::kRaw;
-        NodeFilter filter;
-        filter.cluster = get("cluster");
-        filter.pool = get("pool");
-        filter.clusters = who.clusters;
-        std::string node = get("node"), gpu = get("gpu");
         json::array series;
-        for (const auto& n : ctx.fleet.Nodes(filter)) {
-          if (!node.empty() && n.name != node) continue;
-          for (const auto& g : n.gpus) {
-            if (!gpu.empty() && std::to_string(g.index) != gpu && g.uuid != gpu) continue;
-            auto buckets =
-                ctx.telemetry.Range(g.uuid, *field, resolution, start.value(), end.value());
-            series.push_back(json::object{{"node", n.name},
-                                          {"gpu", g.index},
-                                          {"uuid", g.uuid},
-                                          {"cluster", n.cluster},
-                                          {"pool", n.pool},
-                                          {"points", Fold(buckets, start.value(), step, agg)}});
-          }
-        }
+        ForEachSelectedGpu(ctx, req, who, [&](const Node& n, const Gpu& g) {
+          auto buckets =
+              ctx.telemetry.Range(g.uuid, *field, resolution, start.value(), end.value());
+          series.push_back(json::object{{"node", n.name},
+                                        {"gpu", g.index},
+                                        {"uuid", g.uuid},
+                                        {"cluster", n.cluster},
+                                        {"pool", n.pool},
+                                        {"points", Fold(buckets, start.value(), step, agg)}});
+        });
         const char* tier = resolution == tsdb::Resolution::kHour     ? "1h"
                            : resolution == tsdb::Resolution::kMinute ? "1m"
                                                                      : "raw";
@@ -258,35 +262,22 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx) {
               MakeError(ErrorCode::kInvalidArgument,
                         "unknown metric '" + metric->second + "' (known: " + known + ")"));
         }
-        auto get = [&](const char* key) {
-          auto it = req.query.find(key);
-          return it == req.query.end() ? std::string() : it->second;
-        };
-        NodeFilter filter;
-        filter.cluster = get("cluster");
-        filter.pool = get("pool");
-        filter.clusters = who.clusters;
-        std::string node = get("node"), gpu = get("gpu");
         json::array items;
-        for (const auto& n : ctx.fleet.Nodes(filter)) {
-          if (!node.empty() && n.name != node) continue;
-          for (const auto& g : n.gpus) {
-            if (!gpu.empty() && std::to_string(g.index) != gpu && g.uuid != gpu) continue;
-            auto latest = ctx.telemetry.Latest(g.uuid, *field);
-            json::object o{{"node", n.name},          {"gpu", g.index},       {"uuid", g.uuid},
-                           {"model", g.model},        {"cluster", n.cluster}, {"pool", n.pool},
-                           {"simulated", n.simulated}};
-            if (!latest) {
-              o["value"] = nullptr;
-            } else if (latest->v == static_cast<double>(static_cast<int64_t>(latest->v))) {
-              o["value"] = static_cast<int64_t>(latest->v);  // NVML's integers stay integers
-            } else {
-              o["value"] = latest->v;
-            }
-            o["time"] = latest ? json::value(FormatTime(latest->t)) : json::value(nullptr);
-            items.push_back(std::move(o));
+        ForEachSelectedGpu(ctx, req, who, [&](const Node& n, const Gpu& g) {
+          auto latest = ctx.telemetry.Latest(g.uuid, *field);
+          json::object o{{"node", n.name},          {"gpu", g.index},       {"uuid", g.uuid},
+                         {"model", g.model},        {"cluster", n.cluster}, {"pool", n.pool},
+                         {"simulated", n.simulated}};
+          if (!latest) {
+            o["value"] = nullptr;
+          } else if (latest->v == static_cast<double>(static_cast<int64_t>(latest->v))) {
+            o["value"] = static_cast<int64_t>(latest->v);  // NVML's integers stay integers
+          } else {
+            o["value"] = latest->v;
           }
-        }
+          o["time"] = latest ? json::value(FormatTime(latest->t)) : json::value(nullptr);
+          items.push_back(std::move(o));
+        });
         const FieldInfo& info = Info(*field);
         return ObjectResponse(
             200, {{"metric", info.name}, {"unit", info.unit}, {"items", std::move(items)}});

@@ -10,14 +10,10 @@ namespace {
 
 Result<NodeFilter> FilterFrom(const Request& req, const Principal& who) {
   NodeFilter f;
-  auto get = [&](const char* key) {
-    auto it = req.query.find(key);
-    return it == req.query.end() ? std::string() : it->second;
-  };
-  f.cluster = get("cluster");
-  f.pool = get("pool");
-  f.state = get("state");
-  f.model = get("model");
+  f.cluster = req.Param("cluster");
+  f.pool = req.Param("pool");
+  f.state = req.Param("state");
+  f.model = req.Param("model");
   f.clusters = who.clusters;
   if (!f.state.empty() && !ParseNodeState(f.state)) {
     return MakeError(ErrorCode::kInvalidArgument, "unknown state '" + f.state + "'");
