@@ -17,6 +17,7 @@
 #include "cli/cli.h"
 #include "common/clock.h"
 #include "common/paths.h"
+#include "common/url.h"
 #include "config/fleet_spec.h"
 #include "controller/controller.h"
 #include "sim/sim.h"
@@ -120,6 +121,9 @@ struct AgentFlags {
 
 int RunAgent(AgentFlags& f) {
   SetLogLevel(f.log_level);
+  if (auto url = ParseHttpUrl(f.controller, "8080"); !url.ok()) {
+    return Fail(MakeError(ErrorCode::kInvalidArgument, "--controller " + url.error().message));
+  }
   if (f.join_token.empty()) {
     if (const char* t = std::getenv("GPUFLEET_JOIN_TOKEN"); t && *t) f.join_token = t;
   }
@@ -312,6 +316,11 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
     if (!m->get_subcommands().empty()) return;  // `sim inject` ran instead
     if (sim.pool.controller.empty() || sim.pool.join_token.empty()) {
       std::fprintf(stderr, "error: sim needs --controller and --join-token\n");
+      g.exit_code = 2;
+      return;
+    }
+    if (auto url = ParseHttpUrl(sim.pool.controller, "8080"); !url.ok()) {
+      std::fprintf(stderr, "error: --controller %s\n", url.error().message.c_str());
       g.exit_code = 2;
       return;
     }

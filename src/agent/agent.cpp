@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/url.h"
 #include "proto/proto.h"
 
 namespace asio = boost::asio;
@@ -19,21 +20,6 @@ using tcp = asio::ip::tcp;
 
 namespace gpufleet {
 namespace {
-
-struct Endpoint {
-  std::string host;
-  std::string port;
-};
-
-Endpoint ParseController(std::string url) {
-  for (const char* scheme : {"http://", "ws://"}) {
-    if (url.rfind(scheme, 0) == 0) url = url.substr(std::string(scheme).size());
-  }
-  if (auto slash = url.find('/'); slash != std::string::npos) url = url.substr(0, slash);
-  auto colon = url.rfind(':');
-  if (colon == std::string::npos) return {url, "8080"};
-  return {url.substr(0, colon), url.substr(colon + 1)};
-}
 
 // One agent's life: connect, register, heartbeat, reconnect. Runs on its own strand.
 class Session : public std::enable_shared_from_this<Session> {
@@ -90,7 +76,9 @@ class Session : public std::enable_shared_from_this<Session> {
     bool welcomed = false;
     bool counted = false;
     try {
-      Endpoint ep = ParseController(options_.controller);
+      auto parsed = ParseHttpUrl(options_.controller, "8080");
+      if (!parsed.ok()) throw std::invalid_argument(parsed.error().message);
+      HttpUrl ep = std::move(parsed).value();
       tcp::resolver resolver(ex_);
       auto results = co_await resolver.async_resolve(ep.host, ep.port, asio::use_awaitable);
       ws_ = std::make_unique<websocket::stream<beast::tcp_stream>>(ex_);

@@ -2,6 +2,7 @@
 // The api component's public header: the REST API under /api/v1, the agent WebSocket at
 // /api/v1/agent, /healthz and the dashboard's static files, on one listening socket.
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "fleet/fleet.h"
 #include "model/catalog.h"
 #include "proto/agent_handler.h"
+#include "scrape/scraper.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
 
@@ -29,6 +31,8 @@ struct ApiDeps {
   std::shared_ptr<Clock> clock;
   TelemetryStore& telemetry;
   proto::AgentHandler& agents;  // the agent channel's receiver
+  // Scrape mode's targets and how their last scrape went; empty when nothing is scraped.
+  std::function<std::vector<scrape::TargetStatus>()> scrape_targets;
 };
 
 // Owns its I/O threads. Start() binds and serves; Stop() closes and joins. Thread-safe.

@@ -7,6 +7,7 @@
 #include "fleet/fleet.h"
 #include "model/catalog.h"
 #include "proto/proto.h"
+#include "scrape/scraper.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
 
@@ -21,6 +22,7 @@ struct ApiContext {
   HttpMetrics& http_metrics;
   // Queues a message for a node's live agent; kConflict when it is not connected.
   std::function<Status(const std::string& node, const proto::Message&)> send_to_agent;
+  std::function<std::vector<scrape::TargetStatus>()> scrape_targets;
 };
 
 // Each routes/<resource>.cpp registers its handlers.
@@ -32,6 +34,7 @@ void AddAuditRoutes(Router& router, ApiContext& ctx);
 void AddStaticRoutes(Router& router, ApiContext& ctx);
 void AddMetricsRoutes(Router& router, ApiContext& ctx);  // /api/v1/query, /metrics
 void AddEventRoutes(Router& router, ApiContext& ctx);    // GPU events, fault injection
+void AddScrapeRoutes(Router& router, ApiContext& ctx);   // scrape mode's targets
 
 // Authenticates "Bearer <token>" against the stored API tokens.
 Result<Principal> Authenticate(Store& store, Clock& clock, const std::string& authorization);

@@ -67,7 +67,9 @@ struct ApiServer::Impl {
             http_metrics,
             [this](const std::string& node, const proto::Message& m) {
               return SendToAgent(node, m);
-            }} {
+            },
+            d.scrape_targets ? d.scrape_targets
+                             : [] { return std::vector<scrape::TargetStatus>(); }} {
     AddClusterRoutes(router, ctx);
     AddNodeRoutes(router, ctx);
     AddTokenRoutes(router, ctx);
@@ -76,6 +78,7 @@ struct ApiServer::Impl {
     AddStaticRoutes(router, ctx);
     AddMetricsRoutes(router, ctx);
     AddEventRoutes(router, ctx);
+    AddScrapeRoutes(router, ctx);
   }
 
   Status SendToAgent(const std::string& node, const proto::Message& message) {

@@ -6,6 +6,8 @@
 #include <boost/beast/http.hpp>
 #include <optional>
 
+#include "common/url.h"
+
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -15,6 +17,7 @@ namespace gpufleet::cli {
 
 struct HttpClient::Impl {
   std::string host, port, token;
+  std::string bad_server;  // why --server could not be used; empty when it can
   asio::io_context io;
   std::optional<beast::tcp_stream> stream;
   beast::flat_buffer buffer;
@@ -29,15 +32,12 @@ struct HttpClient::Impl {
 };
 
 HttpClient::HttpClient(std::string server, std::string token) : impl_(std::make_unique<Impl>()) {
-  for (const char* scheme : {"http://", "https://"}) {
-    if (server.rfind(scheme, 0) == 0) server = server.substr(std::string(scheme).size());
-  }
-  if (auto slash = server.find('/'); slash != std::string::npos) server = server.substr(0, slash);
-  auto colon = server.rfind(':');
-  impl_->host = colon == std::string::npos ? server : server.substr(0, colon);
-  impl_->port = colon == std::string::npos ? "8080" : server.substr(colon + 1);
-  if (impl_->host.size() > 2 && impl_->host.front() == '[') {
-    impl_->host = impl_->host.substr(1, impl_->host.size() - 2);
+  auto url = ParseHttpUrl(server, "8080");
+  if (url.ok()) {
+    impl_->host = url->host;
+    impl_->port = url->port;
+  } else {
+    impl_->bad_server = url.error().message;
   }
   impl_->token = std::move(token);
 }
@@ -46,6 +46,9 @@ HttpClient::~HttpClient() = default;
 
 Result<HttpReply> HttpClient::Send(const std::string& method, const std::string& target,
                                    const std::string& body, const std::string& content_type) {
+  if (!impl_->bad_server.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "--server " + impl_->bad_server);
+  }
   http::request<http::string_body> req{http::string_to_verb(method), target, 11};
   req.set(http::field::host, impl_->host + ":" + impl_->port);
   req.set(http::field::user_agent, "gpufleet-cli");

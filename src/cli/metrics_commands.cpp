@@ -207,6 +207,27 @@ void AddMetricsCommands(CLI::App& app, Globals& g) {
       } while (!once);
     });
   }
+  {
+    auto* scrape = app.add_subcommand("scrape", "Scrape mode: nodes read through dcgm-exporter")
+                       ->require_subcommand(1);
+    auto* targets =
+        scrape->add_subcommand("targets", "Every exporter endpoint and how its last scrape went");
+    static std::string pool;
+    targets->add_option("--pool", pool, "only this pool");
+    targets->callback([&g] {
+      auto v = Call(g, "GET", "/api/v1/scrape/targets" + QueryString({{"pool", pool}}));
+      if (!v) return;
+      Show(g, *v, [](const json::value& v) {
+        Table t({"NODE", "POOL", "URL", "HEALTH", "LAST SCRAPE", "MS", "SAMPLES", "ERROR"});
+        for (const auto& r : v.at("items").as_array()) {
+          t.Row({Str(r.at("node")), Str(r.at("pool")), Str(r.at("url")), Str(r.at("health")),
+                 Str(r.at("last_scrape")), Num(r.at("duration_ms"), 1, 1), Str(r.at("samples")),
+                 Str(r.at("error"))});
+        }
+        t.Print();
+      });
+    });
+  }
 }
 
 }  // namespace gpufleet::cli

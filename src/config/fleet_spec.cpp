@@ -4,7 +4,9 @@
 
 #include <set>
 
+#include "common/clock.h"
 #include "common/strings.h"
+#include "common/url.h"
 
 namespace gpufleet {
 namespace {
@@ -31,7 +33,7 @@ class Validator {
       return Fail(clusters ? clusters : root, "clusters", "must be a non-empty list");
     }
     FleetSpec spec;
-    std::set<std::string> cluster_names, pool_names;
+    std::set<std::string> cluster_names, pool_names, node_names;
     for (size_t i = 0; i < clusters.size(); ++i) {
       const YAML::Node c = clusters[i];
       std::string path = "clusters[" + std::to_string(i) + "]";
@@ -58,7 +60,9 @@ class Validator {
         const YAML::Node p = pools[j];
         std::string ppath = path + ".pools[" + std::to_string(j) + "]";
         if (!p.IsMap()) return Fail(p, ppath, "must be a mapping");
-        GF_TRY(Keys(p, ppath, {"name", "gpu_model", "gpus_per_node", "size", "labels"}));
+        GF_TRY(Keys(p, ppath,
+                    {"name", "gpu_model", "gpus_per_node", "size", "labels", "exporters",
+                     "scrape_interval"}));
         Pool pool;
         pool.cluster = cluster.name;
         GF_TRY_ASSIGN(pool.name, Name(p, ppath));
@@ -76,6 +80,7 @@ class Validator {
         GF_TRY_ASSIGN(pool.gpus_per_node, Int(p, ppath, "gpus_per_node", 1, kMaxGpusPerNode, 8));
         GF_TRY_ASSIGN(pool.size, Int(p, ppath, "size", 0, kMaxPoolSize, 0));
         GF_TRY_ASSIGN(pool.labels, LabelMap(p, ppath));
+        GF_TRY(Exporters(p, ppath, pool, node_names));
         spec.pools.push_back(std::move(pool));
       }
       spec.clusters.push_back(std::move(cluster));
@@ -141,6 +146,46 @@ class Validator {
           std::to_string(n) + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
     }
     return n;
+  }
+
+  // exporters: [{node, url}] and scrape_interval: nodes that run dcgm-exporter.
+  Status Exporters(const YAML::Node& p, const std::string& path, Pool& pool,
+                   std::set<std::string>& node_names) const {
+    if (auto v = p["scrape_interval"]) {
+      if (!v.IsScalar()) return Fail(v, path + ".scrape_interval", "must be a duration");
+      int64_t ms = ParseDurationMs(v.as<std::string>());
+      if (ms < 1'000 || ms > 3'600'000) {
+        return Fail(v, path + ".scrape_interval",
+                    "'" + v.as<std::string>() + "' must be a duration from 1s to 1h");
+      }
+      pool.scrape_interval_ms = ms;
+    }
+    auto list = p["exporters"];
+    if (!list) return {};
+    if (!list.IsSequence()) return Fail(list, path + ".exporters", "must be a list");
+    for (size_t k = 0; k < list.size(); ++k) {
+      const YAML::Node e = list[k];
+      std::string epath = path + ".exporters[" + std::to_string(k) + "]";
+      if (!e.IsMap()) return Fail(e, epath, "must be a mapping with node and url");
+      GF_TRY(Keys(e, epath, {"node", "url"}));
+      ExporterTarget t;
+      GF_TRY_ASSIGN(t.node, Str(e, epath, "node", true));
+      if (!IsValidName(t.node)) {
+        return Fail(e["node"], epath + ".node",
+                    "'" + t.node + "' must be lower-case letters, digits, '-' or '.', at most 63");
+      }
+      if (!node_names.insert(t.node).second) {
+        return Fail(e["node"], epath + ".node", "node '" + t.node + "' is listed twice");
+      }
+      GF_TRY_ASSIGN(t.url, Str(e, epath, "url", true));
+      auto url = ParseHttpUrl(t.url, "9400");
+      if (!url.ok()) return Fail(e["url"], epath + ".url", url.error().message);
+      if (url->scheme != "http") {
+        return Fail(e["url"], epath + ".url", "'" + t.url + "': only http:// is scraped");
+      }
+      pool.exporters.push_back(std::move(t));
+    }
+    return {};
   }
 
   Result<Labels> LabelMap(const YAML::Node& map, const std::string& path) const {

@@ -13,11 +13,39 @@
 #include "api/api.h"
 #include "config/fleet_spec.h"
 #include "fleet/fleet.h"
+#include "scrape/scraper.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
 
 namespace gpufleet {
 namespace {
+
+// GPU events (XID errors) from an agent or a scrape: a durable, queryable record each, and the
+// GPU's "last XID" gauge. False when the records could not be stored.
+bool RecordGpuEvents(Store& store, TelemetryStore& telemetry, const std::string& node,
+                     const std::vector<std::string>& uuids,
+                     const std::vector<proto::GpuEvent>& events) {
+  std::vector<GpuEventRecord> records;
+  proto::Samples xids;
+  for (const auto& e : events) {
+    std::string uuid = e.gpu >= 0 && e.gpu < static_cast<int>(uuids.size()) ? uuids[e.gpu] : "";
+    records.push_back({0, e.time_ms, node, e.gpu, uuid, e.kind, e.value});
+    spdlog::warn("{} GPU {} ({}): {} {}", node, e.gpu, uuid, e.kind, e.value);
+    if (e.kind == "xid") {
+      proto::SampleRow row;
+      row.time_ms = e.time_ms;
+      row.gpu = e.gpu;
+      row.set(Field::kXidLast, static_cast<double>(e.value));
+      xids.rows.push_back(row);
+    }
+  }
+  if (auto s = store.AppendGpuEvents(records); !s.ok()) {
+    spdlog::error("events from {} not stored: {}", node, s.error().message);
+    return false;
+  }
+  if (!xids.rows.empty()) (void)telemetry.Ingest(uuids, xids);
+  return true;
+}
 
 // The agent channel's receiver: registration and liveness go to the fleet, sample batches to
 // the telemetry store (acknowledged once they are in its write-ahead log).
@@ -38,7 +66,10 @@ class AgentRouter : public proto::AgentHandler {
     const auto* samples = std::get_if<proto::Samples>(&message);
     if (!samples) return std::nullopt;
     std::vector<std::string> uuids = fleet_.GpuUuids(node);
-    if (!samples->events.empty() && !RecordEvents(node, uuids, *samples)) return std::nullopt;
+    if (!samples->events.empty() &&
+        !RecordGpuEvents(store_, telemetry_, node, uuids, samples->events)) {
+      return std::nullopt;
+    }
     auto stored = telemetry_.Ingest(uuids, *samples);
     if (!stored.ok()) {
       // No ack: the agent keeps the batch and sends it again.
@@ -49,35 +80,56 @@ class AgentRouter : public proto::AgentHandler {
   }
 
  private:
-  // XID errors: a durable, queryable event each, and the GPU's "last XID" gauge.
-  bool RecordEvents(const std::string& node, const std::vector<std::string>& uuids,
-                    const proto::Samples& samples) {
-    std::vector<GpuEventRecord> records;
-    proto::Samples xids;
-    for (const auto& e : samples.events) {
-      std::string uuid = e.gpu >= 0 && e.gpu < static_cast<int>(uuids.size()) ? uuids[e.gpu] : "";
-      records.push_back({0, e.time_ms, node, e.gpu, uuid, e.kind, e.value});
-      spdlog::warn("{} GPU {} ({}): {} {}", node, e.gpu, uuid, e.kind, e.value);
-      if (e.kind == "xid") {
-        proto::SampleRow row;
-        row.time_ms = e.time_ms;
-        row.gpu = e.gpu;
-        row.set(Field::kXidLast, static_cast<double>(e.value));
-        xids.rows.push_back(row);
-      }
-    }
-    if (auto s = store_.AppendGpuEvents(records); !s.ok()) {
-      spdlog::error("events from {} not stored: {}", node, s.error().message);
-      return false;
-    }
-    if (!xids.rows.empty()) (void)telemetry_.Ingest(uuids, xids);
-    return true;
-  }
-
   FleetService& fleet_;
   TelemetryStore& telemetry_;
   Store& store_;
 };
+
+// Scrape mode's sink: a dcgm-exporter page registers or refreshes its node and is stored like an
+// agent's batch. dcgm-exporter shows only the last XID per GPU, so a change of that value to a
+// non-zero one is recorded as an XID event (a repeat of the same XID cannot be told apart).
+Status IngestScrape(FleetService& fleet, TelemetryStore& telemetry, Store& store,
+                    const scrape::ScrapeTarget& target, int64_t now,
+                    const scrape::DcgmReading& reading) {
+  auto pool = fleet.FindPool(target.pool);
+  if (!pool.ok()) return pool.error();
+  // Three missed scrapes (and a little slack) before the node turns unreachable.
+  GF_TRY(fleet.ObserveExporter(target.node, pool.value(), reading.facts, reading.gpus,
+                               3 * target.interval_ms + 5'000));
+  std::vector<std::string> uuids = fleet.GpuUuids(target.node);
+  proto::Samples batch;
+  std::vector<proto::GpuEvent> events;
+  for (proto::SampleRow row : reading.rows) {
+    row.time_ms = now;
+    if (row.has(Field::kXidLast) && row.gpu < static_cast<int>(uuids.size())) {
+      double xid = row.values[static_cast<size_t>(Field::kXidLast)];
+      auto last = telemetry.Latest(uuids[row.gpu], Field::kXidLast);
+      if (xid != 0 && (!last || last->v != xid)) {
+        events.push_back({now, row.gpu, "xid", static_cast<int64_t>(xid)});
+      }
+    }
+    batch.rows.push_back(row);
+  }
+  if (!events.empty() && !RecordGpuEvents(store, telemetry, target.node, uuids, events)) {
+    return MakeError(ErrorCode::kUnavailable, "XID events of " + target.node + " not stored");
+  }
+  auto stored = telemetry.Ingest(uuids, batch);
+  if (!stored.ok()) return stored.error();
+  return {};
+}
+
+// Every pool's exporters, as scrape targets.
+std::vector<scrape::ScrapeTarget> ScrapeTargets(FleetService& fleet) {
+  std::vector<scrape::ScrapeTarget> targets;
+  auto pools = fleet.Pools();
+  if (!pools.ok()) return targets;
+  for (const auto& p : pools.value()) {
+    for (const auto& e : p.exporters) {
+      targets.push_back({e.node, p.name, e.url, p.scrape_interval_ms});
+    }
+  }
+  return targets;
+}
 
 }  // namespace
 
@@ -89,6 +141,7 @@ struct Controller::Impl {
   std::unique_ptr<FleetService> fleet;
   std::unique_ptr<TelemetryStore> telemetry;
   std::unique_ptr<AgentRouter> agents;
+  std::unique_ptr<scrape::Scraper> scraper;
   std::unique_ptr<api::ApiServer> server;
   std::string address;
   std::thread monitor;
@@ -146,14 +199,21 @@ Status Controller::Start() {
                    ? " (a torn tail of " + std::to_string(replay.torn_bytes) + " bytes was cut)"
                    : "");
   impl_->agents = std::make_unique<AgentRouter>(*impl_->fleet, *impl_->telemetry, *impl_->store);
+  impl_->scraper = std::make_unique<scrape::Scraper>(
+      impl_->clock, [impl = impl_.get()](const scrape::ScrapeTarget& t, int64_t now,
+                                         const scrape::DcgmReading& r) {
+        return IngestScrape(*impl->fleet, *impl->telemetry, *impl->store, t, now, r);
+      });
+  impl_->scraper->SetTargets(ScrapeTargets(*impl_->fleet));
 
   api::ApiOptions ao;
   ao.listen = o.listen;
   ao.max_body_bytes = o.max_body_bytes;
   ao.threads = o.threads;
   impl_->server = std::make_unique<api::ApiServer>(
-      ao, api::ApiDeps{*impl_->fleet, *impl_->store, impl_->catalog, impl_->clock,
-                       *impl_->telemetry, *impl_->agents});
+      ao,
+      api::ApiDeps{*impl_->fleet, *impl_->store, impl_->catalog, impl_->clock, *impl_->telemetry,
+                   *impl_->agents, [s = impl_->scraper.get()] { return s->Targets(); }});
   auto addr = impl_->server->Start();
   if (!addr.ok()) return addr.error();
   impl_->address = addr.value();
@@ -171,6 +231,7 @@ Status Controller::Start() {
   impl_->monitor = std::thread([this, period] {
     std::unique_lock lock(impl_->mu);
     int64_t next_retain = impl_->clock->NowMs() + 60'000;
+    int64_t next_targets = impl_->clock->NowMs() + 5'000;
     int64_t next_checkpoint = impl_->clock->NowMs() + impl_->options.checkpoint_interval_ms;
     while (!impl_->stopping) {
       impl_->cv.wait_for(lock, std::chrono::milliseconds(period));
@@ -179,6 +240,11 @@ Status Controller::Start() {
       int lost = impl_->fleet->CheckHeartbeats();
       if (lost) spdlog::warn("{} node(s) stopped sending heartbeats: unreachable", lost);
       int64_t now = impl_->clock->NowMs();
+      // Pools change through apply; pick up their exporters within a few seconds.
+      if (now >= next_targets) {
+        next_targets = now + 5'000;
+        impl_->scraper->SetTargets(ScrapeTargets(*impl_->fleet));
+      }
       if (now >= next_retain) {
         next_retain = now + 60'000;
         impl_->telemetry->Retain(now);
@@ -206,6 +272,7 @@ void Controller::Stop() {
   }
   impl_->cv.notify_all();
   if (impl_->monitor.joinable()) impl_->monitor.join();
+  if (impl_->scraper) impl_->scraper->Stop();
   if (impl_->server) impl_->server->Stop();
   // A checkpoint now makes the next start quick; the log alone would lose nothing either.
   if (impl_->telemetry) {

@@ -83,7 +83,8 @@ Result<ApplyCounts> FleetService::Apply(const FleetSpec& spec) {
                                                  "'; pools cannot move between clusters");
     }
     if (old.gpu_model != p.gpu_model || old.gpus_per_node != p.gpus_per_node ||
-        old.size != p.size || old.labels != p.labels) {
+        old.size != p.size || old.labels != p.labels || old.exporters != p.exporters ||
+        old.scrape_interval_ms != p.scrape_interval_ms) {
       p.created_ms = old.created_ms;
       p.updated_ms = now;
       ++counts.pools_updated;
@@ -306,12 +307,16 @@ int FleetService::CheckHeartbeats() {
       continue;
     }
     int64_t silent = now - n.last_seen_ms;
-    if (silent <= options_.heartbeat_timeout_ms) continue;
+    int64_t limit = e.silence_ms ? e.silence_ms : options_.heartbeat_timeout_ms;
+    if (silent <= limit) continue;
     std::vector<NodeEvent> events;
-    Move(n, OnLost({n.state, n.resume_state}),
-         "no heartbeat for " + std::to_string(silent / 1000) + "s (timeout " +
-             std::to_string(options_.heartbeat_timeout_ms / 1000) + "s)",
-         "controller", events);
+    Move(
+        n, OnLost({n.state, n.resume_state}),
+        std::string(n.facts.backend == kExporterBackend ? "no successful scrape" : "no heartbeat") +
+            " for " + std::to_string(silent / 1000) + "s (timeout " + std::to_string(limit / 1000) +
+            "s)",
+        "controller", events);
+    n.connected = false;
     if (auto s = Save(e, events); !s.ok()) {
       spdlog::error("fleet: saving {}: {}", n.name, s.error().message);
     }
@@ -417,6 +422,73 @@ Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const st
   welcome.pool = node.pool;
   welcome.heartbeat_interval_ms = options_.heartbeat_interval_ms;
   return welcome;
+}
+
+Status FleetService::ObserveExporter(const std::string& name, const Pool& pool,
+                                     const NodeFacts& facts, std::vector<Gpu> gpus,
+                                     int64_t silence_ms) {
+  std::lock_guard lock(mu_);
+  int64_t now = clock_->NowMs();
+  auto [it, created] = nodes_.try_emplace(name);
+  Entry& entry = it->second;
+  Node& node = entry.node;
+  if (!created && node.facts.backend != kExporterBackend) {
+    return MakeError(ErrorCode::kConflict, "node " + name + " is served by a gpufleet agent (" +
+                                               node.facts.backend + "); not scraping it");
+  }
+  entry.silence_ms = silence_ms;
+  node.last_seen_ms = now;
+  node.connected = true;
+  auto [health, why] = Judge(pool, gpus);
+  bool same_gpus = !created && gpus.size() == node.gpus.size();
+  for (size_t i = 0; same_gpus && i < gpus.size(); ++i) {
+    same_gpus = gpus[i].uuid == node.gpus[i].uuid && gpus[i].model == node.gpus[i].model &&
+                gpus[i].serial == node.gpus[i].serial;
+  }
+  bool same_facts = !created && node.facts.hostname == facts.hostname &&
+                    node.facts.driver_version == facts.driver_version &&
+                    node.facts.cuda_driver_version == facts.cuda_driver_version;
+  if (same_gpus && same_facts && node.pool == pool.name && node.state != NodeState::kUnreachable &&
+      node.state != NodeState::kJoining) {
+    NodeStatus next = OnHealth({node.state, node.resume_state}, health);
+    if (next.state == node.state && next.resume == node.resume_state) {
+      return {};  // the common case: nothing to write
+    }
+  }
+  Node before = node;
+  std::vector<NodeEvent> events;
+  if (created) {
+    node.name = name;
+    node.registered_ms = now;
+    node.state = NodeState::kProvisioning;
+  }
+  node.cluster = pool.cluster;
+  node.pool = pool.name;
+  node.facts = facts;
+  node.facts.backend = std::string(kExporterBackend);
+  node.simulated = false;
+  node.gpus = std::move(gpus);
+  if (node.state == NodeState::kProvisioning) {
+    Move(node, {NodeState::kJoining, NodeState::kJoining},
+         "first scrape of its dcgm-exporter succeeded", "controller", events);
+  }
+  if (node.state == NodeState::kJoining) {
+    Move(node, {health, health}, why, "controller", events);
+  } else if (node.state == NodeState::kUnreachable) {
+    Move(node, OnBack({node.state, node.resume_state}, health), "scrapes resumed; " + why,
+         "controller", events);
+  } else {
+    Move(node, OnHealth({node.state, node.resume_state}, health), why, "controller", events);
+  }
+  if (auto s = Save(entry, events); !s.ok()) {
+    if (created) {
+      nodes_.erase(it);
+    } else {
+      node = before;
+    }
+    return s.error();
+  }
+  return {};
 }
 
 uint64_t FleetService::OnConnected(const std::string& node) {

@@ -20,6 +20,9 @@
 
 namespace gpufleet {
 
+// NodeFacts::backend of a node the controller scrapes instead of hearing from an agent.
+inline constexpr std::string_view kExporterBackend = "dcgm-exporter";
+
 struct FleetOptions {
   int heartbeat_interval_ms = 5'000;  // told to agents in the welcome
   int heartbeat_timeout_ms = 30'000;  // no heartbeat for this long: unreachable
@@ -81,6 +84,13 @@ class FleetService : public proto::AgentHandler {
   // The UUIDs of a node's GPUs, by index (empty strings for gaps); empty for an unknown node.
   std::vector<std::string> GpuUuids(const std::string& node) const;
 
+  // Scrape mode: a successful scrape of a node's dcgm-exporter. Registers the node in `pool` on
+  // the first one, judges its GPUs like an agent's, and keeps it reachable; `silence_ms` is how
+  // long without another success before it turns unreachable. Refused for a node that a
+  // gpufleet agent serves.
+  Status ObserveExporter(const std::string& name, const Pool& pool, const NodeFacts& facts,
+                         std::vector<Gpu> gpus, int64_t silence_ms);
+
   // proto::AgentHandler
   Result<proto::Welcome> OnHello(const proto::Hello& hello, const std::string& remote) override;
   std::optional<proto::Message> OnMessage(const std::string& node,
@@ -97,6 +107,7 @@ class FleetService : public proto::AgentHandler {
     Node node;
     uint64_t connection = 0;  // the live connection's id, 0 when none
     std::string summary;      // cached JSON of the persisted fields; empty when stale
+    int64_t silence_ms = 0;   // allowed silence before unreachable; 0: the heartbeat timeout
   };
 
   static bool Matches(const Node& node, const NodeFilter& filter);

@@ -11,6 +11,11 @@ json::object LabelsJson(const Labels& labels) {
   for (const auto& [k, v] : labels) o[k] = v;
   return o;
 }
+json::array ExportersJson(const std::vector<ExporterTarget>& targets) {
+  json::array a;
+  for (const auto& t : targets) a.push_back(json::object{{"node", t.node}, {"url", t.url}});
+  return a;
+}
 Error WrongType(std::string_view key, std::string_view want) {
   return MakeError(ErrorCode::kInvalidArgument,
                    "field '" + std::string(key) + "' must be " + std::string(want));
@@ -36,6 +41,8 @@ json::object ToJson(const Pool& p) {
           {"gpus_per_node", p.gpus_per_node},
           {"size", p.size},
           {"labels", LabelsJson(p.labels)},
+          {"exporters", ExportersJson(p.exporters)},
+          {"scrape_interval_ms", p.scrape_interval_ms},
           {"created_at", FormatTime(p.created_ms)},
           {"updated_at", FormatTime(p.updated_ms)}};
 }

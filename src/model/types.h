@@ -26,6 +26,14 @@ struct Cluster {
   int64_t updated_ms = 0;
 };
 
+// A node that runs NVIDIA's dcgm-exporter instead of the gpufleet agent: the controller scrapes
+// its Prometheus endpoint and stores the samples like an agent's.
+struct ExporterTarget {
+  std::string node;  // the node's name in the fleet
+  std::string url;   // "http://10.0.0.5:9400/metrics"
+  bool operator==(const ExporterTarget&) const = default;
+};
+
 struct Pool {
   std::string name;       // unique in the fleet
   std::string cluster;    // owning cluster's name
@@ -35,6 +43,8 @@ struct Pool {
   Labels labels;
   int64_t created_ms = 0;
   int64_t updated_ms = 0;
+  std::vector<ExporterTarget> exporters;  // nodes watched through dcgm-exporter
+  int64_t scrape_interval_ms = 15'000;
 };
 
 enum class NodeState {

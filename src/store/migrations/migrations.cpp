@@ -45,6 +45,11 @@ CREATE TABLE gpu_events (
   kind TEXT NOT NULL, value BIGINT NOT NULL, UNIQUE (uuid, time_ms, kind, value));
 CREATE INDEX gpu_events_node ON gpu_events(node, id)
 )SQL"},
+      // Scrape mode: a pool's dcgm-exporter nodes, as a JSON array of {node, url}.
+      {3, R"SQL(
+ALTER TABLE pools ADD COLUMN exporters TEXT NOT NULL DEFAULT '';
+ALTER TABLE pools ADD COLUMN scrape_interval_ms BIGINT NOT NULL DEFAULT 15000
+)SQL"},
   };
   return kAll;
 }

@@ -35,6 +35,27 @@ Labels LabelsFromText(const std::string& text) {
   return labels;
 }
 
+std::string ExportersToText(const std::vector<ExporterTarget>& targets) {
+  json::array a;
+  for (const auto& t : targets) a.push_back(json::object{{"node", t.node}, {"url", t.url}});
+  return json::serialize(a);
+}
+
+std::vector<ExporterTarget> ExportersFromText(const std::string& text) {
+  std::vector<ExporterTarget> out;
+  boost::system::error_code ec;
+  auto v = json::parse(text, ec);
+  if (ec || !v.is_array()) return out;
+  for (const auto& e : v.as_array()) {
+    const auto* o = e.if_object();
+    const json::value* node = o ? o->if_contains("node") : nullptr;
+    const json::value* url = o ? o->if_contains("url") : nullptr;
+    if (!node || !url || !node->is_string() || !url->is_string()) continue;
+    out.push_back({std::string(node->as_string()), std::string(url->as_string())});
+  }
+  return out;
+}
+
 Error StoreError(const std::exception& e) {
   std::string what = e.what();
   if (what.find("UNIQUE constraint") != std::string::npos) {
@@ -74,16 +95,20 @@ class SqliteStore : public Store {
             soci::use(created), soci::use(updated);
       }
       for (const auto& p : pools) {
-        std::string labels = LabelsToText(p.labels);
+        std::string labels = LabelsToText(p.labels), exporters = ExportersToText(p.exporters);
         long long gpn = p.gpus_per_node, size = p.size, created = p.created_ms,
-                  updated = p.updated_ms;
+                  updated = p.updated_ms, interval = p.scrape_interval_ms;
         sql_ << "INSERT INTO pools (name, cluster, gpu_model, gpus_per_node, size, labels, "
-                "created_ms, updated_ms) VALUES (:n, :c, :m, :g, :s, :l, :cr, :u) "
+                "exporters, scrape_interval_ms, created_ms, updated_ms) "
+                "VALUES (:n, :c, :m, :g, :s, :l, :e, :i, :cr, :u) "
                 "ON CONFLICT (name) DO UPDATE SET cluster = excluded.cluster, "
                 "gpu_model = excluded.gpu_model, gpus_per_node = excluded.gpus_per_node, "
-                "size = excluded.size, labels = excluded.labels, updated_ms = excluded.updated_ms",
+                "size = excluded.size, labels = excluded.labels, exporters = excluded.exporters, "
+                "scrape_interval_ms = excluded.scrape_interval_ms, "
+                "updated_ms = excluded.updated_ms",
             soci::use(p.name), soci::use(p.cluster), soci::use(p.gpu_model), soci::use(gpn),
-            soci::use(size), soci::use(labels), soci::use(created), soci::use(updated);
+            soci::use(size), soci::use(labels), soci::use(exporters), soci::use(interval),
+            soci::use(created), soci::use(updated);
       }
       tx.commit();
       return {};
@@ -122,18 +147,22 @@ class SqliteStore : public Store {
     try {
       std::vector<Pool> out;
       Pool p;
-      std::string labels;
-      long long gpn = 0, size = 0, created = 0, updated = 0;
+      std::string labels, exporters;
+      long long gpn = 0, size = 0, created = 0, updated = 0, interval = 0;
       soci::statement st =
           (sql_.prepare << "SELECT name, cluster, gpu_model, gpus_per_node, size, labels, "
-                           "created_ms, updated_ms FROM pools ORDER BY cluster, name",
+                           "exporters, scrape_interval_ms, created_ms, updated_ms FROM pools "
+                           "ORDER BY cluster, name",
            soci::into(p.name), soci::into(p.cluster), soci::into(p.gpu_model), soci::into(gpn),
-           soci::into(size), soci::into(labels), soci::into(created), soci::into(updated));
+           soci::into(size), soci::into(labels), soci::into(exporters), soci::into(interval),
+           soci::into(created), soci::into(updated));
       st.execute();
       while (st.fetch()) {
         p.gpus_per_node = static_cast<int>(gpn);
         p.size = static_cast<int>(size);
         p.labels = LabelsFromText(labels);
+        p.exporters = ExportersFromText(exporters);
+        p.scrape_interval_ms = interval;
         p.created_ms = created;
         p.updated_ms = updated;
         out.push_back(p);

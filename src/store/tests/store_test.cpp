@@ -62,6 +62,8 @@ TEST_F(StoreTest, FleetApplyUpsertsAndSurvivesReopen) {
   ASSERT_TRUE(store_->ApplyFleet({c}, {p}).ok());
   c.site = "s2";
   p.size = 8;
+  p.exporters = {{"legacy-01", "http://10.0.0.5:9400/metrics"}};
+  p.scrape_interval_ms = 30'000;
   ASSERT_TRUE(store_->ApplyFleet({c}, {p}).ok());
   Reopen();
   auto clusters = store_->ListClusters();
@@ -73,6 +75,10 @@ TEST_F(StoreTest, FleetApplyUpsertsAndSurvivesReopen) {
   auto pools = store_->ListPools();
   ASSERT_EQ(pools->size(), 1u);
   EXPECT_EQ(pools->at(0).size, 8);
+  ASSERT_EQ(pools->at(0).exporters.size(), 1u);
+  EXPECT_EQ(pools->at(0).exporters[0].node, "legacy-01");
+  EXPECT_EQ(pools->at(0).exporters[0].url, "http://10.0.0.5:9400/metrics");
+  EXPECT_EQ(pools->at(0).scrape_interval_ms, 30'000);
 }
 
 TEST_F(StoreTest, PoolNeedsItsCluster) {

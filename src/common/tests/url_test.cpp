@@ -1,0 +1,61 @@
+#include "common/url.h"
+
+#include <gtest/gtest.h>
+
+namespace gpufleet {
+namespace {
+
+TEST(ParseHttpUrl, FullForm) {
+  auto u = ParseHttpUrl("http://10.0.0.5:9400/metrics?x=1", "80");
+  ASSERT_TRUE(u.ok()) << u.error().message;
+  EXPECT_EQ(u->scheme, "http");
+  EXPECT_EQ(u->host, "10.0.0.5");
+  EXPECT_EQ(u->port, "9400");
+  EXPECT_EQ(u->target, "/metrics?x=1");
+}
+
+TEST(ParseHttpUrl, DefaultsAndBareHost) {
+  auto u = ParseHttpUrl("ctl.example.org", "8080");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->scheme, "http");
+  EXPECT_EQ(u->host, "ctl.example.org");
+  EXPECT_EQ(u->port, "8080");
+  EXPECT_EQ(u->target, "/");
+  EXPECT_EQ(ParseHttpUrl("https://x", "8080")->port, "443");
+  EXPECT_EQ(ParseHttpUrl("ws://x:1/a", "8080")->target, "/a");
+}
+
+TEST(ParseHttpUrl, Ipv6) {
+  auto u = ParseHttpUrl("http://[::1]:9400/metrics", "80");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->host, "::1");
+  EXPECT_EQ(u->port, "9400");
+}
+
+TEST(ParseHttpUrl, RefusesWithTheReason) {
+  struct Case {
+    const char* text;
+    const char* says;
+  } cases[] = {
+      {"ftp://x/", "scheme 'ftp'"},
+      {"http://:80/", "no host"},
+      {"http://x:0/", "port '0'"},
+      {"http://x:99999/", "port '99999'"},
+      {"http://x:ab/", "port 'ab'"},
+      {"http://x:/", "empty port"},
+      {"http://u:p@x/", "credentials"},
+      {"http://[::1/", "unclosed"},
+      {"http://x y/", "characters"},
+      {"http://x/a b", "space"},
+      {"", "no host"},
+  };
+  for (const auto& c : cases) {
+    auto u = ParseHttpUrl(c.text, "80");
+    ASSERT_FALSE(u.ok()) << c.text;
+    EXPECT_NE(u.error().message.find(c.says), std::string::npos)
+        << c.text << " -> " << u.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace gpufleet

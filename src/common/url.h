@@ -1,0 +1,22 @@
+#pragma once
+// One parser for the URLs gpufleet dials: the controller (agent, CLI), dcgm-exporter endpoints
+// (scrape mode) and, later, notification receivers.
+
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+namespace gpufleet {
+
+struct HttpUrl {
+  std::string scheme;  // "http", "https" or "ws"; "http" when the text has none
+  std::string host;    // without IPv6 brackets
+  std::string port;    // digits; the scheme's default when absent
+  std::string target;  // path and query, "/" when absent
+};
+
+// Accepts "[scheme://]host[:port][/path]". Errors say what is wrong with the text.
+Result<HttpUrl> ParseHttpUrl(std::string_view text, std::string_view default_port);
+
+}  // namespace gpufleet

@@ -1,0 +1,231 @@
+#include "scrape/scraper.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "common/url.h"
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace gpufleet::scrape {
+
+Result<std::string> FetchPage(const std::string& url, int64_t timeout_ms, size_t max_body_bytes) {
+  auto parsed = ParseHttpUrl(url, "80");
+  if (!parsed.ok()) return parsed.error();
+  if (parsed->scheme != "http") {
+    return MakeError(ErrorCode::kInvalidArgument, url + ": only http:// is scraped");
+  }
+  // Asynchronous operations on a private context so that one deadline covers resolving,
+  // connecting, writing and reading.
+  asio::io_context io;
+  tcp::resolver resolver(io);
+  beast::tcp_stream stream(io);
+  beast::flat_buffer buffer;
+  http::request<http::empty_body> req{http::verb::get, parsed->target, 11};
+  req.set(http::field::host, parsed->host + ":" + parsed->port);
+  req.set(http::field::user_agent, "gpufleet-scraper");
+  req.set(http::field::accept, "text/plain;version=0.0.4");
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(max_body_bytes);
+  beast::error_code failure;
+  std::string stage = "resolve";
+  auto deadline = std::chrono::milliseconds(timeout_ms);
+  stream.expires_after(deadline);
+  resolver.async_resolve(parsed->host, parsed->port, [&](beast::error_code ec, auto results) {
+    if (ec) {
+      failure = ec;
+      return;
+    }
+    stage = "connect";
+    stream.async_connect(results, [&](beast::error_code ec, const tcp::endpoint&) {
+      if (ec) {
+        failure = ec;
+        return;
+      }
+      stage = "send";
+      http::async_write(stream, req, [&](beast::error_code ec, size_t) {
+        if (ec) {
+          failure = ec;
+          return;
+        }
+        stage = "read";
+        http::async_read(stream, buffer, parser,
+                         [&](beast::error_code ec, size_t) { failure = ec; });
+      });
+    });
+  });
+  // The resolver has no deadline of its own; the stream's timer covers the rest.
+  io.run_for(deadline + std::chrono::milliseconds(100));
+  if (!io.stopped()) {
+    return MakeError(
+        ErrorCode::kUnavailable,
+        url + ": no answer within " + std::to_string(timeout_ms) + " ms (" + stage + ")");
+  }
+  if (failure) {
+    std::string what = failure == beast::error::timeout
+                           ? "timed out after " + std::to_string(timeout_ms) + " ms"
+                           : failure.message();
+    return MakeError(ErrorCode::kUnavailable, url + ": " + stage + ": " + what);
+  }
+  auto& res = parser.get();
+  beast::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  if (res.result() != http::status::ok) {
+    return MakeError(ErrorCode::kUnavailable, url + ": HTTP " + std::to_string(res.result_int()) +
+                                                  " " + std::string(res.reason()));
+  }
+  return std::move(res.body());
+}
+
+struct Scraper::Impl {
+  std::shared_ptr<Clock> clock;
+  Sink sink;
+  ScraperOptions options;
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;
+  struct Slot {
+    TargetStatus status;
+    int64_t next_ms = 0;
+    bool busy = false;
+  };
+  std::map<std::string, Slot> slots;  // by node; guarded by mu
+  std::vector<std::thread> workers;
+
+  void Work() {
+    std::unique_lock lock(mu);
+    while (!stopping) {
+      int64_t now = clock->NowMs();
+      Slot* due = nullptr;
+      int64_t soonest = now + 1'000;
+      for (auto& [_, s] : slots) {
+        if (s.busy) continue;
+        if (s.next_ms <= now && (!due || s.next_ms < due->next_ms)) due = &s;
+        soonest = std::min(soonest, s.next_ms);
+      }
+      if (!due) {
+        cv.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(soonest - now, 5)));
+        continue;
+      }
+      due->busy = true;
+      ScrapeTarget target = due->status.target;
+      // Keep the grid: the next scrape is an interval after this one was due, not after it ended.
+      due->next_ms = std::max(due->next_ms + target.interval_ms, now);
+      lock.unlock();
+      TargetStatus result = Scrape(target, now);
+      lock.lock();
+      auto it = slots.find(target.node);
+      if (it != slots.end() && it->second.status.target == target) {
+        TargetStatus& st = it->second.status;
+        result.scrapes = st.scrapes + 1;
+        result.failures = st.failures + (result.up ? 0 : 1);
+        if (!result.up) result.last_ok_ms = st.last_ok_ms;
+        if (!result.up && st.up) {
+          spdlog::warn("scrape {} ({}) failed: {}", target.node, target.url, result.error);
+        }
+        st = std::move(result);
+        it->second.busy = false;
+      }
+    }
+  }
+
+  TargetStatus Scrape(const ScrapeTarget& target, int64_t now) {
+    TargetStatus st;
+    st.target = target;
+    st.last_ms = now;
+    auto started = std::chrono::steady_clock::now();
+    auto fail = [&](const Error& e) {
+      st.up = false;
+      st.error = e.message;
+      st.duration_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+              .count();
+      return st;
+    };
+    auto page = FetchPage(target.url, std::min(options.timeout_ms, target.interval_ms),
+                          options.max_body_bytes);
+    if (!page.ok()) return fail(page.error());
+    auto samples = ParseExposition(page.value());
+    if (!samples.ok()) {
+      return fail(MakeError(ErrorCode::kInvalidArgument,
+                            target.url + ": not a Prometheus page: " + samples.error().message));
+    }
+    auto reading = ReadDcgm(samples.value());
+    if (!reading.ok()) {
+      return fail(
+          MakeError(ErrorCode::kInvalidArgument, target.url + ": " + reading.error().message));
+    }
+    if (auto s = sink(target, now, reading.value()); !s.ok()) return fail(s.error());
+    st.up = true;
+    st.last_ok_ms = now;
+    st.samples = reading->samples;
+    st.duration_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count();
+    return st;
+  }
+};
+
+Scraper::Scraper(std::shared_ptr<Clock> clock, Sink sink, ScraperOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->clock = std::move(clock);
+  impl_->sink = std::move(sink);
+  impl_->options = options;
+  for (int i = 0; i < std::max(1, options.threads); ++i) {
+    impl_->workers.emplace_back([this] { impl_->Work(); });
+  }
+}
+
+Scraper::~Scraper() { Stop(); }
+
+void Scraper::Stop() {
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_all();
+  for (auto& w : impl_->workers) {
+    if (w.joinable()) w.join();
+  }
+}
+
+void Scraper::SetTargets(std::vector<ScrapeTarget> targets) {
+  std::lock_guard lock(impl_->mu);
+  std::map<std::string, Impl::Slot> next;
+  int64_t now = impl_->clock->NowMs();
+  for (auto& t : targets) {
+    auto old = impl_->slots.find(t.node);
+    if (old != impl_->slots.end() && old->second.status.target == t) {
+      next.emplace(t.node, std::move(old->second));
+      continue;
+    }
+    Impl::Slot slot;
+    slot.status.target = t;
+    slot.next_ms = now;
+    next.emplace(t.node, std::move(slot));
+  }
+  impl_->slots = std::move(next);
+  impl_->cv.notify_all();
+}
+
+std::vector<TargetStatus> Scraper::Targets() const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<TargetStatus> out;
+  for (const auto& [_, s] : impl_->slots) out.push_back(s.status);
+  return out;
+}
+
+}  // namespace gpufleet::scrape

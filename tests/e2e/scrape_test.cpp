@@ -1,0 +1,211 @@
+// Scrape mode end to end: a node that runs dcgm-exporter (played by a small HTTP server that
+// serves a recorded page) is listed in the fleet file; the controller scrapes it, registers the
+// node, stores its samples and XIDs, and turns it unreachable when the exporter goes away.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "fixture.h"
+
+namespace gpufleet::e2e {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+// Serves one page at any path, one request per connection, until destroyed.
+class PageServer {
+ public:
+  explicit PageServer(std::string page)
+      : page_(std::move(page)),
+        acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~PageServer() { Close(); }
+  void Close() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard lock(mu_);
+      closing_ = true;
+    }
+    boost::system::error_code ec;
+    acceptor_.cancel(ec);
+    // Wake the blocking accept with a connection of our own.
+    tcp::socket poke(io_);
+    poke.connect(acceptor_.local_endpoint(), ec);
+    thread_.join();
+    acceptor_.close(ec);
+  }
+  void Set(std::string page, int status = 200) {
+    std::lock_guard lock(mu_);
+    page_ = std::move(page);
+    status_ = status;
+  }
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port()) + "/metrics";
+  }
+  int requests() {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
+
+ private:
+  void Serve() {
+    while (true) {
+      tcp::socket socket(io_);
+      boost::system::error_code ec;
+      acceptor_.accept(socket, ec);
+      std::string page;
+      int status;
+      {
+        std::lock_guard lock(mu_);
+        if (closing_) return;
+        if (ec) continue;
+        page = page_;
+        status = status_;
+        ++requests_;
+      }
+      asio::streambuf request;
+      asio::read_until(socket, request, "\r\n\r\n", ec);
+      std::string reply = "HTTP/1.1 " + std::to_string(status) +
+                          (status == 200 ? " OK" : " Error") +
+                          "\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
+                          std::to_string(page.size()) + "\r\nConnection: close\r\n\r\n" + page;
+      asio::write(socket, asio::buffer(reply), ec);
+      socket.shutdown(tcp::socket::shutdown_both, ec);
+    }
+  }
+
+  std::mutex mu_;
+  std::string page_;
+  int status_ = 200;
+  int requests_ = 0;
+  bool closing_ = false;
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  std::thread thread_;
+};
+
+std::string Page(const std::string& name) {
+  return ReadFile(std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/dcgm/" + name);
+}
+
+class Scrape : public E2E {
+ protected:
+  void ApplyExporterFleet(const std::string& url) {
+    std::string path = dir_ + "/exporters.yaml";
+    std::ofstream(path) << "apiVersion: gpufleet/v1\n"
+                           "kind: Fleet\n"
+                           "clusters:\n"
+                           "  - name: legacy\n"
+                           "    type: training\n"
+                           "    site: lab\n"
+                           "    pools:\n"
+                           "      - name: a100-dcgm\n"
+                           "        gpu_model: A100-SXM4-80GB\n"
+                           "        gpus_per_node: 2\n"
+                           "        scrape_interval: 1s\n"
+                           "        exporters:\n"
+                           "          - node: dgx-a100-017\n"
+                           "            url: "
+                        << url << "\n";
+    auto r = Cli({"apply", "-f", path});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  json::value Query(const std::string& metric, int gpu) {
+    auto [s, v] = controller_->Call(
+        "GET", "/api/v1/query?metric=" + metric + "&node=dgx-a100-017&gpu=" + std::to_string(gpu));
+    if (s != 200 || v.at("items").as_array().empty()) return nullptr;
+    return v.at("items").at(0).at("value");
+  }
+  json::value Target() {
+    auto [s, v] = controller_->Call("GET", "/api/v1/scrape/targets");
+    if (s != 200 || v.at("items").as_array().empty()) return nullptr;
+    return v.at("items").at(0);
+  }
+};
+
+TEST_F(Scrape, AnExporterNodeJoinsReportsAndGoesUnreachableWhenItStops) {
+  PageServer exporter(Page("a100-2gpu.prom"));
+  ApplyExporterFleet(exporter.url());
+
+  // Registered from its page and judged against its pool like an agent's node.
+  ASSERT_TRUE(WaitState("dgx-a100-017", "ready"))
+      << ReadFile(controller_->data_dir() + "/controller-1.log");
+  json::value node = Node("dgx-a100-017");
+  EXPECT_EQ(node.at("pool").as_string(), "a100-dcgm");
+  EXPECT_EQ(node.at("facts").at("backend").as_string(), "dcgm-exporter");
+  EXPECT_EQ(node.at("facts").at("driver_version").as_string(), "535.183.01");
+  EXPECT_FALSE(node.at("simulated").as_bool());
+  ASSERT_EQ(node.at("gpus").as_array().size(), 2u);
+  EXPECT_EQ(node.at("gpus").at(1).at("uuid").as_string(),
+            "GPU-0b9e8d7c-6a5f-4e3d-b2c1-a0f9e8d7c602");
+  EXPECT_EQ(node.at("gpus").at(0).at("model").as_string(), "A100-SXM4-80GB");
+
+  // Its values, in gpufleet's units; DCGM's "not supported" stays absent.
+  ASSERT_TRUE(WaitFor([&] { return !Query("gpu_util", 0).is_null(); }, 10000));
+  EXPECT_EQ(Query("gpu_util", 0).as_int64(), 97);
+  EXPECT_EQ(Query("power_usage", 0).as_int64(), 312447);
+  EXPECT_TRUE(Query("memory_temp", 1).is_null());
+  json::value target = Target();
+  EXPECT_EQ(target.at("health").as_string(), "up");
+  EXPECT_EQ(target.at("samples").as_int64(), 33);
+  auto cli = Cli({"scrape", "targets"});
+  EXPECT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_NE(cli.out.find("dgx-a100-017"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find(" up "), std::string::npos) << cli.out;
+
+  // An XID shows on the page as the GPU's last XID: recorded once, however often it is read.
+  std::string page = Page("a100-2gpu.prom");
+  std::string line = "DCGM_FI_DEV_XID_ERRORS{gpu=\"1\"";
+  size_t at = page.find(line);
+  ASSERT_NE(at, std::string::npos);
+  size_t end = page.find('\n', at);
+  page.replace(end - 1, 1, "79");  // the value "0" at the end of the line
+  exporter.Set(page);
+  auto xids = [&] {
+    auto [s, v] = controller_->Call("GET", "/api/v1/events?node=dgx-a100-017&kind=xid");
+    return s == 200 ? v.at("items").as_array() : json::array();
+  };
+  ASSERT_TRUE(WaitFor([&] { return xids().size() == 1; }, 10000));
+  EXPECT_EQ(xids().at(0).at("value").as_int64(), 79);
+  EXPECT_EQ(xids().at(0).at("gpu").as_int64(), 1);
+  int seen = exporter.requests();
+  ASSERT_TRUE(WaitFor([&] { return exporter.requests() >= seen + 3; }, 10000));
+  EXPECT_EQ(xids().size(), 1u);
+
+  // A page that is not Prometheus text: the target is down with the line and the reason.
+  exporter.Set("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\" 97\n");
+  ASSERT_TRUE(WaitFor([&] { return Target().at("health").as_string() == "down"; }, 10000));
+  EXPECT_NE(std::string(Target().at("error").as_string()).find("not a Prometheus page: line 1"),
+            std::string::npos)
+      << Target();
+
+  // The exporter goes away: three missed intervals and some slack later, unreachable.
+  exporter.Close();
+  ASSERT_TRUE(WaitState("dgx-a100-017", "unreachable", 20000));
+  EXPECT_NE(std::string(Node("dgx-a100-017").at("reason").as_string()).find("no successful scrape"),
+            std::string::npos);
+}
+
+TEST_F(Scrape, BadExporterEntriesAreRefusedWithTheField) {
+  std::string path = dir_ + "/bad.yaml";
+  std::ofstream(path) << "apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n"
+                         "  - name: legacy\n    type: training\n    site: lab\n    pools:\n"
+                         "      - name: p\n        gpu_model: T4\n        exporters:\n"
+                         "          - node: n1\n            url: https://10.0.0.1:9400/metrics\n";
+  auto r = Cli({"apply", "-f", path});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("bad.yaml:12: clusters[0].pools[0].exporters[0].url"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/pools").second.at("items").as_array().size(), 0u);
+}
+
+}  // namespace
+}  // namespace gpufleet::e2e
