@@ -148,26 +148,36 @@ void AddMetricsCommands(CLI::App& app, Globals& g) {
   }
   {
     auto* r = metrics->add_subcommand("range", "A field over time, per GPU, aligned to a step");
-    static std::string metric, start = "-1h", end, step = "1m", agg = "avg";
+    static std::string metric, start = "-1h", end, step = "1m", agg = "avg", by = "gpu";
     static Selector sel;
     r->add_option("metric", metric, "field, e.g. gpu_util")->required();
     AddSelector(r, sel);
     r->add_option("--start", start, "ms since the epoch, or -DURATION (default -1h)");
     r->add_option("--end", end, "ms since the epoch, or -DURATION (default now)");
     r->add_option("--step", step, "e.g. 10s, 1m, 1h (default 1m)");
-    r->add_option("--agg", agg, "avg, min, max or sum (default avg)");
+    r->add_option("--agg", agg, "avg, min, max, sum or p95 (default avg)");
+    r->add_option("--by", by, "one series per gpu, node, pool or cluster (default gpu)");
     r->callback([&g] {
       auto params = sel.Params();
-      params.insert(
-          params.end(),
-          {{"metric", metric}, {"start", start}, {"end", end}, {"step", step}, {"agg", agg}});
+      params.insert(params.end(), {{"metric", metric},
+                                   {"start", start},
+                                   {"end", end},
+                                   {"step", step},
+                                   {"agg", agg},
+                                   {"by", by}});
       auto v = Call(g, "GET", "/api/v1/query_range" + QueryString(params));
       if (!v) return;
       Show(g, *v, [](const json::value& r) {
         for (const auto& s : r.at("series").as_array()) {
-          std::printf("%s GPU %s (%s, %s, tier %s)\n", Str(s.at("node")).c_str(),
-                      Str(s.at("gpu")).c_str(), Str(r.at("metric")).c_str(),
-                      Str(r.at("unit")).c_str(), Str(r.at("tier")).c_str());
+          const auto& o = s.as_object();
+          std::string what = o.contains("gpu")    ? Str(s.at("node")) + " GPU " + Str(s.at("gpu"))
+                             : o.contains("node") ? "node " + Str(s.at("node"))
+                             : o.contains("pool") ? "pool " + Str(s.at("pool"))
+                                                  : "cluster " + Str(s.at("cluster"));
+          if (o.contains("gpus")) what += ", " + Str(s.at("gpus")) + " GPUs";
+          std::printf("%s (%s %s, %s, tier %s)\n", what.c_str(), Str(r.at("agg")).c_str(),
+                      Str(r.at("metric")).c_str(), Str(r.at("unit")).c_str(),
+                      Str(r.at("tier")).c_str());
           Table t({"TIME", "VALUE"});
           for (const auto& p : s.at("points").as_array()) {
             int64_t ms = p.at(0).as_int64();

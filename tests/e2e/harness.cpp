@@ -5,9 +5,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -174,6 +180,85 @@ std::pair<int, boost::json::value> ControllerProcess::Call(const std::string& me
   boost::system::error_code ec;
   auto v = boost::json::parse(reply->body, ec);
   return {reply->status, ec ? boost::json::value(reply->body) : v};
+}
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+struct PageServer::Impl {
+  std::mutex mu;
+  std::string page;  // guarded by mu, like the three below
+  int status = 200;
+  int requests = 0;
+  bool closing = false;
+  asio::io_context io;
+  tcp::acceptor acceptor{io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
+  std::thread thread;
+
+  void Serve() {
+    while (true) {
+      tcp::socket socket(io);
+      boost::system::error_code ec;
+      acceptor.accept(socket, ec);
+      std::string body;
+      int code;
+      {
+        std::lock_guard lock(mu);
+        if (closing) return;
+        if (ec) continue;
+        body = page;
+        code = status;
+        ++requests;
+      }
+      asio::streambuf request;
+      asio::read_until(socket, request, "\r\n\r\n", ec);
+      std::string reply = "HTTP/1.1 " + std::to_string(code) + (code == 200 ? " OK" : " Error") +
+                          "\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+      asio::write(socket, asio::buffer(reply), ec);
+      socket.shutdown(tcp::socket::shutdown_both, ec);
+    }
+  }
+};
+
+PageServer::PageServer(std::string page) : impl_(std::make_unique<Impl>()) {
+  impl_->page = std::move(page);
+  impl_->thread = std::thread([this] { impl_->Serve(); });
+}
+
+PageServer::~PageServer() { Close(); }
+
+void PageServer::Close() {
+  if (!impl_->thread.joinable()) return;
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->closing = true;
+  }
+  // Wake the blocking accept with a connection of our own.
+  boost::system::error_code ec;
+  tcp::socket poke(impl_->io);
+  poke.connect(impl_->acceptor.local_endpoint(), ec);
+  impl_->thread.join();
+  impl_->acceptor.close(ec);
+}
+
+void PageServer::Set(std::string page, int status) {
+  std::lock_guard lock(impl_->mu);
+  impl_->page = std::move(page);
+  impl_->status = status;
+}
+
+std::string PageServer::url() const {
+  return "http://127.0.0.1:" + std::to_string(impl_->acceptor.local_endpoint().port()) + "/metrics";
+}
+
+int PageServer::requests() {
+  std::lock_guard lock(impl_->mu);
+  return impl_->requests;
+}
+
+std::string DcgmPage(const std::string& name) {
+  return ReadFile(std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/dcgm/" + name);
 }
 
 }  // namespace gpufleet::e2e

@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,27 @@ bool WaitFor(const std::function<bool()>& condition, int timeout_ms, int poll_ms
 
 std::string TempDir(const std::string& name);
 std::string ReadFile(const std::string& path);
+
+// Plays a node's dcgm-exporter: serves one page at any path, one request per connection, on a
+// loopback port of its own, until closed.
+class PageServer {
+ public:
+  explicit PageServer(std::string page);
+  ~PageServer();
+  PageServer(const PageServer&) = delete;
+  PageServer& operator=(const PageServer&) = delete;
+  void Set(std::string page, int status = 200);
+  void Close();
+  std::string url() const;  // "http://127.0.0.1:PORT/metrics"
+  int requests();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A recorded dcgm-exporter page from tests/fixtures/dcgm/.
+std::string DcgmPage(const std::string& name);
 
 // `gpufleet serve` on 127.0.0.1:0 with a short heartbeat timeout.
 class ControllerProcess {

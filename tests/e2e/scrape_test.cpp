@@ -2,99 +2,12 @@
 // serves a recorded page) is listed in the fleet file; the controller scrapes it, registers the
 // node, stores its samples and XIDs, and turns it unreachable when the exporter goes away.
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read_until.hpp>
-#include <boost/asio/streambuf.hpp>
-#include <boost/asio/write.hpp>
 #include <fstream>
-#include <mutex>
-#include <thread>
 
 #include "fixture.h"
 
 namespace gpufleet::e2e {
 namespace {
-
-namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
-
-// Serves one page at any path, one request per connection, until destroyed.
-class PageServer {
- public:
-  explicit PageServer(std::string page)
-      : page_(std::move(page)),
-        acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~PageServer() { Close(); }
-  void Close() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard lock(mu_);
-      closing_ = true;
-    }
-    boost::system::error_code ec;
-    acceptor_.cancel(ec);
-    // Wake the blocking accept with a connection of our own.
-    tcp::socket poke(io_);
-    poke.connect(acceptor_.local_endpoint(), ec);
-    thread_.join();
-    acceptor_.close(ec);
-  }
-  void Set(std::string page, int status = 200) {
-    std::lock_guard lock(mu_);
-    page_ = std::move(page);
-    status_ = status;
-  }
-  std::string url() const {
-    return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port()) + "/metrics";
-  }
-  int requests() {
-    std::lock_guard lock(mu_);
-    return requests_;
-  }
-
- private:
-  void Serve() {
-    while (true) {
-      tcp::socket socket(io_);
-      boost::system::error_code ec;
-      acceptor_.accept(socket, ec);
-      std::string page;
-      int status;
-      {
-        std::lock_guard lock(mu_);
-        if (closing_) return;
-        if (ec) continue;
-        page = page_;
-        status = status_;
-        ++requests_;
-      }
-      asio::streambuf request;
-      asio::read_until(socket, request, "\r\n\r\n", ec);
-      std::string reply = "HTTP/1.1 " + std::to_string(status) +
-                          (status == 200 ? " OK" : " Error") +
-                          "\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
-                          std::to_string(page.size()) + "\r\nConnection: close\r\n\r\n" + page;
-      asio::write(socket, asio::buffer(reply), ec);
-      socket.shutdown(tcp::socket::shutdown_both, ec);
-    }
-  }
-
-  std::mutex mu_;
-  std::string page_;
-  int status_ = 200;
-  int requests_ = 0;
-  bool closing_ = false;
-  asio::io_context io_;
-  tcp::acceptor acceptor_;
-  std::thread thread_;
-};
-
-std::string Page(const std::string& name) {
-  return ReadFile(std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/dcgm/" + name);
-}
 
 class Scrape : public E2E {
  protected:
@@ -132,7 +45,7 @@ class Scrape : public E2E {
 };
 
 TEST_F(Scrape, AnExporterNodeJoinsReportsAndGoesUnreachableWhenItStops) {
-  PageServer exporter(Page("a100-2gpu.prom"));
+  PageServer exporter(DcgmPage("a100-2gpu.prom"));
   ApplyExporterFleet(exporter.url());
 
   // Registered from its page and judged against its pool like an agent's node.
@@ -162,7 +75,7 @@ TEST_F(Scrape, AnExporterNodeJoinsReportsAndGoesUnreachableWhenItStops) {
   EXPECT_NE(cli.out.find(" up "), std::string::npos) << cli.out;
 
   // An XID shows on the page as the GPU's last XID: recorded once, however often it is read.
-  std::string page = Page("a100-2gpu.prom");
+  std::string page = DcgmPage("a100-2gpu.prom");
   std::string line = "DCGM_FI_DEV_XID_ERRORS{gpu=\"1\"";
   size_t at = page.find(line);
   ASSERT_NE(at, std::string::npos);
@@ -192,6 +105,49 @@ TEST_F(Scrape, AnExporterNodeJoinsReportsAndGoesUnreachableWhenItStops) {
   ASSERT_TRUE(WaitState("dgx-a100-017", "unreachable", 20000));
   EXPECT_NE(std::string(Node("dgx-a100-017").at("reason").as_string()).find("no successful scrape"),
             std::string::npos);
+}
+
+// query_range's grouping, on the exporter's fixed values (GPU 0 at 97 %, GPU 1 at 0 %): each
+// GPU is reduced per step, then aggregated across the group.
+TEST_F(Scrape, QueryRangeGroupsGpusAndTakesPercentiles) {
+  PageServer exporter(DcgmPage("a100-2gpu.prom"));
+  ApplyExporterFleet(exporter.url());
+  ASSERT_TRUE(WaitFor([&] { return exporter.requests() >= 2; }, 10000));
+  auto range = [&](const std::string& params) {
+    auto [s, v] = controller_->Call(
+        "GET", "/api/v1/query_range?metric=gpu_util&start=-10m&step=10m" + params);
+    EXPECT_EQ(s, 200) << v;
+    return v;
+  };
+  auto only = [&](const std::string& params) {
+    auto v = range(params);
+    EXPECT_EQ(v.at("series").as_array().size(), 1u) << v;
+    const auto& points = v.at("series").at(0).at("points").as_array();
+    EXPECT_EQ(points.size(), 1u) << v;
+    return points.at(0).at(1).to_number<double>();
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] { return !range("&by=gpu").at("series").at(0).at("points").as_array().empty(); }, 10000));
+  auto per_gpu = range("&by=gpu");
+  EXPECT_EQ(per_gpu.at("by").as_string(), "gpu");
+  ASSERT_EQ(per_gpu.at("series").as_array().size(), 2u);
+  EXPECT_EQ(only("&gpu=0&agg=p95"), 97);
+  EXPECT_EQ(only("&by=node&agg=avg"), 48.5);
+  EXPECT_EQ(only("&by=node&agg=sum"), 97);
+  EXPECT_EQ(only("&by=node&agg=min"), 0);
+  EXPECT_EQ(only("&by=node&agg=max"), 97);
+  EXPECT_EQ(only("&by=node&agg=p95"), 97);
+  auto pool = range("&by=pool");
+  EXPECT_EQ(pool.at("series").at(0).at("pool").as_string(), "a100-dcgm");
+  EXPECT_EQ(pool.at("series").at(0).at("gpus").as_int64(), 2);
+  auto cluster = range("&by=cluster&agg=max");
+  EXPECT_EQ(cluster.at("series").at(0).at("cluster").as_string(), "legacy");
+  EXPECT_FALSE(cluster.at("series").at(0).as_object().contains("node"));
+  auto bad = controller_->Call("GET", "/api/v1/query_range?metric=gpu_util&by=rack");
+  EXPECT_EQ(bad.first, 400);
+  EXPECT_NE(bad.second.at("error").at("message").as_string().find("'by' must be"),
+            std::string::npos);
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/query_range?metric=gpu_util&agg=p99").first, 400);
 }
 
 TEST_F(Scrape, BadExporterEntriesAreRefusedWithTheField) {

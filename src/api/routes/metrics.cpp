@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <map>
 
 #include "api/json_util.h"
 #include "model/json.h"
@@ -142,25 +143,52 @@ Result<int64_t> TimeParam(const Request& req, const char* key, int64_t now, int6
   return std::stoll(v);
 }
 
-// Folds tier buckets into step-aligned points with `agg`.
-json::array Fold(const std::vector<tsdb::Bucket>& buckets, int64_t start, int64_t step,
-                 const std::string& agg) {
+// The 95th percentile by nearest rank (the value at rank ceil(0.95 n)); sorts `values`.
+double P95(std::vector<double>& values) {
+  size_t rank = (values.size() * 95 + 99) / 100;
+  std::nth_element(values.begin(), values.begin() + (rank - 1), values.end());
+  return values[rank - 1];
+}
+
+// One step's aggregate: of a GPU's samples (by=gpu) or of the GPUs' step values (by=group).
+struct StepAcc {
+  double min = 0, max = 0, sum = 0, count = 0;
+  std::vector<double> values;  // kept for p95 only
+  void Add(double mn, double mx, double s, double c, double v, bool keep) {
+    min = count ? std::min(min, mn) : mn;
+    max = count ? std::max(max, mx) : mx;
+    sum += s;
+    count += c;
+    if (keep) values.push_back(v);
+  }
+  double Value(const std::string& agg) {
+    if (agg == "min") return min;
+    if (agg == "max") return max;
+    if (agg == "sum") return sum;
+    if (agg == "p95") return P95(values);
+    return sum / count;
+  }
+};
+
+// Tier buckets on a grid of steps over [start, start + n*step).
+std::vector<StepAcc> Grid(const std::vector<tsdb::Bucket>& buckets, int64_t start, int64_t step,
+                          size_t n, bool p95) {
+  std::vector<StepAcc> grid(n);
+  for (const auto& b : buckets) {
+    if (b.start < start || b.count <= 0) continue;
+    size_t i = static_cast<size_t>((b.start - start) / step);
+    if (i >= n) continue;
+    grid[i].Add(b.min, b.max, b.sum, b.count, b.sum / b.count, p95);
+  }
+  return grid;
+}
+
+json::array Points(std::vector<StepAcc>& grid, int64_t start, int64_t step,
+                   const std::string& agg) {
   json::array points;
-  size_t i = 0;
-  while (i < buckets.size()) {
-    int64_t at = start + (buckets[i].start - start) / step * step;
-    double mn = buckets[i].min, mx = buckets[i].max, sum = 0, count = 0;
-    for (; i < buckets.size() && buckets[i].start < at + step; ++i) {
-      mn = std::min(mn, buckets[i].min);
-      mx = std::max(mx, buckets[i].max);
-      sum += buckets[i].sum;
-      count += buckets[i].count;
-    }
-    double v = agg == "min"   ? mn
-               : agg == "max" ? mx
-               : agg == "sum" ? sum
-                              : (count ? sum / count : 0);
-    points.push_back(json::array{at, v});
+  for (size_t i = 0; i < grid.size(); ++i) {
+    if (grid[i].count <= 0) continue;
+    points.push_back(json::array{start + static_cast<int64_t>(i) * step, grid[i].Value(agg)});
   }
   return points;
 }
@@ -216,24 +244,82 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx) {
                         "too many points: at most 11000 steps per series; use a larger step"));
         }
         std::string agg = req.Param("agg").empty() ? "avg" : req.Param("agg");
-        if (agg != "avg" && agg != "min" && agg != "max" && agg != "sum") {
+        if (agg != "avg" && agg != "min" && agg != "max" && agg != "sum" && agg != "p95") {
           return ErrorResponse(
-              MakeError(ErrorCode::kInvalidArgument, "'agg' must be avg, min, max or sum"));
+              MakeError(ErrorCode::kInvalidArgument, "'agg' must be avg, min, max, sum or p95"));
+        }
+        std::string by = req.Param("by").empty() ? "gpu" : req.Param("by");
+        if (by != "gpu" && by != "node" && by != "pool" && by != "cluster") {
+          return ErrorResponse(
+              MakeError(ErrorCode::kInvalidArgument, "'by' must be gpu, node, pool or cluster"));
         }
         tsdb::Resolution resolution = step >= 3'600'000 ? tsdb::Resolution::kHour
                                       : step >= 60'000  ? tsdb::Resolution::kMinute
                                                         : tsdb::Resolution::kRaw;
+        size_t steps = static_cast<size_t>((end.value() - start.value() + step - 1) / step);
         json::array series;
+        // by=node|pool|cluster: each GPU is first reduced to one value per step (its min for
+        // agg=min, its max for max, else its mean), then `agg` runs across the group's GPUs:
+        // sum is e.g. a pool's power, p95 the hot tail of its GPUs.
+        struct Group {
+          json::object labels;
+          std::vector<StepAcc> grid;
+          int gpus = 0;
+        };
+        std::map<std::string, Group> groups;
+        // One reply holds at most this many points (about 40 MB of JSON, or of accumulators).
+        constexpr size_t kMaxPoints = 2'000'000;
+        bool too_many = false;
         ForEachSelectedGpu(ctx, req, who, [&](const Node& n, const Gpu& g) {
+          if (too_many) return;
+          if ((std::max(series.size(), groups.size()) + 1) * steps > kMaxPoints) {
+            too_many = true;
+            return;
+          }
           auto buckets =
               ctx.telemetry.Range(g.uuid, *field, resolution, start.value(), end.value());
-          series.push_back(json::object{{"node", n.name},
-                                        {"gpu", g.index},
-                                        {"uuid", g.uuid},
-                                        {"cluster", n.cluster},
-                                        {"pool", n.pool},
-                                        {"points", Fold(buckets, start.value(), step, agg)}});
+          if (by == "gpu") {
+            auto grid = Grid(buckets, start.value(), step, steps, agg == "p95");
+            series.push_back(json::object{{"node", n.name},
+                                          {"gpu", g.index},
+                                          {"uuid", g.uuid},
+                                          {"cluster", n.cluster},
+                                          {"pool", n.pool},
+                                          {"points", Points(grid, start.value(), step, agg)}});
+            return;
+          }
+          const std::string& key = by == "node" ? n.name : by == "pool" ? n.pool : n.cluster;
+          Group& group = groups[key];
+          if (group.grid.empty()) {
+            group.grid.resize(steps);
+            group.labels =
+                by == "node"
+                    ? json::object{{"node", n.name}, {"cluster", n.cluster}, {"pool", n.pool}}
+                : by == "pool" ? json::object{{"pool", n.pool}, {"cluster", n.cluster}}
+                               : json::object{{"cluster", n.cluster}};
+          }
+          ++group.gpus;
+          std::string per_gpu = agg == "min" || agg == "max" ? agg : "avg";
+          auto grid = Grid(buckets, start.value(), step, steps, false);
+          for (size_t i = 0; i < steps; ++i) {
+            if (grid[i].count <= 0) continue;
+            double v = grid[i].Value(per_gpu);
+            group.grid[i].Add(v, v, v, 1, v, agg == "p95");
+          }
         });
+        if (too_many) {
+          return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                         "too many points: at most " + std::to_string(kMaxPoints) +
+                                             " series x steps (" + std::to_string(steps) +
+                                             " steps each); narrow the selection, group it with "
+                                             "'by', or use a larger step"));
+        }
+        for (auto& [_, group] : groups) {
+          json::object o = std::move(group.labels);
+          o["gpus"] = group.gpus;
+          o["points"] = Points(group.grid, start.value(), step, agg);
+          series.push_back(std::move(o));
+        }
         const char* tier = resolution == tsdb::Resolution::kHour     ? "1h"
                            : resolution == tsdb::Resolution::kMinute ? "1m"
                                                                      : "raw";
@@ -243,6 +329,7 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx) {
                                     {"end", end.value()},
                                     {"step", step},
                                     {"agg", agg},
+                                    {"by", by},
                                     {"tier", tier},
                                     {"series", std::move(series)}});
       });
