@@ -1,6 +1,7 @@
 #pragma once
 // What route handlers share (internal to the api component).
 
+#include "api/buffer_pool.h"
 #include "api/http.h"
 #include "api/http_metrics.h"
 #include "common/clock.h"
@@ -23,6 +24,7 @@ struct ApiContext {
   // Queues a message for a node's live agent; kConflict when it is not connected.
   std::function<Status(const std::string& node, const proto::Message&)> send_to_agent;
   std::function<std::vector<scrape::TargetStatus>()> scrape_targets;
+  BufferPool& buffers;  // for large reply bodies; the server hands them back after writing
 };
 
 // Each routes/<resource>.cpp registers its handlers.

@@ -44,6 +44,7 @@ struct ApiServer::Impl {
   std::shared_ptr<Clock> clock;
   proto::AgentHandler& agents;
   HttpMetrics http_metrics;
+  BufferPool buffers;
   std::mutex conns_mu;
   std::map<std::string, std::shared_ptr<AgentConn>> conns;  // node -> live connection; conns_mu
   ApiContext ctx;
@@ -69,7 +70,8 @@ struct ApiServer::Impl {
               return SendToAgent(node, m);
             },
             d.scrape_targets ? d.scrape_targets
-                             : [] { return std::vector<scrape::TargetStatus>(); }} {
+                             : [] { return std::vector<scrape::TargetStatus>(); },
+            buffers} {
     AddClusterRoutes(router, ctx);
     AddNodeRoutes(router, ctx);
     AddTokenRoutes(router, ctx);
@@ -206,6 +208,7 @@ struct ApiServer::Impl {
     res.body() = std::move(r.body);
     res.prepare_payload();
     co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+    buffers.Give(std::move(res.body()));
   }
 
   // A lingering close: after an early reply (413), read and drop what the client still sends

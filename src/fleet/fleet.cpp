@@ -120,6 +120,7 @@ Result<ApplyCounts> FleetService::Apply(const FleetSpec& spec) {
 }
 
 bool FleetService::Matches(const Node& n, const NodeFilter& f) {
+  if (!f.name.empty() && n.name != f.name) return false;
   if (!f.cluster.empty() && n.cluster != f.cluster) return false;
   if (!f.pool.empty() && n.pool != f.pool) return false;
   if (!f.state.empty() && ToString(n.state) != f.state) return false;
@@ -133,6 +134,19 @@ bool FleetService::Matches(const Node& n, const NodeFilter& f) {
     });
   }
   return true;
+}
+
+void FleetService::ForEachNode(const NodeFilter& f,
+                               const std::function<void(const Node&)>& fn) const {
+  std::lock_guard lock(mu_);
+  if (!f.name.empty()) {
+    auto it = nodes_.find(f.name);
+    if (it != nodes_.end() && Matches(it->second.node, f)) fn(it->second.node);
+    return;
+  }
+  for (const auto& [_, e] : nodes_) {
+    if (Matches(e.node, f)) fn(e.node);
+  }
 }
 
 std::vector<Node> FleetService::Nodes(const NodeFilter& f) const {

@@ -4,6 +4,7 @@
 // FleetService is thread-safe: the registry is guarded by mu_, and every change of a node is
 // written through to the Store (with its events) before it becomes visible.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,6 +35,7 @@ struct NodeFilter {
   std::string state;
   std::string model;                  // catalogue id or driver name
   std::vector<std::string> clusters;  // allowed clusters (a scoped token); empty: all
+  std::string name;                   // one node
 };
 
 struct ApplyCounts {
@@ -67,6 +69,10 @@ class FleetService : public proto::AgentHandler {
   Result<Pool> FindPool(const std::string& name);
 
   std::vector<Node> Nodes(const NodeFilter& filter) const;
+  // Calls fn for every matching node, in name order, under the registry's lock and without
+  // copying (what fleet-wide reads of thousands of nodes need). fn must not call back into the
+  // FleetService. filter.name, when set, visits that node only.
+  void ForEachNode(const NodeFilter& filter, const std::function<void(const Node&)>& fn) const;
   // The same nodes (without GPUs) rendered for the API; per-node JSON is cached until the node
   // changes, so listing thousands of nodes costs little more than copying bytes.
   NodeList NodesJson(const NodeFilter& filter, size_t offset, size_t limit);

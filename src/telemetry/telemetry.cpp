@@ -56,9 +56,19 @@ Result<IngestResult> TelemetryStore::Ingest(const std::vector<std::string>& gpu_
 }
 
 std::optional<tsdb::Sample> TelemetryStore::Latest(const std::string& gpu_uuid, Field field) const {
-  auto id = engine_->db().Find(gpu_uuid + "/" + std::string(Info(field).name));
-  if (!id) return std::nullopt;
-  return engine_->db().Latest(*id);
+  tsdb::SeriesId id = kNone;
+  {
+    std::lock_guard lock(mu_);
+    auto it = ids_.find(gpu_uuid);
+    if (it != ids_.end()) id = it->second[static_cast<size_t>(field)];
+  }
+  if (id == kNone) {
+    // Not ingested since start-up: the series may still be in the checkpoint or the log.
+    auto found = engine_->db().Find(gpu_uuid + "/" + std::string(Info(field).name));
+    if (!found) return std::nullopt;
+    id = *found;
+  }
+  return engine_->db().Latest(id);
 }
 
 std::array<std::optional<tsdb::Sample>, kFieldCount> TelemetryStore::LatestAll(
@@ -87,6 +97,21 @@ std::vector<tsdb::Bucket> TelemetryStore::Range(const std::string& gpu_uuid, Fie
 }
 
 void TelemetryStore::Retain(int64_t now) { engine_->Retain(now); }
+
+tsdb::TsdbStats TelemetryStore::Stats() const {
+  auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mu_);
+    if (stats_at_.time_since_epoch().count() != 0 && now - stats_at_ < std::chrono::seconds(5)) {
+      return stats_;
+    }
+  }
+  tsdb::TsdbStats fresh = engine_->db().Stats();
+  std::lock_guard lock(mu_);
+  stats_ = fresh;
+  stats_at_ = now;
+  return fresh;
+}
 
 uint64_t TelemetryStore::samples_ingested() const {
   std::lock_guard lock(mu_);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -55,17 +56,16 @@ void AppendFamily(std::string& out, std::string_view name, std::string_view type
 }
 
 Response Metrics(ApiContext& ctx) {
-  auto nodes = ctx.fleet.Nodes({});
   struct GpuLatest {
-    const Node* node;
-    const Gpu* gpu;
+    std::string uuid;
     std::string labels;
     std::array<std::optional<tsdb::Sample>, kFieldCount> latest;
   };
   std::vector<GpuLatest> gpus;
-  for (const auto& n : nodes) {
+  // Labels under the registry's lock, values after it.
+  ctx.fleet.ForEachNode({}, [&](const Node& n) {
     for (const auto& g : n.gpus) {
-      GpuLatest gl{&n, &g, {}, ctx.telemetry.LatestAll(g.uuid)};
+      GpuLatest gl{g.uuid, {}, {}};
       AppendLabel(gl.labels, "gpu", std::to_string(g.index), true);
       AppendLabel(gl.labels, "UUID", g.uuid, false);
       AppendLabel(gl.labels, "pci_bus_id", g.pci_bus_id, false);
@@ -76,8 +76,9 @@ Response Metrics(ApiContext& ctx) {
       AppendLabel(gl.labels, "pool", n.pool, false);
       gpus.push_back(std::move(gl));
     }
-  }
-  std::string out;
+  });
+  for (auto& g : gpus) g.latest = ctx.telemetry.LatestAll(g.uuid);
+  std::string out = ctx.buffers.Take();
   out.reserve(gpus.size() * kFieldCount * 220 + 4096);
   for (size_t f = 0; f < kFieldCount; ++f) {
     const FieldInfo& info = Fields()[f];
@@ -193,21 +194,50 @@ json::array Points(std::vector<StepAcc>& grid, int64_t start, int64_t step,
   return points;
 }
 
-// Calls fn(node, gpu) for every GPU a telemetry read selects: ?cluster=&pool=&node=&gpu= (an
-// index or a UUID), within the caller's cluster scope.
-template <class Fn>
-void ForEachSelectedGpu(ApiContext& ctx, const Request& req, const Principal& who, Fn&& fn) {
+// What a telemetry read needs of a selected GPU, copied out of the registry so that the read
+// itself runs without holding the fleet's lock.
+struct GpuRef {
+  std::string node, cluster, pool, uuid, model;
+  int index = 0;
+  bool simulated = false;
+};
+
+// The GPUs a telemetry read selects: ?cluster=&pool=&node=&gpu= (an index or a UUID), within
+// the caller's cluster scope, in node order.
+std::vector<GpuRef> SelectGpus(ApiContext& ctx, const Request& req, const Principal& who) {
   NodeFilter filter;
   filter.cluster = req.Param("cluster");
   filter.pool = req.Param("pool");
+  filter.name = req.Param("node");
   filter.clusters = who.clusters;
-  std::string node = req.Param("node"), gpu = req.Param("gpu");
-  for (const auto& n : ctx.fleet.Nodes(filter)) {
-    if (!node.empty() && n.name != node) continue;
+  std::string gpu = req.Param("gpu");
+  std::vector<GpuRef> out;
+  ctx.fleet.ForEachNode(filter, [&](const Node& n) {
     for (const auto& g : n.gpus) {
-      if (gpu.empty() || std::to_string(g.index) == gpu || g.uuid == gpu) fn(n, g);
+      if (gpu.empty() || std::to_string(g.index) == gpu || g.uuid == gpu) {
+        out.push_back({n.name, n.cluster, n.pool, g.uuid, g.model, g.index, n.simulated});
+      }
+    }
+  });
+  return out;
+}
+
+// A JSON string literal, escaped.
+void AppendJsonString(std::string& out, std::string_view s) {
+  out += '"';
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
     }
   }
+  out += '"';
 }
 
 }  // namespace
@@ -270,33 +300,33 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx) {
         // One reply holds at most this many points (about 40 MB of JSON, or of accumulators).
         constexpr size_t kMaxPoints = 2'000'000;
         bool too_many = false;
-        ForEachSelectedGpu(ctx, req, who, [&](const Node& n, const Gpu& g) {
-          if (too_many) return;
+        for (const GpuRef& g : SelectGpus(ctx, req, who)) {
+          if (too_many) break;
           if ((std::max(series.size(), groups.size()) + 1) * steps > kMaxPoints) {
             too_many = true;
-            return;
+            break;
           }
           auto buckets =
               ctx.telemetry.Range(g.uuid, *field, resolution, start.value(), end.value());
           if (by == "gpu") {
             auto grid = Grid(buckets, start.value(), step, steps, agg == "p95");
-            series.push_back(json::object{{"node", n.name},
+            series.push_back(json::object{{"node", g.node},
                                           {"gpu", g.index},
                                           {"uuid", g.uuid},
-                                          {"cluster", n.cluster},
-                                          {"pool", n.pool},
+                                          {"cluster", g.cluster},
+                                          {"pool", g.pool},
                                           {"points", Points(grid, start.value(), step, agg)}});
-            return;
+            continue;
           }
-          const std::string& key = by == "node" ? n.name : by == "pool" ? n.pool : n.cluster;
+          const std::string& key = by == "node" ? g.node : by == "pool" ? g.pool : g.cluster;
           Group& group = groups[key];
           if (group.grid.empty()) {
             group.grid.resize(steps);
             group.labels =
                 by == "node"
-                    ? json::object{{"node", n.name}, {"cluster", n.cluster}, {"pool", n.pool}}
-                : by == "pool" ? json::object{{"pool", n.pool}, {"cluster", n.cluster}}
-                               : json::object{{"cluster", n.cluster}};
+                    ? json::object{{"node", g.node}, {"cluster", g.cluster}, {"pool", g.pool}}
+                : by == "pool" ? json::object{{"pool", g.pool}, {"cluster", g.cluster}}
+                               : json::object{{"cluster", g.cluster}};
           }
           ++group.gpus;
           std::string per_gpu = agg == "min" || agg == "max" ? agg : "avg";
@@ -306,7 +336,7 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx) {
             double v = grid[i].Value(per_gpu);
             group.grid[i].Add(v, v, v, 1, v, agg == "p95");
           }
-        });
+        }
         if (too_many) {
           return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
                                          "too many points: at most " + std::to_string(kMaxPoints) +
@@ -349,25 +379,48 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx) {
               MakeError(ErrorCode::kInvalidArgument,
                         "unknown metric '" + metric->second + "' (known: " + known + ")"));
         }
-        json::array items;
-        ForEachSelectedGpu(ctx, req, who, [&](const Node& n, const Gpu& g) {
-          auto latest = ctx.telemetry.Latest(g.uuid, *field);
-          json::object o{{"node", n.name},          {"gpu", g.index},       {"uuid", g.uuid},
-                         {"model", g.model},        {"cluster", n.cluster}, {"pool", n.pool},
-                         {"simulated", n.simulated}};
-          if (!latest) {
-            o["value"] = nullptr;
-          } else if (latest->v == static_cast<double>(static_cast<int64_t>(latest->v))) {
-            o["value"] = static_cast<int64_t>(latest->v);  // NVML's integers stay integers
-          } else {
-            o["value"] = latest->v;
-          }
-          o["time"] = latest ? json::value(FormatTime(latest->t)) : json::value(nullptr);
-          items.push_back(std::move(o));
-        });
+        // Written directly: this is the heatmap's read of every GPU in the fleet, and building
+        // a JSON tree of 10,000 objects first costs several times the writing.
         const FieldInfo& info = Info(*field);
-        return ObjectResponse(
-            200, {{"metric", info.name}, {"unit", info.unit}, {"items", std::move(items)}});
+        auto gpus = SelectGpus(ctx, req, who);
+        std::string out;
+        out.reserve(256 + gpus.size() * 260);
+        out += "{\"metric\":";
+        AppendJsonString(out, info.name);
+        out += ",\"unit\":";
+        AppendJsonString(out, info.unit);
+        out += ",\"items\":[";
+        for (size_t i = 0; i < gpus.size(); ++i) {
+          const GpuRef& g = gpus[i];
+          auto latest = ctx.telemetry.Latest(g.uuid, *field);
+          out += i ? ",{\"node\":" : "{\"node\":";
+          AppendJsonString(out, g.node);
+          out += ",\"gpu\":";
+          out += std::to_string(g.index);
+          out += ",\"uuid\":";
+          AppendJsonString(out, g.uuid);
+          out += ",\"model\":";
+          AppendJsonString(out, g.model);
+          out += ",\"cluster\":";
+          AppendJsonString(out, g.cluster);
+          out += ",\"pool\":";
+          AppendJsonString(out, g.pool);
+          out += g.simulated ? ",\"simulated\":true,\"value\":" : ",\"simulated\":false,\"value\":";
+          if (!latest || !std::isfinite(latest->v)) {
+            out += "null";
+          } else {
+            AppendNumber(out, latest->v);  // NVML's integers print as integers
+          }
+          out += ",\"time\":";
+          if (latest) {
+            AppendJsonString(out, FormatTime(latest->t));
+          } else {
+            out += "null";
+          }
+          out += '}';
+        }
+        out += "]}";
+        return JsonResponse(200, std::move(out));
       });
 }
 
