@@ -168,9 +168,14 @@ Result<std::vector<ExpoSample>> ParseExposition(std::string_view text, const Exp
   while (pos < text.size()) {
     ++line_no;
     size_t nl = text.find('\n', pos);
-    std::string_view raw =
-        text.substr(pos, nl == std::string_view::npos ? text.size() - pos : nl - pos);
-    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+    if (nl == std::string_view::npos) {
+      // A page cut short (a dropped connection, a body limit) must not be half-stored.
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "line " + std::to_string(line_no) +
+                           ": the page does not end with a newline (cut short?)");
+    }
+    std::string_view raw = text.substr(pos, nl - pos);
+    pos = nl + 1;
     auto fail = [&](const std::string& why) {
       return MakeError(ErrorCode::kInvalidArgument, "line " + std::to_string(line_no) + ": " + why);
     };

@@ -1,7 +1,8 @@
 #pragma once
 // A strict reader of the Prometheus text exposition format, version 0.0.4: what dcgm-exporter
 // serves. Every line is either blank, a comment (# HELP / # TYPE are checked), or a sample
-// `name{label="value",...} value [timestamp]`. Anything else is refused with the line number and
+// `name{label="value",...} value [timestamp]`, and the page ends with a newline (a page cut short
+// is refused, not half-read). Anything else is refused with the line number and
 // the reason; the reader never reads past the text, and its cost is linear in the text's size.
 
 #include <cstdint>

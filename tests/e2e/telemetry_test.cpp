@@ -65,6 +65,20 @@ TEST_F(Telemetry, FakeNvmlValuesReachTheQueryApiAndMetricsUnderDcgmNames) {
   EXPECT_NE(text.find("gpufleet_http_request_duration_seconds_count{method=\"GET\","
                       "route=\"/api/v1/query\"}"),
             std::string::npos);
+  // ?cluster= narrows the page, and a token scoped to another cluster sees none of these GPUs.
+  auto page_of = [&](const std::string& target, const std::string* token = nullptr) {
+    return std::string(controller_->Call("GET", target, "", token).second.as_string());
+  };
+  EXPECT_NE(page_of("/metrics?cluster=edge").find("Hostname=\"fake-l4\""), std::string::npos);
+  EXPECT_EQ(page_of("/metrics?cluster=train").find("Hostname=\"fake-l4\""), std::string::npos);
+  auto scoped =
+      controller_->Call("POST", "/api/v1/api-tokens",
+                        R"({"name": "train-only", "role": "viewer", "clusters": ["train"]})");
+  ASSERT_EQ(scoped.first, 201) << scoped.second;
+  std::string train_token(scoped.second.at("token").as_string());
+  std::string scoped_page = page_of("/metrics", &train_token);
+  EXPECT_EQ(scoped_page.find("Hostname=\"fake-l4\""), std::string::npos);
+  EXPECT_NE(scoped_page.find("gpufleet_agents_connected"), std::string::npos);
 
   // promtool (Debian's prometheus package) must parse the page. Its only complaints may be the
   // lint rules that dcgm-exporter's own names break (camelCase labels, counters without

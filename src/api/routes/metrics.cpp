@@ -55,7 +55,13 @@ void AppendFamily(std::string& out, std::string_view name, std::string_view type
   out += '\n';
 }
 
-Response Metrics(ApiContext& ctx) {
+// ?cluster=&pool= narrow the page (a scrape job per cluster keeps each page small); a token
+// scoped to clusters sees only their GPUs.
+Response Metrics(ApiContext& ctx, const Request& req, const Principal& who) {
+  NodeFilter filter;
+  filter.cluster = req.Param("cluster");
+  filter.pool = req.Param("pool");
+  filter.clusters = who.clusters;
   struct GpuLatest {
     std::string uuid;
     std::string labels;
@@ -63,7 +69,7 @@ Response Metrics(ApiContext& ctx) {
   };
   std::vector<GpuLatest> gpus;
   // Labels under the registry's lock, values after it.
-  ctx.fleet.ForEachNode({}, [&](const Node& n) {
+  ctx.fleet.ForEachNode(filter, [&](const Node& n) {
     for (const auto& g : n.gpus) {
       GpuLatest gl{g.uuid, {}, {}};
       AppendLabel(gl.labels, "gpu", std::to_string(g.index), true);
@@ -244,7 +250,7 @@ void AppendJsonString(std::string& out, std::string_view s) {
 
 void AddMetricsRoutes(Router& router, ApiContext& ctx) {
   router.Add("GET", "/metrics", Role::kViewer,
-             [&ctx](const Request&, const Principal&) { return Metrics(ctx); });
+             [&ctx](const Request& req, const Principal& who) { return Metrics(ctx, req, who); });
 
   // Ranges per GPU, aligned to `step`, from the coarsest tier that serves the step: raw below a
   // minute, 1-minute rollups below an hour, 1-hour rollups above.

@@ -68,6 +68,7 @@ TEST(Exposition, RefusesMalformedInputWithTheLineAndReason) {
     std::string says;
   } cases[] = {
       {"a 1\nb\n", "line 2: expected a space and a value after b"},
+      {"a 1\nb 2", "line 2: the page does not end with a newline"},
       {"a{x=\"1\"} \n", "line 1: '' is not a number"},
       {"a one\n", "line 1: 'one' is not a number"},
       {"a 0x10\n", "'0x10' is not a number"},
