@@ -62,7 +62,7 @@ class Fleet10k {
     ctx_ = std::make_unique<api::ApiContext>(
         api::ApiContext{*fleet_, *store_, *catalog_, *clock_, *telemetry_, http_metrics_,
                         [](const std::string&, const proto::Message&) { return Status{}; },
-                        [] { return std::vector<scrape::TargetStatus>(); }, buffers_});
+                        [] { return std::vector<scrape::TargetStatus>(); }, buffers_, nullptr});
     api::AddMetricsRoutes(router_, *ctx_);
   }
   ~Fleet10k() { std::filesystem::remove_all(dir_); }

@@ -71,6 +71,7 @@ struct ServeFlags {
   ControllerOptions options;
   std::string heartbeat_interval = "5s";
   std::string heartbeat_timeout = "30s";
+  std::string health_interval = "5s";
   std::string log_level = "info";
 };
 
@@ -79,8 +80,12 @@ void AddControllerFlags(CLI::App* cmd, ServeFlags& f) {
   cmd->add_option("--store", f.options.store_url,
                   "store URL (default sqlite:DATA_DIR/gpufleet.db)");
   cmd->add_option("--gpu-catalog", f.options.gpu_catalog, "GPU catalogue YAML (default: built in)");
+  cmd->add_option("--xid-catalog", f.options.xid_catalog,
+                  "XID catalogue YAML (default: built in, data/xid-catalog.yaml)");
   cmd->add_option("--heartbeat-interval", f.heartbeat_interval, "agents heartbeat this often");
   cmd->add_option("--heartbeat-timeout", f.heartbeat_timeout, "silent this long: unreachable");
+  cmd->add_option("--health-interval", f.health_interval,
+                  "re-evaluate GPU and node health this often (default 5s)");
   cmd->add_option("--threads", f.options.threads, "API I/O threads");
   cmd->add_option("--max-body", f.options.max_body_bytes, "largest request body in bytes");
   cmd->add_option("--log-level", f.log_level, "trace, debug, info, warn, error");
@@ -92,6 +97,11 @@ Status Finish(ServeFlags& f, const cli::Globals& g) {
   f.options.heartbeat_timeout_ms = static_cast<int>(ParseDurationMs(f.heartbeat_timeout));
   if (f.options.heartbeat_interval_ms <= 0 || f.options.heartbeat_timeout_ms <= 0) {
     return MakeError(ErrorCode::kInvalidArgument, "heartbeat durations look like 500ms, 5s, 1m");
+  }
+  f.options.health_interval_ms = static_cast<int>(ParseDurationMs(f.health_interval));
+  if (f.options.health_interval_ms < 100) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "--health-interval must be a duration of at least 100ms, e.g. 5s");
   }
   if (f.options.heartbeat_timeout_ms <= f.options.heartbeat_interval_ms) {
     return MakeError(ErrorCode::kInvalidArgument,

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   gpufleet::cli::AddFleetCommands(app, globals);
   gpufleet::cli::AddAdminCommands(app, globals);
   gpufleet::cli::AddMetricsCommands(app, globals);
+  gpufleet::cli::AddHealthCommands(app, globals);
 
   try {
     app.parse(argc, argv);

@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "fleet/fleet.h"
+#include "health/service.h"
 #include "model/catalog.h"
 #include "proto/agent_handler.h"
 #include "scrape/scraper.h"
@@ -33,6 +34,7 @@ struct ApiDeps {
   proto::AgentHandler& agents;  // the agent channel's receiver
   // Scrape mode's targets and how their last scrape went; empty when nothing is scraped.
   std::function<std::vector<scrape::TargetStatus>()> scrape_targets;
+  health::HealthService* health = nullptr;  // GET /api/v1/health; absent: 503
 };
 
 // Owns its I/O threads. Start() binds and serves; Stop() closes and joins. Thread-safe.

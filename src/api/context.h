@@ -6,6 +6,7 @@
 #include "api/http_metrics.h"
 #include "common/clock.h"
 #include "fleet/fleet.h"
+#include "health/service.h"
 #include "model/catalog.h"
 #include "proto/proto.h"
 #include "scrape/scraper.h"
@@ -25,6 +26,7 @@ struct ApiContext {
   std::function<Status(const std::string& node, const proto::Message&)> send_to_agent;
   std::function<std::vector<scrape::TargetStatus>()> scrape_targets;
   BufferPool& buffers;  // for large reply bodies; the server hands them back after writing
+  health::HealthService* health;  // may be null (tests that do not need it)
 };
 
 // Each routes/<resource>.cpp registers its handlers.
@@ -37,6 +39,7 @@ void AddStaticRoutes(Router& router, ApiContext& ctx);
 void AddMetricsRoutes(Router& router, ApiContext& ctx);  // /api/v1/query, /metrics
 void AddEventRoutes(Router& router, ApiContext& ctx);    // GPU events, fault injection
 void AddScrapeRoutes(Router& router, ApiContext& ctx);   // scrape mode's targets
+void AddHealthRoutes(Router& router, ApiContext& ctx);   // GPU and node health
 
 // Authenticates "Bearer <token>" against the stored API tokens.
 Result<Principal> Authenticate(Store& store, Clock& clock, const std::string& authorization);

@@ -71,7 +71,8 @@ struct ApiServer::Impl {
             },
             d.scrape_targets ? d.scrape_targets
                              : [] { return std::vector<scrape::TargetStatus>(); },
-            buffers} {
+            buffers,
+            d.health} {
     AddClusterRoutes(router, ctx);
     AddNodeRoutes(router, ctx);
     AddTokenRoutes(router, ctx);
@@ -81,6 +82,7 @@ struct ApiServer::Impl {
     AddMetricsRoutes(router, ctx);
     AddEventRoutes(router, ctx);
     AddScrapeRoutes(router, ctx);
+    AddHealthRoutes(router, ctx);
   }
 
   Status SendToAgent(const std::string& node, const proto::Message& message) {

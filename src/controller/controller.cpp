@@ -13,6 +13,7 @@
 #include "api/api.h"
 #include "config/fleet_spec.h"
 #include "fleet/fleet.h"
+#include "health/service.h"
 #include "scrape/scraper.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
@@ -22,8 +23,8 @@ namespace {
 
 // GPU events (XID errors) from an agent or a scrape: a durable, queryable record each, and the
 // GPU's "last XID" gauge. False when the records could not be stored.
-bool RecordGpuEvents(Store& store, TelemetryStore& telemetry, const std::string& node,
-                     const std::vector<std::string>& uuids,
+bool RecordGpuEvents(Store& store, TelemetryStore& telemetry, health::HealthService& health,
+                     const std::string& node, const std::vector<std::string>& uuids,
                      const std::vector<proto::GpuEvent>& events) {
   std::vector<GpuEventRecord> records;
   proto::Samples xids;
@@ -44,6 +45,11 @@ bool RecordGpuEvents(Store& store, TelemetryStore& telemetry, const std::string&
     return false;
   }
   if (!xids.rows.empty()) (void)telemetry.Ingest(uuids, xids);
+  for (const auto& e : events) {
+    if (e.kind == "xid" && e.gpu >= 0 && e.gpu < static_cast<int>(uuids.size())) {
+      health.OnXid(uuids[e.gpu], e.time_ms, static_cast<int>(e.value));
+    }
+  }
   return true;
 }
 
@@ -51,8 +57,9 @@ bool RecordGpuEvents(Store& store, TelemetryStore& telemetry, const std::string&
 // the telemetry store (acknowledged once they are in its write-ahead log).
 class AgentRouter : public proto::AgentHandler {
  public:
-  AgentRouter(FleetService& fleet, TelemetryStore& telemetry, Store& store)
-      : fleet_(fleet), telemetry_(telemetry), store_(store) {}
+  AgentRouter(FleetService& fleet, TelemetryStore& telemetry, Store& store,
+              health::HealthService& health)
+      : fleet_(fleet), telemetry_(telemetry), store_(store), health_(health) {}
   Result<proto::Welcome> OnHello(const proto::Hello& hello, const std::string& remote) override {
     return fleet_.OnHello(hello, remote);
   }
@@ -67,7 +74,7 @@ class AgentRouter : public proto::AgentHandler {
     if (!samples) return std::nullopt;
     std::vector<std::string> uuids = fleet_.GpuUuids(node);
     if (!samples->events.empty() &&
-        !RecordGpuEvents(store_, telemetry_, node, uuids, samples->events)) {
+        !RecordGpuEvents(store_, telemetry_, health_, node, uuids, samples->events)) {
       return std::nullopt;
     }
     auto stored = telemetry_.Ingest(uuids, *samples);
@@ -83,13 +90,14 @@ class AgentRouter : public proto::AgentHandler {
   FleetService& fleet_;
   TelemetryStore& telemetry_;
   Store& store_;
+  health::HealthService& health_;
 };
 
 // Scrape mode's sink: a dcgm-exporter page registers or refreshes its node and is stored like an
 // agent's batch. dcgm-exporter shows only the last XID per GPU, so a change of that value to a
 // non-zero one is recorded as an XID event (a repeat of the same XID cannot be told apart).
 Status IngestScrape(FleetService& fleet, TelemetryStore& telemetry, Store& store,
-                    const scrape::ScrapeTarget& target, int64_t now,
+                    health::HealthService& health, const scrape::ScrapeTarget& target, int64_t now,
                     const scrape::DcgmReading& reading) {
   auto pool = fleet.FindPool(target.pool);
   if (!pool.ok()) return pool.error();
@@ -110,7 +118,7 @@ Status IngestScrape(FleetService& fleet, TelemetryStore& telemetry, Store& store
     }
     batch.rows.push_back(row);
   }
-  if (!events.empty() && !RecordGpuEvents(store, telemetry, target.node, uuids, events)) {
+  if (!events.empty() && !RecordGpuEvents(store, telemetry, health, target.node, uuids, events)) {
     return MakeError(ErrorCode::kUnavailable, "XID events of " + target.node + " not stored");
   }
   auto stored = telemetry.Ingest(uuids, batch);
@@ -140,6 +148,7 @@ struct Controller::Impl {
   std::unique_ptr<Store> store;
   std::unique_ptr<FleetService> fleet;
   std::unique_ptr<TelemetryStore> telemetry;
+  std::unique_ptr<health::HealthService> health;
   std::unique_ptr<AgentRouter> agents;
   std::unique_ptr<scrape::Scraper> scraper;
   std::unique_ptr<api::ApiServer> server;
@@ -198,11 +207,21 @@ Status Controller::Start() {
                replay.torn_bytes
                    ? " (a torn tail of " + std::to_string(replay.torn_bytes) + " bytes was cut)"
                    : "");
-  impl_->agents = std::make_unique<AgentRouter>(*impl_->fleet, *impl_->telemetry, *impl_->store);
+  auto xids = XidCatalog::Builtin();
+  if (!o.xid_catalog.empty()) {
+    auto loaded = XidCatalog::Load(o.xid_catalog);
+    if (!loaded.ok()) return loaded.error();
+    xids = loaded.value();
+  }
+  impl_->health = std::make_unique<health::HealthService>(
+      *impl_->fleet, *impl_->telemetry, *impl_->store, impl_->catalog, xids, impl_->clock);
+  GF_TRY(impl_->health->Load());
+  impl_->agents = std::make_unique<AgentRouter>(*impl_->fleet, *impl_->telemetry, *impl_->store,
+                                                *impl_->health);
   impl_->scraper = std::make_unique<scrape::Scraper>(
       impl_->clock, [impl = impl_.get()](const scrape::ScrapeTarget& t, int64_t now,
                                          const scrape::DcgmReading& r) {
-        return IngestScrape(*impl->fleet, *impl->telemetry, *impl->store, t, now, r);
+        return IngestScrape(*impl->fleet, *impl->telemetry, *impl->store, *impl->health, t, now, r);
       });
   impl_->scraper->SetTargets(ScrapeTargets(*impl_->fleet));
 
@@ -211,9 +230,9 @@ Status Controller::Start() {
   ao.max_body_bytes = o.max_body_bytes;
   ao.threads = o.threads;
   impl_->server = std::make_unique<api::ApiServer>(
-      ao,
-      api::ApiDeps{*impl_->fleet, *impl_->store, impl_->catalog, impl_->clock, *impl_->telemetry,
-                   *impl_->agents, [s = impl_->scraper.get()] { return s->Targets(); }});
+      ao, api::ApiDeps{*impl_->fleet, *impl_->store, impl_->catalog, impl_->clock,
+                       *impl_->telemetry, *impl_->agents,
+                       [s = impl_->scraper.get()] { return s->Targets(); }, impl_->health.get()});
   auto addr = impl_->server->Start();
   if (!addr.ok()) return addr.error();
   impl_->address = addr.value();
@@ -232,6 +251,7 @@ Status Controller::Start() {
     std::unique_lock lock(impl_->mu);
     int64_t next_retain = impl_->clock->NowMs() + 60'000;
     int64_t next_targets = impl_->clock->NowMs() + 5'000;
+    int64_t next_health = impl_->clock->NowMs() + impl_->options.health_interval_ms;
     int64_t next_checkpoint = impl_->clock->NowMs() + impl_->options.checkpoint_interval_ms;
     while (!impl_->stopping) {
       impl_->cv.wait_for(lock, std::chrono::milliseconds(period));
@@ -244,6 +264,10 @@ Status Controller::Start() {
       if (now >= next_targets) {
         next_targets = now + 5'000;
         impl_->scraper->SetTargets(ScrapeTargets(*impl_->fleet));
+      }
+      if (now >= next_health) {
+        next_health = now + impl_->options.health_interval_ms;
+        impl_->health->Apply();
       }
       if (now >= next_retain) {
         next_retain = now + 60'000;

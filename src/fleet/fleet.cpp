@@ -107,7 +107,7 @@ Result<ApplyCounts> FleetService::Apply(const FleetSpec& spec) {
     }
     for (auto& [_, e] : nodes_) {
       if (e.node.pool != name) continue;
-      auto [health, why] = Judge(*pool, e.node.gpus);
+      auto [health, why] = Verdict(e, *pool);
       std::vector<NodeEvent> events;
       Move(e.node, OnHealth({e.node.state, e.node.resume_state}, health),
            "pool profile changed: " + why, "controller", events);
@@ -229,6 +229,41 @@ void FleetService::Move(Node& node, NodeStatus next, const std::string& reason,
   node.resume_state = next.resume;
 }
 
+FleetService::Verdict_ FleetService::Worst(const Verdict_& a, const Verdict_& b) {
+  auto rank = [](NodeState s) {
+    return s == NodeState::kUnhealthy ? 2 : s == NodeState::kDegraded ? 1 : 0;
+  };
+  if (rank(b.first) == 0) return a;
+  if (rank(a.first) == 0) return b;
+  return {rank(a.first) >= rank(b.first) ? a.first : b.first, a.second + "; " + b.second};
+}
+
+FleetService::Verdict_ FleetService::Verdict(Entry& entry, const Pool& pool) {
+  entry.judged = Judge(pool, entry.node.gpus);
+  return Worst(entry.judged, entry.health);
+}
+
+Result<bool> FleetService::SetHealth(const std::string& name, NodeState health,
+                                     const std::string& reason) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return MakeError(ErrorCode::kNotFound, "no node '" + name + "'");
+  Entry& e = it->second;
+  if (e.health.first == health && e.health.second == reason) return false;
+  e.health = {health, reason};
+  Node& n = e.node;
+  if (n.state == NodeState::kUnreachable || n.state == NodeState::kProvisioning ||
+      n.state == NodeState::kJoining) {
+    return true;  // the verdict applies when the node is back or has joined
+  }
+  auto [state, why] = Worst(e.judged, e.health);
+  std::vector<NodeEvent> events;
+  Move(n, OnHealth({n.state, n.resume_state}, state), why, "controller", events);
+  if (events.empty() && state != NodeState::kReady) n.reason = why;
+  if (auto s = Save(e, events); !s.ok()) return s.error();
+  return true;
+}
+
 std::pair<NodeState, std::string> FleetService::Judge(const Pool& pool,
                                                       std::vector<Gpu>& gpus) const {
   std::vector<std::string> failed;
@@ -270,10 +305,7 @@ Result<Node> FleetService::Act(const std::string& name, NodeAction action,
   auto pool = FindPool(node.pool);
   NodeState health = NodeState::kReady;
   std::string health_reason;
-  if (pool.ok()) {
-    std::vector<Gpu> gpus = node.gpus;
-    std::tie(health, health_reason) = Judge(pool.value(), gpus);
-  }
+  if (pool.ok()) std::tie(health, health_reason) = Verdict(entry, pool.value());
   Node before = node;
   std::vector<NodeEvent> events;
   auto next = ApplyAction({node.state, node.resume_state}, action, health);
@@ -411,7 +443,7 @@ Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const st
   node.gpus = hello.gpus;
   node.last_seen_ms = now;
   node.connected = true;
-  auto [health, why] = Judge(pool.value(), node.gpus);
+  auto [health, why] = Verdict(it->second, pool.value());
   if (node.state == NodeState::kProvisioning) {
     Move(node, {NodeState::kJoining, NodeState::kJoining},
          "registered from " + remote + " with " + via, "agent", events);
@@ -453,7 +485,8 @@ Status FleetService::ObserveExporter(const std::string& name, const Pool& pool,
   entry.silence_ms = silence_ms;
   node.last_seen_ms = now;
   node.connected = true;
-  auto [health, why] = Judge(pool, gpus);
+  entry.judged = Judge(pool, gpus);
+  auto [health, why] = Worst(entry.judged, entry.health);
   bool same_gpus = !created && gpus.size() == node.gpus.size();
   for (size_t i = 0; same_gpus && i < gpus.size(); ++i) {
     same_gpus = gpus[i].uuid == node.gpus[i].uuid && gpus[i].model == node.gpus[i].model &&
@@ -553,7 +586,7 @@ std::optional<proto::Message> FleetService::OnMessage(const std::string& name,
   if (!pool.ok() || it == nodes_.end()) return std::nullopt;
   Node& n = it->second.node;
   if (inventory) n.gpus = inventory->gpus;
-  auto [health, why] = Judge(pool.value(), n.gpus);
+  auto [health, why] = Verdict(it->second, pool.value());
   std::vector<NodeEvent> events;
   NodeStatus current{n.state, n.resume_state};
   Move(n, n.state == NodeState::kUnreachable ? OnBack(current, health) : OnHealth(current, health),

@@ -97,6 +97,11 @@ class FleetService : public proto::AgentHandler {
   Status ObserveExporter(const std::string& name, const Pool& pool, const NodeFacts& facts,
                          std::vector<Gpu> gpus, int64_t silence_ms);
 
+  // The health model's verdict on a node from its telemetry (ready, degraded or unhealthy, with
+  // the reason). The node's state is the worse of this and its pool match; admin states such
+  // as cordoned keep it as their resume state. Returns whether the verdict changed.
+  Result<bool> SetHealth(const std::string& name, NodeState health, const std::string& reason);
+
   // proto::AgentHandler
   Result<proto::Welcome> OnHello(const proto::Hello& hello, const std::string& remote) override;
   std::optional<proto::Message> OnMessage(const std::string& node,
@@ -109,12 +114,18 @@ class FleetService : public proto::AgentHandler {
   std::pair<NodeState, std::string> Judge(const Pool& pool, std::vector<Gpu>& gpus) const;
 
  private:
+  using Verdict_ = std::pair<NodeState, std::string>;
   struct Entry {
     Node node;
     uint64_t connection = 0;  // the live connection's id, 0 when none
     std::string summary;      // cached JSON of the persisted fields; empty when stale
     int64_t silence_ms = 0;   // allowed silence before unreachable; 0: the heartbeat timeout
+    Verdict_ judged{NodeState::kReady, ""};  // the last pool match (Judge)
+    Verdict_ health{NodeState::kReady, ""};  // the health model's last verdict (SetHealth)
   };
+  static Verdict_ Worst(const Verdict_& a, const Verdict_& b);
+  // Judges the node against its pool and combines that with its health verdict.
+  Verdict_ Verdict(Entry& entry, const Pool& pool);
 
   static bool Matches(const Node& node, const NodeFilter& filter);
   // Writes the node and its events; every persisted change goes through here, which is what

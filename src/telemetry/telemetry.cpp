@@ -75,14 +75,20 @@ std::array<std::optional<tsdb::Sample>, kFieldCount> TelemetryStore::LatestAll(
     const std::string& gpu_uuid) const {
   std::array<std::optional<tsdb::Sample>, kFieldCount> out;
   Ids ids;
+  bool known = false;
   {
     std::lock_guard lock(mu_);
     auto it = ids_.find(gpu_uuid);
-    if (it == ids_.end()) {
-      for (size_t f = 0; f < kFieldCount; ++f) out[f] = Latest(gpu_uuid, Fields()[f].field);
-      return out;
+    if (it != ids_.end()) {
+      ids = it->second;
+      known = true;
     }
-    ids = it->second;
+  }
+  if (!known) {
+    // Not ingested since start-up (Latest looks in the checkpoint and log); outside mu_, which
+    // Latest takes.
+    for (size_t f = 0; f < kFieldCount; ++f) out[f] = Latest(gpu_uuid, Fields()[f].field);
+    return out;
   }
   for (size_t f = 0; f < kFieldCount; ++f) out[f] = engine_->db().Latest(ids[f]);
   return out;

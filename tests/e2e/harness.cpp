@@ -145,6 +145,8 @@ void ControllerProcess::Start() {
                                 "200ms",
                                 "--heartbeat-timeout",
                                 "1500ms",
+                                "--health-interval",
+                                "500ms",
                                 "--log-level",
                                 "warn"};
   args.insert(args.end(), extra_.begin(), extra_.end());

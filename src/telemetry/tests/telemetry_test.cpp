@@ -49,6 +49,12 @@ TEST(Telemetry, IngestsRowsAndReadsThemBack) {
       reopened.value()->Range("GPU-a", Field::kPowerUsage, tsdb::Resolution::kRaw, 0, INT64_MAX);
   ASSERT_EQ(range.size(), 3u);
   EXPECT_EQ(range[2].max, 300'002);
+  // After a restart, before the GPU reports again, its latest values come from the log.
+  auto all = reopened.value()->LatestAll("GPU-b");
+  ASSERT_TRUE(all[static_cast<size_t>(Field::kGpuUtil)].has_value());
+  EXPECT_EQ(all[static_cast<size_t>(Field::kGpuUtil)]->v, 21);
+  EXPECT_FALSE(all[static_cast<size_t>(Field::kGpuTemp)].has_value());
+  EXPECT_EQ(reopened.value()->Latest("GPU-b", Field::kGpuUtil)->v, 21);
   std::filesystem::remove_all(dir);
 }
 

@@ -1,0 +1,127 @@
+// GPU and node health: GET /api/v1/health (fleet and per-cluster counts, and each node's
+// verdict with its GPUs' reasons) and GET /api/v1/xids (the XID catalogue).
+
+#include <map>
+
+#include "api/json_util.h"
+
+namespace json = boost::json;
+
+namespace gpufleet::api {
+namespace {
+
+struct Counts {
+  int nodes = 0, ready = 0, degraded = 0, unhealthy = 0;
+  int gpus = 0, healthy = 0, warning = 0, failed = 0;
+  void Add(const health::NodeHealth& n) {
+    ++nodes;
+    ready += n.health == NodeState::kReady;
+    degraded += n.health == NodeState::kDegraded;
+    unhealthy += n.health == NodeState::kUnhealthy;
+    for (const auto& g : n.gpus) {
+      ++gpus;
+      healthy += g.level == health::Level::kHealthy;
+      warning += g.level == health::Level::kWarning;
+      failed += g.level == health::Level::kFailed;
+    }
+  }
+  json::object Json() const {
+    return {{"nodes", nodes},          {"ready", ready},       {"degraded", degraded},
+            {"unhealthy", unhealthy},  {"gpus", gpus},         {"gpus_healthy", healthy},
+            {"gpus_warning", warning}, {"gpus_failed", failed}};
+  }
+};
+
+json::object NodeJson(const health::NodeHealth& n) {
+  json::array gpus;
+  for (const auto& g : n.gpus) {
+    json::array reasons;
+    for (const auto& r : g.reasons) {
+      reasons.push_back(json::object{{"check", r.check},
+                                     {"level", health::ToString(r.level)},
+                                     {"message", r.message},
+                                     {"action", r.action}});
+    }
+    gpus.push_back(json::object{{"index", g.index},
+                                {"uuid", g.uuid},
+                                {"health", health::ToString(g.level)},
+                                {"reasons", std::move(reasons)}});
+  }
+  json::array reasons;
+  for (const auto& r : n.reasons) reasons.push_back(json::value(r));
+  return {{"node", n.node},
+          {"cluster", n.cluster},
+          {"pool", n.pool},
+          {"health", ToString(n.health)},
+          {"reasons", std::move(reasons)},
+          {"simulated", n.simulated},
+          {"gpus", std::move(gpus)}};
+}
+
+}  // namespace
+
+void AddHealthRoutes(Router& router, ApiContext& ctx) {
+  router.Add("GET", "/api/v1/health", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) {
+               if (!ctx.health) {
+                 return ErrorResponse(
+                     MakeError(ErrorCode::kUnavailable, "the health model is not running"));
+               }
+               auto page = ParsePage(req);
+               if (!page.ok()) return ErrorResponse(page.error());
+               std::string show = req.Param("show").empty() ? "problems" : req.Param("show");
+               if (show != "problems" && show != "all") {
+                 return ErrorResponse(
+                     MakeError(ErrorCode::kInvalidArgument, "'show' must be problems or all"));
+               }
+               NodeFilter filter;
+               filter.cluster = req.Param("cluster");
+               filter.pool = req.Param("pool");
+               filter.name = req.Param("node");
+               filter.clusters = who.clusters;
+               Counts fleet;
+               std::map<std::string, Counts> clusters;
+               json::array items;
+               for (const auto& n : ctx.health->Evaluate(filter)) {
+                 fleet.Add(n);
+                 clusters[n.cluster].Add(n);
+                 if (show == "all" || n.health != NodeState::kReady) items.push_back(NodeJson(n));
+               }
+               json::array by_cluster;
+               for (const auto& [name, c] : clusters) {
+                 json::object o = c.Json();
+                 o["cluster"] = name;
+                 by_cluster.push_back(std::move(o));
+               }
+               size_t total = items.size();
+               json::array paged;
+               for (size_t i = page->offset; i < total && paged.size() < page->limit; ++i) {
+                 paged.push_back(std::move(items[i]));
+               }
+               return ObjectResponse(200, {{"summary", fleet.Json()},
+                                           {"clusters", std::move(by_cluster)},
+                                           {"items", std::move(paged)},
+                                           {"total", total},
+                                           {"show", show}});
+             });
+
+  router.Add("GET", "/api/v1/xids", Role::kViewer, [&ctx](const Request& req, const Principal&) {
+    if (!ctx.health) {
+      return ErrorResponse(MakeError(ErrorCode::kUnavailable, "the health model is not running"));
+    }
+    json::array items;
+    for (const auto& x : ctx.health->xid_catalog().all()) {
+      items.push_back(json::object{{"xid", x.xid},
+                                   {"name", x.name},
+                                   {"description", x.description},
+                                   {"severity", ToString(x.severity)},
+                                   {"action", x.action},
+                                   {"hold_ms", x.hold_ms}});
+    }
+    auto page = ParsePage(req);
+    if (!page.ok()) return ErrorResponse(page.error());
+    return ListResponse(std::move(items), page.value());
+  });
+}
+
+}  // namespace gpufleet::api

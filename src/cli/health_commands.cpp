@@ -1,0 +1,88 @@
+// health and xids: the health model from the command line.
+
+#include <CLI/CLI.hpp>
+
+#include "cli/cli.h"
+#include "cli/output.h"
+
+namespace json = boost::json;
+
+namespace gpufleet::cli {
+
+void AddHealthCommands(CLI::App& app, Globals& g) {
+  {
+    auto* health = app.add_subcommand(
+        "health", "GPU and node health with reasons and recommended actions (problems only)");
+    static std::string cluster, pool, node;
+    static bool all = false;
+    health->add_option("--cluster", cluster, "only this cluster");
+    health->add_option("--pool", pool, "only this pool");
+    health->add_option("--node", node, "only this node");
+    health->add_flag("--all", all, "list healthy nodes and GPUs too");
+    health->callback([&g] {
+      auto v = Call(g, "GET",
+                    "/api/v1/health" + QueryString({{"cluster", cluster},
+                                                    {"pool", pool},
+                                                    {"node", node},
+                                                    {"show", all ? "all" : ""},
+                                                    {"limit", "5000"}}));
+      if (!v) return;
+      Show(g, *v, [](const json::value& v) {
+        Table clusters({"CLUSTER", "NODES", "READY", "DEGRADED", "UNHEALTHY", "GPUS", "HEALTHY",
+                        "WARNING", "FAILED"});
+        auto row = [&](const std::string& name, const json::value& c) {
+          clusters.Row({name, Str(c.at("nodes")), Str(c.at("ready")), Str(c.at("degraded")),
+                        Str(c.at("unhealthy")), Str(c.at("gpus")), Str(c.at("gpus_healthy")),
+                        Str(c.at("gpus_warning")), Str(c.at("gpus_failed"))});
+        };
+        for (const auto& c : v.at("clusters").as_array()) row(Str(c.at("cluster")), c);
+        row("(fleet)", v.at("summary"));
+        clusters.Print();
+        Table t({"NODE", "HEALTH", "GPU", "LEVEL", "CHECK", "ACTION", "WHY"});
+        size_t rows = 0;
+        for (const auto& n : v.at("items").as_array()) {
+          bool any = false;
+          for (const auto& gpu : n.at("gpus").as_array()) {
+            for (const auto& r : gpu.at("reasons").as_array()) {
+              t.Row({Str(n.at("node")), Str(n.at("health")), Str(gpu.at("index")),
+                     Str(r.at("level")), Str(r.at("check")), Str(r.at("action")),
+                     Str(r.at("message"))});
+              any = true;
+              ++rows;
+            }
+          }
+          if (!any) {
+            std::string why;
+            for (const auto& r : n.at("reasons").as_array())
+              why += (why.empty() ? "" : "; ") + Str(r);
+            t.Row({Str(n.at("node")), Str(n.at("health")), "-", "-", "-", "-", why});
+            ++rows;
+          }
+        }
+        if (rows) {
+          std::printf("\n");
+          t.Print();
+        }
+      });
+    });
+  }
+  {
+    auto* xids = app.add_subcommand("xids", "The XID catalogue")->require_subcommand(1);
+    auto* list = xids->add_subcommand("list", "What each XID means and what to do about it");
+    list->callback([&g] {
+      auto v = Call(g, "GET", "/api/v1/xids?limit=5000");
+      if (!v) return;
+      Show(g, *v, [](const json::value& v) {
+        Table t({"XID", "NAME", "SEVERITY", "ACTION", "HOLD", "DESCRIPTION"});
+        for (const auto& x : v.at("items").as_array()) {
+          t.Row({Str(x.at("xid")), Str(x.at("name")), Str(x.at("severity")), Str(x.at("action")),
+                 std::to_string(x.at("hold_ms").as_int64() / 60'000) + "m",
+                 Str(x.at("description"))});
+        }
+        t.Print();
+      });
+    });
+  }
+}
+
+}  // namespace gpufleet::cli

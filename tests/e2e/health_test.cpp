@@ -1,0 +1,77 @@
+// The health model end to end: faults injected into simulated GPUs turn them failed or warning
+// with the catalogue's reason and action, the node's state follows, and the API and CLI show it.
+
+#include "fixture.h"
+
+namespace gpufleet::e2e {
+namespace {
+
+using Health = E2E;
+
+TEST_F(Health, AnXid79FailsTheGpuAndTheNodeWithTheCataloguesAction) {
+  Apply();
+  Sim(JoinToken("h100"), "hl", 2, "H100-SXM5-80GB", 8);
+  ASSERT_TRUE(WaitState("hl-0000", "ready"));
+  ASSERT_TRUE(WaitState("hl-0001", "ready"));
+  auto [s, v] = controller_->Call("GET", "/api/v1/health");
+  ASSERT_EQ(s, 200) << v;
+  EXPECT_EQ(v.at("summary").at("gpus").as_int64(), 16);
+  EXPECT_EQ(v.at("summary").at("gpus_failed").as_int64(), 0);
+  EXPECT_EQ(v.at("items").as_array().size(), 0u);  // problems only, and there are none
+
+  ASSERT_EQ(
+      controller_->Call("POST", "/api/v1/nodes/hl-0001/gpus/5/inject", R"({"xid": 79})").first,
+      202);
+  ASSERT_TRUE(WaitState("hl-0001", "unhealthy", 15000));
+  EXPECT_NE(std::string(Node("hl-0001").at("reason").as_string()).find("XID 79"),
+            std::string::npos);
+  EXPECT_EQ(State("hl-0000"), "ready");
+  auto h = controller_->Call("GET", "/api/v1/health").second;
+  EXPECT_EQ(h.at("summary").at("gpus_failed").as_int64(), 1);
+  EXPECT_EQ(h.at("summary").at("unhealthy").as_int64(), 1);
+  ASSERT_EQ(h.at("items").as_array().size(), 1u);
+  const auto& node = h.at("items").at(0);
+  EXPECT_EQ(node.at("node").as_string(), "hl-0001");
+  EXPECT_EQ(node.at("health").as_string(), "unhealthy");
+  const auto& gpu = node.at("gpus").at(5);
+  EXPECT_EQ(gpu.at("health").as_string(), "failed");
+  EXPECT_EQ(gpu.at("reasons").at(0).at("check").as_string(), "xid");
+  EXPECT_EQ(gpu.at("reasons").at(0).at("action").as_string(), "reboot_node");
+  EXPECT_EQ(node.at("gpus").at(4).at("health").as_string(), "healthy");
+
+  auto cli = Cli({"health"});
+  EXPECT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_NE(cli.out.find("hl-0001"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find("reboot_node"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find("GPU_HAS_FALLEN_OFF_THE_BUS"), std::string::npos) << cli.out;
+
+  // An operator's cordon holds; the health verdict waits underneath it.
+  ASSERT_EQ(controller_->Call("POST", "/api/v1/nodes/hl-0001/cordon").first, 200);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(State("hl-0001"), "cordoned");
+  auto xids = Cli({"xids", "list"});
+  EXPECT_NE(xids.out.find("GPU_HAS_FALLEN_OFF_THE_BUS"), std::string::npos);
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/health?show=some").first, 400);
+}
+
+TEST_F(Health, AnOverheatedGpuFailsTheNodeUntilItCools) {
+  Apply();
+  Sim(JoinToken("l4"), "hot", 1, "L4", 1);
+  ASSERT_TRUE(WaitState("hot-0000", "ready"));
+  // The L4's limit in the catalogue is below 97 C: failed on the temperature check.
+  ASSERT_EQ(
+      controller_->Call("POST", "/api/v1/nodes/hot-0000/gpus/0/inject", R"({"temperature_c": 97})")
+          .first,
+      202);
+  ASSERT_TRUE(WaitState("hot-0000", "unhealthy", 15000));
+  auto h = controller_->Call("GET", "/api/v1/health?node=hot-0000").second;
+  EXPECT_EQ(h.at("items").at(0).at("gpus").at(0).at("reasons").at(0).at("check").as_string(),
+            "temperature");
+  ASSERT_EQ(
+      controller_->Call("POST", "/api/v1/nodes/hot-0000/gpus/0/inject", R"({"clear": true})").first,
+      202);
+  ASSERT_TRUE(WaitState("hot-0000", "ready", 30000));
+}
+
+}  // namespace
+}  // namespace gpufleet::e2e
