@@ -38,7 +38,7 @@ class Validator {
       const YAML::Node c = clusters[i];
       std::string path = "clusters[" + std::to_string(i) + "]";
       if (!c.IsMap()) return Fail(c, path, "must be a mapping");
-      GF_TRY(Keys(c, path, {"name", "type", "site", "labels", "pools"}));
+      GF_TRY(Keys(c, path, {"name", "type", "site", "labels", "remediation", "pools"}));
       Cluster cluster;
       GF_TRY_ASSIGN(cluster.name, Name(c, path));
       if (!cluster_names.insert(cluster.name).second) {
@@ -54,6 +54,7 @@ class Validator {
       cluster.type = *parsed;
       GF_TRY_ASSIGN(cluster.site, Str(c, path, "site", true));
       GF_TRY_ASSIGN(cluster.labels, LabelMap(c, path));
+      GF_TRY(RemediationPolicy(c, path, cluster.remediation));
       auto pools = c["pools"];
       if (pools && !pools.IsSequence()) return Fail(pools, path + ".pools", "must be a list");
       for (size_t j = 0; pools && j < pools.size(); ++j) {
@@ -146,6 +147,30 @@ class Validator {
           std::to_string(n) + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
     }
     return n;
+  }
+
+  // remediation: {cordon_unhealthy, drain_unhealthy, max_share}.
+  Status RemediationPolicy(const YAML::Node& c, const std::string& path, Remediation& r) const {
+    auto v = c["remediation"];
+    if (!v) return {};
+    std::string rpath = path + ".remediation";
+    if (!v.IsMap()) return Fail(v, rpath, "must be a mapping");
+    GF_TRY(Keys(v, rpath, {"cordon_unhealthy", "drain_unhealthy", "max_share"}));
+    for (auto [key, out] : {std::pair<const char*, bool*>{"cordon_unhealthy", &r.cordon_unhealthy},
+                            {"drain_unhealthy", &r.drain_unhealthy}}) {
+      if (auto b = v[key]) {
+        if (!b.IsScalar() || !YAML::convert<bool>::decode(b, *out)) {
+          return Fail(b, rpath + "." + key, "must be true or false");
+        }
+      }
+    }
+    if (auto s = v["max_share"]) {
+      if (!s.IsScalar() || !YAML::convert<double>::decode(s, r.max_share) || r.max_share < 0 ||
+          r.max_share > 1) {
+        return Fail(s, rpath + ".max_share", "must be a number from 0 to 1");
+      }
+    }
+    return {};
   }
 
   // exporters: [{node, url}] and scrape_interval: nodes that run dcgm-exporter.

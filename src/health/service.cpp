@@ -116,7 +116,71 @@ int HealthService::Apply() {
       }
     }
   }
+  Remediate();
   return changed;
+}
+
+int HealthService::Remediate() {
+  auto clusters = fleet_.Clusters();
+  if (!clusters.ok()) return 0;
+  int actions = 0;
+  for (const Cluster& c : clusters.value()) {
+    const Remediation& policy = c.remediation;
+    if (!policy.cordon_unhealthy && !policy.drain_unhealthy) continue;
+    NodeFilter filter;
+    filter.cluster = c.name;
+    std::vector<Node> nodes = fleet_.Nodes(filter);
+    auto by_remediation = [](const Node& n) {
+      bool out = n.state == NodeState::kCordoned || n.state == NodeState::kDraining ||
+                 n.state == NodeState::kDrained;
+      return out && n.reason.find("by remediation") != std::string::npos;
+    };
+    int taken = static_cast<int>(std::count_if(nodes.begin(), nodes.end(), by_remediation));
+    int limit = std::max(1, static_cast<int>(policy.max_share * static_cast<double>(nodes.size())));
+    bool held = false;
+    for (const Node& n : nodes) {
+      if (n.state != NodeState::kUnhealthy) continue;
+      if (taken >= limit || actions >= kMaxActionsPerCycle) {
+        held = true;
+        break;
+      }
+      NodeAction action = policy.drain_unhealthy ? NodeAction::kDrain : NodeAction::kCordon;
+      std::string before = n.reason;
+      auto after = fleet_.Act(n.name, action, "remediation");
+      AuditRecord a;
+      a.time_ms = clock_->NowMs();
+      a.actor = "remediation";
+      a.action = std::string(ToString(action)) + " (cluster " + c.name + " remediation policy)";
+      a.target = "node/" + n.name;
+      a.status = after.ok() ? 200 : 409;
+      a.result = after.ok() ? "ok" : after.error().message;
+      a.before = "{\"state\":\"unhealthy\"}";
+      a.after = after.ok() ? "{\"state\":\"" + std::string(ToString(after->state)) + "\"}" : "";
+      (void)store_.AppendAudit(a);
+      if (!after.ok()) {
+        spdlog::error("remediation: {} {}: {}", ToString(action), n.name, after.error().message);
+        continue;
+      }
+      spdlog::warn("remediation: {} {} (unhealthy: {})", ToString(action), n.name, before);
+      ++taken;
+      ++actions;
+    }
+    std::lock_guard lock(mu_);
+    bool& open = breaker_open_[c.name];
+    if (held && !open) {
+      spdlog::error(
+          "remediation: circuit breaker open in cluster {}: {} of {} nodes already taken out "
+          "(max_share {}); unhealthy nodes are left for an operator",
+          c.name, taken, nodes.size(), policy.max_share);
+    }
+    open = held;
+  }
+  return actions;
+}
+
+std::map<std::string, bool> HealthService::Breakers() const {
+  std::lock_guard lock(mu_);
+  return breaker_open_;
 }
 
 }  // namespace gpufleet::health

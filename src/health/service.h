@@ -32,11 +32,21 @@ class HealthService {
 
   // Every matching node's health, in name order.
   std::vector<NodeHealth> Evaluate(const NodeFilter& filter) const;
-  // Evaluates the whole fleet and gives each node's verdict to the fleet; returns how many
-  // verdicts changed.
+  // Evaluates the whole fleet and gives each node's verdict to the fleet, then applies each
+  // cluster's remediation policy; returns how many verdicts changed.
   int Apply();
 
+  // The remediation policy: cordons (or drains) unhealthy nodes of clusters that ask for it, as
+  // actor "remediation", each action a node event and an audit record. The circuit breaker
+  // holds while the cluster's nodes taken out by remediation reach its max_share (at least
+  // one node may always be taken), and at most kMaxActionsPerCycle act per cycle fleet-wide.
+  // Returns the actions taken.
+  int Remediate();
+  static constexpr int kMaxActionsPerCycle = 10;
+
   const XidCatalog& xid_catalog() const { return *xids_; }
+  // Clusters whose remediation circuit breaker held an action back in the last cycle.
+  std::map<std::string, bool> Breakers() const;
 
  private:
   FleetService& fleet_;
@@ -49,6 +59,7 @@ class HealthService {
   int64_t max_hold_ms_ = 0;
   mutable std::mutex mu_;
   std::map<std::string, std::vector<XidSeen>> recent_;  // by GPU UUID; guarded by mu_
+  std::map<std::string, bool> breaker_open_;            // by cluster; guarded by mu_
 };
 
 }  // namespace gpufleet::health

@@ -30,6 +30,9 @@ json::object ToJson(const Cluster& c) {
           {"type", ToString(c.type)},
           {"site", c.site},
           {"labels", LabelsJson(c.labels)},
+          {"remediation", json::object{{"cordon_unhealthy", c.remediation.cordon_unhealthy},
+                                       {"drain_unhealthy", c.remediation.drain_unhealthy},
+                                       {"max_share", c.remediation.max_share}}},
           {"created_at", FormatTime(c.created_ms)},
           {"updated_at", FormatTime(c.updated_ms)}};
 }

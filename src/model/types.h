@@ -17,6 +17,15 @@ enum class ClusterType { kTraining, kInference, kDevelopment, kEdge };
 std::string_view ToString(ClusterType type);
 std::optional<ClusterType> ParseClusterType(std::string_view text);
 
+// What the controller may do on its own about a cluster's unhealthy nodes. The circuit breaker:
+// automatic actions stop while `max_share` of the cluster's nodes are already out by them.
+struct Remediation {
+  bool cordon_unhealthy = false;
+  bool drain_unhealthy = false;  // implies cordon
+  double max_share = 0.1;        // 0..1
+  bool operator==(const Remediation&) const = default;
+};
+
 struct Cluster {
   std::string name;
   ClusterType type = ClusterType::kTraining;
@@ -24,6 +33,7 @@ struct Cluster {
   Labels labels;
   int64_t created_ms = 0;
   int64_t updated_ms = 0;
+  Remediation remediation;
 };
 
 // A node that runs NVIDIA's dcgm-exporter instead of the gpufleet agent: the controller scrapes

@@ -1,6 +1,9 @@
 // The health model end to end: faults injected into simulated GPUs turn them failed or warning
 // with the catalogue's reason and action, the node's state follows, and the API and CLI show it.
 
+#include <fstream>
+#include <thread>
+
 #include "fixture.h"
 
 namespace gpufleet::e2e {
@@ -71,6 +74,51 @@ TEST_F(Health, AnOverheatedGpuFailsTheNodeUntilItCools) {
       controller_->Call("POST", "/api/v1/nodes/hot-0000/gpus/0/inject", R"({"clear": true})").first,
       202);
   ASSERT_TRUE(WaitState("hot-0000", "ready", 30000));
+}
+
+// The remediation policy cordons an unhealthy node by itself, and its circuit breaker stops at
+// the cluster's max_share: a second unhealthy node is left for an operator.
+TEST_F(Health, RemediationCordonsUnhealthyNodesUntilTheCircuitBreakerHolds) {
+  std::string path = dir_ + "/remediation.yaml";
+  std::ofstream(path) << "apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n"
+                         "  - name: rem\n    type: training\n    site: lab\n"
+                         "    remediation: {cordon_unhealthy: true, max_share: 0.34}\n"
+                         "    pools:\n      - {name: rem-h100, gpu_model: H100-SXM5-80GB}\n";
+  auto applied = Cli({"apply", "-f", path});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  auto cluster = controller_->Call("GET", "/api/v1/clusters/rem").second;
+  EXPECT_TRUE(cluster.at("remediation").at("cordon_unhealthy").as_bool()) << cluster;
+  Sim(JoinToken("rem-h100"), "rem", 3, "H100-SXM5-80GB", 8);
+  for (const char* n : {"rem-0000", "rem-0001", "rem-0002"}) ASSERT_TRUE(WaitState(n, "ready"));
+
+  auto inject = [&](const std::string& node) {
+    return controller_->Call("POST", "/api/v1/nodes/" + node + "/gpus/0/inject", R"({"xid": 79})")
+        .first;
+  };
+  ASSERT_EQ(inject("rem-0000"), 202);
+  ASSERT_TRUE(WaitState("rem-0000", "cordoned", 15000)) << State("rem-0000");
+  EXPECT_NE(std::string(Node("rem-0000").at("reason").as_string()).find("cordon by remediation"),
+            std::string::npos);
+  auto audit = controller_->Call("GET", "/api/v1/audit").second;
+  bool recorded = false;
+  for (const auto& a : audit.at("items").as_array()) {
+    recorded = recorded || (a.at("actor").as_string() == "remediation" &&
+                            a.at("target").as_string() == "node/rem-0000");
+  }
+  EXPECT_TRUE(recorded) << audit;
+
+  // One of three nodes is the limit (max_share 0.34): the next one stays unhealthy.
+  ASSERT_EQ(inject("rem-0001"), 202);
+  ASSERT_TRUE(WaitState("rem-0001", "unhealthy", 15000));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto h = controller_->Call("GET", "/api/v1/health?cluster=rem").second;
+        return h.at("clusters").at(0).at("remediation_breaker_open").as_bool();
+      },
+      10000));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(State("rem-0001"), "unhealthy");
+  EXPECT_EQ(State("rem-0002"), "ready");
 }
 
 }  // namespace

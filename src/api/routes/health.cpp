@@ -88,9 +88,12 @@ void AddHealthRoutes(Router& router, ApiContext& ctx) {
                  if (show == "all" || n.health != NodeState::kReady) items.push_back(NodeJson(n));
                }
                json::array by_cluster;
+               auto breakers = ctx.health->Breakers();
                for (const auto& [name, c] : clusters) {
                  json::object o = c.Json();
                  o["cluster"] = name;
+                 auto b = breakers.find(name);
+                 o["remediation_breaker_open"] = b != breakers.end() && b->second;
                  by_cluster.push_back(std::move(o));
                }
                size_t total = items.size();

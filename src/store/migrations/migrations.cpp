@@ -50,6 +50,10 @@ CREATE INDEX gpu_events_node ON gpu_events(node, id)
 ALTER TABLE pools ADD COLUMN exporters TEXT NOT NULL DEFAULT '';
 ALTER TABLE pools ADD COLUMN scrape_interval_ms BIGINT NOT NULL DEFAULT 15000
 )SQL"},
+      // A cluster's remediation policy, as JSON {cordon_unhealthy, drain_unhealthy, max_share}.
+      {4, R"SQL(
+ALTER TABLE clusters ADD COLUMN remediation TEXT NOT NULL DEFAULT ''
+)SQL"},
   };
   return kAll;
 }

@@ -56,6 +56,27 @@ std::vector<ExporterTarget> ExportersFromText(const std::string& text) {
   return out;
 }
 
+std::string RemediationToText(const Remediation& r) {
+  return json::serialize(json::object{{"cordon_unhealthy", r.cordon_unhealthy},
+                                      {"drain_unhealthy", r.drain_unhealthy},
+                                      {"max_share", r.max_share}});
+}
+
+Remediation RemediationFromText(const std::string& text) {
+  Remediation r;
+  boost::system::error_code ec;
+  auto v = json::parse(text, ec);
+  if (ec || !v.is_object()) return r;
+  const auto& o = v.as_object();
+  if (auto* b = o.if_contains("cordon_unhealthy"); b && b->is_bool())
+    r.cordon_unhealthy = b->as_bool();
+  if (auto* b = o.if_contains("drain_unhealthy"); b && b->is_bool())
+    r.drain_unhealthy = b->as_bool();
+  if (auto* d = o.if_contains("max_share"); d && d->is_number())
+    r.max_share = d->to_number<double>();
+  return r;
+}
+
 Error StoreError(const std::exception& e) {
   std::string what = e.what();
   if (what.find("UNIQUE constraint") != std::string::npos) {
@@ -86,13 +107,14 @@ class SqliteStore : public Store {
       soci::transaction tx(sql_);
       for (const auto& c : clusters) {
         std::string type(ToString(c.type)), labels = LabelsToText(c.labels);
+        std::string remediation = RemediationToText(c.remediation);
         long long created = c.created_ms, updated = c.updated_ms;
-        sql_ << "INSERT INTO clusters (name, type, site, labels, created_ms, updated_ms) "
-                "VALUES (:n, :t, :s, :l, :c, :u) ON CONFLICT (name) DO UPDATE SET "
-                "type = excluded.type, site = excluded.site, labels = excluded.labels, "
-                "updated_ms = excluded.updated_ms",
+        sql_ << "INSERT INTO clusters (name, type, site, labels, remediation, created_ms, "
+                "updated_ms) VALUES (:n, :t, :s, :l, :r, :c, :u) ON CONFLICT (name) DO UPDATE "
+                "SET type = excluded.type, site = excluded.site, labels = excluded.labels, "
+                "remediation = excluded.remediation, updated_ms = excluded.updated_ms",
             soci::use(c.name), soci::use(type), soci::use(c.site), soci::use(labels),
-            soci::use(created), soci::use(updated);
+            soci::use(remediation), soci::use(created), soci::use(updated);
       }
       for (const auto& p : pools) {
         std::string labels = LabelsToText(p.labels), exporters = ExportersToText(p.exporters);
@@ -122,16 +144,18 @@ class SqliteStore : public Store {
     try {
       std::vector<Cluster> out;
       Cluster c;
-      std::string type, labels;
+      std::string type, labels, remediation;
       long long created = 0, updated = 0;
-      soci::statement st = (sql_.prepare << "SELECT name, type, site, labels, created_ms, "
-                                            "updated_ms FROM clusters ORDER BY name",
-                            soci::into(c.name), soci::into(type), soci::into(c.site),
-                            soci::into(labels), soci::into(created), soci::into(updated));
+      soci::statement st =
+          (sql_.prepare << "SELECT name, type, site, labels, remediation, created_ms, "
+                           "updated_ms FROM clusters ORDER BY name",
+           soci::into(c.name), soci::into(type), soci::into(c.site), soci::into(labels),
+           soci::into(remediation), soci::into(created), soci::into(updated));
       st.execute();
       while (st.fetch()) {
         c.type = ParseClusterType(type).value_or(ClusterType::kTraining);
         c.labels = LabelsFromText(labels);
+        c.remediation = RemediationFromText(remediation);
         c.created_ms = created;
         c.updated_ms = updated;
         out.push_back(c);
