@@ -59,10 +59,10 @@ class Fleet10k {
     }
     fleet_ = std::make_unique<FleetService>(*store_, catalog_, clock_, FleetOptions{});
     (void)fleet_->Load();
-    ctx_ = std::make_unique<api::ApiContext>(
-        api::ApiContext{*fleet_, *store_, *catalog_, *clock_, *telemetry_, http_metrics_,
-                        [](const std::string&, const proto::Message&) { return Status{}; },
-                        [] { return std::vector<scrape::TargetStatus>(); }, buffers_, nullptr});
+    ctx_ = std::make_unique<api::ApiContext>(api::ApiContext{
+        *fleet_, *store_, *catalog_, *clock_, *telemetry_, http_metrics_,
+        [](const std::string&, const proto::Message&) { return Status{}; },
+        [] { return std::vector<scrape::TargetStatus>(); }, buffers_, nullptr, nullptr});
     api::AddMetricsRoutes(router_, *ctx_);
   }
   ~Fleet10k() { std::filesystem::remove_all(dir_); }

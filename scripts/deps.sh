@@ -6,7 +6,8 @@ pkgs=(cmake ninja-build g++ ccache pkg-config
       libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
       libsoci-dev libsqlite3-dev libssl-dev libspdlog-dev libcli11-dev libyaml-cpp-dev)
 if [[ "${1:-}" == "--test" ]]; then
-  pkgs+=(libgtest-dev libbenchmark-dev clang-format git prometheus)  # promtool checks /metrics
+  # promtool checks /metrics; Alertmanager receives alerts in the tests
+  pkgs+=(libgtest-dev libbenchmark-dev clang-format git prometheus prometheus-alertmanager)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "alerting/notifier.h"
 #include "common/clock.h"
 #include "common/result.h"
 #include "fleet/fleet.h"
@@ -35,6 +36,7 @@ struct ApiDeps {
   // Scrape mode's targets and how their last scrape went; empty when nothing is scraped.
   std::function<std::vector<scrape::TargetStatus>()> scrape_targets;
   health::HealthService* health = nullptr;  // GET /api/v1/health; absent: 503
+  alerting::Notifier* alerts = nullptr;     // GET /api/v1/alerts; absent: 503
 };
 
 // Owns its I/O threads. Start() binds and serves; Stop() closes and joins. Thread-safe.

@@ -1,6 +1,7 @@
 #pragma once
 // What route handlers share (internal to the api component).
 
+#include "alerting/notifier.h"
 #include "api/buffer_pool.h"
 #include "api/http.h"
 #include "api/http_metrics.h"
@@ -27,6 +28,7 @@ struct ApiContext {
   std::function<std::vector<scrape::TargetStatus>()> scrape_targets;
   BufferPool& buffers;  // for large reply bodies; the server hands them back after writing
   health::HealthService* health;  // may be null (tests that do not need it)
+  alerting::Notifier* alerts;     // may be null
 };
 
 // Each routes/<resource>.cpp registers its handlers.
@@ -40,6 +42,7 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx);  // /api/v1/query, /metr
 void AddEventRoutes(Router& router, ApiContext& ctx);    // GPU events, fault injection
 void AddScrapeRoutes(Router& router, ApiContext& ctx);   // scrape mode's targets
 void AddHealthRoutes(Router& router, ApiContext& ctx);   // GPU and node health
+void AddAlertRoutes(Router& router, ApiContext& ctx);    // alerts and channels
 
 // Authenticates "Bearer <token>" against the stored API tokens.
 Result<Principal> Authenticate(Store& store, Clock& clock, const std::string& authorization);

@@ -18,4 +18,16 @@ Response ObjectResponse(int status, const boost::json::object& o) {
   return JsonResponse(status, boost::json::serialize(o));
 }
 
+Status OnlyFields(const boost::json::object& o, std::initializer_list<std::string_view> allowed) {
+  for (const auto& kv : o) {
+    bool ok = false;
+    for (auto a : allowed) ok = ok || kv.key() == a;
+    if (!ok) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "unknown field '" + std::string(kv.key()) + "'");
+    }
+  }
+  return {};
+}
+
 }  // namespace gpufleet::api

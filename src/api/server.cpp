@@ -72,7 +72,8 @@ struct ApiServer::Impl {
             d.scrape_targets ? d.scrape_targets
                              : [] { return std::vector<scrape::TargetStatus>(); },
             buffers,
-            d.health} {
+            d.health,
+            d.alerts} {
     AddClusterRoutes(router, ctx);
     AddNodeRoutes(router, ctx);
     AddTokenRoutes(router, ctx);
@@ -83,6 +84,7 @@ struct ApiServer::Impl {
     AddEventRoutes(router, ctx);
     AddScrapeRoutes(router, ctx);
     AddHealthRoutes(router, ctx);
+    AddAlertRoutes(router, ctx);
   }
 
   Status SendToAgent(const std::string& node, const proto::Message& message) {

@@ -1,4 +1,4 @@
-// health and xids: the health model from the command line.
+// health, xids, alerts and channels: the health model and alerting from the command line.
 
 #include <CLI/CLI.hpp>
 
@@ -81,6 +81,72 @@ void AddHealthCommands(CLI::App& app, Globals& g) {
         }
         t.Print();
       });
+    });
+  }
+  {
+    auto* alerts = app.add_subcommand("alerts", "Alerts")->require_subcommand(1);
+    auto* list = alerts->add_subcommand("list", "Pending, firing and recently resolved alerts");
+    static std::string state;
+    list->add_option("--state", state, "pending, firing or resolved");
+    list->callback([&g] {
+      auto v =
+          Call(g, "GET", "/api/v1/alerts" + QueryString({{"state", state}, {"limit", "5000"}}));
+      if (!v) return;
+      Show(g, *v, [](const json::value& v) {
+        Table t({"ALERT", "STATE", "SEVERITY", "NODE", "GPU", "SINCE", "SUMMARY"});
+        for (const auto& a : v.at("items").as_array()) {
+          const auto& labels = a.at("labels").as_object();
+          auto label = [&](const char* k) {
+            auto it = labels.find(k);
+            return it == labels.end() ? std::string("-") : Str(it->value());
+          };
+          t.Row({Str(a.at("alertname")), Str(a.at("state")), label("severity"), label("Hostname"),
+                 label("gpu"), Str(a.at("active_since")), Str(a.at("annotations").at("summary"))});
+        }
+        t.Print();
+      });
+    });
+  }
+  {
+    auto* channels =
+        app.add_subcommand("channels", "Where alerts are delivered")->require_subcommand(1);
+    auto* create = channels->add_subcommand("create", "Add an Alertmanager or webhook channel");
+    static std::string name, type, url, secret;
+    create->add_option("--name", name, "channel name")->required();
+    create->add_option("--type", type, "alertmanager or webhook")->required();
+    create->add_option("--url", url, "http://host:port (Alertmanager) or the webhook's URL")
+        ->required();
+    create->add_option("--secret", secret, "webhook signing key (HMAC-SHA256)");
+    create->callback([&g] {
+      json::object body{{"name", name}, {"type", type}, {"url", url}};
+      if (!secret.empty()) body["secret"] = secret;
+      auto v = Call(g, "POST", "/api/v1/channels", json::serialize(body));
+      if (!v) return;
+      Show(g, *v, [](const json::value& v) {
+        std::printf("channel %s (%s) created\n", Str(v.at("name")).c_str(),
+                    Str(v.at("type")).c_str());
+      });
+    });
+    auto* list = channels->add_subcommand("list", "Channels and their undelivered notifications");
+    list->callback([&g] {
+      auto v = Call(g, "GET", "/api/v1/channels");
+      if (!v) return;
+      Show(g, *v, [](const json::value& v) {
+        Table t({"NAME", "TYPE", "URL", "SIGNED", "PENDING", "LAST ERROR"});
+        for (const auto& c : v.at("items").as_array()) {
+          t.Row({Str(c.at("name")), Str(c.at("type")), Str(c.at("url")), Str(c.at("signed")),
+                 Str(c.at("pending")), Str(c.at("last_error"))});
+        }
+        t.Print();
+      });
+    });
+    auto* del = channels->add_subcommand("delete", "Remove a channel and its queued notifications");
+    static std::string target;
+    del->add_option("name", target, "channel name")->required();
+    del->callback([&g] {
+      auto v = Call(g, "DELETE", "/api/v1/channels/" + UrlEncode(target));
+      if (!v) return;
+      Show(g, *v, [](const json::value&) { std::printf("channel %s deleted\n", target.c_str()); });
     });
   }
 }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "alerting/notifier.h"
 #include "api/api.h"
 #include "config/fleet_spec.h"
 #include "fleet/fleet.h"
@@ -149,6 +150,7 @@ struct Controller::Impl {
   std::unique_ptr<FleetService> fleet;
   std::unique_ptr<TelemetryStore> telemetry;
   std::unique_ptr<health::HealthService> health;
+  std::unique_ptr<alerting::Notifier> notifier;
   std::unique_ptr<AgentRouter> agents;
   std::unique_ptr<scrape::Scraper> scraper;
   std::unique_ptr<api::ApiServer> server;
@@ -216,6 +218,8 @@ Status Controller::Start() {
   impl_->health = std::make_unique<health::HealthService>(
       *impl_->fleet, *impl_->telemetry, *impl_->store, impl_->catalog, xids, impl_->clock);
   GF_TRY(impl_->health->Load());
+  impl_->notifier = std::make_unique<alerting::Notifier>(*impl_->store, impl_->clock, "");
+  GF_TRY(impl_->notifier->Load());
   impl_->agents = std::make_unique<AgentRouter>(*impl_->fleet, *impl_->telemetry, *impl_->store,
                                                 *impl_->health);
   impl_->scraper = std::make_unique<scrape::Scraper>(
@@ -230,12 +234,15 @@ Status Controller::Start() {
   ao.max_body_bytes = o.max_body_bytes;
   ao.threads = o.threads;
   impl_->server = std::make_unique<api::ApiServer>(
-      ao, api::ApiDeps{*impl_->fleet, *impl_->store, impl_->catalog, impl_->clock,
-                       *impl_->telemetry, *impl_->agents,
-                       [s = impl_->scraper.get()] { return s->Targets(); }, impl_->health.get()});
+      ao,
+      api::ApiDeps{*impl_->fleet, *impl_->store, impl_->catalog, impl_->clock, *impl_->telemetry,
+                   *impl_->agents, [s = impl_->scraper.get()] { return s->Targets(); },
+                   impl_->health.get(), impl_->notifier.get()});
   auto addr = impl_->server->Start();
   if (!addr.ok()) return addr.error();
   impl_->address = addr.value();
+  impl_->notifier->set_external_url("http://" + impl_->address);
+  impl_->notifier->Start();
   // Write where we listen, so scripts and tests that asked for port 0 can find us.
   {
     std::string tmp = o.data_dir + "/controller.addr.tmp";
@@ -267,7 +274,11 @@ Status Controller::Start() {
       }
       if (now >= next_health) {
         next_health = now + impl_->options.health_interval_ms;
-        impl_->health->Apply();
+        std::vector<health::NodeHealth> reports;
+        impl_->health->Apply(&reports);
+        if (auto s = impl_->notifier->Cycle(reports); !s.ok()) {
+          spdlog::error("alerting: {}", s.error().message);
+        }
       }
       if (now >= next_retain) {
         next_retain = now + 60'000;
@@ -297,6 +308,7 @@ void Controller::Stop() {
   impl_->cv.notify_all();
   if (impl_->monitor.joinable()) impl_->monitor.join();
   if (impl_->scraper) impl_->scraper->Stop();
+  if (impl_->notifier) impl_->notifier->Stop();
   if (impl_->server) impl_->server->Stop();
   // A checkpoint now makes the next start quick; the log alone would lose nothing either.
   if (impl_->telemetry) {

@@ -60,8 +60,7 @@ Result<ApplyCounts> FleetService::Apply(const FleetSpec& spec) {
       c.created_ms = c.updated_ms = now;
       ++counts.clusters_created;
     } else if (it->second.type != c.type || it->second.site != c.site ||
-               it->second.remediation != c.remediation ||
-               it->second.labels != c.labels) {
+               it->second.remediation != c.remediation || it->second.labels != c.labels) {
       c.created_ms = it->second.created_ms;
       c.updated_ms = now;
       ++counts.clusters_updated;

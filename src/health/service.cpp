@@ -88,9 +88,10 @@ std::vector<NodeHealth> HealthService::Evaluate(const NodeFilter& filter) const 
   return out;
 }
 
-int HealthService::Apply() {
+int HealthService::Apply(std::vector<NodeHealth>* reports) {
   int changed = 0;
-  for (const auto& n : Evaluate({})) {
+  std::vector<NodeHealth> all = Evaluate({});
+  for (const auto& n : all) {
     // Unreachability has its own state; the verdict here is about the GPUs.
     NodeState verdict = NodeState::kReady;
     std::string reason;
@@ -117,6 +118,7 @@ int HealthService::Apply() {
     }
   }
   Remediate();
+  if (reports) *reports = std::move(all);
   return changed;
 }
 

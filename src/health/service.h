@@ -34,7 +34,7 @@ class HealthService {
   std::vector<NodeHealth> Evaluate(const NodeFilter& filter) const;
   // Evaluates the whole fleet and gives each node's verdict to the fleet, then applies each
   // cluster's remediation policy; returns how many verdicts changed.
-  int Apply();
+  int Apply(std::vector<NodeHealth>* reports = nullptr);
 
   // The remediation policy: cordons (or drains) unhealthy nodes of clusters that ask for it, as
   // actor "remediation", each action a node event and an audit record. The circuit breaker

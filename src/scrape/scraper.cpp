@@ -2,92 +2,28 @@
 
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
 #include <thread>
 
-#include "common/url.h"
-
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = asio::ip::tcp;
+#include "net/http_client.h"
 
 namespace gpufleet::scrape {
 
 Result<std::string> FetchPage(const std::string& url, int64_t timeout_ms, size_t max_body_bytes) {
-  auto parsed = ParseHttpUrl(url, "80");
-  if (!parsed.ok()) return parsed.error();
-  if (parsed->scheme != "http") {
-    return MakeError(ErrorCode::kInvalidArgument, url + ": only http:// is scraped");
+  net::HttpCall call;
+  call.url = url;
+  call.timeout_ms = timeout_ms;
+  call.max_body_bytes = max_body_bytes;
+  call.headers = {{"Accept", "text/plain;version=0.0.4"}};
+  auto reply = net::Send(call);
+  if (!reply.ok()) return reply.error();
+  if (reply->status != 200) {
+    return MakeError(ErrorCode::kUnavailable, url + ": HTTP " + std::to_string(reply->status));
   }
-  // Asynchronous operations on a private context so that one deadline covers resolving,
-  // connecting, writing and reading.
-  asio::io_context io;
-  tcp::resolver resolver(io);
-  beast::tcp_stream stream(io);
-  beast::flat_buffer buffer;
-  http::request<http::empty_body> req{http::verb::get, parsed->target, 11};
-  req.set(http::field::host, parsed->host + ":" + parsed->port);
-  req.set(http::field::user_agent, "gpufleet-scraper");
-  req.set(http::field::accept, "text/plain;version=0.0.4");
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(max_body_bytes);
-  beast::error_code failure;
-  std::string stage = "resolve";
-  auto deadline = std::chrono::milliseconds(timeout_ms);
-  stream.expires_after(deadline);
-  resolver.async_resolve(parsed->host, parsed->port, [&](beast::error_code ec, auto results) {
-    if (ec) {
-      failure = ec;
-      return;
-    }
-    stage = "connect";
-    stream.async_connect(results, [&](beast::error_code ec, const tcp::endpoint&) {
-      if (ec) {
-        failure = ec;
-        return;
-      }
-      stage = "send";
-      http::async_write(stream, req, [&](beast::error_code ec, size_t) {
-        if (ec) {
-          failure = ec;
-          return;
-        }
-        stage = "read";
-        http::async_read(stream, buffer, parser,
-                         [&](beast::error_code ec, size_t) { failure = ec; });
-      });
-    });
-  });
-  // The resolver has no deadline of its own; the stream's timer covers the rest.
-  io.run_for(deadline + std::chrono::milliseconds(100));
-  if (!io.stopped()) {
-    return MakeError(
-        ErrorCode::kUnavailable,
-        url + ": no answer within " + std::to_string(timeout_ms) + " ms (" + stage + ")");
-  }
-  if (failure) {
-    std::string what = failure == beast::error::timeout
-                           ? "timed out after " + std::to_string(timeout_ms) + " ms"
-                           : failure.message();
-    return MakeError(ErrorCode::kUnavailable, url + ": " + stage + ": " + what);
-  }
-  auto& res = parser.get();
-  beast::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-  if (res.result() != http::status::ok) {
-    return MakeError(ErrorCode::kUnavailable, url + ": HTTP " + std::to_string(res.result_int()) +
-                                                  " " + std::string(res.reason()));
-  }
-  return std::move(res.body());
+  return std::move(reply->body);
 }
 
 struct Scraper::Impl {

@@ -49,6 +49,35 @@ struct AuditRecord {
   std::string after;   // JSON after
 };
 
+// Where alert notifications go: "alertmanager" (its v2 API) or "webhook" (JSON, HMAC-signed).
+struct Channel {
+  std::string name;
+  std::string type;
+  std::string url;
+  std::string secret;  // webhook signing key; never returned by the API
+  int64_t created_ms = 0;
+};
+
+// A notification in the outbox: written with the alert state change it tells, removed only when
+// the receiver acknowledged it.
+struct Notification {
+  int64_t id = 0;
+  std::string channel;
+  std::string fingerprint;  // the alert's
+  std::string body;         // the request body, ready to send
+  int64_t created_ms = 0;
+  int attempts = 0;
+  int64_t next_ms = 0;  // not before
+  std::string last_error;
+};
+
+struct OutboxCount {
+  std::string channel;
+  int64_t pending = 0;
+  int64_t oldest_ms = 0;  // created_ms of the oldest; 0 when none
+  std::string last_error;
+};
+
 // Something that happened on a GPU (an XID error), as recorded.
 struct GpuEventRecord {
   int64_t id = 0;
@@ -93,6 +122,22 @@ class Store {
                                                             const std::string& kind, int limit) = 0;
 
   virtual Status AppendAudit(const AuditRecord& record) = 0;
+
+  // Alert delivery. Channel names are unique (kConflict).
+  virtual Status CreateChannel(const Channel& channel) = 0;
+  virtual Result<std::vector<Channel>> ListChannels() = 0;
+  virtual Status DeleteChannel(const std::string& name) = 0;  // and its queued notifications
+  // Alert state changes and their notifications, in one transaction: `alerts` are (fingerprint,
+  // JSON document) pairs to upsert.
+  virtual Status RecordAlertChanges(const std::vector<std::pair<std::string, std::string>>& alerts,
+                                    const std::vector<Notification>& notifications) = 0;
+  virtual Result<std::vector<std::string>> LoadAlertDocs() = 0;
+  virtual Status DeleteAlertDoc(const std::string& fingerprint) = 0;
+  // Due notifications (next_ms <= now), oldest first.
+  virtual Result<std::vector<Notification>> DueNotifications(int64_t now, int limit) = 0;
+  virtual Status AckNotification(int64_t id) = 0;
+  virtual Status DeferNotification(int64_t id, int64_t next_ms, const std::string& error) = 0;
+  virtual Result<std::vector<OutboxCount>> OutboxCounts() = 0;
   // Newest first; `before_id` > 0 pages backwards.
   virtual Result<std::vector<AuditRecord>> ListAudit(int64_t before_id, int limit) = 0;
 };

@@ -5,12 +5,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/asio/buffers_iterator.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -193,8 +196,10 @@ struct PageServer::Impl {
   int status = 200;
   int requests = 0;
   bool closing = false;
+  std::vector<std::string> bodies, heads;
+  unsigned short port = 0;
   asio::io_context io;
-  tcp::acceptor acceptor{io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
+  tcp::acceptor acceptor{io};
   std::thread thread;
 
   void Serve() {
@@ -213,7 +218,25 @@ struct PageServer::Impl {
         ++requests;
       }
       asio::streambuf request;
-      asio::read_until(socket, request, "\r\n\r\n", ec);
+      size_t header_end = asio::read_until(socket, request, "\r\n\r\n", ec);
+      std::string head(asio::buffers_begin(request.data()),
+                       asio::buffers_begin(request.data()) + (ec ? 0 : header_end));
+      request.consume(ec ? 0 : header_end);
+      size_t length = 0;
+      for (const char* key : {"Content-Length: ", "content-length: "}) {
+        if (auto at = head.find(key); at != std::string::npos) {
+          length = std::stoul(head.substr(at + std::strlen(key)));
+        }
+      }
+      if (!ec && request.size() < length) {
+        asio::read(socket, request, asio::transfer_exactly(length - request.size()), ec);
+      }
+      {
+        std::lock_guard lock(mu);
+        heads.push_back(head);
+        bodies.emplace_back(asio::buffers_begin(request.data()),
+                            asio::buffers_begin(request.data()) + request.size());
+      }
       std::string reply = "HTTP/1.1 " + std::to_string(code) + (code == 200 ? " OK" : " Error") +
                           "\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
                           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
@@ -223,7 +246,13 @@ struct PageServer::Impl {
   }
 };
 
-PageServer::PageServer(std::string page) : impl_(std::make_unique<Impl>()) {
+PageServer::PageServer(std::string page, unsigned short port) : impl_(std::make_unique<Impl>()) {
+  tcp::endpoint at(asio::ip::make_address("127.0.0.1"), port);
+  impl_->acceptor.open(at.protocol());
+  impl_->acceptor.set_option(tcp::acceptor::reuse_address(true));
+  impl_->acceptor.bind(at);
+  impl_->acceptor.listen();
+  impl_->port = impl_->acceptor.local_endpoint().port();
   impl_->page = std::move(page);
   impl_->thread = std::thread([this] { impl_->Serve(); });
 }
@@ -251,8 +280,20 @@ void PageServer::Set(std::string page, int status) {
 }
 
 std::string PageServer::url() const {
-  return "http://127.0.0.1:" + std::to_string(impl_->acceptor.local_endpoint().port()) + "/metrics";
+  return "http://127.0.0.1:" + std::to_string(impl_->port) + "/metrics";
 }
+
+std::vector<std::string> PageServer::bodies() {
+  std::lock_guard lock(impl_->mu);
+  return impl_->bodies;
+}
+
+std::vector<std::string> PageServer::heads() {
+  std::lock_guard lock(impl_->mu);
+  return impl_->heads;
+}
+
+unsigned short PageServer::port() const { return impl_->port; }
 
 int PageServer::requests() {
   std::lock_guard lock(impl_->mu);

@@ -47,11 +47,15 @@ bool WaitFor(const std::function<bool()>& condition, int timeout_ms, int poll_ms
 std::string TempDir(const std::string& name);
 std::string ReadFile(const std::string& path);
 
-// Plays a node's dcgm-exporter: serves one page at any path, one request per connection, on a
-// loopback port of its own, until closed.
+// Plays a node's dcgm-exporter (serves one page at any path) or a webhook receiver (records
+// each request's body): one request per connection, on a loopback port of its own (or `port`),
+// until closed.
 class PageServer {
  public:
-  explicit PageServer(std::string page);
+  explicit PageServer(std::string page, unsigned short port = 0);
+  std::vector<std::string> bodies();  // of the requests received, in order
+  std::vector<std::string> heads();   // their request lines and headers
+  unsigned short port() const;
   ~PageServer();
   PageServer(const PageServer&) = delete;
   PageServer& operator=(const PageServer&) = delete;

@@ -124,6 +124,33 @@ Response Metrics(ApiContext& ctx, const Request& req, const Principal& who) {
       static_cast<double>(ctx.telemetry.wal_bytes()));
   own("gpufleet_agents_connected", "gauge", "Agents with a live connection.",
       ctx.fleet.ConnectedAgents());
+  if (ctx.alerts) {
+    std::map<std::string, int> by_state{{"pending", 0}, {"firing", 0}, {"resolved", 0}};
+    for (const auto& a : ctx.alerts->Alerts()) ++by_state[std::string(alerting::ToString(a.state))];
+    AppendFamily(out, "gpufleet_alerts", "gauge",
+                 "Alerts by state (resolved: within the last hour).");
+    for (const auto& [state, n] : by_state) {
+      out += "gpufleet_alerts{state=\"" + state + "\"} ";
+      AppendNumber(out, n);
+      out += '\n';
+    }
+  }
+  // Delivery status per channel: notifications written and not yet acknowledged.
+  auto channels = ctx.store.ListChannels();
+  auto outbox = ctx.store.OutboxCounts();
+  if (channels.ok() && outbox.ok() && !channels->empty()) {
+    AppendFamily(out, "gpufleet_notifications_pending", "gauge",
+                 "Alert notifications waiting for their receiver's acknowledgement.");
+    for (const auto& c : channels.value()) {
+      int64_t pending = 0;
+      for (const auto& o : outbox.value()) pending += o.channel == c.name ? o.pending : 0;
+      out += "gpufleet_notifications_pending{";
+      AppendLabel(out, "channel", c.name, true);
+      out += "} ";
+      AppendNumber(out, static_cast<double>(pending));
+      out += '\n';
+    }
+  }
   ctx.http_metrics.Render(out);
   Response r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";

@@ -10,18 +10,6 @@ namespace json = boost::json;
 namespace gpufleet::api {
 namespace {
 
-Status OnlyFields(const json::object& o, std::initializer_list<std::string_view> allowed) {
-  for (const auto& kv : o) {
-    bool ok = false;
-    for (auto a : allowed) ok = ok || kv.key() == a;
-    if (!ok) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "unknown field '" + std::string(kv.key()) + "'");
-    }
-  }
-  return {};
-}
-
 Result<int64_t> Ttl(const json::object& o, const char* fallback) {
   std::string text;
   GF_TRY_ASSIGN(text, GetString(o, "ttl", std::string(fallback)));

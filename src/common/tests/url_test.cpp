@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/crypto.h"
+
 namespace gpufleet {
 namespace {
 
@@ -55,6 +57,12 @@ TEST(ParseHttpUrl, RefusesWithTheReason) {
     EXPECT_NE(u.error().message.find(c.says), std::string::npos)
         << c.text << " -> " << u.error().message;
   }
+}
+
+// RFC 4231 test case 2.
+TEST(HmacSha256Hex, KnownAnswer) {
+  EXPECT_EQ(HmacSha256Hex("Jefe", "what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
 }
 
 }  // namespace

@@ -54,6 +54,18 @@ ALTER TABLE pools ADD COLUMN scrape_interval_ms BIGINT NOT NULL DEFAULT 15000
       {4, R"SQL(
 ALTER TABLE clusters ADD COLUMN remediation TEXT NOT NULL DEFAULT ''
 )SQL"},
+      // Alerting: channels, the outbox of notifications, and alert states across restarts.
+      {5, R"SQL(
+CREATE TABLE channels (
+  name TEXT PRIMARY KEY, type TEXT NOT NULL, url TEXT NOT NULL, secret TEXT NOT NULL,
+  created_ms BIGINT NOT NULL);
+CREATE TABLE outbox (
+  id {ID}, channel TEXT NOT NULL, fingerprint TEXT NOT NULL, body TEXT NOT NULL,
+  created_ms BIGINT NOT NULL, attempts BIGINT NOT NULL, next_ms BIGINT NOT NULL,
+  last_error TEXT NOT NULL);
+CREATE INDEX outbox_due ON outbox(next_ms, id);
+CREATE TABLE alerts (fingerprint TEXT PRIMARY KEY, doc TEXT NOT NULL)
+)SQL"},
   };
   return kAll;
 }

@@ -441,6 +441,178 @@ class SqliteStore : public Store {
     }
   }
 
+  Status CreateChannel(const Channel& c) override {
+    std::lock_guard lock(mu_);
+    try {
+      long long created = c.created_ms;
+      sql_ << "INSERT INTO channels (name, type, url, secret, created_ms) "
+              "VALUES (:n, :t, :u, :s, :c)",
+          soci::use(c.name), soci::use(c.type), soci::use(c.url), soci::use(c.secret),
+          soci::use(created);
+      return {};
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Result<std::vector<Channel>> ListChannels() override {
+    std::lock_guard lock(mu_);
+    try {
+      std::vector<Channel> out;
+      Channel c;
+      long long created = 0;
+      soci::statement st = (sql_.prepare << "SELECT name, type, url, secret, created_ms FROM "
+                                            "channels ORDER BY name",
+                            soci::into(c.name), soci::into(c.type), soci::into(c.url),
+                            soci::into(c.secret), soci::into(created));
+      st.execute();
+      while (st.fetch()) {
+        c.created_ms = created;
+        out.push_back(c);
+      }
+      return out;
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Status DeleteChannel(const std::string& name) override {
+    std::lock_guard lock(mu_);
+    try {
+      soci::transaction tx(sql_);
+      int found = 0;
+      sql_ << "SELECT COUNT(*) FROM channels WHERE name = :n", soci::use(name), soci::into(found);
+      if (!found) return MakeError(ErrorCode::kNotFound, "no channel '" + name + "'");
+      sql_ << "DELETE FROM outbox WHERE channel = :n", soci::use(name);
+      sql_ << "DELETE FROM channels WHERE name = :n", soci::use(name);
+      tx.commit();
+      return {};
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Status RecordAlertChanges(const std::vector<std::pair<std::string, std::string>>& alerts,
+                            const std::vector<Notification>& notifications) override {
+    std::lock_guard lock(mu_);
+    try {
+      soci::transaction tx(sql_);
+      for (const auto& [fp, doc] : alerts) {
+        sql_ << "INSERT INTO alerts (fingerprint, doc) VALUES (:f, :d) ON CONFLICT (fingerprint) "
+                "DO UPDATE SET doc = excluded.doc",
+            soci::use(fp), soci::use(doc);
+      }
+      for (const auto& n : notifications) {
+        long long created = n.created_ms, next = n.next_ms, attempts = 0;
+        sql_ << "INSERT INTO outbox (channel, fingerprint, body, created_ms, attempts, next_ms, "
+                "last_error) VALUES (:c, :f, :b, :cr, :a, :n, '')",
+            soci::use(n.channel), soci::use(n.fingerprint), soci::use(n.body), soci::use(created),
+            soci::use(attempts), soci::use(next);
+      }
+      tx.commit();
+      return {};
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Result<std::vector<std::string>> LoadAlertDocs() override {
+    std::lock_guard lock(mu_);
+    try {
+      std::vector<std::string> out;
+      std::string doc;
+      soci::statement st = (sql_.prepare << "SELECT doc FROM alerts", soci::into(doc));
+      st.execute();
+      while (st.fetch()) out.push_back(doc);
+      return out;
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Status DeleteAlertDoc(const std::string& fingerprint) override {
+    std::lock_guard lock(mu_);
+    try {
+      sql_ << "DELETE FROM alerts WHERE fingerprint = :f", soci::use(fingerprint);
+      return {};
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Result<std::vector<Notification>> DueNotifications(int64_t now, int limit) override {
+    std::lock_guard lock(mu_);
+    try {
+      std::vector<Notification> out;
+      Notification n;
+      long long id = 0, created = 0, attempts = 0, next = 0, t = now, lim = limit;
+      soci::statement st =
+          (sql_.prepare << "SELECT id, channel, fingerprint, body, created_ms, attempts, next_ms, "
+                           "last_error FROM outbox WHERE next_ms <= :t ORDER BY id LIMIT :l",
+           soci::into(id), soci::into(n.channel), soci::into(n.fingerprint), soci::into(n.body),
+           soci::into(created), soci::into(attempts), soci::into(next), soci::into(n.last_error),
+           soci::use(t), soci::use(lim));
+      st.execute();
+      while (st.fetch()) {
+        n.id = id;
+        n.created_ms = created;
+        n.attempts = static_cast<int>(attempts);
+        n.next_ms = next;
+        out.push_back(n);
+      }
+      return out;
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Status AckNotification(int64_t id) override {
+    std::lock_guard lock(mu_);
+    try {
+      long long i = id;
+      sql_ << "DELETE FROM outbox WHERE id = :i", soci::use(i);
+      return {};
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Status DeferNotification(int64_t id, int64_t next_ms, const std::string& error) override {
+    std::lock_guard lock(mu_);
+    try {
+      long long i = id, next = next_ms;
+      sql_ << "UPDATE outbox SET attempts = attempts + 1, next_ms = :n, last_error = :e "
+              "WHERE id = :i",
+          soci::use(next), soci::use(error), soci::use(i);
+      return {};
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Result<std::vector<OutboxCount>> OutboxCounts() override {
+    std::lock_guard lock(mu_);
+    try {
+      std::vector<OutboxCount> out;
+      OutboxCount c;
+      long long pending = 0, oldest = 0;
+      soci::statement st =
+          (sql_.prepare << "SELECT channel, COUNT(*), MIN(created_ms), MAX(last_error) FROM outbox "
+                           "GROUP BY channel ORDER BY channel",
+           soci::into(c.channel), soci::into(pending), soci::into(oldest),
+           soci::into(c.last_error));
+      st.execute();
+      while (st.fetch()) {
+        c.pending = pending;
+        c.oldest_ms = oldest;
+        out.push_back(c);
+      }
+      return out;
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
   Result<std::vector<AuditRecord>> ListAudit(int64_t before_id, int limit) override {
     std::lock_guard lock(mu_);
     try {

@@ -1,0 +1,284 @@
+#include "alerting/notifier.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/json.hpp>
+
+#include "common/crypto.h"
+#include "net/http_client.h"
+
+namespace json = boost::json;
+
+namespace gpufleet::alerting {
+namespace {
+
+json::object LabelsJson(const Labels& labels) {
+  json::object o;
+  for (const auto& [k, v] : labels) o[k] = v;
+  return o;
+}
+
+Labels LabelsFrom(const json::value* v) {
+  Labels out;
+  if (!v || !v->is_object()) return out;
+  for (const auto& kv : v->as_object()) {
+    if (kv.value().is_string()) out[std::string(kv.key())] = kv.value().as_string().c_str();
+  }
+  return out;
+}
+
+std::string Doc(const Alert& a) {
+  return json::serialize(json::object{{"fingerprint", a.fingerprint},
+                                      {"rule", a.rule},
+                                      {"labels", LabelsJson(a.labels)},
+                                      {"annotations", LabelsJson(a.annotations)},
+                                      {"state", ToString(a.state)},
+                                      {"active_since_ms", a.active_since_ms},
+                                      {"fired_ms", a.fired_ms},
+                                      {"resolved_ms", a.resolved_ms},
+                                      {"last_true_ms", a.last_true_ms},
+                                      {"keep_since_ms", a.keep_since_ms}});
+}
+
+std::optional<Alert> FromDoc(const std::string& text) {
+  boost::system::error_code ec;
+  auto v = json::parse(text, ec);
+  if (ec || !v.is_object()) return std::nullopt;
+  const auto& o = v.as_object();
+  auto str = [&](const char* k) {
+    auto* x = o.if_contains(k);
+    return x && x->is_string() ? std::string(x->as_string()) : std::string();
+  };
+  auto num = [&](const char* k) {
+    auto* x = o.if_contains(k);
+    return x && x->is_int64() ? x->as_int64() : int64_t{0};
+  };
+  Alert a;
+  a.fingerprint = str("fingerprint");
+  a.rule = str("rule");
+  a.labels = LabelsFrom(o.if_contains("labels"));
+  a.annotations = LabelsFrom(o.if_contains("annotations"));
+  std::string state = str("state");
+  if (state == "firing") {
+    a.state = State::kFiring;
+  } else if (state == "resolved") {
+    a.state = State::kResolved;
+  } else {
+    return std::nullopt;
+  }
+  a.active_since_ms = num("active_since_ms");
+  a.fired_ms = num("fired_ms");
+  a.resolved_ms = num("resolved_ms");
+  a.last_true_ms = num("last_true_ms");
+  a.keep_since_ms = num("keep_since_ms");
+  if (a.fingerprint.empty()) return std::nullopt;
+  return a;
+}
+
+json::object AlertJson(const Alert& a, const std::string& url) {
+  json::object o{{"labels", LabelsJson(a.labels)},
+                 {"annotations", LabelsJson(a.annotations)},
+                 {"startsAt", FormatTime(a.fired_ms)},
+                 {"generatorURL", url + "/api/v1/alerts?fingerprint=" + a.fingerprint}};
+  // A firing alert carries no end: Alertmanager keeps it for its resolve_timeout and the
+  // minute-by-minute refresh renews it. A resolved one ends when it resolved.
+  if (a.state == State::kResolved) o["endsAt"] = FormatTime(a.resolved_ms);
+  return o;
+}
+
+}  // namespace
+
+std::string Notifier::AlertmanagerBody(const std::vector<Alert>& alerts, const std::string& url) {
+  json::array a;
+  for (const auto& alert : alerts) a.push_back(AlertJson(alert, url));
+  return json::serialize(a);
+}
+
+// The payload of Alertmanager's own webhook (version 4), so receivers written for it work.
+std::string Notifier::WebhookBody(const Alert& alert, const std::string& receiver,
+                                  const std::string& url) {
+  json::object a = AlertJson(alert, url);
+  std::string status = alert.state == State::kResolved ? "resolved" : "firing";
+  a["status"] = status;
+  a["fingerprint"] = alert.fingerprint;
+  if (!a.contains("endsAt")) a["endsAt"] = "0001-01-01T00:00:00Z";
+  return json::serialize(json::object{{"version", "4"},
+                                      {"groupKey", alert.fingerprint},
+                                      {"truncatedAlerts", 0},
+                                      {"status", status},
+                                      {"receiver", receiver},
+                                      {"groupLabels", json::object{{"alertname", alert.rule}}},
+                                      {"commonLabels", LabelsJson(alert.labels)},
+                                      {"commonAnnotations", LabelsJson(alert.annotations)},
+                                      {"externalURL", url},
+                                      {"alerts", json::array{std::move(a)}}});
+}
+
+Notifier::Notifier(Store& store, std::shared_ptr<Clock> clock, std::string external_url,
+                   std::vector<Rule> rules)
+    : store_(store),
+      clock_(std::move(clock)),
+      external_url_(std::move(external_url)),
+      engine_(std::move(rules)) {}
+
+Notifier::~Notifier() { Stop(); }
+
+void Notifier::set_external_url(std::string url) {
+  std::lock_guard lock(mu_);
+  external_url_ = std::move(url);
+}
+
+Status Notifier::Load() {
+  auto docs = store_.LoadAlertDocs();
+  if (!docs.ok()) return docs.error();
+  std::vector<Alert> alerts;
+  int64_t now = clock_->NowMs();
+  for (const auto& d : docs.value()) {
+    auto a = FromDoc(d);
+    if (!a) continue;
+    if (a->state == State::kResolved && now - a->resolved_ms > 3'600'000) {
+      (void)store_.DeleteAlertDoc(a->fingerprint);
+      continue;
+    }
+    alerts.push_back(*a);
+  }
+  std::lock_guard lock(mu_);
+  engine_.Restore(alerts);
+  return {};
+}
+
+Status Notifier::Cycle(const std::vector<health::NodeHealth>& nodes) {
+  int64_t now = clock_->NowMs();
+  std::vector<Alert> changed;
+  std::string url;
+  {
+    std::lock_guard lock(mu_);
+    changed = engine_.Evaluate(now, Signals(nodes, engine_.rules()));
+    url = external_url_;
+  }
+  if (changed.empty()) return {};
+  auto channels = store_.ListChannels();
+  if (!channels.ok()) return channels.error();
+  std::vector<std::pair<std::string, std::string>> docs;
+  std::vector<Notification> out;
+  for (const auto& a : changed) {
+    docs.push_back({a.fingerprint, Doc(a)});
+    spdlog::warn("alert {} {}: {}", a.rule, ToString(a.state), a.annotations.at("summary"));
+    for (const auto& c : channels.value()) {
+      Notification n;
+      n.channel = c.name;
+      n.fingerprint = a.fingerprint;
+      n.created_ms = now;
+      n.next_ms = now;
+      n.body = c.type == "alertmanager" ? AlertmanagerBody({a}, url) : WebhookBody(a, c.name, url);
+      out.push_back(std::move(n));
+    }
+  }
+  GF_TRY(store_.RecordAlertChanges(docs, out));
+  cv_.notify_all();
+  return {};
+}
+
+std::vector<Alert> Notifier::Alerts() const {
+  std::lock_guard lock(mu_);
+  return engine_.Alerts();
+}
+
+int Notifier::Deliver() {
+  int64_t now = clock_->NowMs();
+  auto due = store_.DueNotifications(now, 100);
+  if (!due.ok() || due->empty()) return 0;
+  auto channels = store_.ListChannels();
+  if (!channels.ok()) return 0;
+  int acked = 0;
+  for (const auto& n : due.value()) {
+    const Channel* channel = nullptr;
+    for (const auto& c : channels.value()) {
+      if (c.name == n.channel) channel = &c;
+    }
+    if (!channel) {
+      (void)store_.AckNotification(n.id);  // the channel was deleted
+      continue;
+    }
+    net::HttpCall call;
+    call.method = "POST";
+    call.url = channel->type == "alertmanager" ? channel->url + "/api/v2/alerts" : channel->url;
+    call.body = n.body;
+    call.timeout_ms = 5'000;
+    call.headers = {{"Content-Type", "application/json"},
+                    {"X-Gpufleet-Notification-Id", std::to_string(n.id)}};
+    if (!channel->secret.empty()) {
+      call.headers.push_back(
+          {"X-Gpufleet-Signature", "sha256=" + HmacSha256Hex(channel->secret, n.body)});
+    }
+    auto reply = net::Send(call);
+    if (reply.ok() && reply->status >= 200 && reply->status < 300) {
+      (void)store_.AckNotification(n.id);
+      ++acked;
+      continue;
+    }
+    std::string error =
+        reply.ok() ? "HTTP " + std::to_string(reply->status) + ": " + reply->body.substr(0, 200)
+                   : reply.error().message;
+    int64_t backoff = std::min<int64_t>(300'000, 1'000LL << std::min(n.attempts, 9));
+    (void)store_.DeferNotification(n.id, now + backoff, error);
+    if (n.attempts == 0) {
+      spdlog::warn("alert delivery to {} failed, will retry: {}", channel->name, error);
+    }
+  }
+  return acked;
+}
+
+void Notifier::Refresh() {
+  std::vector<Alert> firing;
+  std::string url;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& a : engine_.Alerts()) {
+      if (a.state == State::kFiring) firing.push_back(a);
+    }
+    url = external_url_;
+  }
+  if (firing.empty()) return;
+  auto channels = store_.ListChannels();
+  if (!channels.ok()) return;
+  std::string body = AlertmanagerBody(firing, url);
+  for (const auto& c : channels.value()) {
+    if (c.type != "alertmanager") continue;
+    net::HttpCall call;
+    call.method = "POST";
+    call.url = c.url + "/api/v2/alerts";
+    call.body = body;
+    call.timeout_ms = 5'000;
+    call.headers = {{"Content-Type", "application/json"}};
+    (void)net::Send(call);  // best effort: the outbox carries the state changes
+  }
+}
+
+void Notifier::Start() {
+  sender_ = std::thread([this] {
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+      lock.unlock();
+      Deliver();
+      int64_t now = clock_->NowMs();
+      if (now >= next_refresh_ms_) {
+        next_refresh_ms_ = now + 60'000;
+        Refresh();
+      }
+      lock.lock();
+      cv_.wait_for(lock, std::chrono::milliseconds(500));
+    }
+  });
+}
+
+void Notifier::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (sender_.joinable()) sender_.join();
+}
+
+}  // namespace gpufleet::alerting

@@ -1,0 +1,156 @@
+// Alerts and where they go: GET /api/v1/alerts, and the delivery channels (POST, GET and
+// DELETE /api/v1/channels) with each channel's outbox.
+
+#include "api/json_util.h"
+#include "common/strings.h"
+#include "common/url.h"
+#include "model/json.h"
+
+namespace json = boost::json;
+
+namespace gpufleet::api {
+namespace {
+
+Response Unavailable() {
+  return ErrorResponse(MakeError(ErrorCode::kUnavailable, "alerting is not running"));
+}
+
+json::object LabelsJson(const alerting::Labels& labels) {
+  json::object o;
+  for (const auto& [k, v] : labels) o[k] = v;
+  return o;
+}
+
+}  // namespace
+
+void AddAlertRoutes(Router& router, ApiContext& ctx) {
+  router.Add(
+      "GET", "/api/v1/alerts", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
+        if (!ctx.alerts) return Unavailable();
+        auto page = ParsePage(req);
+        if (!page.ok()) return ErrorResponse(page.error());
+        std::string state = req.Param("state");
+        if (!state.empty() && state != "pending" && state != "firing" && state != "resolved") {
+          return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                         "'state' must be pending, firing or resolved"));
+        }
+        std::string fingerprint = req.Param("fingerprint");
+        json::array items;
+        for (const auto& a : ctx.alerts->Alerts()) {
+          if (!state.empty() && alerting::ToString(a.state) != state) continue;
+          if (!fingerprint.empty() && a.fingerprint != fingerprint) continue;
+          auto cluster = a.labels.find("cluster");
+          if (cluster != a.labels.end() && !who.CanSeeCluster(cluster->second)) continue;
+          json::object o{{"fingerprint", a.fingerprint},
+                         {"alertname", a.rule},
+                         {"state", alerting::ToString(a.state)},
+                         {"labels", LabelsJson(a.labels)},
+                         {"annotations", LabelsJson(a.annotations)},
+                         {"active_since", FormatTime(a.active_since_ms)}};
+          o["fired_at"] = a.fired_ms ? json::value(FormatTime(a.fired_ms)) : nullptr;
+          o["resolved_at"] = a.resolved_ms ? json::value(FormatTime(a.resolved_ms)) : nullptr;
+          items.push_back(std::move(o));
+        }
+        return ListResponse(std::move(items), page.value());
+      });
+
+  router.Add("GET", "/api/v1/alert-rules", Role::kViewer,
+             [&ctx](const Request& req, const Principal&) {
+               if (!ctx.alerts) return Unavailable();
+               auto page = ParsePage(req);
+               if (!page.ok()) return ErrorResponse(page.error());
+               json::array items;
+               for (const auto& r : ctx.alerts->rules()) {
+                 items.push_back(json::object{{"name", r.name},
+                                              {"check", r.check},
+                                              {"level", r.level},
+                                              {"severity", r.severity},
+                                              {"for_ms", r.for_ms},
+                                              {"keep_firing_for_ms", r.keep_firing_for_ms},
+                                              {"summary", r.summary},
+                                              {"builtin", true}});
+               }
+               return ListResponse(std::move(items), page.value());
+             });
+
+  router.Add(
+      "POST", "/api/v1/channels", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
+        auto body = ParseObject(req.body);
+        if (!body.ok()) return ErrorResponse(body.error());
+        if (auto s = OnlyFields(*body, {"name", "type", "url", "secret"}); !s.ok()) {
+          return ErrorResponse(s.error());
+        }
+        Channel c;
+        auto name = GetString(*body, "name", std::nullopt);
+        auto type = GetString(*body, "type", std::nullopt);
+        auto url = GetString(*body, "url", std::nullopt);
+        auto secret = GetString(*body, "secret", std::string());
+        for (const auto* r : {&name, &type, &url, &secret}) {
+          if (!r->ok()) return ErrorResponse(r->error());
+        }
+        c.name = name.value();
+        c.type = type.value();
+        c.url = url.value();
+        c.secret = secret.value();
+        if (!IsValidName(c.name)) {
+          return ErrorResponse(
+              MakeError(ErrorCode::kInvalidArgument,
+                        "'name' must be lower-case letters, digits, '-' or '.', at most 63"));
+        }
+        if (c.type != "alertmanager" && c.type != "webhook") {
+          return ErrorResponse(
+              MakeError(ErrorCode::kInvalidArgument, "'type' must be alertmanager or webhook"));
+        }
+        auto parsed = ParseHttpUrl(c.url, "80");
+        if (!parsed.ok()) return ErrorResponse(parsed.error());
+        if (parsed->scheme != "http") {
+          return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                         "'url': only http:// receivers are supported"));
+        }
+        while (!c.url.empty() && c.url.back() == '/') c.url.pop_back();
+        c.created_ms = ctx.clock.NowMs();
+        if (auto s = ctx.store.CreateChannel(c); !s.ok()) return ErrorResponse(s.error());
+        return ObjectResponse(
+            201,
+            {{"name", c.name}, {"type", c.type}, {"url", c.url}, {"signed", !c.secret.empty()}});
+      });
+
+  router.Add("GET", "/api/v1/channels", Role::kViewer,
+             [&ctx](const Request& req, const Principal&) {
+               auto page = ParsePage(req);
+               if (!page.ok()) return ErrorResponse(page.error());
+               auto channels = ctx.store.ListChannels();
+               if (!channels.ok()) return ErrorResponse(channels.error());
+               auto counts = ctx.store.OutboxCounts();
+               if (!counts.ok()) return ErrorResponse(counts.error());
+               json::array items;
+               for (const auto& c : channels.value()) {
+                 json::object o{{"name", c.name},
+                                {"type", c.type},
+                                {"url", c.url},
+                                {"signed", !c.secret.empty()},
+                                {"created_at", FormatTime(c.created_ms)},
+                                {"pending", 0},
+                                {"oldest_pending", nullptr},
+                                {"last_error", ""}};
+                 for (const auto& n : counts.value()) {
+                   if (n.channel != c.name) continue;
+                   o["pending"] = n.pending;
+                   o["oldest_pending"] = FormatTime(n.oldest_ms);
+                   o["last_error"] = n.last_error;
+                 }
+                 items.push_back(std::move(o));
+               }
+               return ListResponse(std::move(items), page.value());
+             });
+
+  router.Add("DELETE", "/api/v1/channels/{name}", Role::kAdmin,
+             [&ctx](const Request& req, const Principal&) {
+               if (auto s = ctx.store.DeleteChannel(req.params.at("name")); !s.ok()) {
+                 return ErrorResponse(s.error());
+               }
+               return ObjectResponse(200, {{"deleted", req.params.at("name")}});
+             });
+}
+
+}  // namespace gpufleet::api
