@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include "alerting/silence.h"
 #include "common/crypto.h"
 #include "net/http_client.h"
 
@@ -174,6 +175,20 @@ Status Notifier::Cycle(const std::vector<health::NodeHealth>& nodes) {
       out.push_back(std::move(n));
     }
   }
+  // Silenced alerts keep their state; their notifications are not written.
+  auto silences = store_.ListSilences();
+  if (silences.ok()) {
+    ActiveSilences active(silences.value(), now);
+    std::vector<Notification> kept;
+    for (auto& n : out) {
+      for (const auto& a : changed) {
+        if (a.fingerprint != n.fingerprint) continue;
+        if (active.Matching(a.labels).empty()) kept.push_back(std::move(n));
+        break;
+      }
+    }
+    out = std::move(kept);
+  }
   GF_TRY(store_.RecordAlertChanges(docs, out));
   cv_.notify_all();
   return {};
@@ -238,6 +253,11 @@ void Notifier::Refresh() {
       if (a.state == State::kFiring) firing.push_back(a);
     }
     url = external_url_;
+  }
+  auto silences = store_.ListSilences();
+  if (silences.ok()) {
+    ActiveSilences active(silences.value(), clock_->NowMs());
+    std::erase_if(firing, [&](const Alert& a) { return !active.Matching(a.labels).empty(); });
   }
   if (firing.empty()) return;
   auto channels = store_.ListChannels();

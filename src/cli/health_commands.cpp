@@ -1,6 +1,7 @@
 // health, xids, alerts and channels: the health model and alerting from the command line.
 
 #include <CLI/CLI.hpp>
+#include <cstring>
 
 #include "cli/cli.h"
 #include "cli/output.h"
@@ -147,6 +148,82 @@ void AddHealthCommands(CLI::App& app, Globals& g) {
       auto v = Call(g, "DELETE", "/api/v1/channels/" + UrlEncode(target));
       if (!v) return;
       Show(g, *v, [](const json::value&) { std::printf("channel %s deleted\n", target.c_str()); });
+    });
+  }
+  {
+    auto* silences = app.add_subcommand("silences", "Mute alerts' notifications for a while")
+                         ->require_subcommand(1);
+    auto* create = silences->add_subcommand("create", "Silence the alerts every matcher matches");
+    static std::vector<std::string> matches;
+    static std::string duration = "2h", comment, author;
+    create
+        ->add_option("--match", matches,
+                     "LABEL=VALUE, LABEL!=VALUE, LABEL=~REGEX or LABEL!~REGEX (repeatable)")
+        ->required();
+    create->add_option("--duration", duration, "how long (default 2h)");
+    create->add_option("--comment", comment, "why")->required();
+    create->add_option("--author", author, "who (default: the token's name)");
+    create->callback([&g] {
+      json::array matchers;
+      for (const auto& m : matches) {
+        size_t at = m.find_first_of("=!");
+        if (at == std::string::npos || at == 0) {
+          std::fprintf(stderr, "error: --match '%s' is not LABEL=VALUE, !=, =~ or !~\n", m.c_str());
+          g.exit_code = 2;
+          return;
+        }
+        std::string name = m.substr(0, at), op, value;
+        for (const char* candidate : {"!~", "=~", "!=", "="}) {
+          if (m.compare(at, std::strlen(candidate), candidate) == 0) {
+            op = candidate;
+            break;
+          }
+        }
+        if (op.empty()) {
+          std::fprintf(stderr, "error: --match '%s' is not LABEL=VALUE, !=, =~ or !~\n", m.c_str());
+          g.exit_code = 2;
+          return;
+        }
+        value = m.substr(at + op.size());
+        matchers.push_back(json::object{{"name", name},
+                                        {"value", value},
+                                        {"isRegex", op.back() == '~'},
+                                        {"isEqual", op[0] == '='}});
+      }
+      json::object body{{"matchers", matchers}, {"duration", duration}, {"comment", comment}};
+      if (!author.empty()) body["created_by"] = author;
+      auto v = Call(g, "POST", "/api/v1/silences", json::serialize(body));
+      if (!v) return;
+      Show(g, *v, [](const json::value& v) {
+        std::printf("%s until %s\n", Str(v.at("id")).c_str(), Str(v.at("ends_at")).c_str());
+      });
+    });
+    auto* list = silences->add_subcommand("list", "Silences, newest first");
+    list->callback([&g] {
+      auto v = Call(g, "GET", "/api/v1/silences");
+      if (!v) return;
+      Show(g, *v, [](const json::value& v) {
+        Table t({"ID", "STATE", "MATCHERS", "ENDS", "BY", "COMMENT"});
+        for (const auto& s : v.at("items").as_array()) {
+          std::string text;
+          for (const auto& m : s.at("matchers").as_array()) {
+            bool regex = m.at("isRegex").as_bool(), equal = m.at("isEqual").as_bool();
+            const char* op = equal ? (regex ? "=~" : "=") : (regex ? "!~" : "!=");
+            text += (text.empty() ? "" : ",") + Str(m.at("name")) + op + Str(m.at("value"));
+          }
+          t.Row({Str(s.at("id")), Str(s.at("state")), text, Str(s.at("ends_at")),
+                 Str(s.at("created_by")), Str(s.at("comment"))});
+        }
+        t.Print();
+      });
+    });
+    auto* expire = silences->add_subcommand("expire", "End a silence now");
+    static std::string id;
+    expire->add_option("id", id, "silence id")->required();
+    expire->callback([&g] {
+      auto v = Call(g, "DELETE", "/api/v1/silences/" + UrlEncode(id));
+      if (!v) return;
+      Show(g, *v, [](const json::value&) { std::printf("%s expired\n", id.c_str()); });
     });
   }
 }

@@ -66,9 +66,9 @@ Result<HttpResult> Send(const HttpCall& call) {
   // The resolver has no deadline of its own; the stream's timer covers the rest.
   io.run_for(deadline + std::chrono::milliseconds(100));
   if (!io.stopped()) {
-    return MakeError(ErrorCode::kUnavailable, url + ": no answer within " +
-                                                  std::to_string(call.timeout_ms) + " ms (" +
-                                                  stage + ")");
+    return MakeError(
+        ErrorCode::kUnavailable,
+        url + ": no answer within " + std::to_string(call.timeout_ms) + " ms (" + stage + ")");
   }
   if (failure) {
     std::string what = failure == beast::error::timeout

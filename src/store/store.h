@@ -71,6 +71,18 @@ struct Notification {
   std::string last_error;
 };
 
+// Mutes the notifications of the alerts it matches while starts_ms <= now < ends_ms.
+// `matchers` is a JSON array of {name, value, isRegex, isEqual}, as Alertmanager's.
+struct SilenceRecord {
+  std::string id;
+  std::string matchers;
+  int64_t starts_ms = 0;
+  int64_t ends_ms = 0;
+  std::string created_by;
+  std::string comment;
+  int64_t created_ms = 0;
+};
+
 struct OutboxCount {
   std::string channel;
   int64_t pending = 0;
@@ -138,6 +150,10 @@ class Store {
   virtual Status AckNotification(int64_t id) = 0;
   virtual Status DeferNotification(int64_t id, int64_t next_ms, const std::string& error) = 0;
   virtual Result<std::vector<OutboxCount>> OutboxCounts() = 0;
+  virtual Status CreateSilence(const SilenceRecord& silence) = 0;
+  virtual Result<std::vector<SilenceRecord>> ListSilences() = 0;  // newest first
+  // Ends a silence now (ends_ms = now) if it has not ended; kNotFound for an unknown id.
+  virtual Status ExpireSilence(const std::string& id, int64_t now) = 0;
   // Newest first; `before_id` > 0 pages backwards.
   virtual Result<std::vector<AuditRecord>> ListAudit(int64_t before_id, int limit) = 0;
 };

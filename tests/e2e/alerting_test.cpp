@@ -162,6 +162,50 @@ TEST_F(Alerting, AWebhookThatWasDownGetsEveryStateChangeOnceAcrossARestart) {
   for (const auto& [k, n] : seen) EXPECT_EQ(n, 1) << k;
 }
 
+// A silence made with the CLI mutes the alerts it matches, and only those.
+TEST_F(Alerting, ASilenceMutesTheAlertsItMatches) {
+  PageServer receiver("");
+  StartSim();
+  CreateChannel(R"({"name": "ops", "type": "webhook", "url": "http://127.0.0.1:)" +
+                std::to_string(receiver.port()) + R"(/hook"})");
+  auto made = Cli({"silences", "create", "--match", "alertname=GpuLost", "--match",
+                   "Hostname=~al-.*", "--duration", "1h", "--comment", "replacing the riser"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  std::string id = made.out.substr(0, made.out.find(' '));
+  auto listed = Cli({"silences", "list"});
+  EXPECT_NE(listed.out.find("alertname=GpuLost,Hostname=~al-.*"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("active"), std::string::npos);
+
+  ASSERT_EQ(Inject(4, R"({"lost": true})"), 202);
+  auto alert = [&](const std::string& name) -> json::value {
+    auto v = controller_->Call("GET", "/api/v1/alerts?state=firing").second;
+    for (const auto& a : v.at("items").as_array()) {
+      if (a.at("alertname").as_string() == name) return a;
+    }
+    return nullptr;
+  };
+  ASSERT_TRUE(WaitFor([&] { return !alert("GpuLost").is_null(); }, 10000));
+  EXPECT_EQ(alert("GpuLost").at("silenced_by").at(0).as_string(), id);
+  // Not silenced: an XID on another GPU goes out.
+  ASSERT_EQ(Inject(0, R"({"xid": 79})"), 202);
+  ASSERT_TRUE(WaitFor([&] { return receiver.bodies().size() >= 1; }, 10000));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  auto bodies = receiver.bodies();
+  ASSERT_EQ(bodies.size(), 1u);
+  EXPECT_NE(bodies[0].find("GpuXidCritical"), std::string::npos);
+  EXPECT_EQ(bodies[0].find("GpuLost"), std::string::npos);
+
+  EXPECT_EQ(Cli({"silences", "expire", id}).exit_code, 0);
+  EXPECT_NE(Cli({"silences", "list"}).out.find("expired"), std::string::npos);
+  EXPECT_EQ(Cli({"silences", "expire", "sil-none"}).exit_code, 1);
+  auto bad = Cli({"silences", "create", "--match", "nolabel", "--comment", "x"});
+  EXPECT_EQ(bad.exit_code, 2);
+  auto [s, v] = controller_->Call("POST", "/api/v1/silences",
+                                  R"({"matchers": [{"name": "a", "value": "b"}]})");
+  EXPECT_EQ(s, 400);
+  EXPECT_NE(json::serialize(v).find("comment"), std::string::npos);
+}
+
 TEST_F(Alerting, BadChannelsAreRefusedWithTheReason) {
   auto bad = [&](const std::string& body, const std::string& says) {
     auto [s, v] = controller_->Call("POST", "/api/v1/channels", body);

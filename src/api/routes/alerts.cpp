@@ -1,7 +1,9 @@
 // Alerts and where they go: GET /api/v1/alerts, and the delivery channels (POST, GET and
 // DELETE /api/v1/channels) with each channel's outbox.
 
+#include "alerting/silence.h"
 #include "api/json_util.h"
+#include "common/crypto.h"
 #include "common/strings.h"
 #include "common/url.h"
 #include "model/json.h"
@@ -35,6 +37,9 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                                          "'state' must be pending, firing or resolved"));
         }
         std::string fingerprint = req.Param("fingerprint");
+        auto silences = ctx.store.ListSilences();
+        if (!silences.ok()) return ErrorResponse(silences.error());
+        alerting::ActiveSilences active(silences.value(), ctx.clock.NowMs());
         json::array items;
         for (const auto& a : ctx.alerts->Alerts()) {
           if (!state.empty() && alerting::ToString(a.state) != state) continue;
@@ -49,6 +54,9 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                          {"active_since", FormatTime(a.active_since_ms)}};
           o["fired_at"] = a.fired_ms ? json::value(FormatTime(a.fired_ms)) : nullptr;
           o["resolved_at"] = a.resolved_ms ? json::value(FormatTime(a.resolved_ms)) : nullptr;
+          json::array silenced_by;
+          for (const auto& id : active.Matching(a.labels)) silenced_by.push_back(json::value(id));
+          o["silenced_by"] = std::move(silenced_by);
           items.push_back(std::move(o));
         }
         return ListResponse(std::move(items), page.value());
@@ -142,6 +150,82 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                  items.push_back(std::move(o));
                }
                return ListResponse(std::move(items), page.value());
+             });
+
+  router.Add("POST", "/api/v1/silences", Role::kOperator,
+             [&ctx](const Request& req, const Principal& who) {
+               auto body = ParseObject(req.body);
+               if (!body.ok()) return ErrorResponse(body.error());
+               if (auto s = OnlyFields(*body, {"matchers", "duration", "created_by", "comment"});
+                   !s.ok()) {
+                 return ErrorResponse(s.error());
+               }
+               auto* m = body->if_contains("matchers");
+               auto matchers =
+                   alerting::ParseMatchers(m ? json::serialize(*m) : std::string("null"));
+               if (!matchers.ok()) return ErrorResponse(matchers.error());
+               auto comment = GetString(*body, "comment", std::string());
+               if (!comment.ok()) return ErrorResponse(comment.error());
+               if (comment->empty()) {
+                 return ErrorResponse(
+                     MakeError(ErrorCode::kInvalidArgument, "'comment' is required: say why"));
+               }
+               auto author = GetString(*body, "created_by", who.name);
+               if (!author.ok()) return ErrorResponse(author.error());
+               auto duration = GetString(*body, "duration", std::string());
+               if (!duration.ok()) return ErrorResponse(duration.error());
+               int64_t ms = ParseDurationMs(duration.value());
+               if (ms <= 0) {
+                 return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                                "'duration' must be such as 30m, 2h or 7d"));
+               }
+               int64_t now = ctx.clock.NowMs();
+               SilenceRecord s;
+               s.id = "sil-" + RandomHex(6);
+               s.matchers = alerting::MatchersJson(matchers.value());
+               s.created_by = author.value();
+               s.comment = comment.value();
+               s.created_ms = now;
+               s.starts_ms = now;
+               s.ends_ms = now + ms;
+               if (auto st = ctx.store.CreateSilence(s); !st.ok()) return ErrorResponse(st.error());
+               return ObjectResponse(201, {{"id", s.id},
+                                           {"starts_at", FormatTime(s.starts_ms)},
+                                           {"ends_at", FormatTime(s.ends_ms)}});
+             });
+
+  router.Add("GET", "/api/v1/silences", Role::kViewer,
+             [&ctx](const Request& req, const Principal&) {
+               auto page = ParsePage(req);
+               if (!page.ok()) return ErrorResponse(page.error());
+               auto silences = ctx.store.ListSilences();
+               if (!silences.ok()) return ErrorResponse(silences.error());
+               int64_t now = ctx.clock.NowMs();
+               json::array items;
+               for (const auto& s : silences.value()) {
+                 const char* state = s.ends_ms <= now    ? "expired"
+                                     : s.starts_ms > now ? "pending"
+                                                         : "active";
+                 boost::system::error_code ec;
+                 json::value matchers = json::parse(s.matchers, ec);
+                 items.push_back(json::object{{"id", s.id},
+                                              {"state", state},
+                                              {"matchers", std::move(matchers)},
+                                              {"starts_at", FormatTime(s.starts_ms)},
+                                              {"ends_at", FormatTime(s.ends_ms)},
+                                              {"created_by", s.created_by},
+                                              {"comment", s.comment}});
+               }
+               return ListResponse(std::move(items), page.value());
+             });
+
+  router.Add("DELETE", "/api/v1/silences/{id}", Role::kOperator,
+             [&ctx](const Request& req, const Principal&) {
+               if (auto s = ctx.store.ExpireSilence(req.params.at("id"), ctx.clock.NowMs());
+                   !s.ok()) {
+                 return ErrorResponse(s.error());
+               }
+               return ObjectResponse(200, {{"expired", req.params.at("id")}});
              });
 
   router.Add("DELETE", "/api/v1/channels/{name}", Role::kAdmin,

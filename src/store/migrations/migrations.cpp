@@ -66,6 +66,12 @@ CREATE TABLE outbox (
 CREATE INDEX outbox_due ON outbox(next_ms, id);
 CREATE TABLE alerts (fingerprint TEXT PRIMARY KEY, doc TEXT NOT NULL)
 )SQL"},
+      {6, R"SQL(
+CREATE TABLE silences (
+  id TEXT PRIMARY KEY, matchers TEXT NOT NULL, starts_ms BIGINT NOT NULL,
+  ends_ms BIGINT NOT NULL, created_by TEXT NOT NULL, comment TEXT NOT NULL,
+  created_ms BIGINT NOT NULL)
+)SQL"},
   };
   return kAll;
 }

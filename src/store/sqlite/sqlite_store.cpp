@@ -613,6 +613,59 @@ class SqliteStore : public Store {
     }
   }
 
+  Status CreateSilence(const SilenceRecord& s) override {
+    std::lock_guard lock(mu_);
+    try {
+      long long starts = s.starts_ms, ends = s.ends_ms, created = s.created_ms;
+      sql_ << "INSERT INTO silences (id, matchers, starts_ms, ends_ms, created_by, comment, "
+              "created_ms) VALUES (:i, :m, :s, :e, :b, :c, :cr)",
+          soci::use(s.id), soci::use(s.matchers), soci::use(starts), soci::use(ends),
+          soci::use(s.created_by), soci::use(s.comment), soci::use(created);
+      return {};
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Result<std::vector<SilenceRecord>> ListSilences() override {
+    std::lock_guard lock(mu_);
+    try {
+      std::vector<SilenceRecord> out;
+      SilenceRecord s;
+      long long starts = 0, ends = 0, created = 0;
+      soci::statement st =
+          (sql_.prepare << "SELECT id, matchers, starts_ms, ends_ms, created_by, comment, "
+                           "created_ms FROM silences ORDER BY created_ms DESC",
+           soci::into(s.id), soci::into(s.matchers), soci::into(starts), soci::into(ends),
+           soci::into(s.created_by), soci::into(s.comment), soci::into(created));
+      st.execute();
+      while (st.fetch()) {
+        s.starts_ms = starts;
+        s.ends_ms = ends;
+        s.created_ms = created;
+        out.push_back(s);
+      }
+      return out;
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Status ExpireSilence(const std::string& id, int64_t now) override {
+    std::lock_guard lock(mu_);
+    try {
+      int found = 0;
+      sql_ << "SELECT COUNT(*) FROM silences WHERE id = :i", soci::use(id), soci::into(found);
+      if (!found) return MakeError(ErrorCode::kNotFound, "no silence '" + id + "'");
+      long long t = now;
+      sql_ << "UPDATE silences SET ends_ms = :t WHERE id = :i AND ends_ms > :t2", soci::use(t),
+          soci::use(id), soci::use(t);
+      return {};
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
   Result<std::vector<AuditRecord>> ListAudit(int64_t before_id, int limit) override {
     std::lock_guard lock(mu_);
     try {

@@ -1,0 +1,99 @@
+#include "alerting/silence.h"
+
+#include <boost/json.hpp>
+
+namespace json = boost::json;
+
+namespace gpufleet::alerting {
+
+Result<std::vector<Matcher>> ParseMatchers(const std::string& text) {
+  boost::system::error_code ec;
+  auto v = json::parse(text, ec);
+  if (ec || !v.is_array()) {
+    return MakeError(ErrorCode::kInvalidArgument, "'matchers' must be a list of matchers");
+  }
+  if (v.as_array().empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "'matchers' needs at least one matcher");
+  }
+  std::vector<Matcher> out;
+  for (size_t i = 0; i < v.as_array().size(); ++i) {
+    const auto& m = v.as_array()[i];
+    std::string at = "matchers[" + std::to_string(i) + "]";
+    if (!m.is_object()) return MakeError(ErrorCode::kInvalidArgument, at + " must be an object");
+    const auto& o = m.as_object();
+    for (const auto& kv : o) {
+      if (kv.key() != "name" && kv.key() != "value" && kv.key() != "isRegex" &&
+          kv.key() != "isEqual") {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         at + ": unknown field '" + std::string(kv.key()) + "'");
+      }
+    }
+    Matcher x;
+    auto* name = o.if_contains("name");
+    auto* value = o.if_contains("value");
+    if (!name || !name->is_string() || name->as_string().empty()) {
+      return MakeError(ErrorCode::kInvalidArgument, at + ".name must be a label name");
+    }
+    if (!value || !value->is_string()) {
+      return MakeError(ErrorCode::kInvalidArgument, at + ".value must be a string");
+    }
+    x.name = name->as_string().c_str();
+    x.value = value->as_string().c_str();
+    if (auto* r = o.if_contains("isRegex")) {
+      if (!r->is_bool()) return MakeError(ErrorCode::kInvalidArgument, at + ".isRegex: a boolean");
+      x.is_regex = r->as_bool();
+    }
+    if (auto* e = o.if_contains("isEqual")) {
+      if (!e->is_bool()) return MakeError(ErrorCode::kInvalidArgument, at + ".isEqual: a boolean");
+      x.is_equal = e->as_bool();
+    }
+    if (x.is_regex) {
+      try {
+        std::regex check(x.value);
+      } catch (const std::regex_error& err) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         at + ".value: not a regular expression: " + err.what());
+      }
+    }
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+std::string MatchersJson(const std::vector<Matcher>& matchers) {
+  json::array a;
+  for (const auto& m : matchers) {
+    a.push_back(json::object{
+        {"name", m.name}, {"value", m.value}, {"isRegex", m.is_regex}, {"isEqual", m.is_equal}});
+  }
+  return json::serialize(a);
+}
+
+ActiveSilences::ActiveSilences(const std::vector<SilenceRecord>& all, int64_t now) {
+  for (const auto& s : all) {
+    if (s.starts_ms > now || s.ends_ms <= now) continue;
+    auto matchers = ParseMatchers(s.matchers);
+    if (!matchers.ok()) continue;
+    Compiled c{s.id, matchers.value(), {}};
+    for (const auto& m : c.matchers) c.regexes.emplace_back(m.is_regex ? m.value : "");
+    silences_.push_back(std::move(c));
+  }
+}
+
+std::vector<std::string> ActiveSilences::Matching(const Labels& labels) const {
+  std::vector<std::string> out;
+  for (const auto& s : silences_) {
+    bool all = true;
+    for (size_t i = 0; all && i < s.matchers.size(); ++i) {
+      const Matcher& m = s.matchers[i];
+      auto it = labels.find(m.name);
+      std::string value = it == labels.end() ? "" : it->second;  // absent reads as empty
+      bool match = m.is_regex ? std::regex_match(value, s.regexes[i]) : value == m.value;
+      all = match == m.is_equal;
+    }
+    if (all) out.push_back(s.id);
+  }
+  return out;
+}
+
+}  // namespace gpufleet::alerting
