@@ -86,6 +86,33 @@ void AddHealthCommands(CLI::App& app, Globals& g) {
   }
   {
     auto* alerts = app.add_subcommand("alerts", "Alerts")->require_subcommand(1);
+    auto* show = alerts->add_subcommand("show", "One alert with all its labels and annotations");
+    static std::string fingerprint;
+    show->add_option("fingerprint", fingerprint, "the alert's fingerprint (alerts list -o json)")
+        ->required();
+    show->callback([&g] {
+      auto v = Call(g, "GET", "/api/v1/alerts" + QueryString({{"fingerprint", fingerprint}}));
+      if (!v) return;
+      const auto& items = v->at("items").as_array();
+      if (items.empty()) {
+        std::fprintf(stderr, "error: no alert %s\n", fingerprint.c_str());
+        g.exit_code = 1;
+        return;
+      }
+      Show(g, items.at(0), [](const json::value& a) {
+        std::printf("%s  %s  since %s\n", Str(a.at("alertname")).c_str(),
+                    Str(a.at("state")).c_str(), Str(a.at("active_since")).c_str());
+        for (const char* part : {"labels", "annotations"}) {
+          std::printf("%s:\n", part);
+          for (const auto& kv : a.at(part).as_object()) {
+            std::printf("  %s: %s\n", std::string(kv.key()).c_str(), Str(kv.value()).c_str());
+          }
+        }
+        std::string silenced;
+        for (const auto& s : a.at("silenced_by").as_array()) silenced += " " + Str(s);
+        if (!silenced.empty()) std::printf("silenced by:%s\n", silenced.c_str());
+      });
+    });
     auto* list = alerts->add_subcommand("list", "Pending, firing and recently resolved alerts");
     static std::string state;
     list->add_option("--state", state, "pending, firing or resolved");
@@ -94,15 +121,33 @@ void AddHealthCommands(CLI::App& app, Globals& g) {
           Call(g, "GET", "/api/v1/alerts" + QueryString({{"state", state}, {"limit", "5000"}}));
       if (!v) return;
       Show(g, *v, [](const json::value& v) {
-        Table t({"ALERT", "STATE", "SEVERITY", "NODE", "GPU", "SINCE", "SUMMARY"});
+        Table t({"FINGERPRINT", "ALERT", "STATE", "SEVERITY", "NODE", "GPU", "SINCE", "SUMMARY"});
         for (const auto& a : v.at("items").as_array()) {
           const auto& labels = a.at("labels").as_object();
           auto label = [&](const char* k) {
             auto it = labels.find(k);
             return it == labels.end() ? std::string("-") : Str(it->value());
           };
-          t.Row({Str(a.at("alertname")), Str(a.at("state")), label("severity"), label("Hostname"),
-                 label("gpu"), Str(a.at("active_since")), Str(a.at("annotations").at("summary"))});
+          t.Row({Str(a.at("fingerprint")), Str(a.at("alertname")), Str(a.at("state")),
+                 label("severity"), label("Hostname"), label("gpu"), Str(a.at("active_since")),
+                 Str(a.at("annotations").at("summary"))});
+        }
+        t.Print();
+      });
+    });
+  }
+  {
+    auto* rules = app.add_subcommand("rules", "Alert rules")->require_subcommand(1);
+    auto* list = rules->add_subcommand("list", "The rules in force (the built-in pack)");
+    list->callback([&g] {
+      auto v = Call(g, "GET", "/api/v1/alert-rules");
+      if (!v) return;
+      Show(g, *v, [](const json::value& v) {
+        Table t({"ALERT", "CHECK", "LEVEL", "SEVERITY", "FOR", "KEEP FIRING FOR"});
+        for (const auto& r : v.at("items").as_array()) {
+          t.Row({Str(r.at("name")), Str(r.at("check")), Str(r.at("level")), Str(r.at("severity")),
+                 std::to_string(r.at("for_ms").as_int64() / 1000) + "s",
+                 std::to_string(r.at("keep_firing_for_ms").as_int64() / 1000) + "s"});
         }
         t.Print();
       });

@@ -92,6 +92,14 @@ TEST_F(Alerting, AnXid79ReachesAlertmanagerWithItsLabelsAndALostGpuResolvesThere
             std::string::npos);
   auto listed = Cli({"alerts", "list", "--state", "firing"});
   EXPECT_NE(listed.out.find("GpuXidCritical"), std::string::npos) << listed.out;
+  auto firing = controller_->Call("GET", "/api/v1/alerts?state=firing").second;
+  std::string fp(firing.at("items").at(0).at("fingerprint").as_string());
+  auto shown = Cli({"alerts", "show", fp});
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("  UUID: " + uuid), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("  action: reboot_node"), std::string::npos) << shown.out;
+  EXPECT_EQ(Cli({"alerts", "show", "0000000000000000"}).exit_code, 1);
+  EXPECT_NE(Cli({"rules", "list"}).out.find("GpuXidCritical"), std::string::npos);
 
   // A lost GPU fires GpuLost; clearing it resolves the alert in Alertmanager.
   ASSERT_EQ(Inject(6, R"({"lost": true})"), 202);
