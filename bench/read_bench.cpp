@@ -7,8 +7,10 @@
 
 #include <filesystem>
 
+#include "alerting/notifier.h"
 #include "api/context.h"
 #include "fleet/fleet.h"
+#include "health/service.h"
 #include "telemetry/telemetry.h"
 
 namespace gpufleet {
@@ -49,9 +51,14 @@ class Fleet10k {
         proto::SampleRow row;
         row.time_ms = now;
         row.gpu = g;
-        for (size_t f = 0; f < kFieldCount; ++f) {
-          row.set(static_cast<Field>(f), static_cast<double>((n * 31 + g * 7 + f) % 1000));
-        }
+        // A healthy fleet but for one GPU in a hundred with a double-bit ECC error.
+        for (size_t f = 0; f < kFieldCount; ++f) row.set(static_cast<Field>(f), 0);
+        row.set(Field::kGpuUtil, (n * 31 + g * 7) % 100);
+        row.set(Field::kGpuTemp, 45 + (n + g) % 25);
+        row.set(Field::kPowerUsage, 300'000 + (n * 7 + g) % 300'000);
+        row.set(Field::kPowerLimit, 700'000);
+        row.set(Field::kSmClock, 1980);
+        row.set(Field::kEccDbeVolatile, (n * kGpus + g) % 100 == 0 ? 1 : 0);
         batch.rows.push_back(row);
       }
       (void)store_->SaveNode(node, {});
@@ -64,6 +71,9 @@ class Fleet10k {
         [](const std::string&, const proto::Message&) { return Status{}; },
         [] { return std::vector<scrape::TargetStatus>(); }, buffers_, nullptr, nullptr});
     api::AddMetricsRoutes(router_, *ctx_);
+    health_ = std::make_unique<health::HealthService>(*fleet_, *telemetry_, *store_, catalog_,
+                                                      XidCatalog::Builtin(), clock_);
+    notifier_ = std::make_unique<alerting::Notifier>(*store_, clock_, "http://bench");
   }
   ~Fleet10k() { std::filesystem::remove_all(dir_); }
 
@@ -90,6 +100,10 @@ class Fleet10k {
   api::BufferPool buffers_;
   std::unique_ptr<api::ApiContext> ctx_;
   api::Router router_;
+
+ public:
+  std::unique_ptr<health::HealthService> health_;
+  std::unique_ptr<alerting::Notifier> notifier_;
 };
 
 Fleet10k& Shared() {
@@ -112,6 +126,19 @@ void BM_MetricsPage10kGpus(benchmark::State& state) {
   state.counters["reply_bytes"] = static_cast<double>(bytes);
 }
 BENCHMARK(BM_MetricsPage10kGpus)->Unit(benchmark::kMillisecond)->MinTime(2);
+
+// One health cycle over the fleet: every GPU's inputs gathered and judged, every node's verdict
+// given to the fleet, then the alert engine's evaluation (what the controller does every
+// --health-interval).
+void BM_HealthAndAlertCycle10kGpus(benchmark::State& state) {
+  auto& fleet = Shared();
+  for (auto _ : state) {
+    std::vector<health::NodeHealth> reports;
+    fleet.health_->Apply(&reports);
+    (void)fleet.notifier_->Cycle(reports);
+  }
+}
+BENCHMARK(BM_HealthAndAlertCycle10kGpus)->Unit(benchmark::kMillisecond)->Iterations(6);
 
 }  // namespace
 }  // namespace gpufleet

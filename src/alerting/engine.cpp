@@ -1,6 +1,6 @@
 #include "alerting/engine.h"
 
-#include "common/crypto.h"
+#include <cstdio>
 
 namespace gpufleet::alerting {
 
@@ -101,10 +101,21 @@ std::string Render(const std::string& tmpl, const Labels& labels, const std::str
   return out;
 }
 
+// FNV-1a, 64 bits, over the sorted labels: stable across runs and builds (fingerprints are
+// stored), and cheap enough for every signal of every cycle.
 std::string Fingerprint(const Labels& labels) {
-  std::string key;
-  for (const auto& [k, v] : labels) key += k + '\x1f' + v + '\x1e';
-  return Sha256Hex(key).substr(0, 16);
+  uint64_t h = 1469598103934665603ULL;
+  auto mix = [&](std::string_view s, char end) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+    h = (h ^ static_cast<unsigned char>(end)) * 1099511628211ULL;
+  };
+  for (const auto& [k, v] : labels) {
+    mix(k, '\x1f');
+    mix(v, '\x1e');
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
 }
 
 const Rule* Engine::Find(const std::string& name) const {
@@ -137,9 +148,12 @@ std::vector<Alert> Engine::Evaluate(int64_t now, const std::vector<Signal>& sign
     }
     a.last_true_ms = now;
     a.keep_since_ms = 0;
-    a.annotations = {{"summary", Render(rule->summary, labels, s.value)},
-                     {"description", s.value},
-                     {"action", s.action}};
+    auto description = a.annotations.find("description");
+    if (description == a.annotations.end() || description->second != s.value) {
+      a.annotations = {{"summary", Render(rule->summary, labels, s.value)},
+                       {"description", s.value},
+                       {"action", s.action}};
+    }
     if (a.state == State::kPending && now - a.active_since_ms >= rule->for_ms) {
       a.state = State::kFiring;
       a.fired_ms = now;

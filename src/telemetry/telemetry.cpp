@@ -55,20 +55,23 @@ Result<IngestResult> TelemetryStore::Ingest(const std::vector<std::string>& gpu_
   return result;
 }
 
-std::optional<tsdb::Sample> TelemetryStore::Latest(const std::string& gpu_uuid, Field field) const {
-  tsdb::SeriesId id = kNone;
+std::optional<tsdb::SeriesId> TelemetryStore::SeriesOf(const std::string& gpu_uuid,
+                                                       Field field) const {
   {
     std::lock_guard lock(mu_);
     auto it = ids_.find(gpu_uuid);
-    if (it != ids_.end()) id = it->second[static_cast<size_t>(field)];
+    if (it != ids_.end() && it->second[static_cast<size_t>(field)] != kNone) {
+      return it->second[static_cast<size_t>(field)];
+    }
   }
-  if (id == kNone) {
-    // Not ingested since start-up: the series may still be in the checkpoint or the log.
-    auto found = engine_->db().Find(gpu_uuid + "/" + std::string(Info(field).name));
-    if (!found) return std::nullopt;
-    id = *found;
-  }
-  return engine_->db().Latest(id);
+  // Not ingested since start-up: the series may still be in the checkpoint or the log.
+  return engine_->db().Find(gpu_uuid + "/" + std::string(Info(field).name));
+}
+
+std::optional<tsdb::Sample> TelemetryStore::Latest(const std::string& gpu_uuid, Field field) const {
+  auto id = SeriesOf(gpu_uuid, field);
+  if (!id) return std::nullopt;
+  return engine_->db().Latest(*id);
 }
 
 std::array<std::optional<tsdb::Sample>, kFieldCount> TelemetryStore::LatestAll(
@@ -97,7 +100,7 @@ std::array<std::optional<tsdb::Sample>, kFieldCount> TelemetryStore::LatestAll(
 std::vector<tsdb::Bucket> TelemetryStore::Range(const std::string& gpu_uuid, Field field,
                                                 tsdb::Resolution resolution, int64_t start,
                                                 int64_t end) const {
-  auto id = engine_->db().Find(gpu_uuid + "/" + std::string(Info(field).name));
+  auto id = SeriesOf(gpu_uuid, field);
   if (!id) return {};
   return engine_->db().Rollup(*id, resolution, start, end);
 }

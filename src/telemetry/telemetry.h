@@ -58,6 +58,8 @@ class TelemetryStore {
   using Ids = std::array<tsdb::SeriesId, kFieldCount>;
   static constexpr tsdb::SeriesId kNone = ~tsdb::SeriesId{0};
   Result<const Ids*> IdsFor(const std::string& uuid);
+  // The series of a GPU's field: from ids_ when it was ingested since start-up, else by name.
+  std::optional<tsdb::SeriesId> SeriesOf(const std::string& gpu_uuid, Field field) const;
 
   std::unique_ptr<tsdb::Engine> engine_;
   mutable std::mutex mu_;
