@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/json.hpp>
+#include <set>
 
 #include "alerting/silence.h"
 #include "common/crypto.h"
@@ -148,8 +149,26 @@ Status Notifier::Load() {
   return {};
 }
 
+// Resolved alerts leave the engine an hour after they resolved; their stored states go too.
+void Notifier::Prune(int64_t now) {
+  std::set<std::string> live;
+  {
+    std::lock_guard lock(mu_);
+    if (now < next_prune_ms_) return;
+    next_prune_ms_ = now + 3'600'000;
+    for (const auto& a : engine_.Alerts()) live.insert(a.fingerprint);
+  }
+  auto docs = store_.LoadAlertDocs();
+  if (!docs.ok()) return;
+  for (const auto& d : docs.value()) {
+    auto a = FromDoc(d);
+    if (a && !live.count(a->fingerprint)) (void)store_.DeleteAlertDoc(a->fingerprint);
+  }
+}
+
 Status Notifier::Cycle(const std::vector<health::NodeHealth>& nodes) {
   int64_t now = clock_->NowMs();
+  Prune(now);
   std::vector<Alert> changed;
   std::string url;
   {

@@ -45,6 +45,7 @@ class Notifier {
 
  private:
   void Refresh();  // firing alerts to Alertmanager channels again
+  void Prune(int64_t now);
   Store& store_;
   std::shared_ptr<Clock> clock_;
   mutable std::mutex mu_;
@@ -54,6 +55,7 @@ class Notifier {
   std::condition_variable cv_;
   bool stopping_ = false;  // guarded by mu_
   int64_t next_refresh_ms_ = 0;
+  int64_t next_prune_ms_ = 0;  // guarded by mu_
 };
 
 }  // namespace gpufleet::alerting
