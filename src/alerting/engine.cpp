@@ -51,9 +51,7 @@ std::vector<Signal> Signals(const std::vector<health::NodeHealth>& nodes,
     Labels base{{"Hostname", n.node}, {"cluster", n.cluster}, {"pool", n.pool}};
     for (const auto& rule : rules) {
       if (rule.check == "node_unreachable") {
-        for (const auto& r : n.reasons) {
-          if (r.rfind("unreachable", 0) == 0) out.push_back({rule.name, base, r, "none"});
-        }
+        if (!n.reachable) out.push_back({rule.name, base, n.reasons.front(), "none"});
         continue;
       }
       for (const auto& g : n.gpus) {

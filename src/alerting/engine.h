@@ -14,8 +14,6 @@
 
 namespace gpufleet::alerting {
 
-using Labels = std::map<std::string, std::string>;
-
 struct Rule {
   std::string name;      // the alertname, e.g. "GpuXidCritical"
   std::string check;     // a health check ("xid", "ecc_dbe", ...) or "node_unreachable"

@@ -7,6 +7,7 @@
 
 #include "alerting/silence.h"
 #include "common/crypto.h"
+#include "model/json.h"
 #include "net/http_client.h"
 
 namespace json = boost::json;
@@ -14,26 +15,11 @@ namespace json = boost::json;
 namespace gpufleet::alerting {
 namespace {
 
-json::object LabelsJson(const Labels& labels) {
-  json::object o;
-  for (const auto& [k, v] : labels) o[k] = v;
-  return o;
-}
-
-Labels LabelsFrom(const json::value* v) {
-  Labels out;
-  if (!v || !v->is_object()) return out;
-  for (const auto& kv : v->as_object()) {
-    if (kv.value().is_string()) out[std::string(kv.key())] = kv.value().as_string().c_str();
-  }
-  return out;
-}
-
 std::string Doc(const Alert& a) {
   return json::serialize(json::object{{"fingerprint", a.fingerprint},
                                       {"rule", a.rule},
-                                      {"labels", LabelsJson(a.labels)},
-                                      {"annotations", LabelsJson(a.annotations)},
+                                      {"labels", ToJson(a.labels)},
+                                      {"annotations", ToJson(a.annotations)},
                                       {"state", ToString(a.state)},
                                       {"active_since_ms", a.active_since_ms},
                                       {"fired_ms", a.fired_ms},
@@ -58,8 +44,8 @@ std::optional<Alert> FromDoc(const std::string& text) {
   Alert a;
   a.fingerprint = str("fingerprint");
   a.rule = str("rule");
-  a.labels = LabelsFrom(o.if_contains("labels"));
-  a.annotations = LabelsFrom(o.if_contains("annotations"));
+  a.labels = LabelsFromJson(o.contains("labels") ? o.at("labels") : json::value());
+  a.annotations = LabelsFromJson(o.contains("annotations") ? o.at("annotations") : json::value());
   std::string state = str("state");
   if (state == "firing") {
     a.state = State::kFiring;
@@ -78,8 +64,8 @@ std::optional<Alert> FromDoc(const std::string& text) {
 }
 
 json::object AlertJson(const Alert& a, const std::string& url) {
-  json::object o{{"labels", LabelsJson(a.labels)},
-                 {"annotations", LabelsJson(a.annotations)},
+  json::object o{{"labels", ToJson(a.labels)},
+                 {"annotations", ToJson(a.annotations)},
                  {"startsAt", FormatTime(a.fired_ms)},
                  {"generatorURL", url + "/api/v1/alerts?fingerprint=" + a.fingerprint}};
   // A firing alert carries no end: Alertmanager keeps it for its resolve_timeout and the
@@ -110,8 +96,8 @@ std::string Notifier::WebhookBody(const Alert& alert, const std::string& receive
                                       {"status", status},
                                       {"receiver", receiver},
                                       {"groupLabels", json::object{{"alertname", alert.rule}}},
-                                      {"commonLabels", LabelsJson(alert.labels)},
-                                      {"commonAnnotations", LabelsJson(alert.annotations)},
+                                      {"commonLabels", ToJson(alert.labels)},
+                                      {"commonAnnotations", ToJson(alert.annotations)},
                                       {"externalURL", url},
                                       {"alerts", json::array{std::move(a)}}});
 }

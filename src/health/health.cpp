@@ -134,6 +134,7 @@ NodeHealth RollUp(const Node& node, std::vector<GpuHealth> gpus, bool reachable)
   out.cluster = node.cluster;
   out.pool = node.pool;
   out.simulated = node.simulated;
+  out.reachable = reachable;
   if (!reachable) {
     out.health = NodeState::kUnhealthy;
     out.reasons.push_back("unreachable: " + node.reason);

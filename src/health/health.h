@@ -59,6 +59,7 @@ struct NodeHealth {
   std::vector<std::string> reasons;
   std::vector<GpuHealth> gpus;
   bool simulated = false;
+  bool reachable = true;  // false: no heartbeat or scrape (the first reason says since when)
 };
 
 GpuHealth EvaluateGpu(const GpuInputs& in, const XidCatalog& xids, int64_t now,

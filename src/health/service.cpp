@@ -96,11 +96,11 @@ int HealthService::Apply(std::vector<NodeHealth>* reports) {
     NodeState verdict = NodeState::kReady;
     std::string reason;
     for (const auto& g : n.gpus) {
+      if (g.level == Level::kFailed) verdict = NodeState::kUnhealthy;
+      if (g.level == Level::kWarning && verdict == NodeState::kReady) {
+        verdict = NodeState::kDegraded;
+      }
       for (const auto& r : g.reasons) {
-        if (r.level == Level::kFailed) verdict = NodeState::kUnhealthy;
-        if (r.level == Level::kWarning && verdict == NodeState::kReady) {
-          verdict = NodeState::kDegraded;
-        }
         reason +=
             (reason.empty() ? "" : "; ") + ("GPU " + std::to_string(g.index) + ": " + r.message);
       }

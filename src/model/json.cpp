@@ -6,16 +6,6 @@ namespace json = boost::json;
 
 namespace gpufleet {
 namespace {
-json::object LabelsJson(const Labels& labels) {
-  json::object o;
-  for (const auto& [k, v] : labels) o[k] = v;
-  return o;
-}
-json::array ExportersJson(const std::vector<ExporterTarget>& targets) {
-  json::array a;
-  for (const auto& t : targets) a.push_back(json::object{{"node", t.node}, {"url", t.url}});
-  return a;
-}
 Error WrongType(std::string_view key, std::string_view want) {
   return MakeError(ErrorCode::kInvalidArgument,
                    "field '" + std::string(key) + "' must be " + std::string(want));
@@ -25,14 +15,68 @@ Error Missing(std::string_view key) {
 }
 }  // namespace
 
+json::object ToJson(const Labels& labels) {
+  json::object o;
+  for (const auto& [k, v] : labels) o[k] = v;
+  return o;
+}
+
+json::array ToJson(const std::vector<ExporterTarget>& targets) {
+  json::array a;
+  for (const auto& t : targets) a.push_back(json::object{{"node", t.node}, {"url", t.url}});
+  return a;
+}
+
+json::object ToJson(const Remediation& r) {
+  return {{"cordon_unhealthy", r.cordon_unhealthy},
+          {"drain_unhealthy", r.drain_unhealthy},
+          {"max_share", r.max_share}};
+}
+
+Labels LabelsFromJson(const json::value& v) {
+  Labels labels;
+  if (!v.is_object()) return labels;
+  for (const auto& kv : v.as_object()) {
+    if (kv.value().is_string()) labels[std::string(kv.key())] = kv.value().as_string().c_str();
+  }
+  return labels;
+}
+
+std::vector<ExporterTarget> ExportersFromJson(const json::value& v) {
+  std::vector<ExporterTarget> out;
+  if (!v.is_array()) return out;
+  for (const auto& e : v.as_array()) {
+    const auto* o = e.if_object();
+    const json::value* node = o ? o->if_contains("node") : nullptr;
+    const json::value* url = o ? o->if_contains("url") : nullptr;
+    if (!node || !url || !node->is_string() || !url->is_string()) continue;
+    out.push_back({std::string(node->as_string()), std::string(url->as_string())});
+  }
+  return out;
+}
+
+Remediation RemediationFromJson(const json::value& v) {
+  Remediation r;
+  if (!v.is_object()) return r;
+  const auto& o = v.as_object();
+  if (auto* b = o.if_contains("cordon_unhealthy"); b && b->is_bool()) {
+    r.cordon_unhealthy = b->as_bool();
+  }
+  if (auto* b = o.if_contains("drain_unhealthy"); b && b->is_bool()) {
+    r.drain_unhealthy = b->as_bool();
+  }
+  if (auto* d = o.if_contains("max_share"); d && d->is_number()) {
+    r.max_share = d->to_number<double>();
+  }
+  return r;
+}
+
 json::object ToJson(const Cluster& c) {
   return {{"name", c.name},
           {"type", ToString(c.type)},
           {"site", c.site},
-          {"labels", LabelsJson(c.labels)},
-          {"remediation", json::object{{"cordon_unhealthy", c.remediation.cordon_unhealthy},
-                                       {"drain_unhealthy", c.remediation.drain_unhealthy},
-                                       {"max_share", c.remediation.max_share}}},
+          {"labels", ToJson(c.labels)},
+          {"remediation", ToJson(c.remediation)},
           {"created_at", FormatTime(c.created_ms)},
           {"updated_at", FormatTime(c.updated_ms)}};
 }
@@ -43,8 +87,8 @@ json::object ToJson(const Pool& p) {
           {"gpu_model", p.gpu_model},
           {"gpus_per_node", p.gpus_per_node},
           {"size", p.size},
-          {"labels", LabelsJson(p.labels)},
-          {"exporters", ExportersJson(p.exporters)},
+          {"labels", ToJson(p.labels)},
+          {"exporters", ToJson(p.exporters)},
           {"scrape_interval_ms", p.scrape_interval_ms},
           {"created_at", FormatTime(p.created_ms)},
           {"updated_at", FormatTime(p.updated_ms)}};

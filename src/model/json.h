@@ -17,6 +17,15 @@ boost::json::object ToJson(const NodeFacts& f);
 boost::json::object ToJson(const Node& n, bool with_gpus);
 boost::json::object ToJson(const NodeEvent& e);
 boost::json::object ToJson(const GpuModelSpec& m);
+boost::json::object ToJson(const Labels& labels);
+boost::json::array ToJson(const std::vector<ExporterTarget>& targets);
+boost::json::object ToJson(const Remediation& r);
+
+// Lenient readers of stored documents: what does not have the expected shape is left out
+// (labels, exporters) or left at its default (remediation).
+Labels LabelsFromJson(const boost::json::value& v);
+std::vector<ExporterTarget> ExportersFromJson(const boost::json::value& v);
+Remediation RemediationFromJson(const boost::json::value& v);
 
 Result<Gpu> GpuFromJson(const boost::json::value& v);
 Result<NodeFacts> FactsFromJson(const boost::json::value& v);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -44,6 +45,13 @@ class E2E : public ::testing::Test {
     auto r = Cli({"apply", "-f", kFleet});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("clusters: 2 created"), std::string::npos) << r.out;
+  }
+
+  // Writes `yaml` to <test dir>/<name> and runs `gpufleet apply -f` on it.
+  RunResult ApplyText(const std::string& name, const std::string& yaml) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path) << yaml;
+    return Cli({"apply", "-f", path});
   }
 
   std::string JoinToken(const std::string& pool) {

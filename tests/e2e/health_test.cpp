@@ -1,7 +1,6 @@
 // The health model end to end: faults injected into simulated GPUs turn them failed or warning
 // with the catalogue's reason and action, the node's state follows, and the API and CLI show it.
 
-#include <fstream>
 #include <thread>
 
 #include "fixture.h"
@@ -79,12 +78,11 @@ TEST_F(Health, AnOverheatedGpuFailsTheNodeUntilItCools) {
 // The remediation policy cordons an unhealthy node by itself, and its circuit breaker stops at
 // the cluster's max_share: a second unhealthy node is left for an operator.
 TEST_F(Health, RemediationCordonsUnhealthyNodesUntilTheCircuitBreakerHolds) {
-  std::string path = dir_ + "/remediation.yaml";
-  std::ofstream(path) << "apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n"
-                         "  - name: rem\n    type: training\n    site: lab\n"
-                         "    remediation: {cordon_unhealthy: true, max_share: 0.34}\n"
-                         "    pools:\n      - {name: rem-h100, gpu_model: H100-SXM5-80GB}\n";
-  auto applied = Cli({"apply", "-f", path});
+  auto applied = ApplyText("remediation.yaml",
+                           "apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n"
+                           "  - name: rem\n    type: training\n    site: lab\n"
+                           "    remediation: {cordon_unhealthy: true, max_share: 0.34}\n"
+                           "    pools:\n      - {name: rem-h100, gpu_model: H100-SXM5-80GB}\n");
   ASSERT_EQ(applied.exit_code, 0) << applied.err;
   auto cluster = controller_->Call("GET", "/api/v1/clusters/rem").second;
   EXPECT_TRUE(cluster.at("remediation").at("cordon_unhealthy").as_bool()) << cluster;

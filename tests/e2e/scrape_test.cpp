@@ -2,8 +2,6 @@
 // serves a recorded page) is listed in the fleet file; the controller scrapes it, registers the
 // node, stores its samples and XIDs, and turns it unreachable when the exporter goes away.
 
-#include <fstream>
-
 #include "fixture.h"
 
 namespace gpufleet::e2e {
@@ -12,23 +10,22 @@ namespace {
 class Scrape : public E2E {
  protected:
   void ApplyExporterFleet(const std::string& url) {
-    std::string path = dir_ + "/exporters.yaml";
-    std::ofstream(path) << "apiVersion: gpufleet/v1\n"
-                           "kind: Fleet\n"
-                           "clusters:\n"
-                           "  - name: legacy\n"
-                           "    type: training\n"
-                           "    site: lab\n"
-                           "    pools:\n"
-                           "      - name: a100-dcgm\n"
-                           "        gpu_model: A100-SXM4-80GB\n"
-                           "        gpus_per_node: 2\n"
-                           "        scrape_interval: 1s\n"
-                           "        exporters:\n"
-                           "          - node: dgx-a100-017\n"
-                           "            url: "
-                        << url << "\n";
-    auto r = Cli({"apply", "-f", path});
+    auto r = ApplyText("exporters.yaml",
+                       "apiVersion: gpufleet/v1\n"
+                       "kind: Fleet\n"
+                       "clusters:\n"
+                       "  - name: legacy\n"
+                       "    type: training\n"
+                       "    site: lab\n"
+                       "    pools:\n"
+                       "      - name: a100-dcgm\n"
+                       "        gpu_model: A100-SXM4-80GB\n"
+                       "        gpus_per_node: 2\n"
+                       "        scrape_interval: 1s\n"
+                       "        exporters:\n"
+                       "          - node: dgx-a100-017\n"
+                       "            url: " +
+                           url + "\n");
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   json::value Query(const std::string& metric, int gpu) {
@@ -151,12 +148,11 @@ TEST_F(Scrape, QueryRangeGroupsGpusAndTakesPercentiles) {
 }
 
 TEST_F(Scrape, BadExporterEntriesAreRefusedWithTheField) {
-  std::string path = dir_ + "/bad.yaml";
-  std::ofstream(path) << "apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n"
-                         "  - name: legacy\n    type: training\n    site: lab\n    pools:\n"
-                         "      - name: p\n        gpu_model: T4\n        exporters:\n"
-                         "          - node: n1\n            url: https://10.0.0.1:9400/metrics\n";
-  auto r = Cli({"apply", "-f", path});
+  auto r = ApplyText("bad.yaml",
+                     "apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n"
+                     "  - name: legacy\n    type: training\n    site: lab\n    pools:\n"
+                     "      - name: p\n        gpu_model: T4\n        exporters:\n"
+                     "          - node: n1\n            url: https://10.0.0.1:9400/metrics\n");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("bad.yaml:12: clusters[0].pools[0].exporters[0].url"), std::string::npos)
       << r.err;

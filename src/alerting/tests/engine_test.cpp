@@ -93,6 +93,7 @@ TEST(Signals, HealthReasonsBecomeSignalsWithGpuLabels) {
                     health::Level::kWarning,
                     {{"throttle", health::Level::kWarning, "HW slowdown", "check_hardware"}}});
   n.reasons.push_back("unreachable: no heartbeat for 40s");
+  n.reachable = false;
   auto signals = Signals({n}, BuiltinRules());
   std::map<std::string, Signal> by_rule;
   for (const auto& s : signals) by_rule[s.rule] = s;

@@ -17,12 +17,6 @@ Response Unavailable() {
   return ErrorResponse(MakeError(ErrorCode::kUnavailable, "alerting is not running"));
 }
 
-json::object LabelsJson(const alerting::Labels& labels) {
-  json::object o;
-  for (const auto& [k, v] : labels) o[k] = v;
-  return o;
-}
-
 }  // namespace
 
 void AddAlertRoutes(Router& router, ApiContext& ctx) {
@@ -49,8 +43,8 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
           json::object o{{"fingerprint", a.fingerprint},
                          {"alertname", a.rule},
                          {"state", alerting::ToString(a.state)},
-                         {"labels", LabelsJson(a.labels)},
-                         {"annotations", LabelsJson(a.annotations)},
+                         {"labels", ToJson(a.labels)},
+                         {"annotations", ToJson(a.annotations)},
                          {"active_since", FormatTime(a.active_since_ms)}};
           o["fired_at"] = a.fired_ms ? json::value(FormatTime(a.fired_ms)) : nullptr;
           o["resolved_at"] = a.resolved_ms ? json::value(FormatTime(a.resolved_ms)) : nullptr;

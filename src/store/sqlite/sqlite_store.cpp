@@ -18,63 +18,11 @@ namespace json = boost::json;
 namespace gpufleet {
 namespace {
 
-std::string LabelsToText(const Labels& labels) {
-  json::object o;
-  for (const auto& [k, v] : labels) o[k] = v;
-  return json::serialize(o);
-}
-
-Labels LabelsFromText(const std::string& text) {
-  Labels labels;
+// Labels, exporters and remediation policies are stored as their JSON (model/json.h).
+json::value ParseOrNull(const std::string& text) {
   boost::system::error_code ec;
   auto v = json::parse(text, ec);
-  if (ec || !v.is_object()) return labels;
-  for (const auto& kv : v.as_object()) {
-    if (kv.value().is_string()) labels[std::string(kv.key())] = kv.value().as_string().c_str();
-  }
-  return labels;
-}
-
-std::string ExportersToText(const std::vector<ExporterTarget>& targets) {
-  json::array a;
-  for (const auto& t : targets) a.push_back(json::object{{"node", t.node}, {"url", t.url}});
-  return json::serialize(a);
-}
-
-std::vector<ExporterTarget> ExportersFromText(const std::string& text) {
-  std::vector<ExporterTarget> out;
-  boost::system::error_code ec;
-  auto v = json::parse(text, ec);
-  if (ec || !v.is_array()) return out;
-  for (const auto& e : v.as_array()) {
-    const auto* o = e.if_object();
-    const json::value* node = o ? o->if_contains("node") : nullptr;
-    const json::value* url = o ? o->if_contains("url") : nullptr;
-    if (!node || !url || !node->is_string() || !url->is_string()) continue;
-    out.push_back({std::string(node->as_string()), std::string(url->as_string())});
-  }
-  return out;
-}
-
-std::string RemediationToText(const Remediation& r) {
-  return json::serialize(json::object{{"cordon_unhealthy", r.cordon_unhealthy},
-                                      {"drain_unhealthy", r.drain_unhealthy},
-                                      {"max_share", r.max_share}});
-}
-
-Remediation RemediationFromText(const std::string& text) {
-  Remediation r;
-  boost::system::error_code ec;
-  auto v = json::parse(text, ec);
-  if (ec || !v.is_object()) return r;
-  const auto& o = v.as_object();
-  if (auto* b = o.if_contains("cordon_unhealthy"); b && b->is_bool())
-    r.cordon_unhealthy = b->as_bool();
-  if (auto* b = o.if_contains("drain_unhealthy"); b && b->is_bool())
-    r.drain_unhealthy = b->as_bool();
-  if (auto* d = o.if_contains("max_share"); d && d->is_number())
-    r.max_share = d->to_number<double>();
-  return r;
+  return ec ? json::value(nullptr) : v;
 }
 
 Error StoreError(const std::exception& e) {
@@ -106,8 +54,8 @@ class SqliteStore : public Store {
     try {
       soci::transaction tx(sql_);
       for (const auto& c : clusters) {
-        std::string type(ToString(c.type)), labels = LabelsToText(c.labels);
-        std::string remediation = RemediationToText(c.remediation);
+        std::string type(ToString(c.type)), labels = json::serialize(ToJson(c.labels));
+        std::string remediation = json::serialize(ToJson(c.remediation));
         long long created = c.created_ms, updated = c.updated_ms;
         sql_ << "INSERT INTO clusters (name, type, site, labels, remediation, created_ms, "
                 "updated_ms) VALUES (:n, :t, :s, :l, :r, :c, :u) ON CONFLICT (name) DO UPDATE "
@@ -117,7 +65,8 @@ class SqliteStore : public Store {
             soci::use(remediation), soci::use(created), soci::use(updated);
       }
       for (const auto& p : pools) {
-        std::string labels = LabelsToText(p.labels), exporters = ExportersToText(p.exporters);
+        std::string labels = json::serialize(ToJson(p.labels)),
+                    exporters = json::serialize(ToJson(p.exporters));
         long long gpn = p.gpus_per_node, size = p.size, created = p.created_ms,
                   updated = p.updated_ms, interval = p.scrape_interval_ms;
         sql_ << "INSERT INTO pools (name, cluster, gpu_model, gpus_per_node, size, labels, "
@@ -154,8 +103,8 @@ class SqliteStore : public Store {
       st.execute();
       while (st.fetch()) {
         c.type = ParseClusterType(type).value_or(ClusterType::kTraining);
-        c.labels = LabelsFromText(labels);
-        c.remediation = RemediationFromText(remediation);
+        c.labels = LabelsFromJson(ParseOrNull(labels));
+        c.remediation = RemediationFromJson(ParseOrNull(remediation));
         c.created_ms = created;
         c.updated_ms = updated;
         out.push_back(c);
@@ -184,8 +133,8 @@ class SqliteStore : public Store {
       while (st.fetch()) {
         p.gpus_per_node = static_cast<int>(gpn);
         p.size = static_cast<int>(size);
-        p.labels = LabelsFromText(labels);
-        p.exporters = ExportersFromText(exporters);
+        p.labels = LabelsFromJson(ParseOrNull(labels));
+        p.exporters = ExportersFromJson(ParseOrNull(exporters));
         p.scrape_interval_ms = interval;
         p.created_ms = created;
         p.updated_ms = updated;
