@@ -74,6 +74,7 @@ class Fleet10k {
     health_ = std::make_unique<health::HealthService>(*fleet_, *telemetry_, *store_, catalog_,
                                                       XidCatalog::Builtin(), clock_);
     notifier_ = std::make_unique<alerting::Notifier>(*store_, clock_, "http://bench");
+    reader_ = alerting::MakeTelemetryReader(*telemetry_);
   }
   ~Fleet10k() { std::filesystem::remove_all(dir_); }
 
@@ -104,6 +105,7 @@ class Fleet10k {
  public:
   std::unique_ptr<health::HealthService> health_;
   std::unique_ptr<alerting::Notifier> notifier_;
+  std::unique_ptr<alerting::SeriesReader> reader_;
 };
 
 Fleet10k& Shared() {
@@ -135,7 +137,10 @@ void BM_HealthAndAlertCycle10kGpus(benchmark::State& state) {
   for (auto _ : state) {
     std::vector<health::NodeHealth> reports;
     fleet.health_->Apply(&reports);
-    (void)fleet.notifier_->Cycle(reports);
+    auto snapshot = std::make_shared<const alerting::Snapshot>(
+        alerting::MakeSnapshot(reports, fleet.health_->RecentXids(), fleet.health_->xid_catalog(),
+                               RealClock()->NowMs(), NAN));
+    (void)fleet.notifier_->Cycle(reports, snapshot, *fleet.reader_);
   }
 }
 BENCHMARK(BM_HealthAndAlertCycle10kGpus)->Unit(benchmark::kMillisecond)->Iterations(6);

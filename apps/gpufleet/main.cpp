@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   gpufleet::cli::AddAdminCommands(app, globals);
   gpufleet::cli::AddMetricsCommands(app, globals);
   gpufleet::cli::AddHealthCommands(app, globals);
+  gpufleet::cli::AddRuleCommands(app, globals);
 
   try {
     app.parse(argc, argv);

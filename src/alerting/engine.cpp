@@ -1,6 +1,12 @@
 #include "alerting/engine.h"
 
+#include <algorithm>
+#include <cassert>
+#include <cctype>
+#include <chrono>
 #include <cstdio>
+
+#include "alerting/eval.h"
 
 namespace gpufleet::alerting {
 
@@ -16,32 +22,152 @@ std::string_view ToString(State s) {
   return "pending";
 }
 
+namespace {
+
+Rule HealthRule(const char* name, const char* check, const char* level, const char* severity,
+                int64_t for_ms, int64_t keep_ms, const char* summary) {
+  Rule r;
+  r.name = name;
+  r.group = "builtin";
+  r.builtin = true;
+  r.check = check;
+  r.level = level;
+  r.severity = severity;
+  r.for_ms = for_ms;
+  r.keep_firing_for_ms = keep_ms;
+  r.annotations = {{"summary", summary}};
+  return r;
+}
+
+Rule ExprRule(const char* name, const char* expr, const char* severity, int64_t for_ms,
+              const char* summary) {
+  Rule r;
+  r.name = name;
+  r.group = "builtin";
+  r.builtin = true;
+  r.expr = expr;
+  r.severity = severity;
+  r.for_ms = for_ms;
+  r.annotations = {{"summary", summary}};
+  auto parsed = ParseExpr(r.expr);
+  assert(parsed.ok());  // built in: tested
+  r.parsed = std::move(parsed.value());
+  return r;
+}
+
+bool IsName(const std::string& s) {
+  if (s.empty() || s.size() > 128 || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+// The templates Render knows: {{ $value }} and {{ $labels.NAME }}.
+Status CheckTemplate(const std::string& tmpl) {
+  size_t i = 0;
+  while ((i = tmpl.find("{{", i)) != std::string::npos) {
+    size_t close = tmpl.find("}}", i);
+    if (close == std::string::npos) {
+      return MakeError(ErrorCode::kInvalidArgument, "'{{' is not closed");
+    }
+    std::string e = tmpl.substr(i + 2, close - i - 2);
+    size_t a = e.find_first_not_of(' '), b = e.find_last_not_of(' ');
+    e = a == std::string::npos ? "" : e.substr(a, b - a + 1);
+    if (e != "$value" && !(e.rfind("$labels.", 0) == 0 && IsName(e.substr(8)))) {
+      return MakeError(ErrorCode::kInvalidArgument, "'{{ " + e +
+                                                        " }}' is not a template gpufleet knows "
+                                                        "({{ $value }} or {{ $labels.NAME }})");
+    }
+    i = close + 2;
+  }
+  return {};
+}
+
+}  // namespace
+
 const std::vector<Rule>& BuiltinRules() {
+  static const char* kGpu = "{{ $labels.Hostname }} GPU {{ $labels.gpu }}: {{ $value }}";
   static const std::vector<Rule> kRules = {
-      {"GpuXidCritical", "xid", "failed", "critical", 0, 0,
-       "{{ $labels.Hostname }} GPU {{ $labels.gpu }}: {{ $value }}"},
-      {"GpuXidWarning", "xid", "warning", "warning", 0, 0,
-       "{{ $labels.Hostname }} GPU {{ $labels.gpu }}: {{ $value }}"},
-      {"GpuDoubleBitEcc", "ecc_dbe", "failed", "critical", 0, 0,
-       "{{ $labels.Hostname }} GPU {{ $labels.gpu }}: {{ $value }}"},
-      {"GpuRowRemapFailure", "row_remap", "failed", "critical", 0, 0,
-       "{{ $labels.Hostname }} GPU {{ $labels.gpu }}: {{ $value }}"},
-      {"GpuLost", "nvml", "failed", "critical", 0, 0,
-       "{{ $labels.Hostname }} GPU {{ $labels.gpu }}: {{ $value }}"},
-      {"GpuNvlinkDown", "nvlink", "failed", "critical", 60'000, 0,
-       "{{ $labels.Hostname }} GPU {{ $labels.gpu }}: {{ $value }}"},
-      {"GpuOverheating", "temperature", "failed", "critical", 60'000, 300'000,
-       "{{ $labels.Hostname }} GPU {{ $labels.gpu }}: {{ $value }}"},
-      {"GpuRunningHot", "temperature", "warning", "warning", 300'000, 300'000,
-       "{{ $labels.Hostname }} GPU {{ $labels.gpu }}: {{ $value }}"},
-      {"GpuThrottled", "throttle", "warning", "warning", 300'000, 300'000,
-       "{{ $labels.Hostname }} GPU {{ $labels.gpu }}: {{ $value }}"},
-      {"GpuPcieReplays", "pcie", "warning", "warning", 300'000, 0,
-       "{{ $labels.Hostname }} GPU {{ $labels.gpu }}: {{ $value }}"},
-      {"NodeUnreachable", "node_unreachable", "any", "critical", 60'000, 0,
-       "{{ $labels.Hostname }} is unreachable: {{ $value }}"},
+      HealthRule("GpuXidCritical", "xid", "failed", "critical", 0, 0, kGpu),
+      HealthRule("GpuXidWarning", "xid", "warning", "warning", 0, 0, kGpu),
+      HealthRule("GpuDoubleBitEcc", "ecc_dbe", "failed", "critical", 0, 0, kGpu),
+      HealthRule("GpuRowRemapFailure", "row_remap", "failed", "critical", 0, 0, kGpu),
+      HealthRule("GpuLost", "nvml", "failed", "critical", 0, 0, kGpu),
+      HealthRule("GpuNvlinkDown", "nvlink", "failed", "critical", 60'000, 0, kGpu),
+      HealthRule("GpuOverheating", "temperature", "failed", "critical", 60'000, 300'000, kGpu),
+      HealthRule("GpuRunningHot", "temperature", "warning", "warning", 300'000, 300'000, kGpu),
+      HealthRule("GpuThrottled", "throttle", "warning", "warning", 300'000, 300'000, kGpu),
+      HealthRule("GpuPcieReplays", "pcie", "warning", "warning", 300'000, 0, kGpu),
+      HealthRule("NodeUnreachable", "node_unreachable", "any", "critical", 60'000, 0,
+                 "{{ $labels.Hostname }} is unreachable: {{ $value }}"),
+      // Latency: a node whose reports arrive late, before it counts as unreachable; a slow API.
+      ExprRule("NodeReportsLate", "node_report_age_seconds > 10 and node_up == 1", "warning",
+               30'000, "{{ $labels.Hostname }} last reported {{ $value }} s ago"),
+      ExprRule("ApiLatencyHigh", "api_request_duration_p99_seconds > 1", "warning", 300'000,
+               "The API's p99 request duration is {{ $value }} s"),
+      // Capacity: a pool with no GPU a job could use, or with a tenth of its GPUs unhealthy.
+      ExprRule("PoolNoAvailableGpus", "sum by (cluster, pool) (gpu_available) == 0", "critical",
+               300'000, "{{ $labels.cluster }}/{{ $labels.pool }} has no available GPU"),
+      ExprRule(
+          "PoolDegraded", "avg by (cluster, pool) (gpu_healthy) < 0.9", "warning", 600'000,
+          "{{ $labels.cluster }}/{{ $labels.pool }}: only {{ $value }} of its GPUs are healthy"),
   };
   return kRules;
+}
+
+std::vector<Rule> MergeRules(const std::vector<Rule>& base, const std::vector<Rule>& user) {
+  std::map<std::string, const Rule*> by_name;
+  for (const auto& r : user) by_name[r.name] = &r;
+  std::vector<Rule> out;
+  for (const auto& b : base) {
+    auto it = by_name.find(b.name);
+    if (it == by_name.end()) out.push_back(b);
+  }
+  for (const auto& r : user) {
+    if (r.enabled) out.push_back(r);
+  }
+  return out;
+}
+
+Status CheckRule(Rule& rule, std::string* failed_field) {
+  auto fail = [&](const std::string& field, const std::string& why) {
+    if (failed_field) *failed_field = field;
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "rule '" + rule.name + "': " + field + ": " + why);
+  };
+  if (!IsName(rule.name)) {
+    return fail("alert", "must be 1-128 letters, digits or '_', not starting with a digit");
+  }
+  if (!rule.enabled) {
+    if (!rule.expr.empty()) return fail("enabled", "a disabled rule has no expr");
+    return {};
+  }
+  if (rule.expr.empty()) return fail("expr", "is required");
+  auto parsed = ParseExpr(rule.expr);
+  if (!parsed.ok()) return fail("expr", parsed.error().message.substr(6));  // "expr: " prefix
+  rule.parsed = std::move(parsed.value());
+  if (auto it = rule.labels.find("severity"); it != rule.labels.end()) {
+    rule.severity = it->second;
+    rule.labels.erase(it);
+  }
+  if (rule.severity.empty()) rule.severity = "warning";
+  if (rule.severity != "critical" && rule.severity != "warning" && rule.severity != "info") {
+    return fail("labels.severity", "'" + rule.severity + "' is not critical, warning or info");
+  }
+  if (rule.for_ms < 0) return fail("for", "must not be negative");
+  if (rule.keep_firing_for_ms < 0) return fail("keep_firing_for", "must not be negative");
+  for (const auto& [k, v] : rule.labels) {
+    if (!IsName(k)) return fail("labels." + k, "is not a label name");
+    if (k == "alertname") return fail("labels.alertname", "is the rule's name: set `alert`");
+  }
+  for (const auto& [k, v] : rule.annotations) {
+    if (!IsName(k)) return fail("annotations." + k, "is not an annotation name");
+    if (auto s = CheckTemplate(v); !s.ok()) return fail("annotations." + k, s.error().message);
+  }
+  if (!rule.annotations.count("summary")) {
+    rule.annotations["summary"] = rule.name + ": {{ $value }}";
+  }
+  return {};
 }
 
 std::vector<Signal> Signals(const std::vector<health::NodeHealth>& nodes,
@@ -50,6 +176,7 @@ std::vector<Signal> Signals(const std::vector<health::NodeHealth>& nodes,
   for (const auto& n : nodes) {
     Labels base{{"Hostname", n.node}, {"cluster", n.cluster}, {"pool", n.pool}};
     for (const auto& rule : rules) {
+      if (rule.check.empty()) continue;  // an expression rule
       if (rule.check == "node_unreachable") {
         if (!n.reachable) out.push_back({rule.name, base, n.reasons.front(), "none"});
         continue;
@@ -66,6 +193,37 @@ std::vector<Signal> Signals(const std::vector<health::NodeHealth>& nodes,
         }
       }
     }
+  }
+  return out;
+}
+
+std::string FormatValue(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::vector<Signal> ExprSignals(const std::vector<Rule>& rules, Evaluator& evaluator,
+                                std::map<std::string, RuleRun>* runs) {
+  std::vector<Signal> out;
+  for (const auto& rule : rules) {
+    if (!rule.parsed) continue;
+    auto start = std::chrono::steady_clock::now();
+    auto samples = evaluator.Run(*rule.parsed);
+    RuleRun run;
+    if (!samples.ok()) {
+      run.error = samples.error().message;
+    } else {
+      run.series = samples->size();
+      for (auto& s : samples.value()) {
+        Labels labels = std::move(s.labels);
+        for (const auto& [k, v] : rule.labels) labels[k] = v;
+        out.push_back({rule.name, std::move(labels), FormatValue(s.value), ""});
+      }
+    }
+    run.duration_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (runs) (*runs)[rule.name] = std::move(run);
   }
   return out;
 }
@@ -146,11 +304,15 @@ std::vector<Alert> Engine::Evaluate(int64_t now, const std::vector<Signal>& sign
     }
     a.last_true_ms = now;
     a.keep_since_ms = 0;
-    auto description = a.annotations.find("description");
-    if (description == a.annotations.end() || description->second != s.value) {
-      a.annotations = {{"summary", Render(rule->summary, labels, s.value)},
-                       {"description", s.value},
-                       {"action", s.action}};
+    if (a.annotations.empty() || a.value != s.value) {
+      a.value = s.value;
+      a.annotations.clear();
+      for (const auto& [k, tmpl] : rule->annotations)
+        a.annotations[k] = Render(tmpl, labels, s.value);
+      if (!rule->check.empty()) {  // a health rule: the reason and what to do about it
+        a.annotations["description"] = s.value;
+        a.annotations["action"] = s.action;
+      }
     }
     if (a.state == State::kPending && now - a.active_since_ms >= rule->for_ms) {
       a.state = State::kFiring;

@@ -1,43 +1,76 @@
 #pragma once
-// Alerting with Prometheus's semantics over the health model: built-in rules turn health
-// reasons (an XID class, double-bit ECC, row-remap failure, a lost GPU, NVLink down, heat,
-// throttling) and unreachable nodes into alerts that go inactive -> pending (for `for`) ->
-// firing -> resolved, with `keep_firing_for` against flapping. Pure logic on the evaluation
-// time it is given; the Notifier delivers the changes.
+// Alerting with Prometheus's semantics over the health model and the telemetry: rules turn
+// conditions into alerts that go inactive -> pending (for `for`) -> firing -> resolved, with
+// `keep_firing_for` against flapping. Two kinds of rule: health rules (built in) fire on the
+// health model's reasons (an XID class, double-bit ECC, row-remap failure, a lost GPU, NVLink
+// down, heat, throttling) and on unreachable nodes; expression rules fire on the series of a
+// PromQL-like expression (expr.h), built in (latency, capacity) or written by users in
+// Prometheus-format rule files. Pure logic on the evaluation time it is given; the Notifier
+// delivers the changes.
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "alerting/expr.h"
 #include "health/health.h"
 
 namespace gpufleet::alerting {
 
 struct Rule {
-  std::string name;      // the alertname, e.g. "GpuXidCritical"
-  std::string check;     // a health check ("xid", "ecc_dbe", ...) or "node_unreachable"
-  std::string level;     // the health level that fires it: "failed", "warning" or "any"
+  std::string name;   // the alertname, e.g. "GpuXidCritical"
+  std::string group;  // "builtin", or the rule file's group
+  bool builtin = false;
+  bool enabled = true;  // a user rule `enabled: false` switches off the built-in of its name
+  // A health rule: a health check ("xid", "ecc_dbe", ...) or "node_unreachable", and the level
+  // that fires it: "failed", "warning" or "any".
+  std::string check;
+  std::string level;
+  // An expression rule: the expression, and its parse (shared: rules are copied).
+  std::string expr;
+  std::shared_ptr<const Expr> parsed;
   std::string severity;  // "critical", "warning", "info"
   int64_t for_ms = 0;
   int64_t keep_firing_for_ms = 0;
-  std::string summary;  // a template: {{ $labels.Hostname }}, {{ $labels.gpu }}, {{ $value }}
+  Labels labels;       // added to each alert's labels
+  Labels annotations;  // templates: {{ $labels.Hostname }}, {{ $labels.gpu }}, {{ $value }}
 };
+
+// Checks a rule and parses its expression; errors name the rule and the field, which is also
+// written to `failed_field` ("expr", "labels.severity", ...).
+Status CheckRule(Rule& rule, std::string* failed_field = nullptr);
 
 // The rules on by default.
 const std::vector<Rule>& BuiltinRules();
+// The base rules (the built-in ones) with the user's: a user rule replaces the base rule of its
+// name, and a disabled one removes it.
+std::vector<Rule> MergeRules(const std::vector<Rule>& base, const std::vector<Rule>& user);
 
 // One condition that holds at an evaluation: a rule and the labels of what it is about.
 struct Signal {
   std::string rule;
   Labels labels;
-  std::string value;  // what {{ $value }} renders: the health reason's message
+  std::string value;  // what {{ $value }} renders: the health reason's message, or a number
   std::string action;
 };
 
-// The signals the rules see in the health reports.
+// The signals the health rules see in the health reports.
 std::vector<Signal> Signals(const std::vector<health::NodeHealth>& nodes,
                             const std::vector<Rule>& rules);
+
+class Evaluator;
+// How an expression rule's last evaluation went, as Prometheus's rule health.
+struct RuleRun {
+  std::string error;  // empty: ok
+  double duration_ms = 0;
+  size_t series = 0;  // how many series its expression gave
+};
+// The signals of the expression rules; each rule's run is written to `runs` by name.
+std::vector<Signal> ExprSignals(const std::vector<Rule>& rules, Evaluator& evaluator,
+                                std::map<std::string, RuleRun>* runs);
+// "{{ $value }}" of a number: as Prometheus prints it (%g with enough digits).
+std::string FormatValue(double v);
 
 enum class State { kPending, kFiring, kResolved };
 std::string_view ToString(State s);
@@ -47,6 +80,7 @@ struct Alert {
   std::string rule;
   Labels labels;       // rule name, severity and the signal's labels
   Labels annotations;  // summary, description, action
+  std::string value;   // {{ $value }} when the annotations were rendered
   State state = State::kPending;
   int64_t active_since_ms = 0;  // when the condition began to hold
   int64_t fired_ms = 0;
@@ -64,6 +98,8 @@ std::string Fingerprint(const Labels& labels);
 class Engine {
  public:
   explicit Engine(std::vector<Rule> rules) : rules_(std::move(rules)) {}
+  // A new rule set; the alerts of rules that left it resolve at the next evaluation.
+  void SetRules(std::vector<Rule> rules) { rules_ = std::move(rules); }
   // One evaluation at `now`. Returns the alerts that changed to firing or resolved: what is
   // notified. Pending alerts whose condition goes away are dropped without a notification.
   std::vector<Alert> Evaluate(int64_t now, const std::vector<Signal>& signals);

@@ -20,6 +20,7 @@ std::string Doc(const Alert& a) {
                                       {"rule", a.rule},
                                       {"labels", ToJson(a.labels)},
                                       {"annotations", ToJson(a.annotations)},
+                                      {"value", a.value},
                                       {"state", ToString(a.state)},
                                       {"active_since_ms", a.active_since_ms},
                                       {"fired_ms", a.fired_ms},
@@ -46,6 +47,7 @@ std::optional<Alert> FromDoc(const std::string& text) {
   a.rule = str("rule");
   a.labels = LabelsFromJson(o.contains("labels") ? o.at("labels") : json::value());
   a.annotations = LabelsFromJson(o.contains("annotations") ? o.at("annotations") : json::value());
+  a.value = str("value");
   std::string state = str("state");
   if (state == "firing") {
     a.state = State::kFiring;
@@ -107,7 +109,8 @@ Notifier::Notifier(Store& store, std::shared_ptr<Clock> clock, std::string exter
     : store_(store),
       clock_(std::move(clock)),
       external_url_(std::move(external_url)),
-      engine_(std::move(rules)) {}
+      engine_(rules),
+      base_rules_(std::move(rules)) {}
 
 Notifier::~Notifier() { Stop(); }
 
@@ -117,6 +120,22 @@ void Notifier::set_external_url(std::string url) {
 }
 
 Status Notifier::Load() {
+  auto records = store_.ListRules();
+  if (!records.ok()) return records.error();
+  std::vector<Rule> user;
+  for (const auto& r : records.value()) {
+    auto rule = RuleFromJson(r.doc);
+    if (!rule.ok()) {  // e.g. a metric a newer version had: keep the others running
+      spdlog::error("alert rule {} is not loaded: {}", r.name, rule.error().message);
+      continue;
+    }
+    user.push_back(std::move(rule.value()));
+  }
+  {
+    std::lock_guard lock(mu_);
+    user_rules_ = user;
+    engine_.SetRules(MergeRules(base_rules_, user_rules_));
+  }
   auto docs = store_.LoadAlertDocs();
   if (!docs.ok()) return docs.error();
   std::vector<Alert> alerts;
@@ -152,14 +171,21 @@ void Notifier::Prune(int64_t now) {
   }
 }
 
-Status Notifier::Cycle(const std::vector<health::NodeHealth>& nodes) {
+Status Notifier::Cycle(const std::vector<health::NodeHealth>& nodes,
+                       std::shared_ptr<const Snapshot> snapshot, SeriesReader& reader) {
   int64_t now = clock_->NowMs();
   Prune(now);
   std::vector<Alert> changed;
   std::string url;
   {
     std::lock_guard lock(mu_);
-    changed = engine_.Evaluate(now, Signals(nodes, engine_.rules()));
+    auto signals = Signals(nodes, engine_.rules());
+    Evaluator evaluator(*snapshot, reader);
+    auto more = ExprSignals(engine_.rules(), evaluator, &runs_);
+    signals.insert(signals.end(), std::make_move_iterator(more.begin()),
+                   std::make_move_iterator(more.end()));
+    changed = engine_.Evaluate(now, signals);
+    snapshot_ = std::move(snapshot);
     url = external_url_;
   }
   if (changed.empty()) return {};
@@ -169,8 +195,14 @@ Status Notifier::Cycle(const std::vector<health::NodeHealth>& nodes) {
   std::vector<Notification> out;
   for (const auto& a : changed) {
     docs.push_back({a.fingerprint, Doc(a)});
-    spdlog::warn("alert {} {}: {}", a.rule, ToString(a.state), a.annotations.at("summary"));
+    auto summary = a.annotations.find("summary");
+    spdlog::warn("alert {} {}: {}", a.rule, ToString(a.state),
+                 summary == a.annotations.end() ? "" : summary->second);
     for (const auto& c : channels.value()) {
+      if (!c.matchers.empty()) {  // the channel's route
+        auto matchers = ParseMatchers(c.matchers);
+        if (matchers.ok() && !MatcherSet(matchers.value()).Matches(a.labels)) continue;
+      }
       Notification n;
       n.channel = c.name;
       n.fingerprint = a.fingerprint;
@@ -202,6 +234,133 @@ Status Notifier::Cycle(const std::vector<health::NodeHealth>& nodes) {
 std::vector<Alert> Notifier::Alerts() const {
   std::lock_guard lock(mu_);
   return engine_.Alerts();
+}
+
+std::vector<RuleView> Notifier::Rules() const {
+  std::lock_guard lock(mu_);
+  std::vector<RuleView> out;
+  std::map<std::string, const Rule*> user;
+  for (const auto& r : user_rules_) user[r.name] = &r;
+  auto run_of = [&](const Rule& r) -> std::optional<RuleRun> {
+    auto it = runs_.find(r.name);
+    if (!r.parsed || it == runs_.end()) return std::nullopt;
+    return it->second;
+  };
+  for (const auto& b : base_rules_) {
+    auto it = user.find(b.name);
+    std::string status = it == user.end()      ? "active"
+                         : it->second->enabled ? "overridden"
+                                               : "disabled";
+    out.push_back({b, status, status == "active" ? run_of(b) : std::nullopt});
+  }
+  for (const auto& r : user_rules_) {
+    out.push_back({r, r.enabled ? "active" : "disabled", run_of(r)});
+  }
+  return out;
+}
+
+Status Notifier::SaveRules(const std::vector<Rule>& upsert,
+                           const std::vector<std::string>& remove) {
+  int64_t now = clock_->NowMs();
+  std::vector<RuleRecord> records;
+  for (const auto& r : upsert) records.push_back({r.name, r.group, RuleJson(r), now});
+  GF_TRY(store_.SaveRules(records, remove));
+  std::lock_guard lock(mu_);
+  std::map<std::string, Rule> by_name;
+  for (auto& r : user_rules_) by_name[r.name] = std::move(r);
+  for (const auto& name : remove) by_name.erase(name);
+  for (const auto& r : upsert) by_name[r.name] = r;
+  user_rules_.clear();
+  for (auto& [_, r] : by_name) user_rules_.push_back(std::move(r));
+  engine_.SetRules(MergeRules(base_rules_, user_rules_));
+  return {};
+}
+
+Result<RuleChanges> Notifier::ApplyRuleFile(const RuleFile& file) {
+  std::lock_guard changes(rules_mu_);
+  std::map<std::string, Rule> current;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& r : user_rules_) current[r.name] = r;
+  }
+  RuleChanges c;
+  std::vector<Rule> upsert;
+  std::set<std::string> in_file;
+  for (const auto& r : file.rules) {
+    in_file.insert(r.name);
+    auto it = current.find(r.name);
+    if (it == current.end()) {
+      ++c.created;
+    } else if (RuleJson(it->second) == RuleJson(r)) {
+      ++c.unchanged;
+      continue;
+    } else {
+      ++c.updated;
+    }
+    upsert.push_back(r);
+  }
+  std::vector<std::string> remove;
+  std::set<std::string> groups(file.groups.begin(), file.groups.end());
+  for (const auto& [name, r] : current) {
+    if (groups.count(r.group) && !in_file.count(name)) remove.push_back(name);
+  }
+  c.deleted = static_cast<int>(remove.size());
+  GF_TRY(SaveRules(upsert, remove));
+  return c;
+}
+
+Status Notifier::PutRule(const Rule& rule) {
+  std::lock_guard changes(rules_mu_);
+  return SaveRules({rule}, {});
+}
+
+Status Notifier::DeleteRule(const std::string& name) {
+  std::lock_guard changes(rules_mu_);
+  {
+    std::lock_guard lock(mu_);
+    bool found = std::any_of(user_rules_.begin(), user_rules_.end(),
+                             [&](const Rule& r) { return r.name == name; });
+    if (!found) {
+      bool builtin = std::any_of(base_rules_.begin(), base_rules_.end(),
+                                 [&](const Rule& r) { return r.name == name; });
+      return MakeError(ErrorCode::kNotFound,
+                       builtin ? "'" + name +
+                                     "' is a built-in rule: switch it off with a rule of its "
+                                     "name and enabled: false"
+                               : "no user rule '" + name + "'");
+    }
+  }
+  return SaveRules({}, {name});
+}
+
+Result<std::vector<RuleTest>> Notifier::TestRules(const std::vector<Rule>& rules,
+                                                  SeriesReader& reader) const {
+  std::shared_ptr<const Snapshot> snapshot;
+  {
+    std::lock_guard lock(mu_);
+    snapshot = snapshot_;
+  }
+  if (!snapshot) {
+    return MakeError(ErrorCode::kUnavailable,
+                     "no evaluation has run yet: try again after the first health cycle");
+  }
+  // A fresh snapshot time, so that windows end now; the fleet is as the last cycle saw it.
+  Snapshot now = *snapshot;
+  now.now_ms = clock_->NowMs();
+  Evaluator evaluator(now, reader);
+  std::vector<RuleTest> out;
+  for (const auto& rule : rules) {
+    RuleTest t;
+    t.rule = rule;
+    std::map<std::string, RuleRun> runs;
+    auto signals = ExprSignals({rule}, evaluator, &runs);
+    t.run = runs[rule.name];
+    Engine engine({rule});
+    engine.Evaluate(now.now_ms, signals);  // pending, or firing when `for` is 0
+    t.alerts = engine.Alerts();
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 int Notifier::Deliver() {
@@ -267,9 +426,17 @@ void Notifier::Refresh() {
   if (firing.empty()) return;
   auto channels = store_.ListChannels();
   if (!channels.ok()) return;
-  std::string body = AlertmanagerBody(firing, url);
   for (const auto& c : channels.value()) {
     if (c.type != "alertmanager") continue;
+    std::vector<Alert> routed = firing;
+    if (!c.matchers.empty()) {
+      auto matchers = ParseMatchers(c.matchers);
+      if (!matchers.ok()) continue;
+      MatcherSet route(matchers.value());
+      std::erase_if(routed, [&](const Alert& a) { return !route.Matches(a.labels); });
+    }
+    if (routed.empty()) continue;
+    std::string body = AlertmanagerBody(routed, url);
     net::HttpCall call;
     call.method = "POST";
     call.url = c.url + "/api/v2/alerts";

@@ -14,26 +14,61 @@
 #include <vector>
 
 #include "alerting/engine.h"
+#include "alerting/eval.h"
+#include "alerting/rules.h"
 #include "common/clock.h"
 #include "store/store.h"
 
 namespace gpufleet::alerting {
+
+// How apply changed the user rules.
+struct RuleChanges {
+  int created = 0, updated = 0, unchanged = 0, deleted = 0;
+};
+
+// A rule as listed: its status among the rule set and its last run.
+struct RuleView {
+  Rule rule;
+  std::string status;          // "active", "disabled" (by a user rule) or "overridden" (built-in)
+  std::optional<RuleRun> run;  // expression rules that ran
+};
+
+// What a rule would give now (rules test): its run, and the alerts, pending, that it would make.
+struct RuleTest {
+  Rule rule;
+  RuleRun run;
+  std::vector<Alert> alerts;
+};
 
 class Notifier {
  public:
   Notifier(Store& store, std::shared_ptr<Clock> clock, std::string external_url,
            std::vector<Rule> rules = BuiltinRules());
   ~Notifier();
-  Status Load();  // alert states of the last run
+  Status Load();  // the user rules and the alert states of the last run
   // Where generatorURL links point: the controller's own address, known once it listens.
   void set_external_url(std::string url);
   void Start();  // the sender thread
   void Stop();
 
-  // One evaluation over the health model's reports.
-  Status Cycle(const std::vector<health::NodeHealth>& nodes);
+  // One evaluation: health rules over the health model's reports, expression rules over the
+  // snapshot made from them and the series `reader` reads.
+  Status Cycle(const std::vector<health::NodeHealth>& nodes,
+               std::shared_ptr<const Snapshot> snapshot, SeriesReader& reader);
   std::vector<Alert> Alerts() const;
-  const std::vector<Rule>& rules() const { return engine_.rules(); }
+
+  // The rule set. Changes are stored first, then take effect at the next cycle; alerts of
+  // rules that leave the set resolve.
+  std::vector<RuleView> Rules() const;
+  // The file's groups get exactly the file's rules: rules of those groups that the file no
+  // longer has are deleted.
+  Result<RuleChanges> ApplyRuleFile(const RuleFile& file);
+  Status PutRule(const Rule& rule);            // creates or replaces the user rule of its name
+  Status DeleteRule(const std::string& name);  // kNotFound when no user rule has the name
+  // Evaluates `rules` now against the last cycle's snapshot and the current series, without
+  // activating anything; kUnavailable before the first cycle.
+  Result<std::vector<RuleTest>> TestRules(const std::vector<Rule>& rules,
+                                          SeriesReader& reader) const;
 
   // Sends what is due now; returns how many were acknowledged. Public for tests.
   int Deliver();
@@ -46,11 +81,17 @@ class Notifier {
  private:
   void Refresh();  // firing alerts to Alertmanager channels again
   void Prune(int64_t now);
+  Status SaveRules(const std::vector<Rule>& upsert, const std::vector<std::string>& remove);
   Store& store_;
   std::shared_ptr<Clock> clock_;
   mutable std::mutex mu_;
   std::string external_url_;  // guarded by mu_
   Engine engine_;             // guarded by mu_
+  const std::vector<Rule> base_rules_;
+  std::vector<Rule> user_rules_;              // guarded by mu_; by name
+  std::map<std::string, RuleRun> runs_;       // guarded by mu_; by rule name
+  std::shared_ptr<const Snapshot> snapshot_;  // guarded by mu_; the last cycle's
+  std::mutex rules_mu_;                       // one rule change at a time
   std::thread sender_;
   std::condition_variable cv_;
   bool stopping_ = false;  // guarded by mu_

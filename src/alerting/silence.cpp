@@ -74,26 +74,31 @@ ActiveSilences::ActiveSilences(const std::vector<SilenceRecord>& all, int64_t no
     if (s.starts_ms > now || s.ends_ms <= now) continue;
     auto matchers = ParseMatchers(s.matchers);
     if (!matchers.ok()) continue;
-    Compiled c{s.id, matchers.value(), {}};
-    for (const auto& m : c.matchers) c.regexes.emplace_back(m.is_regex ? m.value : "");
-    silences_.push_back(std::move(c));
+    silences_.emplace_back(s.id, MatcherSet(std::move(matchers.value())));
   }
 }
 
 std::vector<std::string> ActiveSilences::Matching(const Labels& labels) const {
   std::vector<std::string> out;
-  for (const auto& s : silences_) {
-    bool all = true;
-    for (size_t i = 0; all && i < s.matchers.size(); ++i) {
-      const Matcher& m = s.matchers[i];
-      auto it = labels.find(m.name);
-      std::string value = it == labels.end() ? "" : it->second;  // absent reads as empty
-      bool match = m.is_regex ? std::regex_match(value, s.regexes[i]) : value == m.value;
-      all = match == m.is_equal;
-    }
-    if (all) out.push_back(s.id);
+  for (const auto& [id, set] : silences_) {
+    if (set.Matches(labels)) out.push_back(id);
   }
   return out;
+}
+
+MatcherSet::MatcherSet(std::vector<Matcher> matchers) : matchers_(std::move(matchers)) {
+  for (const auto& m : matchers_) regexes_.emplace_back(m.is_regex ? m.value : "");
+}
+
+bool MatcherSet::Matches(const Labels& labels) const {
+  for (size_t i = 0; i < matchers_.size(); ++i) {
+    const Matcher& m = matchers_[i];
+    auto it = labels.find(m.name);
+    std::string value = it == labels.end() ? "" : it->second;  // absent reads as empty
+    bool match = m.is_regex ? std::regex_match(value, regexes_[i]) : value == m.value;
+    if (match != m.is_equal) return false;
+  }
+  return true;
 }
 
 }  // namespace gpufleet::alerting

@@ -8,22 +8,28 @@
 #include <vector>
 
 #include "alerting/engine.h"
+#include "alerting/matcher.h"
 #include "common/result.h"
 #include "store/store.h"
 
 namespace gpufleet::alerting {
 
-struct Matcher {
-  std::string name;
-  std::string value;
-  bool is_regex = false;
-  bool is_equal = true;
-};
-
 // Reads `[{name, value, isRegex, isEqual}]` (isRegex and isEqual optional); errors name the
 // matcher and the problem (an empty name, a bad regular expression).
 Result<std::vector<Matcher>> ParseMatchers(const std::string& json_array);
 std::string MatchersJson(const std::vector<Matcher>& matchers);
+
+// Matchers compiled once; a label set matches when every matcher holds (an absent label reads
+// as empty, as in Alertmanager). What silences and channel routes match with.
+class MatcherSet {
+ public:
+  explicit MatcherSet(std::vector<Matcher> matchers);  // as ParseMatchers gives them
+  bool Matches(const Labels& labels) const;
+
+ private:
+  std::vector<Matcher> matchers_;
+  std::vector<std::regex> regexes_;  // one per matcher; unused for literal ones
+};
 
 // The silences in force at `now`, ready to match.
 class ActiveSilences {
@@ -33,12 +39,7 @@ class ActiveSilences {
   std::vector<std::string> Matching(const Labels& labels) const;
 
  private:
-  struct Compiled {
-    std::string id;
-    std::vector<Matcher> matchers;
-    std::vector<std::regex> regexes;  // one per matcher; unused for literal ones
-  };
-  std::vector<Compiled> silences_;
+  std::vector<std::pair<std::string, MatcherSet>> silences_;  // by id
 };
 
 }  // namespace gpufleet::alerting

@@ -47,6 +47,8 @@ class ApiServer {
   // Returns the bound address, "127.0.0.1:43121".
   Result<std::string> Start();
   void Stop();
+  // The API's p99 request duration since the last call, in seconds; NaN without requests.
+  double TakeRecentP99();
 
  private:
   struct Impl;

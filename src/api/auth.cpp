@@ -55,6 +55,13 @@ Result<bool> BootstrapAdminToken(Store& store, Clock& clock, const std::string& 
   return true;
 }
 
+Status RequireFleetWide(const Principal& who) {
+  if (who.clusters.empty()) return {};
+  return MakeError(
+      ErrorCode::kPermissionDenied,
+      "token '" + who.name + "' is limited to some clusters; alert rules cover the whole fleet");
+}
+
 Result<Page> ParsePage(const Request& req) {
   Page page;
   auto number = [&](const char* key, size_t& out, size_t max) -> Status {

@@ -42,7 +42,8 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx);  // /api/v1/query, /metr
 void AddEventRoutes(Router& router, ApiContext& ctx);    // GPU events, fault injection
 void AddScrapeRoutes(Router& router, ApiContext& ctx);   // scrape mode's targets
 void AddHealthRoutes(Router& router, ApiContext& ctx);   // GPU and node health
-void AddAlertRoutes(Router& router, ApiContext& ctx);    // alerts and channels
+void AddAlertRoutes(Router& router, ApiContext& ctx);    // alerts, channels and silences
+void AddRuleRoutes(Router& router, ApiContext& ctx);     // alert rules
 
 // Authenticates "Bearer <token>" against the stored API tokens.
 Result<Principal> Authenticate(Store& store, Clock& clock, const std::string& authorization);
@@ -53,5 +54,7 @@ struct Page {
   size_t offset = 0;
 };
 Result<Page> ParsePage(const Request& req);
+// Alert rules cover the whole fleet: a token limited to some clusters may not change them.
+Status RequireFleetWide(const Principal& who);
 
 }  // namespace gpufleet::api

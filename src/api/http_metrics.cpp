@@ -1,6 +1,7 @@
 #include "api/http_metrics.h"
 
 #include <charconv>
+#include <cmath>
 
 namespace gpufleet::api {
 
@@ -12,6 +13,33 @@ void HttpMetrics::Observe(const std::string& method, const std::string& route, d
   }
   ++h.count;
   h.sum += seconds;
+  for (size_t i = 0; i < kBuckets.size(); ++i) {
+    if (seconds <= kBuckets[i]) ++recent_.buckets[i];
+  }
+  ++recent_.count;
+  recent_.sum += seconds;
+}
+
+double HttpMetrics::TakeRecentQuantile(double q) {
+  Histogram h;
+  {
+    std::lock_guard lock(mu_);
+    h = recent_;
+    recent_ = {};
+  }
+  if (h.count == 0) return NAN;
+  double rank = q * static_cast<double>(h.count);
+  double lower = 0, below = 0;
+  for (size_t i = 0; i < kBuckets.size(); ++i) {
+    auto in = static_cast<double>(h.buckets[i]);  // cumulative
+    if (in >= rank) {
+      double width = in - below;
+      return width > 0 ? lower + (kBuckets[i] - lower) * (rank - below) / width : kBuckets[i];
+    }
+    lower = kBuckets[i];
+    below = in;
+  }
+  return kBuckets.back();  // in the +Inf bucket: the highest bound, as histogram_quantile
 }
 
 void HttpMetrics::Render(std::string& out) const {

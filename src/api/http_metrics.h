@@ -15,6 +15,9 @@ class HttpMetrics {
                                                       0.5,   1,    2.5,   5,    10};
   void Observe(const std::string& method, const std::string& route, double seconds);
   void Render(std::string& out) const;
+  // The q-quantile of every request since the last call (interpolated within the histogram's
+  // buckets, as histogram_quantile does), then starts over; NaN when there was no request.
+  double TakeRecentQuantile(double q);
 
  private:
   struct Histogram {
@@ -24,6 +27,7 @@ class HttpMetrics {
   };
   mutable std::mutex mu_;
   std::map<std::pair<std::string, std::string>, Histogram> by_route_;  // guarded by mu_
+  Histogram recent_;                                                   // guarded by mu_
 };
 
 }  // namespace gpufleet::api

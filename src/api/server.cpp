@@ -85,6 +85,7 @@ struct ApiServer::Impl {
     AddScrapeRoutes(router, ctx);
     AddHealthRoutes(router, ctx);
     AddAlertRoutes(router, ctx);
+    AddRuleRoutes(router, ctx);
   }
 
   Status SendToAgent(const std::string& node, const proto::Message& message) {
@@ -374,6 +375,8 @@ ApiServer::ApiServer(ApiOptions options, ApiDeps deps)
     : impl_(std::make_unique<Impl>(std::move(options), std::move(deps))) {}
 
 ApiServer::~ApiServer() { Stop(); }
+
+double ApiServer::TakeRecentP99() { return impl_->http_metrics.TakeRecentQuantile(0.99); }
 
 Result<std::string> ApiServer::Start() {
   const std::string& listen = impl_->options.listen;

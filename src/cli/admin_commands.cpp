@@ -112,32 +112,35 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
 
   {
     auto* apply =
-        app.add_subcommand("apply", "Create or update clusters and pools from a fleet YAML file");
+        app.add_subcommand("apply", "Apply a fleet file (clusters, pools) or an alert rule file");
     static std::string file;
     static bool dry_run = false;
-    apply->add_option("-f,--filename", file, "fleet YAML file (- for stdin)")->required();
+    apply->add_option("-f,--filename", file, "fleet or rule YAML file (- for stdin)")->required();
     apply->add_flag("--dry-run", dry_run, "validate only; change nothing");
     apply->callback([&g] {
-      std::stringstream buf;
-      if (file == "-") {
-        buf << std::cin.rdbuf();
-      } else {
-        std::ifstream in(file);
-        if (!in) {
-          std::fprintf(stderr, "error: cannot read %s\n", file.c_str());
-          g.exit_code = 1;
-          return;
-        }
-        buf << in.rdbuf();
-      }
+      auto text = ReadInput(g, file);
+      if (!text) return;
       std::string target = "/api/v1/apply?filename=" + UrlEncode(file == "-" ? "stdin" : file);
       if (dry_run) target += "&dry_run=true";
-      auto v = Call(g, "POST", target, buf.str(), "application/yaml");
+      auto v = Call(g, "POST", target, *text, "application/yaml");
       if (!v) return;
       Show(g, *v, [](const json::value& r) {
+        bool rules = r.as_object().contains("groups") || r.as_object().contains("rules");
         if (r.as_object().contains("dry_run")) {
+          if (rules) {
+            std::printf("%s is valid: %s groups, %s rules (dry run, nothing changed)\n",
+                        file.c_str(), Field(r, "groups").c_str(), Field(r, "rules").c_str());
+            return;
+          }
           std::printf("%s is valid: %s clusters, %s pools (dry run, nothing changed)\n",
                       file.c_str(), Field(r, "clusters").c_str(), Field(r, "pools").c_str());
+          return;
+        }
+        if (rules) {
+          const auto& c = r.at("rules");
+          std::printf("rules: %s created, %s updated, %s unchanged, %s deleted\n",
+                      Str(c.at("created")).c_str(), Str(c.at("updated")).c_str(),
+                      Str(c.at("unchanged")).c_str(), Str(c.at("deleted")).c_str());
           return;
         }
         for (const char* kind : {"clusters", "pools"}) {

@@ -1,7 +1,6 @@
 // health, xids, alerts and channels: the health model and alerting from the command line.
 
 #include <CLI/CLI.hpp>
-#include <cstring>
 
 #include "cli/cli.h"
 #include "cli/output.h"
@@ -9,6 +8,21 @@
 namespace json = boost::json;
 
 namespace gpufleet::cli {
+namespace {
+
+// "cluster=train,severity=~critical|warning"; "(all)" for none.
+std::string MatchersText(const json::value& matchers) {
+  std::string text;
+  if (!matchers.is_array()) return "(all)";
+  for (const auto& m : matchers.as_array()) {
+    bool regex = m.at("isRegex").as_bool(), equal = m.at("isEqual").as_bool();
+    const char* op = equal ? (regex ? "=~" : "=") : (regex ? "!~" : "!=");
+    text += (text.empty() ? "" : ",") + Str(m.at("name")) + op + Str(m.at("value"));
+  }
+  return text.empty() ? "(all)" : text;
+}
+
+}  // namespace
 
 void AddHealthCommands(CLI::App& app, Globals& g) {
   {
@@ -137,23 +151,6 @@ void AddHealthCommands(CLI::App& app, Globals& g) {
     });
   }
   {
-    auto* rules = app.add_subcommand("rules", "Alert rules")->require_subcommand(1);
-    auto* list = rules->add_subcommand("list", "The rules in force (the built-in pack)");
-    list->callback([&g] {
-      auto v = Call(g, "GET", "/api/v1/alert-rules");
-      if (!v) return;
-      Show(g, *v, [](const json::value& v) {
-        Table t({"ALERT", "CHECK", "LEVEL", "SEVERITY", "FOR", "KEEP FIRING FOR"});
-        for (const auto& r : v.at("items").as_array()) {
-          t.Row({Str(r.at("name")), Str(r.at("check")), Str(r.at("level")), Str(r.at("severity")),
-                 std::to_string(r.at("for_ms").as_int64() / 1000) + "s",
-                 std::to_string(r.at("keep_firing_for_ms").as_int64() / 1000) + "s"});
-        }
-        t.Print();
-      });
-    });
-  }
-  {
     auto* channels =
         app.add_subcommand("channels", "Where alerts are delivered")->require_subcommand(1);
     auto* create = channels->add_subcommand("create", "Add an Alertmanager or webhook channel");
@@ -163,9 +160,15 @@ void AddHealthCommands(CLI::App& app, Globals& g) {
     create->add_option("--url", url, "http://host:port (Alertmanager) or the webhook's URL")
         ->required();
     create->add_option("--secret", secret, "webhook signing key (HMAC-SHA256)");
+    static std::vector<std::string> routes;
+    create->add_option("--match", routes,
+                       "route: send only alerts matching LABEL=VALUE, !=, =~ or !~ (repeatable)");
     create->callback([&g] {
       json::object body{{"name", name}, {"type", type}, {"url", url}};
       if (!secret.empty()) body["secret"] = secret;
+      auto route = MatchArgs(g, routes);
+      if (!route) return;
+      if (!route->empty()) body["matchers"] = *route;
       auto v = Call(g, "POST", "/api/v1/channels", json::serialize(body));
       if (!v) return;
       Show(g, *v, [](const json::value& v) {
@@ -178,10 +181,10 @@ void AddHealthCommands(CLI::App& app, Globals& g) {
       auto v = Call(g, "GET", "/api/v1/channels");
       if (!v) return;
       Show(g, *v, [](const json::value& v) {
-        Table t({"NAME", "TYPE", "URL", "SIGNED", "PENDING", "LAST ERROR"});
+        Table t({"NAME", "TYPE", "URL", "SIGNED", "ROUTE", "PENDING", "LAST ERROR"});
         for (const auto& c : v.at("items").as_array()) {
           t.Row({Str(c.at("name")), Str(c.at("type")), Str(c.at("url")), Str(c.at("signed")),
-                 Str(c.at("pending")), Str(c.at("last_error"))});
+                 MatchersText(c.at("matchers")), Str(c.at("pending")), Str(c.at("last_error"))});
         }
         t.Print();
       });
@@ -209,33 +212,9 @@ void AddHealthCommands(CLI::App& app, Globals& g) {
     create->add_option("--comment", comment, "why")->required();
     create->add_option("--author", author, "who (default: the token's name)");
     create->callback([&g] {
-      json::array matchers;
-      for (const auto& m : matches) {
-        size_t at = m.find_first_of("=!");
-        if (at == std::string::npos || at == 0) {
-          std::fprintf(stderr, "error: --match '%s' is not LABEL=VALUE, !=, =~ or !~\n", m.c_str());
-          g.exit_code = 2;
-          return;
-        }
-        std::string name = m.substr(0, at), op, value;
-        for (const char* candidate : {"!~", "=~", "!=", "="}) {
-          if (m.compare(at, std::strlen(candidate), candidate) == 0) {
-            op = candidate;
-            break;
-          }
-        }
-        if (op.empty()) {
-          std::fprintf(stderr, "error: --match '%s' is not LABEL=VALUE, !=, =~ or !~\n", m.c_str());
-          g.exit_code = 2;
-          return;
-        }
-        value = m.substr(at + op.size());
-        matchers.push_back(json::object{{"name", name},
-                                        {"value", value},
-                                        {"isRegex", op.back() == '~'},
-                                        {"isEqual", op[0] == '='}});
-      }
-      json::object body{{"matchers", matchers}, {"duration", duration}, {"comment", comment}};
+      auto matchers = MatchArgs(g, matches);
+      if (!matchers) return;
+      json::object body{{"matchers", *matchers}, {"duration", duration}, {"comment", comment}};
       if (!author.empty()) body["created_by"] = author;
       auto v = Call(g, "POST", "/api/v1/silences", json::serialize(body));
       if (!v) return;
@@ -250,14 +229,8 @@ void AddHealthCommands(CLI::App& app, Globals& g) {
       Show(g, *v, [](const json::value& v) {
         Table t({"ID", "STATE", "MATCHERS", "ENDS", "BY", "COMMENT"});
         for (const auto& s : v.at("items").as_array()) {
-          std::string text;
-          for (const auto& m : s.at("matchers").as_array()) {
-            bool regex = m.at("isRegex").as_bool(), equal = m.at("isEqual").as_bool();
-            const char* op = equal ? (regex ? "=~" : "=") : (regex ? "!~" : "!=");
-            text += (text.empty() ? "" : ",") + Str(m.at("name")) + op + Str(m.at("value"));
-          }
-          t.Row({Str(s.at("id")), Str(s.at("state")), text, Str(s.at("ends_at")),
-                 Str(s.at("created_by")), Str(s.at("comment"))});
+          t.Row({Str(s.at("id")), Str(s.at("state")), MatchersText(s.at("matchers")),
+                 Str(s.at("ends_at")), Str(s.at("created_by")), Str(s.at("comment"))});
         }
         t.Print();
       });

@@ -1,8 +1,10 @@
 #include "cli/output.h"
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "common/paths.h"
 
@@ -88,6 +90,46 @@ std::string PrettyJson(const json::value& v) {
   std::string out;
   Pretty(v, out, 0);
   return out;
+}
+
+std::optional<std::string> ReadInput(Globals& g, const std::string& file) {
+  std::stringstream buf;
+  if (file == "-") {
+    buf << std::cin.rdbuf();
+    return buf.str();
+  }
+  std::ifstream in(file);
+  if (!in) {
+    std::fprintf(stderr, "error: cannot read %s\n", file.c_str());
+    g.exit_code = 1;
+    return std::nullopt;
+  }
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+std::optional<json::array> MatchArgs(Globals& g, const std::vector<std::string>& args) {
+  json::array matchers;
+  for (const auto& m : args) {
+    size_t at = m.find_first_of("=!");
+    std::string op;
+    for (const char* candidate : {"!~", "=~", "!=", "="}) {
+      if (at != std::string::npos && m.compare(at, std::strlen(candidate), candidate) == 0) {
+        op = candidate;
+        break;
+      }
+    }
+    if (at == std::string::npos || at == 0 || op.empty()) {
+      std::fprintf(stderr, "error: --match '%s' is not LABEL=VALUE, !=, =~ or !~\n", m.c_str());
+      g.exit_code = 2;
+      return std::nullopt;
+    }
+    matchers.push_back(json::object{{"name", m.substr(0, at)},
+                                    {"value", m.substr(at + op.size())},
+                                    {"isRegex", op.back() == '~'},
+                                    {"isEqual", op[0] == '='}});
+  }
+  return matchers;
 }
 
 std::string Str(const json::value& v) {

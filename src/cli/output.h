@@ -33,6 +33,14 @@ std::optional<boost::json::value> Call(Globals& g, const std::string& method,
                                        const std::string& target, const std::string& body = "",
                                        const std::string& content_type = "application/json");
 
+// A file's contents, or stdin's for "-"; on failure prints "error: cannot read FILE", sets
+// g.exit_code and returns nullopt.
+std::optional<std::string> ReadInput(Globals& g, const std::string& file);
+
+// --match arguments ("LABEL=VALUE", "!=", "=~", "!~") as Alertmanager's matcher objects; on a bad
+// one prints the error, sets g.exit_code and returns nullopt.
+std::optional<boost::json::array> MatchArgs(Globals& g, const std::vector<std::string>& args);
+
 // Prints the reply as JSON when -o json, else calls `table`.
 void Show(Globals& g, const boost::json::value& v,
           const std::function<void(const boost::json::value&)>& table);

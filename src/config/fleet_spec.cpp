@@ -7,6 +7,7 @@
 #include "common/clock.h"
 #include "common/strings.h"
 #include "common/url.h"
+#include "config/yaml_errors.h"
 
 namespace gpufleet {
 namespace {
@@ -91,25 +92,12 @@ class Validator {
 
  private:
   Error Fail(const YAML::Node& node, const std::string& path, const std::string& what) const {
-    std::string where = file_;
-    if (node.IsDefined() && node.Mark().line >= 0) {
-      where += ":" + std::to_string(node.Mark().line + 1);
-    }
-    return MakeError(ErrorCode::kInvalidArgument,
-                     where + ": " + (path.empty() ? "" : path + ": ") + what);
+    return YamlError(file_, node, path, what);
   }
 
   Status Keys(const YAML::Node& map, const std::string& path,
               std::initializer_list<std::string_view> allowed) const {
-    for (const auto& kv : map) {
-      std::string key = kv.first.as<std::string>("");
-      bool ok = false;
-      for (auto a : allowed) ok = ok || key == a;
-      if (!ok) {
-        return Fail(kv.first, path.empty() ? key : path + "." + key, "unknown field");
-      }
-    }
-    return {};
+    return YamlKeys(file_, map, path, allowed);
   }
 
   Result<std::string> Str(const YAML::Node& map, const std::string& path, const char* key,

@@ -151,6 +151,7 @@ struct Controller::Impl {
   std::unique_ptr<TelemetryStore> telemetry;
   std::unique_ptr<health::HealthService> health;
   std::unique_ptr<alerting::Notifier> notifier;
+  std::unique_ptr<alerting::SeriesReader> series_reader;  // the monitor thread's
   std::unique_ptr<AgentRouter> agents;
   std::unique_ptr<scrape::Scraper> scraper;
   std::unique_ptr<api::ApiServer> server;
@@ -220,6 +221,7 @@ Status Controller::Start() {
   GF_TRY(impl_->health->Load());
   impl_->notifier = std::make_unique<alerting::Notifier>(*impl_->store, impl_->clock, "");
   GF_TRY(impl_->notifier->Load());
+  impl_->series_reader = alerting::MakeTelemetryReader(*impl_->telemetry);
   impl_->agents = std::make_unique<AgentRouter>(*impl_->fleet, *impl_->telemetry, *impl_->store,
                                                 *impl_->health);
   impl_->scraper = std::make_unique<scrape::Scraper>(
@@ -276,7 +278,11 @@ Status Controller::Start() {
         next_health = now + impl_->options.health_interval_ms;
         std::vector<health::NodeHealth> reports;
         impl_->health->Apply(&reports);
-        if (auto s = impl_->notifier->Cycle(reports); !s.ok()) {
+        auto snapshot = std::make_shared<const alerting::Snapshot>(alerting::MakeSnapshot(
+            reports, impl_->health->RecentXids(), impl_->health->xid_catalog(), now,
+            impl_->server->TakeRecentP99()));
+        if (auto s = impl_->notifier->Cycle(reports, std::move(snapshot), *impl_->series_reader);
+            !s.ok()) {
           spdlog::error("alerting: {}", s.error().message);
         }
       }

@@ -42,6 +42,7 @@ GpuHealth EvaluateGpu(const GpuInputs& in, const XidCatalog& catalog, int64_t no
   GpuHealth out;
   out.index = in.gpu.index;
   out.uuid = in.gpu.uuid;
+  out.model = in.gpu.model;
   auto add = [&](std::string check, Level level, std::string message, std::string action) {
     out.reasons.push_back({std::move(check), level, std::move(message), std::move(action)});
     out.level = std::max(out.level, level);
@@ -135,6 +136,8 @@ NodeHealth RollUp(const Node& node, std::vector<GpuHealth> gpus, bool reachable)
   out.pool = node.pool;
   out.simulated = node.simulated;
   out.reachable = reachable;
+  out.state = node.state;
+  out.last_seen_ms = node.last_seen_ms;
   if (!reachable) {
     out.health = NodeState::kUnhealthy;
     out.reasons.push_back("unreachable: " + node.reason);

@@ -49,6 +49,7 @@ struct GpuInputs {
 struct GpuHealth {
   int index = 0;
   std::string uuid;
+  std::string model;  // catalogue id, empty if none
   Level level = Level::kHealthy;
   std::vector<Reason> reasons;
 };
@@ -60,6 +61,8 @@ struct NodeHealth {
   std::vector<GpuHealth> gpus;
   bool simulated = false;
   bool reachable = true;  // false: no heartbeat or scrape (the first reason says since when)
+  NodeState state = NodeState::kReady;  // the node's state when it was evaluated
+  int64_t last_seen_ms = 0;             // its last heartbeat or scrape
 };
 
 GpuHealth EvaluateGpu(const GpuInputs& in, const XidCatalog& xids, int64_t now,

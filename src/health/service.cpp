@@ -31,7 +31,8 @@ HealthService::HealthService(FleetService& fleet, TelemetryStore& telemetry, Sto
       clock_(std::move(clock)),
       thresholds_(thresholds) {
   for (const auto& x : xids_->all()) max_hold_ms_ = std::max(max_hold_ms_, x.hold_ms);
-  max_hold_ms_ = std::max<int64_t>(max_hold_ms_, 600'000);  // unknown XIDs
+  // Unknown XIDs are held 10 minutes; alert rules count XIDs over windows up to 24 h.
+  max_hold_ms_ = std::max<int64_t>(max_hold_ms_, 24 * 3'600'000);
 }
 
 Status HealthService::Load() {
@@ -44,6 +45,11 @@ Status HealthService::Load() {
     recent_[e.uuid].push_back({e.time_ms, static_cast<int>(e.value)});
   }
   return {};
+}
+
+std::map<std::string, std::vector<XidSeen>> HealthService::RecentXids() const {
+  std::lock_guard lock(mu_);
+  return recent_;
 }
 
 void HealthService::OnXid(const std::string& uuid, int64_t time_ms, int xid) {

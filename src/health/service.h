@@ -29,6 +29,8 @@ class HealthService {
   // Loads the XIDs still within their hold from the store.
   Status Load();
   void OnXid(const std::string& uuid, int64_t time_ms, int xid);
+  // Each GPU's XIDs of the last 24 hours (at most 256 each), by UUID: what alert rules count.
+  std::map<std::string, std::vector<XidSeen>> RecentXids() const;
 
   // Every matching node's health, in name order.
   std::vector<NodeHealth> Evaluate(const NodeFilter& filter) const;

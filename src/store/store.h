@@ -56,6 +56,15 @@ struct Channel {
   std::string url;
   std::string secret;  // webhook signing key; never returned by the API
   int64_t created_ms = 0;
+  std::string matchers;  // the route: a JSON array of matchers, as a silence's; empty: all
+};
+
+// A user alert rule: its name, its rule file group, and the rule as a JSON document.
+struct RuleRecord {
+  std::string name;
+  std::string group;
+  std::string doc;
+  int64_t updated_ms = 0;
 };
 
 // A notification in the outbox: written with the alert state change it tells, removed only when
@@ -150,6 +159,10 @@ class Store {
   virtual Status AckNotification(int64_t id) = 0;
   virtual Status DeferNotification(int64_t id, int64_t next_ms, const std::string& error) = 0;
   virtual Result<std::vector<OutboxCount>> OutboxCounts() = 0;
+  // User alert rules: upserts and removals by name in one transaction.
+  virtual Status SaveRules(const std::vector<RuleRecord>& upsert,
+                           const std::vector<std::string>& remove) = 0;
+  virtual Result<std::vector<RuleRecord>> ListRules() = 0;  // by name
   virtual Status CreateSilence(const SilenceRecord& silence) = 0;
   virtual Result<std::vector<SilenceRecord>> ListSilences() = 0;  // newest first
   // Ends a silence now (ends_ms = now) if it has not ended; kNotFound for an unknown id.

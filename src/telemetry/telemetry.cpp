@@ -13,20 +13,19 @@ Result<std::unique_ptr<TelemetryStore>> TelemetryStore::Open(TelemetryOptions op
   return std::unique_ptr<TelemetryStore>(new TelemetryStore(std::move(engine.value())));
 }
 
-Result<const TelemetryStore::Ids*> TelemetryStore::IdsFor(const std::string& uuid) {
+Result<TelemetryStore::GpuSeries*> TelemetryStore::IdsFor(const std::string& uuid) {
   std::lock_guard lock(mu_);
-  auto [it, fresh] = ids_.try_emplace(uuid);
-  if (fresh) {
-    std::vector<std::string> keys;
-    for (const auto& f : Fields()) keys.push_back(uuid + "/" + std::string(f.name));
-    auto ids = engine_->InternAll(std::vector<std::string_view>(keys.begin(), keys.end()));
-    if (!ids.ok()) {
-      ids_.erase(it);
-      return ids.error();
-    }
-    std::copy(ids->begin(), ids->end(), it->second.begin());
-  }
-  return &it->second;  // unordered_map nodes are stable
+  auto it = ids_.find(uuid);
+  if (it != ids_.end()) return &gpus_[it->second];
+  std::vector<std::string> keys;
+  for (const auto& f : Fields()) keys.push_back(uuid + "/" + std::string(f.name));
+  auto ids = engine_->InternAll(std::vector<std::string_view>(keys.begin(), keys.end()));
+  if (!ids.ok()) return ids.error();
+  GpuSeries& gpu = gpus_.emplace_back();
+  std::copy(ids->begin(), ids->end(), gpu.ids.begin());
+  for (auto& s : gpu.latest) s = {kNoTime, 0};
+  ids_.emplace(uuid, static_cast<GpuHandle>(gpus_.size() - 1));
+  return &gpu;
 }
 
 Result<IngestResult> TelemetryStore::Ingest(const std::vector<std::string>& gpu_uuids,
@@ -34,15 +33,17 @@ Result<IngestResult> TelemetryStore::Ingest(const std::vector<std::string>& gpu_
   IngestResult result;
   std::vector<tsdb::Point> points;
   points.reserve(samples.rows.size() * kFieldCount);
-  for (const auto& row : samples.rows) {
+  std::vector<GpuSeries*> row_gpus(samples.rows.size(), nullptr);
+  for (size_t r = 0; r < samples.rows.size(); ++r) {
+    const auto& row = samples.rows[r];
     if (row.gpu < 0 || row.gpu >= static_cast<int>(gpu_uuids.size())) {
       ++result.unknown_gpus;
       continue;
     }
-    const Ids* ids = nullptr;
-    GF_TRY_ASSIGN(ids, IdsFor(gpu_uuids[row.gpu]));
+    GF_TRY_ASSIGN(row_gpus[r], IdsFor(gpu_uuids[row.gpu]));
+    const Ids& ids = row_gpus[r]->ids;
     for (size_t f = 0; f < kFieldCount; ++f) {
-      if (row.present & (1u << f)) points.push_back({(*ids)[f], row.time_ms, row.values[f]});
+      if (row.present & (1u << f)) points.push_back({ids[f], row.time_ms, row.values[f]});
     }
   }
   if (points.empty()) return result;
@@ -52,6 +53,17 @@ Result<IngestResult> TelemetryStore::Ingest(const std::vector<std::string>& gpu_
   result.refused = batch->refused;
   std::lock_guard lock(mu_);
   ingested_ += batch->stored;
+  // Refused points are older than (or the same as) what the series has, so the newest time
+  // wins. Entries keep their addresses: ids_ never erases a GPU once interned.
+  for (size_t r = 0; r < samples.rows.size(); ++r) {
+    if (!row_gpus[r]) continue;
+    const auto& row = samples.rows[r];
+    for (size_t f = 0; f < kFieldCount; ++f) {
+      auto& latest = row_gpus[r]->latest[f];
+      if ((row.present & (1u << f)) && row.time_ms > latest.t)
+        latest = {row.time_ms, row.values[f]};
+    }
+  }
   return result;
 }
 
@@ -60,8 +72,8 @@ std::optional<tsdb::SeriesId> TelemetryStore::SeriesOf(const std::string& gpu_uu
   {
     std::lock_guard lock(mu_);
     auto it = ids_.find(gpu_uuid);
-    if (it != ids_.end() && it->second[static_cast<size_t>(field)] != kNone) {
-      return it->second[static_cast<size_t>(field)];
+    if (it != ids_.end() && gpus_[it->second].ids[static_cast<size_t>(field)] != kNone) {
+      return gpus_[it->second].ids[static_cast<size_t>(field)];
     }
   }
   // Not ingested since start-up: the series may still be in the checkpoint or the log.
@@ -78,12 +90,14 @@ std::array<std::optional<tsdb::Sample>, kFieldCount> TelemetryStore::LatestAll(
     const std::string& gpu_uuid) const {
   std::array<std::optional<tsdb::Sample>, kFieldCount> out;
   Ids ids;
+  std::array<tsdb::Sample, kFieldCount> latest;
   bool known = false;
   {
     std::lock_guard lock(mu_);
     auto it = ids_.find(gpu_uuid);
     if (it != ids_.end()) {
-      ids = it->second;
+      ids = gpus_[it->second].ids;
+      latest = gpus_[it->second].latest;
       known = true;
     }
   }
@@ -93,8 +107,74 @@ std::array<std::optional<tsdb::Sample>, kFieldCount> TelemetryStore::LatestAll(
     for (size_t f = 0; f < kFieldCount; ++f) out[f] = Latest(gpu_uuid, Fields()[f].field);
     return out;
   }
-  for (size_t f = 0; f < kFieldCount; ++f) out[f] = engine_->db().Latest(ids[f]);
+  for (size_t f = 0; f < kFieldCount; ++f) {
+    out[f] = latest[f].t != kNoTime ? std::optional(latest[f]) : engine_->db().Latest(ids[f]);
+  }
   return out;
+}
+
+void TelemetryStore::Handles(const std::vector<const std::string*>& uuids,
+                             std::vector<GpuHandle>& out) const {
+  out.assign(uuids.size(), kNoGpu);
+  std::lock_guard lock(mu_);
+  for (size_t i = 0; i < uuids.size(); ++i) {
+    auto it = ids_.find(*uuids[i]);
+    if (it != ids_.end()) out[i] = it->second;
+  }
+}
+
+void TelemetryStore::LatestMany(const std::vector<const std::string*>& uuids,
+                                const std::vector<GpuHandle>& handles, Field field,
+                                std::vector<std::optional<tsdb::Sample>>& out) const {
+  auto f = static_cast<size_t>(field);
+  std::vector<tsdb::SeriesId> ids(uuids.size(), kNone);
+  std::vector<char> cached(uuids.size(), 0);
+  out.assign(uuids.size(), std::nullopt);
+  {
+    std::lock_guard lock(mu_);
+    for (size_t i = 0; i < uuids.size(); ++i) {
+      if (handles[i] == kNoGpu || handles[i] >= gpus_.size()) continue;
+      const GpuSeries& gpu = gpus_[handles[i]];
+      if (gpu.latest[f].t != kNoTime) {
+        out[i] = gpu.latest[f];
+        cached[i] = 1;
+      } else {
+        ids[i] = gpu.ids[f];
+      }
+    }
+  }
+  for (size_t i = 0; i < uuids.size(); ++i) {
+    if (cached[i]) continue;
+    std::optional<tsdb::SeriesId> id;
+    if (ids[i] != kNone) {
+      id = ids[i];
+    } else {  // not ingested since start-up: look in what the checkpoint and log restored
+      id = engine_->db().Find(*uuids[i] + "/" + std::string(Info(field).name));
+    }
+    if (id) out[i] = engine_->db().Latest(*id);
+  }
+}
+
+std::vector<tsdb::Sample> TelemetryStore::Raw(const std::string& gpu_uuid, Field field,
+                                              int64_t start, int64_t end) const {
+  auto id = SeriesOf(gpu_uuid, field);
+  if (!id) return {};
+  return engine_->db().Raw(*id, start, end);
+}
+
+void TelemetryStore::Raw(const std::string& gpu_uuid, GpuHandle handle, Field field, int64_t start,
+                         int64_t end, std::vector<tsdb::Sample>& out) const {
+  out.clear();
+  std::optional<tsdb::SeriesId> id;
+  {
+    std::lock_guard lock(mu_);
+    if (handle != kNoGpu && handle < gpus_.size() &&
+        gpus_[handle].ids[static_cast<size_t>(field)] != kNone) {
+      id = gpus_[handle].ids[static_cast<size_t>(field)];
+    }
+  }
+  if (!id) id = SeriesOf(gpu_uuid, field);
+  if (id) engine_->db().RawInto(*id, start, end, out);
 }
 
 std::vector<tsdb::Bucket> TelemetryStore::Range(const std::string& gpu_uuid, Field field,

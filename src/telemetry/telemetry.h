@@ -5,6 +5,7 @@
 
 #include <array>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,6 +43,20 @@ class TelemetryStore {
   std::optional<tsdb::Sample> Latest(const std::string& gpu_uuid, Field field) const;
   // Every field's latest sample for one GPU (what /metrics and heatmaps read).
   std::array<std::optional<tsdb::Sample>, kFieldCount> LatestAll(const std::string& gpu_uuid) const;
+  // Fleet-wide latest reads (what alert rules make each cycle): resolve the GPUs once, then read
+  // each field by handle. kNoGpu: a GPU not ingested since start-up.
+  using GpuHandle = uint32_t;
+  static constexpr GpuHandle kNoGpu = ~GpuHandle{0};
+  void Handles(const std::vector<const std::string*>& uuids, std::vector<GpuHandle>& out) const;
+  // out[i] is the field's latest sample of uuids[i], whose handle is handles[i].
+  void LatestMany(const std::vector<const std::string*>& uuids,
+                  const std::vector<GpuHandle>& handles, Field field,
+                  std::vector<std::optional<tsdb::Sample>>& out) const;
+  std::vector<tsdb::Sample> Raw(const std::string& gpu_uuid, Field field, int64_t start,
+                                int64_t end) const;
+  // The same into `out` (cleared first), by handle when the GPU has one.
+  void Raw(const std::string& gpu_uuid, GpuHandle handle, Field field, int64_t start, int64_t end,
+           std::vector<tsdb::Sample>& out) const;
   std::vector<tsdb::Bucket> Range(const std::string& gpu_uuid, Field field,
                                   tsdb::Resolution resolution, int64_t start, int64_t end) const;
 
@@ -57,15 +72,23 @@ class TelemetryStore {
   explicit TelemetryStore(std::unique_ptr<tsdb::Engine> engine) : engine_(std::move(engine)) {}
   using Ids = std::array<tsdb::SeriesId, kFieldCount>;
   static constexpr tsdb::SeriesId kNone = ~tsdb::SeriesId{0};
-  Result<const Ids*> IdsFor(const std::string& uuid);
+  static constexpr int64_t kNoTime = INT64_MIN;
+  struct GpuSeries {
+    Ids ids;  // immutable once interned
+    // Each field's newest sample stored since start-up (t == kNoTime: none yet), so that
+    // fleet-wide latest reads cost one lookup instead of a walk to each series.
+    std::array<tsdb::Sample, kFieldCount> latest;
+  };
+  Result<GpuSeries*> IdsFor(const std::string& uuid);
   // The series of a GPU's field: from ids_ when it was ingested since start-up, else by name.
   std::optional<tsdb::SeriesId> SeriesOf(const std::string& gpu_uuid, Field field) const;
 
   std::unique_ptr<tsdb::Engine> engine_;
   mutable std::mutex mu_;
-  std::unordered_map<std::string, Ids> ids_;  // guarded by mu_; kNone until first interned
-  uint64_t ingested_ = 0;                     // guarded by mu_
-  mutable tsdb::TsdbStats stats_;             // guarded by mu_, like stats_at_
+  std::unordered_map<std::string, GpuHandle> ids_;  // guarded by mu_: index into gpus_
+  std::deque<GpuSeries> gpus_;     // guarded by mu_; grows only, so addresses are stable
+  uint64_t ingested_ = 0;          // guarded by mu_
+  mutable tsdb::TsdbStats stats_;  // guarded by mu_, like stats_at_
   mutable std::chrono::steady_clock::time_point stats_at_;
 };
 

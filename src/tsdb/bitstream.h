@@ -3,6 +3,7 @@
 // Not thread-safe; owned by one chunk.
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -59,25 +60,47 @@ class BitReader {
   // The next `nbits` (0..64) bits, or nullopt past the end.
   std::optional<uint64_t> Read(int nbits) {
     if (pos_ + static_cast<size_t>(nbits) > bits_) return std::nullopt;
-    uint64_t out = 0;
-    while (nbits > 0) {
-      size_t byte = pos_ >> 3;
-      int offset = static_cast<int>(pos_ & 7);
-      int take = std::min(8 - offset, nbits);
-      uint64_t bits = (data_[byte] >> (8 - offset - take)) & ((1u << take) - 1);
-      out = (out << take) | bits;
-      pos_ += take;
-      nbits -= take;
+    if (nbits == 0) return 0;
+    if (nbits > 56) {  // wider than one window: two reads
+      uint64_t high = *Read(nbits - 32);
+      return (high << 32) | *Read(32);
     }
-    return out;
+    uint64_t window = Window();
+    pos_ += static_cast<size_t>(nbits);
+    return window >> (64 - nbits);
+  }
+  // The next `nbits` (1..56) bits without consuming them; zeros past the end.
+  uint64_t Peek(int nbits) const { return Window() >> (64 - nbits); }
+  bool Skip(int nbits) {
+    if (pos_ + static_cast<size_t>(nbits) > bits_) return false;
+    pos_ += static_cast<size_t>(nbits);
+    return true;
   }
   std::optional<bool> ReadBit() {
-    auto b = Read(1);
-    if (!b) return std::nullopt;
-    return *b != 0;
+    if (pos_ >= bits_) return std::nullopt;
+    bool bit = (data_[pos_ >> 3] >> (7 - (pos_ & 7))) & 1;
+    ++pos_;
+    return bit;
   }
 
  private:
+  // The 64 bits from pos_, most significant first: at least 57 of them are the stream's
+  // (the rest, and anything past its end, are zeros).
+  uint64_t Window() const {
+    size_t byte = pos_ >> 3;
+    size_t bytes = (bits_ + 7) >> 3;
+    uint64_t window = 0;
+    if (byte + 8 <= bytes) {
+      std::memcpy(&window, data_ + byte, 8);
+      window = __builtin_bswap64(window);  // the stream is big-endian; x86 and ARM are not
+    } else {
+      for (size_t i = 0; i < 8; ++i) {
+        window = (window << 8) | (byte + i < bytes ? data_[byte + i] : 0);
+      }
+    }
+    return window << (pos_ & 7);
+  }
+
   const uint8_t* data_;
   size_t bits_;
   size_t pos_ = 0;

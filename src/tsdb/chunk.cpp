@@ -45,13 +45,16 @@ void WriteLadder(BitWriter& w, int64_t x, const Ladder& l) {
 }
 
 std::optional<int64_t> ReadLadder(BitReader& r, const Ladder& l) {
-  int ones = 0;
-  while (ones < 4) {
-    auto bit = r.ReadBit();
-    if (!bit) return std::nullopt;
-    if (!*bit) break;
-    ++ones;
+  // The prefix: up to four 1 bits, ended by a 0 unless there are four. A short rung (at most
+  // 3 + 1 + 32 bits) is read from one 57-bit window.
+  uint64_t w = r.Peek(56) << 8;
+  int ones = std::min(4, std::countl_one(w));
+  if (ones > 0 && ones < 4) {
+    int n = l.widths[ones - 1];
+    if (!r.Skip(ones + 1 + n)) return std::nullopt;
+    return SignExtend((w << (ones + 1)) >> (64 - n), n);
   }
+  if (!r.Skip(ones == 4 ? 4 : 1)) return std::nullopt;
   if (ones == 0) return 0;
   if (ones == 4) {
     auto raw = r.Read(64);
@@ -198,6 +201,11 @@ std::optional<Chunk> Chunk::Load(Decoder& d) {
 std::vector<Sample> Chunk::Decode() const {
   std::vector<Sample> out;
   out.reserve(count_);
+  DecodeInto(INT64_MIN, INT64_MAX, out);
+  return out;
+}
+
+void Chunk::DecodeInto(int64_t start, int64_t end, std::vector<Sample>& out) const {
   std::vector<uint8_t> data = bits_.Bytes();
   BitReader r(data.data(), bits_.bit_size());
   int64_t t = 0, delta = 0, iv = 0, idelta = 0;
@@ -223,7 +231,8 @@ std::vector<Sample> Chunk::Decode() const {
         idelta = (counter && i > 1) ? idelta + *d : *d;
         iv += idelta;
       }
-      out.push_back({t, static_cast<double>(iv)});
+      if (t >= end) return;
+      if (t >= start) out.push_back({t, static_cast<double>(iv)});
       continue;
     }
     if (i == 0) {
@@ -238,9 +247,9 @@ std::vector<Sample> Chunk::Decode() const {
       int sig = 64 - leading - trailing;
       vb ^= *r.Read(sig) << trailing;
     }
-    out.push_back({t, FromBits(vb)});
+    if (t >= end) return;
+    if (t >= start) out.push_back({t, FromBits(vb)});
   }
-  return out;
 }
 
 }  // namespace gpufleet::tsdb

@@ -38,6 +38,8 @@ class Chunk {
 
   AppendResult Append(int64_t t, double v);
   std::vector<Sample> Decode() const;
+  // Appends the samples with start <= t < end to `out`, stopping at the first at or after end.
+  void DecodeInto(int64_t start, int64_t end, std::vector<Sample>& out) const;
 
   int count() const { return count_; }
   Sample last() const;  // the newest sample; count() must be > 0

@@ -18,14 +18,16 @@ AppendResult ChunkList::Append(int64_t t, double v) {
 
 std::vector<Sample> ChunkList::Range(int64_t start, int64_t end) const {
   std::vector<Sample> out;
+  RangeInto(start, end, out);
+  return out;
+}
+
+void ChunkList::RangeInto(int64_t start, int64_t end, std::vector<Sample>& out) const {
   auto first = std::partition_point(chunks_.begin(), chunks_.end(),
                                     [&](const Chunk& c) { return c.max_time() < start; });
   for (auto it = first; it != chunks_.end() && it->min_time() < end; ++it) {
-    for (const Sample& s : it->Decode()) {
-      if (s.t >= start && s.t < end) out.push_back(s);
-    }
+    it->DecodeInto(start, end, out);
   }
-  return out;
 }
 
 void ChunkList::DropBefore(int64_t t) {

@@ -19,6 +19,7 @@ class ChunkList {
   AppendResult Append(int64_t t, double v);
   // Samples with start <= t < end, in time order.
   std::vector<Sample> Range(int64_t start, int64_t end) const;
+  void RangeInto(int64_t start, int64_t end, std::vector<Sample>& out) const;  // appends
   // Drops whole chunks that end before t.
   void DropBefore(int64_t t);
   size_t bytes() const;
@@ -76,6 +77,9 @@ class Series {
   // Appends one sample; a timestamp not after the last one is refused with the reason.
   Status Append(int64_t t, double v);
   std::vector<Sample> Raw(int64_t start, int64_t end) const { return raw_.Range(start, end); }
+  void RawInto(int64_t start, int64_t end, std::vector<Sample>& out) const {
+    raw_.RangeInto(start, end, out);
+  }
   const Rollup& minute() const { return minute_; }
   const Rollup& hour() const { return hour_; }
   void Retain(int64_t now, const Retention& r);

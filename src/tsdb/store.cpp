@@ -44,6 +44,13 @@ std::vector<Sample> Tsdb::Raw(SeriesId id, int64_t start, int64_t end) const {
   return e->series.Raw(start, end);
 }
 
+void Tsdb::RawInto(SeriesId id, int64_t start, int64_t end, std::vector<Sample>& out) const {
+  Entry* e = Get(id);
+  if (!e) return;
+  std::lock_guard lock(shards_[id % kShards]);
+  e->series.RawInto(start, end, out);
+}
+
 std::vector<Bucket> Tsdb::Rollup(SeriesId id, Resolution r, int64_t start, int64_t end) const {
   Entry* e = Get(id);
   if (!e) return {};

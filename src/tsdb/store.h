@@ -40,6 +40,7 @@ class Tsdb {
 
   Status Append(SeriesId id, int64_t t, double v);
   std::vector<Sample> Raw(SeriesId id, int64_t start, int64_t end) const;
+  void RawInto(SeriesId id, int64_t start, int64_t end, std::vector<Sample>& out) const;
   std::vector<Bucket> Rollup(SeriesId id, Resolution r, int64_t start, int64_t end) const;
   std::optional<Sample> Latest(SeriesId id) const;
 

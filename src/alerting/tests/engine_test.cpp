@@ -7,6 +7,19 @@ namespace {
 
 constexpr int64_t kMin = 60'000;
 
+Rule HealthRule(const std::string& name, const std::string& check, int64_t for_ms,
+                int64_t keep_ms) {
+  Rule r;
+  r.name = name;
+  r.check = check;
+  r.level = "failed";
+  r.severity = "critical";
+  r.for_ms = for_ms;
+  r.keep_firing_for_ms = keep_ms;
+  r.annotations = {{"summary", "{{ $value }}"}};
+  return r;
+}
+
 Signal Hot(const std::string& gpu = "0") {
   return {"Hot", {{"Hostname", "n1"}, {"gpu", gpu}}, "97 C", "check_hardware"};
 }
@@ -15,7 +28,7 @@ Signal Hot(const std::string& gpu = "0") {
 // over a condition that holds for the first 5 minutes, evaluated every minute: not firing at
 // 1m, firing at 3m, still firing at 9m, gone at 12m.
 TEST(Engine, ForAndKeepFiringForAsPrometheus) {
-  Engine engine({{"Hot", "temperature", "failed", "critical", 2 * kMin, 5 * kMin, "{{ $value }}"}});
+  Engine engine({HealthRule("Hot", "temperature", 2 * kMin, 5 * kMin)});
   std::map<int, std::string> state;
   std::vector<std::pair<int, std::string>> changes;
   for (int m = 0; m <= 13; ++m) {
@@ -41,8 +54,7 @@ TEST(Engine, ForAndKeepFiringForAsPrometheus) {
 }
 
 TEST(Engine, PendingThatClearsIsNeverNotifiedAndWithoutForFiresAtOnce) {
-  Engine engine({{"Hot", "temperature", "failed", "critical", 2 * kMin, 0, "x"},
-                 {"Now", "xid", "failed", "critical", 0, 0, "x"}});
+  Engine engine({HealthRule("Hot", "temperature", 2 * kMin, 0), HealthRule("Now", "xid", 0, 0)});
   EXPECT_TRUE(engine.Evaluate(0, {Hot()}).empty());
   EXPECT_TRUE(engine.Evaluate(kMin, {}).empty());
   EXPECT_TRUE(engine.Alerts().empty());
@@ -61,10 +73,10 @@ TEST(Engine, PendingThatClearsIsNeverNotifiedAndWithoutForFiresAtOnce) {
 }
 
 TEST(Engine, EachLabelSetIsItsOwnAlertAndRestoreKeepsState) {
-  Engine engine({{"Hot", "temperature", "failed", "critical", 0, 0, "x"}});
+  Engine engine({HealthRule("Hot", "temperature", 0, 0)});
   EXPECT_EQ(engine.Evaluate(0, {Hot("0"), Hot("1")}).size(), 2u);
   EXPECT_EQ(engine.Evaluate(kMin, {Hot("0"), Hot("1")}).size(), 0u);  // already firing
-  Engine restarted({{"Hot", "temperature", "failed", "critical", 0, 0, "x"}});
+  Engine restarted({HealthRule("Hot", "temperature", 0, 0)});
   restarted.Restore(engine.Alerts());
   EXPECT_EQ(restarted.Evaluate(2 * kMin, {Hot("0"), Hot("1")}).size(), 0u);  // nothing twice
   EXPECT_EQ(restarted.Evaluate(3 * kMin, {Hot("0")}).size(), 1u);            // GPU 1 resolved
@@ -86,10 +98,12 @@ TEST(Signals, HealthReasonsBecomeSignalsWithGpuLabels) {
   n.gpus.push_back(
       {3,
        "GPU-abc",
+       "",
        health::Level::kFailed,
        {{"xid", health::Level::kFailed, "XID 79 GPU_HAS_FALLEN_OFF_THE_BUS", "reboot_node"}}});
   n.gpus.push_back({4,
                     "GPU-def",
+                    "",
                     health::Level::kWarning,
                     {{"throttle", health::Level::kWarning, "HW slowdown", "check_hardware"}}});
   n.reasons.push_back("unreachable: no heartbeat for 40s");

@@ -56,30 +56,11 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
         return ListResponse(std::move(items), page.value());
       });
 
-  router.Add("GET", "/api/v1/alert-rules", Role::kViewer,
-             [&ctx](const Request& req, const Principal&) {
-               if (!ctx.alerts) return Unavailable();
-               auto page = ParsePage(req);
-               if (!page.ok()) return ErrorResponse(page.error());
-               json::array items;
-               for (const auto& r : ctx.alerts->rules()) {
-                 items.push_back(json::object{{"name", r.name},
-                                              {"check", r.check},
-                                              {"level", r.level},
-                                              {"severity", r.severity},
-                                              {"for_ms", r.for_ms},
-                                              {"keep_firing_for_ms", r.keep_firing_for_ms},
-                                              {"summary", r.summary},
-                                              {"builtin", true}});
-               }
-               return ListResponse(std::move(items), page.value());
-             });
-
   router.Add(
       "POST", "/api/v1/channels", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
         auto body = ParseObject(req.body);
         if (!body.ok()) return ErrorResponse(body.error());
-        if (auto s = OnlyFields(*body, {"name", "type", "url", "secret"}); !s.ok()) {
+        if (auto s = OnlyFields(*body, {"name", "type", "url", "secret", "matchers"}); !s.ok()) {
           return ErrorResponse(s.error());
         }
         Channel c;
@@ -94,6 +75,13 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
         c.type = type.value();
         c.url = url.value();
         c.secret = secret.value();
+        auto* m = body->if_contains("matchers");
+        if (m && !m->is_null() && !(m->is_array() && m->as_array().empty())) {
+          // The route: only alerts these match go to the channel.
+          auto matchers = alerting::ParseMatchers(json::serialize(*m));
+          if (!matchers.ok()) return ErrorResponse(matchers.error());
+          c.matchers = alerting::MatchersJson(matchers.value());
+        }
         if (!IsValidName(c.name)) {
           return ErrorResponse(
               MakeError(ErrorCode::kInvalidArgument,
@@ -112,9 +100,14 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
         while (!c.url.empty() && c.url.back() == '/') c.url.pop_back();
         c.created_ms = ctx.clock.NowMs();
         if (auto s = ctx.store.CreateChannel(c); !s.ok()) return ErrorResponse(s.error());
-        return ObjectResponse(
-            201,
-            {{"name", c.name}, {"type", c.type}, {"url", c.url}, {"signed", !c.secret.empty()}});
+        boost::system::error_code ec;
+        json::value route =
+            c.matchers.empty() ? json::value(json::array()) : json::parse(c.matchers, ec);
+        return ObjectResponse(201, {{"name", c.name},
+                                    {"type", c.type},
+                                    {"url", c.url},
+                                    {"signed", !c.secret.empty()},
+                                    {"matchers", std::move(route)}});
       });
 
   router.Add("GET", "/api/v1/channels", Role::kViewer,
@@ -127,7 +120,11 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                if (!counts.ok()) return ErrorResponse(counts.error());
                json::array items;
                for (const auto& c : channels.value()) {
+                 boost::system::error_code ec;
+                 json::value route =
+                     c.matchers.empty() ? json::value(json::array()) : json::parse(c.matchers, ec);
                  json::object o{{"name", c.name},
+                                {"matchers", std::move(route)},
                                 {"type", c.type},
                                 {"url", c.url},
                                 {"signed", !c.secret.empty()},

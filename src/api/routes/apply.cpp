@@ -1,13 +1,41 @@
 // POST /api/v1/apply: fleet as code. The body is the YAML file itself (the CLI sends it as is,
-// with ?filename= so errors name the file); the whole file is validated before anything is
+// with ?filename= so errors name the file): a fleet file (kind Fleet), or an alert rule file
+// (Prometheus's format, top-level `groups`). The whole file is validated before anything is
 // written, and a bad file changes nothing.
 
+#include "alerting/rules.h"
 #include "api/json_util.h"
 #include "config/fleet_spec.h"
 
 namespace json = boost::json;
 
 namespace gpufleet::api {
+
+namespace {
+
+Response ApplyRules(ApiContext& ctx, const Principal& who, const std::string& body,
+                    const std::string& filename, bool dry_run) {
+  if (!ctx.alerts) {
+    return ErrorResponse(MakeError(ErrorCode::kUnavailable, "alerting is not running"));
+  }
+  if (auto s = RequireFleetWide(who); !s.ok()) return ErrorResponse(s.error());
+  auto file = alerting::ParseRuleFile(body, filename);
+  if (!file.ok()) return ErrorResponse(file.error());
+  if (dry_run) {
+    return ObjectResponse(
+        200, {{"dry_run", true}, {"groups", file->groups.size()}, {"rules", file->rules.size()}});
+  }
+  auto changes = ctx.alerts->ApplyRuleFile(file.value());
+  if (!changes.ok()) return ErrorResponse(changes.error());
+  const auto& c = changes.value();
+  return ObjectResponse(200, {{"rules",
+                               {{"created", c.created},
+                                {"updated", c.updated},
+                                {"unchanged", c.unchanged},
+                                {"deleted", c.deleted}}}});
+}
+
+}  // namespace
 
 void AddApplyRoutes(Router& router, ApiContext& ctx) {
   router.Add(
@@ -23,6 +51,8 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
             return ErrorResponse(
                 MakeError(ErrorCode::kInvalidArgument, "empty body: send a fleet YAML file"));
           }
+          if (alerting::IsRuleFile(req.body))
+            return ApplyRules(ctx, who, req.body, filename, dry_run);
           auto spec = ParseFleetSpec(req.body, filename, ctx.catalog);
           if (!spec.ok()) return ErrorResponse(spec.error());
           for (const auto& c : spec->clusters) {

@@ -105,9 +105,10 @@ TEST(EvaluateGpu, ThrottlePowerNvlinkPcieAndLostGpus) {
 TEST(RollUp, NodeTakesItsWorstGpuAndUnreachableIsUnhealthy) {
   Node node;
   node.name = "n1";
-  GpuHealth ok{0, "a", Level::kHealthy, {}};
-  GpuHealth warn{1, "b", Level::kWarning, {{"throttle", Level::kWarning, "hot", "check_hardware"}}};
-  GpuHealth failed{2, "c", Level::kFailed, {{"xid", Level::kFailed, "XID 79", "reboot_node"}}};
+  GpuHealth ok{0, "a", "", Level::kHealthy, {}};
+  GpuHealth warn{
+      1, "b", "", Level::kWarning, {{"throttle", Level::kWarning, "hot", "check_hardware"}}};
+  GpuHealth failed{2, "c", "", Level::kFailed, {{"xid", Level::kFailed, "XID 79", "reboot_node"}}};
   EXPECT_EQ(RollUp(node, {ok}, true).health, NodeState::kReady);
   auto degraded = RollUp(node, {ok, warn}, true);
   EXPECT_EQ(degraded.health, NodeState::kDegraded);

@@ -72,6 +72,13 @@ CREATE TABLE silences (
   ends_ms BIGINT NOT NULL, created_by TEXT NOT NULL, comment TEXT NOT NULL,
   created_ms BIGINT NOT NULL)
 )SQL"},
+      // User alert rules (a JSON document each), and a channel's route: the matchers an alert
+      // must meet to be sent there, as a JSON array like a silence's (empty: every alert).
+      {7, R"SQL(
+CREATE TABLE alert_rules (
+  name TEXT PRIMARY KEY, grp TEXT NOT NULL, doc TEXT NOT NULL, updated_ms BIGINT NOT NULL);
+ALTER TABLE channels ADD COLUMN matchers TEXT NOT NULL DEFAULT ''
+)SQL"},
   };
   return kAll;
 }

@@ -394,10 +394,10 @@ class SqliteStore : public Store {
     std::lock_guard lock(mu_);
     try {
       long long created = c.created_ms;
-      sql_ << "INSERT INTO channels (name, type, url, secret, created_ms) "
-              "VALUES (:n, :t, :u, :s, :c)",
+      sql_ << "INSERT INTO channels (name, type, url, secret, created_ms, matchers) "
+              "VALUES (:n, :t, :u, :s, :c, :m)",
           soci::use(c.name), soci::use(c.type), soci::use(c.url), soci::use(c.secret),
-          soci::use(created);
+          soci::use(created), soci::use(c.matchers);
       return {};
     } catch (const std::exception& e) {
       return StoreError(e);
@@ -410,10 +410,11 @@ class SqliteStore : public Store {
       std::vector<Channel> out;
       Channel c;
       long long created = 0;
-      soci::statement st = (sql_.prepare << "SELECT name, type, url, secret, created_ms FROM "
-                                            "channels ORDER BY name",
-                            soci::into(c.name), soci::into(c.type), soci::into(c.url),
-                            soci::into(c.secret), soci::into(created));
+      soci::statement st =
+          (sql_.prepare << "SELECT name, type, url, secret, created_ms, matchers FROM "
+                           "channels ORDER BY name",
+           soci::into(c.name), soci::into(c.type), soci::into(c.url), soci::into(c.secret),
+           soci::into(created), soci::into(c.matchers));
       st.execute();
       while (st.fetch()) {
         c.created_ms = created;
@@ -555,6 +556,48 @@ class SqliteStore : public Store {
         c.pending = pending;
         c.oldest_ms = oldest;
         out.push_back(c);
+      }
+      return out;
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Status SaveRules(const std::vector<RuleRecord>& upsert,
+                   const std::vector<std::string>& remove) override {
+    std::lock_guard lock(mu_);
+    try {
+      soci::transaction tx(sql_);
+      for (const auto& r : upsert) {
+        long long t = r.updated_ms;
+        sql_ << "INSERT INTO alert_rules (name, grp, doc, updated_ms) VALUES (:n, :g, :d, :t) "
+                "ON CONFLICT (name) DO UPDATE SET grp = excluded.grp, doc = excluded.doc, "
+                "updated_ms = excluded.updated_ms",
+            soci::use(r.name), soci::use(r.group), soci::use(r.doc), soci::use(t);
+      }
+      for (const auto& name : remove) {
+        sql_ << "DELETE FROM alert_rules WHERE name = :n", soci::use(name);
+      }
+      tx.commit();
+      return {};
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Result<std::vector<RuleRecord>> ListRules() override {
+    std::lock_guard lock(mu_);
+    try {
+      std::vector<RuleRecord> out;
+      RuleRecord r;
+      long long t = 0;
+      soci::statement st =
+          (sql_.prepare << "SELECT name, grp, doc, updated_ms FROM alert_rules ORDER BY name",
+           soci::into(r.name), soci::into(r.group), soci::into(r.doc), soci::into(t));
+      st.execute();
+      while (st.fetch()) {
+        r.updated_ms = t;
+        out.push_back(r);
       }
       return out;
     } catch (const std::exception& e) {

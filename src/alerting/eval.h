@@ -1,0 +1,124 @@
+#pragma once
+// Evaluates rule expressions over one snapshot of the fleet: its GPUs and nodes with their
+// health (from the health model's reports), recent XIDs, and the time series behind them.
+//
+// Series are dense: a vector holds one value per row of its space (every GPU, every node, or
+// the groups of an aggregation), NaN where it has none, so comparisons and arithmetic are tight
+// loops and nothing builds labels until a row makes it into the result. Within one Evaluator,
+// equal subexpressions (by their canonical text) are computed once, so 500 rules over the same
+// few fields read each field once.
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "alerting/expr.h"
+#include "common/result.h"
+#include "health/health.h"
+#include "model/telemetry.h"
+#include "model/xid_catalog.h"
+#include "tsdb/chunk.h"
+
+namespace gpufleet {
+class TelemetryStore;
+}
+
+namespace gpufleet::alerting {
+
+// What one evaluation sees. Built by MakeSnapshot, or by hand in tests and benchmarks.
+struct Snapshot {
+  uint64_t generation = 0;  // unique per MakeSnapshot; 0: made by hand (nothing is cached)
+  int64_t now_ms = 0;
+  std::vector<std::string> clusters, pools, models;  // the ids below index these
+  struct NodeRow {
+    std::string name;
+    uint32_t cluster = 0, pool = 0;
+    bool up = true;
+    int health = 0;  // 0 ready, 1 degraded, 2 unhealthy
+    bool cordoned = false;
+    int64_t last_seen_ms = 0;
+  };
+  struct GpuRow {
+    uint32_t node = 0;  // index into nodes
+    std::string gpu;    // the index, as its label: "0"
+    std::string uuid;
+    uint32_t model = 0;
+    int health = 0;  // 0 healthy, 1 warning, 2 failed
+  };
+  struct Xid {
+    int64_t time_ms = 0;
+    int xid = 0;
+    std::string severity, action;  // from the XID catalogue
+  };
+  std::vector<NodeRow> nodes;
+  std::vector<GpuRow> gpus;
+  std::unordered_map<size_t, std::vector<Xid>> xids;  // by GPU row
+  double api_p99_s = NAN;                             // NaN: no requests since the last cycle
+};
+
+// From the health model's reports (which carry every node, its state and its GPUs), the recent
+// XIDs by GPU UUID, and the API's recent p99.
+Snapshot MakeSnapshot(const std::vector<health::NodeHealth>& nodes,
+                      const std::map<std::string, std::vector<health::XidSeen>>& xids,
+                      const XidCatalog& catalog, int64_t now_ms, double api_p99_s);
+
+// The time series an evaluation reads.
+class SeriesReader {
+ public:
+  virtual ~SeriesReader() = default;
+  // The field's latest value per GPU row of `snap` (out[i] for snap.gpus[i]), NaN where the
+  // newest sample is older than `since_ms` or there is none.
+  virtual void Latest(const Snapshot& snap, Field field, int64_t since_ms,
+                      std::vector<double>& out) = 0;
+  // The raw samples of GPU row `row` of `snap` in [start_ms, end_ms], oldest first.
+  virtual void Window(const Snapshot& snap, size_t row, Field field, int64_t start_ms,
+                      int64_t end_ms, std::vector<tsdb::Sample>& out) = 0;
+};
+
+// The reader over the controller's telemetry store.
+std::unique_ptr<SeriesReader> MakeTelemetryReader(const TelemetryStore& store);
+
+// A sample is stale (absent) when older than this, as Prometheus's lookback.
+inline constexpr int64_t kStalenessMs = 5 * 60'000;
+
+struct OutputSample {
+  Labels labels;
+  double value = 0;
+};
+
+class Evaluator {
+ public:
+  Evaluator(const Snapshot& snap, SeriesReader& reader);
+  ~Evaluator();
+  // The series the expression gives at the snapshot's time, with their labels.
+  Result<std::vector<OutputSample>> Run(const Expr& expr);
+
+ private:
+  struct Vec;
+  struct Space;
+  Result<std::shared_ptr<const Vec>> Eval(const Expr& e);
+  Result<std::shared_ptr<const Vec>> Compute(const Expr& e);
+  Result<std::shared_ptr<const Vec>> Select(const Expr& e);
+  Result<std::shared_ptr<const Vec>> RangeCall(const Expr& call);
+  Result<std::shared_ptr<const Vec>> Aggregate(const Expr& e);
+  Result<std::shared_ptr<const Vec>> Binary(const Expr& e);
+  const std::vector<char>& Mask(const Expr& selector, int space);
+  const std::vector<double>& LatestOf(Field field);
+  std::string_view Label(int space, size_t row, std::string_view name) const;
+  Labels LabelsOf(int space, size_t row) const;
+  size_t Rows(int space) const;
+
+  const Snapshot& snap_;
+  SeriesReader& reader_;
+  std::unordered_map<std::string, std::shared_ptr<const Vec>> cache_;
+  std::unordered_map<std::string, std::vector<char>> masks_;
+  std::map<Field, std::vector<double>> latest_;
+  std::vector<std::unique_ptr<Space>> spaces_;                       // groupings, index = space id
+  std::unordered_map<std::string, int> space_ids_;                   // by source space and labels
+  std::unordered_map<std::string, std::vector<uint32_t>> group_of_;  // row -> group, same key
+};
+
+}  // namespace gpufleet::alerting

@@ -1,0 +1,75 @@
+#include "alerting/metrics.h"
+
+namespace gpufleet::alerting {
+namespace {
+
+const std::vector<MetricDef>& Specials() {
+  static const std::vector<MetricDef> kSpecials = {
+      {"gpu_health", RowKind::kGpu, Special::kGpuHealth, Field::kGpuUtil, 1,
+       "The GPU's health: 0 healthy, 1 warning, 2 failed."},
+      {"gpu_healthy", RowKind::kGpu, Special::kGpuHealthy, Field::kGpuUtil, 1,
+       "1 when the GPU is healthy, else 0."},
+      {"gpu_available", RowKind::kGpu, Special::kGpuAvailable, Field::kGpuUtil, 1,
+       "1 when the GPU is healthy on a ready node (not cordoned, draining or unreachable)."},
+      {"xid_events", RowKind::kGpu, Special::kXidEvents, Field::kGpuUtil, 1,
+       "The GPU's XID errors; a range for count_over_time, matchers on xid, severity, action."},
+      {"node_up", RowKind::kNode, Special::kNodeUp, Field::kGpuUtil, 1,
+       "1 when the node's agent or exporter reported within the limit, else 0."},
+      {"node_health", RowKind::kNode, Special::kNodeHealth, Field::kGpuUtil, 1,
+       "The node's health: 0 ready, 1 degraded, 2 unhealthy."},
+      {"node_cordoned", RowKind::kNode, Special::kNodeCordoned, Field::kGpuUtil, 1,
+       "1 when the node is cordoned or draining, else 0."},
+      {"node_report_age_seconds", RowKind::kNode, Special::kNodeReportAge, Field::kGpuUtil, 1,
+       "Seconds since the node's last heartbeat or scrape."},
+      {"api_request_duration_p99_seconds", RowKind::kController, Special::kApiP99, Field::kGpuUtil,
+       1, "The 99th percentile of the API's request durations since the last evaluation."},
+  };
+  return kSpecials;
+}
+
+}  // namespace
+
+std::optional<MetricDef> FindMetric(std::string_view name) {
+  for (const auto& f : Fields()) {
+    if (f.name == name) return MetricDef{f.name, RowKind::kGpu, Special::kNone, f.field, 1, f.help};
+    if (!f.dcgm_name.empty() && f.dcgm_name == name) {
+      return MetricDef{f.dcgm_name, RowKind::kGpu,   Special::kNone,
+                       f.field,     f.metrics_scale, f.help};
+    }
+  }
+  for (const auto& m : Specials()) {
+    if (m.name == name) return m;
+  }
+  return std::nullopt;
+}
+
+std::vector<MetricDef> AllMetrics() {
+  std::vector<MetricDef> out;
+  for (const auto& f : Fields()) {
+    out.push_back({f.name, RowKind::kGpu, Special::kNone, f.field, 1, f.help});
+  }
+  for (const auto& f : Fields()) {
+    if (f.dcgm_name.empty()) continue;
+    out.push_back({f.dcgm_name, RowKind::kGpu, Special::kNone, f.field, f.metrics_scale, f.help});
+  }
+  for (const auto& m : Specials()) out.push_back(m);
+  return out;
+}
+
+const std::vector<std::string_view>& RowLabels(RowKind kind) {
+  static const std::vector<std::string_view> kGpu = {"Hostname", "UUID",      "cluster",
+                                                     "gpu",      "modelName", "pool"};
+  static const std::vector<std::string_view> kNode = {"Hostname", "cluster", "pool"};
+  static const std::vector<std::string_view> kNone = {};
+  switch (kind) {
+    case RowKind::kGpu:
+      return kGpu;
+    case RowKind::kNode:
+      return kNode;
+    case RowKind::kController:
+      return kNone;
+  }
+  return kNone;
+}
+
+}  // namespace gpufleet::alerting

@@ -1,0 +1,54 @@
+#pragma once
+// The names an alert rule expression can select, and the rows each has:
+// - every telemetry field under its API name (gpu_temp, power_usage in mW, ...) in stored units,
+//   and under its dcgm-exporter name (DCGM_FI_DEV_GPU_TEMP, DCGM_FI_DEV_POWER_USAGE in W, ...)
+//   in dcgm-exporter's units, so that rules written for dcgm-exporter carry over: one row per
+//   GPU with the labels Hostname, gpu, UUID, modelName, cluster, pool;
+// - per GPU, from the health model: gpu_health (0 healthy, 1 warning, 2 failed), gpu_healthy
+//   (1 or 0) and gpu_available (1: healthy on a ready node, so a job could use it);
+// - xid_events: the GPU's XID errors, a range only, for count_over_time; matchers on xid,
+//   severity and action select events (from the XID catalogue), the others select GPUs;
+// - per node (Hostname, cluster, pool): node_up (heartbeat or scrape within the limit),
+//   node_health (0 ready, 1 degraded, 2 unhealthy), node_cordoned, node_report_age_seconds;
+// - the controller's own (no labels): api_request_duration_p99_seconds over the last cycle.
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "model/telemetry.h"
+
+namespace gpufleet::alerting {
+
+enum class RowKind { kGpu, kNode, kController };
+
+enum class Special {
+  kNone,  // a telemetry field
+  kGpuHealth,
+  kGpuHealthy,
+  kGpuAvailable,
+  kXidEvents,
+  kNodeUp,
+  kNodeHealth,
+  kNodeCordoned,
+  kNodeReportAge,
+  kApiP99,
+};
+
+struct MetricDef {
+  std::string_view name;
+  RowKind rows = RowKind::kGpu;
+  Special special = Special::kNone;
+  Field field = Field::kGpuUtil;  // when special is kNone
+  double scale = 1;               // stored value x scale = the rule's value
+  std::string_view help;
+};
+
+std::optional<MetricDef> FindMetric(std::string_view name);
+// Every name, for `gpufleet rules metrics` and the docs.
+std::vector<MetricDef> AllMetrics();
+
+// The labels each kind of row carries.
+const std::vector<std::string_view>& RowLabels(RowKind kind);
+
+}  // namespace gpufleet::alerting
