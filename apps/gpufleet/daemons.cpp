@@ -127,6 +127,7 @@ struct AgentFlags {
   std::string sim_model = "H100-SXM5-80GB";
   int sim_gpus = 8;
   std::string log_level = "info";
+  std::string reset_gpu_command, reboot_command;
 };
 
 int RunAgent(AgentFlags& f) {
@@ -156,6 +157,8 @@ int RunAgent(AgentFlags& f) {
   o.controller = f.controller;
   o.join_token = f.join_token;
   o.hostname = f.hostname;
+  o.reset_gpu_command = f.reset_gpu_command;
+  o.reboot_command = f.reboot_command;
   std::string token_file = f.state_dir.empty() ? "" : f.state_dir + "/node.token";
   if (!token_file.empty()) {
     std::ifstream in(token_file);
@@ -307,6 +310,11 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
   a->add_option("--sim-model", agent.sim_model, "GPU model for --backend sim");
   a->add_option("--sim-gpus", agent.sim_gpus, "GPU count for --backend sim");
   a->add_option("--log-level", agent.log_level, "trace, debug, info, warn, error");
+  a->add_option("--reset-gpu-command", agent.reset_gpu_command,
+                "remediation: how to reset a GPU, {index} and {uuid} replaced, e.g. "
+                "'nvidia-smi --gpu-reset -i {index}' (default: refuse)");
+  a->add_option("--reboot-command", agent.reboot_command,
+                "remediation: how to reboot the node, e.g. 'systemctl reboot' (default: refuse)");
   a->callback([&g] { g.exit_code = RunAgent(agent); });
 
   static SimFlags sim;

@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "agent/command.h"
 #include "common/clock.h"
 #include "common/url.h"
 #include "proto/proto.h"
@@ -165,6 +166,11 @@ class Session : public std::enable_shared_from_this<Session> {
     auto* ws = ws_.get();
     while (!*done && !stopping_) {
       co_await SendSamples();
+      while (!results_.empty()) {
+        proto::Message result = std::move(results_.front());
+        results_.pop_front();
+        co_await Send(result);
+      }
       timer_.expires_after(std::chrono::milliseconds(tick));
       co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
       if (*done || stopping_ || ws_.get() != ws) break;
@@ -250,12 +256,59 @@ class Session : public std::enable_shared_from_this<Session> {
   // A command from the controller (fault injection on a simulated GPU). The effect shows in
   // the next samples, events and inventory.
   void Run(const proto::Command& cmd) {
+    if (!cmd.action.empty()) {
+      Remediate(cmd);
+      return;
+    }
     Status s = backend_->Inject(cmd.gpu, cmd.inject);
     if (!s.ok()) {
       spdlog::warn("agent: command {} refused: {}", cmd.id, s.error().message);
       return;
     }
     inventory_due_ = true;
+  }
+
+  // A remediation action: simulated GPUs reset themselves; a real node runs the command its
+  // operator configured (on a thread of its own: a reset takes seconds), or refuses.
+  void Remediate(const proto::Command& cmd) {
+    proto::CommandResult result{cmd.id, cmd.gpu, cmd.action, false, ""};
+    if (backend_->Simulated()) {
+      auto done = backend_->Remediate(cmd.gpu, cmd.action);
+      result.ok = done.ok();
+      result.message = done.ok() ? done.value() : done.error().message;
+      results_.push_back(std::move(result));
+      inventory_due_ = true;
+      return;
+    }
+    const std::string& tmpl =
+        cmd.action == "reset_gpu" ? options_.reset_gpu_command : options_.reboot_command;
+    if (tmpl.empty()) {
+      result.message = "not allowed on this node: the agent has no --" +
+                       std::string(cmd.action == "reset_gpu" ? "reset-gpu" : "reboot") + "-command";
+      results_.push_back(std::move(result));
+      return;
+    }
+    std::string uuid;
+    for (const auto& g : last_inventory_) {
+      if (g.index == cmd.gpu) uuid = g.uuid;
+    }
+    std::string command = ExpandCommand(tmpl, cmd.gpu, uuid);
+    spdlog::warn("agent: remediation {} of GPU {}: running '{}'", cmd.action, cmd.gpu, command);
+    std::thread([self = shared_from_this(), result, command]() mutable {
+      auto outcome = RunShellCommand(command, self->options_.command_timeout_ms);
+      if (!outcome.ok()) {
+        result.message = outcome.error().message;
+      } else {
+        result.ok = outcome->exit_code == 0;
+        result.message = outcome->timed_out ? "timed out"
+                                            : "exit " + std::to_string(outcome->exit_code) + ": " +
+                                                  outcome->output;
+      }
+      asio::post(self->ex_, [self, result = std::move(result)]() mutable {
+        self->results_.push_back(std::move(result));
+        self->inventory_due_ = true;
+      });
+    }).detach();
   }
 
   void Acked(int64_t seq) {
@@ -323,7 +376,8 @@ class Session : public std::enable_shared_from_this<Session> {
     std::vector<proto::SampleRow> rows;
     std::vector<proto::GpuEvent> events;
   };
-  bool inventory_due_ = false;  // a command changed the GPUs: report inventory now
+  bool inventory_due_ = false;                // a command changed the GPUs: report inventory now
+  std::deque<proto::CommandResult> results_;  // remediation outcomes to report
   asio::steady_timer sample_timer_{ex_};
   std::deque<Batch> pending_;
   size_t pending_rows_ = 0;

@@ -22,6 +22,11 @@ struct AgentOptions {
   int sample_interval_ms = 1'000;  // telemetry; samples are stamped on this grid; 0: none
   // Unacknowledged telemetry kept across controller outages, in seconds of samples.
   int buffer_seconds = 900;
+  // Remediation commands the controller may ask for (empty: refused), run with /bin/sh -c;
+  // {index} and {uuid} name the GPU, e.g. "nvidia-smi --gpu-reset -i {index}".
+  std::string reset_gpu_command;
+  std::string reboot_command;  // e.g. "systemctl reboot"
+  int command_timeout_ms = 300'000;
   int backoff_initial_ms = 500;
   int backoff_max_ms = 30'000;
   // Called (on the I/O thread) when the controller issues a node token.

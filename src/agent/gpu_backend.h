@@ -37,6 +37,11 @@ class GpuBackend {
   virtual Status Inject(int gpu, const proto::Injection& injection) {
     return MakeError(ErrorCode::kConflict, "fault injection is for simulated GPUs");
   }
+  // A remediation action ("reset_gpu", "reboot_node") done by the backend itself: simulated
+  // GPUs come back clean. Real nodes run the agent's configured commands instead.
+  virtual Result<std::string> Remediate(int gpu, const std::string& action) {
+    return MakeError(ErrorCode::kConflict, "this backend does not remediate by itself");
+  }
 };
 
 // Loads NVML from `library_path` (empty: $GPUFLEET_NVML_LIBRARY, then libnvidia-ml.so.1) and

@@ -49,6 +49,8 @@ class ApiServer {
   void Stop();
   // The API's p99 request duration since the last call, in seconds; NaN without requests.
   double TakeRecentP99();
+  // A message to a node's agent over its live connection; kUnavailable when not connected.
+  Status SendToAgent(const std::string& node, const proto::Message& message);
 
  private:
   struct Impl;

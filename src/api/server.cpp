@@ -378,6 +378,10 @@ ApiServer::~ApiServer() { Stop(); }
 
 double ApiServer::TakeRecentP99() { return impl_->http_metrics.TakeRecentQuantile(0.99); }
 
+Status ApiServer::SendToAgent(const std::string& node, const proto::Message& message) {
+  return impl_->SendToAgent(node, message);
+}
+
 Result<std::string> ApiServer::Start() {
   const std::string& listen = impl_->options.listen;
   auto colon = listen.rfind(':');

@@ -137,15 +137,18 @@ class Validator {
     return n;
   }
 
-  // remediation: {cordon_unhealthy, drain_unhealthy, max_share}.
+  // remediation: {cordon_unhealthy, drain_unhealthy, max_share, reset_gpu, reboot_node}.
   Status RemediationPolicy(const YAML::Node& c, const std::string& path, Remediation& r) const {
     auto v = c["remediation"];
     if (!v) return {};
     std::string rpath = path + ".remediation";
     if (!v.IsMap()) return Fail(v, rpath, "must be a mapping");
-    GF_TRY(Keys(v, rpath, {"cordon_unhealthy", "drain_unhealthy", "max_share"}));
+    GF_TRY(Keys(v, rpath,
+                {"cordon_unhealthy", "drain_unhealthy", "max_share", "reset_gpu", "reboot_node"}));
     for (auto [key, out] : {std::pair<const char*, bool*>{"cordon_unhealthy", &r.cordon_unhealthy},
-                            {"drain_unhealthy", &r.drain_unhealthy}}) {
+                            {"drain_unhealthy", &r.drain_unhealthy},
+                            {"reset_gpu", &r.reset_gpu},
+                            {"reboot_node", &r.reboot_node}}) {
       if (auto b = v[key]) {
         if (!b.IsScalar() || !YAML::convert<bool>::decode(b, *out)) {
           return Fail(b, rpath + "." + key, "must be true or false");

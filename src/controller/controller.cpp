@@ -71,6 +71,10 @@ class AgentRouter : public proto::AgentHandler {
   std::optional<proto::Message> OnMessage(const std::string& node,
                                           const proto::Message& message) override {
     fleet_.OnMessage(node, message);
+    if (const auto* result = std::get_if<proto::CommandResult>(&message)) {
+      health_.OnActionResult(node, *result);
+      return std::nullopt;
+    }
     const auto* samples = std::get_if<proto::Samples>(&message);
     if (!samples) return std::nullopt;
     std::vector<std::string> uuids = fleet_.GpuUuids(node);
@@ -242,6 +246,12 @@ Status Controller::Start() {
                    impl_->health.get(), impl_->notifier.get()});
   auto addr = impl_->server->Start();
   if (!addr.ok()) return addr.error();
+  // Remediation actions go to agents over their connections (the monitor thread asks; it is
+  // joined before the server stops).
+  impl_->health->set_agent_sender(
+      [server = impl_->server.get()](const std::string& node, const proto::Command& cmd) {
+        return server->SendToAgent(node, proto::Message(cmd));
+      });
   impl_->address = addr.value();
   impl_->notifier->set_external_url("http://" + impl_->address);
   impl_->notifier->Start();

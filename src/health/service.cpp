@@ -38,10 +38,18 @@ HealthService::HealthService(FleetService& fleet, TelemetryStore& telemetry, Sto
 Status HealthService::Load() {
   auto events = store_.ListGpuEvents("", "xid", 100'000);
   if (!events.ok()) return events.error();
+  // A GPU reset (or its node's reboot) by remediation ends what the XIDs before it meant.
+  auto resets = store_.ListGpuEvents("", "reset", 100'000);
+  if (!resets.ok()) return resets.error();
+  std::map<std::string, int64_t> reset_at;
+  for (const auto& r : resets.value()) {
+    reset_at[r.uuid] = std::max(reset_at[r.uuid], r.time_ms);
+  }
   int64_t since = clock_->NowMs() - max_hold_ms_;
   std::lock_guard lock(mu_);
   for (const auto& e : events.value()) {
     if (e.time_ms < since || e.uuid.empty()) continue;
+    if (auto r = reset_at.find(e.uuid); r != reset_at.end() && e.time_ms <= r->second) continue;
     recent_[e.uuid].push_back({e.time_ms, static_cast<int>(e.value)});
   }
   return {};
@@ -123,14 +131,21 @@ int HealthService::Apply(std::vector<NodeHealth>* reports) {
       }
     }
   }
-  Remediate();
+  Remediate(all);
   if (reports) *reports = std::move(all);
   return changed;
 }
 
-int HealthService::Remediate() {
+void HealthService::set_agent_sender(AgentSender sender) {
+  std::lock_guard lock(mu_);
+  sender_ = std::move(sender);
+}
+
+int HealthService::Remediate(const std::vector<NodeHealth>& reports) {
   auto clusters = fleet_.Clusters();
   if (!clusters.ok()) return 0;
+  std::map<std::string, const NodeHealth*> report_of;
+  for (const auto& r : reports) report_of[r.node] = &r;
   int actions = 0;
   for (const Cluster& c : clusters.value()) {
     const Remediation& policy = c.remediation;
@@ -173,6 +188,13 @@ int HealthService::Remediate() {
       ++taken;
       ++actions;
     }
+    if (policy.reset_gpu || policy.reboot_node) {
+      for (const Node& n : nodes) {
+        auto report = report_of.find(n.name);
+        if (!by_remediation(n) || report == report_of.end()) continue;
+        actions += AskAgent(c, n, *report->second, kMaxActionsPerCycle - actions);
+      }
+    }
     std::lock_guard lock(mu_);
     bool& open = breaker_open_[c.name];
     if (held && !open) {
@@ -184,6 +206,86 @@ int HealthService::Remediate() {
     open = held;
   }
   return actions;
+}
+
+// The failed GPUs' recommended actions that the policy allows, asked of the node's agent.
+int HealthService::AskAgent(const Cluster& cluster, const Node& node, const NodeHealth& report,
+                            int budget) {
+  int asked = 0;
+  int64_t now = clock_->NowMs();
+  for (const auto& g : report.gpus) {
+    if (g.level != Level::kFailed || asked >= budget) continue;
+    std::string action;
+    for (const auto& r : g.reasons) {
+      if (r.level != Level::kFailed) continue;
+      if (r.action == "reboot_node" && cluster.remediation.reboot_node) action = "reboot_node";
+      if (r.action == "reset_gpu" && cluster.remediation.reset_gpu && action.empty()) {
+        action = "reset_gpu";
+      }
+    }
+    if (action.empty()) continue;
+    std::string key = action == "reboot_node" ? "node/" + node.name : g.uuid;
+    proto::Command cmd;
+    AgentSender sender;
+    {
+      std::lock_guard lock(mu_);
+      auto last = asked_.find(key);
+      if (!sender_ || (last != asked_.end() && now - last->second < 3'600'000)) continue;
+      asked_[key] = now;
+      cmd.id = next_command_id_++;
+      sender = sender_;
+    }
+    cmd.gpu = g.index;
+    cmd.action = action;
+    Status sent = sender(node.name, cmd);
+    AuditRecord a;
+    a.time_ms = now;
+    a.actor = "remediation";
+    a.action = action + " GPU " + std::to_string(g.index) + " (cluster " + cluster.name +
+               " remediation policy)";
+    a.target = "node/" + node.name;
+    a.status = sent.ok() ? 202 : 503;
+    a.result = sent.ok() ? "asked the agent (command " + std::to_string(cmd.id) + ")"
+                         : sent.error().message;
+    (void)store_.AppendAudit(a);
+    spdlog::warn("remediation: asked {} to {} GPU {}: {}", node.name, action, g.index, a.result);
+    ++asked;
+  }
+  return asked;
+}
+
+void HealthService::OnActionResult(const std::string& node, const proto::CommandResult& result) {
+  int64_t now = clock_->NowMs();
+  AuditRecord a;
+  a.time_ms = now;
+  a.actor = "agent";
+  a.action = result.action + " GPU " + std::to_string(result.gpu) + " (command " +
+             std::to_string(result.id) + ")";
+  a.target = "node/" + node;
+  a.status = result.ok ? 200 : 500;
+  a.result = (result.ok ? "ok: " : "failed: ") + result.message.substr(0, 500);
+  (void)store_.AppendAudit(a);
+  if (!result.ok) {
+    spdlog::error("remediation: {} of GPU {} on {} failed: {}", result.action, result.gpu, node,
+                  result.message);
+    return;
+  }
+  spdlog::warn("remediation: {} of GPU {} on {} done: {}", result.action, result.gpu, node,
+               result.message);
+  // Stored as a GPU event too, so that after a restart the XIDs before it still do not count.
+  std::vector<std::string> uuids = fleet_.GpuUuids(node);
+  std::vector<GpuEventRecord> events;
+  for (size_t i = 0; i < uuids.size(); ++i) {
+    if (result.action == "reset_gpu" && static_cast<int>(i) != result.gpu) continue;
+    events.push_back({0, now, node, static_cast<int>(i), uuids[i], "reset", 1});
+  }
+  (void)store_.AppendGpuEvents(events);
+  std::lock_guard lock(mu_);
+  for (const auto& e : events) {
+    auto it = recent_.find(e.uuid);
+    if (it == recent_.end()) continue;
+    std::erase_if(it->second, [&](const XidSeen& x) { return x.time_ms <= now; });
+  }
 }
 
 std::map<std::string, bool> HealthService::Breakers() const {

@@ -4,6 +4,7 @@
 // answers health reads, and hands each node's verdict to the fleet so that its state follows.
 // Thread-safe.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,8 +44,17 @@ class HealthService {
   // holds while the cluster's nodes taken out by remediation reach its max_share (at least
   // one node may always be taken), and at most kMaxActionsPerCycle act per cycle fleet-wide.
   // Returns the actions taken.
-  int Remediate();
+  // Where the cluster's policy also allows it (reset_gpu, reboot_node), a node that remediation
+  // took out gets its failed GPUs' recommended action asked of its agent: at most once an hour
+  // per GPU (per node for a reboot), within the same per-cycle limit, each request an audit
+  // record; the agent's answer comes back through OnActionResult.
+  int Remediate(const std::vector<NodeHealth>& reports = {});
   static constexpr int kMaxActionsPerCycle = 10;
+  using AgentSender = std::function<Status(const std::string& node, const proto::Command&)>;
+  void set_agent_sender(AgentSender sender);
+  // The agent's answer: an audit record; a GPU that was reset (or a node rebooted) is judged
+  // afresh: the XIDs it had before no longer count against it.
+  void OnActionResult(const std::string& node, const proto::CommandResult& result);
 
   const XidCatalog& xid_catalog() const { return *xids_; }
   // Clusters whose remediation circuit breaker held an action back in the last cycle.
@@ -60,8 +70,12 @@ class HealthService {
   Thresholds thresholds_;
   int64_t max_hold_ms_ = 0;
   mutable std::mutex mu_;
+  int AskAgent(const Cluster& cluster, const Node& node, const NodeHealth& report, int budget);
   std::map<std::string, std::vector<XidSeen>> recent_;  // by GPU UUID; guarded by mu_
   std::map<std::string, bool> breaker_open_;            // by cluster; guarded by mu_
+  std::map<std::string, int64_t> asked_;  // GPU UUID or node -> last request; guarded by mu_
+  AgentSender sender_;                    // guarded by mu_
+  int64_t next_command_id_ = 1;           // guarded by mu_
 };
 
 }  // namespace gpufleet::health

@@ -30,7 +30,9 @@ json::array ToJson(const std::vector<ExporterTarget>& targets) {
 json::object ToJson(const Remediation& r) {
   return {{"cordon_unhealthy", r.cordon_unhealthy},
           {"drain_unhealthy", r.drain_unhealthy},
-          {"max_share", r.max_share}};
+          {"max_share", r.max_share},
+          {"reset_gpu", r.reset_gpu},
+          {"reboot_node", r.reboot_node}};
 }
 
 Labels LabelsFromJson(const json::value& v) {
@@ -65,6 +67,8 @@ Remediation RemediationFromJson(const json::value& v) {
   if (auto* b = o.if_contains("drain_unhealthy"); b && b->is_bool()) {
     r.drain_unhealthy = b->as_bool();
   }
+  if (auto* b = o.if_contains("reset_gpu"); b && b->is_bool()) r.reset_gpu = b->as_bool();
+  if (auto* b = o.if_contains("reboot_node"); b && b->is_bool()) r.reboot_node = b->as_bool();
   if (auto* d = o.if_contains("max_share"); d && d->is_number()) {
     r.max_share = d->to_number<double>();
   }

@@ -23,6 +23,10 @@ struct Remediation {
   bool cordon_unhealthy = false;
   bool drain_unhealthy = false;  // implies cordon
   double max_share = 0.1;        // 0..1
+  // Ask the node's agent for the recommended action of a failed GPU once remediation has taken
+  // the node out: reset the GPU, or reboot the node.
+  bool reset_gpu = false;
+  bool reboot_node = false;
   bool operator==(const Remediation&) const = default;
 };
 

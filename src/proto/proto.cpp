@@ -81,7 +81,17 @@ struct Encoder {
     if (m.inject.temperature_c) inject["temperature_c"] = *m.inject.temperature_c;
     if (m.inject.lost) inject["lost"] = true;
     if (m.inject.clear) inject["clear"] = true;
-    return {{"type", "command"}, {"id", m.id}, {"gpu", m.gpu}, {"inject", inject}};
+    json::object o{{"type", "command"}, {"id", m.id}, {"gpu", m.gpu}};
+    if (m.action.empty()) {
+      o["inject"] = std::move(inject);
+    } else {
+      o["action"] = m.action;
+    }
+    return o;
+  }
+  json::object operator()(const CommandResult& m) const {
+    return {{"type", "command_result"}, {"id", m.id}, {"gpu", m.gpu},
+            {"action", m.action},       {"ok", m.ok}, {"message", m.message}};
   }
   json::object operator()(const Ack& m) const { return {{"type", "ack"}, {"seq", m.seq}}; }
   json::object operator()(const ErrorMessage& m) const {
@@ -222,11 +232,32 @@ Result<Message> Decode(std::string_view text) {
     int64_t gpu = 0;
     GF_TRY_ASSIGN(gpu, GetInt(o, "gpu"));
     m.gpu = static_cast<int>(gpu);
+    GF_TRY_ASSIGN(m.action, GetString(o, "action", ""));
+    if (!m.action.empty() && m.action != "reset_gpu" && m.action != "reboot_node") {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "unknown action '" + m.action + "': reset_gpu or reboot_node");
+    }
+    if (!m.action.empty()) return Message(std::move(m));
     auto in = o.find("inject");
     if (in == o.end() || !in->value().is_object()) {
       return MakeError(ErrorCode::kInvalidArgument, "a command needs 'inject'");
     }
     GF_TRY_ASSIGN(m.inject, InjectionFromJson(in->value().as_object()));
+    return Message(std::move(m));
+  }
+  if (type == "command_result") {
+    CommandResult m;
+    GF_TRY_ASSIGN(m.id, GetInt(o, "id"));
+    int64_t gpu = 0;
+    GF_TRY_ASSIGN(gpu, GetInt(o, "gpu"));
+    m.gpu = static_cast<int>(gpu);
+    GF_TRY_ASSIGN(m.action, GetString(o, "action", ""));
+    GF_TRY_ASSIGN(m.message, GetString(o, "message", ""));
+    auto ok = o.find("ok");
+    if (ok == o.end() || !ok->value().is_bool()) {
+      return MakeError(ErrorCode::kInvalidArgument, "a command result needs 'ok'");
+    }
+    m.ok = ok->value().as_bool();
     return Message(std::move(m));
   }
   if (type == "ack") {

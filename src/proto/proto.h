@@ -87,11 +87,22 @@ struct Injection {
   bool clear = false;                // end every injected fault
 };
 
-// controller -> agent.
+// controller -> agent: fault injection on a simulated GPU, or a remediation action (the
+// health model's recommended action, where the cluster's policy allows it).
 struct Command {
   int64_t id = 0;
   int gpu = 0;
   Injection inject;
+  std::string action;  // "reset_gpu" or "reboot_node"; empty: an injection
+};
+
+// agent -> controller: how a remediation action went.
+struct CommandResult {
+  int64_t id = 0;
+  int gpu = 0;
+  std::string action;
+  bool ok = false;
+  std::string message;  // what the command printed, or why it was not run
 };
 
 struct Ack {
@@ -103,8 +114,8 @@ struct ErrorMessage {
   std::string message;
 };
 
-using Message =
-    std::variant<Hello, Welcome, Heartbeat, Inventory, ErrorMessage, Samples, Ack, Command>;
+using Message = std::variant<Hello, Welcome, Heartbeat, Inventory, ErrorMessage, Samples, Ack,
+                             Command, CommandResult>;
 
 std::string Encode(const Message& message);
 // The "inject" object of a command or of POST .../inject: strict, with the field in errors.

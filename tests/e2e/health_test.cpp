@@ -119,5 +119,52 @@ TEST_F(Health, RemediationCordonsUnhealthyNodesUntilTheCircuitBreakerHolds) {
   EXPECT_EQ(State("rem-0002"), "ready");
 }
 
+// With reset_gpu allowed, a node that remediation cordoned gets its failed GPU reset by its
+// agent (the simulator's GPU comes back clean), both steps are audited, and the GPU is healthy
+// again while the node stays cordoned for an operator. A reboot the policy does not allow is
+// not asked for.
+TEST_F(Health, RemediationAsksTheAgentToResetAFailedGpu) {
+  auto applied = ApplyText("reset.yaml",
+                           "apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n"
+                           "  - name: rst\n    type: training\n    site: lab\n"
+                           "    remediation: {cordon_unhealthy: true, max_share: 1,"
+                           " reset_gpu: true}\n"
+                           "    pools:\n      - {name: rst-h100, gpu_model: H100-SXM5-80GB}\n");
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  Sim(JoinToken("rst-h100"), "rst", 1, "H100-SXM5-80GB", 8);
+  ASSERT_TRUE(WaitState("rst-0000", "ready"));
+  auto gpu_level = [&](int index) {
+    auto h = controller_->Call("GET", "/api/v1/health?node=rst-0000&show=all").second;
+    for (const auto& g : h.at("items").at(0).at("gpus").as_array()) {
+      if (g.at("index").as_int64() == index) return std::string(g.at("health").as_string());
+    }
+    return std::string("?");
+  };
+  ASSERT_EQ(
+      controller_->Call("POST", "/api/v1/nodes/rst-0000/gpus/5/inject", R"({"xid": 79})").first,
+      202);
+  ASSERT_EQ(
+      controller_->Call("POST", "/api/v1/nodes/rst-0000/gpus/2/inject", R"({"ecc_dbe": 2})").first,
+      202);
+  ASSERT_TRUE(WaitState("rst-0000", "cordoned", 15000)) << State("rst-0000");
+  auto audited = [&](const std::string& actor, const std::string& action_prefix) -> json::value {
+    auto audit = controller_->Call("GET", "/api/v1/audit?limit=100").second;
+    for (const auto& a : audit.at("items").as_array()) {
+      std::string action(a.at("action").as_string());
+      if (a.at("actor").as_string() == actor && action.rfind(action_prefix, 0) == 0) return a;
+    }
+    return nullptr;
+  };
+  ASSERT_TRUE(WaitFor([&] { return !audited("agent", "reset_gpu GPU 2").is_null(); }, 15000));
+  EXPECT_NE(std::string(audited("agent", "reset_gpu GPU 2").at("result").as_string())
+                .find("ok: simulated reset of GPU 2"),
+            std::string::npos);
+  EXPECT_FALSE(audited("remediation", "reset_gpu GPU 2").is_null());
+  ASSERT_TRUE(WaitFor([&] { return gpu_level(2) == "healthy"; }, 15000)) << gpu_level(2);
+  EXPECT_EQ(gpu_level(5), "failed");  // XID 79 wants a reboot, which the policy does not allow
+  EXPECT_TRUE(audited("remediation", "reboot_node").is_null());
+  EXPECT_EQ(State("rst-0000"), "cordoned");
+}
+
 }  // namespace
 }  // namespace gpufleet::e2e

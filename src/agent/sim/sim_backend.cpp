@@ -45,6 +45,14 @@ class SimGpu {
     if (in.temperature_c) held_temp_ = *in.temperature_c;
     if (in.lost) lost_ = true;
   }
+  // What a GPU reset (or a reboot) clears: a lost GPU answers again, volatile ECC counts
+  // start from zero, held faults end.
+  void Reset() {
+    lost_ = false;
+    held_temp_.reset();
+    ecc_dbe_ = 0;
+    pending_xids_.clear();
+  }
   bool lost() const { return lost_; }
   std::vector<int> TakeXids() { return std::exchange(pending_xids_, {}); }
 
@@ -141,6 +149,17 @@ class SimBackend : public GpuBackend {
     }
     gpus_[gpu].Inject(injection);
     return {};
+  }
+  Result<std::string> Remediate(int gpu, const std::string& action) override {
+    if (action == "reboot_node") {
+      for (auto& g : gpus_) g.Reset();
+      return std::string("simulated reboot: every GPU reset");
+    }
+    if (gpu < 0 || gpu >= static_cast<int>(gpus_.size())) {
+      return MakeError(ErrorCode::kNotFound, "no GPU " + std::to_string(gpu) + " on this node");
+    }
+    gpus_[gpu].Reset();
+    return "simulated reset of GPU " + std::to_string(gpu);
   }
   std::vector<proto::GpuEvent> Events(int64_t time_ms) override {
     std::vector<proto::GpuEvent> out;

@@ -46,6 +46,25 @@ TEST(Proto, WelcomeHeartbeatInventoryErrorRoundTrip) {
   EXPECT_EQ(std::get<ErrorMessage>(err.value()).message, "bad token");
 }
 
+TEST(Proto, RemediationCommandsAndTheirResultsRoundTrip) {
+  Command cmd;
+  cmd.id = 9;
+  cmd.gpu = 3;
+  cmd.action = "reset_gpu";
+  auto c = Decode(Encode(cmd));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(std::get<Command>(c.value()).action, "reset_gpu");
+  EXPECT_EQ(std::get<Command>(c.value()).gpu, 3);
+  auto r = Decode(Encode(CommandResult{9, 3, "reset_gpu", true, "exit 0: done"}));
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(std::get<CommandResult>(r.value()).ok);
+  EXPECT_EQ(std::get<CommandResult>(r.value()).message, "exit 0: done");
+  auto bad = Decode(R"({"v":1,"type":"command","id":1,"gpu":0,"action":"format"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "unknown action 'format': reset_gpu or reboot_node");
+  EXPECT_FALSE(Decode(R"({"v":1,"type":"command_result","id":1,"gpu":0})").ok());
+}
+
 TEST(Proto, SamplesRoundTripWithAbsentFields) {
   Samples s;
   s.seq = 42;

@@ -1,0 +1,76 @@
+#include "agent/command.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+namespace gpufleet {
+
+Result<CommandOutcome> RunShellCommand(const std::string& command, int timeout_ms) {
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    return MakeError(ErrorCode::kInternal, std::string("pipe: ") + std::strerror(errno));
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return MakeError(ErrorCode::kInternal, std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  CommandOutcome out;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  char buf[1024];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0) {
+      out.timed_out = true;
+      ::kill(-pid, SIGKILL);
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) continue;
+    ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;  // the command closed its output: it is ending
+    if (out.output.size() < 4096) {
+      out.output.append(buf, static_cast<size_t>(std::min<ssize_t>(n, 4096 - out.output.size())));
+    }
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!out.timed_out && WIFEXITED(status)) out.exit_code = WEXITSTATUS(status);
+  return out;
+}
+
+std::string ExpandCommand(std::string tmpl, int index, const std::string& uuid) {
+  for (auto [key, value] : {std::pair<std::string, std::string>{"{index}", std::to_string(index)},
+                            std::pair<std::string, std::string>{"{uuid}", uuid}}) {
+    for (size_t at = tmpl.find(key); at != std::string::npos; at = tmpl.find(key, at)) {
+      tmpl.replace(at, key.size(), value);
+      at += value.size();
+    }
+  }
+  return tmpl;
+}
+
+}  // namespace gpufleet

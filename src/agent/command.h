@@ -1,0 +1,23 @@
+#pragma once
+// Runs an operator-configured shell command (a remediation: reset a GPU, reboot) with a
+// deadline, capturing what it prints.
+
+#include <string>
+
+#include "common/result.h"
+
+namespace gpufleet {
+
+struct CommandOutcome {
+  int exit_code = -1;  // -1: killed at the deadline or by a signal
+  std::string output;  // stdout and stderr, at most 4 KiB
+  bool timed_out = false;
+};
+
+// `/bin/sh -c command` in its own process group; at the deadline the group is killed.
+Result<CommandOutcome> RunShellCommand(const std::string& command, int timeout_ms);
+
+// "{index}" and "{uuid}" in `tmpl` replaced.
+std::string ExpandCommand(std::string tmpl, int index, const std::string& uuid);
+
+}  // namespace gpufleet
