@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <future>
 #include <regex>
+#include <thread>
 
 #include "alerting/metrics.h"
 #include "telemetry/telemetry.h"
@@ -94,9 +96,9 @@ class TelemetryReader : public SeriesReader {
       if (samples_[i] && samples_[i]->t >= since_ms) out[i] = samples_[i]->v;
     }
   }
+  void Prepare(const Snapshot& snap) override { Resolve(snap); }
   void Window(const Snapshot& snap, size_t row, Field field, int64_t start_ms, int64_t end_ms,
               std::vector<tsdb::Sample>& out) override {
-    Resolve(snap);
     store_.Raw(snap.gpus[row].uuid, handles_[row], field, start_ms, end_ms + 1, out);
   }
 
@@ -329,6 +331,42 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Select(const Expr& e) {
   return std::shared_ptr<const Vec>(out);
 }
 
+namespace {
+
+// One row's range function over its window's samples (in the metric's stored unit; `scale`
+// converts); NaN where it has no value.
+double Reduce(const std::string& fn, const std::vector<tsdb::Sample>& samples, double seconds,
+              double scale) {
+  if (samples.empty()) return NAN;
+  if (fn == "count_over_time") return static_cast<double>(samples.size());  // has no unit
+  double v = 0;
+  if (fn == "avg_over_time" || fn == "sum_over_time") {
+    for (const auto& s : samples) v += s.v;
+    if (fn == "avg_over_time") v /= static_cast<double>(samples.size());
+  } else if (fn == "min_over_time") {
+    v = samples[0].v;
+    for (const auto& s : samples) v = std::min(v, s.v);
+  } else if (fn == "max_over_time") {
+    v = samples[0].v;
+    for (const auto& s : samples) v = std::max(v, s.v);
+  } else if (fn == "last_over_time") {
+    v = samples.back().v;
+  } else if (fn == "delta") {
+    if (samples.size() < 2) return NAN;
+    v = samples.back().v - samples.front().v;
+  } else {  // increase, rate: a counter; a drop is a reset, counted from zero
+    if (samples.size() < 2) return NAN;
+    for (size_t i = 1; i < samples.size(); ++i) {
+      double d = samples[i].v - samples[i - 1].v;
+      v += d >= 0 ? d : samples[i].v;
+    }
+    if (fn == "rate") v /= seconds;
+  }
+  return v * scale;
+}
+
+}  // namespace
+
 Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::RangeCall(const Expr& call) {
   const Expr& sel = *call.args[0];
   auto metric = FindMetric(sel.name);
@@ -366,41 +404,18 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::RangeCall(const Expr& c
     return std::shared_ptr<const Vec>(out);
   }
 
-  std::vector<tsdb::Sample> samples;
   const std::string& fn = call.name;
   double seconds = static_cast<double>(sel.range_ms) / 1000.0;
+  std::vector<size_t> rows;
   for (size_t r = 0; r < snap_.gpus.size(); ++r) {
-    if (!mask[r]) continue;
+    if (mask[r]) rows.push_back(r);
+  }
+  reader_.Prepare(snap_);
+  std::vector<tsdb::Sample> samples;
+  for (size_t r : rows) {
     samples.clear();
     reader_.Window(snap_, r, metric->field, start, end, samples);
-    if (samples.empty()) continue;
-    double v = 0;
-    if (fn == "avg_over_time" || fn == "sum_over_time") {
-      for (const auto& s : samples) v += s.v;
-      if (fn == "avg_over_time") v /= static_cast<double>(samples.size());
-    } else if (fn == "min_over_time") {
-      v = samples[0].v;
-      for (const auto& s : samples) v = std::min(v, s.v);
-    } else if (fn == "max_over_time") {
-      v = samples[0].v;
-      for (const auto& s : samples) v = std::max(v, s.v);
-    } else if (fn == "count_over_time") {
-      out->v[r] = static_cast<double>(samples.size());
-      continue;  // a count has no unit to scale
-    } else if (fn == "last_over_time") {
-      v = samples.back().v;
-    } else if (fn == "delta") {
-      if (samples.size() < 2) continue;
-      v = samples.back().v - samples.front().v;
-    } else {  // increase, rate: a counter; a drop is a reset, counted from zero
-      if (samples.size() < 2) continue;
-      for (size_t i = 1; i < samples.size(); ++i) {
-        double d = samples[i].v - samples[i - 1].v;
-        v += d >= 0 ? d : samples[i].v;
-      }
-      if (fn == "rate") v /= seconds;
-    }
-    out->v[r] = v * metric->scale;
+    out->v[r] = Reduce(fn, samples, seconds, metric->scale);
   }
   return std::shared_ptr<const Vec>(out);
 }

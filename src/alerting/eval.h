@@ -73,6 +73,8 @@ class SeriesReader {
   // newest sample is older than `since_ms` or there is none.
   virtual void Latest(const Snapshot& snap, Field field, int64_t since_ms,
                       std::vector<double>& out) = 0;
+  // Called before the Window calls for `snap`.
+  virtual void Prepare(const Snapshot& snap) {}
   // The raw samples of GPU row `row` of `snap` in [start_ms, end_ms], oldest first.
   virtual void Window(const Snapshot& snap, size_t row, Field field, int64_t start_ms,
                       int64_t end_ms, std::vector<tsdb::Sample>& out) = 0;

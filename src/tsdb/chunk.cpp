@@ -205,8 +205,95 @@ std::vector<Sample> Chunk::Decode() const {
   return out;
 }
 
+namespace {
+
+// The integer chunks' decoder, on its own for speed (windowed alert rules decode millions of
+// samples a cycle): both ladders of a sample are read from 64-bit windows of the stream,
+// without optionals. Same format as ReadLadder's.
+class FastBits {
+ public:
+  FastBits(const uint8_t* data, size_t bits) : data_(data), bytes_((bits + 7) >> 3), bits_(bits) {}
+  uint64_t Window() const {
+    size_t byte = pos_ >> 3;
+    uint64_t w = 0;
+    if (byte + 8 <= bytes_) {
+      std::memcpy(&w, data_ + byte, 8);
+      w = __builtin_bswap64(w);
+    } else {
+      for (size_t i = 0; i < 8; ++i) w = (w << 8) | (byte + i < bytes_ ? data_[byte + i] : 0);
+    }
+    return w << (pos_ & 7);
+  }
+  bool Raw64(uint64_t& out) {
+    if (pos_ + 64 > bits_) return false;
+    uint64_t high = Window() >> 32;
+    pos_ += 32;
+    out = (high << 32) | (Window() >> 32);
+    pos_ += 32;
+    return true;
+  }
+  bool Bit(bool& out) {
+    if (pos_ >= bits_) return false;
+    out = (data_[pos_ >> 3] >> (7 - (pos_ & 7))) & 1;
+    ++pos_;
+    return true;
+  }
+  bool Ladder(const Ladder& l, int64_t& out) {
+    uint64_t w = Window();
+    int ones = std::min(4, std::countl_one(w));
+    if (ones == 0) {
+      if (pos_ + 1 > bits_) return false;
+      ++pos_;
+      out = 0;
+      return true;
+    }
+    if (ones < 4) {
+      int n = l.widths[ones - 1];
+      size_t used = static_cast<size_t>(ones + 1 + n);
+      if (pos_ + used > bits_) return false;
+      out = SignExtend((w << (ones + 1)) >> (64 - n), n);
+      pos_ += used;
+      return true;
+    }
+    pos_ += 4;
+    uint64_t raw = 0;
+    if (!Raw64(raw)) return false;
+    out = static_cast<int64_t>(raw);
+    return true;
+  }
+
+ private:
+  const uint8_t* data_;
+  size_t bytes_, bits_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
 void Chunk::DecodeInto(int64_t start, int64_t end, std::vector<Sample>& out) const {
   std::vector<uint8_t> data = bits_.Bytes();
+  if (integer_) {
+    FastBits r(data.data(), bits_.bit_size());
+    uint64_t raw = 0;
+    if (count_ == 0 || !r.Raw64(raw)) return;
+    int64_t t = static_cast<int64_t>(raw), delta = 0, idelta = 0;
+    if (!r.Raw64(raw)) return;
+    int64_t iv = static_cast<int64_t>(raw);
+    bool counter = false;
+    for (int i = 0;;) {
+      if (t >= end) return;
+      if (t >= start) out.push_back({t, static_cast<double>(iv)});
+      if (++i >= count_) return;
+      int64_t dod = 0, d = 0;
+      if (!r.Ladder(kTimeLadder, dod)) return;
+      delta += dod;
+      t += delta;
+      if (i == 1 && !r.Bit(counter)) return;
+      if (!r.Ladder(kIntLadder, d)) return;
+      idelta = (counter && i > 1) ? idelta + d : d;
+      iv += idelta;
+    }
+  }
   BitReader r(data.data(), bits_.bit_size());
   int64_t t = 0, delta = 0, iv = 0, idelta = 0;
   bool counter = false;
