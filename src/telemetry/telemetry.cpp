@@ -81,6 +81,14 @@ std::optional<tsdb::SeriesId> TelemetryStore::SeriesOf(const std::string& gpu_uu
 }
 
 std::optional<tsdb::Sample> TelemetryStore::Latest(const std::string& gpu_uuid, Field field) const {
+  {
+    std::lock_guard lock(mu_);
+    auto it = ids_.find(gpu_uuid);
+    if (it != ids_.end()) {
+      const tsdb::Sample& s = gpus_[it->second].latest[static_cast<size_t>(field)];
+      if (s.t != kNoTime) return s;
+    }
+  }
   auto id = SeriesOf(gpu_uuid, field);
   if (!id) return std::nullopt;
   return engine_->db().Latest(*id);
