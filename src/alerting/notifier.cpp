@@ -7,6 +7,7 @@
 
 #include "alerting/silence.h"
 #include "common/crypto.h"
+#include "common/strings.h"
 #include "model/json.h"
 #include "net/http_client.h"
 
@@ -85,23 +86,46 @@ std::string Notifier::AlertmanagerBody(const std::vector<Alert>& alerts, const s
 }
 
 // The payload of Alertmanager's own webhook (version 4), so receivers written for it work.
-std::string Notifier::WebhookBody(const Alert& alert, const std::string& receiver,
+std::string Notifier::WebhookBody(const std::vector<Alert>& alerts, const Labels& group,
+                                  bool grouped, const std::string& receiver,
                                   const std::string& url) {
-  json::object a = AlertJson(alert, url);
-  std::string status = alert.state == State::kResolved ? "resolved" : "firing";
-  a["status"] = status;
-  a["fingerprint"] = alert.fingerprint;
-  if (!a.contains("endsAt")) a["endsAt"] = "0001-01-01T00:00:00Z";
+  json::array items;
+  std::string status = "resolved";
+  // What every alert of the group shares, as Alertmanager's commonLabels/commonAnnotations.
+  Labels common_labels = alerts.empty() ? Labels{} : alerts[0].labels;
+  Labels common_annotations = alerts.empty() ? Labels{} : alerts[0].annotations;
+  auto intersect = [](Labels& common, const Labels& other) {
+    std::erase_if(common, [&](const auto& kv) {
+      auto it = other.find(kv.first);
+      return it == other.end() || it->second != kv.second;
+    });
+  };
+  for (const auto& alert : alerts) {
+    json::object a = AlertJson(alert, url);
+    std::string s = alert.state == State::kResolved ? "resolved" : "firing";
+    if (s == "firing") status = s;
+    a["status"] = s;
+    a["fingerprint"] = alert.fingerprint;
+    if (!a.contains("endsAt")) a["endsAt"] = "0001-01-01T00:00:00Z";
+    items.push_back(std::move(a));
+    intersect(common_labels, alert.labels);
+    intersect(common_annotations, alert.annotations);
+  }
+  // As Alertmanager's: the receiver and the group's labels; an ungrouped alert is its own group.
+  std::string key = receiver + ":{";
+  for (const auto& [k, v] : group) key += k + "=\"" + v + "\",";
+  key += "}";
+  if (!grouped && alerts.size() == 1) key += "/" + alerts[0].fingerprint;
   return json::serialize(json::object{{"version", "4"},
-                                      {"groupKey", alert.fingerprint},
+                                      {"groupKey", key},
                                       {"truncatedAlerts", 0},
                                       {"status", status},
                                       {"receiver", receiver},
-                                      {"groupLabels", json::object{{"alertname", alert.rule}}},
-                                      {"commonLabels", ToJson(alert.labels)},
-                                      {"commonAnnotations", ToJson(alert.annotations)},
+                                      {"groupLabels", ToJson(group)},
+                                      {"commonLabels", ToJson(common_labels)},
+                                      {"commonAnnotations", ToJson(common_annotations)},
                                       {"externalURL", url},
-                                      {"alerts", json::array{std::move(a)}}});
+                                      {"alerts", std::move(items)}});
 }
 
 Notifier::Notifier(Store& store, std::shared_ptr<Clock> clock, std::string external_url,
@@ -192,39 +216,62 @@ Status Notifier::Cycle(const std::vector<health::NodeHealth>& nodes,
   auto channels = store_.ListChannels();
   if (!channels.ok()) return channels.error();
   std::vector<std::pair<std::string, std::string>> docs;
-  std::vector<Notification> out;
   for (const auto& a : changed) {
     docs.push_back({a.fingerprint, Doc(a)});
     auto summary = a.annotations.find("summary");
     spdlog::warn("alert {} {}: {}", a.rule, ToString(a.state),
                  summary == a.annotations.end() ? "" : summary->second);
-    for (const auto& c : channels.value()) {
-      if (!c.matchers.empty()) {  // the channel's route
-        auto matchers = ParseMatchers(c.matchers);
-        if (matchers.ok() && !MatcherSet(matchers.value()).Matches(a.labels)) continue;
-      }
-      Notification n;
-      n.channel = c.name;
-      n.fingerprint = a.fingerprint;
-      n.created_ms = now;
-      n.next_ms = now;
-      n.body = c.type == "alertmanager" ? AlertmanagerBody({a}, url) : WebhookBody(a, c.name, url);
-      out.push_back(std::move(n));
-    }
   }
   // Silenced alerts keep their state; their notifications are not written.
+  std::vector<const Alert*> sendable;
   auto silences = store_.ListSilences();
-  if (silences.ok()) {
-    ActiveSilences active(silences.value(), now);
-    std::vector<Notification> kept;
-    for (auto& n : out) {
-      for (const auto& a : changed) {
-        if (a.fingerprint != n.fingerprint) continue;
-        if (active.Matching(a.labels).empty()) kept.push_back(std::move(n));
-        break;
-      }
+  std::optional<ActiveSilences> active;
+  if (silences.ok()) active.emplace(silences.value(), now);
+  for (const auto& a : changed) {
+    if (!active || active->Matching(a.labels).empty()) sendable.push_back(&a);
+  }
+  std::vector<Notification> out;
+  for (const auto& c : channels.value()) {
+    std::optional<MatcherSet> route;
+    if (!c.matchers.empty()) {
+      auto matchers = ParseMatchers(c.matchers);
+      if (matchers.ok()) route.emplace(matchers.value());
     }
-    out = std::move(kept);
+    std::vector<std::string> group_by;
+    for (auto& l : Split(c.group_by, ',')) {
+      if (!l.empty()) group_by.push_back(l);
+    }
+    // One notification per alert, or per group of a grouping webhook's alerts.
+    std::map<Labels, std::vector<Alert>> groups;
+    for (const Alert* a : sendable) {
+      if (route && !route->Matches(a->labels)) continue;
+      Labels key;
+      if (c.type == "alertmanager" || group_by.empty()) {
+        key = {{"alertname", a->rule}, {"\x01fingerprint", a->fingerprint}};
+      } else {
+        for (const auto& l : group_by) {
+          auto it = a->labels.find(l);
+          if (it != a->labels.end()) key[l] = it->second;
+        }
+      }
+      groups[key].push_back(*a);
+    }
+    for (auto& [key, alerts] : groups) {
+      Notification n;
+      n.channel = c.name;
+      n.created_ms = now;
+      n.next_ms = now;
+      if (c.type == "alertmanager") {
+        n.fingerprint = alerts[0].fingerprint;
+        n.body = AlertmanagerBody(alerts, url);
+      } else {
+        Labels group = key;
+        group.erase("\x01fingerprint");
+        n.fingerprint = alerts.size() == 1 ? alerts[0].fingerprint : Fingerprint(group);
+        n.body = WebhookBody(alerts, group, !group_by.empty(), c.name, url);
+      }
+      out.push_back(std::move(n));
+    }
   }
   GF_TRY(store_.RecordAlertChanges(docs, out));
   cv_.notify_all();

@@ -75,8 +75,10 @@ class Notifier {
 
   // The request bodies, public for tests.
   static std::string AlertmanagerBody(const std::vector<Alert>& alerts, const std::string& url);
-  static std::string WebhookBody(const Alert& alert, const std::string& receiver,
-                                 const std::string& url);
+  // Alertmanager's webhook payload for alerts of one group (`group` is the group's labels; for
+  // a channel that does not group, `grouped` false, one alert and its name).
+  static std::string WebhookBody(const std::vector<Alert>& alerts, const Labels& group,
+                                 bool grouped, const std::string& receiver, const std::string& url);
 
  private:
   void Refresh();  // firing alerts to Alertmanager channels again

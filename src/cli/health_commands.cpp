@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/output.h"
+#include "common/strings.h"
 
 namespace json = boost::json;
 
@@ -161,6 +162,10 @@ void AddHealthCommands(CLI::App& app, Globals& g) {
         ->required();
     create->add_option("--secret", secret, "webhook signing key (HMAC-SHA256)");
     static std::vector<std::string> routes;
+    static std::string group_by;
+    create->add_option("--group-by", group_by,
+                       "webhooks: one notification for the alerts sharing these labels, e.g. "
+                       "alertname,cluster");
     create->add_option("--match", routes,
                        "route: send only alerts matching LABEL=VALUE, !=, =~ or !~ (repeatable)");
     create->callback([&g] {
@@ -169,6 +174,11 @@ void AddHealthCommands(CLI::App& app, Globals& g) {
       auto route = MatchArgs(g, routes);
       if (!route) return;
       if (!route->empty()) body["matchers"] = *route;
+      if (!group_by.empty()) {
+        json::array labels;
+        for (const auto& l : Split(group_by, ',')) labels.push_back(json::string(l));
+        body["group_by"] = std::move(labels);
+      }
       auto v = Call(g, "POST", "/api/v1/channels", json::serialize(body));
       if (!v) return;
       Show(g, *v, [](const json::value& v) {
@@ -181,10 +191,15 @@ void AddHealthCommands(CLI::App& app, Globals& g) {
       auto v = Call(g, "GET", "/api/v1/channels");
       if (!v) return;
       Show(g, *v, [](const json::value& v) {
-        Table t({"NAME", "TYPE", "URL", "SIGNED", "ROUTE", "PENDING", "LAST ERROR"});
+        Table t({"NAME", "TYPE", "URL", "SIGNED", "ROUTE", "GROUP BY", "PENDING", "LAST ERROR"});
         for (const auto& c : v.at("items").as_array()) {
+          std::string group_by;
+          for (const auto& l : c.at("group_by").as_array()) {
+            group_by += (group_by.empty() ? "" : ",") + Str(l);
+          }
           t.Row({Str(c.at("name")), Str(c.at("type")), Str(c.at("url")), Str(c.at("signed")),
-                 MatchersText(c.at("matchers")), Str(c.at("pending")), Str(c.at("last_error"))});
+                 MatchersText(c.at("matchers")), group_by.empty() ? "-" : group_by,
+                 Str(c.at("pending")), Str(c.at("last_error"))});
         }
         t.Print();
       });

@@ -57,6 +57,9 @@ struct Channel {
   std::string secret;  // webhook signing key; never returned by the API
   int64_t created_ms = 0;
   std::string matchers;  // the route: a JSON array of matchers, as a silence's; empty: all
+  // Webhooks: alerts that change in the same evaluation and share these labels' values go in
+  // one notification; comma-separated names, empty: one notification per alert.
+  std::string group_by;
 };
 
 // A user alert rule: its name, its rule file group, and the rule as a JSON document.

@@ -17,6 +17,14 @@ Response Unavailable() {
   return ErrorResponse(MakeError(ErrorCode::kUnavailable, "alerting is not running"));
 }
 
+json::array GroupByJson(const std::string& group_by) {
+  json::array out;
+  for (const auto& l : Split(group_by, ',')) {
+    if (!l.empty()) out.push_back(json::string(l));
+  }
+  return out;
+}
+
 }  // namespace
 
 void AddAlertRoutes(Router& router, ApiContext& ctx) {
@@ -60,7 +68,8 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
       "POST", "/api/v1/channels", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
         auto body = ParseObject(req.body);
         if (!body.ok()) return ErrorResponse(body.error());
-        if (auto s = OnlyFields(*body, {"name", "type", "url", "secret", "matchers"}); !s.ok()) {
+        if (auto s = OnlyFields(*body, {"name", "type", "url", "secret", "matchers", "group_by"});
+            !s.ok()) {
           return ErrorResponse(s.error());
         }
         Channel c;
@@ -82,6 +91,23 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
           if (!matchers.ok()) return ErrorResponse(matchers.error());
           c.matchers = alerting::MatchersJson(matchers.value());
         }
+        if (auto* g = body->if_contains("group_by"); g && !g->is_null()) {
+          if (!g->is_array()) {
+            return ErrorResponse(
+                MakeError(ErrorCode::kInvalidArgument, "'group_by' must be a list of label names"));
+          }
+          for (const auto& l : g->as_array()) {
+            std::string name = l.is_string() ? std::string(l.as_string()) : "";
+            bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+              return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+            });
+            if (!ok) {
+              return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                             "'group_by' must be a list of label names"));
+            }
+            c.group_by += (c.group_by.empty() ? "" : ",") + name;
+          }
+        }
         if (!IsValidName(c.name)) {
           return ErrorResponse(
               MakeError(ErrorCode::kInvalidArgument,
@@ -90,6 +116,11 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
         if (c.type != "alertmanager" && c.type != "webhook") {
           return ErrorResponse(
               MakeError(ErrorCode::kInvalidArgument, "'type' must be alertmanager or webhook"));
+        }
+        if (c.type == "alertmanager" && !c.group_by.empty()) {
+          return ErrorResponse(MakeError(
+              ErrorCode::kInvalidArgument,
+              "'group_by' is for webhooks: Alertmanager groups by its own route's group_by"));
         }
         auto parsed = ParseHttpUrl(c.url, "80");
         if (!parsed.ok()) return ErrorResponse(parsed.error());
@@ -107,7 +138,8 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                                     {"type", c.type},
                                     {"url", c.url},
                                     {"signed", !c.secret.empty()},
-                                    {"matchers", std::move(route)}});
+                                    {"matchers", std::move(route)},
+                                    {"group_by", GroupByJson(c.group_by)}});
       });
 
   router.Add("GET", "/api/v1/channels", Role::kViewer,
@@ -125,6 +157,7 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                      c.matchers.empty() ? json::value(json::array()) : json::parse(c.matchers, ec);
                  json::object o{{"name", c.name},
                                 {"matchers", std::move(route)},
+                                {"group_by", GroupByJson(c.group_by)},
                                 {"type", c.type},
                                 {"url", c.url},
                                 {"signed", !c.secret.empty()},

@@ -79,6 +79,10 @@ CREATE TABLE alert_rules (
   name TEXT PRIMARY KEY, grp TEXT NOT NULL, doc TEXT NOT NULL, updated_ms BIGINT NOT NULL);
 ALTER TABLE channels ADD COLUMN matchers TEXT NOT NULL DEFAULT ''
 )SQL"},
+      // A webhook channel's grouping: the label names, comma-separated (empty: one per alert).
+      {8, R"SQL(
+ALTER TABLE channels ADD COLUMN group_by TEXT NOT NULL DEFAULT ''
+)SQL"},
   };
   return kAll;
 }

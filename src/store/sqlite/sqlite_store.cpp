@@ -394,10 +394,10 @@ class SqliteStore : public Store {
     std::lock_guard lock(mu_);
     try {
       long long created = c.created_ms;
-      sql_ << "INSERT INTO channels (name, type, url, secret, created_ms, matchers) "
-              "VALUES (:n, :t, :u, :s, :c, :m)",
+      sql_ << "INSERT INTO channels (name, type, url, secret, created_ms, matchers, group_by) "
+              "VALUES (:n, :t, :u, :s, :c, :m, :g)",
           soci::use(c.name), soci::use(c.type), soci::use(c.url), soci::use(c.secret),
-          soci::use(created), soci::use(c.matchers);
+          soci::use(created), soci::use(c.matchers), soci::use(c.group_by);
       return {};
     } catch (const std::exception& e) {
       return StoreError(e);
@@ -411,10 +411,10 @@ class SqliteStore : public Store {
       Channel c;
       long long created = 0;
       soci::statement st =
-          (sql_.prepare << "SELECT name, type, url, secret, created_ms, matchers FROM "
+          (sql_.prepare << "SELECT name, type, url, secret, created_ms, matchers, group_by FROM "
                            "channels ORDER BY name",
            soci::into(c.name), soci::into(c.type), soci::into(c.url), soci::into(c.secret),
-           soci::into(created), soci::into(c.matchers));
+           soci::into(created), soci::into(c.matchers), soci::into(c.group_by));
       st.execute();
       while (st.fetch()) {
         c.created_ms = created;
