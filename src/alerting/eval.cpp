@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <future>
 #include <regex>
-#include <thread>
 
 #include "alerting/metrics.h"
 #include "telemetry/telemetry.h"
@@ -58,7 +56,8 @@ Snapshot MakeSnapshot(const std::vector<health::NodeHealth>& nodes,
     row.pool = Intern(s.pools, pool_ids, n.pool);
     row.up = n.reachable;
     row.health = n.health == NodeState::kReady ? 0 : n.health == NodeState::kDegraded ? 1 : 2;
-    row.cordoned = n.state == NodeState::kCordoned || n.state == NodeState::kDraining;
+    row.cordoned = n.state == NodeState::kCordoned || n.state == NodeState::kDraining ||
+                   n.state == NodeState::kDrained;
     row.last_seen_ms = n.last_seen_ms;
     auto node_index = static_cast<uint32_t>(s.nodes.size());
     s.nodes.push_back(std::move(row));
