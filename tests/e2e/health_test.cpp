@@ -161,6 +161,10 @@ TEST_F(Health, RemediationAsksTheAgentToResetAFailedGpu) {
             std::string::npos);
   EXPECT_FALSE(audited("remediation", "reset_gpu GPU 2").is_null());
   ASSERT_TRUE(WaitFor([&] { return gpu_level(2) == "healthy"; }, 15000)) << gpu_level(2);
+  // The reset is a GPU event too (what ends the hold of its earlier XIDs across restarts).
+  auto resets = controller_->Call("GET", "/api/v1/events?kind=reset&node=rst-0000").second;
+  ASSERT_EQ(resets.at("items").as_array().size(), 1u) << resets;
+  EXPECT_EQ(resets.at("items").at(0).at("gpu").as_int64(), 2);
   EXPECT_EQ(gpu_level(5), "failed");  // XID 79 wants a reboot, which the policy does not allow
   EXPECT_TRUE(audited("remediation", "reboot_node").is_null());
   EXPECT_EQ(State("rst-0000"), "cordoned");
