@@ -66,6 +66,15 @@ std::optional<Alert> FromDoc(const std::string& text) {
   return a;
 }
 
+// A channel's route; none: every alert goes there. (Matchers are checked when the channel is
+// created, so a stored route parses.)
+std::optional<MatcherSet> RouteOf(const Channel& c) {
+  if (c.matchers.empty()) return std::nullopt;
+  auto matchers = ParseMatchers(c.matchers);
+  if (!matchers.ok()) return std::nullopt;
+  return MatcherSet(std::move(matchers.value()));
+}
+
 json::object AlertJson(const Alert& a, const std::string& url) {
   json::object o{{"labels", ToJson(a.labels)},
                  {"annotations", ToJson(a.annotations)},
@@ -232,11 +241,7 @@ Status Notifier::Cycle(const std::vector<health::NodeHealth>& nodes,
   }
   std::vector<Notification> out;
   for (const auto& c : channels.value()) {
-    std::optional<MatcherSet> route;
-    if (!c.matchers.empty()) {
-      auto matchers = ParseMatchers(c.matchers);
-      if (matchers.ok()) route.emplace(matchers.value());
-    }
+    std::optional<MatcherSet> route = RouteOf(c);
     std::vector<std::string> group_by;
     for (auto& l : Split(c.group_by, ',')) {
       if (!l.empty()) group_by.push_back(l);
@@ -476,11 +481,8 @@ void Notifier::Refresh() {
   for (const auto& c : channels.value()) {
     if (c.type != "alertmanager") continue;
     std::vector<Alert> routed = firing;
-    if (!c.matchers.empty()) {
-      auto matchers = ParseMatchers(c.matchers);
-      if (!matchers.ok()) continue;
-      MatcherSet route(matchers.value());
-      std::erase_if(routed, [&](const Alert& a) { return !route.Matches(a.labels); });
+    if (auto route = RouteOf(c)) {
+      std::erase_if(routed, [&](const Alert& a) { return !route->Matches(a.labels); });
     }
     if (routed.empty()) continue;
     std::string body = AlertmanagerBody(routed, url);

@@ -9,15 +9,15 @@ void HttpMetrics::Observe(const std::string& method, const std::string& route, d
   std::lock_guard lock(mu_);
   Histogram& h = by_route_[{method, route}];
   for (size_t i = 0; i < kBuckets.size(); ++i) {
-    if (seconds <= kBuckets[i]) ++h.buckets[i];
+    if (seconds <= kBuckets[i]) {
+      ++h.buckets[i];
+      ++recent_.buckets[i];
+    }
   }
-  ++h.count;
-  h.sum += seconds;
-  for (size_t i = 0; i < kBuckets.size(); ++i) {
-    if (seconds <= kBuckets[i]) ++recent_.buckets[i];
+  for (Histogram* x : {&h, &recent_}) {
+    ++x->count;
+    x->sum += seconds;
   }
-  ++recent_.count;
-  recent_.sum += seconds;
 }
 
 double HttpMetrics::TakeRecentQuantile(double q) {

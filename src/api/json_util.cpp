@@ -18,6 +18,10 @@ Response ObjectResponse(int status, const boost::json::object& o) {
   return JsonResponse(status, boost::json::serialize(o));
 }
 
+Response AlertingUnavailable() {
+  return ErrorResponse(MakeError(ErrorCode::kUnavailable, "alerting is not running"));
+}
+
 Status OnlyFields(const boost::json::object& o, std::initializer_list<std::string_view> allowed) {
   for (const auto& kv : o) {
     bool ok = false;

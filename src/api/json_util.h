@@ -10,6 +10,8 @@ namespace gpufleet::api {
 // {"items": [...page...], "total": N, "limit": L, "offset": O}
 Response ListResponse(boost::json::array all, const Page& page);
 Response ObjectResponse(int status, const boost::json::object& o);
+// 503 "alerting is not running": for routes that need ctx.alerts.
+Response AlertingUnavailable();
 // A request body may carry only these fields; anything else is a 400 naming it.
 Status OnlyFields(const boost::json::object& o, std::initializer_list<std::string_view> allowed);
 

@@ -163,13 +163,6 @@ void TelemetryStore::LatestMany(const std::vector<const std::string*>& uuids,
   }
 }
 
-std::vector<tsdb::Sample> TelemetryStore::Raw(const std::string& gpu_uuid, Field field,
-                                              int64_t start, int64_t end) const {
-  auto id = SeriesOf(gpu_uuid, field);
-  if (!id) return {};
-  return engine_->db().Raw(*id, start, end);
-}
-
 void TelemetryStore::Raw(const std::string& gpu_uuid, GpuHandle handle, Field field, int64_t start,
                          int64_t end, std::vector<tsdb::Sample>& out) const {
   out.clear();

@@ -52,9 +52,8 @@ class TelemetryStore {
   void LatestMany(const std::vector<const std::string*>& uuids,
                   const std::vector<GpuHandle>& handles, Field field,
                   std::vector<std::optional<tsdb::Sample>>& out) const;
-  std::vector<tsdb::Sample> Raw(const std::string& gpu_uuid, Field field, int64_t start,
-                                int64_t end) const;
-  // The same into `out` (cleared first), by handle when the GPU has one.
+  // A field's raw samples in [start, end) into `out` (cleared first), by handle when the GPU
+  // has one.
   void Raw(const std::string& gpu_uuid, GpuHandle handle, Field field, int64_t start, int64_t end,
            std::vector<tsdb::Sample>& out) const;
   std::vector<tsdb::Bucket> Range(const std::string& gpu_uuid, Field field,

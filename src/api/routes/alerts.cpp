@@ -13,10 +13,6 @@ namespace json = boost::json;
 namespace gpufleet::api {
 namespace {
 
-Response Unavailable() {
-  return ErrorResponse(MakeError(ErrorCode::kUnavailable, "alerting is not running"));
-}
-
 json::array GroupByJson(const std::string& group_by) {
   json::array out;
   for (const auto& l : Split(group_by, ',')) {
@@ -30,7 +26,7 @@ json::array GroupByJson(const std::string& group_by) {
 void AddAlertRoutes(Router& router, ApiContext& ctx) {
   router.Add(
       "GET", "/api/v1/alerts", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
-        if (!ctx.alerts) return Unavailable();
+        if (!ctx.alerts) return AlertingUnavailable();
         auto page = ParsePage(req);
         if (!page.ok()) return ErrorResponse(page.error());
         std::string state = req.Param("state");

@@ -15,9 +15,7 @@ namespace {
 
 Response ApplyRules(ApiContext& ctx, const Principal& who, const std::string& body,
                     const std::string& filename, bool dry_run) {
-  if (!ctx.alerts) {
-    return ErrorResponse(MakeError(ErrorCode::kUnavailable, "alerting is not running"));
-  }
+  if (!ctx.alerts) return AlertingUnavailable();
   if (auto s = RequireFleetWide(who); !s.ok()) return ErrorResponse(s.error());
   auto file = alerting::ParseRuleFile(body, filename);
   if (!file.ok()) return ErrorResponse(file.error());

@@ -14,10 +14,6 @@ namespace json = boost::json;
 namespace gpufleet::api {
 namespace {
 
-Response Unavailable() {
-  return ErrorResponse(MakeError(ErrorCode::kUnavailable, "alerting is not running"));
-}
-
 json::value RunJson(const alerting::RuleRun& run) {
   return json::object{
       {"error", run.error}, {"duration_ms", run.duration_ms}, {"series", run.series}};
@@ -41,7 +37,7 @@ json::object RuleObject(const alerting::Rule& r) {
 void AddRuleRoutes(Router& router, ApiContext& ctx) {
   router.Add("GET", "/api/v1/alert-rules", Role::kViewer,
              [&ctx](const Request& req, const Principal&) {
-               if (!ctx.alerts) return Unavailable();
+               if (!ctx.alerts) return AlertingUnavailable();
                auto page = ParsePage(req);
                if (!page.ok()) return ErrorResponse(page.error());
                json::array items;
@@ -74,7 +70,7 @@ void AddRuleRoutes(Router& router, ApiContext& ctx) {
 
   router.Add("POST", "/api/v1/alert-rules", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
-               if (!ctx.alerts) return Unavailable();
+               if (!ctx.alerts) return AlertingUnavailable();
                if (auto s = RequireFleetWide(who); !s.ok()) return ErrorResponse(s.error());
                auto rule = alerting::RuleFromJson(req.body);
                if (!rule.ok()) return ErrorResponse(rule.error());
@@ -93,7 +89,7 @@ void AddRuleRoutes(Router& router, ApiContext& ctx) {
 
   router.Add("DELETE", "/api/v1/alert-rules/{name}", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
-               if (!ctx.alerts) return Unavailable();
+               if (!ctx.alerts) return AlertingUnavailable();
                if (auto s = RequireFleetWide(who); !s.ok()) return ErrorResponse(s.error());
                const std::string& name = req.params.at("name");
                if (auto s = ctx.alerts->DeleteRule(name); !s.ok()) {
@@ -106,7 +102,7 @@ void AddRuleRoutes(Router& router, ApiContext& ctx) {
 
   router.Add("POST", "/api/v1/alert-rules/test", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
-               if (!ctx.alerts) return Unavailable();
+               if (!ctx.alerts) return AlertingUnavailable();
                std::string filename = req.Param("filename");
                auto file =
                    alerting::ParseRuleFile(req.body, filename.empty() ? "request" : filename);

@@ -1,0 +1,104 @@
+// The snapshot an evaluation sees, and the reader of the controller's telemetry store.
+
+#include <atomic>
+
+#include "alerting/eval.h"
+#include "telemetry/telemetry.h"
+
+namespace gpufleet::alerting {
+namespace {
+
+uint32_t Intern(std::vector<std::string>& table, std::map<std::string, uint32_t>& ids,
+                const std::string& s) {
+  auto [it, fresh] = ids.try_emplace(s, static_cast<uint32_t>(table.size()));
+  if (fresh) table.push_back(s);
+  return it->second;
+}
+
+}  // namespace
+
+Snapshot MakeSnapshot(const std::vector<health::NodeHealth>& nodes,
+                      const std::map<std::string, std::vector<health::XidSeen>>& xids,
+                      const XidCatalog& catalog, int64_t now_ms, double api_p99_s) {
+  static std::atomic<uint64_t> generations{0};
+  Snapshot s;
+  s.generation = ++generations;
+  s.now_ms = now_ms;
+  s.api_p99_s = api_p99_s;
+  std::map<std::string, uint32_t> cluster_ids, pool_ids, model_ids;
+  for (const auto& n : nodes) {
+    Snapshot::NodeRow row;
+    row.name = n.node;
+    row.cluster = Intern(s.clusters, cluster_ids, n.cluster);
+    row.pool = Intern(s.pools, pool_ids, n.pool);
+    row.up = n.reachable;
+    row.health = n.health == NodeState::kReady ? 0 : n.health == NodeState::kDegraded ? 1 : 2;
+    row.cordoned = n.state == NodeState::kCordoned || n.state == NodeState::kDraining ||
+                   n.state == NodeState::kDrained;
+    row.last_seen_ms = n.last_seen_ms;
+    auto node_index = static_cast<uint32_t>(s.nodes.size());
+    s.nodes.push_back(std::move(row));
+    for (const auto& g : n.gpus) {
+      Snapshot::GpuRow gpu;
+      gpu.node = node_index;
+      gpu.gpu = std::to_string(g.index);
+      gpu.uuid = g.uuid;
+      gpu.model = Intern(s.models, model_ids, g.model);
+      gpu.health = static_cast<int>(g.level);
+      if (auto it = xids.find(g.uuid); it != xids.end()) {
+        auto& list = s.xids[s.gpus.size()];
+        for (const auto& x : it->second) {
+          XidInfo info = catalog.Find(x.xid);
+          list.push_back({x.time_ms, x.xid, std::string(ToString(info.severity)), info.action});
+        }
+      }
+      s.gpus.push_back(std::move(gpu));
+    }
+  }
+  return s;
+}
+
+namespace {
+
+class TelemetryReader : public SeriesReader {
+ public:
+  explicit TelemetryReader(const TelemetryStore& store) : store_(store) {}
+  void Latest(const Snapshot& snap, Field field, int64_t since_ms,
+              std::vector<double>& out) override {
+    Resolve(snap);
+    store_.LatestMany(uuids_, handles_, field, samples_);
+    out.assign(samples_.size(), NAN);
+    for (size_t i = 0; i < samples_.size(); ++i) {
+      if (samples_[i] && samples_[i]->t >= since_ms) out[i] = samples_[i]->v;
+    }
+  }
+  void Prepare(const Snapshot& snap) override { Resolve(snap); }
+  void Window(const Snapshot& snap, size_t row, Field field, int64_t start_ms, int64_t end_ms,
+              std::vector<tsdb::Sample>& out) override {
+    store_.Raw(snap.gpus[row].uuid, handles_[row], field, start_ms, end_ms + 1, out);
+  }
+
+ private:
+  // The GPUs are resolved once per snapshot; each read is then by handle.
+  void Resolve(const Snapshot& snap) {
+    if (snap.generation != 0 && snap.generation == resolved_for_) return;
+    uuids_.clear();
+    for (const auto& g : snap.gpus) uuids_.push_back(&g.uuid);
+    store_.Handles(uuids_, handles_);
+    resolved_for_ = snap.generation;
+  }
+
+  const TelemetryStore& store_;
+  uint64_t resolved_for_ = 0;  // the snapshot generation handles_ were resolved for
+  std::vector<const std::string*> uuids_;
+  std::vector<TelemetryStore::GpuHandle> handles_;
+  std::vector<std::optional<tsdb::Sample>> samples_;
+};
+
+}  // namespace
+
+std::unique_ptr<SeriesReader> MakeTelemetryReader(const TelemetryStore& store) {
+  return std::make_unique<TelemetryReader>(store);
+}
+
+}  // namespace gpufleet::alerting
