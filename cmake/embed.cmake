@@ -12,3 +12,22 @@ function(gpufleet_embed out_var name file)
     COMMENT "Embedding ${file}")
   set(${out_var} ${gen} PARENT_SCOPE)
 endfunction()
+
+# gpufleet_embed_web(TARGET_VAR): generates a .cpp that defines
+# `gpufleet::embedded::web_files()`, the dashboard's files (web/ and web/vendor/) by base name.
+function(gpufleet_embed_web out_var)
+  file(GLOB files CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/web/*.html ${PROJECT_SOURCE_DIR}/web/*.js
+       ${PROJECT_SOURCE_DIR}/web/*.css ${PROJECT_SOURCE_DIR}/web/vendor/*.js
+       ${PROJECT_SOURCE_DIR}/web/vendor/*.css)
+  list(SORT files)
+  list(JOIN files "|" joined)
+  set(gen ${CMAKE_CURRENT_BINARY_DIR}/embedded_web.cpp)
+  add_custom_command(
+    OUTPUT ${gen}
+    COMMAND ${CMAKE_COMMAND} "-DFILES=${joined}" -DOUT=${gen}
+            -P ${PROJECT_SOURCE_DIR}/cmake/embed_web.cmake
+    DEPENDS ${files} ${PROJECT_SOURCE_DIR}/cmake/embed_web.cmake
+    COMMENT "Embedding the dashboard (web/)"
+    VERBATIM)
+  set(${out_var} ${gen} PARENT_SCOPE)
+endfunction()

@@ -51,6 +51,9 @@ class ApiServer {
   double TakeRecentP99();
   // A message to a node's agent over its live connection; kUnavailable when not connected.
   Status SendToAgent(const std::string& node, const proto::Message& message);
+  // An event for the dashboard's live stream (/api/v1/stream): one JSON object, sent as it is
+  // to every connected browser.
+  void Publish(std::string json);
 
  private:
   struct Impl;

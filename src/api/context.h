@@ -38,12 +38,13 @@ void AddTokenRoutes(Router& router, ApiContext& ctx);
 void AddApplyRoutes(Router& router, ApiContext& ctx);
 void AddAuditRoutes(Router& router, ApiContext& ctx);
 void AddStaticRoutes(Router& router, ApiContext& ctx);
-void AddMetricsRoutes(Router& router, ApiContext& ctx);  // /api/v1/query, /metrics
-void AddEventRoutes(Router& router, ApiContext& ctx);    // GPU events, fault injection
-void AddScrapeRoutes(Router& router, ApiContext& ctx);   // scrape mode's targets
-void AddHealthRoutes(Router& router, ApiContext& ctx);   // GPU and node health
-void AddAlertRoutes(Router& router, ApiContext& ctx);    // alerts, channels and silences
-void AddRuleRoutes(Router& router, ApiContext& ctx);     // alert rules
+void AddMetricsRoutes(Router& router, ApiContext& ctx);    // /api/v1/query, /metrics
+void AddEventRoutes(Router& router, ApiContext& ctx);      // GPU events, fault injection
+void AddScrapeRoutes(Router& router, ApiContext& ctx);     // scrape mode's targets
+void AddHealthRoutes(Router& router, ApiContext& ctx);     // GPU and node health
+void AddAlertRoutes(Router& router, ApiContext& ctx);      // alerts, channels and silences
+void AddRuleRoutes(Router& router, ApiContext& ctx);       // alert rules
+void AddDashboardRoutes(Router& router, ApiContext& ctx);  // whoami, heatmap
 
 // Authenticates "Bearer <token>" against the stored API tokens.
 Result<Principal> Authenticate(Store& store, Clock& clock, const std::string& authorization);

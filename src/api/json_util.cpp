@@ -1,5 +1,8 @@
 #include "api/json_util.h"
 
+#include <charconv>
+#include <cstdio>
+
 namespace gpufleet::api {
 
 Response ListResponse(boost::json::array all, const Page& page) {
@@ -32,6 +35,31 @@ Status OnlyFields(const boost::json::object& o, std::initializer_list<std::strin
     }
   }
   return {};
+}
+
+// The shortest text that reads back as the same double ("16.911", not "16.911000000000001").
+void AppendNumber(std::string& out, double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, ec == std::errc() ? end : buf);
+}
+
+// A JSON string literal, escaped.
+void AppendJsonString(std::string& out, std::string_view s) {
+  out += '"';
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
 }
 
 }  // namespace gpufleet::api

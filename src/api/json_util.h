@@ -15,4 +15,9 @@ Response AlertingUnavailable();
 // A request body may carry only these fields; anything else is a 400 naming it.
 Status OnlyFields(const boost::json::object& o, std::initializer_list<std::string_view> allowed);
 
+// For replies written directly as text (10,000-item replies, where a JSON tree costs several
+// times the writing): the shortest number that reads back the same, and an escaped string.
+void AppendNumber(std::string& out, double v);
+void AppendJsonString(std::string& out, std::string_view s);
+
 }  // namespace gpufleet::api

@@ -7,6 +7,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/json.hpp>
 #include <boost/url/parse.hpp>
 #include <deque>
 #include <map>
@@ -15,6 +16,7 @@
 
 #include "api/api.h"
 #include "api/context.h"
+#include "api/gzip.h"
 #include "proto/proto.h"
 
 namespace asio = boost::asio;
@@ -36,6 +38,32 @@ struct AgentConn {
   bool writer_done = false;        // on strand
 };
 
+// The dashboard's live stream: what the controller publishes (one JSON object a cycle), kept
+// for the stream connections to pick up. A connection that falls more than kKeep behind gets
+// the newest only: each message is a whole summary, not a delta.
+class EventHub {
+ public:
+  static constexpr size_t kKeep = 16;
+  void Publish(std::string json) {
+    std::lock_guard lock(mu_);
+    recent_.emplace_back(++seq_, std::move(json));
+    if (recent_.size() > kKeep) recent_.pop_front();
+  }
+  // The messages after `seq`, oldest first; returns the newest seq.
+  uint64_t Since(uint64_t seq, std::vector<std::string>& out) const {
+    std::lock_guard lock(mu_);
+    for (const auto& [s, text] : recent_) {
+      if (s > seq) out.push_back(text);
+    }
+    return seq_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::deque<std::pair<uint64_t, std::string>> recent_;
+  uint64_t seq_ = 0;
+};
+
 struct ApiServer::Impl {
   ApiOptions options;
   FleetService& fleet;
@@ -52,6 +80,7 @@ struct ApiServer::Impl {
   asio::io_context io;
   std::optional<tcp::acceptor> acceptor;
   std::vector<std::thread> threads;
+  EventHub hub;
 
   Impl(ApiOptions o, ApiDeps d)
       : options(std::move(o)),
@@ -86,6 +115,7 @@ struct ApiServer::Impl {
     AddHealthRoutes(router, ctx);
     AddAlertRoutes(router, ctx);
     AddRuleRoutes(router, ctx);
+    AddDashboardRoutes(router, ctx);
   }
 
   Status SendToAgent(const std::string& node, const proto::Message& message) {
@@ -203,13 +233,24 @@ struct ApiServer::Impl {
   }
 
   asio::awaitable<void> WriteSimple(beast::tcp_stream& stream, Response r, unsigned version,
-                                    bool keep_alive) {
+                                    bool keep_alive, bool gzip_ok = false) {
     http::response<http::string_body> res{static_cast<http::status>(r.status), version};
     res.set(http::field::server, "gpufleet");
     res.set(http::field::content_type, r.content_type);
     res.set(http::field::cache_control, "no-store");
     if (r.status == 401) res.set(http::field::www_authenticate, "Bearer");
     res.keep_alive(keep_alive);
+    if (r.body.size() >= kGzipMinBytes) {
+      res.set(http::field::vary, "Accept-Encoding");
+      if (gzip_ok) {
+        std::string packed = Gzip(r.body);
+        if (!packed.empty()) {
+          buffers.Give(std::move(r.body));
+          r.body = std::move(packed);
+          res.set(http::field::content_encoding, "gzip");
+        }
+      }
+    }
     res.body() = std::move(r.body);
     res.prepare_payload();
     co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
@@ -269,10 +310,17 @@ struct ApiServer::Impl {
         co_await ServeAgent(std::move(stream), std::move(upgrade), remote);
         co_return;
       }
+      if (websocket::is_upgrade(in) && in.target() == "/api/v1/stream") {
+        stream.expires_never();
+        auto upgrade = parser.release();
+        co_await ServeStream(std::move(stream), std::move(upgrade));
+        co_return;
+      }
       Request req = ToRequest(in, remote);
       Response r = Dispatch(req);
       bool keep = in.keep_alive();
-      co_await WriteSimple(stream, std::move(r), in.version(), keep);
+      bool gzip_ok = AcceptsGzip(in[http::field::accept_encoding]);
+      co_await WriteSimple(stream, std::move(r), in.version(), keep, gzip_ok);
       if (!keep) break;
     }
     stream.socket().shutdown(tcp::socket::shutdown_send, ec);
@@ -357,6 +405,93 @@ struct ApiServer::Impl {
     agents.OnClosed(node, connection);
   }
 
+  // Reads (and drops) what a stream client sends until it closes. A function, not a lambda:
+  // a coroutine lambda's captures die with the lambda, its parameters live in the frame.
+  static asio::awaitable<void> StreamReader(websocket::stream<beast::tcp_stream>& ws,
+                                            std::shared_ptr<bool> closed,
+                                            std::shared_ptr<bool> done) {
+    beast::flat_buffer buf;
+    for (;;) {
+      auto [ec, n] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
+      if (ec) break;
+      buf.consume(buf.size());
+    }
+    *closed = true;
+    *done = true;
+  }
+
+  // The dashboard's live stream. A browser's WebSocket cannot send an Authorization header, and
+  // a token in the URL would end up in logs and history, so the first message carries it:
+  // {"token": "..."}. The reply is {"type": "hello", "name", "role"} or
+  // {"type": "error", "message"} and a close; then every published event, as published.
+  asio::awaitable<void> ServeStream(beast::tcp_stream stream,
+                                    http::request<http::string_body> req) {
+    websocket::stream<beast::tcp_stream> ws(std::move(stream));
+    ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+    ws.read_message_max(64 * 1024);
+    auto [aec] = co_await ws.async_accept(req, asio::as_tuple(asio::use_awaitable));
+    if (aec) co_return;
+    beast::flat_buffer buf;
+    auto [hec, hn] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
+    if (hec) co_return;
+    std::string first = beast::buffers_to_string(buf.data());
+    buf.consume(buf.size());
+    Result<Principal> who =
+        MakeError(ErrorCode::kUnauthenticated, "the first message must be {\"token\": \"...\"}");
+    boost::system::error_code jec;
+    auto parsed = boost::json::parse(first, jec);
+    if (!jec && parsed.is_object()) {
+      if (const auto* token = parsed.as_object().if_contains("token");
+          token && token->is_string()) {
+        who = Authenticate(store, *clock, "Bearer " + std::string(token->as_string()));
+      }
+    }
+    std::string out;
+    ws.text(true);
+    if (!who.ok()) {
+      out = boost::json::serialize(
+          boost::json::object{{"type", "error"}, {"message", who.error().message}});
+      co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
+      co_await ws.async_close(websocket::close_code::policy_error,
+                              asio::as_tuple(asio::use_awaitable));
+      co_return;
+    }
+    out = boost::json::serialize(
+        boost::json::object{{"type", "hello"}, {"name", who->name}, {"role", ToString(who->role)}});
+    std::vector<std::string> pending;
+    uint64_t seq = hub.Since(~uint64_t{0}, pending);
+    auto [wec, wn] =
+        co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
+    if (wec) co_return;
+    // A reader notices the close (and answers pings); the loop below writes what is published.
+    auto closed = std::make_shared<bool>(false);
+    auto reader_done = std::make_shared<bool>(false);
+    auto ex = co_await asio::this_coro::executor;  // named: see Send() in agent.cpp
+    asio::co_spawn(ex, StreamReader(ws, closed, reader_done), asio::detached);
+    asio::steady_timer tick(ex);
+    while (!*closed) {
+      pending.clear();
+      seq = hub.Since(seq, pending);
+      for (const auto& text : pending) {
+        ws.text(true);
+        auto [ec, n] =
+            co_await ws.async_write(asio::buffer(text), asio::as_tuple(asio::use_awaitable));
+        if (ec) {
+          *closed = true;
+          break;
+        }
+      }
+      tick.expires_after(std::chrono::milliseconds(200));
+      co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    beast::error_code ec;
+    beast::get_lowest_layer(ws).socket().close(ec);
+    while (!*reader_done) {  // the reader uses `ws`, which lives in this frame
+      tick.expires_after(std::chrono::milliseconds(5));
+      co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+  }
+
   asio::awaitable<void> Accept() {
     for (;;) {
       auto [ec, socket] = co_await acceptor->async_accept(asio::make_strand(io),
@@ -377,6 +512,8 @@ ApiServer::ApiServer(ApiOptions options, ApiDeps deps)
 ApiServer::~ApiServer() { Stop(); }
 
 double ApiServer::TakeRecentP99() { return impl_->http_metrics.TakeRecentQuantile(0.99); }
+
+void ApiServer::Publish(std::string json) { impl_->hub.Publish(std::move(json)); }
 
 Status ApiServer::SendToAgent(const std::string& node, const proto::Message& message) {
   return impl_->SendToAgent(node, message);

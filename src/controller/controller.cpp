@@ -20,7 +20,32 @@
 #include "telemetry/telemetry.h"
 
 namespace gpufleet {
+
 namespace {
+
+// The dashboard's live stream gets one event per health cycle: when it ran, and digests of the
+// alerts and of the health verdicts, so that a page refetches what it shows when they change.
+// No names or counts: the stream goes to tokens of any cluster scope, the API filters by scope.
+std::string CycleEvent(int64_t now, const std::vector<health::NodeHealth>& reports,
+                       const std::vector<alerting::Alert>& alerts) {
+  size_t health = 0, firing = 0;
+  auto mix = [](size_t& h, size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  std::hash<std::string> text;
+  for (const auto& n : reports) {
+    mix(health, text(n.node));
+    mix(health, static_cast<size_t>(n.health) * 31 + static_cast<size_t>(n.state));
+    for (const auto& g : n.gpus) mix(health, static_cast<size_t>(g.level));
+  }
+  for (const auto& a : alerts) {
+    mix(firing, text(a.fingerprint));
+    mix(firing, static_cast<size_t>(a.state));
+  }
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "{\"type\":\"cycle\",\"time_ms\":%lld,\"health\":\"%zx\",\"alerts\":\"%zx\"}",
+                static_cast<long long>(now), health, firing);
+  return buf;
+}
 
 // GPU events (XID errors) from an agent or a scrape: a durable, queryable record each, and the
 // GPU's "last XID" gauge. False when the records could not be stored.
@@ -295,6 +320,7 @@ Status Controller::Start() {
             !s.ok()) {
           spdlog::error("alerting: {}", s.error().message);
         }
+        impl_->server->Publish(CycleEvent(now, reports, impl_->notifier->Alerts()));
       }
       if (now >= next_retain) {
         next_retain = now + 60'000;

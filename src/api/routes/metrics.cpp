@@ -35,13 +35,6 @@ void AppendLabel(std::string& out, std::string_view name, std::string_view value
   out += '"';
 }
 
-// The shortest text that reads back as the same double ("16.911", not "16.911000000000001").
-void AppendNumber(std::string& out, double v) {
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, ec == std::errc() ? end : buf);
-}
-
 void AppendFamily(std::string& out, std::string_view name, std::string_view type,
                   std::string_view help) {
   out += "# HELP ";
@@ -253,24 +246,6 @@ std::vector<GpuRef> SelectGpus(ApiContext& ctx, const Request& req, const Princi
     }
   });
   return out;
-}
-
-// A JSON string literal, escaped.
-void AppendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
 }
 
 }  // namespace

@@ -1,0 +1,16 @@
+# Script mode: writes OUT, a .cpp defining gpufleet::embedded::web_files(): every file of FILES
+# (absolute paths, separated by '|') under its base name, for the dashboard's static route.
+string(REPLACE "|" ";" files "${FILES}")
+set(body "#include <string_view>\n#include <utility>\n#include <vector>\nnamespace gpufleet::embedded {\n")
+set(table "")
+set(i 0)
+foreach(f IN LISTS files)
+  file(READ ${f} hex HEX)
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+  get_filename_component(base ${f} NAME)
+  string(APPEND body "static const unsigned char k_web_${i}[] = {${bytes} 0};\n")
+  string(APPEND table "      {\"${base}\", {reinterpret_cast<const char*>(k_web_${i}), sizeof(k_web_${i}) - 1}},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND body "const std::vector<std::pair<std::string_view, std::string_view>>& web_files() {\n  static const std::vector<std::pair<std::string_view, std::string_view>> files = {\n${table}  };\n  return files;\n}\n}\n")
+file(WRITE ${OUT} "${body}")

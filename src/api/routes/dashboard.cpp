@@ -1,0 +1,211 @@
+// What the dashboard needs beyond the resource routes: GET /api/v1/whoami (who the token is, so
+// the page can hide what the role may not do) and GET /api/v1/heatmap (one field of every GPU
+// of a cluster, packed: the heatmap of 10,000 GPUs in one small reply).
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "api/json_util.h"
+
+namespace json = boost::json;
+
+namespace gpufleet::api {
+namespace {
+
+// A heatmap field: a telemetry field as stored, or one derived for the heatmap.
+struct HeatField {
+  std::string name;
+  std::string label;
+  std::string unit;
+  std::optional<Field> field;  // a stored field; absent for health and memory
+  double scale = 1;            // stored value x scale = shown value (mW -> W)
+  double min = 0, max = NAN;   // the colour scale's bounds; NaN: the data's maximum
+};
+
+std::optional<HeatField> ParseHeatField(const std::string& name) {
+  if (name == "health") return HeatField{"health", "Health", "", std::nullopt, 1, 0, 2};
+  if (name == "memory") return HeatField{"memory", "Memory used", "%", std::nullopt, 1, 0, 100};
+  if (name == "gpu_util" || name.empty()) {
+    return HeatField{"gpu_util", "Utilization", "%", Field::kGpuUtil, 1, 0, 100};
+  }
+  if (name == "gpu_temp") {
+    return HeatField{"gpu_temp", "Temperature", "°C", Field::kGpuTemp, 1, 20, 95};
+  }
+  if (name == "power_usage") {
+    return HeatField{"power_usage", "Power", "W", Field::kPowerUsage, 0.001, 0, NAN};
+  }
+  auto f = ParseField(name);
+  if (!f) return std::nullopt;
+  const FieldInfo& info = Info(*f);
+  return HeatField{name, name, std::string(info.unit), *f, 1, 0, NAN};
+}
+
+struct HeatNode {
+  std::string name, pool, model, state;
+  bool simulated = false;
+  std::vector<std::string> uuids;  // by GPU position in the node
+};
+
+Response Heatmap(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto hf = ParseHeatField(req.Param("field"));
+  if (!hf) {
+    std::string known = "health, memory";
+    for (const auto& f : Fields()) known += ", " + std::string(f.name);
+    return ErrorResponse(
+        MakeError(ErrorCode::kInvalidArgument,
+                  "unknown field '" + req.Param("field") + "' (known: " + known + ")"));
+  }
+  NodeFilter filter;
+  filter.cluster = req.Param("cluster");
+  filter.pool = req.Param("pool");
+  filter.clusters = who.clusters;
+  if (!filter.cluster.empty()) {
+    auto clusters = ctx.fleet.Clusters();
+    if (!clusters.ok()) return ErrorResponse(clusters.error());
+    bool known = std::any_of(clusters->begin(), clusters->end(), [&](const Cluster& c) {
+      return c.name == filter.cluster && who.CanSeeCluster(c.name);
+    });
+    if (!known) {
+      return ErrorResponse(MakeError(ErrorCode::kNotFound, "no cluster '" + filter.cluster + "'"));
+    }
+  }
+  std::vector<HeatNode> nodes;
+  ctx.fleet.ForEachNode(filter, [&](const Node& n) {
+    HeatNode h{n.name,
+               n.pool,
+               n.gpus.empty() ? "" : n.gpus.front().model,
+               std::string(ToString(n.state)),
+               n.simulated,
+               {}};
+    for (const auto& g : n.gpus) h.uuids.push_back(g.uuid);
+    nodes.push_back(std::move(h));
+  });
+  // Grouped by pool, then by name: the rows a person scans.
+  std::stable_sort(nodes.begin(), nodes.end(), [](const HeatNode& a, const HeatNode& b) {
+    return a.pool != b.pool ? a.pool < b.pool : a.name < b.name;
+  });
+
+  std::vector<const std::string*> uuids;
+  for (const auto& n : nodes) {
+    for (const auto& u : n.uuids) uuids.push_back(&u);
+  }
+  std::vector<double> values(uuids.size(), NAN);
+  if (hf->name == "health") {
+    if (!ctx.health) {
+      return ErrorResponse(MakeError(ErrorCode::kUnavailable, "the health model is not running"));
+    }
+    std::map<std::string, double> level;  // by UUID
+    for (const auto& n : ctx.health->Evaluate(filter)) {
+      for (const auto& g : n.gpus) level[g.uuid] = static_cast<double>(g.level);
+    }
+    for (size_t i = 0; i < uuids.size(); ++i) {
+      auto it = level.find(*uuids[i]);
+      if (it != level.end()) values[i] = it->second;
+    }
+  } else {
+    std::vector<TelemetryStore::GpuHandle> handles;
+    ctx.telemetry.Handles(uuids, handles);
+    std::vector<std::optional<tsdb::Sample>> latest;
+    int64_t stale_before = ctx.clock.NowMs() - 5 * 60'000;  // as alert rules: 5 minutes
+    auto fresh = [&](const std::optional<tsdb::Sample>& s) {
+      return s && s->t >= stale_before && std::isfinite(s->v);
+    };
+    if (hf->name == "memory") {
+      std::vector<std::optional<tsdb::Sample>> free;
+      ctx.telemetry.LatestMany(uuids, handles, Field::kFbUsed, latest);
+      ctx.telemetry.LatestMany(uuids, handles, Field::kFbFree, free);
+      for (size_t i = 0; i < uuids.size(); ++i) {
+        if (fresh(latest[i]) && fresh(free[i]) && latest[i]->v + free[i]->v > 0) {
+          values[i] = 100 * latest[i]->v / (latest[i]->v + free[i]->v);
+        }
+      }
+    } else {
+      ctx.telemetry.LatestMany(uuids, handles, *hf->field, latest);
+      for (size_t i = 0; i < uuids.size(); ++i) {
+        if (fresh(latest[i])) values[i] = latest[i]->v * hf->scale;
+      }
+    }
+  }
+  double max = hf->max;
+  if (std::isnan(max)) {
+    max = 1;
+    for (double v : values) {
+      if (std::isfinite(v)) max = std::max(max, v);
+    }
+  }
+
+  // Written as text: pools and models once, each node as a short array, then one number per GPU
+  // (rounded: a colour cell needs no more), in node order.
+  std::vector<std::string> pools, models;
+  auto index_of = [](std::vector<std::string>& names, const std::string& name) {
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it != names.end()) return static_cast<int>(it - names.begin());
+    names.push_back(name);
+    return static_cast<int>(names.size() - 1);
+  };
+  std::string node_rows;
+  node_rows.reserve(nodes.size() * 48);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const HeatNode& n = nodes[i];
+    node_rows += i ? ",[" : "[";
+    AppendJsonString(node_rows, n.name);
+    node_rows += ',' + std::to_string(index_of(pools, n.pool));
+    node_rows += ',' + std::to_string(index_of(models, n.model));
+    node_rows += ',' + std::to_string(n.uuids.size()) + ',';
+    AppendJsonString(node_rows, n.state);
+    node_rows += n.simulated ? ",1]" : ",0]";
+  }
+  std::string out;
+  out.reserve(512 + node_rows.size() + values.size() * 4);
+  out += "{\"cluster\":";
+  AppendJsonString(out, filter.cluster);
+  out += ",\"field\":";
+  AppendJsonString(out, hf->name);
+  out += ",\"label\":";
+  AppendJsonString(out, hf->label);
+  out += ",\"unit\":";
+  AppendJsonString(out, hf->unit);
+  out += ",\"min\":";
+  AppendNumber(out, hf->min);
+  out += ",\"max\":";
+  AppendNumber(out, std::round(max));
+  out += ",\"time_ms\":" + std::to_string(ctx.clock.NowMs());
+  out += ",\"pools\":[";
+  for (size_t i = 0; i < pools.size(); ++i) {
+    if (i) out += ',';
+    AppendJsonString(out, pools[i]);
+  }
+  out += "],\"models\":[";
+  for (size_t i = 0; i < models.size(); ++i) {
+    if (i) out += ',';
+    AppendJsonString(out, models[i]);
+  }
+  out += "],\"node_columns\":[\"name\",\"pool\",\"model\",\"gpus\",\"state\",\"simulated\"]";
+  out += ",\"nodes\":[" + node_rows + "],\"values\":[";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ',';
+    if (std::isfinite(values[i])) {
+      AppendNumber(out, std::round(values[i]));
+    } else {
+      out += "null";
+    }
+  }
+  out += "]}";
+  return JsonResponse(200, std::move(out));
+}
+
+}  // namespace
+
+void AddDashboardRoutes(Router& router, ApiContext& ctx) {
+  router.Add("GET", "/api/v1/whoami", Role::kViewer, [](const Request&, const Principal& who) {
+    json::array clusters;
+    for (const auto& c : who.clusters) clusters.push_back(json::value(c));
+    return ObjectResponse(
+        200, {{"name", who.name}, {"role", ToString(who.role)}, {"clusters", std::move(clusters)}});
+  });
+  router.Add("GET", "/api/v1/heatmap", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) { return Heatmap(ctx, req, who); });
+}
+
+}  // namespace gpufleet::api
