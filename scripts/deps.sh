@@ -2,12 +2,18 @@
 # Installs the Debian 12 packages gpufleet needs to build and test, if any are missing.
 # Usage: scripts/deps.sh [--test]   (--test adds what the tests need)
 set -euo pipefail
+cd "$(dirname "$0")/.."
 pkgs=(cmake ninja-build g++ ccache pkg-config
       libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-      libsoci-dev libsqlite3-dev libssl-dev libspdlog-dev libcli11-dev libyaml-cpp-dev)
+      libsoci-dev libsqlite3-dev libssl-dev zlib1g-dev libspdlog-dev libcli11-dev libyaml-cpp-dev)
 if [[ "${1:-}" == "--test" ]]; then
   # promtool checks /metrics; Alertmanager receives alerts in the tests
   pkgs+=(libgtest-dev libbenchmark-dev clang-format git prometheus prometheus-alertmanager)
+  # the dashboard's browser tests: Debian's Chromium, driven by playwright-core from npm
+  pkgs+=(chromium)
+  # playwright-core needs Node.js 20 or newer; Debian 12's own nodejs is 18, so only a machine
+  # without any node gets it (and the check below says what is missing).
+  command -v node >/dev/null || pkgs+=(nodejs npm)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
@@ -19,4 +25,18 @@ if (( ${#missing[@]} )); then
   [[ $(id -u) == 0 ]] || sudo="sudo"
   $sudo apt-get update
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+if [[ "${1:-}" == "--test" ]]; then
+  major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+  if (( major < 20 )); then
+    echo "error: the browser tests need Node.js 20 or newer (found: $(node --version 2>/dev/null || echo none))" >&2
+    exit 1
+  fi
+  # playwright-core, pinned by tests/browser/package-lock.json; reinstalled when the lock changes
+  lock=tests/browser/package-lock.json
+  stamp=tests/browser/node_modules/.lock-installed
+  if ! cmp -s "$lock" "$stamp" 2>/dev/null; then
+    (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error)
+    cp "$lock" "$stamp"
+  fi
 fi

@@ -1,0 +1,256 @@
+// The dashboard in a real browser against a real controller with the simulated example fleet
+// (examples/fleet.yaml: 5 clusters, 94 nodes, 492 GPUs). Each test saves a screenshot under
+// the test output directory.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { SOURCE, startFleet, launch, signedIn, shot, call, waitFor } from './harness.mjs';
+
+const FLEET = path.join(SOURCE, 'examples/fleet.yaml');
+let fleet, browser;
+
+before(async () => {
+  fleet = await startFleet(FLEET);
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+  await fleet?.cleanup();
+});
+
+test('sign in: the overview shows every cluster of the fleet file with its GPU count', async () => {
+  const page = await signedIn(browser, fleet.base, fleet.token);
+  await page.waitForSelector('.card[data-cluster]');
+  const cards = await page.$$eval('.card[data-cluster]', (els) =>
+    els.map((e) => ({ name: e.dataset.cluster, gpus: Number(e.querySelector('[data-gpus]').textContent) })));
+  const want = [...fleet.counts].map(([name, c]) => ({ name, gpus: c.gpus })).sort((a, b) => a.name.localeCompare(b.name));
+  assert.deepEqual(cards.sort((a, b) => a.name.localeCompare(b.name)), want);
+  const totalGpus = want.reduce((n, c) => n + c.gpus, 0);
+  const totals = await page.$eval('#totals', (e) => e.textContent);
+  assert.match(totals, new RegExp(`GPUs\\s*${totalGpus}`));
+  // The token is in session storage, never in the URL.
+  assert.ok(!page.url().includes(fleet.token));
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('gpufleet.token')), fleet.token);
+  // The trend chart draws from the query API once there is telemetry.
+  await page.waitForSelector('#trend .uplot', { timeout: 30000 });
+  await shot(page, 'overview');
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+});
+
+test('the heatmap API: packed values in node order, gzip when asked, clear errors', async () => {
+  const r = await call(fleet.base, fleet.token, 'GET', '/api/v1/heatmap?cluster=infer-use1&field=gpu_temp');
+  assert.equal(r.status, 200);
+  const plain = await fetch(fleet.base + '/api/v1/heatmap?cluster=infer-use1', {
+    headers: { Authorization: 'Bearer ' + fleet.token, 'Accept-Encoding': 'identity' } });
+  assert.equal(plain.headers.get('content-encoding'), null, 'no gzip unless the client asks');
+  const want = fleet.counts.get('infer-use1');
+  assert.equal(r.body.nodes.length, want.nodes);
+  assert.equal(r.body.values.length, want.gpus);
+  assert.equal(r.body.nodes.reduce((n, row) => n + row[3], 0), want.gpus);
+  assert.deepEqual(r.body.pools, ['h100-pcie-serve', 'l40s-serve']);
+  assert.equal(r.body.nodes[0][0], 'h100-pcie-serve-0000');
+  assert.equal(r.body.unit, '°C');
+  const gz = await fetch(fleet.base + '/api/v1/heatmap?cluster=train-use1', {
+    headers: { Authorization: 'Bearer ' + fleet.token, 'Accept-Encoding': 'gzip' } });
+  assert.equal(gz.headers.get('content-encoding'), 'gzip');
+  assert.equal((await gz.json()).values.length, fleet.counts.get('train-use1').gpus);
+  const bad = await call(fleet.base, fleet.token, 'GET', '/api/v1/heatmap?cluster=infer-use1&field=bogus');
+  assert.equal(bad.status, 400);
+  assert.match(bad.body.error.message, /unknown field 'bogus' \(known: health, memory, gpu_util/);
+  const missing = await call(fleet.base, fleet.token, 'GET', '/api/v1/heatmap?cluster=nope');
+  assert.equal(missing.status, 404);
+  assert.match(missing.body.error.message, /no cluster 'nope'/);
+  const anon = await fetch(fleet.base + '/api/v1/heatmap');
+  assert.equal(anon.status, 401);
+  // A token scoped to one cluster sees only that cluster's GPUs, and no other cluster.
+  const scoped = await call(fleet.base, fleet.token, 'POST', '/api/v1/api-tokens', { name: 'edge-only', role: 'viewer', clusters: ['edge-stores'] });
+  assert.equal(scoped.status, 201, JSON.stringify(scoped.body));
+  const all = await call(fleet.base, scoped.body.token, 'GET', '/api/v1/heatmap');
+  assert.equal(all.body.values.length, fleet.counts.get('edge-stores').gpus);
+  assert.equal((await call(fleet.base, scoped.body.token, 'GET', '/api/v1/heatmap?cluster=train-use1')).status, 404);
+  const who = await call(fleet.base, scoped.body.token, 'GET', '/api/v1/whoami');
+  assert.deepEqual(who.body, { name: 'edge-only', role: 'viewer', clusters: ['edge-stores'] });
+});
+
+test('the live stream refuses a bad token with a message and closes', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(fleet.base + '/');
+  const reply = await page.evaluate(() => new Promise((resolve) => {
+    const ws = new WebSocket(`ws://${location.host}/api/v1/stream`);
+    const got = [];
+    ws.onopen = () => ws.send(JSON.stringify({ token: 'gfa_wrong' }));
+    ws.onmessage = (e) => got.push(JSON.parse(e.data));
+    ws.onclose = (e) => resolve({ got, code: e.code });
+  }));
+  assert.equal(reply.got.length, 1);
+  assert.equal(reply.got[0].type, 'error');
+  assert.match(reply.got[0].message, /token/);
+  assert.equal(reply.code, 1008); // policy violation
+  await context.close();
+});
+
+test('a bad token is refused at the login form', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(fleet.base + '/');
+  await page.fill('input[name=token]', 'gfa_not-a-token');
+  await page.click('#login button[type=submit]');
+  await page.waitForSelector('#login-error:has-text("not accepted")');
+  assert.equal(await page.isVisible('#nav'), false);
+  await shot(page, 'login-refused');
+  await context.close();
+});
+
+test('the cluster heatmap has one cell per GPU, and a hover names the GPU', async () => {
+  const page = await signedIn(browser, fleet.base, fleet.token);
+  await page.goto(fleet.base + '/#/cluster/train-use1');
+  const want = fleet.counts.get('train-use1').gpus;
+  await page.waitForSelector(`#heat canvas[data-cells="${want}"]`);
+  const rect = await page.evaluate(() => window.gpufleet.heatmap.cellRect('h100-sxm-0003', 5));
+  assert.ok(rect, 'the heatmap places h100-sxm-0003 GPU 5');
+  const box = await page.$eval('#heat canvas', (c) => { const r = c.getBoundingClientRect(); return { x: r.left, y: r.top }; });
+  await page.mouse.move(box.x + rect.x + rect.w / 2, box.y + rect.y + rect.h / 2);
+  await page.waitForSelector('#tip:not([hidden])');
+  await waitFor('the UUID in the hover', async () => /GPU-[0-9a-f-]{36}/.test(await page.textContent('#tip')));
+  const tip = await page.textContent('#tip');
+  assert.match(tip, /h100-sxm-0003 GPU 5 \(simulated\)/);
+  assert.match(tip, /H100-SXM5-80GB/);
+  assert.match(tip, /Utilization: /);
+  await shot(page, 'cluster-heatmap');
+  // Every field draws every GPU.
+  for (const field of ['gpu_temp', 'power_usage', 'memory', 'health']) {
+    await page.selectOption('#field', field);
+    await page.waitForFunction((f) => window.gpufleet.heatmap.data?.field === f, field);
+    assert.equal(await page.$eval('#heat canvas', (c) => Number(c.dataset.cells)), want);
+  }
+  // The node table sorts and filters.
+  await page.fill('#nodes input[type=search]', 'h200');
+  assert.equal(await page.$$eval('#nodes tbody tr', (rows) => rows.length), fleet.counts.get('train-use1').nodes - 32);
+  await page.click('#nodes th[data-key=name]');
+  const names = await page.$$eval('#nodes tbody tr td:first-child a', (as) => as.map((a) => a.textContent));
+  assert.deepEqual(names, [...names].sort().reverse());
+  // A click goes to the node.
+  await page.fill('#nodes input[type=search]', '');
+  await page.mouse.click(box.x + rect.x + 1, box.y + rect.y + 1);
+  await page.waitForURL(/#\/node\/h100-sxm-0003$/);
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+});
+
+test('an injected XID turns that GPU failed on the heatmap and an alert appears, without a reload', async () => {
+  const page = await signedIn(browser, fleet.base, fleet.token);
+  await page.goto(fleet.base + '/#/cluster/infer-use1');
+  await page.selectOption('#field', 'health');
+  await page.waitForFunction(() => window.gpufleet?.heatmap?.data?.field === 'health');
+  await page.evaluate(() => { window.notReloaded = true; });
+  const colour = () => page.evaluate(() => {
+    const h = window.gpufleet.heatmap;
+    const r = h.cellRect('l40s-serve-0002', 1);
+    const [red, green, blue] = h.canvas.getContext('2d').getImageData(r.x + 2, r.y + 2, 1, 1).data;
+    return `${red},${green},${blue}`;
+  });
+  assert.equal(await colour(), '34,165,89', 'healthy green before the XID');
+  const inject = await call(fleet.base, fleet.token, 'POST', '/api/v1/nodes/l40s-serve-0002/gpus/1/inject', { xid: 79 });
+  assert.equal(inject.status, 202, JSON.stringify(inject.body));
+  await waitFor('the cell to turn failed red', async () => (await colour()) === '214,39,40', 30000);
+  await page.waitForSelector('#cluster-alerts tr[data-alert="GpuXidCritical"]', { timeout: 30000 });
+  const row = await page.textContent('#cluster-alerts tr[data-alert="GpuXidCritical"]');
+  assert.match(row, /l40s-serve-0002/);
+  await waitFor('the alert badge', async () => Number(await page.textContent('#alert-badge')) >= 1);
+  assert.equal(await page.evaluate(() => window.notReloaded), true, 'the page was not reloaded');
+  await shot(page, 'xid-failed-cell-and-alert');
+  // The alerts page lists it; an operator silences it from there.
+  await page.click('#nav a[data-view=alerts]');
+  await page.waitForSelector('#alert-list tr[data-alert="GpuXidCritical"]');
+  await page.click('#alert-list tr[data-alert="GpuXidCritical"] button[data-silence]');
+  await page.fill('#silence-form [name=comment]', 'replacing the GPU');
+  await page.click('#silence-form [data-create]');
+  await page.waitForSelector('#alert-list tr[data-alert="GpuXidCritical"] .pill:has-text("silenced")');
+  const silences = await page.textContent('#silences');
+  assert.match(silences, /alertname=GpuXidCritical/);
+  assert.match(silences, /Hostname=l40s-serve-0002/);
+  await shot(page, 'alerts-silenced');
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+});
+
+test('a node page shows facts, GPUs and charts with data', async () => {
+  const page = await signedIn(browser, fleet.base, fleet.token);
+  await page.goto(fleet.base + '/#/node/h200-sxm-0001');
+  await page.waitForSelector('#facts:has-text("train-use1")');
+  assert.equal(await page.$$eval('#gpus tbody tr', (r) => r.length), 8);
+  assert.match(await page.textContent('#title'), /simulated/);
+  for (const metric of ['gpu_util', 'gpu_temp', 'power_usage', 'fb_used', 'sm_clock']) {
+    const sel = `.chart[data-metric=${metric}]`;
+    await page.waitForSelector(`${sel} .uplot`, { timeout: 30000 });
+    assert.ok(Number(await page.$eval(sel, (e) => e.dataset.points)) > 0, `${metric} has points`);
+  }
+  // Operators get the actions; cordon works from the page.
+  await page.click('#actions button[data-action=cordon]');
+  await page.waitForSelector('#title:has-text("cordoned")');
+  await page.click('#actions button[data-action=uncordon]');
+  await page.waitForSelector('#title:has-text("ready")');
+  await shot(page, 'node');
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+});
+
+test('a viewer does not see the drain control, and the API refuses the viewer a drain', async () => {
+  const made = await call(fleet.base, fleet.token, 'POST', '/api/v1/api-tokens', { name: 'watcher', role: 'viewer' });
+  assert.equal(made.status, 201, JSON.stringify(made.body));
+  const viewer = made.body.token;
+  const page = await signedIn(browser, fleet.base, viewer);
+  await page.goto(fleet.base + '/#/node/a100-sxm-0002');
+  await page.waitForSelector('#facts:has-text("train-euw1")');
+  assert.match(await page.textContent('#actions'), /read-only/);
+  assert.equal(await page.$$eval('button[data-action]', (b) => b.length), 0);
+  const refused = await page.evaluate(async () => {
+    const r = await fetch('/api/v1/nodes/a100-sxm-0002/drain', {
+      method: 'POST', headers: { Authorization: 'Bearer ' + sessionStorage.getItem('gpufleet.token') } });
+    return { status: r.status, body: await r.json() };
+  });
+  assert.equal(refused.status, 403);
+  assert.match(refused.body.error.message, /operator/);
+  const node = await call(fleet.base, fleet.token, 'GET', '/api/v1/nodes/a100-sxm-0002');
+  assert.equal(node.body.state, 'ready', 'the refused drain changed nothing');
+  // No silence controls either.
+  await page.goto(fleet.base + '/#/alerts');
+  await page.waitForSelector('#alert-list');
+  assert.equal(await page.$$eval('button[data-silence]', (b) => b.length), 0);
+  await shot(page, 'viewer-node');
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+});
+
+test('every page fits 1280x800 and a 390-px phone', async () => {
+  for (const [label, viewport] of [['1280', { width: 1280, height: 800 }], ['390', { width: 390, height: 844 }]]) {
+    const page = await signedIn(browser, fleet.base, fleet.token, viewport);
+    for (const [name, hash, ready] of [['overview', '#/', '.card'], ['cluster', '#/cluster/train-use1', '#heat canvas[data-cells]'],
+      ['node', '#/node/h100-sxm-0001', '.chart .uplot'], ['alerts', '#/alerts', '#alert-list'], ['scaling', '#/scaling', '#view h2']]) {
+      await page.goto(fleet.base + '/' + hash);
+      await page.waitForSelector(ready, { timeout: 30000 });
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 0, `${name} at ${label}px is ${overflow}px wider than the window`);
+      await shot(page, `${name}-${label}`);
+    }
+    assert.deepEqual(page.errors, []);
+    await page.context().close();
+  }
+});
+
+test('the live indicator shows a lost stream and the page reconnects by itself', async () => {
+  const page = await signedIn(browser, fleet.base, fleet.token);
+  await page.goto(fleet.base + '/#/');
+  await page.waitForSelector('.card');
+  await fleet.stop();
+  await page.waitForSelector('#live.down', { timeout: 15000 });
+  await shot(page, 'live-lost');
+  await fleet.start();
+  await page.waitForSelector('#live.up', { timeout: 30000 });
+  await page.waitForSelector('.card[data-cluster]');
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+});

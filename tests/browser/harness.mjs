@@ -1,0 +1,129 @@
+// What the browser tests share: a real `gpufleet up` (controller on the embedded store and a
+// simulated fleet) on a loopback port, the fleet file's expected counts, Debian's Chromium
+// through playwright-core, and where screenshots go.
+
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const SOURCE = path.resolve(here, '../..');
+export const BIN = process.env.GPUFLEET_BIN || path.join(SOURCE, 'build-test/gpufleet');
+export const OUT = process.env.GPUFLEET_TEST_OUTPUT || path.join(SOURCE, 'build-test/test-output/browser');
+fs.mkdirSync(OUT, { recursive: true });
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Clusters and GPU counts from a fleet file (the shape of examples/fleet.yaml): what the
+// overview must show, read from the file itself rather than from the API under test.
+export function fleetCounts(file) {
+  const clusters = new Map();
+  let cluster = null, gpusPerNode = 0;
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    let m;
+    if ((m = line.match(/^ {2}- name: (\S+)/))) { cluster = m[1]; clusters.set(cluster, { gpus: 0, nodes: 0 }); }
+    else if ((m = line.match(/^\s+gpus_per_node: (\d+)/))) gpusPerNode = Number(m[1]);
+    else if ((m = line.match(/^\s+size: (\d+)/)) && cluster) {
+      const c = clusters.get(cluster);
+      c.nodes += Number(m[1]);
+      c.gpus += Number(m[1]) * gpusPerNode;
+    }
+  }
+  return clusters;
+}
+
+export async function call(base, token, method, route, body) {
+  const r = await fetch(base + route, {
+    method,
+    headers: { Authorization: 'Bearer ' + token, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.text();
+  return { status: r.status, body: text ? JSON.parse(text) : null, headers: r.headers };
+}
+
+export async function waitFor(what, fn, timeoutMs = 60000) {
+  const until = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < until) {
+    try { last = await fn(); if (last) return last; } catch (e) { last = e; }
+    await sleep(250);
+  }
+  throw new Error(`timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
+}
+
+// `gpufleet up -f FILE` in a fresh data directory; resolves once every node of the file is
+// ready. stop() ends it; restart() starts it again on the same address and data.
+export async function startFleet(file, { healthInterval = '1s' } = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpufleet-browser-'));
+  const counts = fleetCounts(file);
+  const want = [...counts.values()].reduce((n, c) => n + c.nodes, 0);
+  const fleet = { dir, file, counts, base: '', token: '', proc: null, listen: '127.0.0.1:0' };
+  fleet.start = async () => {
+    try { fs.unlinkSync(path.join(dir, 'controller.addr')); } catch { /* first start */ }
+    const log = fs.openSync(path.join(OUT, `${path.basename(file, '.yaml')}-up.log`), 'a');
+    fleet.proc = spawn(BIN, ['up', '-f', file, '--data-dir', dir, '--listen', fleet.listen, '--health-interval', healthInterval],
+      { stdio: ['ignore', log, log] });
+    fleet.exited = new Promise((r) => fleet.proc.once('exit', r));
+    const addr = await waitFor('controller.addr', () => {
+      if (fleet.proc.exitCode !== null) throw new Error(`gpufleet up exited with ${fleet.proc.exitCode}; see ${OUT}`);
+      const f = path.join(dir, 'controller.addr');
+      return fs.existsSync(f) && fs.readFileSync(f, 'utf8').trim();
+    });
+    fleet.listen = addr;
+    fleet.base = `http://${addr}`;
+    fleet.token = fs.readFileSync(path.join(dir, 'admin.token'), 'utf8').trim();
+    await waitFor(`${want} ready nodes`, async () => {
+      const r = await call(fleet.base, fleet.token, 'GET', '/api/v1/clusters');
+      return r.status === 200 && r.body.items.reduce((n, c) => n + c.nodes_ready, 0) === want;
+    }, 180000);
+  };
+  fleet.stop = async () => {
+    if (!fleet.proc || fleet.proc.exitCode !== null) return;
+    fleet.proc.kill('SIGTERM');
+    const timer = setTimeout(() => fleet.proc.kill('SIGKILL'), 20000);
+    await fleet.exited;
+    clearTimeout(timer);
+  };
+  fleet.cleanup = async () => {
+    await fleet.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  await fleet.start();
+  return fleet;
+}
+
+// Debian's Chromium, headless, kept off the network beyond loopback.
+export function launch() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+// A page with the token signed in (through the form, as a person does). Errors in the page's
+// scripts fail the test that looks at `errors`.
+export async function signedIn(browser, base, token, viewport = { width: 1280, height: 800 }) {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  page.errors = [];
+  page.on('pageerror', (e) => page.errors.push(e.message));
+  await page.goto(base + '/');
+  await page.fill('input[name=token]', token);
+  await page.click('#login button[type=submit]');
+  await page.waitForSelector('#live.up');
+  return page;
+}
+
+export async function shot(page, name) {
+  await page.screenshot({ path: path.join(OUT, name + '.png'), fullPage: true });
+}
+
+export function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? (s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : NaN;
+}

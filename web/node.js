@@ -1,0 +1,130 @@
+// Node view: facts, the actions the role allows (cordon, uncordon, drain), each GPU with its
+// health, per-GPU charts over a chosen range (drag to zoom, double-click to reset), the node's
+// alerts and its recent events (state changes and GPU events).
+
+import { api, can, esc, ago, fmtTime, simPill } from './api.js';
+import { lineChart, destroyChart, toColumns } from './charts.js';
+
+const RANGES = { '15m': ['-15m', '10s'], '1h': ['-1h', '1m'], '6h': ['-6h', '5m'], '24h': ['-24h', '15m'], '7d': ['-7d', '1h'] };
+// [metric, title, unit, scale]: stored units to shown units.
+const CHARTS = [['gpu_util', 'Utilization', '%', 1], ['gpu_temp', 'Temperature', '°C', 1],
+  ['power_usage', 'Power', 'W', 0.001], ['fb_used', 'Memory used', 'GiB', 1 / 1024], ['sm_clock', 'SM clock', 'MHz', 1]];
+
+export function mount(el, params) {
+  const name = params.node;
+  let gone = false;
+  let charts = [];
+  el.innerHTML = `<div class="row"><h2 id="title">${esc(name)}</h2><span class="spacer"></span><span id="actions" class="row"></span></div>
+    <p class="error" id="node-error"></p>
+    <div class="panel"><div class="facts" id="facts">loading…</div></div>
+    <div class="panel"><h3 style="margin-top:0">GPUs</h3><div class="table-wrap" id="gpus"></div></div>
+    <div class="row"><h3>Telemetry</h3><span class="spacer"></span><label>Range <select id="range" aria-label="range">${Object.keys(RANGES).map((r) => `<option${r === '1h' ? ' selected' : ''}>${r}</option>`).join('')}</select></label></div>
+    <div class="charts" id="charts"></div>
+    <div class="panel"><h3 style="margin-top:0">Alerts</h3><div id="node-alerts" class="muted">loading…</div></div>
+    <div class="panel"><h3 style="margin-top:0">Recent events</h3><div id="events" class="table-wrap muted">loading…</div></div>`;
+  const $ = (id) => document.getElementById(id);
+
+  function actions(node) {
+    const box = $('actions');
+    if (!can('operator')) { box.innerHTML = '<span class="muted">read-only (viewer)</span>'; return; }
+    const cordoned = ['cordoned', 'draining', 'drained'].includes(node.state);
+    box.innerHTML = `${cordoned ? '<button data-action="uncordon">Uncordon</button>' : '<button data-action="cordon">Cordon</button>'}
+      ${node.state === 'drained' || node.state === 'draining' ? '' : '<button class="danger" data-action="drain">Drain</button>'}`;
+    for (const b of box.querySelectorAll('button')) {
+      b.addEventListener('click', async () => {
+        b.disabled = true;
+        try {
+          await api(`/api/v1/nodes/${encodeURIComponent(name)}/${b.dataset.action}`, { method: 'POST', body: {} });
+          $('node-error').textContent = '';
+          await load();
+        } catch (e) { $('node-error').textContent = e.message; b.disabled = false; }
+      });
+    }
+  }
+
+  async function load() {
+    const [node, health, events, gpuEvents, latest] = await Promise.all([
+      api(`/api/v1/nodes/${encodeURIComponent(name)}`),
+      api(`/api/v1/health?node=${encodeURIComponent(name)}&show=all`).catch(() => null),
+      api(`/api/v1/nodes/${encodeURIComponent(name)}/events?limit=20`),
+      api(`/api/v1/events?node=${encodeURIComponent(name)}&limit=20`).catch(() => ({ items: [] })),
+      Promise.all(['gpu_util', 'gpu_temp', 'power_usage'].map((m) =>
+        api(`/api/v1/query?metric=${m}&node=${encodeURIComponent(name)}`).catch(() => ({ items: [] })))),
+    ]);
+    if (gone) return;
+    const f = node.facts || {};
+    $('title').innerHTML = `${esc(node.name)}${simPill(node.simulated)} <span class="st-${esc(node.state)}" style="font-size:14px">${esc(node.state)}</span>`;
+    const facts = [['Cluster', `<a href="#/cluster/${encodeURIComponent(node.cluster)}">${esc(node.cluster)}</a>`], ['Pool', esc(node.pool)],
+      ['State', `<span class="st-${esc(node.state)}">${esc(node.state)}</span> since ${esc(ago(node.state_since))}`], ['Reason', esc(node.reason)],
+      ['GPUs', `${node.gpu_count} × ${esc(node.gpu_model)}`], ['Driver', esc(f.driver_version)], ['CUDA', esc(f.cuda_driver_version)],
+      ['OS', esc(f.os)], ['Kernel', esc(f.kernel)], ['Agent', `${esc(f.agent_version)} (${esc(f.backend)})`],
+      ['Connected', node.connected ? 'yes' : 'no'], ['Last seen', esc(ago(node.last_seen_at))], ['Registered', esc(fmtTime(node.registered_at))]];
+    $('facts').innerHTML = facts.map(([k, v]) => `<div><span>${k}</span>${v}</div>`).join('');
+    actions(node);
+    const hv = new Map((health?.items?.[0]?.gpus || []).map((g) => [g.index, g]));
+    const lv = latest.map((r) => new Map(r.items.map((i) => [i.gpu, i.value])));
+    $('gpus').innerHTML = `<table><thead><tr><th>#</th><th>UUID</th><th>Model</th><th>Serial</th><th>Health</th><th>Util %</th><th>Temp °C</th><th>Power W</th><th>Reasons</th></tr></thead><tbody>${node.gpus.map((g) => {
+      const h = hv.get(g.index);
+      const power = lv[2].get(g.index);
+      return `<tr data-gpu="${g.index}"><td>${g.index}</td><td><code>${esc(g.uuid)}</code></td><td>${esc(g.model || g.name)}</td><td>${esc(g.serial)}</td>
+        <td class="lv-${esc(h?.health)}">${esc(h?.health ?? '—')}</td><td class="num">${lv[0].get(g.index) ?? '—'}</td><td class="num">${lv[1].get(g.index) ?? '—'}</td>
+        <td class="num">${power == null ? '—' : Math.round(power / 1000)}</td><td>${esc((h?.reasons || []).map((r) => r.message).join('; '))}</td></tr>`;
+    }).join('')}</tbody></table>`;
+    const rows = [
+      ...events.items.map((e) => ({ t: e.time, what: `state ${e.from} → ${e.to}`, detail: e.reason, by: e.actor })),
+      ...gpuEvents.items.map((e) => ({ t: e.time, what: `GPU ${e.gpu} ${e.kind}${e.kind === 'xid' ? ' ' + e.value : ''}`, detail: e.uuid, by: '' })),
+    ].sort((a, b) => (a.t < b.t ? 1 : -1)).slice(0, 30);
+    $('events').innerHTML = rows.length ? `<table><thead><tr><th>When</th><th>What</th><th>Detail</th><th>By</th></tr></thead><tbody>${rows.map((r) =>
+      `<tr><td title="${esc(fmtTime(r.t))}">${esc(ago(r.t))}</td><td>${esc(r.what)}</td><td>${esc(r.detail)}</td><td>${esc(r.by)}</td></tr>`).join('')}</tbody></table>` : 'No events.';
+  }
+
+  async function loadAlerts() {
+    const r = await api('/api/v1/alerts?limit=5000');
+    if (gone) return;
+    const mine = r.items.filter((a) => a.labels.Hostname === name || a.labels.node === name);
+    $('node-alerts').innerHTML = mine.length ? `<table><thead><tr><th>Alert</th><th>State</th><th>Severity</th><th>GPU</th><th>Summary</th><th>Since</th></tr></thead><tbody>${mine.map((a) =>
+      `<tr><td>${esc(a.alertname)}</td><td>${esc(a.state)}</td><td class="sev-${esc(a.labels.severity)}">${esc(a.labels.severity)}</td><td>${esc(a.labels.gpu)}</td>
+      <td>${esc(a.annotations.summary)}</td><td>${esc(ago(a.active_since))}</td></tr>`).join('')}</tbody></table>` : 'No alerts for this node.';
+  }
+
+  async function loadCharts() {
+    const [start, step] = RANGES[$('range').value];
+    const replies = await Promise.all(CHARTS.map(([m]) =>
+      api(`/api/v1/query_range?metric=${m}&node=${encodeURIComponent(name)}&start=${start}&step=${step}`)));
+    if (gone) return;
+    charts.forEach(destroyChart);
+    charts = [];
+    const box = $('charts');
+    box.innerHTML = '';
+    CHARTS.forEach(([metric, title, unit, scale], i) => {
+      const r = replies[i];
+      const { xs, cols } = toColumns(r.series);
+      const div = document.createElement('div');
+      div.className = 'chart';
+      div.dataset.metric = metric;
+      box.appendChild(div);
+      if (!xs.length) { div.innerHTML = `<h4>${title}</h4><p class="muted">no data in this range</p>`; return; }
+      div.dataset.points = String(cols.reduce((n, c) => n + c.filter((v) => v !== null).length, 0));
+      charts.push(lineChart(div, { title, unit, xs, height: 180,
+        series: r.series.map((s, k) => ({ label: `GPU ${s.gpu}`, values: cols[k].map((v) => (v === null ? null : v * scale)) })) }));
+    });
+  }
+
+  $('range').addEventListener('change', () => loadCharts().catch((e) => ($('node-error').textContent = e.message)));
+  const fail = (e) => { if (!gone) $('node-error').textContent = e.status === 404 ? `No node named ${name}.` : e.message; };
+  load().catch(fail);
+  loadAlerts().catch(() => {});
+  loadCharts().catch(fail);
+  let lastCharts = Date.now();
+  return {
+    live(ev) {
+      load().catch(() => {});
+      if (ev.changed?.alerts) loadAlerts().catch(() => {});
+      // Short ranges move visibly: redraw them; longer ones every minute.
+      const short = $('range').value === '15m';
+      if (charts.some((u) => u.zoomed)) return; // keep what the user zoomed into
+      if (short || Date.now() - lastCharts > 60000) { lastCharts = Date.now(); loadCharts().catch(() => {}); }
+    },
+    unmount() { gone = true; charts.forEach(destroyChart); },
+  };
+}

@@ -1,0 +1,106 @@
+// Fleet overview: fleet totals, a card per cluster (type, site, nodes by state, GPUs total and
+// healthy, firing alerts by severity, a utilization sparkline) and the fleet's utilization
+// trend. The cards come from three small requests and paint first; the trend follows.
+
+import { api, esc } from './api.js';
+import { sparkline, lineChart, destroyChart, toColumns } from './charts.js';
+
+const RANGES = { '1h': ['-1h', '1m'], '6h': ['-6h', '5m'], '24h': ['-24h', '15m'], '7d': ['-7d', '1h'] };
+
+export function mount(el) {
+  el.innerHTML = `<h2>Fleet overview</h2>
+    <div class="totals" id="totals"></div>
+    <div class="cards" id="cards"><div class="muted">loading…</div></div>
+    <div class="panel"><div class="row"><h3 style="margin:0">Fleet GPU utilization</h3><span class="spacer"></span>
+      <select id="range" aria-label="range">${Object.keys(RANGES).map((r) => `<option${r === '1h' ? ' selected' : ''}>${r}</option>`).join('')}</select></div>
+      <div id="trend" style="min-height:220px"></div></div>`;
+  let chart = null;
+  let trendSeries = new Map(); // cluster -> points, for the sparklines
+  let gone = false;
+
+  async function cards() {
+    const [clusters, health, firing] = await Promise.all([
+      api('/api/v1/clusters'),
+      api('/api/v1/health?show=problems&limit=1').catch(() => null),
+      api('/api/v1/alerts?state=firing&limit=5000').catch(() => ({ items: [], total: 0 })),
+    ]);
+    if (gone) return;
+    const hByCluster = new Map((health?.clusters || []).map((c) => [c.cluster, c]));
+    const alertsBy = new Map();
+    for (const a of firing.items) {
+      const c = a.labels.cluster || '';
+      const s = a.labels.severity || 'none';
+      if (!alertsBy.has(c)) alertsBy.set(c, {});
+      alertsBy.get(c)[s] = (alertsBy.get(c)[s] || 0) + 1;
+    }
+    let nodes = 0, gpus = 0, healthy = 0, failed = 0, ready = 0;
+    for (const c of clusters.items) {
+      nodes += c.nodes; gpus += c.gpus; ready += c.nodes_ready;
+      const h = hByCluster.get(c.name);
+      if (h) { healthy += h.gpus_healthy; failed += h.gpus_failed; }
+    }
+    const critical = firing.items.filter((a) => a.labels.severity === 'critical').length;
+    document.getElementById('totals').innerHTML = [
+      ['Clusters', clusters.items.length], ['Nodes', nodes], ['Nodes ready', ready], ['GPUs', gpus],
+      ['GPUs healthy', health ? healthy : '—'], ['GPUs failed', health ? failed : '—'],
+      ['Alerts firing', `${firing.total}${critical ? ` <span class="sev-critical">(${critical} critical)</span>` : ''}`],
+    ].map(([k, v]) => `<div class="total"><span class="muted">${k}</span><b>${v}</b></div>`).join('');
+    document.getElementById('cards').innerHTML = clusters.items.map((c) => {
+      const h = hByCluster.get(c.name);
+      const states = Object.entries(c.nodes_by_state || {}).map(([s, n]) => `<span class="st-${esc(s)}">${n} ${esc(s)}</span>`).join(', ') || 'none';
+      const al = alertsBy.get(c.name) || {};
+      const alertText = Object.keys(al).length
+        ? Object.entries(al).map(([s, n]) => `<span class="sev-${esc(s)}">${n} ${esc(s)}</span>`).join(', ')
+        : '<span class="muted">none</span>';
+      return `<a class="card" href="#/cluster/${encodeURIComponent(c.name)}" data-cluster="${esc(c.name)}">
+        <h3>${esc(c.name)}</h3><span class="muted">${esc(c.type)} · ${esc(c.site)}</span>
+        <div class="kv"><span class="muted">Nodes</span><span>${c.nodes}: ${states}</span>
+          <span class="muted">GPUs</span><span><b data-gpus>${c.gpus}</b> total${h ? `, ${h.gpus_healthy} healthy${h.gpus_failed ? `, <span class="lv-failed">${h.gpus_failed} failed</span>` : ''}` : ''}</span>
+          <span class="muted">Alerts</span><span>${alertText}</span></div>
+        <canvas data-spark="${esc(c.name)}" title="GPU utilization, last hour"></canvas></a>`;
+    }).join('') || '<div class="muted">No clusters yet: <code>gpufleet apply -f fleet.yaml</code></div>';
+    drawSparks();
+    window.gpufleetPerf = window.gpufleetPerf || {};
+    if (!window.gpufleetPerf.overviewPaintMs) window.gpufleetPerf.overviewPaintMs = performance.now();
+  }
+
+  function drawSparks() {
+    for (const cv of el.querySelectorAll('canvas[data-spark]')) {
+      const pts = trendSeries.get(cv.dataset.spark) || [];
+      sparkline(cv, pts.map(([, v]) => v), { max: 100 });
+    }
+  }
+
+  async function trend() {
+    const [start, step] = RANGES[document.getElementById('range').value];
+    const r = await api(`/api/v1/query_range?metric=gpu_util&by=cluster&start=${start}&step=${step}`);
+    if (gone) return;
+    trendSeries = new Map(r.series.map((s) => [s.cluster, s.points]));
+    drawSparks();
+    // The fleet's utilization: the clusters' averages weighted by their GPUs.
+    const { xs, cols } = toColumns(r.series);
+    const fleet = xs.map((_, i) => {
+      let sum = 0, n = 0;
+      r.series.forEach((s, k) => { const v = cols[k][i]; if (v !== null) { sum += v * s.gpus; n += s.gpus; } });
+      return n ? sum / n : null;
+    });
+    destroyChart(chart);
+    const box = document.getElementById('trend');
+    box.innerHTML = '';
+    if (!xs.length) { box.innerHTML = '<p class="muted">No telemetry in this range yet.</p>'; chart = null; return; }
+    chart = lineChart(box, { unit: '%', xs, height: 220,
+      series: [{ label: 'fleet', values: fleet }, ...r.series.map((s, k) => ({ label: s.cluster, values: cols[k] }))] });
+  }
+
+  document.getElementById('range').addEventListener('change', () => trend().catch(showError));
+  function showError(e) { if (!gone) document.getElementById('cards').insertAdjacentHTML('afterbegin', `<p class="error">${esc(e.message)}</p>`); }
+  cards().catch(showError).then(() => trend().catch(() => {}));
+  let lastTrend = Date.now();
+  return {
+    live(ev) {
+      cards().catch(() => {});
+      if (Date.now() - lastTrend > 60000) { lastTrend = Date.now(); trend().catch(() => {}); }
+    },
+    unmount() { gone = true; destroyChart(chart); },
+  };
+}
