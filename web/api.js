@@ -68,11 +68,13 @@ export class Table {
     this.rowKey = rowKey;
     container.innerHTML = `<div class="row" style="margin-bottom:6px"><input type="search" placeholder="${esc(filterPlaceholder)}"
       aria-label="filter"><span class="muted count"></span></div><div class="table-wrap"><table><thead><tr>${columns
-      .map((c) => `<th class="sortable" data-key="${esc(c.key)}">${esc(c.label)}</th>`).join('')}</tr></thead><tbody></tbody></table></div>`;
+      .map((c) => `<th class="sortable" data-key="${esc(c.key)}">${esc(c.label)}</th>`).join('')}</tr></thead><tbody></tbody></table></div><button type="button" class="more" hidden></button>`;
     this.filter = container.querySelector('input');
     this.count = container.querySelector('.count');
     this.body = container.querySelector('tbody');
     this.heads = [...container.querySelectorAll('th')];
+    this.more = container.querySelector('button.more');
+    this.more.addEventListener('click', () => { this.showAll = true; this.render(); });
     this.filter.addEventListener('input', () => this.render());
     for (const th of this.heads) {
       th.addEventListener('click', () => {
@@ -96,7 +98,12 @@ export class Table {
       th.classList.toggle('desc', th.dataset.key === key && dir < 0);
     }
     this.count.textContent = `${shown.length} of ${this.rows.length}`;
-    this.body.innerHTML = shown.map((r) => `<tr>${this.columns.map((c) =>
+    // Thousands of rows cost more to lay out than anyone reads: the first 300, and a way to the rest.
+    const cut = !this.showAll && shown.length > 300;
+    const rows = cut ? shown.slice(0, 300) : shown;
+    this.more.hidden = !cut;
+    this.more.textContent = `show all ${shown.length} rows`;
+    this.body.innerHTML = rows.map((r) => `<tr>${this.columns.map((c) =>
       `<td${c.num ? ' class="num"' : ''}>${c.html ? c.html(r) : esc(r[c.key])}</td>`).join('')}</tr>`).join('');
   }
 }

@@ -72,6 +72,16 @@ test('the heatmap API: packed values in node order, gzip when asked, clear error
   assert.equal((await call(fleet.base, scoped.body.token, 'GET', '/api/v1/heatmap?cluster=train-use1')).status, 404);
   const who = await call(fleet.base, scoped.body.token, 'GET', '/api/v1/whoami');
   assert.deepEqual(who.body, { name: 'edge-only', role: 'viewer', clusters: ['edge-stores'] });
+  // In the browser the scoped token sees one cluster card, and its heatmap.
+  const page = await signedIn(browser, fleet.base, scoped.body.token);
+  await page.waitForSelector('.card[data-cluster]');
+  assert.deepEqual(await page.$$eval('.card[data-cluster]', (els) => els.map((e) => e.dataset.cluster)), ['edge-stores']);
+  assert.match(await page.textContent('#who'), /edge-only \(viewer · edge-stores\)/);
+  await page.click('.card[data-cluster="edge-stores"]');
+  await page.waitForSelector(`#heat canvas[data-cells="${fleet.counts.get('edge-stores').gpus}"]`);
+  await shot(page, 'scoped-token-cluster');
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
 });
 
 test('the live stream refuses a bad token with a message and closes', async () => {
@@ -89,6 +99,7 @@ test('the live stream refuses a bad token with a message and closes', async () =
   assert.equal(reply.got[0].type, 'error');
   assert.match(reply.got[0].message, /token/);
   assert.equal(reply.code, 1008); // policy violation
+  await shot(page, 'stream-refused');
   await context.close();
 });
 
