@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   gpufleet::cli::AddMetricsCommands(app, globals);
   gpufleet::cli::AddHealthCommands(app, globals);
   gpufleet::cli::AddRuleCommands(app, globals);
+  gpufleet::cli::AddReplayCommand(app, globals);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,132 @@
+// replay: a job trace through the queue, allocator, forecaster and autoscaler in virtual time,
+// for one pool; prints what it cost (GPU-hours provisioned and idle) and how jobs waited.
+// Runs locally: no controller needed.
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+
+#include "cli/cli.h"
+#include "cli/output.h"
+#include "sched/replay.h"
+
+namespace json = boost::json;
+
+namespace gpufleet::cli {
+namespace {
+
+struct ReplayFlags {
+  std::string trace, format = "csv", policy = "predictive";
+  int gpus_per_node = 8;
+  double lead_time = 600, time_scale = 1, size_scale = 1;
+  int min_nodes = 0, max_nodes = 1000, step_up = 50, step_down = 10;
+  double target_share = 0.8, idle_before_remove = 600, interval = 60, down_cooldown = 300;
+};
+
+json::value Num(double v) { return std::isfinite(v) ? json::value(v) : json::value(nullptr); }
+
+std::string Fixed(double v, int digits = 1) {
+  if (!std::isfinite(v)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+void AddReplayCommand(CLI::App& app, Globals& g) {
+  static ReplayFlags f;
+  auto* r = app.add_subcommand(
+      "replay", "Replay a job trace through the scheduler and autoscaler in virtual time");
+  r->add_option("--trace", f.trace, "the trace: CSV submit_time,duration_s,gpus[,team]")
+      ->required();
+  r->add_option("--format", f.format, "csv (default) or openb (Alibaba 2023 pod list)")
+      ->check(CLI::IsMember({"csv", "openb"}));
+  r->add_option("--pool-gpus-per-node", f.gpus_per_node, "GPUs per node of the pool (8)");
+  r->add_option("--policy", f.policy, "reactive, predictive (default) or oracle")
+      ->check(CLI::IsMember({"reactive", "predictive", "oracle"}));
+  r->add_option("--lead-time", f.lead_time, "seconds from asking for a node to its being ready");
+  r->add_option("--time-scale", f.time_scale, "arrivals this many times denser (default 1)");
+  r->add_option("--size-scale", f.size_scale, "each job this many times (default 1)");
+  r->add_option("--min-nodes", f.min_nodes, "policy: fewest nodes (0)");
+  r->add_option("--max-nodes", f.max_nodes, "policy: most nodes (1000)");
+  r->add_option("--target-share", f.target_share, "policy: GPUs asked for / provisioned (0.8)");
+  r->add_option("--step-up", f.step_up, "policy: most nodes added per decision (50)");
+  r->add_option("--step-down", f.step_down, "policy: most nodes removed per decision (10)");
+  r->add_option("--idle-before-remove", f.idle_before_remove,
+                "policy: seconds a node must be idle before removal (600)");
+  r->add_option("--interval", f.interval, "policy: seconds between decisions (60)");
+  r->add_option("--down-cooldown", f.down_cooldown, "policy: seconds between scale-downs (300)");
+  r->callback([&g] {
+    auto text = ReadInput(g, f.trace);
+    if (!text) return;
+    auto trace = f.format == "openb" ? sched::ParseOpenbTrace(*text, f.trace)
+                                     : sched::ParseTrace(*text, f.trace);
+    if (!trace.ok()) {
+      std::fprintf(stderr, "error: %s\n", trace.error().message.c_str());
+      g.exit_code = 1;
+      return;
+    }
+    sched::ReplayOptions o;
+    o.gpus_per_node = f.gpus_per_node;
+    o.time_scale = f.time_scale;
+    o.size_scale = f.size_scale;
+    o.policy.mode = f.policy == "reactive" ? sched::ScaleMode::kReactive
+                    : f.policy == "oracle" ? sched::ScaleMode::kOracle
+                                           : sched::ScaleMode::kPredictive;
+    o.policy.lead_time_s = f.lead_time;
+    o.policy.min_nodes = f.min_nodes;
+    o.policy.max_nodes = f.max_nodes;
+    o.policy.target_share = f.target_share;
+    o.policy.step_up = f.step_up;
+    o.policy.step_down = f.step_down;
+    o.policy.idle_before_remove_s = f.idle_before_remove;
+    o.policy.interval_s = f.interval;
+    o.policy.down_cooldown_s = f.down_cooldown;
+    auto started = std::chrono::steady_clock::now();
+    auto res = sched::Replay(std::move(trace.value()), o);
+    std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+    if (!res.ok()) {
+      std::fprintf(stderr, "error: %s\n", res.error().message.c_str());
+      g.exit_code = 2;
+      return;
+    }
+    const auto& x = res.value();
+    json::object out{{"policy", x.policy},
+                     {"jobs", x.jobs},
+                     {"unplaceable_jobs", x.unplaceable},
+                     {"gpu_hours_provisioned", x.gpu_hours_provisioned},
+                     {"gpu_hours_busy", x.gpu_hours_busy},
+                     {"gpu_hours_idle", x.gpu_hours_idle},
+                     {"wait_p50_s", x.wait_p50_s},
+                     {"wait_p95_s", x.wait_p95_s},
+                     {"wait_p99_s", x.wait_p99_s},
+                     {"wait_mean_s", x.wait_mean_s},
+                     {"jobs_waited_over_lead_time", x.jobs_waited_over_lead_time},
+                     {"scale_events", x.scale_events},
+                     {"forecast_mape", Num(x.forecast_mape)},
+                     {"forecast_bias", Num(x.forecast_bias)},
+                     {"forecast_model", x.forecast_model.empty() ? json::value(nullptr)
+                                                                 : json::value(x.forecast_model)},
+                     {"peak_nodes", x.peak_nodes},
+                     {"simulated_hours", x.span_s / 3600},
+                     {"replay_seconds", took.count()}};
+    Show(g, out, [&](const json::value&) {
+      Table t({"POLICY", "JOBS", "GPU-H PROVISIONED", "GPU-H IDLE", "WAIT P50", "WAIT P95",
+               "WAIT P99", "WAITED > LEAD", "SCALE EVENTS", "PEAK NODES", "FORECAST MAPE"});
+      t.Row({x.policy, std::to_string(x.jobs), Fixed(x.gpu_hours_provisioned),
+             Fixed(x.gpu_hours_idle), Fixed(x.wait_p50_s) + "s", Fixed(x.wait_p95_s) + "s",
+             Fixed(x.wait_p99_s) + "s", std::to_string(x.jobs_waited_over_lead_time),
+             std::to_string(x.scale_events), std::to_string(x.peak_nodes),
+             std::isfinite(x.forecast_mape) ? Fixed(100 * x.forecast_mape) + "%" : "-"});
+      t.Print();
+      std::printf("%.1f simulated hours replayed in %.2f s%s\n", x.span_s / 3600, took.count(),
+                  x.unplaceable ? (", " + std::to_string(x.unplaceable) +
+                                   " jobs larger than the pool at --max-nodes left out")
+                                      .c_str()
+                                : "");
+    });
+  });
+}
+
+}  // namespace gpufleet::cli

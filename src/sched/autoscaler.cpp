@@ -1,0 +1,105 @@
+#include "sched/autoscaler.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gpufleet::sched {
+
+const char* ToString(ScaleMode m) {
+  switch (m) {
+    case ScaleMode::kReactive:
+      return "reactive";
+    case ScaleMode::kPredictive:
+      return "predictive";
+    case ScaleMode::kOracle:
+      return "oracle";
+  }
+  return "?";
+}
+
+std::string ScalePolicy::Validate() const {
+  if (min_nodes < 0) return "min_nodes must be 0 or more";
+  if (max_nodes < min_nodes) return "max_nodes must be at least min_nodes";
+  if (!(target_share > 0 && target_share <= 1)) return "target_share must be in (0, 1]";
+  if (step_up < 1) return "step_up must be at least 1";
+  if (step_down < 1) return "step_down must be at least 1";
+  if (up_cooldown_s < 0 || down_cooldown_s < 0) return "cooldowns must not be negative";
+  if (lead_time_s < 0) return "lead_time must not be negative";
+  if (idle_before_remove_s < 0) return "idle_before_remove must not be negative";
+  if (interval_s <= 0) return "interval must be positive";
+  for (const auto& s : schedule) {
+    if (s.nodes < 0 || s.from_hour < 0 || s.to_hour > 24 || s.from_hour >= s.to_hour) {
+      return "schedule: nodes >= 0 and 0 <= from < to <= 24";
+    }
+  }
+  return "";
+}
+
+int ScalePolicy::MinimumAt(double t_s) const {
+  int m = min_nodes;
+  auto secs = static_cast<int64_t>(std::floor(t_s));
+  int hour = static_cast<int>((secs / 3600) % 24);
+  // Day 0 of the epoch (1970-01-01) was a Thursday: 0 = Monday.
+  int weekday = static_cast<int>((secs / 86400 + 3) % 7);
+  for (const auto& s : schedule) {
+    if (hour < s.from_hour || hour >= s.to_hour) continue;
+    if (s.weekdays_only && weekday >= 5) continue;
+    m = std::max(m, s.nodes);
+  }
+  return std::min(m, max_nodes);
+}
+
+ScaleDecision Decide(const ScalePolicy& p, const ScaleInput& in) {
+  ScaleDecision d;
+  const double per_node = in.gpus_per_node * p.target_share;
+  int need_now = static_cast<int>(std::ceil(std::max(0.0, in.demand_gpus) / per_node - 1e-9));
+  int need = need_now;
+  std::string why = "queue";
+  if (p.mode != ScaleMode::kReactive && in.peak_forecast_gpus >= 0) {
+    // The forecast (with its error margin) is what will be asked for: it needs no headroom of
+    // its own; target_share keeps headroom over what is asked for now.
+    int ahead = static_cast<int>(std::ceil(in.peak_forecast_gpus / in.gpus_per_node - 1e-9));
+    if (ahead > need) {
+      need = ahead;
+      why = "forecast";
+    }
+  }
+  int floor = p.MinimumAt(in.now_s);
+  if (need < floor) {
+    need = floor;
+    why = floor > p.min_nodes ? "schedule" : "bound";
+  }
+  if (need > p.max_nodes) {
+    need = p.max_nodes;
+    why = "bound";
+  }
+  d.target = need;
+  int have = in.ready + in.provisioning;
+  if (need > have) {
+    if (in.now_s - in.last_up_s < p.up_cooldown_s) {
+      d.reason = "cooldown";
+      return d;
+    }
+    d.delta = std::min(need - have, p.step_up);
+    d.reason = why;
+    return d;
+  }
+  if (need < have) {
+    int removable = std::min({have - need, p.step_down, in.idle_removable});
+    if (removable <= 0) {
+      d.reason = "steady";  // the surplus is busy or not idle long enough
+      return d;
+    }
+    if (in.now_s - in.last_down_s < p.down_cooldown_s) {
+      d.reason = "cooldown";
+      return d;
+    }
+    d.delta = -removable;
+    d.reason = "idle";
+    return d;
+  }
+  d.reason = "steady";
+  return d;
+}
+
+}  // namespace gpufleet::sched

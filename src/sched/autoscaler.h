@@ -1,0 +1,66 @@
+#pragma once
+// The scaling decision for one pool, as a pure function of what the pool looks like now, what
+// it is asked for, and (predictive) what it will be asked for within the provisioning lead time.
+//
+//   need_now  = ceil(demand now / (gpus per node x target share))
+//   need      = need_now                                         (reactive)
+//             = max(need_now, ceil(peak forecast / gpus per node))  (predictive, oracle)
+// where the peak forecast covers the next lead time + interval and includes the forecast's
+// error margin (the oracle's is exact): it is what will be asked for, so it gets no headroom.
+// clamped to [min, max] (and to the schedule's minimum). Up: at most step_up nodes, after the
+// up cooldown. Down: at most step_down nodes, after the down cooldown, and only nodes that have
+// run no job for idle_before_remove: a node with a running job is never removed.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpufleet::sched {
+
+enum class ScaleMode { kReactive, kPredictive, kOracle };
+const char* ToString(ScaleMode m);
+
+// A minimum that holds on some hours (UTC): e.g. 8 nodes from 08:00 to 18:00 on weekdays.
+struct ScheduledMinimum {
+  int nodes = 0;
+  int from_hour = 0, to_hour = 24;  // [from, to)
+  bool weekdays_only = false;
+};
+
+struct ScalePolicy {
+  int min_nodes = 0;
+  int max_nodes = 100;
+  double target_share = 0.8;  // GPUs asked for / GPUs provisioned that scaling aims at
+  int step_up = 10;
+  int step_down = 5;
+  double up_cooldown_s = 0;
+  double down_cooldown_s = 300;
+  double lead_time_s = 600;  // from asking for a node to its being ready
+  double idle_before_remove_s = 600;
+  double interval_s = 60;  // how often the autoscaler decides
+  ScaleMode mode = ScaleMode::kPredictive;
+  std::vector<ScheduledMinimum> schedule;
+  // Checks the bounds; the message names the field.
+  std::string Validate() const;
+  int MinimumAt(double t_s) const;  // min_nodes or the schedule's, whichever is larger
+};
+
+struct ScaleInput {
+  double now_s = 0;
+  int gpus_per_node = 8;
+  int ready = 0, provisioning = 0;
+  double demand_gpus = 0;          // running + queued now
+  double peak_forecast_gpus = -1;  // over the next lead time + interval; < 0: none
+  int idle_removable = 0;          // ready nodes idle for at least idle_before_remove
+  double last_up_s = -1e18, last_down_s = -1e18;
+};
+
+struct ScaleDecision {
+  int delta = 0;       // > 0: add nodes; < 0: remove idle nodes
+  int target = 0;      // nodes wanted (after bounds)
+  std::string reason;  // queue, forecast, bound, schedule, idle, cooldown, steady
+};
+
+ScaleDecision Decide(const ScalePolicy& policy, const ScaleInput& in);
+
+}  // namespace gpufleet::sched

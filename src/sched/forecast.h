@@ -1,0 +1,69 @@
+#pragma once
+// Demand forecasting for the autoscaler: the GPUs a pool is asked for (running plus queued),
+// one value per step (its peak within the step). Four models run side by side:
+//   last     the last value;
+//   daily    the value one day ago (seasonal naive);
+//   weekly   the value one week ago;
+//   holt     additive Holt-Winters with a daily season and a trend;
+// each one's forecast `horizon` steps ahead is scored when that time comes, and the forecast
+// used is the one of the model with the lowest recent error (an exponentially weighted mean
+// absolute error). Accuracy (MAPE and bias of the forecasts used) is kept for the API.
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace gpufleet::sched {
+
+struct ForecastStats {
+  std::string model;  // the model in use
+  double mape = 0;    // mean absolute percentage error of the forecasts used (actual > 0)
+  double bias = 0;    // sum(forecast - actual) / sum(actual): > 0 over-forecasts
+  size_t scored = 0;  // forecasts scored
+};
+
+class Forecaster {
+ public:
+  // `step_s`: seconds per step; `horizon`: the steps ahead that are scored (the autoscaler's
+  // lead time plus one decision interval, in steps).
+  Forecaster(double step_s, int horizon);
+  static constexpr int kModels = 4;
+
+  void Observe(double demand);  // the next step's value
+  // The forecast h steps ahead (1 <= h) of the model in use.
+  double Forecast(int h) const;
+  // The largest forecast over the next `h` steps.
+  double Peak(int h) const;
+  ForecastStats stats() const;
+  // The model in use's recent mean absolute error at the horizon (GPUs): the margin a forecast
+  // needs to cover what it usually misses.
+  double error() const { return scored_[best_] ? error_[best_] : 0; }
+  double step_s() const { return step_s_; }
+  size_t observed() const { return n_; }
+
+ private:
+  double ModelForecast(int model, int h) const;
+  double Past(size_t steps_ago) const;  // the value `steps_ago` before the last; NaN if none
+
+  double step_s_;
+  int horizon_;
+  size_t day_, week_;            // steps per day and week
+  std::vector<double> history_;  // ring of the last week
+  size_t n_ = 0;
+  // Holt-Winters state
+  double alpha_ = 0.25, beta_ = 0.005, gamma_ = 0.25;
+  double level_ = 0, trend_ = 0;
+  std::vector<double> season_;
+  bool hw_ready_ = false;
+  // Scoring: each model's forecasts for the step `horizon_` ahead, in a ring by step.
+  std::array<std::vector<double>, kModels> pending_;
+  std::vector<double> used_pending_;     // what the chosen model forecast for each step
+  std::array<double, kModels> error_{};  // EWMA of absolute error
+  std::array<size_t, kModels> scored_{};
+  int best_ = 0;
+  double ape_sum_ = 0, err_sum_ = 0, actual_sum_ = 0;
+  size_t used_scored_ = 0;
+};
+
+}  // namespace gpufleet::sched

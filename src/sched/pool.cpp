@@ -1,0 +1,180 @@
+#include "sched/pool.h"
+
+#include <algorithm>
+
+namespace gpufleet::sched {
+
+int Pool::AddNode(double now, double ready_at) {
+  PoolNode n;
+  n.state = NodeState::kProvisioning;
+  n.ready_at_s = ready_at;
+  n.added_s = now;
+  ++provisioning_;
+  // A removed node's slot is reused, so that a long run of scaling keeps the scan short.
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].state == NodeState::kRemoved) {
+      nodes_[i] = n;
+      return static_cast<int>(i);
+    }
+  }
+  nodes_.push_back(n);
+  return static_cast<int>(nodes_.size() - 1);
+}
+
+void Pool::MarkReady(int node, double now) {
+  PoolNode& n = nodes_[node];
+  if (n.state != NodeState::kProvisioning) return;
+  n.state = NodeState::kReady;
+  n.free = gpus_per_node_;
+  n.idle_since_s = now;
+  --provisioning_;
+  ++ready_;
+  free_ += gpus_per_node_;
+  ++whole_free_;
+}
+
+void Pool::MarkUnavailable(int node) {
+  PoolNode& n = nodes_[node];
+  if (n.state == NodeState::kProvisioning) --provisioning_;
+  if (n.state == NodeState::kReady) {
+    --ready_;
+    free_ -= n.free;
+    if (n.free == gpus_per_node_) --whole_free_;
+  }
+  n.state = NodeState::kUnavailable;
+  n.free = 0;
+}
+
+bool Pool::Remove(int node) {
+  PoolNode& n = nodes_[node];
+  if (n.jobs > 0) return false;
+  if (n.state == NodeState::kReady) {
+    --ready_;
+    free_ -= n.free;
+    --whole_free_;
+  } else if (n.state == NodeState::kProvisioning) {
+    --provisioning_;
+  }
+  n.state = NodeState::kRemoved;
+  n.free = 0;
+  return true;
+}
+
+bool Pool::Place(Job& job) {
+  const int g = gpus_per_node_;
+  if (job.gpus <= 0 || job.gpus > free_) return false;
+  if (job.gpus <= g) {
+    int best = -1;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const PoolNode& n = nodes_[i];
+      if (n.state != NodeState::kReady || n.free < job.gpus) continue;
+      if (best < 0 || n.free < nodes_[best].free) {
+        best = static_cast<int>(i);
+        if (n.free == job.gpus) break;  // an exact fit is as good as it gets
+      }
+    }
+    if (best < 0) return false;
+    PoolNode& n = nodes_[best];
+    if (n.free == g) --whole_free_;
+    n.free -= job.gpus;
+    ++n.jobs;
+    free_ -= job.gpus;
+    job.nodes = {best};
+    return true;
+  }
+  int need = (job.gpus + g - 1) / g;
+  if (need > whole_free_) return false;
+  job.nodes.clear();
+  for (size_t i = 0; i < nodes_.size() && static_cast<int>(job.nodes.size()) < need; ++i) {
+    const PoolNode& n = nodes_[i];
+    if (n.state == NodeState::kReady && n.free == g) job.nodes.push_back(static_cast<int>(i));
+  }
+  for (int i : job.nodes) {
+    nodes_[i].free = 0;
+    ++nodes_[i].jobs;
+  }
+  free_ -= need * g;
+  whole_free_ -= need;
+  return true;
+}
+
+void Pool::Release(const Job& job, double now) {
+  const int g = gpus_per_node_;
+  int per_node = job.nodes.size() == 1 ? std::min(job.gpus, g) : g;
+  for (int i : job.nodes) {
+    PoolNode& n = nodes_[i];
+    --n.jobs;
+    if (n.jobs == 0) n.idle_since_s = now;
+    if (n.state != NodeState::kReady) continue;  // failed meanwhile: its GPUs stay out
+    n.free += per_node;
+    free_ += per_node;
+    if (n.free == g) ++whole_free_;
+  }
+}
+
+std::vector<int> Pool::IdleNodes(double idle_since_at_most) const {
+  std::vector<int> out;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const PoolNode& n = nodes_[i];
+    if (n.state == NodeState::kReady && n.jobs == 0 && n.idle_since_s <= idle_since_at_most) {
+      out.push_back(static_cast<int>(i));
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [&](int a, int b) { return nodes_[a].idle_since_s < nodes_[b].idle_since_s; });
+  return out;
+}
+
+int64_t Queue::queued_gpus() const {
+  int64_t n = 0;
+  for (const Job* j : jobs_) n += j->gpus;
+  return n;
+}
+
+int64_t& Queue::TeamGpus(const std::string& team) {
+  for (auto& [name, gpus] : team_gpus_) {
+    if (name == team) return gpus;
+  }
+  team_gpus_.emplace_back(team, 0);
+  return team_gpus_.back().second;
+}
+
+std::vector<Job*> Queue::Schedule(Pool& pool, double now) {
+  std::vector<Job*> started;
+  if (jobs_.empty() || pool.free_gpus() == 0) return started;
+  // The order of the first kWindow jobs: the rest wait their turn (a bounded scan keeps one
+  // pass cheap with a deep queue).
+  constexpr size_t kWindow = 512;
+  size_t n = std::min(jobs_.size(), kWindow);
+  std::vector<Job*> order(jobs_.begin(), jobs_.begin() + static_cast<long>(n));
+  if (team_gpus_.size() > 1 || order.size() > 1) {
+    std::stable_sort(order.begin(), order.end(), [&](Job* a, Job* b) {
+      if (a->priority != b->priority) return a->priority > b->priority;
+      int64_t ta = TeamGpus(a->team), tb = TeamGpus(b->team);
+      if (ta != tb) return ta < tb;
+      return a->submit_s < b->submit_s;
+    });
+  }
+  for (Job* j : order) {
+    if (pool.free_gpus() == 0) break;
+    if (!pool.Place(*j)) continue;
+    j->start_s = now;
+    TeamGpus(j->team) += j->gpus;
+    started.push_back(j);
+  }
+  if (!started.empty()) {
+    std::erase_if(jobs_, [](const Job* j) { return j->start_s >= 0; });
+  }
+  return started;
+}
+
+void Queue::OnFinished(const Job& job) { TeamGpus(job.team) -= job.gpus; }
+
+bool Queue::Remove(int64_t id) {
+  auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const Job* j) { return j->id == id; });
+  if (it == jobs_.end()) return false;
+  jobs_.erase(it);
+  return true;
+}
+
+}  // namespace gpufleet::sched

@@ -1,0 +1,94 @@
+#pragma once
+// A pool's GPUs as the scheduler sees them, the job queue and the allocator: pure logic, no
+// I/O, no clock of its own (times are passed in), so the live controller and `gpufleet replay`
+// run the same code.
+//
+// Placement rules: a job of up to one node's GPUs goes on one node (best fit: the node with the
+// fewest free GPUs that still fits, which keeps whole nodes free for large jobs and for
+// scale-down); a larger job takes whole free nodes. Only ready nodes (healthy, not cordoned,
+// not draining) take jobs.
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace gpufleet::sched {
+
+struct Job {
+  int64_t id = 0;
+  std::string team;
+  int gpus = 1;
+  int priority = 0;       // higher first
+  double submit_s = 0;    // when it entered the queue
+  double duration_s = 0;  // how long it runs (the replay knows; live jobs: expected or 0)
+  // Set by the scheduler:
+  double start_s = -1;     // -1: not started
+  std::vector<int> nodes;  // where it runs: node indices, one per whole node or the one node
+};
+
+enum class NodeState { kProvisioning, kReady, kUnavailable, kRemoved };
+
+struct PoolNode {
+  NodeState state = NodeState::kProvisioning;
+  int free = 0;             // free GPUs (ready nodes)
+  int jobs = 0;             // jobs running on it
+  double ready_at_s = 0;    // provisioning: when it becomes ready
+  double idle_since_s = 0;  // when its last job ended (or it became ready)
+  double added_s = 0;       // when it was asked for (it costs from then on)
+};
+
+class Pool {
+ public:
+  explicit Pool(int gpus_per_node) : gpus_per_node_(gpus_per_node) {}
+  int gpus_per_node() const { return gpus_per_node_; }
+
+  int AddNode(double now, double ready_at);  // a provisioning node; returns its index
+  void MarkReady(int node, double now);
+  // A node that failed or was cordoned: takes no new jobs. The caller requeues its jobs.
+  void MarkUnavailable(int node);
+  // Removes an idle ready node; false (and nothing changes) when it runs a job.
+  bool Remove(int node);
+
+  // Places `job` (sets job.nodes) and returns true, or returns false and changes nothing.
+  bool Place(Job& job);
+  // Frees what `job` held.
+  void Release(const Job& job, double now);
+
+  const std::vector<PoolNode>& nodes() const { return nodes_; }
+  int ready_nodes() const { return ready_; }
+  int provisioning_nodes() const { return provisioning_; }
+  int free_gpus() const { return free_; }
+  int busy_gpus() const { return ready_ * gpus_per_node_ - free_; }
+  // Ready nodes with no job that have been idle since at least `since`, longest idle first.
+  std::vector<int> IdleNodes(double idle_since_at_most) const;
+
+ private:
+  int gpus_per_node_;
+  std::vector<PoolNode> nodes_;
+  int ready_ = 0, provisioning_ = 0, free_ = 0, whole_free_ = 0;
+};
+
+// The queue: highest priority first; within a priority, the team with the fewest GPUs running
+// goes first (fair share), then the oldest job. Schedule() starts every job that fits, in that
+// order (a job that does not fit does not block smaller ones behind it: backfill).
+class Queue {
+ public:
+  void Push(Job* job) { jobs_.push_back(job); }
+  size_t size() const { return jobs_.size(); }
+  bool empty() const { return jobs_.empty(); }
+  int64_t queued_gpus() const;
+  // Starts what fits at `now`; returns the started jobs. `team_gpus` is each team's running
+  // GPUs, updated as jobs start.
+  std::vector<Job*> Schedule(Pool& pool, double now);
+  void OnFinished(const Job& job);  // the team's running GPUs go down
+  bool Remove(int64_t id);          // a cancelled job
+  const std::deque<Job*>& jobs() const { return jobs_; }
+
+ private:
+  std::deque<Job*> jobs_;
+  std::vector<std::pair<std::string, int64_t>> team_gpus_;  // few teams: a flat list
+  int64_t& TeamGpus(const std::string& team);
+};
+
+}  // namespace gpufleet::sched

@@ -1,0 +1,389 @@
+#include "sched/replay.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <deque>
+#include <optional>
+#include <queue>
+
+#include "sched/forecast.h"
+#include "sched/pool.h"
+
+namespace gpufleet::sched {
+namespace {
+
+std::vector<std::string_view> SplitCsv(std::string_view line) {
+  std::vector<std::string_view> out;
+  size_t pos = 0;
+  while (true) {
+    size_t comma = line.find(',', pos);
+    out.push_back(line.substr(pos, comma == std::string_view::npos ? comma : comma - pos));
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  for (auto& f : out) {
+    while (!f.empty() && (f.back() == '\r' || f.back() == ' ')) f.remove_suffix(1);
+    while (!f.empty() && f.front() == ' ') f.remove_prefix(1);
+  }
+  return out;
+}
+
+bool ToDouble(std::string_view s, double& out) {
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && end == s.data() + s.size() && std::isfinite(out);
+}
+
+// Calls fn(line number, fields) for each data row; the header's column names come first.
+template <typename Fn>
+Status EachRow(std::string_view text, const std::string& name,
+               std::vector<std::string_view>& header, Fn fn) {
+  size_t pos = 0;
+  int line_no = 0;
+  bool have_header = false;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    std::string_view line = text.substr(pos, nl == std::string_view::npos ? nl : nl - pos);
+    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+    ++line_no;
+    if (line.empty() || line == "\r" || line.front() == '#') continue;
+    auto fields = SplitCsv(line);
+    if (!have_header) {
+      header = fields;
+      have_header = true;
+      continue;
+    }
+    if (fields.size() != header.size()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       name + ":" + std::to_string(line_no) + ": " + std::to_string(fields.size()) +
+                           " columns, the header has " + std::to_string(header.size()));
+    }
+    if (auto s = fn(line_no, fields); !s.ok()) return s;
+  }
+  if (!have_header) return MakeError(ErrorCode::kInvalidArgument, name + ": empty trace");
+  return {};
+}
+
+int Column(const std::vector<std::string_view>& header, std::string_view col) {
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (header[i] == col) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+Result<std::vector<TraceJob>> ParseTrace(std::string_view text, const std::string& name) {
+  std::vector<TraceJob> jobs;
+  std::vector<std::string_view> header;
+  int c_submit = -1, c_dur = -1, c_gpus = -1, c_team = -1;
+  auto s = EachRow(text, name, header, [&](int line, const std::vector<std::string_view>& f) {
+    if (c_submit < 0) {
+      c_submit = Column(header, "submit_time");
+      c_dur = Column(header, "duration_s");
+      c_gpus = Column(header, "gpus");
+      c_team = Column(header, "team");
+      if (c_submit < 0 || c_dur < 0 || c_gpus < 0) {
+        std::string hint =
+            Column(header, "num_gpu") >= 0 ? " (an openb pod list? --format openb)" : "";
+        return Status(
+            MakeError(ErrorCode::kInvalidArgument,
+                      name + ":1: the header must name submit_time,duration_s,gpus" + hint));
+      }
+    }
+    auto bad = [&](const char* col, std::string_view v, const char* want) {
+      return Status(MakeError(
+          ErrorCode::kInvalidArgument,
+          name + ":" + std::to_string(line) + ": " + col + " '" + std::string(v) + "' " + want));
+    };
+    TraceJob j;
+    double gpus = 0;
+    if (!ToDouble(f[c_submit], j.submit_s) || j.submit_s < 0) {
+      return bad("submit_time", f[c_submit], "is not seconds >= 0");
+    }
+    if (!ToDouble(f[c_dur], j.duration_s) || j.duration_s < 0) {
+      return bad("duration_s", f[c_dur], "is not seconds >= 0");
+    }
+    if (!ToDouble(f[c_gpus], gpus) || gpus < 1 || gpus != std::floor(gpus) || gpus > 100000) {
+      return bad("gpus", f[c_gpus], "is not a whole number of GPUs >= 1");
+    }
+    j.gpus = static_cast<int>(gpus);
+    if (c_team >= 0) j.team = std::string(f[c_team]);
+    jobs.push_back(std::move(j));
+    return Status();
+  });
+  if (!s.ok()) return s.error();
+  if (c_submit < 0) return MakeError(ErrorCode::kInvalidArgument, name + ": no jobs");
+  return jobs;
+}
+
+Result<std::vector<TraceJob>> ParseOpenbTrace(std::string_view text, const std::string& name) {
+  std::vector<TraceJob> jobs;
+  std::vector<std::string_view> header;
+  int c_gpu = -1, c_create = -1, c_delete = -1, c_sched = -1, c_qos = -1;
+  auto s = EachRow(text, name, header, [&](int line, const std::vector<std::string_view>& f) {
+    if (c_gpu < 0) {
+      c_gpu = Column(header, "num_gpu");
+      c_create = Column(header, "creation_time");
+      c_delete = Column(header, "deletion_time");
+      c_sched = Column(header, "scheduled_time");
+      c_qos = Column(header, "qos");
+      if (c_gpu < 0 || c_create < 0 || c_delete < 0) {
+        return Status(MakeError(
+            ErrorCode::kInvalidArgument,
+            name + ":1: not an openb pod list (needs num_gpu, creation_time, deletion_time)"));
+      }
+    }
+    double gpus = 0, created = 0, deleted = 0, scheduled = -1;
+    if (!ToDouble(f[c_gpu], gpus) || !ToDouble(f[c_create], created)) {
+      return Status(MakeError(ErrorCode::kInvalidArgument, name + ":" + std::to_string(line) +
+                                                               ": bad num_gpu or creation_time"));
+    }
+    if (gpus < 1 || f[c_delete].empty() || !ToDouble(f[c_delete], deleted)) return Status();
+    if (c_sched >= 0 && !f[c_sched].empty()) ToDouble(f[c_sched], scheduled);
+    TraceJob j;
+    j.submit_s = created;
+    j.duration_s = std::max(0.0, deleted - (scheduled >= created ? scheduled : created));
+    j.gpus = static_cast<int>(gpus);
+    if (c_qos >= 0) j.team = std::string(f[c_qos]);
+    jobs.push_back(std::move(j));
+    return Status();
+  });
+  if (!s.ok()) return s.error();
+  return jobs;
+}
+
+namespace {
+
+double Quantile(std::vector<double>& v, double q) {
+  if (v.empty()) return 0;
+  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  rank = std::clamp<size_t>(rank, 1, v.size());
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(rank - 1), v.end());
+  return v[rank - 1];
+}
+
+// The trace's own demand (every job running from its submit time), for the oracle: the peak
+// over a window that only moves forward, as a sliding-window maximum over its change points.
+class OracleDemand {
+ public:
+  explicit OracleDemand(const std::vector<Job>& jobs) {
+    std::vector<std::pair<double, int>> d;
+    d.reserve(jobs.size() * 2);
+    for (const Job& j : jobs) {
+      d.emplace_back(j.submit_s, j.gpus);
+      d.emplace_back(j.submit_s + j.duration_s, -j.gpus);
+    }
+    std::sort(d.begin(), d.end());
+    double level = 0;
+    for (size_t i = 0; i < d.size(); ++i) {
+      level += d[i].second;
+      if (i + 1 < d.size() && d[i + 1].first == d[i].first) continue;
+      points_.emplace_back(d[i].first, level);
+    }
+  }
+  // The largest demand in [from, to]; calls come with non-decreasing `from` and `to`.
+  double Peak(double from, double to) {
+    while (next_ < points_.size() && points_[next_].first <= to) {
+      while (!window_.empty() && points_[window_.back()].second <= points_[next_].second) {
+        window_.pop_back();
+      }
+      window_.push_back(next_++);
+    }
+    while (at_ + 1 < points_.size() && points_[at_ + 1].first <= from) ++at_;
+    while (!window_.empty() && points_[window_.front()].first <= from) window_.pop_front();
+    double now = points_.empty() || points_[at_].first > from ? 0 : points_[at_].second;
+    return window_.empty() ? now : std::max(now, points_[window_.front()].second);
+  }
+
+ private:
+  std::vector<std::pair<double, double>> points_;  // (time, demand from then on)
+  size_t next_ = 0, at_ = 0;
+  std::deque<size_t> window_;
+};
+
+enum EventKind { kFinish = 0, kNodeReady = 1, kArrival = 2, kTick = 3 };
+struct Event {
+  double t;
+  int kind;
+  int64_t id;
+  bool operator>(const Event& o) const { return t != o.t ? t > o.t : kind > o.kind; }
+};
+
+}  // namespace
+
+Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o) {
+  const ScalePolicy& p = o.policy;
+  if (auto why = p.Validate(); !why.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "policy: " + why);
+  }
+  if (o.gpus_per_node < 1) {
+    return MakeError(ErrorCode::kInvalidArgument, "--pool-gpus-per-node must be at least 1");
+  }
+  if (!(o.time_scale > 0) || !(o.size_scale > 0)) {
+    return MakeError(ErrorCode::kInvalidArgument, "--time-scale and --size-scale must be > 0");
+  }
+  const int G = o.gpus_per_node;
+  ReplayResult r;
+  r.policy = ToString(p.mode);
+
+  // Scaled jobs, in submit order.
+  std::vector<Job> jobs;
+  int whole = static_cast<int>(std::floor(o.size_scale));
+  double frac = o.size_scale - whole;
+  const int64_t max_gpus = static_cast<int64_t>(p.max_nodes) * G;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    const TraceJob& t = trace[i];
+    // Deterministic: the same trace and scale always give the same jobs.
+    uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ULL;
+    int copies = whole + ((h >> 11) * 0x1.0p-53 < frac ? 1 : 0);
+    for (int c = 0; c < copies; ++c) {
+      if (t.gpus > max_gpus) {
+        ++r.unplaceable;
+        continue;
+      }
+      Job j;
+      j.id = static_cast<int64_t>(jobs.size());
+      j.team = t.team;
+      j.gpus = t.gpus;
+      j.submit_s = t.submit_s / o.time_scale;
+      j.duration_s = t.duration_s;
+      jobs.push_back(std::move(j));
+    }
+  }
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [](const Job& a, const Job& b) { return a.submit_s < b.submit_s; });
+  for (size_t i = 0; i < jobs.size(); ++i) jobs[i].id = static_cast<int64_t>(i);
+  r.jobs = jobs.size();
+  if (jobs.empty()) return r;
+
+  Pool pool(G);
+  Queue queue;
+  const double t0 = jobs.front().submit_s;
+  const int horizon_steps =
+      static_cast<int>(std::ceil((p.lead_time_s + p.interval_s) / o.forecast_step_s));
+  Forecaster forecaster(o.forecast_step_s, horizon_steps);
+  std::optional<OracleDemand> oracle;
+  if (p.mode == ScaleMode::kOracle) oracle.emplace(jobs);
+
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+  for (const Job& j : jobs) events.push({j.submit_s, kArrival, j.id});
+  int initial = p.MinimumAt(t0);
+  for (int i = 0; i < initial; ++i) pool.MarkReady(pool.AddNode(t0, t0), t0);
+  events.push({t0, kTick, 0});
+
+  double now = t0, last_up = -1e18, last_down = -1e18;
+  double provisioned_gpu_s = 0, busy_gpu_s = 0;
+  size_t finished = 0;
+  int live_nodes = initial;  // provisioning + ready
+  r.peak_nodes = initial;
+  double step_peak = 0, next_step = t0 + o.forecast_step_s;
+
+  auto start = [&](double t) {
+    for (Job* j : queue.Schedule(pool, t)) events.push({t + j->duration_s, kFinish, j->id});
+  };
+  while (!events.empty()) {
+    Event e = events.top();
+    events.pop();
+    if (e.kind == kTick && finished == jobs.size()) continue;  // the trace is over
+    double dt = e.t - now;
+    if (dt > 0) {
+      provisioned_gpu_s += static_cast<double>(live_nodes) * G * dt;
+      busy_gpu_s += static_cast<double>(pool.busy_gpus()) * dt;
+      now = e.t;
+    }
+    switch (e.kind) {
+      case kArrival:
+        queue.Push(&jobs[static_cast<size_t>(e.id)]);
+        start(now);
+        break;
+      case kFinish: {
+        Job& j = jobs[static_cast<size_t>(e.id)];
+        pool.Release(j, now);
+        queue.OnFinished(j);
+        ++finished;
+        start(now);
+        break;
+      }
+      case kNodeReady:
+        pool.MarkReady(static_cast<int>(e.id), now);
+        start(now);
+        break;
+      case kTick: {
+        double demand = static_cast<double>(pool.busy_gpus() + queue.queued_gpus());
+        step_peak = std::max(step_peak, demand);
+        while (now >= next_step) {
+          forecaster.Observe(step_peak);
+          step_peak = demand;
+          next_step += o.forecast_step_s;
+        }
+        ScaleInput in;
+        in.now_s = now;
+        in.gpus_per_node = G;
+        in.ready = pool.ready_nodes();
+        in.provisioning = pool.provisioning_nodes();
+        in.demand_gpus = demand;
+        if (p.mode == ScaleMode::kPredictive) {
+          in.peak_forecast_gpus = forecaster.Peak(horizon_steps) + 2 * forecaster.error();
+        } else if (p.mode == ScaleMode::kOracle) {
+          in.peak_forecast_gpus = oracle->Peak(now, now + p.lead_time_s + p.interval_s);
+        }
+        auto idle = pool.IdleNodes(now - p.idle_before_remove_s);
+        in.idle_removable = static_cast<int>(idle.size());
+        in.last_up_s = last_up;
+        in.last_down_s = last_down;
+        ScaleDecision d = Decide(p, in);
+        if (d.delta > 0) {
+          for (int i = 0; i < d.delta; ++i) {
+            int node = pool.AddNode(now, now + p.lead_time_s);
+            events.push({now + p.lead_time_s, kNodeReady, node});
+          }
+          live_nodes += d.delta;
+          last_up = now;
+          ++r.scale_events;
+        } else if (d.delta < 0) {
+          int removed = 0;
+          for (int i = 0; i < -d.delta && i < static_cast<int>(idle.size()); ++i) {
+            removed += pool.Remove(idle[static_cast<size_t>(i)]) ? 1 : 0;
+          }
+          live_nodes -= removed;
+          last_down = now;
+          ++r.scale_events;
+        }
+        r.peak_nodes = std::max(r.peak_nodes, live_nodes);
+        events.push({now + p.interval_s, kTick, 0});
+        break;
+      }
+    }
+  }
+
+  std::vector<double> waits;
+  waits.reserve(jobs.size());
+  double wait_sum = 0;
+  for (const Job& j : jobs) {
+    double w = j.start_s - j.submit_s;
+    waits.push_back(w);
+    wait_sum += w;
+    if (w > p.lead_time_s) ++r.jobs_waited_over_lead_time;
+  }
+  r.wait_mean_s = wait_sum / static_cast<double>(waits.size());
+  r.wait_p50_s = Quantile(waits, 0.50);
+  r.wait_p95_s = Quantile(waits, 0.95);
+  r.wait_p99_s = Quantile(waits, 0.99);
+  r.gpu_hours_provisioned = provisioned_gpu_s / 3600;
+  r.gpu_hours_busy = busy_gpu_s / 3600;
+  r.gpu_hours_idle = r.gpu_hours_provisioned - r.gpu_hours_busy;
+  r.span_s = now - t0;
+  if (p.mode == ScaleMode::kPredictive) {
+    auto s = forecaster.stats();
+    r.forecast_mape = s.mape;
+    r.forecast_bias = s.bias;
+    r.forecast_model = s.model;
+  } else {
+    r.forecast_mape = NAN;
+    r.forecast_bias = NAN;
+  }
+  return r;
+}
+
+}  // namespace gpufleet::sched

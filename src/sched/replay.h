@@ -1,0 +1,62 @@
+#pragma once
+// `gpufleet replay`: a job trace replayed as a discrete-event simulation in virtual time (no
+// sleeping) through the same queue, allocator, forecaster and scaling decision as the live
+// controller, for one pool of identical nodes.
+//
+// Trace format (CSV with a header; rows in any order): submit_time,duration_s,gpus (seconds)
+// and optionally gpus_per_node,team,gpu_model. The Alibaba 2023 GPU trace (openb_pod_list_*.csv)
+// is read with ParseOpenbTrace.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "sched/autoscaler.h"
+
+namespace gpufleet::sched {
+
+struct TraceJob {
+  double submit_s = 0;
+  double duration_s = 0;
+  int gpus = 1;
+  std::string team;
+};
+
+// Errors name the file, the line and the column.
+Result<std::vector<TraceJob>> ParseTrace(std::string_view text, const std::string& name);
+// openb: name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,
+// deletion_time,scheduled_time. Pods without GPUs or without a deletion time are skipped; a
+// shared fraction of a GPU (gpu_milli < 1000) counts as one GPU (the allocator hands out whole
+// GPUs); the run time is deletion minus scheduled time (creation when never scheduled); the
+// team is the qos class.
+Result<std::vector<TraceJob>> ParseOpenbTrace(std::string_view text, const std::string& name);
+
+struct ReplayOptions {
+  int gpus_per_node = 8;
+  ScalePolicy policy;
+  double time_scale = 1;         // arrivals this many times denser (submit times divided)
+  double size_scale = 1;         // each job this many times (fractions: some jobs once more)
+  double forecast_step_s = 300;  // the forecaster's step
+};
+
+struct ReplayResult {
+  std::string policy;
+  size_t jobs = 0;                   // replayed (after size scaling)
+  size_t unplaceable = 0;            // larger than the pool at max_nodes: left out, counted here
+  double gpu_hours_provisioned = 0;  // nodes from the request to their removal
+  double gpu_hours_busy = 0;
+  double gpu_hours_idle = 0;
+  double wait_p50_s = 0, wait_p95_s = 0, wait_p99_s = 0, wait_mean_s = 0;
+  size_t jobs_waited_over_lead_time = 0;
+  size_t scale_events = 0;
+  double forecast_mape = 0;  // NaN: not applicable (reactive, oracle)
+  double forecast_bias = 0;
+  std::string forecast_model;
+  int peak_nodes = 0;
+  double span_s = 0;  // virtual time simulated
+};
+
+Result<ReplayResult> Replay(std::vector<TraceJob> jobs, const ReplayOptions& options);
+
+}  // namespace gpufleet::sched

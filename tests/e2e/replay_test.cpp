@@ -1,0 +1,78 @@
+// `gpufleet replay` as a user runs it: the binary, a trace file, the JSON figures.
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "harness.h"
+
+namespace gpufleet::e2e {
+namespace {
+
+namespace json = boost::json;
+
+TEST(Replay, PrintsTheHandComputedFiguresAsJsonAndRefusesBadInput) {
+  std::string dir = TempDir("replay");
+  std::string trace = dir + "/t.csv";
+  // Rows in any order. sched_test's SmallTraceGivesTheHandComputedWaits with teams: when the
+  // second node is ready at t=160, team b (running nothing) goes before team a (running A), so
+  // C starts at 160 (wait 140) and B when C ends at 210 (wait 200). Everything ends at 310.
+  std::ofstream(trace) << "submit_time,duration_s,gpus,team\n20,50,4,b\n0,300,8,a\n10,100,8,a\n";
+  auto r = RunGpufleet({"-o",       "json",
+                        "replay",   "--trace",
+                        trace,      "--pool-gpus-per-node",
+                        "8",        "--policy",
+                        "reactive", "--lead-time",
+                        "100",      "--min-nodes",
+                        "1",        "--max-nodes",
+                        "2",        "--target-share",
+                        "1",        "--interval",
+                        "60",       "--idle-before-remove",
+                        "1000000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto v = json::parse(r.out).as_object();
+  for (const char* key :
+       {"gpu_hours_provisioned", "gpu_hours_idle", "wait_p50_s", "wait_p95_s", "wait_p99_s",
+        "jobs_waited_over_lead_time", "scale_events", "forecast_mape", "jobs", "policy"}) {
+    EXPECT_TRUE(v.contains(key)) << key;
+  }
+  EXPECT_EQ(v.at("policy").as_string(), "reactive");
+  EXPECT_EQ(v.at("jobs").to_number<int>(), 3);
+  EXPECT_DOUBLE_EQ(v.at("wait_p50_s").to_number<double>(), 140);
+  EXPECT_DOUBLE_EQ(v.at("wait_p95_s").to_number<double>(), 200);
+  EXPECT_EQ(v.at("jobs_waited_over_lead_time").to_number<int>(), 2);
+  EXPECT_EQ(v.at("scale_events").to_number<int>(), 1);
+  EXPECT_NEAR(v.at("gpu_hours_provisioned").to_number<double>(), 8.0 * 560 / 3600, 1e-9);
+  EXPECT_NEAR(v.at("gpu_hours_idle").to_number<double>(), (8.0 * 560 - 3400) / 3600, 1e-9);
+  EXPECT_TRUE(v.at("forecast_mape").is_null());
+
+  auto predictive =
+      RunGpufleet({"-o", "json", "replay", "--trace", trace, "--policy", "predictive"});
+  ASSERT_EQ(predictive.exit_code, 0) << predictive.err;
+  EXPECT_EQ(json::parse(predictive.out).at("policy").as_string(), "predictive");
+
+  // The table form, and the real trace through the openb converter.
+  auto openb =
+      RunGpufleet({"replay", "--trace",
+                   std::string(GPUFLEET_SOURCE_DIR) + "/data/traces/openb_pod_list_default.csv",
+                   "--format", "openb", "--policy", "oracle", "--time-scale", "10"});
+  ASSERT_EQ(openb.exit_code, 0) << openb.err;
+  EXPECT_NE(openb.out.find("oracle  7064"), std::string::npos) << openb.out;
+
+  std::ofstream(dir + "/bad.csv") << "submit_time,duration_s,gpus\n0,10,2\n5,-1,2\n";
+  auto bad = RunGpufleet({"replay", "--trace", dir + "/bad.csv"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.err, "error: " + dir + "/bad.csv:3: duration_s '-1' is not seconds >= 0\n");
+  auto missing = RunGpufleet({"replay", "--trace", dir + "/none.csv"});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("cannot read"), std::string::npos) << missing.err;
+  auto share = RunGpufleet({"replay", "--trace", trace, "--target-share", "0"});
+  EXPECT_EQ(share.exit_code, 2);
+  EXPECT_EQ(share.err, "error: policy: target_share must be in (0, 1]\n");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpufleet::e2e
