@@ -39,8 +39,8 @@ struct AgentConn {
 };
 
 // The dashboard's live stream: what the controller publishes (one JSON object a cycle), kept
-// for the stream connections to pick up. A connection that falls more than kKeep behind gets
-// the newest only: each message is a whole summary, not a delta.
+// for the stream connections to pick up. A connection that falls further behind gets the last
+// kKeep only: each message is a whole summary, not a delta, so nothing is lost by skipping.
 class EventHub {
  public:
   static constexpr size_t kKeep = 16;
