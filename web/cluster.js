@@ -2,10 +2,10 @@
 // active alerts, and a sortable, filterable node table.
 
 import { api, esc, ago, simPill, Table } from './api.js';
-import { Heatmap, scaleColor, healthColor, HEALTH_NAMES } from './heatmap.js';
+import { Heatmap, scaleColor, healthColor, allocationColor, HEALTH_NAMES, ALLOCATION_NAMES } from './heatmap.js';
 
 const FIELDS = [['gpu_util', 'Utilization'], ['gpu_temp', 'Temperature'], ['power_usage', 'Power'],
-  ['memory', 'Memory used'], ['health', 'Health']];
+  ['memory', 'Memory used'], ['health', 'Health'], ['allocation', 'Allocation']];
 
 export function mount(el, params) {
   let gone = false;
@@ -21,10 +21,11 @@ export function mount(el, params) {
     <div class="panel"><h3 style="margin-top:0">Nodes</h3><div id="nodes"></div></div>`;
   const tip = document.getElementById('tip');
   const uuids = new Map(); // node -> [uuid by index], fetched on hover
-  let hovered = null;
+  let hovered = null, lastMouse = null;
   const heat = new Heatmap(document.getElementById('heat'), {
     onHover: (cell, e) => {
       hovered = cell;
+      lastMouse = e;
       if (!cell) { tip.hidden = true; return; }
       showTip(cell, e);
       if (!uuids.has(cell.node)) {
@@ -43,6 +44,7 @@ export function mount(el, params) {
   function valueText(v) {
     if (v === null || v === undefined) return 'no data';
     if (data.field === 'health') return HEALTH_NAMES[v] ?? String(v);
+    if (data.field === 'allocation') return ALLOCATION_NAMES[v] ?? String(v);
     return `${v} ${data.unit}`;
   }
   function showTip(cell, e) {
@@ -60,6 +62,10 @@ export function mount(el, params) {
 
   function legend() {
     const lg = document.getElementById('legend');
+    if (data.field === 'allocation') {
+      lg.innerHTML = ALLOCATION_NAMES.map((n, i) => `<span class="swatch" style="background:${allocationColor(i)}"></span>${n}`).join(' ');
+      return;
+    }
     if (data.field === 'health') {
       lg.innerHTML = HEALTH_NAMES.map((n, i) => `<span class="swatch" style="background:${healthColor(i)}"></span>${n}`).join(' ') +
         ` <span class="swatch" style="background:${healthColor(-1)}"></span>no data`;
@@ -80,6 +86,11 @@ export function mount(el, params) {
     data = d;
     const drawMs = heat.setData(d);
     legend();
+    // A tooltip that is open shows the new value (and field) of the cell under the pointer.
+    if (!tip.hidden && lastMouse) {
+      hovered = heat.cellAt(lastMouse);
+      if (hovered) showTip(hovered, null); else tip.hidden = true;
+    }
     const gpus = d.values.length;
     const simulated = d.nodes.filter((n) => n[5]).length;
     document.getElementById('heat-info').textContent =

@@ -7,6 +7,8 @@ const VIRIDIS = ['#440154', '#482878', '#3e4989', '#31688e', '#26828e', '#1f9e89
   '#b5de2b', '#fde725'];
 const HEALTH = ['#22a559', '#f0a020', '#d62728']; // healthy, warning, failed
 export const HEALTH_NAMES = ['healthy', 'warning', 'failed'];
+const ALLOCATION = ['#dbe4f3', '#2563eb']; // free, running a job
+export const ALLOCATION_NAMES = ['free', 'allocated'];
 const MISSING = '#d1d5db';
 const STATE_MARK = { cordoned: '#b26b00', draining: '#b26b00', drained: '#b26b00', degraded: '#b26b00',
   unhealthy: '#c0262d', unreachable: '#c0262d', provisioning: '#6b7280' };
@@ -35,6 +37,7 @@ export function scaleColor(t) {
   return `rgb(${w & 255},${(w >> 8) & 255},${(w >> 16) & 255})`;
 }
 export function healthColor(level) { return HEALTH[level] ?? MISSING; }
+export function allocationColor(v) { return ALLOCATION[v] ?? MISSING; }
 
 export class Heatmap {
   // onHover(cell or null, mouseEvent), onClick(cell); a cell is {node, pool, model, gpu, value,
@@ -109,10 +112,11 @@ export class Heatmap {
     const img = ctx.createImageData(L.width, L.height);
     const px = new Uint32Array(img.data.buffer);
     px.fill(word([255, 255, 255]));
-    const health = d.field === 'health';
+    // Categorical fields: health (healthy, warning, failed) and allocation (free, allocated).
+    const categories = d.field === 'health' ? HEALTH : d.field === 'allocation' ? ALLOCATION : null;
     const span = d.max - d.min || 1;
     const missing = word(rgb(MISSING));
-    const healthWords = HEALTH.map((h) => word(rgb(h)));
+    const categoryWords = (categories || []).map((h) => word(rgb(h)));
     const marks = Object.fromEntries(Object.entries(STATE_MARK).map(([k, v]) => [k, word(rgb(v))]));
     const W = L.width;
     const fill = (x0, y0, w, h, color) => {
@@ -132,7 +136,7 @@ export class Heatmap {
           const val = d.values[v];
           let color;
           if (val === null || val === undefined) color = missing;
-          else if (health) color = healthWords[val] ?? missing;
+          else if (categories) color = categoryWords[val] ?? missing;
           else color = SCALE[Math.max(0, Math.min(255, Math.round(((val - d.min) / span) * 255)))];
           fill(x0 + g * L.cw, y0, L.cw - 1, L.ch - 1, color);
           cells++;

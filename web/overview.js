@@ -33,15 +33,15 @@ export function mount(el) {
       if (!alertsBy.has(c)) alertsBy.set(c, {});
       alertsBy.get(c)[s] = (alertsBy.get(c)[s] || 0) + 1;
     }
-    let nodes = 0, gpus = 0, healthy = 0, failed = 0, ready = 0;
+    let nodes = 0, gpus = 0, healthy = 0, failed = 0, ready = 0, allocated = 0;
     for (const c of clusters.items) {
-      nodes += c.nodes; gpus += c.gpus; ready += c.nodes_ready;
+      nodes += c.nodes; gpus += c.gpus; ready += c.nodes_ready; allocated += c.gpus_allocated ?? 0;
       const h = hByCluster.get(c.name);
       if (h) { healthy += h.gpus_healthy; failed += h.gpus_failed; }
     }
     const critical = firing.items.filter((a) => a.labels.severity === 'critical').length;
     document.getElementById('totals').innerHTML = [
-      ['Clusters', clusters.items.length], ['Nodes', nodes], ['Nodes ready', ready], ['GPUs', gpus],
+      ['Clusters', clusters.items.length], ['Nodes', nodes], ['Nodes ready', ready], ['GPUs', gpus], ['GPUs allocated', allocated],
       ['GPUs healthy', health ? healthy : '—'], ['GPUs failed', health ? failed : '—'],
       ['Alerts firing', `${firing.total}${critical ? ` <span class="sev-critical">(${critical} critical)</span>` : ''}`],
     ].map(([k, v]) => `<div class="total"><span class="muted">${k}</span><b>${v}</b></div>`).join('');
@@ -55,7 +55,7 @@ export function mount(el) {
       return `<a class="card" href="#/cluster/${encodeURIComponent(c.name)}" data-cluster="${esc(c.name)}">
         <h3>${esc(c.name)}</h3><span class="muted">${esc(c.type)} · ${esc(c.site)}</span>
         <div class="kv"><span class="muted">Nodes</span><span>${c.nodes}: ${states}</span>
-          <span class="muted">GPUs</span><span><b data-gpus>${c.gpus}</b> total${h ? `, ${h.gpus_healthy} healthy${h.gpus_failed ? `, <span class="lv-failed">${h.gpus_failed} failed</span>` : ''}` : ''}</span>
+          <span class="muted">GPUs</span><span><b data-gpus>${c.gpus}</b> total, <span data-allocated>${c.gpus_allocated ?? 0}</span> allocated${h ? `, ${h.gpus_healthy} healthy${h.gpus_failed ? `, <span class="lv-failed">${h.gpus_failed} failed</span>` : ''}` : ''}</span>
           <span class="muted">Alerts</span><span>${alertText}</span></div>
         <canvas data-spark="${esc(c.name)}" title="GPU utilization, last hour"></canvas></a>`;
     }).join('') || '<div class="muted">No clusters yet: <code>gpufleet apply -f fleet.yaml</code></div>';

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   gpufleet::cli::AddHealthCommands(app, globals);
   gpufleet::cli::AddRuleCommands(app, globals);
   gpufleet::cli::AddReplayCommand(app, globals);
+  gpufleet::cli::AddJobCommands(app, globals);
 
   try {
     app.parse(argc, argv);

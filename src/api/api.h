@@ -16,6 +16,7 @@
 #include "scrape/scraper.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
+#include "workload/jobs.h"
 
 namespace gpufleet::api {
 
@@ -37,6 +38,7 @@ struct ApiDeps {
   std::function<std::vector<scrape::TargetStatus>()> scrape_targets;
   health::HealthService* health = nullptr;  // GET /api/v1/health; absent: 503
   alerting::Notifier* alerts = nullptr;     // GET /api/v1/alerts; absent: 503
+  workload::JobService* jobs = nullptr;     // /api/v1/jobs; absent: 503
 };
 
 // Owns its I/O threads. Start() binds and serves; Stop() closes and joins. Thread-safe.

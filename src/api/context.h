@@ -13,6 +13,7 @@
 #include "scrape/scraper.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
+#include "workload/jobs.h"
 
 namespace gpufleet::api {
 
@@ -29,6 +30,7 @@ struct ApiContext {
   BufferPool& buffers;  // for large reply bodies; the server hands them back after writing
   health::HealthService* health;  // may be null (tests that do not need it)
   alerting::Notifier* alerts;     // may be null
+  workload::JobService* jobs;     // may be null
 };
 
 // Each routes/<resource>.cpp registers its handlers.
@@ -45,6 +47,7 @@ void AddHealthRoutes(Router& router, ApiContext& ctx);     // GPU and node healt
 void AddAlertRoutes(Router& router, ApiContext& ctx);      // alerts, channels and silences
 void AddRuleRoutes(Router& router, ApiContext& ctx);       // alert rules
 void AddDashboardRoutes(Router& router, ApiContext& ctx);  // whoami, heatmap
+void AddJobRoutes(Router& router, ApiContext& ctx);        // jobs
 
 // Authenticates "Bearer <token>" against the stored API tokens.
 Result<Principal> Authenticate(Store& store, Clock& clock, const std::string& authorization);

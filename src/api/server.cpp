@@ -102,7 +102,8 @@ struct ApiServer::Impl {
                              : [] { return std::vector<scrape::TargetStatus>(); },
             buffers,
             d.health,
-            d.alerts} {
+            d.alerts,
+            d.jobs} {
     AddClusterRoutes(router, ctx);
     AddNodeRoutes(router, ctx);
     AddTokenRoutes(router, ctx);
@@ -116,6 +117,7 @@ struct ApiServer::Impl {
     AddAlertRoutes(router, ctx);
     AddRuleRoutes(router, ctx);
     AddDashboardRoutes(router, ctx);
+    AddJobRoutes(router, ctx);
   }
 
   Status SendToAgent(const std::string& node, const proto::Message& message) {

@@ -18,6 +18,7 @@
 #include "scrape/scraper.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
+#include "workload/jobs.h"
 
 namespace gpufleet {
 
@@ -179,6 +180,7 @@ struct Controller::Impl {
   std::unique_ptr<FleetService> fleet;
   std::unique_ptr<TelemetryStore> telemetry;
   std::unique_ptr<health::HealthService> health;
+  std::unique_ptr<workload::JobService> jobs;
   std::unique_ptr<alerting::Notifier> notifier;
   std::unique_ptr<alerting::SeriesReader> series_reader;  // the monitor thread's
   std::unique_ptr<AgentRouter> agents;
@@ -248,6 +250,8 @@ Status Controller::Start() {
   impl_->health = std::make_unique<health::HealthService>(
       *impl_->fleet, *impl_->telemetry, *impl_->store, impl_->catalog, xids, impl_->clock);
   GF_TRY(impl_->health->Load());
+  impl_->jobs = std::make_unique<workload::JobService>(*impl_->fleet, *impl_->store, impl_->clock);
+  GF_TRY(impl_->jobs->Load());
   impl_->notifier = std::make_unique<alerting::Notifier>(*impl_->store, impl_->clock, "");
   GF_TRY(impl_->notifier->Load());
   impl_->series_reader = alerting::MakeTelemetryReader(*impl_->telemetry);
@@ -268,7 +272,7 @@ Status Controller::Start() {
       ao,
       api::ApiDeps{*impl_->fleet, *impl_->store, impl_->catalog, impl_->clock, *impl_->telemetry,
                    *impl_->agents, [s = impl_->scraper.get()] { return s->Targets(); },
-                   impl_->health.get(), impl_->notifier.get()});
+                   impl_->health.get(), impl_->notifier.get(), impl_->jobs.get()});
   auto addr = impl_->server->Start();
   if (!addr.ok()) return addr.error();
   // Remediation actions go to agents over their connections (the monitor thread asks; it is
@@ -303,6 +307,8 @@ Status Controller::Start() {
       lock.unlock();
       int lost = impl_->fleet->CheckHeartbeats();
       if (lost) spdlog::warn("{} node(s) stopped sending heartbeats: unreachable", lost);
+      // Jobs: ends, requeues off nodes that cannot run them, placements.
+      impl_->jobs->Tick();
       int64_t now = impl_->clock->NowMs();
       // Pools change through apply; pick up their exporters within a few seconds.
       if (now >= next_targets) {

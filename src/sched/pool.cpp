@@ -60,6 +60,16 @@ bool Pool::Remove(int node) {
   return true;
 }
 
+bool Pool::Take(int node, int gpus) {
+  PoolNode& n = nodes_[node];
+  if (n.state != NodeState::kReady || gpus < 0 || n.free < gpus) return false;
+  if (n.free == gpus_per_node_ && gpus > 0) --whole_free_;
+  n.free -= gpus;
+  ++n.jobs;
+  free_ -= gpus;
+  return true;
+}
+
 bool Pool::Place(Job& job) {
   const int g = gpus_per_node_;
   if (job.gpus <= 0 || job.gpus > free_) return false;

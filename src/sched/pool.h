@@ -50,6 +50,9 @@ class Pool {
   // Removes an idle ready node; false (and nothing changes) when it runs a job.
   bool Remove(int node);
 
+  // Marks `gpus` of a ready node as in use by a job placed earlier (a live pool rebuilt from the
+  // fleet); false when the node has fewer free.
+  bool Take(int node, int gpus);
   // Places `job` (sets job.nodes) and returns true, or returns false and changes nothing.
   bool Place(Job& job);
   // Frees what `job` held.
@@ -82,7 +85,9 @@ class Queue {
   // GPUs, updated as jobs start.
   std::vector<Job*> Schedule(Pool& pool, double now);
   void OnFinished(const Job& job);  // the team's running GPUs go down
-  bool Remove(int64_t id);          // a cancelled job
+  // A job already running (a live queue rebuilt each pass): counts for its team's share.
+  void AddRunning(const std::string& team, int64_t gpus) { TeamGpus(team) += gpus; }
+  bool Remove(int64_t id);  // a cancelled job
   const std::deque<Job*>& jobs() const { return jobs_; }
 
  private:

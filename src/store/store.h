@@ -70,6 +70,15 @@ struct RuleRecord {
   int64_t updated_ms = 0;
 };
 
+// A job (a GPU request): its state and the whole job as a JSON document (owned by the workload
+// component).
+struct JobRecord {
+  int64_t id = 0;
+  std::string state;
+  std::string doc;
+  int64_t updated_ms = 0;
+};
+
 // A notification in the outbox: written with the alert state change it tells, removed only when
 // the receiver acknowledged it.
 struct Notification {
@@ -165,7 +174,9 @@ class Store {
   // User alert rules: upserts and removals by name in one transaction.
   virtual Status SaveRules(const std::vector<RuleRecord>& upsert,
                            const std::vector<std::string>& remove) = 0;
-  virtual Result<std::vector<RuleRecord>> ListRules() = 0;  // by name
+  virtual Result<std::vector<RuleRecord>> ListRules() = 0;          // by name
+  virtual Status SaveJobs(const std::vector<JobRecord>& jobs) = 0;  // upserts, one transaction
+  virtual Result<std::vector<JobRecord>> ListJobs() = 0;            // by id
   virtual Status CreateSilence(const SilenceRecord& silence) = 0;
   virtual Result<std::vector<SilenceRecord>> ListSilences() = 0;  // newest first
   // Ends a silence now (ends_ms = now) if it has not ended; kNotFound for an unknown id.

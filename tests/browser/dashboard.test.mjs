@@ -58,7 +58,7 @@ test('the heatmap API: packed values in node order, gzip when asked, clear error
   assert.equal((await gz.json()).values.length, fleet.counts.get('train-use1').gpus);
   const bad = await call(fleet.base, fleet.token, 'GET', '/api/v1/heatmap?cluster=infer-use1&field=bogus');
   assert.equal(bad.status, 400);
-  assert.match(bad.body.error.message, /unknown field 'bogus' \(known: health, memory, gpu_util/);
+  assert.match(bad.body.error.message, /unknown field 'bogus' \(known: health, allocation, memory, gpu_util/);
   const missing = await call(fleet.base, fleet.token, 'GET', '/api/v1/heatmap?cluster=nope');
   assert.equal(missing.status, 404);
   assert.match(missing.body.error.message, /no cluster 'nope'/);
@@ -132,11 +132,17 @@ test('the cluster heatmap has one cell per GPU, and a hover names the GPU', asyn
   assert.match(tip, /Utilization: /);
   await shot(page, 'cluster-heatmap');
   // Every field draws every GPU.
-  for (const field of ['gpu_temp', 'power_usage', 'memory', 'health']) {
+  for (const field of ['gpu_temp', 'power_usage', 'memory', 'health', 'allocation']) {
     await page.selectOption('#field', field);
     await page.waitForFunction((f) => window.gpufleet.heatmap.data?.field === f, field);
     assert.equal(await page.$eval('#heat canvas', (c) => Number(c.dataset.cells)), want);
   }
+  // A job shows on the allocation colouring by itself (the live stream's next cycle).
+  const job = await call(fleet.base, fleet.token, 'POST', '/api/v1/jobs', { team: 'vision', pool: 'h100-sxm', gpus: 4 });
+  assert.equal(job.status, 201, JSON.stringify(job.body));
+  await page.waitForFunction(() => window.gpufleet.heatmap.data.values.reduce((n, v) => n + (v || 0), 0) === 4, null, { timeout: 30000 });
+  await shot(page, 'cluster-allocation');
+  assert.equal((await call(fleet.base, fleet.token, 'DELETE', `/api/v1/jobs/${job.body.id}`)).status, 200);
   // The node table sorts and filters.
   await page.fill('#nodes input[type=search]', 'h200');
   assert.equal(await page.$$eval('#nodes tbody tr', (rows) => rows.length), fleet.counts.get('train-use1').nodes - 32);

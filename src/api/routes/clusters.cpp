@@ -9,14 +9,21 @@ namespace gpufleet::api {
 namespace {
 
 struct Counts {
-  int nodes = 0, gpus = 0, ready = 0;
+  int nodes = 0, gpus = 0, ready = 0, allocated = 0;
   std::map<std::string, int> by_state;
 };
 
-std::map<std::string, Counts> CountBy(const std::vector<Node>& nodes, bool by_pool) {
+// `ctx.jobs`' allocation: GPUs running jobs count as allocated.
+std::map<std::string, Counts> CountBy(ApiContext& ctx, const std::vector<Node>& nodes,
+                                      bool by_pool) {
   std::map<std::string, Counts> out;
+  std::map<std::string, std::vector<int64_t>> allocation;
+  if (ctx.jobs) allocation = ctx.jobs->Allocation();
   for (const auto& n : nodes) {
     auto& c = out[by_pool ? n.pool : n.cluster];
+    if (auto a = allocation.find(n.name); a != allocation.end()) {
+      for (int64_t job : a->second) c.allocated += job != 0;
+    }
     ++c.nodes;
     c.gpus += static_cast<int>(n.gpus.size());
     c.ready += n.state == NodeState::kReady ? 1 : 0;
@@ -29,6 +36,7 @@ json::object WithCounts(json::object o, const Counts& c) {
   o["nodes"] = c.nodes;
   o["gpus"] = c.gpus;
   o["nodes_ready"] = c.ready;
+  o["gpus_allocated"] = c.allocated;
   json::object states;
   for (const auto& [s, n] : c.by_state) states[s] = n;
   o["nodes_by_state"] = std::move(states);
@@ -49,7 +57,7 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
                if (!page.ok()) return ErrorResponse(page.error());
                auto clusters = ctx.fleet.Clusters();
                if (!clusters.ok()) return ErrorResponse(clusters.error());
-               auto counts = CountBy(ctx.fleet.Nodes({}), false);
+               auto counts = CountBy(ctx, ctx.fleet.Nodes({}), false);
                json::array items;
                for (const auto& c : clusters.value()) {
                  if (!who.CanSeeCluster(c.name)) continue;
@@ -70,7 +78,7 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
                  if (c.name != name || !who.CanSeeCluster(c.name)) continue;
                  NodeFilter f;
                  f.cluster = name;
-                 auto counts = CountBy(ctx.fleet.Nodes(f), false);
+                 auto counts = CountBy(ctx, ctx.fleet.Nodes(f), false);
                  return ObjectResponse(200, WithCounts(ToJson(c), counts[name]));
                }
                return ErrorResponse(MakeError(ErrorCode::kNotFound, "no cluster '" + name + "'"));
@@ -82,7 +90,7 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
                if (!page.ok()) return ErrorResponse(page.error());
                auto pools = ctx.fleet.Pools();
                if (!pools.ok()) return ErrorResponse(pools.error());
-               auto counts = CountBy(ctx.fleet.Nodes({}), true);
+               auto counts = CountBy(ctx, ctx.fleet.Nodes({}), true);
                auto cluster = req.query.find("cluster");
                json::array items;
                for (const auto& p : pools.value()) {
@@ -102,7 +110,7 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
                }
                NodeFilter f;
                f.pool = pool->name;
-               auto counts = CountBy(ctx.fleet.Nodes(f), true);
+               auto counts = CountBy(ctx, ctx.fleet.Nodes(f), true);
                return ObjectResponse(200, WithCounts(ToJson(pool.value()), counts[pool->name]));
              });
 

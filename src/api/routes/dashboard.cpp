@@ -25,6 +25,9 @@ struct HeatField {
 
 std::optional<HeatField> ParseHeatField(const std::string& name) {
   if (name == "health") return HeatField{"health", "Health", "", std::nullopt, 1, 0, 2};
+  if (name == "allocation") {
+    return HeatField{"allocation", "Allocation", "", std::nullopt, 1, 0, 1};
+  }
   if (name == "memory") return HeatField{"memory", "Memory used", "%", std::nullopt, 1, 0, 100};
   if (name == "gpu_util" || name.empty()) {
     return HeatField{"gpu_util", "Utilization", "%", Field::kGpuUtil, 1, 0, 100};
@@ -50,7 +53,7 @@ struct HeatNode {
 Response Heatmap(ApiContext& ctx, const Request& req, const Principal& who) {
   auto hf = ParseHeatField(req.Param("field"));
   if (!hf) {
-    std::string known = "health, memory";
+    std::string known = "health, allocation, memory";
     for (const auto& f : Fields()) known += ", " + std::string(f.name);
     return ErrorResponse(
         MakeError(ErrorCode::kInvalidArgument,
@@ -91,7 +94,18 @@ Response Heatmap(ApiContext& ctx, const Request& req, const Principal& who) {
     for (const auto& u : n.uuids) uuids.push_back(&u);
   }
   std::vector<double> values(uuids.size(), NAN);
-  if (hf->name == "health") {
+  if (hf->name == "allocation") {
+    if (!ctx.jobs) return ErrorResponse(MakeError(ErrorCode::kUnavailable, "jobs are not running"));
+    auto allocation = ctx.jobs->Allocation();  // node -> job id per GPU index
+    size_t v = 0;
+    for (const auto& n : nodes) {
+      auto it = allocation.find(n.name);
+      for (size_t i = 0; i < n.uuids.size(); ++i, ++v) {
+        bool held = it != allocation.end() && i < it->second.size() && it->second[i] != 0;
+        values[v] = held ? 1 : 0;
+      }
+    }
+  } else if (hf->name == "health") {
     if (!ctx.health) {
       return ErrorResponse(MakeError(ErrorCode::kUnavailable, "the health model is not running"));
     }

@@ -83,6 +83,12 @@ ALTER TABLE channels ADD COLUMN matchers TEXT NOT NULL DEFAULT ''
       {8, R"SQL(
 ALTER TABLE channels ADD COLUMN group_by TEXT NOT NULL DEFAULT ''
 )SQL"},
+      // Jobs (GPU requests), a JSON document each; the state is a column for listing by it.
+      {9, R"SQL(
+CREATE TABLE jobs (
+  id BIGINT PRIMARY KEY, state TEXT NOT NULL, doc TEXT NOT NULL, updated_ms BIGINT NOT NULL);
+CREATE INDEX jobs_state ON jobs(state)
+)SQL"},
   };
   return kAll;
 }

@@ -605,6 +605,45 @@ class SqliteStore : public Store {
     }
   }
 
+  Status SaveJobs(const std::vector<JobRecord>& jobs) override {
+    std::lock_guard lock(mu_);
+    try {
+      soci::transaction tx(sql_);
+      for (const auto& j : jobs) {
+        long long id = j.id, t = j.updated_ms;
+        sql_ << "INSERT INTO jobs (id, state, doc, updated_ms) VALUES (:i, :s, :d, :t) "
+                "ON CONFLICT (id) DO UPDATE SET state = excluded.state, doc = excluded.doc, "
+                "updated_ms = excluded.updated_ms",
+            soci::use(id), soci::use(j.state), soci::use(j.doc), soci::use(t);
+      }
+      tx.commit();
+      return {};
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
+  Result<std::vector<JobRecord>> ListJobs() override {
+    std::lock_guard lock(mu_);
+    try {
+      std::vector<JobRecord> out;
+      JobRecord j;
+      long long id = 0, t = 0;
+      soci::statement st =
+          (sql_.prepare << "SELECT id, state, doc, updated_ms FROM jobs ORDER BY id",
+           soci::into(id), soci::into(j.state), soci::into(j.doc), soci::into(t));
+      st.execute();
+      while (st.fetch()) {
+        j.id = id;
+        j.updated_ms = t;
+        out.push_back(j);
+      }
+      return out;
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
   Status CreateSilence(const SilenceRecord& s) override {
     std::lock_guard lock(mu_);
     try {

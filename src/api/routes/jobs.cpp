@@ -1,0 +1,174 @@
+// Jobs: POST /api/v1/jobs (submit), GET /api/v1/jobs and /api/v1/jobs/{id}, DELETE
+// /api/v1/jobs/{id} (cancel).
+
+#include "api/json_util.h"
+#include "model/json.h"
+
+namespace json = boost::json;
+
+namespace gpufleet::api {
+namespace {
+
+json::object JobJson(const workload::Job& j) {
+  json::array placement;
+  for (const auto& p : j.placement) {
+    json::array gpus;
+    for (int g : p.gpus) gpus.push_back(g);
+    placement.push_back(json::object{{"node", p.node}, {"gpus", std::move(gpus)}});
+  }
+  auto time = [](int64_t ms) { return ms ? json::value(FormatTime(ms)) : json::value(nullptr); };
+  return {{"id", j.id},
+          {"team", j.spec.team},
+          {"project", j.spec.project},
+          {"cluster", j.spec.cluster},
+          {"pool", j.spec.pool},
+          {"gpu_model", j.spec.gpu_model},
+          {"gpus", j.spec.gpus},
+          {"priority", j.spec.priority},
+          {"duration_s", j.spec.duration_ms / 1000},
+          {"state", workload::ToString(j.state)},
+          {"reason", j.reason},
+          {"submitted_at", time(j.submit_ms)},
+          {"started_at", time(j.start_ms)},
+          {"ended_at", time(j.end_ms)},
+          {"wait_s", static_cast<double>(j.wait_ms) / 1000.0},
+          {"gpu_hours", j.gpu_hours},
+          {"requeues", j.requeues},
+          {"placement", std::move(placement)}};
+}
+
+Response JobsUnavailable() {
+  return ErrorResponse(MakeError(ErrorCode::kUnavailable, "jobs are not running"));
+}
+
+Result<int64_t> JobId(const Request& req) {
+  const std::string& text = req.params.at("id");
+  if (text.empty() || text.size() > 15 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
+    return MakeError(ErrorCode::kInvalidArgument, "a job id is a number, not '" + text + "'");
+  }
+  return std::stoll(text);
+}
+
+// A job outside the caller's cluster scope does not exist for it.
+Result<workload::Job> VisibleJob(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto id = JobId(req);
+  if (!id.ok()) return id.error();
+  auto job = ctx.jobs->Get(id.value());
+  if (!job.ok() || !who.CanSeeCluster(job->spec.cluster)) {
+    return MakeError(ErrorCode::kNotFound, "no job " + std::to_string(id.value()));
+  }
+  return job;
+}
+
+}  // namespace
+
+void AddJobRoutes(Router& router, ApiContext& ctx) {
+  router.Add("POST", "/api/v1/jobs", Role::kOperator,
+             [&ctx](const Request& req, const Principal& who) {
+               if (!ctx.jobs) return JobsUnavailable();
+               auto body = ParseObject(req.body);
+               if (!body.ok()) return ErrorResponse(body.error());
+               if (auto s = OnlyFields(*body, {"team", "project", "cluster", "pool", "gpu_model",
+                                               "gpus", "priority", "duration"});
+                   !s.ok()) {
+                 return ErrorResponse(s.error());
+               }
+               workload::JobSpec spec;
+               auto team = GetString(*body, "team", std::string());
+               auto project = GetString(*body, "project", std::string());
+               auto cluster = GetString(*body, "cluster", std::string());
+               auto pool = GetString(*body, "pool", std::string());
+               auto model = GetString(*body, "gpu_model", std::string());
+               auto gpus = GetInt(*body, "gpus", 1);
+               auto priority = GetInt(*body, "priority", 0);
+               auto duration = GetString(*body, "duration", std::string());
+               for (const auto* r : {&team, &project, &cluster, &pool, &model, &duration}) {
+                 if (!r->ok()) return ErrorResponse(r->error());
+               }
+               if (!gpus.ok()) return ErrorResponse(gpus.error());
+               if (!priority.ok()) return ErrorResponse(priority.error());
+               if (gpus.value() < 1 || gpus.value() > 100'000) {
+                 return ErrorResponse(
+                     MakeError(ErrorCode::kInvalidArgument, "'gpus' must be 1 to 100000"));
+               }
+               spec.team = team.value();
+               spec.project = project.value();
+               spec.cluster = cluster.value();
+               spec.pool = pool.value();
+               spec.gpu_model = model.value();
+               spec.gpus = static_cast<int>(gpus.value());
+               spec.priority = static_cast<int>(priority.value());
+               if (!duration->empty()) {
+                 spec.duration_ms = ParseDurationMs(duration.value());
+                 if (spec.duration_ms <= 0) {
+                   return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                                  "'duration' must be such as 90s, 30m or 2h"));
+                 }
+               }
+               if (!spec.cluster.empty() && !who.CanSeeCluster(spec.cluster)) {
+                 return ErrorResponse(
+                     MakeError(ErrorCode::kPermissionDenied,
+                               "cluster '" + spec.cluster + "' is outside this token's scope"));
+               }
+               auto job = ctx.jobs->Submit(spec);
+               if (!job.ok()) return ErrorResponse(job.error());
+               if (!who.CanSeeCluster(job->spec.cluster)) {  // the pool's cluster, now known
+                 (void)ctx.jobs->Cancel(job->id);
+                 return ErrorResponse(
+                     MakeError(ErrorCode::kPermissionDenied,
+                               "pool '" + job->spec.pool + "' is outside this token's scope"));
+               }
+               Response r = ObjectResponse(201, JobJson(job.value()));
+               r.audit_target = "job/" + std::to_string(job->id);
+               r.audit_after = r.body;
+               return r;
+             });
+
+  router.Add("GET", "/api/v1/jobs", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) {
+               if (!ctx.jobs) return JobsUnavailable();
+               auto page = ParsePage(req);
+               if (!page.ok()) return ErrorResponse(page.error());
+               workload::JobFilter f;
+               f.state = req.Param("state");
+               if (!f.state.empty() && f.state != "queued" && f.state != "running" &&
+                   f.state != "completed" && f.state != "cancelled") {
+                 return ErrorResponse(
+                     MakeError(ErrorCode::kInvalidArgument,
+                               "'state' must be queued, running, completed or cancelled"));
+               }
+               f.team = req.Param("team");
+               f.pool = req.Param("pool");
+               f.cluster = req.Param("cluster");
+               f.clusters = who.clusters;
+               json::array items;
+               for (const auto& j : ctx.jobs->List(f)) items.push_back(JobJson(j));
+               return ListResponse(std::move(items), page.value());
+             });
+
+  router.Add("GET", "/api/v1/jobs/{id}", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) {
+               if (!ctx.jobs) return JobsUnavailable();
+               auto job = VisibleJob(ctx, req, who);
+               if (!job.ok()) return ErrorResponse(job.error());
+               return ObjectResponse(200, JobJson(job.value()));
+             });
+
+  router.Add("DELETE", "/api/v1/jobs/{id}", Role::kOperator,
+             [&ctx](const Request& req, const Principal& who) {
+               if (!ctx.jobs) return JobsUnavailable();
+               auto job = VisibleJob(ctx, req, who);
+               if (!job.ok()) return ErrorResponse(job.error());
+               auto before = JobJson(job.value());
+               auto cancelled = ctx.jobs->Cancel(job->id);
+               if (!cancelled.ok()) return ErrorResponse(cancelled.error());
+               Response r = ObjectResponse(200, JobJson(cancelled.value()));
+               r.audit_target = "job/" + std::to_string(job->id);
+               r.audit_before = json::serialize(before);
+               r.audit_after = r.body;
+               return r;
+             });
+}
+
+}  // namespace gpufleet::api

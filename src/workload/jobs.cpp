@@ -1,0 +1,421 @@
+#include "workload/jobs.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <set>
+
+#include "sched/pool.h"
+
+namespace json = boost::json;
+
+namespace gpufleet::workload {
+namespace {
+
+std::optional<JobState> ParseState(std::string_view s) {
+  for (auto st :
+       {JobState::kQueued, JobState::kRunning, JobState::kCompleted, JobState::kCancelled}) {
+    if (ToString(st) == s) return st;
+  }
+  return std::nullopt;
+}
+
+std::string ToDoc(const Job& j) {
+  json::array placement;
+  for (const auto& p : j.placement) {
+    json::array gpus;
+    for (int g : p.gpus) gpus.push_back(g);
+    placement.push_back(json::object{{"node", p.node}, {"gpus", std::move(gpus)}});
+  }
+  return json::serialize(json::object{{"team", j.spec.team},
+                                      {"project", j.spec.project},
+                                      {"cluster", j.spec.cluster},
+                                      {"pool", j.spec.pool},
+                                      {"gpu_model", j.spec.gpu_model},
+                                      {"gpus", j.spec.gpus},
+                                      {"priority", j.spec.priority},
+                                      {"duration_ms", j.spec.duration_ms},
+                                      {"submit_ms", j.submit_ms},
+                                      {"queued_ms", j.queued_ms},
+                                      {"start_ms", j.start_ms},
+                                      {"end_ms", j.end_ms},
+                                      {"wait_ms", j.wait_ms},
+                                      {"gpu_hours", j.gpu_hours},
+                                      {"requeues", j.requeues},
+                                      {"reason", j.reason},
+                                      {"placement", std::move(placement)}});
+}
+
+Job FromRecord(const JobRecord& r) {
+  Job j;
+  j.id = r.id;
+  j.state = ParseState(r.state).value_or(JobState::kCancelled);
+  auto o = json::parse(r.doc).as_object();
+  auto str = [&](const char* k) { return std::string(o.at(k).as_string()); };
+  auto num = [&](const char* k) { return o.at(k).to_number<int64_t>(); };
+  j.spec.team = str("team");
+  j.spec.project = str("project");
+  j.spec.cluster = str("cluster");
+  j.spec.pool = str("pool");
+  j.spec.gpu_model = str("gpu_model");
+  j.spec.gpus = static_cast<int>(num("gpus"));
+  j.spec.priority = static_cast<int>(num("priority"));
+  j.spec.duration_ms = num("duration_ms");
+  j.submit_ms = num("submit_ms");
+  j.queued_ms = num("queued_ms");
+  j.start_ms = num("start_ms");
+  j.end_ms = num("end_ms");
+  j.wait_ms = num("wait_ms");
+  j.gpu_hours = o.at("gpu_hours").to_number<double>();
+  j.requeues = static_cast<int>(num("requeues"));
+  j.reason = str("reason");
+  for (const auto& p : o.at("placement").as_array()) {
+    Placement pl;
+    pl.node = std::string(p.at("node").as_string());
+    for (const auto& g : p.at("gpus").as_array()) pl.gpus.push_back(static_cast<int>(g.as_int64()));
+    j.placement.push_back(std::move(pl));
+  }
+  return j;
+}
+
+// A node that cannot keep running jobs: its jobs go back to the queue. A cordoned node keeps
+// them (cordon only stops new work); a degraded one too.
+bool Evicts(NodeState s) {
+  switch (s) {
+    case NodeState::kUnhealthy:
+    case NodeState::kUnreachable:
+    case NodeState::kDraining:
+    case NodeState::kDrained:
+    case NodeState::kMaintenance:
+    case NodeState::kDecommissioning:
+    case NodeState::kRetired:
+    case NodeState::kProvisioning:
+    case NodeState::kJoining:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+std::string_view ToString(JobState s) {
+  switch (s) {
+    case JobState::kQueued:
+      return "queued";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kCompleted:
+      return "completed";
+    case JobState::kCancelled:
+      return "cancelled";
+  }
+  return "?";
+}
+
+JobService::JobService(FleetService& fleet, Store& store, std::shared_ptr<Clock> clock)
+    : fleet_(fleet), store_(store), clock_(std::move(clock)) {}
+
+Status JobService::Load() {
+  auto records = store_.ListJobs();
+  if (!records.ok()) return records.error();
+  std::lock_guard lock(mu_);
+  for (const auto& r : records.value()) {
+    try {
+      Job j = FromRecord(r);
+      next_id_ = std::max(next_id_, j.id + 1);
+      jobs_[j.id] = std::move(j);
+    } catch (const std::exception& e) {
+      spdlog::error("jobs: stored job {} is unreadable: {}", r.id, e.what());
+    }
+  }
+  return {};
+}
+
+void JobService::Persist(const std::vector<int64_t>& ids) {
+  if (ids.empty()) return;
+  std::vector<JobRecord> records;
+  {
+    std::lock_guard lock(mu_);
+    std::set<int64_t> seen;
+    for (int64_t id : ids) {
+      if (!seen.insert(id).second) continue;
+      const Job& j = jobs_.at(id);
+      records.push_back({j.id, std::string(ToString(j.state)), ToDoc(j), clock_->NowMs()});
+    }
+  }
+  if (auto s = store_.SaveJobs(records); !s.ok()) {
+    spdlog::error("jobs: saving {} job(s) failed: {}", records.size(), s.error().message);
+  }
+}
+
+Result<Job> JobService::Submit(JobSpec spec) {
+  if (spec.team.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "'team' is required: whose job it is");
+  }
+  if (spec.gpus < 1) return MakeError(ErrorCode::kInvalidArgument, "'gpus' must be at least 1");
+  if (spec.duration_ms < 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "'duration' must not be negative");
+  }
+  auto pools = fleet_.Pools();
+  if (!pools.ok()) return pools.error();
+  const Pool* pool = nullptr;
+  for (const auto& p : pools.value()) {
+    if (!spec.pool.empty() ? p.name == spec.pool
+                           : (p.cluster == spec.cluster &&
+                              (spec.gpu_model.empty() || p.gpu_model == spec.gpu_model))) {
+      pool = &p;
+      break;
+    }
+  }
+  if (!pool) {
+    if (!spec.pool.empty()) {
+      return MakeError(ErrorCode::kNotFound, "no pool '" + spec.pool + "'");
+    }
+    if (spec.cluster.empty()) {
+      return MakeError(ErrorCode::kInvalidArgument, "give 'pool', or 'cluster' to choose one in");
+    }
+    return MakeError(ErrorCode::kNotFound,
+                     "no pool in cluster '" + spec.cluster + "'" +
+                         (spec.gpu_model.empty() ? "" : " with " + spec.gpu_model + " GPUs"));
+  }
+  if (!spec.cluster.empty() && spec.cluster != pool->cluster) {
+    return MakeError(ErrorCode::kInvalidArgument, "pool '" + pool->name + "' is in cluster '" +
+                                                      pool->cluster + "', not '" + spec.cluster +
+                                                      "'");
+  }
+  if (!spec.gpu_model.empty() && spec.gpu_model != pool->gpu_model) {
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        "pool '" + pool->name + "' has " + pool->gpu_model + " GPUs, not " + spec.gpu_model);
+  }
+  const int g = pool->gpus_per_node;
+  if (spec.gpus > g && spec.gpus % g != 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "a job of more than " + std::to_string(g) +
+                                                      " GPUs takes whole nodes of pool '" +
+                                                      pool->name + "': ask for a multiple of " +
+                                                      std::to_string(g));
+  }
+  if (spec.gpus > g * std::max(pool->size, 1) * 16) {
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        std::to_string(spec.gpus) + " GPUs is more than pool '" + pool->name + "' could ever hold");
+  }
+  spec.pool = pool->name;
+  spec.cluster = pool->cluster;
+  spec.gpu_model = pool->gpu_model;
+  int64_t now = clock_->NowMs();
+  std::vector<int64_t> changed;
+  int64_t id;
+  {
+    std::lock_guard lock(mu_);
+    id = next_id_++;
+    Job j;
+    j.id = id;
+    j.spec = std::move(spec);
+    j.submit_ms = j.queued_ms = now;
+    j.reason = "waiting for " + std::to_string(j.spec.gpus) + " free GPUs";
+    jobs_[id] = std::move(j);
+    changed.push_back(id);
+    ScheduleLocked(now, changed);
+  }
+  Persist(changed);
+  return Get(id);
+}
+
+Result<Job> JobService::Cancel(int64_t id) {
+  std::vector<int64_t> changed;
+  {
+    std::lock_guard lock(mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) {
+      return MakeError(ErrorCode::kNotFound, "no job " + std::to_string(id));
+    }
+    Job& j = it->second;
+    if (j.state == JobState::kCompleted || j.state == JobState::kCancelled) {
+      return MakeError(ErrorCode::kConflict,
+                       "job " + std::to_string(id) + " has already " +
+                           (j.state == JobState::kCompleted ? "completed" : "been cancelled"));
+    }
+    int64_t now = clock_->NowMs();
+    EndLocked(j, JobState::kCancelled, now, "cancelled");
+    changed.push_back(id);
+    ScheduleLocked(now, changed);  // its GPUs may start a queued job
+  }
+  Persist(changed);
+  return Get(id);
+}
+
+Result<Job> JobService::Get(int64_t id) const {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return MakeError(ErrorCode::kNotFound, "no job " + std::to_string(id));
+  return it->second;
+}
+
+std::vector<Job> JobService::List(const JobFilter& f) const {
+  std::vector<Job> out;
+  std::lock_guard lock(mu_);
+  for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) {  // newest first
+    const Job& j = it->second;
+    if (!f.state.empty() && ToString(j.state) != f.state) continue;
+    if (!f.team.empty() && j.spec.team != f.team) continue;
+    if (!f.pool.empty() && j.spec.pool != f.pool) continue;
+    if (!f.cluster.empty() && j.spec.cluster != f.cluster) continue;
+    if (!f.clusters.empty() &&
+        std::find(f.clusters.begin(), f.clusters.end(), j.spec.cluster) == f.clusters.end()) {
+      continue;
+    }
+    out.push_back(j);
+  }
+  return out;
+}
+
+void JobService::EndLocked(Job& j, JobState state, int64_t now, const std::string& reason) {
+  if (j.state == JobState::kRunning) {
+    j.gpu_hours += j.spec.gpus * static_cast<double>(now - j.start_ms) / 3'600'000.0;
+  }
+  j.state = state;
+  j.end_ms = now;
+  j.reason = reason;
+  j.placement.clear();
+}
+
+int JobService::Tick() {
+  int64_t now = clock_->NowMs();
+  std::map<std::string, NodeState> states;
+  fleet_.ForEachNode({}, [&](const Node& n) { states[n.name] = n.state; });
+  std::vector<int64_t> changed;
+  int count = 0;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, j] : jobs_) {
+      if (j.state != JobState::kRunning) continue;
+      if (j.spec.duration_ms > 0 && now >= j.start_ms + j.spec.duration_ms) {
+        EndLocked(j, JobState::kCompleted, now, "ran its duration");
+        changed.push_back(id);
+        continue;
+      }
+      for (const auto& p : j.placement) {
+        auto st = states.find(p.node);
+        if (st != states.end() && !Evicts(st->second)) continue;
+        std::string why =
+            st == states.end() ? "was removed" : "is " + std::string(ToString(st->second));
+        j.gpu_hours += j.spec.gpus * static_cast<double>(now - j.start_ms) / 3'600'000.0;
+        j.state = JobState::kQueued;
+        j.queued_ms = now;
+        ++j.requeues;
+        j.reason = "requeued: node " + p.node + " " + why;
+        j.placement.clear();
+        changed.push_back(id);
+        spdlog::info("job {} requeued: node {} {}", id, p.node, why);
+        break;
+      }
+    }
+    count = static_cast<int>(changed.size());
+    count += ScheduleLocked(now, changed);
+  }
+  Persist(changed);
+  return count;
+}
+
+int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
+  std::map<std::string, std::vector<Job*>> queued;  // by pool
+  for (auto& [id, j] : jobs_) {
+    if (j.state == JobState::kQueued) queued[j.spec.pool].push_back(&j);
+  }
+  if (queued.empty()) return 0;
+  auto pools = fleet_.Pools();
+  if (!pools.ok()) return 0;
+  int started = 0;
+  for (auto& [pool_name, waiting] : queued) {
+    auto pool = std::find_if(pools->begin(), pools->end(),
+                             [&](const Pool& p) { return p.name == pool_name; });
+    if (pool == pools->end()) continue;
+    const int g = pool->gpus_per_node;
+    // The pool as the allocator sees it: its ready nodes with the GPUs running jobs hold.
+    NodeFilter filter;
+    filter.pool = pool_name;
+    std::vector<Node> nodes = fleet_.Nodes(filter);
+    std::map<std::string, std::vector<int64_t>> used;  // node -> job id per GPU index
+    for (const auto& [id, j] : jobs_) {
+      if (j.state != JobState::kRunning || j.spec.pool != pool_name) continue;
+      for (const auto& p : j.placement) {
+        auto& v = used[p.node];
+        for (int idx : p.gpus) {
+          if (idx >= static_cast<int>(v.size())) v.resize(static_cast<size_t>(idx) + 1, 0);
+          v[static_cast<size_t>(idx)] = id;
+        }
+      }
+    }
+    sched::Pool live(g);
+    std::vector<const Node*> index;  // sched node index -> fleet node
+    for (const auto& n : nodes) {
+      if (n.state != NodeState::kReady || static_cast<int>(n.gpus.size()) != g) continue;
+      int i = live.AddNode(0, 0);
+      live.MarkReady(i, 0);
+      index.push_back(&n);
+      int busy = 0;
+      for (int64_t holder : used[n.name]) busy += holder != 0;
+      if (busy) live.Take(i, busy);
+    }
+    sched::Queue queue;
+    for (const auto& [id, j] : jobs_) {
+      if (j.state == JobState::kRunning && j.spec.pool == pool_name) {
+        queue.AddRunning(j.spec.team, j.spec.gpus);
+      }
+    }
+    std::vector<sched::Job> sj(waiting.size());
+    for (size_t i = 0; i < waiting.size(); ++i) {
+      sj[i].id = waiting[i]->id;
+      sj[i].team = waiting[i]->spec.team;
+      sj[i].gpus = waiting[i]->spec.gpus;
+      sj[i].priority = waiting[i]->spec.priority;
+      sj[i].submit_s = static_cast<double>(waiting[i]->queued_ms) / 1000.0;
+      queue.Push(&sj[i]);
+    }
+    for (sched::Job* s : queue.Schedule(live, static_cast<double>(now) / 1000.0)) {
+      Job& j = jobs_.at(s->id);
+      int per_node = j.spec.gpus <= g ? j.spec.gpus : g;
+      for (int ni : s->nodes) {
+        const Node* n = index[static_cast<size_t>(ni)];
+        auto& v = used[n->name];
+        v.resize(static_cast<size_t>(g), 0);
+        Placement pl{n->name, {}};
+        for (int idx = 0; idx < g && static_cast<int>(pl.gpus.size()) < per_node; ++idx) {
+          if (v[static_cast<size_t>(idx)] == 0) {
+            v[static_cast<size_t>(idx)] = j.id;
+            pl.gpus.push_back(idx);
+          }
+        }
+        j.placement.push_back(std::move(pl));
+      }
+      j.state = JobState::kRunning;
+      j.start_ms = now;
+      j.wait_ms += now - j.queued_ms;
+      j.reason = "running on " + std::to_string(j.placement.size()) + " node(s)";
+      changed.push_back(j.id);
+      ++started;
+    }
+  }
+  return started;
+}
+
+std::map<std::string, std::vector<int64_t>> JobService::Allocation() const {
+  std::map<std::string, std::vector<int64_t>> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [id, j] : jobs_) {
+    if (j.state != JobState::kRunning) continue;
+    for (const auto& p : j.placement) {
+      auto& v = out[p.node];
+      for (int idx : p.gpus) {
+        if (idx >= static_cast<int>(v.size())) v.resize(static_cast<size_t>(idx) + 1, 0);
+        v[static_cast<size_t>(idx)] = id;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace gpufleet::workload

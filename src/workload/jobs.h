@@ -1,0 +1,91 @@
+#pragma once
+// Jobs (GPU requests) on the live fleet: submitted through the API, queued per pool, placed on
+// the GPUs of ready nodes by the same queue and allocator as `gpufleet replay` (src/sched),
+// released when they end, and requeued when their node stops being able to run them.
+// Every change is stored (a JSON document per job), so jobs survive a controller restart.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "fleet/fleet.h"
+#include "store/store.h"
+
+namespace gpufleet::workload {
+
+struct JobSpec {
+  std::string team;
+  std::string project;
+  std::string cluster;  // the pool is chosen in it when `pool` is empty
+  std::string pool;
+  std::string gpu_model;  // a catalogue id; narrows the pool when choosing one
+  int gpus = 1;
+  int priority = 0;         // higher first
+  int64_t duration_ms = 0;  // expected; the job ends after it. 0: runs until cancelled
+};
+
+enum class JobState { kQueued, kRunning, kCompleted, kCancelled };
+std::string_view ToString(JobState s);
+
+struct Placement {
+  std::string node;
+  std::vector<int> gpus;  // GPU indices on the node
+};
+
+struct Job {
+  int64_t id = 0;
+  JobSpec spec;  // spec.pool is the pool it was given to
+  JobState state = JobState::kQueued;
+  int64_t submit_ms = 0;  // entered the queue (first time)
+  int64_t queued_ms = 0;  // entered the queue (last time: after a requeue)
+  int64_t start_ms = 0;   // last start
+  int64_t end_ms = 0;
+  int64_t wait_ms = 0;   // queue wait over all its starts
+  double gpu_hours = 0;  // GPU-hours run, over all its starts
+  int requeues = 0;
+  std::string reason;  // why it is in its state
+  std::vector<Placement> placement;
+};
+
+struct JobFilter {
+  std::string state, team, pool, cluster;
+  std::vector<std::string> clusters;  // a scoped token's clusters; empty: all
+};
+
+class JobService {
+ public:
+  JobService(FleetService& fleet, Store& store, std::shared_ptr<Clock> clock);
+
+  Status Load();  // the stored jobs; running ones keep their GPUs
+  // Checks the request (a known pool, GPUs that fit the pool's nodes), queues it and tries to
+  // place it at once.
+  Result<Job> Submit(JobSpec spec);
+  // A queued job leaves the queue; a running one frees its GPUs. kConflict when it has ended.
+  Result<Job> Cancel(int64_t id);
+  Result<Job> Get(int64_t id) const;
+  std::vector<Job> List(const JobFilter& filter) const;
+  // Ends jobs whose duration has passed, requeues jobs on nodes that can no longer run them
+  // (unhealthy, unreachable, draining, drained and the like; a cordoned node keeps its jobs),
+  // and places queued jobs. Returns how many jobs changed state.
+  int Tick();
+  // Each node's GPUs by index: the running job's id, 0 when free.
+  std::map<std::string, std::vector<int64_t>> Allocation() const;
+
+ private:
+  int ScheduleLocked(int64_t now, std::vector<int64_t>& changed);
+  void Persist(const std::vector<int64_t>& ids);
+  void EndLocked(Job& job, JobState state, int64_t now, const std::string& reason);
+
+  FleetService& fleet_;
+  Store& store_;
+  std::shared_ptr<Clock> clock_;
+  mutable std::mutex mu_;
+  std::map<int64_t, Job> jobs_;  // guarded by mu_
+  int64_t next_id_ = 1;          // guarded by mu_
+};
+
+}  // namespace gpufleet::workload

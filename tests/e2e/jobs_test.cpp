@@ -1,0 +1,114 @@
+// Jobs on a live (simulated) fleet: placement on ready nodes' GPUs, the queue, completion,
+// cancel, requeue when a node fails, and the heatmap's allocation field.
+
+#include "fixture.h"
+
+namespace gpufleet::e2e {
+namespace {
+
+class Jobs : public E2E {
+ protected:
+  json::value Submit(const std::string& body, int want_status = 201) {
+    auto [status, v] = controller_->Call("POST", "/api/v1/jobs", body);
+    EXPECT_EQ(status, want_status) << body << " -> " << v;
+    return v;
+  }
+  json::value Job(int64_t id) {
+    return controller_->Call("GET", "/api/v1/jobs/" + std::to_string(id)).second;
+  }
+  std::string JobState(int64_t id) { return std::string(Job(id).at("state").as_string()); }
+};
+
+TEST_F(Jobs, PlacedOnReadyGpusQueuedReleasedCancelledAndRequeuedWhenTheNodeFails) {
+  Apply();
+  Sim(JoinToken("h100"), "h100", 2, "H100-SXM5-80GB", 8);
+  ASSERT_TRUE(WaitState("h100-0000", "ready"));
+  ASSERT_TRUE(WaitState("h100-0001", "ready"));
+
+  // 4 GPUs on one node; 8 take the other, whole node (best fit keeps it free for them); 4 more
+  // fill the first node.
+  auto r = Cli({"jobs", "submit", "--team", "vision", "--pool", "h100", "--gpus", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("running"), std::string::npos) << r.out;
+  auto a = Job(1);
+  ASSERT_EQ(a.at("placement").as_array().size(), 1u) << a;
+  std::string first = std::string(a.at("placement").at(0).at("node").as_string());
+  EXPECT_EQ(a.at("placement").at(0).at("gpus"), json::parse("[0,1,2,3]"));
+  auto b =
+      Submit(R"({"team": "nlp", "cluster": "train", "gpu_model": "H100-SXM5-80GB", "gpus": 8})");
+  EXPECT_EQ(b.at("state"), "running") << b;
+  EXPECT_EQ(b.at("pool"), "h100") << "the cluster's pool with that model was chosen";
+  std::string second = std::string(b.at("placement").at(0).at("node").as_string());
+  EXPECT_NE(second, first);
+  auto c = Submit(R"({"team": "vision", "pool": "h100", "gpus": 4})");
+  EXPECT_EQ(c.at("placement").at(0).at("node").as_string(), first) << c;
+  EXPECT_EQ(c.at("placement").at(0).at("gpus"), json::parse("[4,5,6,7]"));
+
+  // Full: the next job queues, and says why.
+  auto d = Submit(R"({"team": "speech", "pool": "h100", "gpus": 2, "duration": "2s"})");
+  EXPECT_EQ(d.at("state"), "queued") << d;
+  EXPECT_EQ(d.at("reason"), "waiting for 2 free GPUs");
+  auto heat = controller_->Call("GET", "/api/v1/heatmap?cluster=train&field=allocation").second;
+  int allocated = 0;
+  for (const auto& v : heat.at("values").as_array())
+    allocated += v.is_null() ? 0 : v.to_number<int>();
+  EXPECT_EQ(allocated, 16) << heat;
+
+  // Bad requests change nothing.
+  EXPECT_EQ(Submit(R"({"team": "x", "pool": "h100", "gpus": 12})", 400).at("error").at("message"),
+            "a job of more than 8 GPUs takes whole nodes of pool 'h100': ask for a multiple of 8");
+  EXPECT_EQ(Submit(R"({"team": "x", "pool": "nope"})", 404).at("error").at("message"),
+            "no pool 'nope'");
+  EXPECT_EQ(Submit(R"({"pool": "h100"})", 400).at("error").at("message"),
+            "'team' is required: whose job it is");
+  EXPECT_EQ(Submit(R"({"team": "x", "pool": "h100", "gpus": "two"})", 400).at("error").at("code"),
+            "invalid_argument");
+  auto bad = Cli({"jobs", "cancel", "999"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("no job 999"), std::string::npos) << bad.err;
+
+  // Cancelling the third job frees its GPUs: the queued one starts there, then ends after its
+  // 2 s duration with its GPU-hours recorded.
+  auto cancelled = Cli({"jobs", "cancel", "3"});
+  ASSERT_EQ(cancelled.exit_code, 0) << cancelled.err;
+  EXPECT_NE(cancelled.out.find("cancelled"), std::string::npos) << cancelled.out;
+  auto started = Job(4);
+  EXPECT_EQ(started.at("state"), "running") << started;
+  EXPECT_EQ(started.at("placement").at(0).at("node").as_string(), first);
+  ASSERT_TRUE(WaitFor([&] { return JobState(4) == "completed"; }, 10000)) << Job(4);
+  EXPECT_GT(Job(4).at("gpu_hours").to_number<double>(), 0);
+  EXPECT_GT(Job(4).at("wait_s").to_number<double>(), 0);
+  EXPECT_EQ(controller_->Call("DELETE", "/api/v1/jobs/4").first, 409);
+
+  // The 8-GPU job's node fails: the job goes back to the queue and says why.
+  ASSERT_EQ(
+      controller_->Call("POST", "/api/v1/nodes/" + second + "/gpus/0/inject", R"({"xid": 79})")
+          .first,
+      202);
+  ASSERT_TRUE(WaitFor([&] { return JobState(2) == "queued"; }, 20000)) << Job(2);
+  auto requeued = Job(2);
+  EXPECT_EQ(requeued.at("requeues"), 1);
+  EXPECT_EQ(requeued.at("reason").as_string(), "requeued: node " + second + " is unhealthy")
+      << requeued;
+  EXPECT_TRUE(requeued.at("placement").as_array().empty());
+
+  auto list = Cli({"jobs", "list", "--state", "running"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("vision"), std::string::npos) << list.out;
+  EXPECT_EQ(list.out.find("nlp"), std::string::npos) << list.out;
+  auto audit = controller_->Call("GET", "/api/v1/audit").second;
+  EXPECT_NE(json::serialize(audit).find("job/3"), std::string::npos);
+
+  // Jobs are stored: after a controller restart they are all there, in their states.
+  agents_.clear();
+  controller_->Stop();
+  controller_->Start();
+  EXPECT_EQ(JobState(1), "running");
+  EXPECT_EQ(JobState(2), "queued");
+  EXPECT_EQ(JobState(3), "cancelled");
+  EXPECT_EQ(JobState(4), "completed");
+  EXPECT_EQ(Job(1).at("placement").at(0).at("gpus"), json::parse("[0,1,2,3]"));
+}
+
+}  // namespace
+}  // namespace gpufleet::e2e
