@@ -72,6 +72,7 @@ struct ServeFlags {
   std::string heartbeat_interval = "5s";
   std::string heartbeat_timeout = "30s";
   std::string health_interval = "5s";
+  std::string drain_timeout = "10m";
   std::string log_level = "info";
 };
 
@@ -86,6 +87,8 @@ void AddControllerFlags(CLI::App* cmd, ServeFlags& f) {
   cmd->add_option("--heartbeat-timeout", f.heartbeat_timeout, "silent this long: unreachable");
   cmd->add_option("--health-interval", f.health_interval,
                   "re-evaluate GPU and node health this often (default 5s)");
+  cmd->add_option("--drain-timeout", f.drain_timeout,
+                  "a drain waits this long for a node's jobs, then requeues them (default 10m)");
   cmd->add_option("--threads", f.options.threads, "API I/O threads");
   cmd->add_option("--max-body", f.options.max_body_bytes, "largest request body in bytes");
   cmd->add_option("--log-level", f.log_level, "trace, debug, info, warn, error");
@@ -102,6 +105,10 @@ Status Finish(ServeFlags& f, const cli::Globals& g) {
   if (f.options.health_interval_ms < 100) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "--health-interval must be a duration of at least 100ms, e.g. 5s");
+  }
+  f.options.drain_timeout_ms = ParseDurationMs(f.drain_timeout);
+  if (f.options.drain_timeout_ms <= 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "--drain-timeout must be a duration, e.g. 10m");
   }
   if (f.options.heartbeat_timeout_ms <= f.options.heartbeat_interval_ms) {
     return MakeError(ErrorCode::kInvalidArgument,

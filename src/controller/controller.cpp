@@ -250,8 +250,11 @@ Status Controller::Start() {
   impl_->health = std::make_unique<health::HealthService>(
       *impl_->fleet, *impl_->telemetry, *impl_->store, impl_->catalog, xids, impl_->clock);
   GF_TRY(impl_->health->Load());
-  impl_->jobs = std::make_unique<workload::JobService>(*impl_->fleet, *impl_->store, impl_->clock);
+  impl_->jobs = std::make_unique<workload::JobService>(*impl_->fleet, *impl_->store, impl_->clock,
+                                                       o.drain_timeout_ms);
   GF_TRY(impl_->jobs->Load());
+  impl_->fleet->set_busy_check(
+      [jobs = impl_->jobs.get()](const std::string& node) { return jobs->Busy(node); });
   impl_->notifier = std::make_unique<alerting::Notifier>(*impl_->store, impl_->clock, "");
   GF_TRY(impl_->notifier->Load());
   impl_->series_reader = alerting::MakeTelemetryReader(*impl_->telemetry);

@@ -314,16 +314,39 @@ Result<Node> FleetService::Act(const std::string& name, NodeAction action,
   if (action == NodeAction::kUncordon) reason += "; " + health_reason;
   Move(node, next.value(), reason, actor, events);
   if (action == NodeAction::kDrain && node.state == NodeState::kDraining) {
-    // No allocations exist yet (workloads arrive later), so the drain completes at once.
-    auto done = ApplyAction({node.state, node.resume_state}, NodeAction::kDrainDone, health);
-    if (done.ok())
-      Move(node, done.value(), "drain complete: no allocations to wait for", actor, events);
+    // A node running jobs stays draining until they end (the workload component finishes the
+    // drain, or requeues them after its timeout); an idle one is drained at once.
+    if (busy_ && busy_(name)) {
+      node.reason = "drain by " + actor + ": waiting for its jobs to end";
+    } else {
+      auto done = ApplyAction({node.state, node.resume_state}, NodeAction::kDrainDone, health);
+      if (done.ok()) Move(node, done.value(), "drain complete: no jobs to wait for", actor, events);
+    }
   }
   if (auto s = Save(entry, events); !s.ok()) {
     node = before;
     return s.error();
   }
   return node;
+}
+
+Status FleetService::FinishDrain(const std::string& name, const std::string& reason) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return MakeError(ErrorCode::kNotFound, "no node '" + name + "'");
+  Entry& entry = it->second;
+  Node& node = entry.node;
+  if (node.state != NodeState::kDraining) return {};
+  Node before = node;
+  std::vector<NodeEvent> events;
+  auto done = ApplyAction({node.state, node.resume_state}, NodeAction::kDrainDone, node.state);
+  if (!done.ok()) return done.error();
+  Move(node, done.value(), reason, "workload", events);
+  if (auto s = Save(entry, events); !s.ok()) {
+    node = before;
+    return s.error();
+  }
+  return {};
 }
 
 Result<IssuedJoinToken> FleetService::CreateJoinToken(const std::string& pool, int64_t ttl_ms,

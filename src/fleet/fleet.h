@@ -79,6 +79,14 @@ class FleetService : public proto::AgentHandler {
   Result<Node> GetNode(const std::string& name) const;
   // An operator action; returns the node after it. `actor` is recorded on the events.
   Result<Node> Act(const std::string& name, NodeAction action, const std::string& actor);
+  // Whether a node runs jobs (set once, before serving, by the workload component): a drain of
+  // a busy node stays `draining` until FinishDrain. Called under the fleet's lock: it must not
+  // call back into the fleet.
+  void set_busy_check(std::function<bool(const std::string& node)> busy) {
+    busy_ = std::move(busy);
+  }
+  // A draining node whose jobs have ended (or been requeued) becomes drained.
+  Status FinishDrain(const std::string& name, const std::string& reason);
   Result<std::vector<NodeEvent>> Events(const std::string& node, int limit);
 
   Result<IssuedJoinToken> CreateJoinToken(const std::string& pool, int64_t ttl_ms,
@@ -141,8 +149,9 @@ class FleetService : public proto::AgentHandler {
   std::shared_ptr<Clock> clock_;
   FleetOptions options_;
   mutable std::mutex mu_;
-  std::map<std::string, Entry> nodes_;  // guarded by mu_
-  uint64_t next_connection_ = 1;        // guarded by mu_
+  std::function<bool(const std::string&)> busy_;  // set before serving
+  std::map<std::string, Entry> nodes_;            // guarded by mu_
+  uint64_t next_connection_ = 1;                  // guarded by mu_
 };
 
 }  // namespace gpufleet

@@ -80,12 +80,12 @@ Job FromRecord(const JobRecord& r) {
 }
 
 // A node that cannot keep running jobs: its jobs go back to the queue. A cordoned node keeps
-// them (cordon only stops new work); a degraded one too.
+// them (cordon only stops new work), a degraded one too, and a draining one until its drain
+// times out.
 bool Evicts(NodeState s) {
   switch (s) {
     case NodeState::kUnhealthy:
     case NodeState::kUnreachable:
-    case NodeState::kDraining:
     case NodeState::kDrained:
     case NodeState::kMaintenance:
     case NodeState::kDecommissioning:
@@ -114,8 +114,24 @@ std::string_view ToString(JobState s) {
   return "?";
 }
 
-JobService::JobService(FleetService& fleet, Store& store, std::shared_ptr<Clock> clock)
-    : fleet_(fleet), store_(store), clock_(std::move(clock)) {}
+JobService::JobService(FleetService& fleet, Store& store, std::shared_ptr<Clock> clock,
+                       int64_t drain_timeout_ms)
+    : fleet_(fleet), store_(store), clock_(std::move(clock)), drain_timeout_ms_(drain_timeout_ms) {}
+
+void JobService::UpdateBusyLocked() {
+  std::set<std::string> busy;
+  for (const auto& [id, j] : jobs_) {
+    if (j.state != JobState::kRunning) continue;
+    for (const auto& p : j.placement) busy.insert(p.node);
+  }
+  std::lock_guard lock(busy_mu_);
+  busy_ = std::move(busy);
+}
+
+bool JobService::Busy(const std::string& node) const {
+  std::lock_guard lock(busy_mu_);
+  return busy_.count(node) > 0;
+}
 
 Status JobService::Load() {
   auto records = store_.ListJobs();
@@ -130,6 +146,7 @@ Status JobService::Load() {
       spdlog::error("jobs: stored job {} is unreadable: {}", r.id, e.what());
     }
   }
+  UpdateBusyLocked();
   return {};
 }
 
@@ -219,6 +236,7 @@ Result<Job> JobService::Submit(JobSpec spec) {
     jobs_[id] = std::move(j);
     changed.push_back(id);
     ScheduleLocked(now, changed);
+    UpdateBusyLocked();
   }
   Persist(changed);
   return Get(id);
@@ -242,6 +260,7 @@ Result<Job> JobService::Cancel(int64_t id) {
     EndLocked(j, JobState::kCancelled, now, "cancelled");
     changed.push_back(id);
     ScheduleLocked(now, changed);  // its GPUs may start a queued job
+    UpdateBusyLocked();
   }
   Persist(changed);
   return Get(id);
@@ -285,8 +304,13 @@ void JobService::EndLocked(Job& j, JobState state, int64_t now, const std::strin
 int JobService::Tick() {
   int64_t now = clock_->NowMs();
   std::map<std::string, NodeState> states;
-  fleet_.ForEachNode({}, [&](const Node& n) { states[n.name] = n.state; });
+  std::map<std::string, int64_t> draining_since;
+  fleet_.ForEachNode({}, [&](const Node& n) {
+    states[n.name] = n.state;
+    if (n.state == NodeState::kDraining) draining_since[n.name] = n.state_since_ms;
+  });
   std::vector<int64_t> changed;
+  std::vector<std::string> drained;  // draining nodes with no job left
   int count = 0;
   {
     std::lock_guard lock(mu_);
@@ -299,9 +323,13 @@ int JobService::Tick() {
       }
       for (const auto& p : j.placement) {
         auto st = states.find(p.node);
-        if (st != states.end() && !Evicts(st->second)) continue;
-        std::string why =
-            st == states.end() ? "was removed" : "is " + std::string(ToString(st->second));
+        auto drain = draining_since.find(p.node);
+        bool timed_out = drain != draining_since.end() && now - drain->second >= drain_timeout_ms_;
+        if (st != states.end() && !Evicts(st->second) && !timed_out) continue;
+        std::string why = st == states.end() ? "was removed"
+                          : timed_out        ? "did not finish draining within " +
+                                            std::to_string(drain_timeout_ms_ / 1000) + " s"
+                                      : "is " + std::string(ToString(st->second));
         j.gpu_hours += j.spec.gpus * static_cast<double>(now - j.start_ms) / 3'600'000.0;
         j.state = JobState::kQueued;
         j.queued_ms = now;
@@ -315,8 +343,17 @@ int JobService::Tick() {
     }
     count = static_cast<int>(changed.size());
     count += ScheduleLocked(now, changed);
+    UpdateBusyLocked();
+  }
+  for (const auto& [node, since] : draining_since) {
+    if (!Busy(node)) drained.push_back(node);
   }
   Persist(changed);
+  for (const auto& node : drained) {
+    if (auto s = fleet_.FinishDrain(node, "drain complete: its jobs have ended"); !s.ok()) {
+      spdlog::error("jobs: finishing the drain of {}: {}", node, s.error().message);
+    }
+  }
   return count;
 }
 

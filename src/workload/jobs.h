@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,9 @@ struct JobFilter {
 
 class JobService {
  public:
-  JobService(FleetService& fleet, Store& store, std::shared_ptr<Clock> clock);
+  // `drain_timeout_ms`: how long a drain waits for a node's jobs before requeueing them.
+  JobService(FleetService& fleet, Store& store, std::shared_ptr<Clock> clock,
+             int64_t drain_timeout_ms = 10 * 60'000);
 
   Status Load();  // the stored jobs; running ones keep their GPUs
   // Checks the request (a known pool, GPUs that fit the pool's nodes), queues it and tries to
@@ -69,14 +72,19 @@ class JobService {
   Result<Job> Get(int64_t id) const;
   std::vector<Job> List(const JobFilter& filter) const;
   // Ends jobs whose duration has passed, requeues jobs on nodes that can no longer run them
-  // (unhealthy, unreachable, draining, drained and the like; a cordoned node keeps its jobs),
-  // and places queued jobs. Returns how many jobs changed state.
+  // (unhealthy, unreachable, drained and the like; a cordoned node keeps its jobs, a draining
+  // one until its drain times out), finishes the drains of nodes whose jobs are gone, and
+  // places queued jobs. Returns how many jobs changed state.
   int Tick();
   // Each node's GPUs by index: the running job's id, 0 when free.
   std::map<std::string, std::vector<int64_t>> Allocation() const;
+  // Whether a node runs a job (what the fleet asks before completing a drain). Reads a set kept
+  // apart from the jobs, so the fleet may call it under its own lock.
+  bool Busy(const std::string& node) const;
 
  private:
   int ScheduleLocked(int64_t now, std::vector<int64_t>& changed);
+  void UpdateBusyLocked();
   void Persist(const std::vector<int64_t>& ids);
   void EndLocked(Job& job, JobState state, int64_t now, const std::string& reason);
 
@@ -84,8 +92,11 @@ class JobService {
   Store& store_;
   std::shared_ptr<Clock> clock_;
   mutable std::mutex mu_;
+  int64_t drain_timeout_ms_;
   std::map<int64_t, Job> jobs_;  // guarded by mu_
   int64_t next_id_ = 1;          // guarded by mu_
+  mutable std::mutex busy_mu_;   // taken last, never while calling out
+  std::set<std::string> busy_;   // nodes running jobs; guarded by busy_mu_
 };
 
 }  // namespace gpufleet::workload

@@ -1,6 +1,9 @@
 // Jobs on a live (simulated) fleet: placement on ready nodes' GPUs, the queue, completion,
 // cancel, requeue when a node fails, and the heatmap's allocation field.
 
+#include <chrono>
+#include <thread>
+
 #include "fixture.h"
 
 namespace gpufleet::e2e {
@@ -99,15 +102,56 @@ TEST_F(Jobs, PlacedOnReadyGpusQueuedReleasedCancelledAndRequeuedWhenTheNodeFails
   auto audit = controller_->Call("GET", "/api/v1/audit").second;
   EXPECT_NE(json::serialize(audit).find("job/3"), std::string::npos);
 
+  // A drain waits for the node's jobs: the node stays draining while job 1 runs, and is
+  // drained once it ends.
+  auto drain = Cli({"nodes", "drain", first});
+  ASSERT_EQ(drain.exit_code, 0) << drain.err;
+  EXPECT_EQ(State(first), "draining");
+  EXPECT_NE(std::string(Node(first).at("reason").as_string()).find("waiting for its jobs"),
+            std::string::npos)
+      << Node(first);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(State(first), "draining");
+  EXPECT_EQ(JobState(1), "running");
+  ASSERT_EQ(controller_->Call("DELETE", "/api/v1/jobs/1").first, 200);
+  ASSERT_TRUE(WaitState(first, "drained", 10000)) << Node(first);
+
   // Jobs are stored: after a controller restart they are all there, in their states.
   agents_.clear();
   controller_->Stop();
   controller_->Start();
-  EXPECT_EQ(JobState(1), "running");
+  EXPECT_EQ(JobState(1), "cancelled");
   EXPECT_EQ(JobState(2), "queued");
   EXPECT_EQ(JobState(3), "cancelled");
   EXPECT_EQ(JobState(4), "completed");
-  EXPECT_EQ(Job(1).at("placement").at(0).at("gpus"), json::parse("[0,1,2,3]"));
+  EXPECT_EQ(Job(2).at("requeues"), 1);
+}
+
+// A drain that outlasts --drain-timeout requeues the node's jobs and completes.
+class JobsDrainTimeout : public Jobs {
+ protected:
+  void SetUp() override {
+    dir_ = TempDir("JobsDrainTimeout");
+    std::filesystem::create_directories(dir_ + "/data");
+    controller_ = std::make_unique<ControllerProcess>(
+        dir_ + "/data", std::vector<std::string>{"--drain-timeout", "2s"});
+    controller_->Start();
+  }
+};
+
+TEST_F(JobsDrainTimeout, RequeuesTheJobsOfANodeThatDoesNotFinishDraining) {
+  Apply();
+  Sim(JoinToken("h100"), "h100", 1, "H100-SXM5-80GB", 8);
+  ASSERT_TRUE(WaitState("h100-0000", "ready"));
+  auto job = Submit(R"({"team": "vision", "pool": "h100", "gpus": 8})");
+  ASSERT_EQ(job.at("state"), "running") << job;
+  ASSERT_EQ(controller_->Call("POST", "/api/v1/nodes/h100-0000/drain").first, 200);
+  EXPECT_EQ(State("h100-0000"), "draining");
+  ASSERT_TRUE(WaitState("h100-0000", "drained", 10000)) << Node("h100-0000");
+  auto requeued = Job(1);
+  EXPECT_EQ(requeued.at("state"), "queued") << requeued;
+  EXPECT_EQ(requeued.at("reason").as_string(),
+            "requeued: node h100-0000 did not finish draining within 2 s");
 }
 
 }  // namespace
