@@ -214,11 +214,6 @@ Result<Job> JobService::Submit(JobSpec spec) {
                                                       pool->name + "': ask for a multiple of " +
                                                       std::to_string(g));
   }
-  if (spec.gpus > g * std::max(pool->size, 1) * 16) {
-    return MakeError(
-        ErrorCode::kInvalidArgument,
-        std::to_string(spec.gpus) + " GPUs is more than pool '" + pool->name + "' could ever hold");
-  }
   spec.pool = pool->name;
   spec.cluster = pool->cluster;
   spec.gpu_model = pool->gpu_model;
