@@ -98,6 +98,22 @@ bool Evicts(NodeState s) {
   }
 }
 
+// Marks the GPUs a running job holds in `held` (node -> job id per GPU index, 0: free).
+void Hold(std::map<std::string, std::vector<int64_t>>& held, const Job& j) {
+  for (const auto& p : j.placement) {
+    auto& v = held[p.node];
+    for (int idx : p.gpus) {
+      if (idx >= static_cast<int>(v.size())) v.resize(static_cast<size_t>(idx) + 1, 0);
+      v[static_cast<size_t>(idx)] = j.id;
+    }
+  }
+}
+
+// The GPU-hours of a running job's current run, up to `now`.
+double RunHours(const Job& j, int64_t now) {
+  return j.spec.gpus * static_cast<double>(now - j.start_ms) / 3'600'000.0;
+}
+
 }  // namespace
 
 std::string_view ToString(JobState s) {
@@ -288,7 +304,7 @@ std::vector<Job> JobService::List(const JobFilter& f) const {
 
 void JobService::EndLocked(Job& j, JobState state, int64_t now, const std::string& reason) {
   if (j.state == JobState::kRunning) {
-    j.gpu_hours += j.spec.gpus * static_cast<double>(now - j.start_ms) / 3'600'000.0;
+    j.gpu_hours += RunHours(j, now);
   }
   j.state = state;
   j.end_ms = now;
@@ -325,7 +341,7 @@ int JobService::Tick() {
                           : timed_out        ? "did not finish draining within " +
                                             std::to_string(drain_timeout_ms_ / 1000) + " s"
                                       : "is " + std::string(ToString(st->second));
-        j.gpu_hours += j.spec.gpus * static_cast<double>(now - j.start_ms) / 3'600'000.0;
+        j.gpu_hours += RunHours(j, now);
         j.state = JobState::kQueued;
         j.queued_ms = now;
         ++j.requeues;
@@ -372,14 +388,7 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
     std::vector<Node> nodes = fleet_.Nodes(filter);
     std::map<std::string, std::vector<int64_t>> used;  // node -> job id per GPU index
     for (const auto& [id, j] : jobs_) {
-      if (j.state != JobState::kRunning || j.spec.pool != pool_name) continue;
-      for (const auto& p : j.placement) {
-        auto& v = used[p.node];
-        for (int idx : p.gpus) {
-          if (idx >= static_cast<int>(v.size())) v.resize(static_cast<size_t>(idx) + 1, 0);
-          v[static_cast<size_t>(idx)] = id;
-        }
-      }
+      if (j.state == JobState::kRunning && j.spec.pool == pool_name) Hold(used, j);
     }
     sched::Pool live(g);
     std::vector<const Node*> index;  // sched node index -> fleet node
@@ -438,14 +447,7 @@ std::map<std::string, std::vector<int64_t>> JobService::Allocation() const {
   std::map<std::string, std::vector<int64_t>> out;
   std::lock_guard lock(mu_);
   for (const auto& [id, j] : jobs_) {
-    if (j.state != JobState::kRunning) continue;
-    for (const auto& p : j.placement) {
-      auto& v = out[p.node];
-      for (int idx : p.gpus) {
-        if (idx >= static_cast<int>(v.size())) v.resize(static_cast<size_t>(idx) + 1, 0);
-        v[static_cast<size_t>(idx)] = id;
-      }
-    }
+    if (j.state == JobState::kRunning) Hold(out, j);
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "alerting/eval.h"
 #include "api/json_util.h"
 
 namespace json = boost::json;
@@ -121,7 +122,8 @@ Response Heatmap(ApiContext& ctx, const Request& req, const Principal& who) {
     std::vector<TelemetryStore::GpuHandle> handles;
     ctx.telemetry.Handles(uuids, handles);
     std::vector<std::optional<tsdb::Sample>> latest;
-    int64_t stale_before = ctx.clock.NowMs() - 5 * 60'000;  // as alert rules: 5 minutes
+    // Older samples count as absent, as in alert rules (Prometheus's lookback).
+    int64_t stale_before = ctx.clock.NowMs() - alerting::kStalenessMs;
     auto fresh = [&](const std::optional<tsdb::Sample>& s) {
       return s && s->t >= stale_before && std::isfinite(s->v);
     };
