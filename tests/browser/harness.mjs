@@ -49,7 +49,7 @@ export async function waitFor(what, fn, timeoutMs = 60000) {
   const until = Date.now() + timeoutMs;
   let last;
   while (Date.now() < until) {
-    try { last = await fn(); if (last) return last; } catch (e) { last = e; }
+    try { last = await fn(); if (last) return last; } catch (e) { if (e.fatal) throw e; last = e; }
     await sleep(250);
   }
   throw new Error(`timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
@@ -69,7 +69,9 @@ export async function startFleet(file, { healthInterval = '1s' } = {}) {
       { stdio: ['ignore', log, log] });
     fleet.exited = new Promise((r) => fleet.proc.once('exit', r));
     const addr = await waitFor('controller.addr', () => {
-      if (fleet.proc.exitCode !== null) throw new Error(`gpufleet up exited with ${fleet.proc.exitCode}; see ${OUT}`);
+      if (fleet.proc.exitCode !== null) {
+        throw Object.assign(new Error(`gpufleet up exited with ${fleet.proc.exitCode}; see ${OUT}`), { fatal: true });
+      }
       const f = path.join(dir, 'controller.addr');
       return fs.existsSync(f) && fs.readFileSync(f, 'utf8').trim();
     });
@@ -79,7 +81,7 @@ export async function startFleet(file, { healthInterval = '1s' } = {}) {
     await waitFor(`${want} ready nodes`, async () => {
       const r = await call(fleet.base, fleet.token, 'GET', '/api/v1/clusters');
       return r.status === 200 && r.body.items.reduce((n, c) => n + c.nodes_ready, 0) === want;
-    }, 180000);
+    }, Math.max(180000, want * 200)); // a sanitizer build of 1,250 agents on a busy machine is slow
   };
   fleet.stop = async () => {
     if (!fleet.proc || fleet.proc.exitCode !== null) return;
@@ -92,7 +94,12 @@ export async function startFleet(file, { healthInterval = '1s' } = {}) {
     await fleet.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   };
-  await fleet.start();
+  try {
+    await fleet.start();
+  } catch (e) {
+    await fleet.cleanup(); // a controller left running would keep the test runner waiting
+    throw e;
+  }
   return fleet;
 }
 
