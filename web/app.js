@@ -7,20 +7,23 @@ import { startLive, stopLive, onLive } from './live.js';
 
 const $ = (id) => document.getElementById(id);
 
-// #/ overview; #/clusters; #/cluster/NAME; #/node/NAME; #/alerts; later capabilities by name.
+// #/ overview; #/clusters; #/cluster/NAME; #/node/NAME; #/alerts; #/scaling[/POOL]; later
+// capabilities by name.
 const routes = [
   [/^#?\/?$/, 'overview', () => ({})],
   [/^#\/clusters$/, 'cluster', () => ({})],
   [/^#\/cluster\/([^/]+)$/, 'cluster', (m) => ({ cluster: decodeURIComponent(m[1]) })],
   [/^#\/node\/([^/]+)$/, 'node', (m) => ({ node: decodeURIComponent(m[1]) })],
   [/^#\/alerts$/, 'alerts', () => ({})],
-  [/^#\/(scaling|rollouts|inventory|reports)$/, 'later', (m) => ({ page: m[1] })],
+  [/^#\/scaling(?:\/([^/]+))?$/, 'scaling', (m) => ({ pool: m[1] ? decodeURIComponent(m[1]) : '' })],
+  [/^#\/(rollouts|inventory|reports)$/, 'later', (m) => ({ page: m[1] })],
 ];
 const modules = {
   overview: () => import('./overview.js'),
   cluster: () => import('./cluster.js'),
   node: () => import('./node.js'),
   alerts: () => import('./alerts.js'),
+  scaling: () => import('./scaling.js'),
   later: () => import('./later.js'),
 };
 

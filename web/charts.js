@@ -30,12 +30,15 @@ export function sparkline(canvas, values, { max = 100 } = {}) {
 
 // A time-series chart. xs: seconds; series: [{label, values}]. Drag to zoom, double-click to
 // reset (uPlot's own). Returns the uPlot instance; call .destroy() when the view goes.
-export function lineChart(el, { title, unit, xs, series, height = 200 }) {
+// xRange: [from, to] (s) to show when not zoomed, so a few points do not span the whole axis.
+export function lineChart(el, { title, unit, xs, series, height = 200, xRange }) {
   const width = Math.max(el.clientWidth - 16, 260);
+  const x = { time: true };
+  if (xRange) x.range = (u, min, max) => (u.zoomed ? [min, max] : [Math.min(min, xRange[0]), Math.max(max, xRange[1])]);
   const opts = {
     title, width, height,
     cursor: { drag: { x: true, y: false } },
-    scales: { x: { time: true } },
+    scales: { x },
     axes: [{}, { label: unit, size: 56 }],
     legend: { show: series.length <= 8 },
     hooks: { setSelect: [(u) => { if (u.select.width > 0) u.zoomed = true; }] },

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "agent/agent.h"
+#include "apps/gpufleet/sim_actuator.h"
 #include "cli/cli.h"
 #include "common/clock.h"
 #include "common/paths.h"
@@ -121,12 +122,25 @@ Status Finish(ServeFlags& f, const cli::Globals& g) {
 int RunServe(ServeFlags& f, const cli::Globals& g) {
   if (auto s = Finish(f, g); !s.ok()) return Fail(s.error());
   sigset_t set = BlockStopSignals();
-  Controller controller(f.options);
-  if (auto s = controller.Start(); !s.ok()) return Fail(s.error());
-  int sig = WaitForSignal(set);
-  spdlog::info("signal {}: stopping", sig);
-  controller.Stop();
-  return 0;
+  // Pools whose scaling policy says `actuator: {type: sim}` get simulated nodes from here.
+  SimFleet sim(GpuCatalog::Builtin());
+  std::thread io([&] { sim.Run(1); });
+  int rc = 0;
+  {
+    ControllerOptions options = f.options;  // destroyed before `sim`, with its actuator
+    options.sim_actuator = MakeSimActuator(sim);
+    Controller controller(options);
+    if (auto s = controller.Start(); !s.ok()) {
+      rc = Fail(s.error());
+    } else {
+      int sig = WaitForSignal(set);
+      spdlog::info("signal {}: stopping", sig);
+    }
+    controller.Stop();
+  }
+  sim.Stop();
+  io.join();
+  return rc;
 }
 
 struct AgentFlags {
@@ -235,6 +249,7 @@ int RunSim(SimFlags& f) {
 struct UpFlags {
   ServeFlags serve;
   std::string fleet_file;
+  std::string workload = "on";
 };
 
 int RunUp(UpFlags& f, const cli::Globals& g) {
@@ -257,10 +272,14 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
   if (!spec.ok()) return Fail(spec.error());
 
   sigset_t set = BlockStopSignals();
-  Controller controller(f.serve.options);
+  // One simulated fleet: the pools' initial nodes, and what their autoscalers start.
+  SimFleet sim(catalog);
+  ControllerOptions options = f.serve.options;  // destroyed before `sim`, with its actuator
+  options.sim_actuator = MakeSimActuator(sim);
+  options.demo_workload = f.workload == "on";
+  Controller controller(options);
   if (auto s = controller.Start(); !s.ok()) return Fail(s.error());
   if (auto s = controller.ApplyFleetYaml(yaml, filename); !s.ok()) return Fail(s.error());
-  SimFleet sim(catalog);
   int nodes = 0, gpus = 0;
   for (const auto& pool : spec->pools) {
     if (pool.size == 0) continue;
@@ -282,11 +301,16 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
       "\ngpufleet is up: %zu clusters, %zu pools, %d simulated nodes with %d GPUs (from %s)\n\n"
       "  Dashboard and API:  http://%s/\n"
       "  Admin token:        %s\n"
-      "  Try:                gpufleet --data-dir %s nodes list\n\n"
+      "  Try:                gpufleet --data-dir %s nodes list\n"
+      "  Workload:           %s\n"
+      "  Autoscaled pools:   %zu (gpufleet scaling list)\n\n"
       "Press Ctrl-C to stop.\n",
       spec->clusters.size(), spec->pools.size(), nodes, gpus, filename.c_str(),
       controller.address().c_str(), controller.admin_token_path().c_str(),
-      f.serve.options.data_dir.c_str());
+      f.serve.options.data_dir.c_str(),
+      options.demo_workload ? "teams submit jobs with a daily rhythm (--workload off: none)"
+                            : "none (--workload on: teams submit jobs with a daily rhythm)",
+      spec->scaling.size());
   std::fflush(stdout);
   WaitForSignal(set);
   std::printf("stopping...\n");
@@ -356,6 +380,9 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
   auto* u = app.add_subcommand("up", "Run a controller and a simulated fleet (the demo)");
   AddControllerFlags(u, up.serve);
   u->add_option("-f,--fleet", up.fleet_file, "fleet YAML (default examples/fleet.yaml)");
+  u->add_option("--workload", up.workload,
+                "on: teams submit jobs with a daily rhythm (default); off: an idle fleet")
+      ->check(CLI::IsMember({"on", "off"}));
   u->callback([&g] { g.exit_code = RunUp(up, g); });
 }
 

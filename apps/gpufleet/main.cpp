@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   gpufleet::cli::AddRuleCommands(app, globals);
   gpufleet::cli::AddReplayCommand(app, globals);
   gpufleet::cli::AddJobCommands(app, globals);
+  gpufleet::cli::AddScalingCommands(app, globals);
 
   try {
     app.parse(argc, argv);

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
@@ -9,8 +10,8 @@
 #include <random>
 #include <thread>
 
-#include "agent/command.h"
 #include "common/clock.h"
+#include "common/command.h"
 #include "common/url.h"
 #include "proto/proto.h"
 
@@ -31,7 +32,7 @@ class Session : public std::enable_shared_from_this<Session> {
         options_(std::move(options)),
         backend_(std::move(backend)),
         stats_(stats),
-        stopping_(stopping),
+        all_stopping_(stopping),
         rng_(std::random_device{}()) {}
 
   void Start() {
@@ -41,6 +42,15 @@ class Session : public std::enable_shared_from_this<Session> {
       asio::co_spawn(
           ex_, [self = shared_from_this()] { return self->Collect(); }, asio::detached);
     }
+  }
+
+  const std::string& hostname() const { return options_.hostname; }
+  bool Stopping() const { return all_stopping_ || removed_; }
+
+  // Ends this agent alone (it disconnects and does not reconnect).
+  void Remove() {
+    removed_ = true;
+    Stop();
   }
 
   void Stop() {
@@ -57,9 +67,9 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   asio::awaitable<void> Loop() {
     int attempt = 0;
-    while (!stopping_) {
+    while (!Stopping()) {
       bool welcomed = co_await ConnectOnce();
-      if (stopping_) break;
+      if (Stopping()) break;
       if (welcomed) attempt = 0;
       stats_.failures += welcomed ? 0 : 1;
       // Full jitter over an exponentially growing, capped window.
@@ -128,7 +138,7 @@ class Session : public std::enable_shared_from_this<Session> {
                     welcome->pool);
       co_await Serve(std::max(100, welcome->heartbeat_interval_ms));
     } catch (const std::exception& e) {
-      if (!stopping_) spdlog::debug("agent: connection ended: {}", e.what());
+      if (!Stopping()) spdlog::debug("agent: connection ended: {}", e.what());
     }
     if (counted) --stats_.connected;
     ws_.reset();
@@ -164,7 +174,7 @@ class Session : public std::enable_shared_from_this<Session> {
                                                : heartbeat_ms;
     sent_seq_ = acked_seq_;  // a new connection: send everything not yet acknowledged
     auto* ws = ws_.get();
-    while (!*done && !stopping_) {
+    while (!*done && !Stopping()) {
       co_await SendSamples();
       while (!results_.empty()) {
         proto::Message result = std::move(results_.front());
@@ -173,7 +183,7 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       timer_.expires_after(std::chrono::milliseconds(tick));
       co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
-      if (*done || stopping_ || ws_.get() != ws) break;
+      if (*done || Stopping() || ws_.get() != ws) break;
       int64_t now = RealClock()->NowMs();
       if (now >= next_inventory || inventory_due_) {
         inventory_due_ = false;
@@ -204,12 +214,12 @@ class Session : public std::enable_shared_from_this<Session> {
   asio::awaitable<void> Collect() {
     int64_t interval = options_.sample_interval_ms;
     size_t gpu_count = 0;
-    while (!stopping_) {
+    while (!Stopping()) {
       int64_t now = RealClock()->NowMs();
       int64_t next = (now / interval + 1) * interval;
       sample_timer_.expires_after(std::chrono::milliseconds(next - now));
       co_await sample_timer_.async_wait(asio::as_tuple(asio::use_awaitable));
-      if (stopping_) break;
+      if (Stopping()) break;
       if (gpu_count == 0 || next % 60'000 == 0) {
         auto gpus = backend_->Inventory();
         gpu_count = gpus.ok() ? gpus->size() : 0;
@@ -363,7 +373,8 @@ class Session : public std::enable_shared_from_this<Session> {
   AgentOptions options_;
   std::unique_ptr<GpuBackend> backend_;
   AgentStats& stats_;
-  std::atomic<bool>& stopping_;
+  std::atomic<bool>& all_stopping_;   // the runner's
+  std::atomic<bool> removed_{false};  // this agent's alone (Remove)
   std::mt19937_64 rng_;
   asio::steady_timer timer_{ex_};
   std::unique_ptr<websocket::stream<beast::tcp_stream>> ws_;
@@ -408,6 +419,20 @@ void AgentRunner::Add(AgentOptions options, std::unique_ptr<GpuBackend> backend)
     impl_->sessions.push_back(s);
   }
   s->Start();
+}
+
+bool AgentRunner::Remove(const std::string& hostname) {
+  std::shared_ptr<Session> found;
+  {
+    std::lock_guard lock(impl_->mu);
+    auto it = std::find_if(impl_->sessions.begin(), impl_->sessions.end(),
+                           [&](const auto& s) { return s->hostname() == hostname; });
+    if (it == impl_->sessions.end()) return false;
+    found = *it;
+    impl_->sessions.erase(it);
+  }
+  found->Remove();
+  return true;
 }
 
 void AgentRunner::Run(int threads) {

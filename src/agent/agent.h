@@ -51,6 +51,9 @@ class AgentRunner {
   AgentRunner& operator=(const AgentRunner&) = delete;
 
   void Add(AgentOptions options, std::unique_ptr<GpuBackend> backend);
+  // Stops the agent registered as `hostname` (AgentOptions::hostname) and forgets it; false
+  // when there is none.
+  bool Remove(const std::string& hostname);
   // Runs until Stop(); `threads` I/O threads (the caller's is one of them).
   void Run(int threads = 1);
   void Stop();

@@ -13,6 +13,7 @@
 #include "health/service.h"
 #include "model/catalog.h"
 #include "proto/agent_handler.h"
+#include "scaling/scaling.h"
 #include "scrape/scraper.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
@@ -36,9 +37,10 @@ struct ApiDeps {
   proto::AgentHandler& agents;  // the agent channel's receiver
   // Scrape mode's targets and how their last scrape went; empty when nothing is scraped.
   std::function<std::vector<scrape::TargetStatus>()> scrape_targets;
-  health::HealthService* health = nullptr;  // GET /api/v1/health; absent: 503
-  alerting::Notifier* alerts = nullptr;     // GET /api/v1/alerts; absent: 503
-  workload::JobService* jobs = nullptr;     // /api/v1/jobs; absent: 503
+  health::HealthService* health = nullptr;     // GET /api/v1/health; absent: 503
+  alerting::Notifier* alerts = nullptr;        // GET /api/v1/alerts; absent: 503
+  workload::JobService* jobs = nullptr;        // /api/v1/jobs; absent: 503
+  scaling::ScalingService* scaling = nullptr;  // /api/v1/scaling, pools' scaling; absent: 503
 };
 
 // Owns its I/O threads. Start() binds and serves; Stop() closes and joins. Thread-safe.

@@ -10,6 +10,7 @@
 #include "health/service.h"
 #include "model/catalog.h"
 #include "proto/proto.h"
+#include "scaling/scaling.h"
 #include "scrape/scraper.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
@@ -28,9 +29,10 @@ struct ApiContext {
   std::function<Status(const std::string& node, const proto::Message&)> send_to_agent;
   std::function<std::vector<scrape::TargetStatus>()> scrape_targets;
   BufferPool& buffers;  // for large reply bodies; the server hands them back after writing
-  health::HealthService* health;  // may be null (tests that do not need it)
-  alerting::Notifier* alerts;     // may be null
-  workload::JobService* jobs;     // may be null
+  health::HealthService* health;     // may be null (tests that do not need it)
+  alerting::Notifier* alerts;        // may be null
+  workload::JobService* jobs;        // may be null
+  scaling::ScalingService* scaling;  // may be null
 };
 
 // Each routes/<resource>.cpp registers its handlers.
@@ -48,6 +50,7 @@ void AddAlertRoutes(Router& router, ApiContext& ctx);      // alerts, channels a
 void AddRuleRoutes(Router& router, ApiContext& ctx);       // alert rules
 void AddDashboardRoutes(Router& router, ApiContext& ctx);  // whoami, heatmap
 void AddJobRoutes(Router& router, ApiContext& ctx);        // jobs
+void AddScalingRoutes(Router& router, ApiContext& ctx);    // autoscaling
 
 // Authenticates "Bearer <token>" against the stored API tokens.
 Result<Principal> Authenticate(Store& store, Clock& clock, const std::string& authorization);

@@ -44,22 +44,4 @@ void AppendNumber(std::string& out, double v) {
   out.append(buf, ec == std::errc() ? end : buf);
 }
 
-// A JSON string literal, escaped.
-void AppendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-}
-
 }  // namespace gpufleet::api

@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 
 #include "api/context.h"
+#include "common/strings.h"
 
 namespace gpufleet::api {
 
@@ -18,6 +19,6 @@ Status OnlyFields(const boost::json::object& o, std::initializer_list<std::strin
 // For replies written directly as text (10,000-item replies, where a JSON tree costs several
 // times the writing): the shortest number that reads back the same, and an escaped string.
 void AppendNumber(std::string& out, double v);
-void AppendJsonString(std::string& out, std::string_view s);
+using ::gpufleet::AppendJsonString;  // common/strings.h
 
 }  // namespace gpufleet::api

@@ -103,7 +103,8 @@ struct ApiServer::Impl {
             buffers,
             d.health,
             d.alerts,
-            d.jobs} {
+            d.jobs,
+            d.scaling} {
     AddClusterRoutes(router, ctx);
     AddNodeRoutes(router, ctx);
     AddTokenRoutes(router, ctx);
@@ -118,6 +119,7 @@ struct ApiServer::Impl {
     AddRuleRoutes(router, ctx);
     AddDashboardRoutes(router, ctx);
     AddJobRoutes(router, ctx);
+    AddScalingRoutes(router, ctx);
   }
 
   Status SendToAgent(const std::string& node, const proto::Message& message) {

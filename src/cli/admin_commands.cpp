@@ -132,8 +132,11 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
                         file.c_str(), Field(r, "groups").c_str(), Field(r, "rules").c_str());
             return;
           }
-          std::printf("%s is valid: %s clusters, %s pools (dry run, nothing changed)\n",
-                      file.c_str(), Field(r, "clusters").c_str(), Field(r, "pools").c_str());
+          std::printf(
+              "%s is valid: %s clusters, %s pools, %s scaling policies (dry run, nothing "
+              "changed)\n",
+              file.c_str(), Field(r, "clusters").c_str(), Field(r, "pools").c_str(),
+              r.as_object().contains("scaling") ? Field(r, "scaling").c_str() : "0");
           return;
         }
         if (rules) {
@@ -148,6 +151,10 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
           std::printf("%s: %s created, %s updated, %s unchanged\n", kind,
                       Str(c.at("created")).c_str(), Str(c.at("updated")).c_str(),
                       Str(c.at("unchanged")).c_str());
+        }
+        if (const auto* sc = r.as_object().if_contains("scaling")) {
+          std::printf("scaling: %s set, %s unchanged\n", Str(sc->at("set")).c_str(),
+                      Str(sc->at("unchanged")).c_str());
         }
       });
     });

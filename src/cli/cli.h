@@ -23,8 +23,10 @@ void AddAdminCommands(CLI::App& app, Globals& g);     // tokens, apply, audit
 void AddMetricsCommands(CLI::App& app, Globals& g);   // metrics query|range, top, scrape targets
 void AddSimInjectCommand(CLI::App& sim, Globals& g);  // sim inject (fault injection)
 void AddJobCommands(CLI::App& app, Globals& g);       // jobs submit|list|cancel
-void AddReplayCommand(CLI::App& app, Globals& g);     // replay (trace, scheduler, autoscaler)
-void AddHealthCommands(CLI::App& app, Globals& g);    // health, xids, alerts, channels, silences
-void AddRuleCommands(CLI::App& app, Globals& g);      // rules list|test|delete|metrics
+// pools scale, scaling list|show|events|set|delete (after AddFleetCommands: it adds to `pools`)
+void AddScalingCommands(CLI::App& app, Globals& g);
+void AddReplayCommand(CLI::App& app, Globals& g);   // replay (trace, scheduler, autoscaler)
+void AddHealthCommands(CLI::App& app, Globals& g);  // health, xids, alerts, channels, silences
+void AddRuleCommands(CLI::App& app, Globals& g);    // rules list|test|delete|metrics
 
 }  // namespace gpufleet::cli

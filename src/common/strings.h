@@ -12,4 +12,7 @@ std::string ToLower(std::string_view text);
 bool IsValidName(std::string_view name);  // DNS-label style: [a-z0-9]([-a-z0-9]*[a-z0-9])?, <= 63
 std::string FormatBytes(uint64_t bytes);  // "80.0 GiB"
 
+// A JSON string literal of `s`, escaped, appended to `out`.
+void AppendJsonString(std::string& out, std::string_view s);
+
 }  // namespace gpufleet

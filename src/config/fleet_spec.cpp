@@ -8,6 +8,7 @@
 #include "common/strings.h"
 #include "common/url.h"
 #include "config/yaml_errors.h"
+#include "sched/policy_json.h"
 
 namespace gpufleet {
 namespace {
@@ -64,7 +65,7 @@ class Validator {
         if (!p.IsMap()) return Fail(p, ppath, "must be a mapping");
         GF_TRY(Keys(p, ppath,
                     {"name", "gpu_model", "gpus_per_node", "size", "labels", "exporters",
-                     "scrape_interval"}));
+                     "scrape_interval", "scaling"}));
         Pool pool;
         pool.cluster = cluster.name;
         GF_TRY_ASSIGN(pool.name, Name(p, ppath));
@@ -83,6 +84,16 @@ class Validator {
         GF_TRY_ASSIGN(pool.size, Int(p, ppath, "size", 0, kMaxPoolSize, 0));
         GF_TRY_ASSIGN(pool.labels, LabelMap(p, ppath));
         GF_TRY(Exporters(p, ppath, pool, node_names));
+        if (auto sc = p["scaling"]) {
+          auto parsed = Scaling(sc, ppath + ".scaling");
+          if (!parsed.ok()) return parsed.error();
+          parsed->pool = pool.name;
+          if (parsed->policy.max_nodes > kMaxPoolSize) {
+            return Fail(sc["max_nodes"], ppath + ".scaling.max_nodes",
+                        "must be at most " + std::to_string(kMaxPoolSize));
+          }
+          spec.scaling.push_back(std::move(parsed).value());
+        }
         spec.pools.push_back(std::move(pool));
       }
       spec.clusters.push_back(std::move(cluster));
@@ -202,6 +213,78 @@ class Validator {
       pool.exporters.push_back(std::move(t));
     }
     return {};
+  }
+
+  // scaling: the policy, read as JSON by sched's parser; an error points at the field's line.
+  Result<sched::PoolScaling> Scaling(const YAML::Node& v, const std::string& path) const {
+    if (!v.IsMap()) return Fail(v, path, "must be a mapping");
+    std::string text;
+    ToJson(v, text);
+    std::string field;
+    auto parsed = sched::ParsePoolScaling(text, &field);
+    if (parsed.ok()) return parsed;
+    // The node the error is about: follow the path ("schedule[1].to") as far as it goes.
+    YAML::Node at = v;
+    std::string rest = field;
+    while (!rest.empty()) {
+      size_t end = rest.find_first_of(".[");
+      std::string key = rest.substr(0, end);
+      YAML::Node next = key.empty() ? YAML::Node() : at[key];
+      if (!next) break;
+      at = next;
+      if (end != std::string::npos && rest[end] == '[') {
+        size_t close = rest.find(']', end);
+        size_t i = std::stoul(rest.substr(end + 1, close - end - 1));
+        if (!at.IsSequence() || i >= at.size()) break;
+        at = at[i];
+        end = close + 1 < rest.size() ? close + 1 : std::string::npos;
+      }
+      rest = end == std::string::npos ? "" : rest.substr(end + 1);
+    }
+    std::string message = parsed.error().message;
+    if (!field.empty() && message.rfind(field + ": ", 0) == 0) {
+      message = message.substr(field.size() + 2);
+    }
+    return Fail(at, field.empty() ? path : path + "." + field, message);
+  }
+
+  // A YAML mapping as JSON text: plain scalars that read as numbers or booleans become those,
+  // quoted ones and everything else strings.
+  static void ToJson(const YAML::Node& n, std::string& out) {
+    if (n.IsMap()) {
+      out += '{';
+      bool first = true;
+      for (const auto& kv : n) {
+        if (!first) out += ',';
+        first = false;
+        AppendJsonString(out, kv.first.as<std::string>(""));
+        out += ':';
+        ToJson(kv.second, out);
+      }
+      out += '}';
+    } else if (n.IsSequence()) {
+      out += '[';
+      for (size_t i = 0; i < n.size(); ++i) {
+        if (i) out += ',';
+        ToJson(n[i], out);
+      }
+      out += ']';
+    } else if (n.IsScalar()) {
+      std::string v = n.as<std::string>();
+      double d = 0;
+      bool plain = n.Tag() != "!";
+      if (plain && (v == "true" || v == "false")) {
+        out += v;
+      } else if (plain && !v.empty() &&
+                 v.find_first_not_of("0123456789.-+eE") == std::string::npos &&
+                 YAML::convert<double>::decode(n, d)) {
+        out += v;
+      } else {
+        AppendJsonString(out, v);
+      }
+    } else {
+      out += "null";
+    }
   }
 
   Result<Labels> LabelMap(const YAML::Node& map, const std::string& path) const {

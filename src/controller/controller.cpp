@@ -15,9 +15,11 @@
 #include "config/fleet_spec.h"
 #include "fleet/fleet.h"
 #include "health/service.h"
+#include "scaling/scaling.h"
 #include "scrape/scraper.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
+#include "workload/generator.h"
 #include "workload/jobs.h"
 
 namespace gpufleet {
@@ -170,6 +172,20 @@ std::vector<scrape::ScrapeTarget> ScrapeTargets(FleetService& fleet) {
   return targets;
 }
 
+// The demo workload over the pools that have a size (null while there are none).
+std::unique_ptr<workload::WorkloadGenerator> DemoWorkload(FleetService& fleet,
+                                                          workload::JobService& jobs) {
+  auto pools = fleet.Pools();
+  if (!pools.ok()) return nullptr;
+  std::vector<workload::GeneratedPool> sized;
+  for (const auto& p : pools.value()) {
+    if (p.size > 0) sized.push_back({p.name, p.gpus_per_node, p.size * p.gpus_per_node});
+  }
+  if (sized.empty()) return nullptr;
+  spdlog::info("demo workload: {} pools", sized.size());
+  return std::make_unique<workload::WorkloadGenerator>(jobs, std::move(sized));
+}
+
 }  // namespace
 
 struct Controller::Impl {
@@ -181,6 +197,8 @@ struct Controller::Impl {
   std::unique_ptr<TelemetryStore> telemetry;
   std::unique_ptr<health::HealthService> health;
   std::unique_ptr<workload::JobService> jobs;
+  std::unique_ptr<scaling::ScalingService> scaling;
+  std::unique_ptr<workload::WorkloadGenerator> generator;  // the monitor thread's
   std::unique_ptr<alerting::Notifier> notifier;
   std::unique_ptr<alerting::SeriesReader> series_reader;  // the monitor thread's
   std::unique_ptr<AgentRouter> agents;
@@ -255,6 +273,11 @@ Status Controller::Start() {
   GF_TRY(impl_->jobs->Load());
   impl_->fleet->set_busy_check(
       [jobs = impl_->jobs.get()](const std::string& node) { return jobs->Busy(node); });
+  scaling::ScalingOptions so;
+  so.sim = o.sim_actuator;
+  impl_->scaling = std::make_unique<scaling::ScalingService>(*impl_->fleet, *impl_->jobs,
+                                                             *impl_->store, impl_->clock, so);
+  GF_TRY(impl_->scaling->Load());
   impl_->notifier = std::make_unique<alerting::Notifier>(*impl_->store, impl_->clock, "");
   GF_TRY(impl_->notifier->Load());
   impl_->series_reader = alerting::MakeTelemetryReader(*impl_->telemetry);
@@ -272,10 +295,10 @@ Status Controller::Start() {
   ao.max_body_bytes = o.max_body_bytes;
   ao.threads = o.threads;
   impl_->server = std::make_unique<api::ApiServer>(
-      ao,
-      api::ApiDeps{*impl_->fleet, *impl_->store, impl_->catalog, impl_->clock, *impl_->telemetry,
-                   *impl_->agents, [s = impl_->scraper.get()] { return s->Targets(); },
-                   impl_->health.get(), impl_->notifier.get(), impl_->jobs.get()});
+      ao, api::ApiDeps{*impl_->fleet, *impl_->store, impl_->catalog, impl_->clock,
+                       *impl_->telemetry, *impl_->agents,
+                       [s = impl_->scraper.get()] { return s->Targets(); }, impl_->health.get(),
+                       impl_->notifier.get(), impl_->jobs.get(), impl_->scaling.get()});
   auto addr = impl_->server->Start();
   if (!addr.ok()) return addr.error();
   // Remediation actions go to agents over their connections (the monitor thread asks; it is
@@ -287,6 +310,8 @@ Status Controller::Start() {
   impl_->address = addr.value();
   impl_->notifier->set_external_url("http://" + impl_->address);
   impl_->notifier->Start();
+  impl_->scaling->set_controller_url("http://" + impl_->address);
+  impl_->scaling->Start();
   // Write where we listen, so scripts and tests that asked for port 0 can find us.
   {
     std::string tmp = o.data_dir + "/controller.addr.tmp";
@@ -310,8 +335,14 @@ Status Controller::Start() {
       lock.unlock();
       int lost = impl_->fleet->CheckHeartbeats();
       if (lost) spdlog::warn("{} node(s) stopped sending heartbeats: unreachable", lost);
+      if (impl_->options.demo_workload) {
+        if (!impl_->generator) impl_->generator = DemoWorkload(*impl_->fleet, *impl_->jobs);
+        if (impl_->generator) impl_->generator->Tick(impl_->clock->NowMs());
+      }
       // Jobs: ends, requeues off nodes that cannot run them, placements.
       impl_->jobs->Tick();
+      // Autoscaling: the decisions that are due, from the demand the jobs just showed.
+      impl_->scaling->Tick();
       int64_t now = impl_->clock->NowMs();
       // Pools change through apply; pick up their exporters within a few seconds.
       if (now >= next_targets) {
@@ -360,6 +391,7 @@ void Controller::Stop() {
   if (impl_->monitor.joinable()) impl_->monitor.join();
   if (impl_->scraper) impl_->scraper->Stop();
   if (impl_->notifier) impl_->notifier->Stop();
+  if (impl_->scaling) impl_->scaling->Stop();
   if (impl_->server) impl_->server->Stop();
   // A checkpoint now makes the next start quick; the log alone would lose nothing either.
   if (impl_->telemetry) {
@@ -378,8 +410,13 @@ std::string Controller::admin_token_path() const {
 Status Controller::ApplyFleetYaml(const std::string& yaml, const std::string& filename) {
   auto spec = ParseFleetSpec(yaml, filename, *impl_->catalog);
   if (!spec.ok()) return spec.error();
+  for (const auto& sc : spec->scaling) GF_TRY(impl_->scaling->Check(sc));
   auto counts = impl_->fleet->Apply(spec.value());
   if (!counts.ok()) return counts.error();
+  for (const auto& sc : spec->scaling) {
+    auto set = impl_->scaling->SetPolicy(sc, "gpufleet-up");
+    if (!set.ok()) return set.error();
+  }
   return {};
 }
 

@@ -9,6 +9,10 @@
 
 namespace gpufleet {
 
+namespace scaling {
+class Actuator;
+}
+
 struct ControllerOptions {
   std::string listen = "127.0.0.1:8080";
   std::string data_dir;
@@ -23,6 +27,12 @@ struct ControllerOptions {
   int threads = 2;
   int64_t checkpoint_interval_ms = 600'000;    // telemetry snapshot, which truncates the log
   uint64_t wal_checkpoint_bytes = 256u << 20;  // ...or when the log is this large
+  // Autoscaling's `sim` actuator (simulated nodes started in this process); null: pools may
+  // only use the `command` actuator.
+  std::shared_ptr<scaling::Actuator> sim_actuator;
+  // The demo workload (src/workload/generator.h) on every pool with a size, once there are
+  // such pools: `gpufleet up` turns it on.
+  bool demo_workload = false;
 };
 
 // Thread-safe. Start() brings everything up; Stop() (or the destructor) takes it down.
@@ -34,7 +44,7 @@ class Controller {
   void Stop();
   const std::string& address() const;    // "127.0.0.1:8080", valid after Start
   std::string admin_token_path() const;  // <data_dir>/admin.token
-  // Applies a fleet YAML document directly (used by `gpufleet up`).
+  // Applies a fleet YAML document directly (used by `gpufleet up`), scaling policies included.
   Status ApplyFleetYaml(const std::string& yaml, const std::string& filename);
   // Issues a join token for `pool` directly (used by `gpufleet up`).
   Result<std::string> IssueJoinToken(const std::string& pool);

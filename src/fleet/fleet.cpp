@@ -330,6 +330,85 @@ Result<Node> FleetService::Act(const std::string& name, NodeAction action,
   return node;
 }
 
+Result<Node> FleetService::Provision(const std::string& pool_name, const std::string& name,
+                                     bool simulated, const std::string& reason,
+                                     const std::string& actor) {
+  if (!IsValidName(name)) {
+    return MakeError(ErrorCode::kInvalidArgument, "'" + name + "' is not a valid node name");
+  }
+  auto pool = FindPool(pool_name);
+  if (!pool.ok()) return pool.error();
+  std::lock_guard lock(mu_);
+  auto [it, created] = nodes_.try_emplace(name);
+  Entry& entry = it->second;
+  Node& node = entry.node;
+  Node before = node;
+  if (!created && node.state != NodeState::kRetired) {
+    return MakeError(ErrorCode::kConflict,
+                     "node " + name + " exists and is " + std::string(ToString(node.state)));
+  }
+  int64_t now = clock_->NowMs();
+  std::vector<NodeEvent> events;
+  if (created) {
+    node.name = name;
+    node.registered_ms = now;
+    node.state = node.resume_state = NodeState::kProvisioning;
+    node.state_since_ms = now;
+    node.reason = reason;
+    NodeEvent e;
+    e.node = name;
+    e.time_ms = now;
+    e.from = "none";
+    e.to = std::string(ToString(NodeState::kProvisioning));
+    e.reason = reason;
+    e.actor = actor;
+    events.push_back(std::move(e));
+  }
+  node.cluster = pool->cluster;
+  node.pool = pool->name;
+  node.simulated = simulated;
+  node.connected = false;
+  node.token_hash.clear();  // it joins with a join token, like a new machine
+  entry.connection = 0;
+  entry.summary.clear();
+  entry.health = {NodeState::kReady, ""};
+  entry.judged = {NodeState::kReady, ""};
+  Move(node, {NodeState::kProvisioning, NodeState::kProvisioning}, reason, actor, events);
+  if (auto s = Save(entry, events); !s.ok()) {
+    if (created) {
+      nodes_.erase(it);
+    } else {
+      node = before;
+    }
+    return s.error();
+  }
+  return node;
+}
+
+Status FleetService::Retire(const std::string& name, const std::string& reason,
+                            const std::string& actor) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return MakeError(ErrorCode::kNotFound, "no node '" + name + "'");
+  Entry& entry = it->second;
+  Node& node = entry.node;
+  Node before = node;
+  std::vector<NodeEvent> events;
+  for (NodeAction a : {NodeAction::kDecommission, NodeAction::kRetire}) {
+    auto next = ApplyAction({node.state, node.resume_state}, a, node.state);
+    if (!next.ok()) {
+      node = before;
+      return next.error();
+    }
+    Move(node, next.value(), reason, actor, events);
+  }
+  if (auto s = Save(entry, events); !s.ok()) {
+    node = before;
+    return s.error();
+  }
+  return {};
+}
+
 Status FleetService::FinishDrain(const std::string& name, const std::string& reason) {
   std::lock_guard lock(mu_);
   auto it = nodes_.find(name);

@@ -85,6 +85,13 @@ class FleetService : public proto::AgentHandler {
   void set_busy_check(std::function<bool(const std::string& node)> busy) {
     busy_ = std::move(busy);
   }
+  // Autoscaling. Provision records a node that is being started for `pool` (state
+  // provisioning, until its agent registers); a retired node of that name is brought back.
+  // kConflict for a node that exists and is not retired.
+  Result<Node> Provision(const std::string& pool, const std::string& name, bool simulated,
+                         const std::string& reason, const std::string& actor);
+  // Decommissions and retires a node in one step (a scaled-down or failed-to-start node).
+  Status Retire(const std::string& name, const std::string& reason, const std::string& actor);
   // A draining node whose jobs have ended (or been requeued) becomes drained.
   Status FinishDrain(const std::string& name, const std::string& reason);
   Result<std::vector<NodeEvent>> Events(const std::string& node, int limit);

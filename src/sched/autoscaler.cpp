@@ -35,6 +35,21 @@ std::string ScalePolicy::Validate() const {
   return "";
 }
 
+std::string PoolScaling::Validate() const {
+  if (policy.mode == ScaleMode::kOracle)
+    return "mode must be reactive or predictive (oracle is for replays)";
+  if (auto e = policy.Validate(); !e.empty()) return e;
+  if (actuator.type == "command") {
+    if (actuator.provision.empty() || actuator.deprovision.empty()) {
+      return "actuator: a command actuator needs both provision and deprovision";
+    }
+  } else if (actuator.type != "sim") {
+    return "actuator.type must be sim or command";
+  }
+  if (!(actuator.timeout_s > 0)) return "actuator.timeout must be positive";
+  return "";
+}
+
 int ScalePolicy::MinimumAt(double t_s) const {
   int m = min_nodes;
   auto secs = static_cast<int64_t>(std::floor(t_s));

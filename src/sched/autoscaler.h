@@ -45,6 +45,29 @@ struct ScalePolicy {
   int MinimumAt(double t_s) const;  // min_nodes or the schedule's, whichever is larger
 };
 
+// How a pool's nodes are started and stopped.
+//   sim      simulated nodes, started (after the lead time) and stopped inside the controller;
+//   command  programs the operator configures, like Slurm's ResumeProgram and SuspendProgram:
+//            {pool} and {nodes} (space-separated) are replaced in the command line, and the
+//            environment has GPUFLEET_POOL, GPUFLEET_CLUSTER, GPUFLEET_NODES, GPUFLEET_CONTROLLER
+//            and (provision only) GPUFLEET_JOIN_TOKEN, a join token for the new nodes.
+struct ActuatorSpec {
+  std::string type = "sim";
+  std::string provision;    // command
+  std::string deprovision;  // command
+  double timeout_s = 300;   // a command that runs longer is killed and reported as failed
+};
+
+// A pool's autoscaling: the policy, how it acts, and whether it acts at all.
+struct PoolScaling {
+  std::string pool;
+  ScalePolicy policy;
+  ActuatorSpec actuator;
+  bool enabled = true;  // false: decisions are made and shown, nothing is done
+  int64_t updated_ms = 0;
+  std::string Validate() const;  // the policy's and the actuator's checks
+};
+
 struct ScaleInput {
   double now_s = 0;
   int gpus_per_node = 8;

@@ -110,4 +110,25 @@ ForecastStats Forecaster::stats() const {
   return s;
 }
 
+DemandTracker::DemandTracker(double step_s, double lead_time_s, double interval_s)
+    : step_s_(step_s),
+      horizon_(std::max(1, static_cast<int>(std::ceil((lead_time_s + interval_s) / step_s)))),
+      forecaster_(step_s, horizon_) {}
+
+void DemandTracker::Observe(double t_s, double demand) {
+  if (next_step_ < 0) next_step_ = t_s + step_s_;
+  step_peak_ = std::max(step_peak_, demand);
+  // A long gap is filled with at most a week of steps.
+  if (t_s - next_step_ > 7 * 86400.0) next_step_ = t_s - 7 * 86400.0;
+  while (t_s >= next_step_) {
+    forecaster_.Observe(step_peak_);
+    step_peak_ = demand;
+    next_step_ += step_s_;
+  }
+}
+
+double DemandTracker::PlanningPeak() const {
+  return forecaster_.Peak(horizon_) + 2 * forecaster_.error();
+}
+
 }  // namespace gpufleet::sched

@@ -260,9 +260,7 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
   Pool pool(G);
   Queue queue;
   const double t0 = jobs.front().submit_s;
-  const int horizon_steps =
-      static_cast<int>(std::ceil((p.lead_time_s + p.interval_s) / o.forecast_step_s));
-  Forecaster forecaster(o.forecast_step_s, horizon_steps);
+  DemandTracker tracker(o.forecast_step_s, p.lead_time_s, p.interval_s);
   std::optional<OracleDemand> oracle;
   if (p.mode == ScaleMode::kOracle) oracle.emplace(jobs);
 
@@ -277,7 +275,6 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
   size_t finished = 0;
   int live_nodes = initial;  // provisioning + ready
   r.peak_nodes = initial;
-  double step_peak = 0, next_step = t0 + o.forecast_step_s;
 
   auto start = [&](double t) {
     for (Job* j : queue.Schedule(pool, t)) events.push({t + j->duration_s, kFinish, j->id});
@@ -311,12 +308,7 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
         break;
       case kTick: {
         double demand = static_cast<double>(pool.busy_gpus() + queue.queued_gpus());
-        step_peak = std::max(step_peak, demand);
-        while (now >= next_step) {
-          forecaster.Observe(step_peak);
-          step_peak = demand;
-          next_step += o.forecast_step_s;
-        }
+        tracker.Observe(now, demand);
         ScaleInput in;
         in.now_s = now;
         in.gpus_per_node = G;
@@ -324,7 +316,7 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
         in.provisioning = pool.provisioning_nodes();
         in.demand_gpus = demand;
         if (p.mode == ScaleMode::kPredictive) {
-          in.peak_forecast_gpus = forecaster.Peak(horizon_steps) + 2 * forecaster.error();
+          in.peak_forecast_gpus = tracker.PlanningPeak();
         } else if (p.mode == ScaleMode::kOracle) {
           in.peak_forecast_gpus = oracle->Peak(now, now + p.lead_time_s + p.interval_s);
         }
@@ -375,7 +367,7 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
   r.gpu_hours_idle = r.gpu_hours_provisioned - r.gpu_hours_busy;
   r.span_s = now - t0;
   if (p.mode == ScaleMode::kPredictive) {
-    auto s = forecaster.stats();
+    auto s = tracker.forecaster().stats();
     r.forecast_mape = s.mape;
     r.forecast_bias = s.bias;
     r.forecast_model = s.model;

@@ -6,30 +6,50 @@ namespace gpufleet {
 
 SimFleet::SimFleet(std::shared_ptr<const GpuCatalog> catalog) : catalog_(std::move(catalog)) {}
 
-Status SimFleet::AddPool(const SimPoolOptions& o) {
-  const GpuModelSpec* model = catalog_->Find(o.model);
-  if (!model) return MakeError(ErrorCode::kInvalidArgument, "unknown GPU model '" + o.model + "'");
+namespace {
+Status Check(const GpuCatalog& catalog, const SimPoolOptions& o) {
+  if (!catalog.Find(o.model)) {
+    return MakeError(ErrorCode::kInvalidArgument, "unknown GPU model '" + o.model + "'");
+  }
   if (o.nodes < 0 || o.nodes > 100000) {
     return MakeError(ErrorCode::kInvalidArgument, "--nodes must be 0..100000");
   }
   if (o.gpus_per_node < 0 || o.gpus_per_node > 16) {
     return MakeError(ErrorCode::kInvalidArgument, "--gpus-per-node must be 0..16");
   }
+  return {};
+}
+}  // namespace
+
+Status SimFleet::AddPool(const SimPoolOptions& o) {
+  GF_TRY(Check(*catalog_, o));
   for (int i = 0; i < o.nodes; ++i) {
     char name[128];
     std::snprintf(name, sizeof name, "%s-%04d", o.name_prefix.c_str(), o.first_index + i);
-    SimNodeSpec spec;
-    spec.hostname = name;
-    spec.model = model;
-    spec.gpu_count = o.gpus_per_node;
-    AgentOptions ao;
-    ao.controller = o.controller;
-    ao.join_token = o.join_token;
-    ao.hostname = name;
-    runner_.Add(std::move(ao), MakeSimBackend(spec));
-    ++nodes_;
+    GF_TRY(AddNode(o, name));
   }
   return {};
+}
+
+Status SimFleet::AddNode(const SimPoolOptions& o, const std::string& name) {
+  GF_TRY(Check(*catalog_, o));
+  SimNodeSpec spec;
+  spec.hostname = name;
+  spec.model = catalog_->Find(o.model);
+  spec.gpu_count = o.gpus_per_node;
+  AgentOptions ao;
+  ao.controller = o.controller;
+  ao.join_token = o.join_token;
+  ao.hostname = name;
+  runner_.Add(std::move(ao), MakeSimBackend(spec));
+  ++nodes_;
+  return {};
+}
+
+bool SimFleet::RemoveNode(const std::string& name) {
+  if (!runner_.Remove(name)) return false;
+  --nodes_;
+  return true;
 }
 
 void SimFleet::Run(int threads) { runner_.Run(threads); }

@@ -25,6 +25,10 @@ class SimFleet {
  public:
   explicit SimFleet(std::shared_ptr<const GpuCatalog> catalog);
   Status AddPool(const SimPoolOptions& options);
+  // One node named `name` (options.nodes and name_prefix are not used).
+  Status AddNode(const SimPoolOptions& options, const std::string& name);
+  // Stops the node's agent; false when this fleet does not run it.
+  bool RemoveNode(const std::string& name);
   void Run(int threads = 1);  // until Stop()
   void Stop();
   const AgentStats& stats() const { return runner_.stats(); }

@@ -79,6 +79,25 @@ struct JobRecord {
   int64_t updated_ms = 0;
 };
 
+// Autoscaling records (owned by the scaling component): a pool's policy, one of its decisions,
+// one sample of its history; each a JSON document.
+struct ScalingRecord {
+  std::string pool;
+  std::string doc;
+  int64_t updated_ms = 0;
+};
+struct ScaleEventRecord {
+  int64_t id = 0;
+  int64_t time_ms = 0;
+  std::string pool;
+  std::string doc;
+};
+struct ScalingSampleRecord {
+  std::string pool;
+  int64_t time_ms = 0;
+  std::string doc;
+};
+
 // A notification in the outbox: written with the alert state change it tells, removed only when
 // the receiver acknowledged it.
 struct Notification {
@@ -177,6 +196,19 @@ class Store {
   virtual Result<std::vector<RuleRecord>> ListRules() = 0;          // by name
   virtual Status SaveJobs(const std::vector<JobRecord>& jobs) = 0;  // upserts, one transaction
   virtual Result<std::vector<JobRecord>> ListJobs() = 0;            // by id
+  // Autoscaling. DeleteScalingPolicy: kNotFound when the pool has none.
+  virtual Status SaveScalingPolicy(const ScalingRecord& policy) = 0;  // upsert
+  virtual Status DeleteScalingPolicy(const std::string& pool) = 0;
+  virtual Result<std::vector<ScalingRecord>> ListScalingPolicies() = 0;         // by pool
+  virtual Result<int64_t> AppendScaleEvent(const ScaleEventRecord& event) = 0;  // its id
+  // Newest first; empty `pool`: every pool's.
+  virtual Result<std::vector<ScaleEventRecord>> ListScaleEvents(const std::string& pool,
+                                                                int limit) = 0;
+  virtual Status AppendScalingSample(const ScalingSampleRecord& sample) = 0;  // upsert
+  // Oldest first, time_ms >= since_ms.
+  virtual Result<std::vector<ScalingSampleRecord>> ListScalingSamples(const std::string& pool,
+                                                                      int64_t since_ms) = 0;
+  virtual Status DeleteScalingSamplesBefore(int64_t time_ms) = 0;
   virtual Status CreateSilence(const SilenceRecord& silence) = 0;
   virtual Result<std::vector<SilenceRecord>> ListSilences() = 0;  // newest first
   // Ends a silence now (ends_ms = now) if it has not ended; kNotFound for an unknown id.

@@ -134,12 +134,18 @@ JobService::JobService(FleetService& fleet, Store& store, std::shared_ptr<Clock>
                        int64_t drain_timeout_ms)
     : fleet_(fleet), store_(store), clock_(std::move(clock)), drain_timeout_ms_(drain_timeout_ms) {}
 
-void JobService::UpdateBusyLocked() {
+void JobService::UpdateBusyLocked(int64_t now) {
   std::set<std::string> busy;
   for (const auto& [id, j] : jobs_) {
     if (j.state != JobState::kRunning) continue;
     for (const auto& p : j.placement) busy.insert(p.node);
   }
+  // A node that was busy until now was busy now (also the one a cancel just freed).
+  {
+    std::lock_guard lock(busy_mu_);
+    for (const auto& n : busy_) last_busy_ms_[n] = now;
+  }
+  for (const auto& n : busy) last_busy_ms_[n] = now;
   std::lock_guard lock(busy_mu_);
   busy_ = std::move(busy);
 }
@@ -162,7 +168,7 @@ Status JobService::Load() {
       spdlog::error("jobs: stored job {} is unreadable: {}", r.id, e.what());
     }
   }
-  UpdateBusyLocked();
+  UpdateBusyLocked(clock_->NowMs());
   return {};
 }
 
@@ -247,7 +253,7 @@ Result<Job> JobService::Submit(JobSpec spec) {
     jobs_[id] = std::move(j);
     changed.push_back(id);
     ScheduleLocked(now, changed);
-    UpdateBusyLocked();
+    UpdateBusyLocked(now);
   }
   Persist(changed);
   return Get(id);
@@ -271,7 +277,7 @@ Result<Job> JobService::Cancel(int64_t id) {
     EndLocked(j, JobState::kCancelled, now, "cancelled");
     changed.push_back(id);
     ScheduleLocked(now, changed);  // its GPUs may start a queued job
-    UpdateBusyLocked();
+    UpdateBusyLocked(now);
   }
   Persist(changed);
   return Get(id);
@@ -354,7 +360,7 @@ int JobService::Tick() {
     }
     count = static_cast<int>(changed.size());
     count += ScheduleLocked(now, changed);
-    UpdateBusyLocked();
+    UpdateBusyLocked(now);
   }
   for (const auto& [node, since] : draining_since) {
     if (!Busy(node)) drained.push_back(node);
@@ -441,6 +447,76 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
     }
   }
   return started;
+}
+
+std::map<std::string, PoolDemand> JobService::Demand() const {
+  std::map<std::string, PoolDemand> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [id, j] : jobs_) {
+    if (j.state == JobState::kRunning) {
+      out[j.spec.pool].running_gpus += j.spec.gpus;
+    } else if (j.state == JobState::kQueued) {
+      auto& d = out[j.spec.pool];
+      d.queued_gpus += j.spec.gpus;
+      ++d.queued_jobs;
+      if (d.oldest_queued_ms == 0 || j.queued_ms < d.oldest_queued_ms) {
+        d.oldest_queued_ms = j.queued_ms;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> JobService::IdleLocked(const std::string& pool, int64_t idle_ms,
+                                                int64_t now) const {
+  std::vector<std::pair<int64_t, std::string>> idle;  // (idle since, node)
+  NodeFilter filter;
+  filter.pool = pool;
+  fleet_.ForEachNode(filter, [&](const Node& n) {
+    if (n.state != NodeState::kReady) return;
+    int64_t since = n.state_since_ms;
+    if (auto it = last_busy_ms_.find(n.name); it != last_busy_ms_.end()) {
+      since = std::max(since, it->second);
+    }
+    if (now - since >= idle_ms) idle.emplace_back(since, n.name);
+  });
+  std::set<std::string> busy;
+  {
+    std::lock_guard lock(busy_mu_);
+    busy = busy_;
+  }
+  // The longest idle first; among equals the last-named (the newest) first.
+  std::sort(idle.begin(), idle.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second > b.second;
+  });
+  std::vector<std::string> out;
+  for (auto& [since, name] : idle) {
+    if (!busy.count(name)) out.push_back(std::move(name));
+  }
+  return out;
+}
+
+std::vector<std::string> JobService::IdleNodes(const std::string& pool, int64_t idle_ms) const {
+  std::lock_guard lock(mu_);
+  return IdleLocked(pool, idle_ms, clock_->NowMs());
+}
+
+std::vector<std::string> JobService::DrainIdle(const std::string& pool, int n, int64_t idle_ms,
+                                               const std::string& actor) {
+  // Under mu_, so that no placement (Tick, Submit) lands on a node between choosing and draining
+  // it: placements take ready nodes only, and a drained node is no longer ready.
+  std::lock_guard lock(mu_);
+  std::vector<std::string> drained;
+  for (const auto& name : IdleLocked(pool, idle_ms, clock_->NowMs())) {
+    if (static_cast<int>(drained.size()) >= n) break;
+    auto r = fleet_.Act(name, NodeAction::kDrain, actor);
+    if (!r.ok()) {
+      spdlog::warn("scale down: cannot drain {}: {}", name, r.error().message);
+      continue;
+    }
+    if (r->state == NodeState::kDrained) drained.push_back(name);
+  }
+  return drained;
 }
 
 std::map<std::string, std::vector<int64_t>> JobService::Allocation() const {

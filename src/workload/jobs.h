@@ -57,6 +57,14 @@ struct JobFilter {
   std::vector<std::string> clusters;  // a scoped token's clusters; empty: all
 };
 
+// What a pool is asked for now, for the autoscaler.
+struct PoolDemand {
+  int running_gpus = 0;
+  int queued_gpus = 0;
+  int queued_jobs = 0;
+  int64_t oldest_queued_ms = 0;  // when the longest-waiting job entered the queue; 0: none
+};
+
 class JobService {
  public:
   // `drain_timeout_ms`: how long a drain waits for a node's jobs before requeueing them.
@@ -82,9 +90,20 @@ class JobService {
   // apart from the jobs, so the fleet may call it under its own lock.
   bool Busy(const std::string& node) const;
 
+  // Autoscaling. Demand per pool (pools with no jobs are absent).
+  std::map<std::string, PoolDemand> Demand() const;
+  // The pool's ready nodes that have run no job for at least `idle_ms` (a node that has never
+  // run one counts from when it became ready), the longest idle first.
+  std::vector<std::string> IdleNodes(const std::string& pool, int64_t idle_ms) const;
+  // Drains up to `n` of those, so that no job is placed on them while they are removed;
+  // returns the nodes drained (idle, so drained at once).
+  std::vector<std::string> DrainIdle(const std::string& pool, int n, int64_t idle_ms,
+                                     const std::string& actor);
+
  private:
   int ScheduleLocked(int64_t now, std::vector<int64_t>& changed);
-  void UpdateBusyLocked();
+  void UpdateBusyLocked(int64_t now);
+  std::vector<std::string> IdleLocked(const std::string& pool, int64_t idle_ms, int64_t now) const;
   void Persist(const std::vector<int64_t>& ids);
   void EndLocked(Job& job, JobState state, int64_t now, const std::string& reason);
 
@@ -93,10 +112,11 @@ class JobService {
   std::shared_ptr<Clock> clock_;
   mutable std::mutex mu_;
   int64_t drain_timeout_ms_;
-  std::map<int64_t, Job> jobs_;  // guarded by mu_
-  int64_t next_id_ = 1;          // guarded by mu_
-  mutable std::mutex busy_mu_;   // taken last, never while calling out
-  std::set<std::string> busy_;   // nodes running jobs; guarded by busy_mu_
+  std::map<int64_t, Job> jobs_;                  // guarded by mu_
+  int64_t next_id_ = 1;                          // guarded by mu_
+  std::map<std::string, int64_t> last_busy_ms_;  // node -> last seen running a job; mu_
+  mutable std::mutex busy_mu_;                   // taken last, never while calling out
+  std::set<std::string> busy_;                   // nodes running jobs; guarded by busy_mu_
 };
 
 }  // namespace gpufleet::workload

@@ -246,7 +246,7 @@ test('every page fits 1280x800 and a 390-px phone', async () => {
   for (const [label, viewport] of [['1280', { width: 1280, height: 800 }], ['390', { width: 390, height: 844 }]]) {
     const page = await signedIn(browser, fleet.base, fleet.token, viewport);
     for (const [name, hash, ready] of [['overview', '#/', '.card'], ['cluster', '#/cluster/train-use1', '#heat canvas[data-cells]'],
-      ['node', '#/node/h100-sxm-0001', '.chart .uplot'], ['alerts', '#/alerts', '#alert-list'], ['scaling', '#/scaling', '#view h2']]) {
+      ['node', '#/node/h100-sxm-0001', '.chart .uplot'], ['alerts', '#/alerts', '#alert-list'], ['scaling', '#/scaling', '#scaling-charts .uplot']]) {
       await page.goto(fleet.base + '/' + hash);
       await page.waitForSelector(ready, { timeout: 30000 });
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
@@ -256,6 +256,57 @@ test('every page fits 1280x800 and a 390-px phone', async () => {
     assert.deepEqual(page.errors, []);
     await page.context().close();
   }
+});
+
+test('the scaling page shows the autoscaled pool with charts and events; an operator scales it', async () => {
+  const page = await signedIn(browser, fleet.base, fleet.token);
+  await page.goto(fleet.base + '/#/scaling');
+  // examples/fleet.yaml scales h200-sxm (8 nodes, 4..16, predictive, sim actuator).
+  await page.waitForSelector('#scaling-pools tr[data-pool="h200-sxm"]');
+  const row = await page.textContent('#scaling-pools tr[data-pool="h200-sxm"]');
+  for (const want of [/train-use1/, /predictive/, /4\.\.16/, /simulated/]) assert.match(row, want);
+  assert.equal(await page.$$eval('#scaling-pools tr[data-pool]', (r) => r.length), 1);
+  await page.waitForSelector('#scaling-charts .uplot');
+  assert.deepEqual(await page.$$eval('#scaling-charts .chart', (els) => els.map((e) => e.dataset.chart)), ['nodes', 'demand', 'wait']);
+  assert.equal(await page.textContent('[data-stat="Nodes ready"] b'), '8');
+  const status = await call(fleet.base, fleet.token, 'GET', '/api/v1/pools/h200-sxm/scaling');
+  assert.equal(status.status, 200);
+  assert.equal(status.body.nodes.ready, 8);
+  assert.equal(status.body.policy.lead_time, '5m');
+  assert.equal(status.body.simulated, true);
+  // The fleet file set the policy: that is the first event.
+  await page.waitForSelector('#scaling-events tr[data-kind="policy"]');
+
+  // An operator asks for 9 nodes: a node is recorded as starting (the sim actuator starts it
+  // after the 5-minute lead time) and the event names it.
+  await page.fill('#scale-target', '9');
+  await page.click('#scale-go');
+  await page.waitForSelector('#scaling-events tr[data-kind="scale_up"]');
+  const event = await page.textContent('#scaling-events tr[data-kind="scale_up"]');
+  assert.match(event, /manual/);
+  assert.match(event, /h200-sxm-0008/);
+  assert.equal(await page.textContent('[data-stat="Starting"] b'), '1');
+  const node = await call(fleet.base, fleet.token, 'GET', '/api/v1/nodes/h200-sxm-0008');
+  assert.equal(node.body.state, 'provisioning');
+  // Outside the policy's bounds: the error is shown and nothing changes.
+  await page.fill('#scale-target', '40');
+  await page.click('#scale-go');
+  await page.waitForFunction(() => document.getElementById('scale-error').textContent.includes('outside the policy'));
+  assert.equal((await call(fleet.base, fleet.token, 'GET', '/api/v1/pools/h200-sxm/scaling')).body.nodes.provisioning, 1);
+  await shot(page, 'scaling');
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+
+  // A viewer sees the page without the scale control, and the API refuses it.
+  const made = await call(fleet.base, fleet.token, 'POST', '/api/v1/api-tokens', { name: 'scaling-viewer', role: 'viewer' });
+  const viewer = await signedIn(browser, fleet.base, made.body.token);
+  await viewer.goto(fleet.base + '/#/scaling/h200-sxm');
+  await viewer.waitForSelector('#scaling-charts .uplot');
+  assert.equal(await viewer.isVisible('#scale-form'), false);
+  const refused = await call(fleet.base, made.body.token, 'POST', '/api/v1/pools/h200-sxm/scale', { target: 10 });
+  assert.equal(refused.status, 403);
+  assert.deepEqual(viewer.errors, []);
+  await viewer.context().close();
 });
 
 test('the live indicator shows a lost stream and the page reconnects by itself', async () => {

@@ -55,7 +55,8 @@ export async function waitFor(what, fn, timeoutMs = 60000) {
   throw new Error(`timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
 }
 
-// `gpufleet up -f FILE` in a fresh data directory; resolves once every node of the file is
+// `gpufleet up -f FILE --workload off` (the tests submit their own jobs) in a fresh data
+// directory; resolves once every node of the file is
 // ready. stop() ends it; restart() starts it again on the same address and data.
 export async function startFleet(file, { healthInterval = '1s' } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpufleet-browser-'));
@@ -65,7 +66,8 @@ export async function startFleet(file, { healthInterval = '1s' } = {}) {
   fleet.start = async () => {
     try { fs.unlinkSync(path.join(dir, 'controller.addr')); } catch { /* first start */ }
     const log = fs.openSync(path.join(OUT, `${path.basename(file, '.yaml')}-up.log`), 'a');
-    fleet.proc = spawn(BIN, ['up', '-f', file, '--data-dir', dir, '--listen', fleet.listen, '--health-interval', healthInterval],
+    fleet.proc = spawn(BIN, ['up', '-f', file, '--data-dir', dir, '--listen', fleet.listen, '--health-interval', healthInterval,
+      '--workload', 'off'],
       { stdio: ['ignore', log, log] });
     fleet.exited = new Promise((r) => fleet.proc.once('exit', r));
     const addr = await waitFor('controller.addr', () => {

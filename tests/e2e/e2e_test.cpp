@@ -282,7 +282,8 @@ namespace gpufleet::e2e {
 namespace {
 
 // The README's main job: `gpufleet up` loads examples/fleet.yaml, brings every simulated node
-// to ready, prints where to look, and stops cleanly on Ctrl-C.
+// to ready, runs the demo workload and the h200-sxm pool's autoscaler, prints where to look,
+// and stops cleanly on Ctrl-C.
 TEST(Up, RunsTheExampleFleetAndStopsOnCtrlC) {
   std::string dir = TempDir("up");
   Process up({GPUFLEET_BIN, "--data-dir", dir, "up", "--listen", "127.0.0.1:0", "--fleet",
@@ -308,6 +309,18 @@ TEST(Up, RunsTheExampleFleetAndStopsOnCtrlC) {
       60000));
   auto clusters = json::parse(client.Send("GET", "/api/v1/clusters")->body);
   EXPECT_EQ(clusters.at("total").as_int64(), 5);
+  // The demo workload runs by default: teams' jobs on the pools; h200-sxm is autoscaled.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = client.Send("GET", "/api/v1/jobs?state=running&limit=1");
+        return r.ok() && json::parse(r->body).at("total").as_int64() > 0;
+      },
+      30000));
+  EXPECT_NE(log.find("Workload:           teams submit jobs"), std::string::npos) << log;
+  auto scaled = json::parse(client.Send("GET", "/api/v1/scaling")->body);
+  ASSERT_EQ(scaled.at("total").as_int64(), 1) << scaled;
+  EXPECT_EQ(scaled.at("items").at(0).at("pool"), "h200-sxm");
+  EXPECT_EQ(scaled.at("items").at(0).at("simulated"), true);
   auto page = client.Send("GET", "/");
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(page->status, 200);

@@ -60,13 +60,33 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
                             "token '" + who.name + "' may not change cluster '" + c.name + "'"));
             }
           }
+          // Scaling policies are checked before anything changes.
+          if (!spec->scaling.empty() && !ctx.scaling) {
+            return ErrorResponse(MakeError(ErrorCode::kUnavailable,
+                                           "autoscaling is not running: no scaling blocks"));
+          }
+          for (const auto& sc : spec->scaling) {
+            if (auto s = ctx.scaling->Check(sc); !s.ok()) {
+              return ErrorResponse(
+                  MakeError(ErrorCode::kInvalidArgument,
+                            filename + ": pool " + sc.pool + ": scaling." + s.error().message));
+            }
+          }
           if (dry_run) {
             return ObjectResponse(200, {{"dry_run", true},
                                         {"clusters", spec->clusters.size()},
-                                        {"pools", spec->pools.size()}});
+                                        {"pools", spec->pools.size()},
+                                        {"scaling", spec->scaling.size()}});
           }
           auto counts = ctx.fleet.Apply(spec.value());
           if (!counts.ok()) return ErrorResponse(counts.error());
+          int set = 0, unchanged = 0;
+          for (const auto& sc : spec->scaling) {
+            bool changed = false;
+            auto r = ctx.scaling->SetPolicy(sc, who.name, &changed);
+            if (!r.ok()) return ErrorResponse(r.error());
+            ++(changed ? set : unchanged);
+          }
           const auto& c = counts.value();
           return ObjectResponse(200, {{"clusters",
                                        {{"created", c.clusters_created},
@@ -75,7 +95,8 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
                                       {"pools",
                                        {{"created", c.pools_created},
                                         {"updated", c.pools_updated},
-                                        {"unchanged", c.pools_unchanged}}}});
+                                        {"unchanged", c.pools_unchanged}}},
+                                      {"scaling", {{"set", set}, {"unchanged", unchanged}}}});
         }();
         r.audit_target = "fleet/" + filename;
         if (r.status == 200) r.audit_after = r.body;

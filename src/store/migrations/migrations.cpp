@@ -89,6 +89,18 @@ CREATE TABLE jobs (
   id BIGINT PRIMARY KEY, state TEXT NOT NULL, doc TEXT NOT NULL, updated_ms BIGINT NOT NULL);
 CREATE INDEX jobs_state ON jobs(state)
 )SQL"},
+      // Autoscaling: each pool's policy, its decisions (events), and one sample per decision
+      // (nodes, demand, forecast: the scaling page's history and the forecaster's memory).
+      {10, R"SQL(
+CREATE TABLE scaling_policies (
+  pool TEXT PRIMARY KEY, doc TEXT NOT NULL, updated_ms BIGINT NOT NULL);
+CREATE TABLE scale_events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, time_ms BIGINT NOT NULL, pool TEXT NOT NULL,
+  doc TEXT NOT NULL);
+CREATE INDEX scale_events_pool ON scale_events(pool, id);
+CREATE TABLE scaling_samples (
+  pool TEXT NOT NULL, time_ms BIGINT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (pool, time_ms))
+)SQL"},
   };
   return kAll;
 }

@@ -1,4 +1,4 @@
-#include "agent/command.h"
+#include "common/command.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -8,10 +8,31 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <string_view>
+
+extern char** environ;
 
 namespace gpufleet {
 
-Result<CommandOutcome> RunShellCommand(const std::string& command, int timeout_ms) {
+Result<CommandOutcome> RunShellCommand(
+    const std::string& command, int timeout_ms,
+    const std::vector<std::pair<std::string, std::string>>& env) {
+  // The child's environment is built before the fork: a forked child of a threaded process may
+  // only make async-signal-safe calls.
+  std::vector<std::string> vars;
+  for (char** e = environ; *e; ++e) {
+    std::string_view v(*e);
+    bool replaced = false;
+    for (const auto& [name, value] : env) {
+      replaced = replaced || (v.size() > name.size() && v.substr(0, name.size()) == name &&
+                              v[name.size()] == '=');
+    }
+    if (!replaced) vars.emplace_back(v);
+  }
+  for (const auto& [name, value] : env) vars.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (auto& v : vars) envp.push_back(v.data());
+  envp.push_back(nullptr);
   int fds[2];
   if (::pipe(fds) != 0) {
     return MakeError(ErrorCode::kInternal, std::string("pipe: ") + std::strerror(errno));
@@ -28,7 +49,8 @@ Result<CommandOutcome> RunShellCommand(const std::string& command, int timeout_m
     ::dup2(fds[1], 2);
     ::close(fds[0]);
     ::close(fds[1]);
-    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
+    ::execve("/bin/sh", const_cast<char* const*>(argv), envp.data());
     ::_exit(127);
   }
   ::close(fds[1]);

@@ -1,8 +1,11 @@
-// Remediation commands: run through /bin/sh with a deadline, output captured.
+// Operator commands (remediations, provision programs): run through /bin/sh with a deadline, output
+// captured.
 
-#include "agent/command.h"
+#include "common/command.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 namespace gpufleet {
 namespace {
@@ -19,6 +22,14 @@ TEST(RunShellCommand, ExitCodeOutputAndDeadline) {
   ASSERT_TRUE(slow.ok());
   EXPECT_TRUE(slow->timed_out);
   EXPECT_EQ(slow->exit_code, -1);
+}
+
+TEST(RunShellCommand, AddsAndReplacesEnvironment) {
+  ::setenv("GPUFLEET_TEST_VAR", "old", 1);
+  auto r = RunShellCommand("echo \"$GPUFLEET_POOL $GPUFLEET_TEST_VAR $PATH\"", 5000,
+                           {{"GPUFLEET_POOL", "h100"}, {"GPUFLEET_TEST_VAR", "new"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->output, "h100 new " + std::string(::getenv("PATH")) + "\n");
 }
 
 TEST(ExpandCommand, IndexAndUuid) {

@@ -1,0 +1,15 @@
+#pragma once
+// The `sim` actuator: a pool's autoscaler starts simulated nodes (agents inside this process,
+// connecting to the controller like any agent) after the policy's lead time, and stops them.
+
+#include <memory>
+
+#include "scaling/scaling.h"
+#include "sim/sim.h"
+
+namespace gpufleet::app {
+
+// `fleet` must outlive the actuator, and be running (SimFleet::Run) for the nodes to connect.
+std::shared_ptr<scaling::Actuator> MakeSimActuator(SimFleet& fleet);
+
+}  // namespace gpufleet::app

@@ -1,0 +1,185 @@
+// pools scale, and scaling list|show|events|set|delete: autoscaling from the command line.
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+
+#include "cli/cli.h"
+#include "cli/output.h"
+
+namespace json = boost::json;
+
+namespace gpufleet::cli {
+namespace {
+
+std::string Num(const json::value& v, const char* fmt = "%.0f") {
+  if (v.is_null()) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, fmt, v.to_number<double>());
+  return buf;
+}
+
+std::string Nodes(const json::value& s) {
+  const auto& n = s.at("nodes");
+  std::string out = Str(n.at("ready"));
+  if (n.at("provisioning").to_number<int>() > 0) out += "+" + Str(n.at("provisioning"));
+  if (n.at("other").to_number<int>() > 0) out += " (" + Str(n.at("other")) + " other)";
+  return out;
+}
+
+std::string Mape(const json::value& f) {
+  const auto& m = f.at("mape");
+  return m.is_null() ? "-" : Num(json::value(m.to_number<double>() * 100), "%.1f%%");
+}
+
+void EventTable(const json::array& events) {
+  Table t({"TIME", "KIND", "DELTA", "NODES", "REASON", "ACTOR", "DETAIL"});
+  for (const auto& e : events) {
+    std::string names;
+    for (const auto& n : e.at("nodes").as_array()) names += (names.empty() ? "" : ",") + Str(n);
+    int delta = e.at("delta").to_number<int>();
+    t.Row({Str(e.at("time")), Str(e.at("kind")),
+           delta > 0 ? "+" + std::to_string(delta) : std::to_string(delta),
+           names.empty() ? "-" : names, Str(e.at("reason")), Str(e.at("actor")),
+           Str(e.at("detail"))});
+  }
+  t.Print();
+}
+
+void StatusTable(const json::array& pools) {
+  Table t({"POOL", "CLUSTER", "MODE", "NODES", "TARGET", "BOUNDS", "DEMAND", "FORECAST", "MAPE",
+           "DECISION", "ERROR"});
+  for (const auto& s : pools) {
+    const auto& p = s.at("policy");
+    std::string mode = Str(p.at("mode")) + (p.at("enabled").as_bool() ? "" : " (off)") +
+                       (s.at("simulated").as_bool() ? ", sim" : "");
+    t.Row({Str(s.at("pool")), Str(s.at("cluster")), mode, Nodes(s), Str(s.at("nodes").at("target")),
+           Str(p.at("min_nodes")) + ".." + Str(p.at("max_nodes")),
+           Num(s.at("demand").at("gpus")) + " GPUs", Num(s.at("forecast").at("gpus")),
+           Mape(s.at("forecast")), Str(s.at("decision").at("reason")), Str(s.at("last_error"))});
+  }
+  t.Print();
+}
+
+}  // namespace
+
+void AddScalingCommands(CLI::App& app, Globals& g) {
+  auto* pools = app.get_subcommand("pools");
+  {
+    auto* scale =
+        pools->add_subcommand("scale", "Scale a pool now (its scaling policy's actuator)");
+    static std::string pool;
+    static int to = -1;
+    static std::string by;
+    scale->add_option("pool", pool, "pool name")->required();
+    auto* t = scale->add_option("--to", to, "nodes wanted");
+    auto* b = scale->add_option("--by", by, "nodes to add (+N) or remove (-N)");
+    t->excludes(b);
+    scale->callback([&g] {
+      json::object body;
+      if (!by.empty()) {
+        char* end = nullptr;
+        long v = std::strtol(by.c_str(), &end, 10);
+        if (*end != '\0' || by == "+" || by == "-") {
+          std::fprintf(stderr, "error: --by takes a whole number such as +2 or -1, not '%s'\n",
+                       by.c_str());
+          g.exit_code = 2;
+          return;
+        }
+        body["delta"] = v;
+      } else if (to >= 0) {
+        body["target"] = to;
+      } else {
+        std::fprintf(stderr, "error: give --to N or --by +/-N\n");
+        g.exit_code = 2;
+        return;
+      }
+      auto v =
+          Call(g, "POST", "/api/v1/pools/" + UrlEncode(pool) + "/scale", json::serialize(body));
+      if (!v) return;
+      Show(g, *v, [](const json::value& e) {
+        std::string names;
+        for (const auto& n : e.at("nodes").as_array()) names += " " + Str(n);
+        std::printf("pool %s: %s %s -> %s nodes%s\n", Str(e.at("pool")).c_str(),
+                    Str(e.at("kind")).c_str(), Str(e.at("from")).c_str(), Str(e.at("to")).c_str(),
+                    names.empty() ? "" : (":" + names).c_str());
+      });
+    });
+  }
+
+  auto* scaling =
+      app.add_subcommand("scaling", "Autoscaling: policies, decisions, forecasts, events")
+          ->require_subcommand(1);
+  {
+    auto* list = scaling->add_subcommand("list", "Every scaled pool: nodes, demand, forecast");
+    list->callback([&g] {
+      if (auto v = Call(g, "GET", "/api/v1/scaling")) {
+        Show(g, *v, [](const json::value& v) { StatusTable(v.at("items").as_array()); });
+      }
+    });
+  }
+  {
+    auto* show = scaling->add_subcommand("show", "One pool's policy, state and recent events");
+    static std::string pool;
+    show->add_option("pool", pool, "pool name")->required();
+    show->callback([&g] {
+      auto v = Call(g, "GET", "/api/v1/pools/" + UrlEncode(pool) + "/scaling");
+      if (!v) return;
+      if (g.output == "json") {
+        std::printf("%s\n", PrettyJson(*v).c_str());
+        return;
+      }
+      StatusTable(json::array{*v});
+      const auto& p = v->at("policy");
+      std::printf("\nPolicy:   %s\nForecast: model %s, MAPE %s, bias %s, %s forecasts scored\n",
+                  json::serialize(p).c_str(), Str(v->at("forecast").at("model")).c_str(),
+                  Mape(v->at("forecast")).c_str(),
+                  Num(v->at("forecast").at("bias"), "%+.3f").c_str(),
+                  Str(v->at("forecast").at("scored")).c_str());
+      if (auto e =
+              Call(g, "GET", "/api/v1/pools/" + UrlEncode(pool) + "/scaling/events?limit=10")) {
+        std::printf("\nRecent events:\n");
+        EventTable(e->at("items").as_array());
+      }
+    });
+  }
+  {
+    auto* events = scaling->add_subcommand("events", "A pool's scaling decisions, newest first");
+    static std::string pool;
+    static int limit = 50;
+    events->add_option("pool", pool, "pool name")->required();
+    events->add_option("--limit", limit, "at most this many (default 50)");
+    events->callback([&g] {
+      auto v = Call(g, "GET",
+                    "/api/v1/pools/" + UrlEncode(pool) + "/scaling/events" +
+                        QueryString({{"limit", std::to_string(limit)}}));
+      if (v) Show(g, *v, [](const json::value& v) { EventTable(v.at("items").as_array()); });
+    });
+  }
+  {
+    auto* set = scaling->add_subcommand(
+        "set", "Set a pool's policy from a JSON file (fleet files take a scaling: block too)");
+    static std::string pool, file;
+    set->add_option("pool", pool, "pool name")->required();
+    set->add_option("-f,--file", file, "the policy as JSON, or - for stdin")->required();
+    set->callback([&g] {
+      auto text = ReadInput(g, file);
+      if (!text) return;
+      auto v = Call(g, "PUT", "/api/v1/pools/" + UrlEncode(pool) + "/scaling", *text);
+      if (v) Show(g, *v, [](const json::value& v) { StatusTable(json::array{v}); });
+    });
+  }
+  {
+    auto* del = scaling->add_subcommand("delete", "Stop scaling a pool (its nodes stay)");
+    static std::string pool;
+    del->add_option("pool", pool, "pool name")->required();
+    del->callback([&g] {
+      auto v = Call(g, "DELETE", "/api/v1/pools/" + UrlEncode(pool) + "/scaling");
+      if (v)
+        Show(g, *v, [](const json::value&) {
+          std::printf("pool %s is no longer scaled\n", pool.c_str());
+        });
+    });
+  }
+}
+
+}  // namespace gpufleet::cli

@@ -1,0 +1,716 @@
+#include "scaling/scaling.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cmath>
+#include <cstdio>
+
+#include "common/command.h"
+#include "sched/policy_json.h"
+
+namespace gpufleet::scaling {
+namespace {
+
+namespace json = boost::json;
+
+constexpr const char* kAutoscaler = "autoscaler";
+
+std::string Join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+std::string SampleDoc(const Sample& s) {
+  return json::serialize(json::object{{"ready", s.ready},
+                                      {"provisioning", s.provisioning},
+                                      {"other", s.other},
+                                      {"target", s.target},
+                                      {"demand", s.demand_gpus},
+                                      {"running", s.running_gpus},
+                                      {"queued", s.queued_gpus},
+                                      {"forecast", s.forecast_gpus},
+                                      {"oldest_wait_s", s.oldest_wait_s}});
+}
+
+Sample ParseSample(const ScalingSampleRecord& r) {
+  Sample s;
+  s.time_ms = r.time_ms;
+  auto o = json::parse(r.doc).as_object();
+  auto i = [&](const char* k) { return static_cast<int>(o.at(k).to_number<int64_t>()); };
+  auto d = [&](const char* k) { return o.at(k).to_number<double>(); };
+  s.ready = i("ready");
+  s.provisioning = i("provisioning");
+  s.other = i("other");
+  s.target = i("target");
+  s.demand_gpus = d("demand");
+  s.running_gpus = d("running");
+  s.queued_gpus = d("queued");
+  s.forecast_gpus = d("forecast");
+  s.oldest_wait_s = d("oldest_wait_s");
+  return s;
+}
+
+class CommandActuator : public Actuator {
+ public:
+  Status Provision(const ActuatorRequest& r) override {
+    return Run("provision", r.spec.provision, r);
+  }
+  Status Deprovision(const ActuatorRequest& r) override {
+    return Run("deprovision", r.spec.deprovision, r);
+  }
+
+ private:
+  static Status Run(const char* what, std::string command, const ActuatorRequest& r) {
+    std::string nodes = Join(r.nodes, " ");
+    for (auto [key, value] : {std::pair<std::string, std::string>{"{pool}", r.pool},
+                              std::pair<std::string, std::string>{"{nodes}", nodes}}) {
+      for (size_t at = command.find(key); at != std::string::npos; at = command.find(key, at)) {
+        command.replace(at, key.size(), value);
+        at += value.size();
+      }
+    }
+    std::vector<std::pair<std::string, std::string>> env{
+        {"GPUFLEET_POOL", r.pool},
+        {"GPUFLEET_CLUSTER", r.cluster},
+        {"GPUFLEET_NODES", nodes},
+        {"GPUFLEET_GPU_MODEL", r.gpu_model},
+        {"GPUFLEET_GPUS_PER_NODE", std::to_string(r.gpus_per_node)},
+        {"GPUFLEET_CONTROLLER", r.controller}};
+    if (!r.join_token.empty()) env.emplace_back("GPUFLEET_JOIN_TOKEN", r.join_token);
+    auto timeout_ms = static_cast<int>(std::min(r.spec.timeout_s * 1000.0, 86'400'000.0));
+    auto out = RunShellCommand(command, timeout_ms, env);
+    if (!out.ok()) return out.error();
+    if (out->timed_out) {
+      return MakeError(ErrorCode::kUnavailable, std::string(what) + " command timed out after " +
+                                                    sched::FormatSeconds(r.spec.timeout_s));
+    }
+    if (out->exit_code != 0) {
+      std::string text = out->output;
+      while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+      if (auto nl = text.rfind('\n'); nl != std::string::npos) text = text.substr(nl + 1);
+      return MakeError(ErrorCode::kUnavailable, std::string(what) + " command exited " +
+                                                    std::to_string(out->exit_code) +
+                                                    (text.empty() ? "" : ": " + text));
+    }
+    return {};
+  }
+};
+
+bool Live(NodeState s) { return s != NodeState::kRetired && s != NodeState::kDecommissioning; }
+
+}  // namespace
+
+std::unique_ptr<Actuator> MakeCommandActuator() { return std::make_unique<CommandActuator>(); }
+
+ScalingService::ScalingService(FleetService& fleet, workload::JobService& jobs, Store& store,
+                               std::shared_ptr<Clock> clock, ScalingOptions options)
+    : fleet_(fleet),
+      jobs_(jobs),
+      store_(store),
+      clock_(std::move(clock)),
+      options_(std::move(options)),
+      command_(MakeCommandActuator()) {}
+
+ScalingService::~ScalingService() { Stop(); }
+
+void ScalingService::NewTracker(PoolState& st) const {
+  double step = std::max(options_.forecast_step_s, st.scaling.policy.interval_s);
+  st.tracker = std::make_unique<sched::DemandTracker>(step, st.scaling.policy.lead_time_s,
+                                                      st.scaling.policy.interval_s);
+  for (const auto& s : st.history) st.tracker->Observe(s.time_ms / 1000.0, s.demand_gpus);
+}
+
+Status ScalingService::Load() {
+  auto records = store_.ListScalingPolicies();
+  if (!records.ok()) return records.error();
+  int64_t now = clock_->NowMs();
+  std::lock_guard lock(mu_);
+  for (const auto& r : records.value()) {
+    auto parsed = sched::ParsePoolScaling(r.doc);
+    if (!parsed.ok()) {
+      spdlog::error("scaling: the stored policy of pool {} is unreadable: {}", r.pool,
+                    parsed.error().message);
+      continue;
+    }
+    PoolState& st = pools_[r.pool];
+    st.scaling = std::move(parsed).value();
+    st.scaling.pool = r.pool;
+    st.scaling.updated_ms = r.updated_ms;
+    auto samples = store_.ListScalingSamples(r.pool, now - options_.history_ms);
+    if (samples.ok()) {
+      for (const auto& s : samples.value()) {
+        try {
+          st.history.push_back(ParseSample(s));
+        } catch (const std::exception& e) {
+          spdlog::warn("scaling: a stored sample of pool {} is unreadable: {}", r.pool, e.what());
+        }
+      }
+    }
+    NewTracker(st);
+    if (!st.history.empty()) st.now = st.history.back();
+    auto events = store_.ListScaleEvents(r.pool, 50);
+    if (events.ok()) {
+      for (const auto& e : events.value()) {
+        try {
+          auto kind = json::parse(e.doc).as_object().at("kind").as_string();
+          if (kind == "scale_up" && !st.last_up_ms) st.last_up_ms = e.time_ms;
+          if (kind == "scale_down" && !st.last_down_ms) st.last_down_ms = e.time_ms;
+        } catch (const std::exception&) {
+        }
+      }
+    }
+    st.next_decision_ms = now;
+  }
+  return {};
+}
+
+void ScalingService::Start() {
+  std::lock_guard lock(work_mu_);
+  if (worker_.joinable()) return;
+  stopping_ = false;
+  worker_ = std::thread([this] { Worker(); });
+}
+
+void ScalingService::Stop() {
+  {
+    std::lock_guard lock(work_mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+Actuator* ScalingService::ActuatorFor(const sched::ActuatorSpec& spec) {
+  if (spec.type == "sim") return options_.sim.get();
+  if (spec.type == "command") return command_.get();
+  return nullptr;
+}
+
+Status ScalingService::Check(const sched::PoolScaling& scaling) const {
+  if (auto e = scaling.Validate(); !e.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, e);
+  }
+  if (scaling.actuator.type == "sim" && !options_.sim) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "actuator.type: this controller runs no simulated nodes; use command");
+  }
+  if (scaling.policy.max_nodes > 100000) {
+    return MakeError(ErrorCode::kInvalidArgument, "max_nodes must be at most 100000");
+  }
+  return {};
+}
+
+Result<sched::PoolScaling> ScalingService::SetPolicy(sched::PoolScaling scaling,
+                                                     const std::string& actor, bool* changed) {
+  if (changed) *changed = false;
+  auto pool = fleet_.FindPool(scaling.pool);
+  if (!pool.ok()) return pool.error();
+  GF_TRY(Check(scaling));
+  int64_t now = clock_->NowMs();
+  scaling.updated_ms = now;
+  std::lock_guard lock(mu_);
+  auto it = pools_.find(scaling.pool);
+  if (it != pools_.end() &&
+      sched::PoolScalingJson(it->second.scaling) == sched::PoolScalingJson([&] {
+        auto same = scaling;
+        same.updated_ms = it->second.scaling.updated_ms;
+        return same;
+      }())) {
+    return it->second.scaling;  // unchanged
+  }
+  if (changed) *changed = true;
+  GF_TRY(store_.SaveScalingPolicy({scaling.pool, sched::PoolScalingJson(scaling), now}));
+  PoolState& st = pools_[scaling.pool];
+  bool rebuild = !st.tracker || st.scaling.policy.lead_time_s != scaling.policy.lead_time_s ||
+                 st.scaling.policy.interval_s != scaling.policy.interval_s;
+  st.scaling = scaling;
+  if (rebuild) NewTracker(st);
+  st.next_decision_ms = now;
+  st.held.clear();
+  const auto& p = scaling.policy;
+  char detail[256];
+  std::snprintf(
+      detail, sizeof detail, "%s%s, %d..%d nodes, target share %.2f, lead time %s, %s actuator",
+      scaling.enabled ? "" : "disabled: ", sched::ToString(p.mode), p.min_nodes, p.max_nodes,
+      p.target_share, sched::FormatSeconds(p.lead_time_s).c_str(), scaling.actuator.type.c_str());
+  RecordEvent(scaling.pool, "policy", 0, 0, 0, "policy", std::string("policy set: ") + detail, {},
+              actor);
+  return scaling;
+}
+
+Status ScalingService::DeletePolicy(const std::string& pool, const std::string& actor) {
+  std::lock_guard lock(mu_);
+  GF_TRY(store_.DeleteScalingPolicy(pool));
+  pools_.erase(pool);
+  RecordEvent(pool, "policy", 0, 0, 0, "policy", "policy deleted: the pool is no longer scaled", {},
+              actor);
+  return {};
+}
+
+std::vector<sched::PoolScaling> ScalingService::Policies() const {
+  std::lock_guard lock(mu_);
+  std::vector<sched::PoolScaling> out;
+  for (const auto& [name, st] : pools_) out.push_back(st.scaling);
+  return out;
+}
+
+std::vector<PoolStatus> ScalingService::Pools() const {
+  std::map<std::string, int> per_node;
+  if (auto pools = fleet_.Pools(); pools.ok()) {
+    for (const auto& p : pools.value()) per_node[p.name] = p.gpus_per_node;
+  }
+  std::vector<PoolStatus> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [name, st] : pools_) {
+    PoolStatus s;
+    s.scaling = st.scaling;
+    s.gpus_per_node = per_node.count(name) ? per_node[name] : 0;
+    s.now = st.now;
+    // The nodes as they are now (a manual scale or a node joining shows at once); demand and
+    // the forecast as of the last decision.
+    Counts c = CountLocked(name);
+    s.now.ready = c.ready;
+    s.now.provisioning = c.provisioning;
+    s.now.other = c.other;
+    s.decision = st.decision;
+    s.last_up_ms = st.last_up_ms;
+    s.last_down_ms = st.last_down_ms;
+    s.forecast = st.tracker->forecaster().stats();
+    s.forecast_steps = st.tracker->forecaster().observed();
+    s.last_error = st.last_error;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Result<PoolStatus> ScalingService::Get(const std::string& pool) const {
+  for (auto& s : Pools()) {
+    if (s.scaling.pool == pool) return s;
+  }
+  if (auto p = fleet_.FindPool(pool); !p.ok()) return p.error();
+  return MakeError(ErrorCode::kNotFound, "pool '" + pool + "' has no scaling policy");
+}
+
+Result<std::vector<ScaleEventRecord>> ScalingService::Events(const std::string& pool,
+                                                             int limit) const {
+  return store_.ListScaleEvents(pool, limit);
+}
+
+std::vector<Sample> ScalingService::History(const std::string& pool, int64_t since_ms) const {
+  std::lock_guard lock(mu_);
+  std::vector<Sample> out;
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) return out;
+  for (const auto& s : it->second.history) {
+    if (s.time_ms >= since_ms) out.push_back(s);
+  }
+  return out;
+}
+
+ScalingService::Counts ScalingService::CountLocked(const std::string& pool) const {
+  Counts c;
+  NodeFilter filter;
+  filter.pool = pool;
+  fleet_.ForEachNode(filter, [&](const Node& n) {
+    c.names.push_back(n.name);
+    if (n.state == NodeState::kReady) {
+      ++c.ready;
+    } else if (n.state == NodeState::kProvisioning || n.state == NodeState::kJoining) {
+      ++c.provisioning;
+      if (n.state == NodeState::kProvisioning)
+        c.provisioning_since.emplace_back(n.name, n.state_since_ms);
+    } else if (Live(n.state)) {
+      ++c.other;
+    }
+  });
+  return c;
+}
+
+std::string ScalingService::RecordEvent(const std::string& pool, const std::string& kind, int delta,
+                                        int from, int to, const std::string& reason,
+                                        const std::string& detail,
+                                        const std::vector<std::string>& nodes,
+                                        const std::string& actor) {
+  int64_t now = clock_->NowMs();
+  json::array names;
+  for (const auto& n : nodes) names.emplace_back(n);
+  json::object o{{"time_ms", now},   {"pool", pool},     {"kind", kind},
+                 {"delta", delta},   {"from", from},     {"to", to},
+                 {"reason", reason}, {"detail", detail}, {"nodes", std::move(names)},
+                 {"actor", actor}};
+  std::string doc = json::serialize(o);
+  auto id = store_.AppendScaleEvent({0, now, pool, doc});
+  if (!id.ok()) {
+    spdlog::error("scaling: event of pool {} not stored: {}", pool, id.error().message);
+  } else {
+    o["id"] = id.value();
+  }
+  bool action = kind != "policy" && kind != "hold";
+  if (kind != "policy") {
+    spdlog::info("scaling {}: {} {:+d} ({}): {}", pool, kind, delta, reason, detail);
+  }
+  // The API audits what people do through it; the autoscaler's own actions are audited here.
+  if (action && actor == kAutoscaler) {
+    AuditRecord a;
+    a.time_ms = now;
+    a.actor = actor;
+    a.action = kind + " " + std::to_string(delta);
+    a.target = "pool/" + pool;
+    bool failed = kind.find("failed") != std::string::npos || kind == "join_timeout";
+    a.status = failed ? 502 : 200;
+    a.result = failed ? detail : "ok";
+    a.after = json::serialize(o);
+    if (auto s = store_.AppendAudit(a); !s.ok()) {
+      spdlog::error("scaling: audit record not stored: {}", s.error().message);
+    }
+  }
+  return json::serialize(o);
+}
+
+int ScalingService::ProvisionLocked(PoolState& st, const Pool& pool, int n,
+                                    const std::string& reason, const std::string& detail,
+                                    const std::string& actor, std::string& event) {
+  Actuator* actuator = ActuatorFor(st.scaling.actuator);
+  if (!actuator) {
+    st.last_error = "no " + st.scaling.actuator.type + " actuator in this controller";
+    return 0;
+  }
+  Counts c = CountLocked(pool.name);
+  std::vector<std::string> names;
+  // <pool>-NNNN, the lowest numbers first: a retired node of this pool comes back under its
+  // name; a name that any other node has is skipped.
+  for (int i = 0; static_cast<int>(names.size()) < n && i < 1'000'000; ++i) {
+    char name[96];
+    std::snprintf(name, sizeof name, "%s-%04d", pool.name.c_str(), i);
+    auto existing = fleet_.GetNode(name);
+    if (existing.ok() && (existing->pool != pool.name || existing->state != NodeState::kRetired)) {
+      continue;
+    }
+    auto made = fleet_.Provision(pool.name, name, st.scaling.actuator.type == "sim",
+                                 "scale up (" + reason + ") by " + actor, actor);
+    if (!made.ok()) {
+      spdlog::error("scaling {}: cannot record node {}: {}", pool.name, name, made.error().message);
+      break;
+    }
+    names.push_back(name);
+  }
+  if (names.empty()) return 0;
+  const auto& p = st.scaling.policy;
+  double ttl_s = 2 * (p.lead_time_s + st.scaling.actuator.timeout_s) + 600;
+  auto token = fleet_.CreateJoinToken(pool.name, static_cast<int64_t>(ttl_s * 1000), actor);
+  if (!token.ok()) {
+    for (const auto& name : names) {
+      (void)fleet_.Retire(name, "provision failed: no join token: " + token.error().message, actor);
+    }
+    st.last_error = "no join token: " + token.error().message;
+    return 0;
+  }
+  int before = c.ready + c.provisioning;  // counted before the new ones
+  int after = before + static_cast<int>(names.size());
+  event = RecordEvent(pool.name, "scale_up", static_cast<int>(names.size()), before, after, reason,
+                      detail, names, actor);
+  Work w;
+  w.provision = true;
+  w.actor = actor;
+  w.request = {pool.name,          pool.cluster,  pool.gpu_model,
+               pool.gpus_per_node, names,         options_.controller_url,
+               token->secret,      p.lead_time_s, st.scaling.actuator};
+  {
+    std::lock_guard lock(work_mu_);
+    work_.push_back(std::move(w));
+  }
+  work_cv_.notify_one();
+  return static_cast<int>(names.size());
+}
+
+int ScalingService::RemoveLocked(PoolState& st, const Pool& pool, int n, const std::string& reason,
+                                 const std::string& detail, const std::string& actor,
+                                 std::string& event) {
+  if (!ActuatorFor(st.scaling.actuator)) {
+    st.last_error = "no " + st.scaling.actuator.type + " actuator in this controller";
+    return 0;
+  }
+  Counts c = CountLocked(pool.name);
+  int64_t idle_ms = actor == kAutoscaler
+                        ? static_cast<int64_t>(st.scaling.policy.idle_before_remove_s * 1000)
+                        : 0;
+  auto names = jobs_.DrainIdle(pool.name, n, idle_ms, actor);
+  if (names.empty()) return 0;
+  int have = c.ready + c.provisioning;
+  int after = have - static_cast<int>(names.size());
+  event = RecordEvent(pool.name, "scale_down", -static_cast<int>(names.size()), have, after, reason,
+                      detail, names, actor);
+  Work w;
+  w.provision = false;
+  w.actor = actor;
+  w.request = {pool.name,
+               pool.cluster,
+               pool.gpu_model,
+               pool.gpus_per_node,
+               names,
+               options_.controller_url,
+               "",
+               st.scaling.policy.lead_time_s,
+               st.scaling.actuator};
+  {
+    std::lock_guard lock(work_mu_);
+    work_.push_back(std::move(w));
+  }
+  work_cv_.notify_one();
+  return static_cast<int>(names.size());
+}
+
+void ScalingService::DecideLocked(PoolState& st, const Pool& pool, int64_t now) {
+  const sched::ScalePolicy& policy = st.scaling.policy;
+  Counts c = CountLocked(pool.name);
+  workload::PoolDemand demand;
+  if (auto all = jobs_.Demand(); all.count(pool.name)) demand = all[pool.name];
+  double d = demand.running_gpus + demand.queued_gpus;
+  st.tracker->Observe(now / 1000.0, d);
+  sched::ScaleInput in;
+  in.now_s = now / 1000.0;
+  in.gpus_per_node = std::max(1, pool.gpus_per_node);
+  in.ready = c.ready;
+  in.provisioning = c.provisioning;
+  in.demand_gpus = d;
+  if (policy.mode == sched::ScaleMode::kPredictive && st.tracker->forecaster().observed() > 0) {
+    in.peak_forecast_gpus = st.tracker->PlanningPeak();
+  }
+  auto idle = jobs_.IdleNodes(pool.name, static_cast<int64_t>(policy.idle_before_remove_s * 1000));
+  in.idle_removable = static_cast<int>(idle.size());
+  in.last_up_s = st.last_up_ms ? st.last_up_ms / 1000.0 : -1e18;
+  in.last_down_s = st.last_down_ms ? st.last_down_ms / 1000.0 : -1e18;
+  // Nodes that are neither ready nor starting (unhealthy, cordoned, draining...) still count
+  // against max_nodes.
+  sched::ScalePolicy bounded = policy;
+  bounded.max_nodes = std::max(0, policy.max_nodes - c.other);
+  bounded.min_nodes = std::min(policy.min_nodes, bounded.max_nodes);
+  sched::ScaleDecision decision = sched::Decide(bounded, in);
+  st.decision = decision;
+
+  Sample s;
+  s.time_ms = now;
+  s.ready = c.ready;
+  s.provisioning = c.provisioning;
+  s.other = c.other;
+  s.target = decision.target;
+  s.demand_gpus = d;
+  s.running_gpus = demand.running_gpus;
+  s.queued_gpus = demand.queued_gpus;
+  s.forecast_gpus = in.peak_forecast_gpus;
+  s.oldest_wait_s = demand.oldest_queued_ms ? (now - demand.oldest_queued_ms) / 1000.0 : 0;
+  st.now = s;
+  st.history.push_back(s);
+  while (!st.history.empty() && st.history.front().time_ms < now - options_.history_ms) {
+    st.history.pop_front();
+  }
+  if (auto stored = store_.AppendScalingSample({pool.name, now, SampleDoc(s)}); !stored.ok()) {
+    spdlog::error("scaling: sample of pool {} not stored: {}", pool.name, stored.error().message);
+  }
+
+  char detail[512];
+  auto stats = st.tracker->forecaster().stats();
+  std::string forecast =
+      in.peak_forecast_gpus >= 0
+          ? "forecast peak " + std::to_string(static_cast<int>(std::ceil(in.peak_forecast_gpus))) +
+                " GPUs over the next " +
+                sched::FormatSeconds(policy.lead_time_s + policy.interval_s) + " (" + stats.model +
+                (stats.scored
+                     ? ", MAPE " + std::to_string(static_cast<int>(stats.mape * 100 + 0.5)) + "%"
+                     : "") +
+                ")"
+          : std::string(policy.mode == sched::ScaleMode::kReactive ? "reactive"
+                                                                   : "no forecast yet");
+  std::snprintf(detail, sizeof detail,
+                "demand %d GPUs (%d running, %d queued in %d jobs); %s; %d ready + %d starting "
+                "nodes of %d GPUs; wants %d (bounds %d..%d)",
+                static_cast<int>(d), demand.running_gpus, demand.queued_gpus, demand.queued_jobs,
+                forecast.c_str(), c.ready, c.provisioning, in.gpus_per_node, decision.target,
+                policy.MinimumAt(in.now_s), bounded.max_nodes);
+  int have = c.ready + c.provisioning;
+  std::string event;
+  if (decision.delta != 0 && st.scaling.enabled) {
+    st.held.clear();
+    if (decision.delta > 0) {
+      if (ProvisionLocked(st, pool, decision.delta, decision.reason, detail, kAutoscaler, event)) {
+        st.last_up_ms = now;
+      }
+    } else if (RemoveLocked(st, pool, -decision.delta, decision.reason, detail, kAutoscaler,
+                            event)) {
+      st.last_down_ms = now;
+    }
+    return;
+  }
+  // Held back: recorded once per (reason, target), not every interval.
+  std::string reason = decision.delta != 0 ? "disabled" : decision.reason;
+  if (decision.target == have) st.held.clear();
+  if (decision.target == have || (reason != "cooldown" && reason != "disabled")) return;
+  std::string key = reason + "/" + std::to_string(decision.target);
+  if (key == st.held) return;
+  st.held = key;
+  RecordEvent(pool.name, "hold", 0, have, decision.target, reason, detail, {}, kAutoscaler);
+}
+
+void ScalingService::Tick() {
+  int64_t now = clock_->NowMs();
+  {
+    std::lock_guard lock(mu_);
+    bool due = false;
+    for (const auto& [name, st] : pools_) due = due || now >= st.next_decision_ms;
+    if (!due && now < next_retain_ms_) return;
+  }
+  auto pools = fleet_.Pools();
+  if (!pools.ok()) return;
+  std::lock_guard lock(mu_);
+  for (auto& [name, st] : pools_) {
+    auto pool =
+        std::find_if(pools->begin(), pools->end(), [&](const Pool& p) { return p.name == name; });
+    if (pool == pools->end()) continue;
+    // Nodes that never registered: retired, and their actuator told to stop them.
+    const auto& p = st.scaling.policy;
+    int64_t deadline_ms = static_cast<int64_t>((2 * p.lead_time_s + 60) * 1000);
+    std::vector<std::string> late;
+    for (const auto& [node, since] : CountLocked(name).provisioning_since) {
+      if (now - since > deadline_ms) late.push_back(node);
+    }
+    if (!late.empty()) {
+      std::string why = "did not register within " + sched::FormatSeconds(deadline_ms / 1000.0);
+      for (const auto& node : late) (void)fleet_.Retire(node, why, kAutoscaler);
+      RecordEvent(name, "join_timeout", -static_cast<int>(late.size()), 0, 0, "timeout", why, late,
+                  kAutoscaler);
+      st.last_error = Join(late, ", ") + " " + why;
+      if (ActuatorFor(st.scaling.actuator)) {
+        Work w;
+        w.provision = false;
+        w.actor = kAutoscaler;
+        w.request = {name,
+                     pool->cluster,
+                     pool->gpu_model,
+                     pool->gpus_per_node,
+                     late,
+                     options_.controller_url,
+                     "",
+                     p.lead_time_s,
+                     st.scaling.actuator};
+        std::lock_guard wl(work_mu_);
+        work_.push_back(std::move(w));
+        work_cv_.notify_one();
+      }
+    }
+    if (now >= st.next_decision_ms) {
+      st.next_decision_ms = now + static_cast<int64_t>(p.interval_s * 1000);
+      DecideLocked(st, *pool, now);
+    }
+  }
+  if (now >= next_retain_ms_) {
+    next_retain_ms_ = now + 60'000;
+    if (auto s = store_.DeleteScalingSamplesBefore(now - options_.history_ms); !s.ok()) {
+      spdlog::error("scaling: old samples not removed: {}", s.error().message);
+    }
+  }
+}
+
+Result<std::string> ScalingService::Scale(const std::string& pool_name, const ScaleRequest& r,
+                                          const std::string& actor) {
+  if (r.target.has_value() == r.delta.has_value()) {
+    return MakeError(ErrorCode::kInvalidArgument, "give a target or a delta, not both");
+  }
+  auto pool = fleet_.FindPool(pool_name);
+  if (!pool.ok()) return pool.error();
+  std::lock_guard lock(mu_);
+  auto it = pools_.find(pool_name);
+  if (it == pools_.end()) {
+    return MakeError(ErrorCode::kNotFound,
+                     "pool '" + pool_name +
+                         "' has no scaling policy: give it one (its actuator starts the nodes)");
+  }
+  PoolState& st = it->second;
+  Counts c = CountLocked(pool_name);
+  int have = c.ready + c.provisioning;
+  int target = r.target ? *r.target : have + *r.delta;
+  const auto& p = st.scaling.policy;
+  if (target < p.min_nodes || target > p.max_nodes - c.other) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "target " + std::to_string(target) + " is outside the policy's bounds " +
+                         std::to_string(p.min_nodes) + ".." + std::to_string(p.max_nodes) +
+                         (c.other ? " (less " + std::to_string(c.other) +
+                                        " nodes that are neither ready nor starting)"
+                                  : ""));
+  }
+  std::string detail =
+      "manual: " + std::to_string(have) + " -> " + std::to_string(target) + " nodes, by " + actor;
+  std::string event;
+  int64_t now = clock_->NowMs();
+  if (target > have) {
+    if (!ProvisionLocked(st, *pool, target - have, "manual", detail, actor, event)) {
+      return MakeError(
+          ErrorCode::kUnavailable,
+          "no node could be started: " + (st.last_error.empty() ? "see the log" : st.last_error));
+    }
+    st.last_up_ms = now;
+  } else if (target < have) {
+    int removed = RemoveLocked(st, *pool, have - target, "manual", detail, actor, event);
+    if (removed == 0) {
+      return MakeError(ErrorCode::kConflict, "no idle node to remove: every ready node of pool '" +
+                                                 pool_name + "' runs jobs (drain some first)");
+    }
+    st.last_down_ms = now;
+  } else {
+    event = RecordEvent(pool_name, "manual", 0, have, target, "manual", detail + ": already there",
+                        {}, actor);
+  }
+  st.held.clear();
+  return event;
+}
+
+void ScalingService::Worker() {
+  for (;;) {
+    Work w;
+    {
+      std::unique_lock lock(work_mu_);
+      work_cv_.wait(lock, [&] { return stopping_ || !work_.empty(); });
+      if (stopping_) return;  // what is queued is dropped; the nodes stay as recorded
+      w = std::move(work_.front());
+      work_.pop_front();
+    }
+    Run(w);
+  }
+}
+
+void ScalingService::Run(const Work& w) {
+  Actuator* a = ActuatorFor(w.request.spec);
+  Status done = a ? (w.provision ? a->Provision(w.request) : a->Deprovision(w.request))
+                  : MakeError(ErrorCode::kUnavailable, "no such actuator");
+  const auto& nodes = w.request.nodes;
+  std::lock_guard lock(mu_);
+  auto it = pools_.find(w.request.pool);
+  std::string* last_error = it != pools_.end() ? &it->second.last_error : nullptr;
+  if (!done.ok()) {
+    const std::string& why = done.error().message;
+    if (last_error) *last_error = why;
+    if (w.provision) {
+      for (const auto& n : nodes) (void)fleet_.Retire(n, "provision failed: " + why, w.actor);
+      RecordEvent(w.request.pool, "provision_failed", -static_cast<int>(nodes.size()), 0, 0,
+                  "actuator", why + "; the nodes were retired", nodes, kAutoscaler);
+    } else {
+      RecordEvent(w.request.pool, "deprovision_failed", 0, 0, 0, "actuator",
+                  why + "; the nodes stay drained", nodes, kAutoscaler);
+    }
+    return;
+  }
+  if (last_error) last_error->clear();
+  if (!w.provision) {
+    for (const auto& n : nodes) {
+      auto node = fleet_.GetNode(n);
+      if (node.ok() && node->state == NodeState::kRetired) continue;  // a join timeout's
+      if (auto s = fleet_.Retire(n, "scaled down: deprovisioned", w.actor); !s.ok()) {
+        spdlog::error("scaling: retiring {}: {}", n, s.error().message);
+      }
+    }
+  }
+}
+
+}  // namespace gpufleet::scaling

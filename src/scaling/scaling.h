@@ -1,0 +1,181 @@
+#pragma once
+// Live autoscaling of pools: each pool with a scaling policy gets a decision every policy
+// interval from the same demand tracker and decision function as `gpufleet replay`
+// (src/sched), fed by the jobs the workload component runs and queues. Nodes are started by
+// the pool's actuator (`sim`: simulated agents inside the controller; `command`: the operator's
+// provision and deprovision programs), recorded as `provisioning` until their agents register,
+// and removed only when idle: drained first (so no job lands on them), then deprovisioned and
+// retired. Every action, and every change of what holds a pool back, is a scale event with its
+// reason, stored with an audit record; one sample per decision is kept as the pool's history.
+//
+// Thread-safe. Actuator calls run on the service's own worker thread (a command may run for its
+// timeout); Tick runs on the controller's monitor thread.
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "fleet/fleet.h"
+#include "sched/autoscaler.h"
+#include "sched/forecast.h"
+#include "store/store.h"
+#include "workload/jobs.h"
+
+namespace gpufleet::scaling {
+
+// What an actuator is asked to do: start or stop these nodes of this pool.
+struct ActuatorRequest {
+  std::string pool, cluster, gpu_model;
+  int gpus_per_node = 8;
+  std::vector<std::string> nodes;
+  std::string controller;  // the URL agents connect to
+  std::string join_token;  // provision only: the new nodes register with it
+  double lead_time_s = 0;
+  sched::ActuatorSpec spec;
+};
+
+// Starts and stops nodes. Calls may block (a command runs up to its timeout); a returned error
+// is reported as a scale event and the nodes are retired (provision) or left drained
+// (deprovision) for an operator to look at.
+class Actuator {
+ public:
+  virtual ~Actuator() = default;
+  virtual Status Provision(const ActuatorRequest& request) = 0;
+  virtual Status Deprovision(const ActuatorRequest& request) = 0;
+};
+
+// Runs the spec's provision and deprovision commands (see sched::ActuatorSpec).
+std::unique_ptr<Actuator> MakeCommandActuator();
+
+struct ScalingOptions {
+  std::string controller_url;             // told to actuators, for the new nodes' agents
+  std::shared_ptr<Actuator> sim;          // the `sim` actuator; null: pools may not use it
+  double forecast_step_s = 300;           // the forecaster's step (as `gpufleet replay`'s)
+  int64_t history_ms = 8 * 86'400'000LL;  // samples kept: a week for the weekly model, and a day
+};
+
+// One decision's picture of a pool, as kept in its history (and shown by the API).
+struct Sample {
+  int64_t time_ms = 0;
+  int ready = 0, provisioning = 0, other = 0;  // other: live nodes that are neither
+  int target = 0;                              // nodes the decision wanted
+  double demand_gpus = 0, running_gpus = 0, queued_gpus = 0;
+  double forecast_gpus = -1;  // the planning peak; < 0: none (reactive, or still learning)
+  double oldest_wait_s = 0;   // the longest-waiting queued job's wait so far
+};
+
+struct PoolStatus {
+  sched::PoolScaling scaling;
+  int gpus_per_node = 8;
+  Sample now;                     // the last decision's, with the node counts as they are now
+  sched::ScaleDecision decision;  // the last one
+  int64_t last_up_ms = 0, last_down_ms = 0;
+  sched::ForecastStats forecast;
+  size_t forecast_steps = 0;  // steps the forecaster has seen
+  std::string last_error;     // the last actuator failure, until an action succeeds
+};
+
+struct ScaleRequest {
+  std::optional<int> target;  // nodes wanted
+  std::optional<int> delta;   // or nodes to add (> 0) or remove (< 0)
+};
+
+class ScalingService {
+ public:
+  ScalingService(FleetService& fleet, workload::JobService& jobs, Store& store,
+                 std::shared_ptr<Clock> clock, ScalingOptions options);
+  ~ScalingService();
+
+  Status Load();  // the policies, and each pool's history into its forecaster
+  void Start();   // the actuator worker
+  // The URL new nodes' agents connect to (known once the API listens); before Start.
+  void set_controller_url(std::string url) { options_.controller_url = std::move(url); }
+  void Stop();  // waits for the actuator call in flight
+
+  // Policies. Set checks the pool exists and the policy is valid (kInvalidArgument naming the
+  // field); the `sim` actuator only where the controller has one.
+  // Check is Set's validation without the pool lookup (an apply checks before it creates pools).
+  Status Check(const sched::PoolScaling& scaling) const;
+  Result<sched::PoolScaling> SetPolicy(sched::PoolScaling scaling, const std::string& actor,
+                                       bool* changed = nullptr);
+  Status DeletePolicy(const std::string& pool, const std::string& actor);
+  std::vector<sched::PoolScaling> Policies() const;
+
+  std::vector<PoolStatus> Pools() const;
+  Result<PoolStatus> Get(const std::string& pool) const;
+  // Manual scaling, within the policy's bounds; scale-down takes idle nodes only (a busy pool
+  // shrinks by what is idle, and the event says so). Returns the event.
+  Result<std::string> Scale(const std::string& pool, const ScaleRequest& request,
+                            const std::string& actor);
+  Result<std::vector<ScaleEventRecord>> Events(const std::string& pool, int limit) const;
+  std::vector<Sample> History(const std::string& pool, int64_t since_ms) const;
+
+  // Decisions that are due, and nodes that never registered. Called by the monitor loop.
+  void Tick();
+
+ private:
+  struct PoolState {
+    sched::PoolScaling scaling;
+    std::unique_ptr<sched::DemandTracker> tracker;
+    std::deque<Sample> history;  // the last history_ms, oldest first
+    sched::ScaleDecision decision;
+    Sample now;
+    int64_t next_decision_ms = 0;
+    int64_t last_up_ms = 0, last_down_ms = 0;
+    std::string held;  // the last recorded "held back" decision (reason/target): not repeated
+    std::string last_error;
+  };
+  struct Work {
+    bool provision = true;
+    ActuatorRequest request;
+    std::string actor;
+  };
+  struct Counts {
+    int ready = 0, provisioning = 0, other = 0;
+    std::vector<std::string> names;  // every node of the pool, retired ones too
+    std::vector<std::pair<std::string, int64_t>> provisioning_since;
+  };
+
+  Counts CountLocked(const std::string& pool) const;
+  void DecideLocked(PoolState& st, const Pool& pool, int64_t now);
+  // Adds `n` nodes: recorded as provisioning, then handed to the worker.
+  int ProvisionLocked(PoolState& st, const Pool& pool, int n, const std::string& reason,
+                      const std::string& detail, const std::string& actor, std::string& event);
+  int RemoveLocked(PoolState& st, const Pool& pool, int n, const std::string& reason,
+                   const std::string& detail, const std::string& actor, std::string& event);
+  std::string RecordEvent(const std::string& pool, const std::string& kind, int delta, int from,
+                          int to, const std::string& reason, const std::string& detail,
+                          const std::vector<std::string>& nodes, const std::string& actor);
+  Actuator* ActuatorFor(const sched::ActuatorSpec& spec);
+  void NewTracker(PoolState& st) const;
+  void Worker();
+  void Run(const Work& w);
+
+  FleetService& fleet_;
+  workload::JobService& jobs_;
+  Store& store_;
+  std::shared_ptr<Clock> clock_;
+  ScalingOptions options_;
+  std::unique_ptr<Actuator> command_;
+
+  mutable std::mutex mu_;  // taken before the jobs' and the fleet's locks, never after
+  std::map<std::string, PoolState> pools_;
+  int64_t next_retain_ms_ = 0;
+
+  std::mutex work_mu_;  // taken last
+  std::condition_variable work_cv_;
+  std::deque<Work> work_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace gpufleet::scaling

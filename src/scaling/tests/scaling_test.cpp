@@ -1,0 +1,436 @@
+// Live autoscaling against the real fleet, jobs and SQLite store, with a manual clock. The
+// actuator here registers the nodes it is asked for the way their agents would (a hello with
+// the join token it was handed); the command actuator runs real shell scripts.
+
+#include "scaling/scaling.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "config/fleet_spec.h"
+#include "sched/policy_json.h"
+
+namespace gpufleet::scaling {
+namespace {
+
+namespace json = boost::json;
+
+constexpr char kFleet[] = R"(apiVersion: gpufleet/v1
+kind: Fleet
+clusters:
+  - name: train
+    type: training
+    site: s1
+    pools:
+      - name: h100
+        gpu_model: H100-SXM5-80GB
+        gpus_per_node: 8
+        scaling:
+          mode: reactive
+          min_nodes: 1
+          max_nodes: 4
+          target_share: 1
+          interval: 10s
+          lead_time: 0s
+          idle_before_remove: 60s
+          down_cooldown: 0s
+          actuator: {type: sim}
+)";
+
+// Registers the nodes it is asked to start, as their agents would; stops nothing (a node it
+// deprovisions is retired by the service).
+class JoiningActuator : public Actuator {
+ public:
+  explicit JoiningActuator(FleetService*& fleet) : fleet_(fleet) {}
+  Status Provision(const ActuatorRequest& r) override {
+    std::lock_guard lock(mu_);
+    ++provisions;
+    if (fail) return MakeError(ErrorCode::kUnavailable, "no capacity in the zone");
+    if (!join) return {};
+    for (const auto& n : r.nodes) {
+      proto::Hello h;
+      h.join_token = r.join_token;
+      h.facts.hostname = n;
+      h.simulated = true;
+      for (int i = 0; i < r.gpus_per_node; ++i) {
+        Gpu g;
+        g.index = i;
+        g.uuid = n + "-" + std::to_string(i);
+        g.name = "NVIDIA H100 80GB HBM3";
+        h.gpus.push_back(g);
+      }
+      auto w = fleet_->OnHello(h, "test");
+      if (!w.ok()) return w.error();
+      started.push_back(n);
+    }
+    return {};
+  }
+  Status Deprovision(const ActuatorRequest& r) override {
+    std::lock_guard lock(mu_);
+    stopped.insert(stopped.end(), r.nodes.begin(), r.nodes.end());
+    return {};
+  }
+  std::mutex mu_;
+  int provisions = 0;
+  bool fail = false, join = true;
+  std::vector<std::string> started, stopped;
+
+ private:
+  FleetService*& fleet_;
+};
+
+class ScalingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gf-scaling-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    Start();
+    auto spec = ParseFleetSpec(kFleet, "fleet.yaml", *GpuCatalog::Builtin());
+    ASSERT_TRUE(spec.ok()) << spec.error().message;
+    ASSERT_TRUE(fleet_->Apply(spec.value()).ok());
+    ASSERT_EQ(spec->scaling.size(), 1u);
+    auto set = scaling_->SetPolicy(spec->scaling[0], "test");
+    ASSERT_TRUE(set.ok()) << set.error().message;
+  }
+  void TearDown() override {
+    Shut();
+    std::filesystem::remove_all(dir_);
+  }
+  void Shut() {
+    if (scaling_) scaling_->Stop();
+    scaling_.reset();
+    jobs_.reset();
+    fleet_ptr_ = nullptr;
+    fleet_.reset();
+    store_.reset();
+  }
+  void Start() {
+    store_ = std::move(OpenStore("sqlite:" + (dir_ / "db").string()).value());
+    fleet_ = std::make_unique<FleetService>(*store_, GpuCatalog::Builtin(), clock_, FleetOptions{});
+    ASSERT_TRUE(fleet_->Load().ok());
+    fleet_ptr_ = fleet_.get();
+    jobs_ = std::make_unique<workload::JobService>(*fleet_, *store_, clock_);
+    ASSERT_TRUE(jobs_->Load().ok());
+    fleet_->set_busy_check([j = jobs_.get()](const std::string& n) { return j->Busy(n); });
+    ScalingOptions o;
+    o.controller_url = "http://127.0.0.1:1";
+    o.sim = actuator_;
+    scaling_ = std::make_unique<ScalingService>(*fleet_, *jobs_, *store_, clock_, o);
+    ASSERT_TRUE(scaling_->Load().ok());
+    scaling_->Start();
+  }
+  // The actuator runs on the service's worker: wait for it (real time, bounded).
+  template <class F>
+  bool WaitFor(F f) {
+    for (int i = 0; i < 500; ++i) {
+      if (f()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return f();
+  }
+  std::map<std::string, int> States() {
+    std::map<std::string, int> out;
+    NodeFilter f;
+    f.pool = "h100";
+    for (const auto& n : fleet_->Nodes(f)) ++out[std::string(ToString(n.state))];
+    return out;
+  }
+  int Ready() { return States()["ready"]; }
+  json::object LastEvent() {
+    auto e = scaling_->Events("h100", 1);
+    EXPECT_TRUE(e.ok() && !e->empty());
+    return json::parse(e->front().doc).as_object();
+  }
+  workload::Job Submit(int gpus, const std::string& team = "vision") {
+    workload::JobSpec s;
+    s.team = team;
+    s.pool = "h100";
+    s.gpus = gpus;
+    auto j = jobs_->Submit(s);
+    EXPECT_TRUE(j.ok()) << j.error().message;
+    return j.value();
+  }
+  void Decide() {
+    clock_->Advance(10'000);
+    scaling_->Tick();
+  }
+
+  std::filesystem::path dir_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+  FleetService* fleet_ptr_ = nullptr;
+  std::shared_ptr<JoiningActuator> actuator_ = std::make_shared<JoiningActuator>(fleet_ptr_);
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<FleetService> fleet_;
+  std::unique_ptr<workload::JobService> jobs_;
+  std::unique_ptr<ScalingService> scaling_;
+};
+
+TEST_F(ScalingTest, GrowsForTheQueueAndShrinksIdleNodesButNeverABusyOne) {
+  // An empty pool is brought to min_nodes ("bound").
+  scaling_->Tick();
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 1; })) << States().size();
+  EXPECT_EQ(LastEvent().at("kind"), "scale_up");
+  EXPECT_EQ(LastEvent().at("reason"), "bound");
+
+  // 3 whole-node jobs: one runs, two queue; the decision asks for 3 nodes ("queue").
+  auto a = Submit(8);
+  Submit(8, "nlp");
+  Submit(8, "speech");
+  EXPECT_EQ(jobs_->Demand()["h100"].queued_gpus, 16);
+  Decide();
+  auto up = LastEvent();
+  EXPECT_EQ(up.at("kind"), "scale_up") << up;
+  EXPECT_EQ(up.at("reason"), "queue");
+  EXPECT_EQ(up.at("delta"), 2);
+  EXPECT_EQ(up.at("nodes"), json::parse(R"(["h100-0001","h100-0002"])"));
+  EXPECT_NE(up.at("detail").as_string().find("demand 24 GPUs (8 running, 16 queued in 2 jobs)"),
+            std::string::npos)
+      << up;
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 3; }));
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->Demand()["h100"].running_gpus, 24);
+  auto node = fleet_->GetNode("h100-0001");
+  ASSERT_TRUE(node.ok());
+  EXPECT_TRUE(node->simulated);
+
+  // Steady while busy; at max_nodes a larger demand is bounded.
+  Decide();
+  EXPECT_EQ(LastEvent().at("kind"), "scale_up");  // nothing new
+  auto status = scaling_->Get("h100");
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->decision.reason, "steady");
+  EXPECT_EQ(status->now.ready, 3);
+  EXPECT_EQ(status->now.demand_gpus, 24);
+
+  // Two jobs end: their nodes are idle, but not for idle_before_remove (60 s) yet.
+  ASSERT_TRUE(jobs_->Cancel(2).ok());
+  ASSERT_TRUE(jobs_->Cancel(3).ok());
+  Decide();
+  EXPECT_EQ(scaling_->Get("h100")->decision.delta, 0);
+  EXPECT_EQ(Ready(), 3);
+  // After it: down to min_nodes, but job 1's node is busy and stays.
+  for (int i = 0; i < 6; ++i) Decide();
+  ASSERT_TRUE(WaitFor([&] { return States()["retired"] == 2; })) << Ready();
+  auto down = LastEvent();
+  EXPECT_EQ(down.at("kind"), "scale_down") << down;
+  EXPECT_EQ(down.at("reason"), "idle");
+  EXPECT_EQ(down.at("delta"), -2);
+  std::string busy = jobs_->Get(a.id)->placement.at(0).node;
+  EXPECT_EQ(fleet_->GetNode(busy)->state, NodeState::kReady);
+  for (const auto& n : down.at("nodes").as_array()) {
+    EXPECT_NE(n.as_string(), busy);
+    EXPECT_EQ(fleet_->GetNode(std::string(n.as_string()))->state, NodeState::kRetired);
+  }
+  {
+    std::lock_guard lock(actuator_->mu_);
+    EXPECT_EQ(actuator_->stopped.size(), 2u);
+  }
+  // The autoscaler's actions are audited.
+  auto audit = store_->ListAudit(0, 10);
+  ASSERT_TRUE(audit.ok());
+  int by_autoscaler = 0;
+  for (const auto& r : audit.value()) by_autoscaler += r.actor == "autoscaler";
+  EXPECT_EQ(by_autoscaler, 3);
+
+  // A scale-up brings a retired node back under its name.
+  Submit(8);
+  Decide();
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 2; }));
+  EXPECT_EQ(LastEvent().at("nodes"), json::parse(R"(["h100-0001"])"));
+
+  // History: one sample per decision, restored with the policy after a restart.
+  size_t samples = scaling_->History("h100", 0).size();
+  EXPECT_GE(samples, 10u);
+  Shut();
+  Start();
+  EXPECT_EQ(scaling_->History("h100", 0).size(), samples);
+  EXPECT_EQ(scaling_->Policies().at(0).policy.max_nodes, 4);
+}
+
+TEST_F(ScalingTest, ManualScaleWithinBoundsAndOnlyIdleNodesDown) {
+  scaling_->Tick();
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 1; }));
+  auto bad = scaling_->Scale("h100", {9, std::nullopt}, "ops");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "target 9 is outside the policy's bounds 1..4");
+  EXPECT_FALSE(scaling_->Scale("h100", {2, 1}, "ops").ok());
+  EXPECT_EQ(scaling_->Scale("nope", {2, std::nullopt}, "ops").error().code, ErrorCode::kNotFound);
+  auto up = scaling_->Scale("h100", {std::nullopt, 2}, "ops");
+  ASSERT_TRUE(up.ok()) << up.error().message;
+  auto ev = json::parse(up.value()).as_object();
+  EXPECT_EQ(ev.at("reason"), "manual");
+  EXPECT_EQ(ev.at("actor"), "ops");
+  EXPECT_EQ(ev.at("to"), 3);
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 3; }));
+  // Every node busy: nothing to remove, and nothing changes.
+  Submit(8);
+  Submit(8);
+  Submit(8);
+  auto refused = scaling_->Scale("h100", {1, std::nullopt}, "ops");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kConflict);
+  EXPECT_EQ(Ready(), 3);
+  ASSERT_TRUE(jobs_->Cancel(3).ok());
+  auto down = scaling_->Scale("h100", {1, std::nullopt}, "ops");
+  ASSERT_TRUE(down.ok());
+  EXPECT_EQ(json::parse(down.value()).at("delta"), -1) << "only the idle node";
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 2 && States()["retired"] == 1; }));
+}
+
+TEST_F(ScalingTest, CooldownHoldsAreRecordedOnceAndDisabledPoliciesOnlyDecide) {
+  auto p = scaling_->Policies().at(0);
+  p.policy.up_cooldown_s = 3600;
+  ASSERT_TRUE(scaling_->SetPolicy(p, "test").ok());
+  scaling_->Tick();  // min_nodes: up
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 1; }));
+  Submit(8);
+  Submit(8);
+  Decide();
+  Decide();
+  Decide();
+  auto events = scaling_->Events("h100", 10);
+  ASSERT_TRUE(events.ok());
+  int holds = 0;
+  for (const auto& e : events.value()) holds += json::parse(e.doc).at("kind") == "hold";
+  EXPECT_EQ(holds, 1);
+  EXPECT_EQ(LastEvent().at("reason"), "cooldown");
+  EXPECT_EQ(Ready(), 1);
+
+  p.policy.up_cooldown_s = 0;
+  p.enabled = false;
+  ASSERT_TRUE(scaling_->SetPolicy(p, "test").ok());
+  Decide();
+  EXPECT_EQ(LastEvent().at("reason"), "disabled");
+  EXPECT_EQ(Ready(), 1);
+  EXPECT_EQ(scaling_->Get("h100")->decision.delta, 1) << "the decision is still made and shown";
+}
+
+TEST_F(ScalingTest, FailedProvisionRetiresTheNodesAndSaysWhy) {
+  {
+    std::lock_guard lock(actuator_->mu_);
+    actuator_->fail = true;
+  }
+  scaling_->Tick();
+  ASSERT_TRUE(WaitFor([&] { return States()["retired"] == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return LastEvent().at("kind") == "provision_failed"; }));
+  EXPECT_EQ(LastEvent().at("detail"), "no capacity in the zone; the nodes were retired");
+  EXPECT_EQ(scaling_->Get("h100")->last_error, "no capacity in the zone");
+  EXPECT_EQ(fleet_->GetNode("h100-0000")->reason, "provision failed: no capacity in the zone");
+}
+
+TEST_F(ScalingTest, NodesThatNeverRegisterAreRetiredAfterTwiceTheLeadTime) {
+  {
+    std::lock_guard lock(actuator_->mu_);
+    actuator_->join = false;
+  }
+  scaling_->Tick();
+  ASSERT_TRUE(WaitFor([&] { return States()["provisioning"] == 1; }));
+  clock_->Advance(59'000);
+  scaling_->Tick();
+  EXPECT_EQ(States()["provisioning"], 1);
+  clock_->Advance(2'000);  // 2 x 0 s lead time + 60 s
+  scaling_->Tick();
+  EXPECT_EQ(States()["retired"], 1);
+  ASSERT_TRUE(WaitFor([&] {
+    auto e = scaling_->Events("h100", 5);
+    for (const auto& r : e.value()) {
+      if (json::parse(r.doc).at("kind") == "join_timeout") return true;
+    }
+    return false;
+  }));
+}
+
+TEST_F(ScalingTest, CommandActuatorRunsTheProgramsWithPoolNodesAndJoinToken) {
+  std::string log = (dir_ / "calls").string();
+  auto p = scaling_->Policies().at(0);
+  p.actuator.type = "command";
+  p.actuator.provision =
+      "echo up {pool} {nodes} $GPUFLEET_CLUSTER ${#GPUFLEET_JOIN_TOKEN} >> " + log;
+  p.actuator.deprovision = "echo 'quota exceeded' >&2; exit 4";
+  ASSERT_TRUE(scaling_->SetPolicy(p, "test").ok());
+  scaling_->Tick();
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(log); }));
+  std::ifstream in(log);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "up h100 h100-0000 train 52") << "gfj_ and 48 hex digits";
+  EXPECT_EQ(States()["provisioning"], 1) << "until its agent registers";
+  auto ok = scaling_->Scale("h100", {std::nullopt, 1}, "ops");
+  ASSERT_TRUE(ok.ok());
+
+  // A failing deprovision is reported and leaves the nodes drained.
+  auto q = p;
+  q.actuator.provision = "sleep 5";
+  q.actuator.timeout_s = 0.2;
+  ASSERT_TRUE(scaling_->SetPolicy(q, "test").ok());
+  auto slow = scaling_->Scale("h100", {3, std::nullopt}, "ops");
+  ASSERT_TRUE(slow.ok());
+  ASSERT_TRUE(WaitFor([&] { return LastEvent().at("kind") == "provision_failed"; }));
+  EXPECT_EQ(LastEvent().at("detail"),
+            "provision command timed out after 200ms; the nodes were retired");
+}
+
+TEST(PolicyJson, FieldsDefaultsErrorsAndRoundTrip) {
+  auto s = sched::ParsePoolScaling(R"({"min_nodes": 2, "max_nodes": 10, "lead_time": "5m",
+      "interval": 30, "schedule": [{"nodes": 4, "from": 8, "to": 18, "weekdays": true}]})");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->policy.lead_time_s, 300);
+  EXPECT_EQ(s->policy.interval_s, 30);
+  EXPECT_EQ(s->policy.mode, sched::ScaleMode::kPredictive);
+  EXPECT_EQ(s->actuator.type, "sim");
+  auto again = sched::ParsePoolScaling(sched::PoolScalingJson(s.value()));
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(sched::PoolScalingJson(again.value()), sched::PoolScalingJson(s.value()));
+  EXPECT_EQ(sched::FormatSeconds(300), "5m");
+  EXPECT_EQ(sched::FormatSeconds(90), "90s");
+  EXPECT_EQ(sched::FormatSeconds(0.25), "250ms");
+
+  struct Bad {
+    const char* json;
+    const char* field;
+    const char* message;
+  } bad[] = {
+      {R"({"max_nodes": "ten"})", "max_nodes", "max_nodes: must be an integer"},
+      {R"({"min_nodes": 5, "max_nodes": 2})", "max_nodes", "max_nodes must be at least min_nodes"},
+      {R"({"mode": "oracle"})", "mode", "mode: 'oracle' is not reactive or predictive"},
+      {R"({"lead_time": "soon"})", "lead_time", "lead_time: 'soon' is not a duration"},
+      {R"({"schedule": [{"nodes": 1, "from": 9, "to": 5}]})", "schedule[0].to",
+       "schedule[0].to: must be an hour after 'from', at most 24 (UTC)"},
+      {R"({"actuator": {"type": "cloud"}})", "actuator.type",
+       "actuator.type must be sim or command"},
+      {R"({"actuator": {"type": "command", "provision": "x"}})", "actuator",
+       "actuator: a command actuator needs both provision and deprovision"},
+      {R"({"max": 3})", "max",
+       "max: unknown field (known: pool, updated_ms, mode, min_nodes, "
+       "max_nodes, target_share, step_up, step_down, up_cooldown, "
+       "down_cooldown, lead_time, idle_before_remove, interval, enabled, "
+       "schedule, actuator)"},
+  };
+  for (const auto& b : bad) {
+    std::string field;
+    auto r = sched::ParsePoolScaling(b.json, &field);
+    ASSERT_FALSE(r.ok()) << b.json;
+    EXPECT_EQ(r.error().message, b.message) << b.json;
+    EXPECT_EQ(field, b.field) << b.json;
+  }
+}
+
+TEST(PolicyYaml, ErrorsPointAtTheFieldsLine) {
+  std::string yaml = kFleet;
+  yaml.replace(yaml.find("max_nodes: 4"), 12, "max_nodes: x");
+  auto spec = ParseFleetSpec(yaml, "fleet.yaml", *GpuCatalog::Builtin());
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.error().message,
+            "fleet.yaml:14: clusters[0].pools[0].scaling.max_nodes: must be an integer");
+}
+
+}  // namespace
+}  // namespace gpufleet::scaling

@@ -1,0 +1,244 @@
+#include "sched/policy_json.h"
+
+#include <boost/json.hpp>
+#include <cmath>
+#include <cstdio>
+
+#include "common/clock.h"
+
+namespace gpufleet::sched {
+namespace {
+
+namespace json = boost::json;
+
+// Reads the fields of one JSON object, remembering the path of the first bad one.
+class Fields {
+ public:
+  Fields(const json::object& o, std::string prefix) : o_(o), prefix_(std::move(prefix)) {}
+
+  Status Only(std::initializer_list<std::string_view> known) {
+    for (const auto& kv : o_) {
+      bool ok = false;
+      for (auto k : known) ok = ok || kv.key() == k;
+      if (!ok) {
+        std::string list;
+        for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+        return Bad(kv.key(), "unknown field (known: " + list + ")");
+      }
+    }
+    return {};
+  }
+  Status Int(std::string_view key, int& out) {
+    const json::value* v = o_.if_contains(key);
+    if (!v) return {};
+    if (v->is_int64() && v->as_int64() >= -1'000'000'000 && v->as_int64() <= 1'000'000'000) {
+      out = static_cast<int>(v->as_int64());
+      return {};
+    }
+    if (v->is_uint64() && v->as_uint64() <= 1'000'000'000) {
+      out = static_cast<int>(v->as_uint64());
+      return {};
+    }
+    return Bad(key, "must be an integer");
+  }
+  Status Number(std::string_view key, double& out) {
+    const json::value* v = o_.if_contains(key);
+    if (!v) return {};
+    if (!v->is_number()) return Bad(key, "must be a number");
+    out = v->to_number<double>();
+    return {};
+  }
+  Status Bool(std::string_view key, bool& out) {
+    const json::value* v = o_.if_contains(key);
+    if (!v) return {};
+    if (!v->is_bool()) return Bad(key, "must be true or false");
+    out = v->as_bool();
+    return {};
+  }
+  Status String(std::string_view key, std::string& out) {
+    const json::value* v = o_.if_contains(key);
+    if (!v) return {};
+    if (!v->is_string()) return Bad(key, "must be a string");
+    out = std::string(v->as_string());
+    return {};
+  }
+  // "5m", "90s", "250ms", or a number of seconds.
+  Status Seconds(std::string_view key, double& out) {
+    const json::value* v = o_.if_contains(key);
+    if (!v) return {};
+    if (v->is_number()) {
+      out = v->to_number<double>();
+    } else if (v->is_string()) {
+      int64_t ms = ParseDurationMs(std::string(v->as_string()));
+      if (ms < 0) return Bad(key, "'" + std::string(v->as_string()) + "' is not a duration");
+      out = static_cast<double>(ms) / 1000.0;
+    } else {
+      return Bad(key, "must be a duration such as \"5m\" or a number of seconds");
+    }
+    if (!(out >= 0) || out > 366 * 86400.0) {
+      return Bad(key, "must be a duration from 0 to 366 days");
+    }
+    return {};
+  }
+  Error Bad(std::string_view key, const std::string& what) {
+    field = prefix_ + std::string(key);
+    return MakeError(ErrorCode::kInvalidArgument, field + ": " + what);
+  }
+  std::string field;
+
+ private:
+  const json::object& o_;
+  std::string prefix_;
+};
+
+// 1 as 1, not 1E0 (how a double prints).
+json::value Number(double v) {
+  if (std::fabs(v - std::round(v)) < 1e-12 && std::fabs(v) < 1e15) {
+    return static_cast<int64_t>(std::llround(v));
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string FormatSeconds(double s) {
+  char buf[32];
+  auto whole = [](double v) { return std::fabs(v - std::round(v)) < 1e-9; };
+  if (s > 0 && !whole(s)) {
+    std::snprintf(buf, sizeof buf, "%lldms", static_cast<long long>(std::llround(s * 1000)));
+  } else if (s >= 86400 && whole(s / 86400)) {
+    std::snprintf(buf, sizeof buf, "%lldd", static_cast<long long>(std::llround(s / 86400)));
+  } else if (s >= 3600 && whole(s / 3600)) {
+    std::snprintf(buf, sizeof buf, "%lldh", static_cast<long long>(std::llround(s / 3600)));
+  } else if (s >= 60 && whole(s / 60)) {
+    std::snprintf(buf, sizeof buf, "%lldm", static_cast<long long>(std::llround(s / 60)));
+  } else {
+    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(std::llround(s)));
+  }
+  return buf;
+}
+
+Result<PoolScaling> ParsePoolScaling(std::string_view text, std::string* field) {
+  auto fail = [&](Fields& f, Error e) -> Result<PoolScaling> {
+    if (field) *field = f.field;
+    return e;
+  };
+  json::value doc;
+  try {
+    doc = json::parse(text);
+  } catch (const std::exception& e) {
+    return MakeError(ErrorCode::kInvalidArgument, std::string("not JSON: ") + e.what());
+  }
+  if (!doc.is_object()) {
+    return MakeError(ErrorCode::kInvalidArgument, "a scaling policy is a JSON object");
+  }
+  PoolScaling s;
+  ScalePolicy& p = s.policy;
+  Fields f(doc.as_object(), "");
+#define GF_FIELD(expr)                     \
+  if (auto st = (expr); !st.ok()) {        \
+    return fail(f, std::move(st).error()); \
+  }
+  GF_FIELD(f.Only({"pool", "updated_ms", "mode", "min_nodes", "max_nodes", "target_share",
+                   "step_up", "step_down", "up_cooldown", "down_cooldown", "lead_time",
+                   "idle_before_remove", "interval", "enabled", "schedule", "actuator"}));
+  std::string mode = "predictive";
+  GF_FIELD(f.String("mode", mode));
+  if (mode == "reactive") {
+    p.mode = ScaleMode::kReactive;
+  } else if (mode == "predictive") {
+    p.mode = ScaleMode::kPredictive;
+  } else {
+    return fail(f, f.Bad("mode", "'" + mode + "' is not reactive or predictive"));
+  }
+  GF_FIELD(f.Int("min_nodes", p.min_nodes));
+  GF_FIELD(f.Int("max_nodes", p.max_nodes));
+  GF_FIELD(f.Number("target_share", p.target_share));
+  GF_FIELD(f.Int("step_up", p.step_up));
+  GF_FIELD(f.Int("step_down", p.step_down));
+  GF_FIELD(f.Seconds("up_cooldown", p.up_cooldown_s));
+  GF_FIELD(f.Seconds("down_cooldown", p.down_cooldown_s));
+  GF_FIELD(f.Seconds("lead_time", p.lead_time_s));
+  GF_FIELD(f.Seconds("idle_before_remove", p.idle_before_remove_s));
+  GF_FIELD(f.Seconds("interval", p.interval_s));
+  GF_FIELD(f.Bool("enabled", s.enabled));
+  if (const json::value* v = doc.as_object().if_contains("schedule")) {
+    if (!v->is_array()) return fail(f, f.Bad("schedule", "must be a list"));
+    for (size_t i = 0; i < v->as_array().size(); ++i) {
+      const json::value& e = v->as_array()[i];
+      std::string at = "schedule[" + std::to_string(i) + "]";
+      if (!e.is_object()) return fail(f, f.Bad(at, "must be an object with nodes, from, to"));
+      Fields g(e.as_object(), at + ".");
+      ScheduledMinimum m;
+#define GF_SUB(expr)                \
+  if (auto st = (expr); !st.ok()) { \
+    if (field) *field = g.field;    \
+    return std::move(st).error();   \
+  }
+      GF_SUB(g.Only({"nodes", "from", "to", "weekdays"}));
+      GF_SUB(g.Int("nodes", m.nodes));
+      GF_SUB(g.Int("from", m.from_hour));
+      GF_SUB(g.Int("to", m.to_hour));
+      GF_SUB(g.Bool("weekdays", m.weekdays_only));
+      if (m.nodes < 0) GF_SUB(Status(g.Bad("nodes", "must be 0 or more")));
+      if (m.from_hour < 0 || m.from_hour > 23)
+        GF_SUB(Status(g.Bad("from", "must be an hour 0..23 (UTC)")));
+      if (m.to_hour <= m.from_hour || m.to_hour > 24) {
+        GF_SUB(Status(g.Bad("to", "must be an hour after 'from', at most 24 (UTC)")));
+      }
+      p.schedule.push_back(m);
+    }
+  }
+  if (const json::value* v = doc.as_object().if_contains("actuator")) {
+    if (!v->is_object()) return fail(f, f.Bad("actuator", "must be an object"));
+    Fields g(v->as_object(), "actuator.");
+    GF_SUB(g.Only({"type", "provision", "deprovision", "timeout"}));
+    GF_SUB(g.String("type", s.actuator.type));
+    GF_SUB(g.String("provision", s.actuator.provision));
+    GF_SUB(g.String("deprovision", s.actuator.deprovision));
+    GF_SUB(g.Seconds("timeout", s.actuator.timeout_s));
+  }
+#undef GF_SUB
+#undef GF_FIELD
+  if (auto e = s.Validate(); !e.empty()) {
+    if (field) *field = e.substr(0, e.find_first_of(" :"));
+    return MakeError(ErrorCode::kInvalidArgument, e);
+  }
+  return s;
+}
+
+std::string PoolScalingJson(const PoolScaling& s) {
+  const ScalePolicy& p = s.policy;
+  json::array schedule;
+  for (const auto& m : p.schedule) {
+    schedule.push_back(json::object{{"nodes", m.nodes},
+                                    {"from", m.from_hour},
+                                    {"to", m.to_hour},
+                                    {"weekdays", m.weekdays_only}});
+  }
+  json::object actuator{{"type", s.actuator.type},
+                        {"timeout", FormatSeconds(s.actuator.timeout_s)}};
+  if (s.actuator.type == "command") {
+    actuator["provision"] = s.actuator.provision;
+    actuator["deprovision"] = s.actuator.deprovision;
+  }
+  json::object o{{"pool", s.pool},
+                 {"mode", ToString(p.mode)},
+                 {"enabled", s.enabled},
+                 {"min_nodes", p.min_nodes},
+                 {"max_nodes", p.max_nodes},
+                 {"target_share", Number(p.target_share)},
+                 {"step_up", p.step_up},
+                 {"step_down", p.step_down},
+                 {"up_cooldown", FormatSeconds(p.up_cooldown_s)},
+                 {"down_cooldown", FormatSeconds(p.down_cooldown_s)},
+                 {"lead_time", FormatSeconds(p.lead_time_s)},
+                 {"idle_before_remove", FormatSeconds(p.idle_before_remove_s)},
+                 {"interval", FormatSeconds(p.interval_s)},
+                 {"schedule", std::move(schedule)},
+                 {"actuator", std::move(actuator)},
+                 {"updated_ms", s.updated_ms}};
+  return json::serialize(o);
+}
+
+}  // namespace gpufleet::sched

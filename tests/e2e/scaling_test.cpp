@@ -1,0 +1,148 @@
+// Live autoscaling on a real controller (`gpufleet serve`, whose `sim` actuator starts simulated
+// agents that connect like any other): jobs beyond the pool's capacity make it grow, idle nodes
+// are removed again, a busy node never is; manual scaling and the policy API from the CLI.
+
+#include <set>
+
+#include "fixture.h"
+
+namespace gpufleet::e2e {
+namespace {
+
+constexpr char kScaledFleet[] = R"(apiVersion: gpufleet/v1
+kind: Fleet
+clusters:
+  - name: burst
+    type: training
+    site: lab
+    pools:
+      - name: b200
+        gpu_model: H100-SXM5-80GB
+        gpus_per_node: 8
+        scaling:
+          mode: predictive
+          min_nodes: 1
+          max_nodes: 5
+          target_share: 1
+          interval: 1s
+          lead_time: 1s
+          idle_before_remove: 4s
+          down_cooldown: 0s
+          actuator: {type: sim}
+)";
+
+class Scaling : public E2E {
+ protected:
+  std::map<std::string, int> States() {
+    std::map<std::string, int> out;
+    auto v = controller_->Call("GET", "/api/v1/nodes?pool=b200").second;
+    for (const auto& n : v.at("items").as_array()) ++out[std::string(n.at("state").as_string())];
+    return out;
+  }
+  json::array Events() {
+    return controller_->Call("GET", "/api/v1/pools/b200/scaling/events?limit=100")
+        .second.at("items")
+        .as_array();
+  }
+  int Count(const std::string& kind, const std::string& reason) {
+    int n = 0;
+    for (const auto& e : Events()) {
+      n += e.at("kind") == kind.c_str() && e.at("reason") == reason.c_str();
+    }
+    return n;
+  }
+};
+
+TEST_F(Scaling, JobsBeyondCapacityGrowASimPoolAndIdleNodesShrinkItBack) {
+  auto applied = ApplyText("scaled.yaml", kScaledFleet);
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  EXPECT_NE(applied.out.find("scaling: 1 set, 0 unchanged"), std::string::npos) << applied.out;
+
+  // An empty pool is brought to min_nodes by the autoscaler itself.
+  ASSERT_TRUE(WaitFor([&] { return States()["ready"] == 1; }, 20000)) << States().size();
+  auto first = Node("b200-0000");
+  EXPECT_EQ(first.at("simulated"), true);
+  EXPECT_EQ(Count("scale_up", "bound"), 1);
+
+  // 4 whole-node jobs: one runs, three wait; the pool grows to 4 nodes ("queue") and they run.
+  for (int i = 0; i < 4; ++i) {
+    auto r =
+        Cli({"jobs", "submit", "--team", "t" + std::to_string(i), "--pool", "b200", "--gpus", "8"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  ASSERT_TRUE(WaitFor([&] { return States()["ready"] == 4; }, 30000)) << States()["ready"];
+  EXPECT_GE(Count("scale_up", "queue"), 1);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto v = controller_->Call("GET", "/api/v1/jobs?state=running").second;
+        return v.at("total").as_int64() == 4;
+      },
+      15000));
+  auto status = controller_->Call("GET", "/api/v1/pools/b200/scaling").second;
+  EXPECT_EQ(status.at("nodes").at("ready"), 4) << status;
+  EXPECT_EQ(status.at("demand").at("running"), 32) << status;
+  auto list = Cli({"scaling", "list"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("b200"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("predictive, sim"), std::string::npos) << list.out;
+
+  // Three jobs end; their nodes go once idle for 4 s, the busy one stays.
+  std::string busy;
+  auto job1 = controller_->Call("GET", "/api/v1/jobs/1").second;
+  busy = std::string(job1.at("placement").at(0).at("node").as_string());
+  for (const char* id : {"2", "3", "4"}) ASSERT_EQ(Cli({"jobs", "cancel", id}).exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return States()["retired"] == 3; }, 30000)) << States()["ready"];
+  EXPECT_EQ(States()["ready"], 1);
+  EXPECT_EQ(State(busy), "ready") << "the node with a running job is never removed";
+  int idle_removed = 0;
+  for (const auto& e : Events()) {
+    if (e.at("kind") != "scale_down") continue;
+    EXPECT_EQ(e.at("reason"), "idle") << e;
+    for (const auto& n : e.at("nodes").as_array()) {
+      EXPECT_NE(n.as_string(), busy);
+      ++idle_removed;
+    }
+  }
+  EXPECT_EQ(idle_removed, 3);
+  // The retired nodes' agents were stopped: they stay retired, disconnected.
+  auto retired = controller_->Call("GET", "/api/v1/nodes?pool=b200&state=retired").second;
+  for (const auto& n : retired.at("items").as_array()) {
+    EXPECT_EQ(n.at("connected"), false) << n;
+  }
+
+  // Manual scaling: within bounds, from the CLI; bad input changes nothing.
+  auto up = Cli({"pools", "scale", "b200", "--by", "+1"});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  EXPECT_NE(up.out.find("scale_up 1 -> 2 nodes"), std::string::npos) << up.out;
+  auto bad = Cli({"pools", "scale", "b200", "--to", "9"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("target 9 is outside the policy's bounds 1..5"), std::string::npos)
+      << bad.err;
+  auto neither = controller_->Call("POST", "/api/v1/pools/b200/scale", R"({"size": 3})");
+  EXPECT_EQ(neither.first, 400);
+  auto policy = controller_->Call("PUT", "/api/v1/pools/b200/scaling",
+                                  R"({"mode": "reactive", "max_nodes": 0, "min_nodes": 1})");
+  EXPECT_EQ(policy.first, 400);
+  EXPECT_EQ(policy.second.at("error").at("message"), "max_nodes must be at least min_nodes");
+  ASSERT_TRUE(WaitFor([&] { return States()["ready"] == 2; }, 20000));
+
+  // The audit log has the autoscaler's actions and the manual one.
+  auto audit = controller_->Call("GET", "/api/v1/audit?limit=200").second;
+  std::set<std::string> actors;
+  for (const auto& r : audit.at("items").as_array()) {
+    if (std::string(r.at("target").as_string()) == "pool/b200") {
+      actors.insert(std::string(r.at("actor").as_string()));
+    }
+  }
+  EXPECT_TRUE(actors.count("autoscaler")) << audit;
+  EXPECT_TRUE(actors.count("bootstrap-admin")) << audit;
+
+  // History for the dashboard: one sample per decision.
+  auto history = controller_->Call("GET", "/api/v1/pools/b200/scaling/history?window=1h").second;
+  EXPECT_GE(history.at("time_ms").as_array().size(), 5u) << history;
+  EXPECT_EQ(history.at("time_ms").as_array().size(), history.at("ready").as_array().size());
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/pools/b200/scaling/history?window=9d").first, 400);
+}
+
+}  // namespace
+}  // namespace gpufleet::e2e
