@@ -435,6 +435,12 @@ bool AgentRunner::Remove(const std::string& hostname) {
   return true;
 }
 
+bool AgentRunner::Has(const std::string& hostname) const {
+  std::lock_guard lock(impl_->mu);
+  return std::any_of(impl_->sessions.begin(), impl_->sessions.end(),
+                     [&](const auto& s) { return s->hostname() == hostname; });
+}
+
 void AgentRunner::Run(int threads) {
   std::vector<std::thread> extra;
   for (int i = 1; i < threads; ++i) extra.emplace_back([this] { impl_->io.run(); });

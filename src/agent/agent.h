@@ -54,6 +54,7 @@ class AgentRunner {
   // Stops the agent registered as `hostname` (AgentOptions::hostname) and forgets it; false
   // when there is none.
   bool Remove(const std::string& hostname);
+  bool Has(const std::string& hostname) const;
   // Runs until Stop(); `threads` I/O threads (the caller's is one of them).
   void Run(int threads = 1);
   void Stop();

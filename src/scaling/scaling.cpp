@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "common/command.h"
 #include "sched/policy_json.h"
@@ -168,10 +169,70 @@ Status ScalingService::Load() {
 }
 
 void ScalingService::Start() {
-  std::lock_guard lock(work_mu_);
-  if (worker_.joinable()) return;
-  stopping_ = false;
-  worker_ = std::thread([this] { Worker(); });
+  {
+    std::lock_guard lock(work_mu_);
+    if (worker_.joinable()) return;
+    stopping_ = false;
+    worker_ = std::thread([this] { Worker(); });
+  }
+  Resume();
+}
+
+void ScalingService::Resume() {
+  auto pools = fleet_.Pools();
+  if (!pools.ok()) return;
+  std::lock_guard lock(mu_);
+  for (auto& [name, st] : pools_) {
+    if (st.scaling.actuator.type != "sim" || !options_.sim) continue;
+    auto pool =
+        std::find_if(pools->begin(), pools->end(), [&](const Pool& p) { return p.name == name; });
+    if (pool == pools->end()) continue;
+    // The nodes this autoscaler started and has not removed, from its events (oldest first).
+    auto events = store_.ListScaleEvents(name, 1'000'000);
+    if (!events.ok()) continue;
+    std::set<std::string> started;
+    for (auto it = events->rbegin(); it != events->rend(); ++it) {
+      try {
+        auto o = json::parse(it->doc).as_object();
+        bool up = o.at("kind") == "scale_up";
+        bool gone = o.at("kind") == "scale_down" || o.at("kind") == "provision_failed" ||
+                    o.at("kind") == "join_timeout";
+        for (const auto& n : o.at("nodes").as_array()) {
+          if (up) started.insert(std::string(n.as_string()));
+          if (gone) started.erase(std::string(n.as_string()));
+        }
+      } catch (const std::exception&) {
+      }
+    }
+    std::vector<std::string> resume;
+    for (const auto& n : started) {
+      auto node = fleet_.GetNode(n);
+      if (node.ok() && node->pool == name && Live(node->state) && !node->connected) {
+        resume.push_back(n);
+      }
+    }
+    if (resume.empty()) continue;
+    auto token = fleet_.CreateJoinToken(name, 3'600'000, kAutoscaler);
+    if (!token.ok()) continue;
+    RecordEvent(name, "resume", 0, 0, 0, "restart",
+                "the controller restarted: starting again the simulated nodes it had started",
+                resume, kAutoscaler);
+    Work w;
+    w.provision = true;
+    w.actor = kAutoscaler;
+    w.request = {name,
+                 pool->cluster,
+                 pool->gpu_model,
+                 pool->gpus_per_node,
+                 resume,
+                 options_.controller_url,
+                 token->secret,
+                 0,
+                 st.scaling.actuator};
+    std::lock_guard wl(work_mu_);
+    work_.push_back(std::move(w));
+    work_cv_.notify_one();
+  }
 }
 
 void ScalingService::Stop() {

@@ -96,7 +96,9 @@ class ScalingService {
   ~ScalingService();
 
   Status Load();  // the policies, and each pool's history into its forecaster
-  void Start();   // the actuator worker
+  // The actuator worker; and the simulated nodes the autoscaler had started before a restart
+  // (sim actuator, still recorded, not connected) are started again.
+  void Start();
   // The URL new nodes' agents connect to (known once the API listens); before Start.
   void set_controller_url(std::string url) { options_.controller_url = std::move(url); }
   void Stop();  // waits for the actuator call in flight
@@ -158,6 +160,7 @@ class ScalingService {
   Actuator* ActuatorFor(const sched::ActuatorSpec& spec);
   void NewTracker(PoolState& st) const;
   void Worker();
+  void Resume();
   void Run(const Work& w);
 
   FleetService& fleet_;

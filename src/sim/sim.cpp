@@ -33,6 +33,7 @@ Status SimFleet::AddPool(const SimPoolOptions& o) {
 
 Status SimFleet::AddNode(const SimPoolOptions& o, const std::string& name) {
   GF_TRY(Check(*catalog_, o));
+  if (runner_.Has(name)) return {};
   SimNodeSpec spec;
   spec.hostname = name;
   spec.model = catalog_->Find(o.model);

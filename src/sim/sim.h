@@ -25,7 +25,8 @@ class SimFleet {
  public:
   explicit SimFleet(std::shared_ptr<const GpuCatalog> catalog);
   Status AddPool(const SimPoolOptions& options);
-  // One node named `name` (options.nodes and name_prefix are not used).
+  // One node named `name` (options.nodes and name_prefix are not used); nothing when this
+  // fleet already runs a node of that name.
   Status AddNode(const SimPoolOptions& options, const std::string& name);
   // Stops the node's agent; false when this fleet does not run it.
   bool RemoveNode(const std::string& name);

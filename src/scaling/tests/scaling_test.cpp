@@ -249,10 +249,29 @@ TEST_F(ScalingTest, GrowsForTheQueueAndShrinksIdleNodesButNeverABusyOne) {
   // History: one sample per decision, restored with the policy after a restart.
   size_t samples = scaling_->History("h100", 0).size();
   EXPECT_GE(samples, 10u);
+  int provisions = 0;
+  {
+    std::lock_guard lock(actuator_->mu_);
+    provisions = actuator_->provisions;
+  }
   Shut();
   Start();
   EXPECT_EQ(scaling_->History("h100", 0).size(), samples);
   EXPECT_EQ(scaling_->Policies().at(0).policy.max_nodes, 4);
+  // The simulated nodes it had started (and not removed) are started again: they register.
+  auto resumed = LastEvent();
+  EXPECT_EQ(resumed.at("kind"), "resume") << resumed;
+  EXPECT_EQ(resumed.at("nodes").as_array().size(), 2u) << resumed;
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard lock(actuator_->mu_);
+    return actuator_->provisions == provisions + 1;
+  }));
+  ASSERT_TRUE(WaitFor([&] {
+    for (const auto& n : fleet_->Nodes({})) {
+      if (n.state != NodeState::kRetired && !n.connected) return false;
+    }
+    return true;
+  }));
 }
 
 TEST_F(ScalingTest, ManualScaleWithinBoundsAndOnlyIdleNodesDown) {
