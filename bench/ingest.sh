@@ -14,7 +14,7 @@ bench_build gpufleet api_latency
 dir=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; sleep 1; rm -rf "$dir"' EXIT
 bench_controller "$dir"
-$bin sim --controller "$addr" --join-token "$token" --nodes "$nodes" --prefix n >"$dir/sim.log" 2>&1 &
+$bin sim --controller "$addr" --join-token "$token" --nodes "$nodes" --prefix n --workload off >"$dir/sim.log" 2>&1 &
 sim=$!
 metric() {
   curl -s -H "Authorization: Bearer $(cat "$dir/admin.token")" "http://$addr/metrics" |

@@ -18,7 +18,7 @@ for run in $(seq 1 "$runs"); do
   dir=$work/run$run
   bench_controller "$dir"
   start=$(now)
-  $bin sim --controller "$addr" --join-token "$token" --nodes "$nodes" --prefix n >"$dir/sim.log" 2>&1 &
+  $bin sim --controller "$addr" --join-token "$token" --nodes "$nodes" --prefix n --workload off >"$dir/sim.log" 2>&1 &
   sim=$!
   while true; do
     ready=$(curl -s -H "Authorization: Bearer $(cat "$dir/admin.token")" "http://$addr/api/v1/nodes?state=ready&limit=1" | sed -E 's/.*"total":([0-9]+).*/\1/')

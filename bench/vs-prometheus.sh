@@ -19,7 +19,7 @@ dir=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; sleep 1; rm -rf "$dir"' EXIT
 bench_controller "$dir"
 admin=$(cat "$dir/admin.token")
-$bin sim --controller "$addr" --join-token "$token" --nodes "$nodes" --prefix n >"$dir/sim.log" 2>&1 &
+$bin sim --controller "$addr" --join-token "$token" --nodes "$nodes" --prefix n --workload off >"$dir/sim.log" 2>&1 &
 
 # Prometheus on a free loopback port, scraping /metrics with the admin token.
 pport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 19090)

@@ -16,12 +16,15 @@
 #include "agent/agent.h"
 #include "apps/gpufleet/sim_actuator.h"
 #include "cli/cli.h"
+#include "cli/client.h"
+#include "cli/output.h"
 #include "common/clock.h"
 #include "common/paths.h"
 #include "common/url.h"
 #include "config/fleet_spec.h"
 #include "controller/controller.h"
 #include "sim/sim.h"
+#include "workload/generator.h"
 
 namespace gpufleet {
 namespace embedded {
@@ -214,9 +217,57 @@ struct SimFlags {
   SimPoolOptions pool;
   int threads = 1;
   std::string log_level = "warn";
+  std::string workload = "on";
 };
 
-int RunSim(SimFlags& f) {
+// The demo workload on the simulated pool, through the API (POST /api/v1/jobs) with `token`:
+// the pool is the first node's, its capacity the simulated nodes' GPUs. Runs until `done`.
+void SimWorkload(const SimFlags& f, const std::string& token, const std::atomic<bool>& done) {
+  cli::HttpClient client(f.pool.controller, token);
+  char first[128];
+  std::snprintf(first, sizeof first, "%s-%04d", f.pool.name_prefix.c_str(), f.pool.first_index);
+  auto node = client.Send("GET", "/api/v1/nodes/" + std::string(first));
+  std::string pool;
+  if (node.ok() && node->status == 200) {
+    boost::system::error_code ec;
+    auto v = boost::json::parse(node->body, ec);
+    if (!ec && v.is_object() && v.as_object().contains("pool")) {
+      pool = std::string(v.at("pool").as_string());
+    }
+  }
+  if (pool.empty()) {
+    std::printf("sim: no workload: cannot read node %s with that token (%s)\n", first,
+                node.ok() ? ("HTTP " + std::to_string(node->status)).c_str()
+                          : node.error().message.c_str());
+    std::fflush(stdout);
+    return;
+  }
+  workload::WorkloadGenerator generator(
+      [&client](workload::JobSpec spec) -> Status {
+        boost::json::object body{
+            {"team", spec.team},         {"project", spec.project},
+            {"pool", spec.pool},         {"gpus", spec.gpus},
+            {"priority", spec.priority}, {"duration", std::to_string(spec.duration_ms) + "ms"}};
+        auto r = client.Send("POST", "/api/v1/jobs", boost::json::serialize(body));
+        if (!r.ok()) return r.error();
+        if (r->status >= 400) {
+          return MakeError(ErrorCode::kUnavailable,
+                           "POST /api/v1/jobs: HTTP " + std::to_string(r->status) + " " + r->body);
+        }
+        return {};
+      },
+      {{pool, f.pool.gpus_per_node, f.pool.nodes * f.pool.gpus_per_node}});
+  std::printf("sim: demo workload on pool %s (--workload off: none)\n", pool.c_str());
+  std::fflush(stdout);
+  auto clock = RealClock();
+  while (!done) {
+    generator.Tick(clock->NowMs());
+    for (int i = 0; i < 10 && !done; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+int RunSim(SimFlags& f, const cli::Globals& g) {
   SetLogLevel(f.log_level);
   sigset_t set = BlockStopSignals();
   SimFleet fleet(GpuCatalog::Builtin());
@@ -235,6 +286,15 @@ int RunSim(SimFlags& f) {
                     (clock->NowMs() - start) / 1000.0);
         std::fflush(stdout);
         reported = true;
+        if (f.workload == "on") {
+          std::string token = cli::ResolveToken(g);
+          if (token.empty()) {
+            std::printf("sim: no API token (--token, GPUFLEET_TOKEN or --data-dir): no workload\n");
+            std::fflush(stdout);
+          } else {
+            SimWorkload(f, token, done);
+          }
+        }
       }
     }
   });
@@ -359,6 +419,10 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
   m->add_option("--first-index", sim.pool.first_index, "number of the first node");
   m->add_option("--threads", sim.threads, "I/O threads");
   m->add_option("--log-level", sim.log_level, "trace, debug, info, warn, error");
+  m->add_option("--workload", sim.workload,
+                "on: teams submit jobs to the pool with a daily rhythm, through the API with "
+                "--token (default); off: none")
+      ->check(CLI::IsMember({"on", "off"}));
   m->require_subcommand(0, 1);
   cli::AddSimInjectCommand(*m, g);
   m->callback([&g, m] {
@@ -373,7 +437,7 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
       g.exit_code = 2;
       return;
     }
-    g.exit_code = RunSim(sim);
+    g.exit_code = RunSim(sim, g);
   });
 
   static UpFlags up;

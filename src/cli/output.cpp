@@ -143,6 +143,12 @@ std::string Str(const json::value& v) {
   return json::serialize(v);
 }
 
+std::string ResolveToken(const Globals& g) {
+  if (!g.token.empty()) return g.token;
+  if (const char* t = std::getenv("GPUFLEET_TOKEN"); t && *t) return t;
+  return ReadFirstLine((g.data_dir.empty() ? DefaultDataDir() : g.data_dir) + "/admin.token");
+}
+
 std::optional<json::value> Call(Globals& g, const std::string& method, const std::string& target,
                                 const std::string& body, const std::string& content_type) {
   std::string dir = g.data_dir.empty() ? DefaultDataDir() : g.data_dir;
@@ -152,11 +158,7 @@ std::optional<json::value> Call(Globals& g, const std::string& method, const std
   }
   if (server.empty()) server = ReadFirstLine(dir + "/controller.addr");
   if (server.empty()) server = "127.0.0.1:8080";
-  std::string token = g.token;
-  if (token.empty()) {
-    if (const char* t = std::getenv("GPUFLEET_TOKEN"); t && *t) token = t;
-  }
-  if (token.empty()) token = ReadFirstLine(dir + "/admin.token");
+  std::string token = ResolveToken(g);
   HttpClient client(server, token);
   auto reply = client.Send(method, target, body, content_type);
   if (!reply.ok()) {

@@ -27,6 +27,9 @@ std::string PrettyJson(const boost::json::value& v);
 std::string QueryString(const std::vector<std::pair<std::string, std::string>>& params);
 std::string Str(const boost::json::value& v);  // a scalar as text; "" for null
 
+// The API token: --token, $GPUFLEET_TOKEN, or <data-dir>/admin.token; empty when none.
+std::string ResolveToken(const Globals& g);
+
 // Sends the request with the globals' server and token. On success returns the parsed JSON body;
 // on failure prints "error: ..." to stderr, sets g.exit_code and returns nullopt.
 std::optional<boost::json::value> Call(Globals& g, const std::string& method,

@@ -183,7 +183,13 @@ std::unique_ptr<workload::WorkloadGenerator> DemoWorkload(FleetService& fleet,
   }
   if (sized.empty()) return nullptr;
   spdlog::info("demo workload: {} pools", sized.size());
-  return std::make_unique<workload::WorkloadGenerator>(jobs, std::move(sized));
+  return std::make_unique<workload::WorkloadGenerator>(
+      [&jobs](workload::JobSpec spec) -> Status {
+        auto job = jobs.Submit(std::move(spec));
+        if (!job.ok()) return job.error();
+        return {};
+      },
+      std::move(sized));
 }
 
 }  // namespace

@@ -27,9 +27,8 @@ std::vector<std::pair<int, double>> Sizes(int g) {
 
 }  // namespace
 
-WorkloadGenerator::WorkloadGenerator(JobService& jobs, std::vector<GeneratedPool> pools,
-                                     uint64_t seed)
-    : jobs_(jobs), rng_(seed) {
+WorkloadGenerator::WorkloadGenerator(Submit submit, std::vector<GeneratedPool> pools, uint64_t seed)
+    : submit_(std::move(submit)), rng_(seed) {
   for (auto& p : pools) {
     if (p.capacity_gpus > 0 && p.gpus_per_node > 0) pools_.push_back({std::move(p), -1});
   }
@@ -79,9 +78,7 @@ Status WorkloadGenerator::SubmitOne(const GeneratedPool& p, double duration_scal
   s.priority = urgent(rng_) ? 10 : 0;
   double d = std::clamp(duration(rng_), kMinS, kMaxS) * duration_scale;
   s.duration_ms = std::max<int64_t>(60'000, static_cast<int64_t>(d * 1000));
-  auto job = jobs_.Submit(std::move(s));
-  if (!job.ok()) return job.error();
-  return {};
+  return submit_(std::move(s));
 }
 
 // Poisson arrivals at the rate that holds the target (Little's law), taken at each arrival:

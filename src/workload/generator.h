@@ -1,8 +1,8 @@
 #pragma once
-// The demo workload that `gpufleet up` runs by default: several teams submitting jobs to every
-// pool, with a daily rhythm (busiest at 15:00 UTC, quietest at 03:00) and quieter weekends, so
-// that demand, queueing, allocation and autoscaling show on the dashboard. Demand at the peak is
-// above each pool's starting size: unscaled pools queue, scaled ones grow.
+// The demo workload that `gpufleet up` and `gpufleet sim` run by default: several teams submitting
+// jobs to every pool, with a daily rhythm (busiest at 15:00 UTC, quietest at 03:00) and quieter
+// weekends, so that demand, queueing, allocation and autoscaling show on the dashboard. Demand at
+// the peak is above each pool's starting size: unscaled pools queue, scaled ones grow.
 //
 // Arrivals are Poisson at the rate that keeps the pool's demand (GPUs running and queued) near
 //   target(t) = capacity x (0.3 + 0.8 x rhythm(t))
@@ -10,6 +10,7 @@
 // their run), so the picture is there from the start. Deterministic for a seed.
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -26,7 +27,10 @@ struct GeneratedPool {
 
 class WorkloadGenerator {
  public:
-  WorkloadGenerator(JobService& jobs, std::vector<GeneratedPool> pools, uint64_t seed = 1);
+  // `submit` queues one job: JobService::Submit in the controller, POST /api/v1/jobs in
+  // `gpufleet sim`.
+  using Submit = std::function<Status(JobSpec)>;
+  WorkloadGenerator(Submit submit, std::vector<GeneratedPool> pools, uint64_t seed = 1);
   // Submits the jobs that have arrived by `now_ms`; returns how many.
   int Tick(int64_t now_ms);
   // The daily and weekly rhythm in [0, 1].
@@ -43,7 +47,7 @@ class WorkloadGenerator {
   int DrawGpus(const GeneratedPool& p);
   double Gap(const GeneratedPool& p, double t_s);  // seconds to the next arrival
 
-  JobService& jobs_;
+  Submit submit_;
   std::vector<State> pools_;
   std::mt19937_64 rng_;
 };

@@ -66,9 +66,9 @@ class E2E : public ::testing::Test {
                const std::string& model, int gpus) {
     agents_.push_back(std::make_unique<Process>(
         std::vector<std::string>{GPUFLEET_BIN, "sim", "--controller", controller_->address(),
-                                 "--join-token", token, "--prefix", prefix, "--nodes",
-                                 std::to_string(nodes), "--model", model, "--gpus-per-node",
-                                 std::to_string(gpus)},
+                                 "--join-token", token, "--prefix", prefix, "--workload", "off",
+                                 "--nodes", std::to_string(nodes), "--model", model,
+                                 "--gpus-per-node", std::to_string(gpus)},
         std::map<std::string, std::string>{}, dir_ + "/sim-" + prefix + ".log"));
     return *agents_.back();
   }

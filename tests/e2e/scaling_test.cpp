@@ -144,5 +144,43 @@ TEST_F(Scaling, JobsBeyondCapacityGrowASimPoolAndIdleNodesShrinkItBack) {
   EXPECT_EQ(controller_->Call("GET", "/api/v1/pools/b200/scaling/history?window=9d").first, 400);
 }
 
+// `gpufleet sim` drives the demo workload by default, through the API with the token it finds
+// like the CLI does; without one it says so and runs no workload.
+using SimWorkload = E2E;
+
+TEST_F(SimWorkload, SimSubmitsTheDemoWorkloadThroughTheApi) {
+  Apply();
+  std::string token = JoinToken("h100");
+  Process with({GPUFLEET_BIN, "--data-dir", controller_->data_dir(), "sim", "--controller",
+                controller_->address(), "--join-token", token, "--prefix", "h100", "--nodes", "2",
+                "--gpus-per-node", "8"},
+               {}, dir_ + "/sim-workload.log");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto v = controller_->Call("GET", "/api/v1/jobs?pool=h100&limit=1").second;
+        return v.at("total").as_int64() > 0;
+      },
+      30000))
+      << ReadFile(dir_ + "/sim-workload.log");
+  auto jobs = controller_->Call("GET", "/api/v1/jobs?pool=h100").second;
+  std::set<std::string> teams;
+  for (const auto& j : jobs.at("items").as_array()) {
+    teams.insert(std::string(j.at("team").as_string()));
+    EXPECT_GT(j.at("duration_s").as_int64(), 0) << j;
+  }
+  EXPECT_FALSE(teams.empty());
+  EXPECT_NE(ReadFile(dir_ + "/sim-workload.log").find("sim: demo workload on pool h100"),
+            std::string::npos);
+
+  Process without(
+      {GPUFLEET_BIN, "--data-dir", dir_ + "/nowhere", "sim", "--controller", controller_->address(),
+       "--join-token", token, "--prefix", "other", "--nodes", "1", "--gpus-per-node", "8"},
+      {{"GPUFLEET_TOKEN", ""}}, dir_ + "/sim-none.log");
+  ASSERT_TRUE(WaitFor(
+      [&] { return ReadFile(dir_ + "/sim-none.log").find("no workload") != std::string::npos; },
+      20000))
+      << ReadFile(dir_ + "/sim-none.log");
+}
+
 }  // namespace
 }  // namespace gpufleet::e2e
