@@ -34,7 +34,11 @@ export function sparkline(canvas, values, { max = 100 } = {}) {
 export function lineChart(el, { title, unit, xs, series, height = 200, xRange }) {
   const width = Math.max(el.clientWidth - 16, 260);
   const x = { time: true };
-  if (xRange) x.range = (u, min, max) => (u.zoomed ? [min, max] : [Math.min(min, xRange[0]), Math.max(max, xRange[1])]);
+  if (xRange && xs.length) {
+    // From the data itself: uPlot pads a single point by days before it asks.
+    const lo = Math.min(xs[0], xRange[0]), hi = Math.max(xs[xs.length - 1], xRange[1]);
+    x.range = (u, min, max) => (u.zoomed ? [min, max] : [lo, hi]);
+  }
   const opts = {
     title, width, height,
     cursor: { drag: { x: true, y: false } },
@@ -43,7 +47,7 @@ export function lineChart(el, { title, unit, xs, series, height = 200, xRange })
     legend: { show: series.length <= 8 },
     hooks: { setSelect: [(u) => { if (u.select.width > 0) u.zoomed = true; }] },
     series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: PALETTE[i % PALETTE.length], width: 1.5,
-      spanGaps: false, points: { show: false } }))],
+      spanGaps: false, points: { show: xs.length < 3 } }))],
   };
   // eslint-disable-next-line no-undef
   const u = new uPlot(opts, [xs, ...series.map((s) => s.values)], el);
