@@ -537,6 +537,7 @@ void ScalingService::DecideLocked(PoolState& st, const Pool& pool, int64_t now) 
   in.ready = c.ready;
   in.provisioning = c.provisioning;
   in.demand_gpus = d;
+  in.queue_nodes = sched::QueueNodes(demand.busy_nodes, demand.queued_by_size, in.gpus_per_node);
   if (policy.mode == sched::ScaleMode::kPredictive && st.tracker->forecaster().observed() > 0) {
     in.peak_forecast_gpus = st.tracker->PlanningPeak();
   }

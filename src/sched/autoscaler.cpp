@@ -64,10 +64,25 @@ int ScalePolicy::MinimumAt(double t_s) const {
   return std::min(m, max_nodes);
 }
 
+int QueueNodes(int busy_nodes, const std::map<int, int>& queued_by_size, int gpus_per_node) {
+  if (queued_by_size.empty() || gpus_per_node <= 0) return 0;
+  int64_t small = 0, whole = 0;
+  for (auto [gpus, jobs] : queued_by_size) {
+    if (gpus <= gpus_per_node) {
+      small += static_cast<int64_t>(gpus) * jobs;
+    } else {
+      whole += static_cast<int64_t>((gpus + gpus_per_node - 1) / gpus_per_node) * jobs;
+    }
+  }
+  int64_t n = busy_nodes + (small + gpus_per_node - 1) / gpus_per_node + whole;
+  return static_cast<int>(std::min<int64_t>(n, 1'000'000));
+}
+
 ScaleDecision Decide(const ScalePolicy& p, const ScaleInput& in) {
   ScaleDecision d;
   const double per_node = in.gpus_per_node * p.target_share;
   int need_now = static_cast<int>(std::ceil(std::max(0.0, in.demand_gpus) / per_node - 1e-9));
+  need_now = std::max(need_now, in.queue_nodes);
   int need = need_now;
   std::string why = "queue";
   if (p.mode != ScaleMode::kReactive && in.peak_forecast_gpus >= 0) {

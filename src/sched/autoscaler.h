@@ -2,7 +2,9 @@
 // The scaling decision for one pool, as a pure function of what the pool looks like now, what
 // it is asked for, and (predictive) what it will be asked for within the provisioning lead time.
 //
-//   need_now  = ceil(demand now / (gpus per node x target share))
+//   need_now  = ceil(demand now / (gpus per node x target share)), and at least the nodes the
+//               queue needs as the pool is packed now (QueueNodes: a queued whole-node job
+//               waits for a whole node even when the pool's free GPUs add up to more)
 //   need      = need_now                                         (reactive)
 //             = max(need_now, ceil(peak forecast / gpus per node))  (predictive, oracle)
 // where the peak forecast covers the next lead time + interval and includes the forecast's
@@ -12,6 +14,7 @@
 // run no job for idle_before_remove: a node with a running job is never removed.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -73,6 +76,7 @@ struct ScaleInput {
   int gpus_per_node = 8;
   int ready = 0, provisioning = 0;
   double demand_gpus = 0;          // running + queued now
+  int queue_nodes = -1;            // QueueNodes(); < 0: not known
   double peak_forecast_gpus = -1;  // over the next lead time + interval; < 0: none
   int idle_removable = 0;          // ready nodes idle for at least idle_before_remove
   double last_up_s = -1e18, last_down_s = -1e18;
@@ -85,5 +89,11 @@ struct ScaleDecision {
 };
 
 ScaleDecision Decide(const ScalePolicy& policy, const ScaleInput& in);
+
+// The nodes a pool needs for its queue to fit as it is packed now: the ready nodes running jobs,
+// plus the queued jobs of up to a node packed into whole nodes, plus whole nodes for the larger
+// ones. `queued_by_size`: GPUs per job -> jobs still queued after a scheduling pass (so none of
+// them fits where there is room now). 0 when nothing is queued.
+int QueueNodes(int busy_nodes, const std::map<int, int>& queued_by_size, int gpus_per_node);
 
 }  // namespace gpufleet::sched

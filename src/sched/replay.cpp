@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <deque>
+#include <map>
 #include <optional>
 #include <queue>
 
@@ -315,6 +316,13 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
         in.ready = pool.ready_nodes();
         in.provisioning = pool.provisioning_nodes();
         in.demand_gpus = demand;
+        {
+          std::map<int, int> queued;
+          for (const Job* j : queue.jobs()) ++queued[j->gpus];
+          int busy = 0;
+          for (const auto& n : pool.nodes()) busy += n.state == NodeState::kReady && n.jobs > 0;
+          in.queue_nodes = QueueNodes(busy, queued, G);
+        }
         if (p.mode == ScaleMode::kPredictive) {
           in.peak_forecast_gpus = tracker.PlanningPeak();
         } else if (p.mode == ScaleMode::kOracle) {

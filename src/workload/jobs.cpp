@@ -451,19 +451,23 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
 
 std::map<std::string, PoolDemand> JobService::Demand() const {
   std::map<std::string, PoolDemand> out;
+  std::map<std::string, std::set<std::string>> busy;  // pool -> nodes
   std::lock_guard lock(mu_);
   for (const auto& [id, j] : jobs_) {
     if (j.state == JobState::kRunning) {
       out[j.spec.pool].running_gpus += j.spec.gpus;
+      for (const auto& p : j.placement) busy[j.spec.pool].insert(p.node);
     } else if (j.state == JobState::kQueued) {
       auto& d = out[j.spec.pool];
       d.queued_gpus += j.spec.gpus;
       ++d.queued_jobs;
+      ++d.queued_by_size[j.spec.gpus];
       if (d.oldest_queued_ms == 0 || j.queued_ms < d.oldest_queued_ms) {
         d.oldest_queued_ms = j.queued_ms;
       }
     }
   }
+  for (auto& [pool, nodes] : busy) out[pool].busy_nodes = static_cast<int>(nodes.size());
   return out;
 }
 

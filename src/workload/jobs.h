@@ -62,7 +62,9 @@ struct PoolDemand {
   int running_gpus = 0;
   int queued_gpus = 0;
   int queued_jobs = 0;
-  int64_t oldest_queued_ms = 0;  // when the longest-waiting job entered the queue; 0: none
+  int64_t oldest_queued_ms = 0;       // when the longest-waiting job entered the queue; 0: none
+  int busy_nodes = 0;                 // nodes running at least one of the pool's jobs
+  std::map<int, int> queued_by_size;  // GPUs per job -> queued jobs (sched::QueueNodes)
 };
 
 class JobService {

@@ -304,6 +304,29 @@ TEST_F(ScalingTest, ManualScaleWithinBoundsAndOnlyIdleNodesDown) {
   ASSERT_TRUE(WaitFor([&] { return Ready() == 2 && States()["retired"] == 1; }));
 }
 
+TEST_F(ScalingTest, AWholeNodeJobWaitingOnFragmentedGpusGetsANode) {
+  ASSERT_TRUE(scaling_->Scale("h100", {2, std::nullopt}, "ops").ok());
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 2; }));
+  // 4 + 4 GPUs fill one node (best fit), 4 more go on the other; cancelling the first leaves 4
+  // free GPUs on each node: 8 free, but an 8-GPU job cannot start.
+  auto first = Submit(4);
+  Submit(4);
+  Submit(4);
+  ASSERT_TRUE(jobs_->Cancel(first.id).ok());
+  auto big = Submit(8);
+  EXPECT_EQ(jobs_->Get(big.id)->state, workload::JobState::kQueued);
+  EXPECT_EQ(jobs_->Demand()["h100"].running_gpus + jobs_->Demand()["h100"].queued_gpus, 16)
+      << "by demand alone the 2 nodes are enough";
+  Decide();
+  auto up = LastEvent();
+  EXPECT_EQ(up.at("kind"), "scale_up") << up;
+  EXPECT_EQ(up.at("reason"), "queue");
+  EXPECT_EQ(up.at("delta"), 1);
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 3; }));
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->Get(big.id)->state, workload::JobState::kRunning);
+}
+
 TEST_F(ScalingTest, CooldownHoldsAreRecordedOnceAndDisabledPoliciesOnlyDecide) {
   auto p = scaling_->Policies().at(0);
   p.policy.up_cooldown_s = 3600;

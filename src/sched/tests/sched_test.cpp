@@ -192,6 +192,26 @@ TEST(Autoscaler, BoundsStepsAndCooldowns) {
   EXPECT_EQ(p.Validate(), "target_share must be in (0, 1]");
 }
 
+TEST(Autoscaler, AQueuedWholeNodeJobGetsANodeEvenWhenFreeGpusAddUp) {
+  // Two ready nodes of 8, each running a 1-GPU job: 14 GPUs are free, but an 8-GPU job waits.
+  EXPECT_EQ(QueueNodes(2, {{8, 1}}, 8), 3);
+  EXPECT_EQ(QueueNodes(2, {{1, 3}, {4, 2}}, 8), 4) << "11 GPUs of small jobs pack into 2 nodes";
+  EXPECT_EQ(QueueNodes(1, {{16, 1}}, 8), 3);
+  EXPECT_EQ(QueueNodes(5, {}, 8), 0) << "nothing queued: nothing needed for the queue";
+  ScalePolicy p;
+  p.target_share = 1;
+  p.mode = ScaleMode::kReactive;
+  ScaleInput in;
+  in.gpus_per_node = 8;
+  in.ready = 2;
+  in.demand_gpus = 10;
+  EXPECT_EQ(Decide(p, in).delta, 0) << "by demand alone 10 GPUs fit in 2 nodes";
+  in.queue_nodes = QueueNodes(2, {{8, 1}}, 8);
+  auto d = Decide(p, in);
+  EXPECT_EQ(d.delta, 1);
+  EXPECT_EQ(d.reason, "queue");
+}
+
 TEST(Autoscaler, ScheduledMinimumHoldsOnWeekdayHours) {
   ScalePolicy p = Policy();
   p.schedule.push_back({.nodes = 6, .from_hour = 8, .to_hour = 18, .weekdays_only = true});
