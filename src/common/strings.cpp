@@ -57,4 +57,13 @@ void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';
 }
 
+std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
 }  // namespace gpufleet

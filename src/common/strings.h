@@ -8,6 +8,8 @@
 namespace gpufleet {
 
 std::vector<std::string> Split(std::string_view text, char sep);
+// The parts with `sep` between them.
+std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 std::string ToLower(std::string_view text);
 bool IsValidName(std::string_view name);  // DNS-label style: [a-z0-9]([-a-z0-9]*[a-z0-9])?, <= 63
 std::string FormatBytes(uint64_t bytes);  // "80.0 GiB"

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <set>
 
-#include "common/command.h"
+#include "common/strings.h"
 #include "sched/policy_json.h"
 
 namespace gpufleet::scaling {
@@ -17,12 +17,6 @@ namespace {
 namespace json = boost::json;
 
 constexpr const char* kAutoscaler = "autoscaler";
-
-std::string Join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
 
 std::string SampleDoc(const Sample& s) {
   return json::serialize(json::object{{"ready", s.ready},
@@ -54,57 +48,9 @@ Sample ParseSample(const ScalingSampleRecord& r) {
   return s;
 }
 
-class CommandActuator : public Actuator {
- public:
-  Status Provision(const ActuatorRequest& r) override {
-    return Run("provision", r.spec.provision, r);
-  }
-  Status Deprovision(const ActuatorRequest& r) override {
-    return Run("deprovision", r.spec.deprovision, r);
-  }
-
- private:
-  static Status Run(const char* what, std::string command, const ActuatorRequest& r) {
-    std::string nodes = Join(r.nodes, " ");
-    for (auto [key, value] : {std::pair<std::string, std::string>{"{pool}", r.pool},
-                              std::pair<std::string, std::string>{"{nodes}", nodes}}) {
-      for (size_t at = command.find(key); at != std::string::npos; at = command.find(key, at)) {
-        command.replace(at, key.size(), value);
-        at += value.size();
-      }
-    }
-    std::vector<std::pair<std::string, std::string>> env{
-        {"GPUFLEET_POOL", r.pool},
-        {"GPUFLEET_CLUSTER", r.cluster},
-        {"GPUFLEET_NODES", nodes},
-        {"GPUFLEET_GPU_MODEL", r.gpu_model},
-        {"GPUFLEET_GPUS_PER_NODE", std::to_string(r.gpus_per_node)},
-        {"GPUFLEET_CONTROLLER", r.controller}};
-    if (!r.join_token.empty()) env.emplace_back("GPUFLEET_JOIN_TOKEN", r.join_token);
-    auto timeout_ms = static_cast<int>(std::min(r.spec.timeout_s * 1000.0, 86'400'000.0));
-    auto out = RunShellCommand(command, timeout_ms, env);
-    if (!out.ok()) return out.error();
-    if (out->timed_out) {
-      return MakeError(ErrorCode::kUnavailable, std::string(what) + " command timed out after " +
-                                                    sched::FormatSeconds(r.spec.timeout_s));
-    }
-    if (out->exit_code != 0) {
-      std::string text = out->output;
-      while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-      if (auto nl = text.rfind('\n'); nl != std::string::npos) text = text.substr(nl + 1);
-      return MakeError(ErrorCode::kUnavailable, std::string(what) + " command exited " +
-                                                    std::to_string(out->exit_code) +
-                                                    (text.empty() ? "" : ": " + text));
-    }
-    return {};
-  }
-};
-
 bool Live(NodeState s) { return s != NodeState::kRetired && s != NodeState::kDecommissioning; }
 
 }  // namespace
-
-std::unique_ptr<Actuator> MakeCommandActuator() { return std::make_unique<CommandActuator>(); }
 
 ScalingService::ScalingService(FleetService& fleet, workload::JobService& jobs, Store& store,
                                std::shared_ptr<Clock> clock, ScalingOptions options)
@@ -217,22 +163,30 @@ void ScalingService::Resume() {
     RecordEvent(name, "resume", 0, 0, 0, "restart",
                 "the controller restarted: starting again the simulated nodes it had started",
                 resume, kAutoscaler);
-    Work w;
-    w.provision = true;
-    w.actor = kAutoscaler;
-    w.request = {name,
-                 pool->cluster,
-                 pool->gpu_model,
-                 pool->gpus_per_node,
-                 resume,
-                 options_.controller_url,
-                 token->secret,
-                 0,
-                 st.scaling.actuator};
-    std::lock_guard wl(work_mu_);
-    work_.push_back(std::move(w));
-    work_cv_.notify_one();
+    Enqueue(true, *pool, st, resume, token->secret, 0, kAutoscaler);
   }
+}
+
+void ScalingService::Enqueue(bool provision, const Pool& pool, const PoolState& st,
+                             std::vector<std::string> nodes, std::string join_token,
+                             double lead_time_s, const std::string& actor) {
+  Work w;
+  w.provision = provision;
+  w.actor = actor;
+  w.request = {pool.name,
+               pool.cluster,
+               pool.gpu_model,
+               pool.gpus_per_node,
+               std::move(nodes),
+               options_.controller_url,
+               std::move(join_token),
+               lead_time_s,
+               st.scaling.actuator};
+  {
+    std::lock_guard lock(work_mu_);
+    work_.push_back(std::move(w));
+  }
+  work_cv_.notify_one();
 }
 
 void ScalingService::Stop() {
@@ -318,6 +272,27 @@ std::vector<sched::PoolScaling> ScalingService::Policies() const {
   return out;
 }
 
+PoolStatus ScalingService::StatusLocked(const std::string& name, const PoolState& st,
+                                        int gpus_per_node) const {
+  PoolStatus s;
+  s.scaling = st.scaling;
+  s.gpus_per_node = gpus_per_node;
+  s.now = st.now;
+  // The nodes as they are now (a manual scale or a node joining shows at once); demand and
+  // the forecast as of the last decision.
+  Counts c = CountLocked(name);
+  s.now.ready = c.ready;
+  s.now.provisioning = c.provisioning;
+  s.now.other = c.other;
+  s.decision = st.decision;
+  s.last_up_ms = st.last_up_ms;
+  s.last_down_ms = st.last_down_ms;
+  s.forecast = st.tracker->forecaster().stats();
+  s.forecast_steps = st.tracker->forecaster().observed();
+  s.last_error = st.last_error;
+  return s;
+}
+
 std::vector<PoolStatus> ScalingService::Pools() const {
   std::map<std::string, int> per_node;
   if (auto pools = fleet_.Pools(); pools.ok()) {
@@ -326,33 +301,20 @@ std::vector<PoolStatus> ScalingService::Pools() const {
   std::vector<PoolStatus> out;
   std::lock_guard lock(mu_);
   for (const auto& [name, st] : pools_) {
-    PoolStatus s;
-    s.scaling = st.scaling;
-    s.gpus_per_node = per_node.count(name) ? per_node[name] : 0;
-    s.now = st.now;
-    // The nodes as they are now (a manual scale or a node joining shows at once); demand and
-    // the forecast as of the last decision.
-    Counts c = CountLocked(name);
-    s.now.ready = c.ready;
-    s.now.provisioning = c.provisioning;
-    s.now.other = c.other;
-    s.decision = st.decision;
-    s.last_up_ms = st.last_up_ms;
-    s.last_down_ms = st.last_down_ms;
-    s.forecast = st.tracker->forecaster().stats();
-    s.forecast_steps = st.tracker->forecaster().observed();
-    s.last_error = st.last_error;
-    out.push_back(std::move(s));
+    out.push_back(StatusLocked(name, st, per_node.count(name) ? per_node[name] : 0));
   }
   return out;
 }
 
 Result<PoolStatus> ScalingService::Get(const std::string& pool) const {
-  for (auto& s : Pools()) {
-    if (s.scaling.pool == pool) return s;
+  auto p = fleet_.FindPool(pool);
+  if (!p.ok()) return p.error();
+  std::lock_guard lock(mu_);
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) {
+    return MakeError(ErrorCode::kNotFound, "pool '" + pool + "' has no scaling policy");
   }
-  if (auto p = fleet_.FindPool(pool); !p.ok()) return p.error();
-  return MakeError(ErrorCode::kNotFound, "pool '" + pool + "' has no scaling policy");
+  return StatusLocked(pool, it->second, p->gpus_per_node);
 }
 
 Result<std::vector<ScaleEventRecord>> ScalingService::Events(const std::string& pool,
@@ -376,7 +338,6 @@ ScalingService::Counts ScalingService::CountLocked(const std::string& pool) cons
   NodeFilter filter;
   filter.pool = pool;
   fleet_.ForEachNode(filter, [&](const Node& n) {
-    c.names.push_back(n.name);
     if (n.state == NodeState::kReady) {
       ++c.ready;
     } else if (n.state == NodeState::kProvisioning || n.state == NodeState::kJoining) {
@@ -431,7 +392,7 @@ std::string ScalingService::RecordEvent(const std::string& pool, const std::stri
   return json::serialize(o);
 }
 
-int ScalingService::ProvisionLocked(PoolState& st, const Pool& pool, int n,
+int ScalingService::ProvisionLocked(PoolState& st, const Pool& pool, int have, int n,
                                     const std::string& reason, const std::string& detail,
                                     const std::string& actor, std::string& event) {
   Actuator* actuator = ActuatorFor(st.scaling.actuator);
@@ -439,7 +400,6 @@ int ScalingService::ProvisionLocked(PoolState& st, const Pool& pool, int n,
     st.last_error = "no " + st.scaling.actuator.type + " actuator in this controller";
     return 0;
   }
-  Counts c = CountLocked(pool.name);
   std::vector<std::string> names;
   // <pool>-NNNN, the lowest numbers first: a retired node of this pool comes back under its
   // name; a name that any other node has is skipped.
@@ -469,66 +429,35 @@ int ScalingService::ProvisionLocked(PoolState& st, const Pool& pool, int n,
     st.last_error = "no join token: " + token.error().message;
     return 0;
   }
-  int before = c.ready + c.provisioning;  // counted before the new ones
-  int after = before + static_cast<int>(names.size());
-  event = RecordEvent(pool.name, "scale_up", static_cast<int>(names.size()), before, after, reason,
+  int after = have + static_cast<int>(names.size());
+  event = RecordEvent(pool.name, "scale_up", static_cast<int>(names.size()), have, after, reason,
                       detail, names, actor);
-  Work w;
-  w.provision = true;
-  w.actor = actor;
-  w.request = {pool.name,          pool.cluster,  pool.gpu_model,
-               pool.gpus_per_node, names,         options_.controller_url,
-               token->secret,      p.lead_time_s, st.scaling.actuator};
-  {
-    std::lock_guard lock(work_mu_);
-    work_.push_back(std::move(w));
-  }
-  work_cv_.notify_one();
+  Enqueue(true, pool, st, names, token->secret, p.lead_time_s, actor);
   return static_cast<int>(names.size());
 }
 
-int ScalingService::RemoveLocked(PoolState& st, const Pool& pool, int n, const std::string& reason,
-                                 const std::string& detail, const std::string& actor,
-                                 std::string& event) {
+int ScalingService::RemoveLocked(PoolState& st, const Pool& pool, int have, int n,
+                                 const std::string& reason, const std::string& detail,
+                                 const std::string& actor, std::string& event) {
   if (!ActuatorFor(st.scaling.actuator)) {
     st.last_error = "no " + st.scaling.actuator.type + " actuator in this controller";
     return 0;
   }
-  Counts c = CountLocked(pool.name);
   int64_t idle_ms = actor == kAutoscaler
                         ? static_cast<int64_t>(st.scaling.policy.idle_before_remove_s * 1000)
                         : 0;
   auto names = jobs_.DrainIdle(pool.name, n, idle_ms, actor);
   if (names.empty()) return 0;
-  int have = c.ready + c.provisioning;
   int after = have - static_cast<int>(names.size());
   event = RecordEvent(pool.name, "scale_down", -static_cast<int>(names.size()), have, after, reason,
                       detail, names, actor);
-  Work w;
-  w.provision = false;
-  w.actor = actor;
-  w.request = {pool.name,
-               pool.cluster,
-               pool.gpu_model,
-               pool.gpus_per_node,
-               names,
-               options_.controller_url,
-               "",
-               st.scaling.policy.lead_time_s,
-               st.scaling.actuator};
-  {
-    std::lock_guard lock(work_mu_);
-    work_.push_back(std::move(w));
-  }
-  work_cv_.notify_one();
+  Enqueue(false, pool, st, names, "", st.scaling.policy.lead_time_s, actor);
   return static_cast<int>(names.size());
 }
 
-void ScalingService::DecideLocked(PoolState& st, const Pool& pool, int64_t now) {
+void ScalingService::DecideLocked(PoolState& st, const Pool& pool, const Counts& c,
+                                  const workload::PoolDemand& demand, int64_t now) {
   const sched::ScalePolicy& policy = st.scaling.policy;
-  Counts c = CountLocked(pool.name);
-  workload::PoolDemand demand;
-  if (auto all = jobs_.Demand(); all.count(pool.name)) demand = all[pool.name];
   double d = demand.running_gpus + demand.queued_gpus;
   st.tracker->Observe(now / 1000.0, d);
   sched::ScaleInput in;
@@ -597,10 +526,11 @@ void ScalingService::DecideLocked(PoolState& st, const Pool& pool, int64_t now) 
   if (decision.delta != 0 && st.scaling.enabled) {
     st.held.clear();
     if (decision.delta > 0) {
-      if (ProvisionLocked(st, pool, decision.delta, decision.reason, detail, kAutoscaler, event)) {
+      if (ProvisionLocked(st, pool, have, decision.delta, decision.reason, detail, kAutoscaler,
+                          event)) {
         st.last_up_ms = now;
       }
-    } else if (RemoveLocked(st, pool, -decision.delta, decision.reason, detail, kAutoscaler,
+    } else if (RemoveLocked(st, pool, have, -decision.delta, decision.reason, detail, kAutoscaler,
                             event)) {
       st.last_down_ms = now;
     }
@@ -627,6 +557,8 @@ void ScalingService::Tick() {
   auto pools = fleet_.Pools();
   if (!pools.ok()) return;
   std::lock_guard lock(mu_);
+  std::map<std::string, workload::PoolDemand> demand;  // every pool's, from one pass over jobs
+  bool counted = false;
   for (auto& [name, st] : pools_) {
     auto pool =
         std::find_if(pools->begin(), pools->end(), [&](const Pool& p) { return p.name == name; });
@@ -634,8 +566,9 @@ void ScalingService::Tick() {
     // Nodes that never registered: retired, and their actuator told to stop them.
     const auto& p = st.scaling.policy;
     int64_t deadline_ms = static_cast<int64_t>((2 * p.lead_time_s + 60) * 1000);
+    Counts c = CountLocked(name);
     std::vector<std::string> late;
-    for (const auto& [node, since] : CountLocked(name).provisioning_since) {
+    for (const auto& [node, since] : c.provisioning_since) {
       if (now - since > deadline_ms) late.push_back(node);
     }
     if (!late.empty()) {
@@ -645,26 +578,17 @@ void ScalingService::Tick() {
                   kAutoscaler);
       st.last_error = Join(late, ", ") + " " + why;
       if (ActuatorFor(st.scaling.actuator)) {
-        Work w;
-        w.provision = false;
-        w.actor = kAutoscaler;
-        w.request = {name,
-                     pool->cluster,
-                     pool->gpu_model,
-                     pool->gpus_per_node,
-                     late,
-                     options_.controller_url,
-                     "",
-                     p.lead_time_s,
-                     st.scaling.actuator};
-        std::lock_guard wl(work_mu_);
-        work_.push_back(std::move(w));
-        work_cv_.notify_one();
+        Enqueue(false, *pool, st, late, "", p.lead_time_s, kAutoscaler);
       }
+      c = CountLocked(name);  // without the nodes just retired
     }
     if (now >= st.next_decision_ms) {
       st.next_decision_ms = now + static_cast<int64_t>(p.interval_s * 1000);
-      DecideLocked(st, *pool, now);
+      if (!counted) {
+        demand = jobs_.Demand();
+        counted = true;
+      }
+      DecideLocked(st, *pool, c, demand[name], now);
     }
   }
   if (now >= next_retain_ms_) {
@@ -707,14 +631,14 @@ Result<std::string> ScalingService::Scale(const std::string& pool_name, const Sc
   std::string event;
   int64_t now = clock_->NowMs();
   if (target > have) {
-    if (!ProvisionLocked(st, *pool, target - have, "manual", detail, actor, event)) {
+    if (!ProvisionLocked(st, *pool, have, target - have, "manual", detail, actor, event)) {
       return MakeError(
           ErrorCode::kUnavailable,
           "no node could be started: " + (st.last_error.empty() ? "see the log" : st.last_error));
     }
     st.last_up_ms = now;
   } else if (target < have) {
-    int removed = RemoveLocked(st, *pool, have - target, "manual", detail, actor, event);
+    int removed = RemoveLocked(st, *pool, have, have - target, "manual", detail, actor, event);
     if (removed == 0) {
       return MakeError(ErrorCode::kConflict, "no idle node to remove: every ready node of pool '" +
                                                  pool_name + "' runs jobs (drain some first)");

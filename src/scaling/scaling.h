@@ -143,17 +143,24 @@ class ScalingService {
   };
   struct Counts {
     int ready = 0, provisioning = 0, other = 0;
-    std::vector<std::string> names;  // every node of the pool, retired ones too
     std::vector<std::pair<std::string, int64_t>> provisioning_since;
   };
 
   Counts CountLocked(const std::string& pool) const;
-  void DecideLocked(PoolState& st, const Pool& pool, int64_t now);
-  // Adds `n` nodes: recorded as provisioning, then handed to the worker.
-  int ProvisionLocked(PoolState& st, const Pool& pool, int n, const std::string& reason,
+  PoolStatus StatusLocked(const std::string& name, const PoolState& st, int gpus_per_node) const;
+  void DecideLocked(PoolState& st, const Pool& pool, const Counts& counts,
+                    const workload::PoolDemand& demand, int64_t now);
+  // Adds `n` nodes to the `have` ready and starting: recorded as provisioning, then handed to
+  // the worker. Returns how many.
+  int ProvisionLocked(PoolState& st, const Pool& pool, int have, int n, const std::string& reason,
                       const std::string& detail, const std::string& actor, std::string& event);
-  int RemoveLocked(PoolState& st, const Pool& pool, int n, const std::string& reason,
+  // Drains up to `n` idle nodes and hands them to the worker. Returns how many.
+  int RemoveLocked(PoolState& st, const Pool& pool, int have, int n, const std::string& reason,
                    const std::string& detail, const std::string& actor, std::string& event);
+  // Queues an actuator call for `nodes` of `pool`.
+  void Enqueue(bool provision, const Pool& pool, const PoolState& st,
+               std::vector<std::string> nodes, std::string join_token, double lead_time_s,
+               const std::string& actor);
   std::string RecordEvent(const std::string& pool, const std::string& kind, int delta, int from,
                           int to, const std::string& reason, const std::string& detail,
                           const std::vector<std::string>& nodes, const std::string& actor);
