@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """A synthetic job trace with daily and weekly seasonality, for `gpufleet replay`.
 
-Usage: bench/synthetic-trace.py [DAYS] [JOBS_PER_DAY] > trace.csv
+Usage: bench/synthetic-trace.py [DAYS] [JOBS_PER_DAY] [SEED] > trace.csv
 Arrivals follow a rate that peaks at 14:00 and bottoms out at 02:00, halved on weekends; jobs
 ask for 1, 2, 4 or 8 GPUs (mostly 1) and run for a log-normal time (median 40 minutes), from
-four teams. Fixed seed: the same arguments give the same trace.
+four teams. The same arguments give the same trace (the seed is 42 unless given).
 """
 import math
 import random
@@ -12,7 +12,7 @@ import sys
 
 days = int(sys.argv[1]) if len(sys.argv) > 1 else 14
 per_day = float(sys.argv[2]) if len(sys.argv) > 2 else 2000
-rng = random.Random(42)
+rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 42)
 print("submit_time,duration_s,gpus,team")
 peak = per_day / 86400 * 1.9  # the rate's maximum, jobs per second (thinning)
 t = 0.0

@@ -98,6 +98,9 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
                      {"gpu_hours_provisioned", x.gpu_hours_provisioned},
                      {"gpu_hours_busy", x.gpu_hours_busy},
                      {"gpu_hours_idle", x.gpu_hours_idle},
+                     {"gpu_hours_idle_starting", x.gpu_hours_starting},
+                     {"gpu_hours_idle_empty", x.gpu_hours_empty},
+                     {"gpu_hours_idle_fragmented", x.gpu_hours_fragmented},
                      {"wait_p50_s", x.wait_p50_s},
                      {"wait_p95_s", x.wait_p95_s},
                      {"wait_p99_s", x.wait_p99_s},
@@ -120,6 +123,9 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
              std::to_string(x.scale_events), std::to_string(x.peak_nodes),
              std::isfinite(x.forecast_mape) ? Fixed(100 * x.forecast_mape) + "%" : "-"});
       t.Print();
+      std::printf("idle GPU-hours: %s starting, %s on empty nodes, %s free on busy nodes\n",
+                  Fixed(x.gpu_hours_starting).c_str(), Fixed(x.gpu_hours_empty).c_str(),
+                  Fixed(x.gpu_hours_fragmented).c_str());
       std::printf("%.1f simulated hours replayed in %.2f s%s\n", x.span_s / 3600, took.count(),
                   x.unplaceable ? (", " + std::to_string(x.unplaceable) +
                                    " jobs larger than the pool at --max-nodes left out")

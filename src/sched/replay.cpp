@@ -272,7 +272,7 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
   events.push({t0, kTick, 0});
 
   double now = t0, last_up = -1e18, last_down = -1e18;
-  double provisioned_gpu_s = 0, busy_gpu_s = 0;
+  double provisioned_gpu_s = 0, busy_gpu_s = 0, starting_gpu_s = 0, empty_gpu_s = 0;
   size_t finished = 0;
   int live_nodes = initial;  // provisioning + ready
   r.peak_nodes = initial;
@@ -288,6 +288,8 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
     if (dt > 0) {
       provisioned_gpu_s += static_cast<double>(live_nodes) * G * dt;
       busy_gpu_s += static_cast<double>(pool.busy_gpus()) * dt;
+      starting_gpu_s += static_cast<double>(pool.provisioning_nodes()) * G * dt;
+      empty_gpu_s += static_cast<double>(pool.empty_nodes()) * G * dt;
       now = e.t;
     }
     switch (e.kind) {
@@ -373,6 +375,9 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
   r.gpu_hours_provisioned = provisioned_gpu_s / 3600;
   r.gpu_hours_busy = busy_gpu_s / 3600;
   r.gpu_hours_idle = r.gpu_hours_provisioned - r.gpu_hours_busy;
+  r.gpu_hours_starting = starting_gpu_s / 3600;
+  r.gpu_hours_empty = empty_gpu_s / 3600;
+  r.gpu_hours_fragmented = r.gpu_hours_idle - r.gpu_hours_starting - r.gpu_hours_empty;
   r.span_s = now - t0;
   if (p.mode == ScaleMode::kPredictive) {
     auto s = tracker.forecaster().stats();

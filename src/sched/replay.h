@@ -47,6 +47,9 @@ struct ReplayResult {
   double gpu_hours_provisioned = 0;  // nodes from the request to their removal
   double gpu_hours_busy = 0;
   double gpu_hours_idle = 0;
+  // Where the idle hours went: nodes asked for and not ready yet, ready nodes running no job,
+  // and free GPUs of nodes running some job (fragmentation).
+  double gpu_hours_starting = 0, gpu_hours_empty = 0, gpu_hours_fragmented = 0;
   double wait_p50_s = 0, wait_p95_s = 0, wait_p99_s = 0, wait_mean_s = 0;
   size_t jobs_waited_over_lead_time = 0;
   size_t scale_events = 0;

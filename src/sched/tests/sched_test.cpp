@@ -289,6 +289,13 @@ TEST(Replay, SmallTraceGivesTheHandComputedWaits) {
   // node 2 from its request at 60 to 310: 8 x (310 + 250).
   EXPECT_NEAR(r->gpu_hours_busy * 3600, 8 * 300 + 8 * 100 + 4 * 50, 1e-6);
   EXPECT_NEAR(r->gpu_hours_provisioned * 3600, 8 * (310 + 250), 1e-6);
+  // Idle, 1080 GPU-seconds: node 2 starting from 60 to 160 (8 x 100); node 1 empty from A's
+  // end at 300 to 310 (8 x 10); node 2 half used by C from 260 to 310 (4 x 50). Node 2 is never
+  // empty: C takes it the moment B ends.
+  EXPECT_NEAR(r->gpu_hours_starting * 3600, 800, 1e-6);
+  EXPECT_NEAR(r->gpu_hours_empty * 3600, 80, 1e-6);
+  EXPECT_NEAR(r->gpu_hours_fragmented * 3600, 200, 1e-6);
+  EXPECT_NEAR(r->gpu_hours_idle * 3600, 1080, 1e-6);
   EXPECT_DOUBLE_EQ(r->span_s, 310);
   EXPECT_TRUE(std::isnan(r->forecast_mape)) << "reactive has no forecast";
 }
