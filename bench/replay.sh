@@ -7,8 +7,9 @@
 # nodes, and that swings a policy's idle hours by 10 % or more between near-identical inputs.
 # So every trace is replayed in five variants (Alibaba: --time-scale 9, 9.5, 10, 10.5 and 11;
 # synthetic: five seeds) and the tables give medians. For each trace and lead time:
-#   every policy at its cheapest target share (0.6 ... 1.0) whose p95 queue wait is at most
-#   60 s, per variant; the table shows the medians of those runs, the idle hours split into
+#   every policy at its cheapest settings whose p95 queue wait is at most 60 s, per variant:
+#   the target share (0.6 to 1.0 by 0.05) and, for predictive, also the forecast margin (0.5,
+#   1, 1.5 or 2 errors); the table shows the medians of those runs, the idle hours split into
 #   starting (asked for, not ready), empty (ready, no job) and fragmented (free GPUs of nodes
 #   running a job), and predictive against reactive and the oracle per variant and as a median.
 # And one 500,000-job replay's wall time. Usage: bench/replay.sh [BUILD_DIR] (default build-bench)
@@ -36,15 +37,20 @@ traces = [
     ("synthetic, daily and weekly seasonality (14 days, seeds 42 to 46)",
      [(f"seed {s}", ["--trace", f"{work}/synthetic-{s}.csv"]) for s in (42, 43, 44, 45, 46)]),
 ]
-policies, shares, leads = ("reactive", "predictive", "oracle"), (0.6, 0.7, 0.8, 0.9, 1.0), (600, 1800)
+policies, leads = ("reactive", "predictive", "oracle"), (600, 1800)
+shares = tuple(round(0.6 + 0.05 * i, 2) for i in range(9))
+def knobs(policy):  # (target share, forecast margin)
+    margins = (0.5, 1, 1.5, 2) if policy == "predictive" else (2,)
+    return [(s, m) for s in shares for m in margins]
 def run(key):
-    args, policy, lead, share = key
+    args, policy, lead, (share, margin) = key
     out = subprocess.run([gf, "-o", "json", "replay", *args, "--pool-gpus-per-node", "8",
-                          "--policy", policy, "--lead-time", str(lead), "--target-share", str(share)],
+                          "--policy", policy, "--lead-time", str(lead), "--target-share", str(share),
+                          "--forecast-margin", str(margin)],
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 keys = [(tuple(args), policy, lead, share) for _, variants in traces for _, args in variants
-        for policy in policies for lead in leads for share in shares]
+        for policy in policies for lead in leads for share in knobs(policy)]
 with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
     results = dict(zip(keys, pool.map(run, keys)))
 med = statistics.median
@@ -54,13 +60,13 @@ for name, variants in traces:
         best = {}  # (variant, policy) -> (share, result)
         for label, args in variants:
             for policy in policies:
-                ok = [(s, results[(tuple(args), policy, lead, s)]) for s in shares]
+                ok = [(k, results[(tuple(args), policy, lead, k)]) for k in knobs(policy)]
                 ok = [(s, d) for s, d in ok if d["wait_p95_s"] <= 60]
                 if ok:
                     best[(label, policy)] = min(ok, key=lambda x: x[1]["gpu_hours_idle"])
         print(f"\n### {name}, lead time {lead} s\n")
-        print("Each policy at its cheapest target share with p95 wait <= 60 s; medians of the five variants:\n")
-        print("| policy | shares chosen | GPU-h idle | starting | empty | fragmented | wait p95 s | wait p99 s | waited > lead | scale events | forecast MAPE |")
+        print("Each policy at its cheapest settings with p95 wait <= 60 s; medians of the five variants:\n")
+        print("| policy | share (margin) chosen | GPU-h idle | starting | empty | fragmented | wait p95 s | wait p99 s | waited > lead | scale events | forecast MAPE |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")
         for policy in policies:
             runs = [best[(l, policy)] for l, _ in variants if (l, policy) in best]
@@ -69,20 +75,24 @@ for name, variants in traces:
                 continue
             m = lambda k: med(d[k] for _, d in runs)
             mape = "-" if runs[0][1]["forecast_mape"] is None else f"{100 * m('forecast_mape'):.1f}%"
-            print(f"| {policy} | {' '.join(str(s) for s, _ in runs)} | {m('gpu_hours_idle'):.0f} | "
+            chosen = " ".join(f"{s} ({m})" if policy == "predictive" else str(s) for (s, m), _ in runs)
+            print(f"| {policy} | {chosen} | {m('gpu_hours_idle'):.0f} | "
                   f"{m('gpu_hours_idle_starting'):.0f} | {m('gpu_hours_idle_empty'):.0f} | "
                   f"{m('gpu_hours_idle_fragmented'):.0f} | {m('wait_p95_s'):.0f} | {m('wait_p99_s'):.0f} | "
                   f"{m('jobs_waited_over_lead_time'):.0f} | {m('scale_events'):.0f} | {mape} |")
-        vs_r, vs_o = [], []
+        vs_r, vs_o, o_r = [], [], []
         for l, _ in variants:
             if all((l, p) in best for p in policies):
                 idle = {p: best[(l, p)][1]["gpu_hours_idle"] for p in policies}
                 vs_r.append(pct(idle["predictive"], idle["reactive"]))
                 vs_o.append(pct(idle["predictive"], idle["oracle"]))
+                o_r.append(pct(idle["oracle"], idle["reactive"]))
         if vs_r:
             print(f"\npredictive vs reactive idle GPU-hours: median {med(vs_r):+.0f}% "
                   f"(variants: {', '.join(f'{x:+.0f}%' for x in vs_r)}); "
-                  f"predictive vs oracle: median {med(vs_o):+.0f}% ({', '.join(f'{x:+.0f}%' for x in vs_o)})")
-d = run((("--trace", f"{work}/synthetic-500k.csv", "--max-nodes", "5000"), "predictive", 600, 0.8))
+                  f"predictive vs oracle: median {med(vs_o):+.0f}% ({', '.join(f'{x:+.0f}%' for x in vs_o)}); "
+                  f"oracle vs reactive (the most any forecast could gain): median {med(o_r):+.0f}% "
+                  f"({', '.join(f'{x:+.0f}%' for x in o_r)})")
+d = run((("--trace", f"{work}/synthetic-500k.csv", "--max-nodes", "5000"), "predictive", 600, (0.8, 2)))
 print(f"\n500,000-job replay ({d['jobs']} jobs, predictive): {d['replay_seconds']:.2f} s")
 PY

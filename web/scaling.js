@@ -69,7 +69,7 @@ export function mount(el, params) {
       stat('Target', s.nodes.target, `bounds ${p.min_nodes}..${p.max_nodes}, target share ${p.target_share}`),
       stat('Demand', `${n0(s.demand.gpus)} GPUs`, `${n0(s.demand.running)} running, ${n0(s.demand.queued)} queued`),
       stat('Longest wait', `${n0(s.demand.oldest_wait_s)} s`),
-      stat('Forecast', f.gpus === null ? '–' : `${n0(f.gpus)} GPUs`, `peak over the next ${p.lead_time} + ${p.interval}, with its error margin`),
+      stat('Forecast', f.gpus === null ? '–' : `${n0(f.gpus)} GPUs`, `peak over the next ${p.lead_time} + ${p.interval}, plus ${p.forecast_margin} × its recent error`),
       stat('Forecast MAPE', pct(f.mape), `model ${f.model}; bias ${f.bias === null ? '–' : (f.bias * 100).toFixed(1) + '%'}; ${f.scored} forecasts scored`),
       stat('Decision', esc(s.decision.reason) + (s.decision.delta ? ` ${s.decision.delta > 0 ? '+' : ''}${s.decision.delta}` : ''), fmtTime(s.decided_at)),
     ].join('') + (s.last_error ? `<p class="error">Last actuator error: ${esc(s.last_error)}</p>` : '');

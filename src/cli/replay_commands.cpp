@@ -21,6 +21,7 @@ struct ReplayFlags {
   double lead_time = 600, time_scale = 1, size_scale = 1;
   int min_nodes = 0, max_nodes = 1000, step_up = 50, step_down = 10;
   double target_share = 0.8, idle_before_remove = 600, interval = 60, down_cooldown = 300;
+  double forecast_margin = 2;
 };
 
 json::value Num(double v) { return std::isfinite(v) ? json::value(v) : json::value(nullptr); }
@@ -55,6 +56,8 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
   r->add_option("--step-down", f.step_down, "policy: most nodes removed per decision (10)");
   r->add_option("--idle-before-remove", f.idle_before_remove,
                 "policy: seconds a node must be idle before removal (600)");
+  r->add_option("--forecast-margin", f.forecast_margin,
+                "policy (predictive): the forecast's recent error this many times over it (2)");
   r->add_option("--interval", f.interval, "policy: seconds between decisions (60)");
   r->add_option("--down-cooldown", f.down_cooldown, "policy: seconds between scale-downs (300)");
   r->callback([&g] {
@@ -82,6 +85,7 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
     o.policy.step_down = f.step_down;
     o.policy.idle_before_remove_s = f.idle_before_remove;
     o.policy.interval_s = f.interval;
+    o.policy.forecast_margin = f.forecast_margin;
     o.policy.down_cooldown_s = f.down_cooldown;
     auto started = std::chrono::steady_clock::now();
     auto res = sched::Replay(std::move(trace.value()), o);

@@ -40,6 +40,9 @@ struct ScalePolicy {
   double down_cooldown_s = 300;
   double lead_time_s = 600;  // from asking for a node to its being ready
   double idle_before_remove_s = 600;
+  // predictive: what is planned for is the forecast's peak plus this many times its recent mean
+  // absolute error; lower trades queue wait for idle GPUs
+  double forecast_margin = 2;
   double interval_s = 60;  // how often the autoscaler decides
   ScaleMode mode = ScaleMode::kPredictive;
   std::vector<ScheduledMinimum> schedule;

@@ -127,8 +127,8 @@ void DemandTracker::Observe(double t_s, double demand) {
   }
 }
 
-double DemandTracker::PlanningPeak() const {
-  return forecaster_.Peak(horizon_) + 2 * forecaster_.error();
+double DemandTracker::PlanningPeak(double margin) const {
+  return forecaster_.Peak(horizon_) + margin * forecaster_.error();
 }
 
 }  // namespace gpufleet::sched

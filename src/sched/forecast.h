@@ -69,13 +69,13 @@ class Forecaster {
 // What a pool's autoscaler plans for, the same in the live controller and in `gpufleet replay`:
 // the forecaster fed the peak demand of each step (steps counted from the first observation; a
 // gap, such as a controller restart, is filled with the demand seen after it), and the forecast
-// a decision uses: the peak over the lead time plus one decision interval, plus twice the
-// forecast's recent error.
+// a decision uses: the peak over the lead time plus one decision interval, plus the policy's
+// forecast_margin times the forecast's recent error.
 class DemandTracker {
  public:
   DemandTracker(double step_s, double lead_time_s, double interval_s);
-  void Observe(double t_s, double demand);  // at every decision, in time order
-  double PlanningPeak() const;
+  void Observe(double t_s, double demand);   // at every decision, in time order
+  double PlanningPeak(double margin) const;  // margin: in recent mean absolute errors
   const Forecaster& forecaster() const { return forecaster_; }
   int horizon() const { return horizon_; }
 

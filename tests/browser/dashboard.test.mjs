@@ -273,6 +273,8 @@ test('the scaling page shows the autoscaled pool with charts and events; an oper
   assert.equal(status.status, 200);
   assert.equal(status.body.nodes.ready, 8);
   assert.equal(status.body.policy.lead_time, '5m');
+  assert.equal(status.body.policy.forecast_margin, 2);
+  assert.match(await page.getAttribute('[data-stat="Forecast"]', 'title'), /over the next 5m \+ 1m, plus 2 × its recent error/);
   assert.equal(status.body.simulated, true);
   // The fleet file set the policy: that is the first event.
   await page.waitForSelector('#scaling-events tr[data-kind="policy"]');

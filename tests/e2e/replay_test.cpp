@@ -47,6 +47,14 @@ TEST(Replay, PrintsTheHandComputedFiguresAsJsonAndRefusesBadInput) {
   EXPECT_NEAR(v.at("gpu_hours_provisioned").to_number<double>(), 8.0 * 560 / 3600, 1e-9);
   EXPECT_NEAR(v.at("gpu_hours_idle").to_number<double>(), (8.0 * 560 - 3400) / 3600, 1e-9);
   EXPECT_TRUE(v.at("forecast_mape").is_null());
+  // The idle hours' split adds up to them (sched_test has a hand-computed split).
+  double split = 0;
+  for (const char* key :
+       {"gpu_hours_idle_starting", "gpu_hours_idle_empty", "gpu_hours_idle_fragmented"}) {
+    EXPECT_GE(v.at(key).to_number<double>(), 0) << key;
+    split += v.at(key).to_number<double>();
+  }
+  EXPECT_NEAR(split, v.at("gpu_hours_idle").to_number<double>(), 1e-9);
 
   auto predictive =
       RunGpufleet({"-o", "json", "replay", "--trace", trace, "--policy", "predictive"});
@@ -60,6 +68,7 @@ TEST(Replay, PrintsTheHandComputedFiguresAsJsonAndRefusesBadInput) {
                    "--format", "openb", "--policy", "oracle", "--time-scale", "10"});
   ASSERT_EQ(openb.exit_code, 0) << openb.err;
   EXPECT_NE(openb.out.find("oracle  7064"), std::string::npos) << openb.out;
+  EXPECT_NE(openb.out.find("idle GPU-hours: "), std::string::npos) << openb.out;
 
   std::ofstream(dir + "/bad.csv") << "submit_time,duration_s,gpus\n0,10,2\n5,-1,2\n";
   auto bad = RunGpufleet({"replay", "--trace", dir + "/bad.csv"});
@@ -71,6 +80,9 @@ TEST(Replay, PrintsTheHandComputedFiguresAsJsonAndRefusesBadInput) {
   auto share = RunGpufleet({"replay", "--trace", trace, "--target-share", "0"});
   EXPECT_EQ(share.exit_code, 2);
   EXPECT_EQ(share.err, "error: policy: target_share must be in (0, 1]\n");
+  auto margin = RunGpufleet({"replay", "--trace", trace, "--forecast-margin", "11"});
+  EXPECT_EQ(margin.exit_code, 2);
+  EXPECT_EQ(margin.err, "error: policy: forecast_margin must be in [0, 10]\n");
   std::filesystem::remove_all(dir);
 }
 

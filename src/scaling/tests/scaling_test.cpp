@@ -422,11 +422,14 @@ TEST_F(ScalingTest, CommandActuatorRunsTheProgramsWithPoolNodesAndJoinToken) {
 
 TEST(PolicyJson, FieldsDefaultsErrorsAndRoundTrip) {
   auto s = sched::ParsePoolScaling(R"({"min_nodes": 2, "max_nodes": 10, "lead_time": "5m",
-      "interval": 30, "schedule": [{"nodes": 4, "from": 8, "to": 18, "weekdays": true}]})");
+      "interval": 30, "forecast_margin": 1.5,
+      "schedule": [{"nodes": 4, "from": 8, "to": 18, "weekdays": true}]})");
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(s->policy.lead_time_s, 300);
   EXPECT_EQ(s->policy.interval_s, 30);
   EXPECT_EQ(s->policy.mode, sched::ScaleMode::kPredictive);
+  EXPECT_EQ(s->policy.forecast_margin, 1.5);
+  EXPECT_EQ(sched::ParsePoolScaling("{}")->policy.forecast_margin, 2) << "the default";
   EXPECT_EQ(s->actuator.type, "sim");
   auto again = sched::ParsePoolScaling(sched::PoolScalingJson(s.value()));
   ASSERT_TRUE(again.ok()) << again.error().message;
@@ -453,8 +456,9 @@ TEST(PolicyJson, FieldsDefaultsErrorsAndRoundTrip) {
       {R"({"max": 3})", "max",
        "max: unknown field (known: pool, updated_ms, mode, min_nodes, "
        "max_nodes, target_share, step_up, step_down, up_cooldown, "
-       "down_cooldown, lead_time, idle_before_remove, interval, enabled, "
-       "schedule, actuator)"},
+       "down_cooldown, lead_time, idle_before_remove, forecast_margin, "
+       "interval, enabled, schedule, actuator)"},
+      {R"({"forecast_margin": 12})", "forecast_margin", "forecast_margin must be in [0, 10]"},
   };
   for (const auto& b : bad) {
     std::string field;

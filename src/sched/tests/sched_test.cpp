@@ -256,6 +256,22 @@ TEST(Forecaster, LearnsADailySeasonWithinTenPercent) {
   EXPECT_NEAR(flat.stats().mape, 0, 1e-12);
 }
 
+// What a decision plans for: the forecast's peak over the lead time and one interval, plus the
+// policy's forecast_margin times the forecast's recent error.
+TEST(DemandTracker, PlansForThePeakPlusTheMarginInErrors) {
+  DemandTracker t(300, 540, 60);  // 600 s ahead: 2 steps
+  EXPECT_EQ(t.horizon(), 2);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> demand(10, 30);
+  for (int m = 0; m < 1000; ++m) t.Observe(m * 60.0, demand(rng));  // a decision a minute
+  double err = t.forecaster().error();
+  EXPECT_GT(err, 1) << "noise is not forecast exactly";
+  EXPECT_DOUBLE_EQ(t.PlanningPeak(0), t.forecaster().Peak(2));
+  EXPECT_DOUBLE_EQ(t.PlanningPeak(1.5), t.forecaster().Peak(2) + 1.5 * err);
+  EXPECT_GE(t.PlanningPeak(0), 10);
+  EXPECT_LE(t.PlanningPeak(0), 30);
+}
+
 // A hand-computed case: one 8-GPU node from the start, lead time 100 s, reactive, share 1.
 //   t=0   job A (8 GPUs, 300 s) starts at once on the node        wait 0
 //   t=10  job B (8 GPUs, 100 s) queues; the tick at t=60 asks for a node, ready at t=160
