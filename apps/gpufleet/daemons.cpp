@@ -77,6 +77,7 @@ struct ServeFlags {
   std::string heartbeat_timeout = "30s";
   std::string health_interval = "5s";
   std::string drain_timeout = "10m";
+  std::string job_retention = "7d";
   std::string log_level = "info";
 };
 
@@ -93,6 +94,8 @@ void AddControllerFlags(CLI::App* cmd, ServeFlags& f) {
                   "re-evaluate GPU and node health this often (default 5s)");
   cmd->add_option("--drain-timeout", f.drain_timeout,
                   "a drain waits this long for a node's jobs, then requeues them (default 10m)");
+  cmd->add_option("--job-retention", f.job_retention,
+                  "ended jobs are kept this long, then dropped (default 7d)");
   cmd->add_option("--threads", f.options.threads, "API I/O threads");
   cmd->add_option("--max-body", f.options.max_body_bytes, "largest request body in bytes");
   cmd->add_option("--log-level", f.log_level, "trace, debug, info, warn, error");
@@ -113,6 +116,10 @@ Status Finish(ServeFlags& f, const cli::Globals& g) {
   f.options.drain_timeout_ms = ParseDurationMs(f.drain_timeout);
   if (f.options.drain_timeout_ms <= 0) {
     return MakeError(ErrorCode::kInvalidArgument, "--drain-timeout must be a duration, e.g. 10m");
+  }
+  f.options.job_retention_ms = ParseDurationMs(f.job_retention);
+  if (f.options.job_retention_ms <= 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "--job-retention must be a duration, e.g. 7d");
   }
   if (f.options.heartbeat_timeout_ms <= f.options.heartbeat_interval_ms) {
     return MakeError(ErrorCode::kInvalidArgument,

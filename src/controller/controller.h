@@ -16,11 +16,12 @@ class Actuator;
 struct ControllerOptions {
   std::string listen = "127.0.0.1:8080";
   std::string data_dir;
-  std::string store_url;                   // default: sqlite:<data_dir>/gpufleet.db
-  std::string gpu_catalog;                 // default: the built-in catalogue
-  std::string xid_catalog;                 // default: the built-in data/xid-catalog.yaml
-  int health_interval_ms = 5'000;          // how often the health model re-evaluates the fleet
-  int64_t drain_timeout_ms = 10 * 60'000;  // a drain waits this long for a node's jobs
+  std::string store_url;                        // default: sqlite:<data_dir>/gpufleet.db
+  std::string gpu_catalog;                      // default: the built-in catalogue
+  std::string xid_catalog;                      // default: the built-in data/xid-catalog.yaml
+  int health_interval_ms = 5'000;               // how often the health model re-evaluates the fleet
+  int64_t drain_timeout_ms = 10 * 60'000;       // a drain waits this long for a node's jobs
+  int64_t job_retention_ms = 7 * 86'400'000LL;  // ended jobs are kept this long
   int heartbeat_interval_ms = 5'000;
   int heartbeat_timeout_ms = 30'000;
   size_t max_body_bytes = 4 << 20;

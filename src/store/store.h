@@ -196,6 +196,9 @@ class Store {
   virtual Result<std::vector<RuleRecord>> ListRules() = 0;          // by name
   virtual Status SaveJobs(const std::vector<JobRecord>& jobs) = 0;  // upserts, one transaction
   virtual Result<std::vector<JobRecord>> ListJobs() = 0;            // by id
+  // Removes the completed and cancelled jobs last saved before `updated_ms`, except the job with
+  // the highest id: the next job's id follows it, so no id is used twice after a restart.
+  virtual Status DeleteEndedJobsBefore(int64_t updated_ms) = 0;
   // Autoscaling. DeleteScalingPolicy: kNotFound when the pool has none.
   virtual Status SaveScalingPolicy(const ScalingRecord& policy) = 0;  // upsert
   virtual Status DeleteScalingPolicy(const std::string& pool) = 0;

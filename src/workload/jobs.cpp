@@ -131,8 +131,12 @@ std::string_view ToString(JobState s) {
 }
 
 JobService::JobService(FleetService& fleet, Store& store, std::shared_ptr<Clock> clock,
-                       int64_t drain_timeout_ms)
-    : fleet_(fleet), store_(store), clock_(std::move(clock)), drain_timeout_ms_(drain_timeout_ms) {}
+                       int64_t drain_timeout_ms, int64_t retention_ms)
+    : fleet_(fleet),
+      store_(store),
+      clock_(std::move(clock)),
+      drain_timeout_ms_(drain_timeout_ms),
+      retention_ms_(retention_ms) {}
 
 void JobService::UpdateBusyLocked(int64_t now) {
   std::set<std::string> busy;
@@ -329,8 +333,20 @@ int JobService::Tick() {
   std::vector<int64_t> changed;
   std::vector<std::string> drained;  // draining nodes with no job left
   int count = 0;
+  int64_t prune_before = 0;  // > 0: drop jobs that ended before this
   {
     std::lock_guard lock(mu_);
+    if (now - last_prune_ms_ >= 60'000) {
+      last_prune_ms_ = now;
+      prune_before = now - retention_ms_;
+      size_t dropped = std::erase_if(jobs_, [&](const auto& e) {
+        const Job& j = e.second;
+        return (j.state == JobState::kCompleted || j.state == JobState::kCancelled) &&
+               j.end_ms < prune_before;
+      });
+      if (dropped)
+        spdlog::info("jobs: dropped {} job(s) that ended over the retention time ago", dropped);
+    }
     for (auto& [id, j] : jobs_) {
       if (j.state != JobState::kRunning) continue;
       if (j.spec.duration_ms > 0 && now >= j.start_ms + j.spec.duration_ms) {
@@ -366,6 +382,11 @@ int JobService::Tick() {
     if (!Busy(node)) drained.push_back(node);
   }
   Persist(changed);
+  if (prune_before > 0) {
+    if (auto s = store_.DeleteEndedJobsBefore(prune_before); !s.ok()) {
+      spdlog::error("jobs: dropping ended jobs from the store failed: {}", s.error().message);
+    }
+  }
   for (const auto& node : drained) {
     if (auto s = fleet_.FinishDrain(node, "drain complete: its jobs have ended"); !s.ok()) {
       spdlog::error("jobs: finishing the drain of {}: {}", node, s.error().message);

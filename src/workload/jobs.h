@@ -3,6 +3,8 @@
 // the GPUs of ready nodes by the same queue and allocator as `gpufleet replay` (src/sched),
 // released when they end, and requeued when their node stops being able to run them.
 // Every change is stored (a JSON document per job), so jobs survive a controller restart.
+// Ended jobs (completed, cancelled) are kept for a retention time, 7 days unless told, and then
+// dropped from memory and from the store, so a controller that runs for months stays small.
 
 #include <map>
 #include <memory>
@@ -69,9 +71,11 @@ struct PoolDemand {
 
 class JobService {
  public:
-  // `drain_timeout_ms`: how long a drain waits for a node's jobs before requeueing them.
+  // `drain_timeout_ms`: how long a drain waits for a node's jobs before requeueing them;
+  // `retention_ms`: how long an ended job is kept after its end.
   JobService(FleetService& fleet, Store& store, std::shared_ptr<Clock> clock,
-             int64_t drain_timeout_ms = 10 * 60'000);
+             int64_t drain_timeout_ms = 10 * 60'000, int64_t retention_ms = kDefaultRetentionMs);
+  static constexpr int64_t kDefaultRetentionMs = 7 * 86'400'000LL;
 
   Status Load();  // the stored jobs; running ones keep their GPUs
   // Checks the request (a known pool, GPUs that fit the pool's nodes), queues it and tries to
@@ -84,7 +88,8 @@ class JobService {
   // Ends jobs whose duration has passed, requeues jobs on nodes that can no longer run them
   // (unhealthy, unreachable, drained and the like; a cordoned node keeps its jobs, a draining
   // one until its drain times out), finishes the drains of nodes whose jobs are gone, and
-  // places queued jobs. Returns how many jobs changed state.
+  // places queued jobs; once a minute, drops the jobs that ended more than the retention time
+  // ago. Returns how many jobs changed state.
   int Tick();
   // Each node's GPUs by index: the running job's id, 0 when free.
   std::map<std::string, std::vector<int64_t>> Allocation() const;
@@ -114,6 +119,8 @@ class JobService {
   std::shared_ptr<Clock> clock_;
   mutable std::mutex mu_;
   int64_t drain_timeout_ms_;
+  int64_t retention_ms_;
+  int64_t last_prune_ms_ = 0;                    // guarded by mu_
   std::map<int64_t, Job> jobs_;                  // guarded by mu_
   int64_t next_id_ = 1;                          // guarded by mu_
   std::map<std::string, int64_t> last_busy_ms_;  // node -> last seen running a job; mu_

@@ -766,6 +766,19 @@ class SqliteStore : public Store {
     }
   }
 
+  Status DeleteEndedJobsBefore(int64_t updated_ms) override {
+    std::lock_guard lock(mu_);
+    try {
+      long long t = updated_ms;
+      sql_ << "DELETE FROM jobs WHERE state IN ('completed', 'cancelled') AND updated_ms < :t "
+              "AND id < (SELECT MAX(id) FROM jobs)",
+          soci::use(t);
+      return {};
+    } catch (const std::exception& e) {
+      return StoreError(e);
+    }
+  }
+
   Status DeleteScalingSamplesBefore(int64_t time_ms) override {
     std::lock_guard lock(mu_);
     try {

@@ -1,0 +1,122 @@
+// Jobs against the real fleet and SQLite store, with a manual clock: how long ended jobs are
+// kept (in memory and in the store), and that no job id comes back after they are dropped.
+
+#include "workload/jobs.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "config/fleet_spec.h"
+
+namespace gpufleet::workload {
+namespace {
+
+constexpr char kFleet[] = R"(apiVersion: gpufleet/v1
+kind: Fleet
+clusters:
+  - name: train
+    type: training
+    site: s1
+    pools:
+      - name: h100
+        gpu_model: H100-SXM5-80GB
+        gpus_per_node: 8
+)";
+
+constexpr int64_t kHour = 3'600'000;
+
+class JobsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gf-jobs-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+            std::to_string(reinterpret_cast<uintptr_t>(this)));
+    std::filesystem::create_directories(dir_);
+    Open();
+    auto spec = ParseFleetSpec(kFleet, "fleet.yaml", *GpuCatalog::Builtin());
+    ASSERT_TRUE(spec.ok()) << spec.error().message;
+    ASSERT_TRUE(fleet_->Apply(spec.value()).ok());
+  }
+  void TearDown() override {
+    Close();
+    std::filesystem::remove_all(dir_);
+  }
+  // A controller (re)start: the store, the fleet and the jobs loaded from it.
+  void Open() {
+    store_ = std::move(OpenStore("sqlite:" + (dir_ / "db").string()).value());
+    fleet_ = std::make_unique<FleetService>(*store_, GpuCatalog::Builtin(), clock_, FleetOptions{});
+    ASSERT_TRUE(fleet_->Load().ok());
+    jobs_ = std::make_unique<JobService>(*fleet_, *store_, clock_, 10 * 60'000, kHour);
+    ASSERT_TRUE(jobs_->Load().ok());
+  }
+  void Close() {
+    jobs_.reset();
+    fleet_.reset();
+    store_.reset();
+  }
+  // A job for the pool, which has no nodes: it stays queued until cancelled.
+  int64_t Submit() {
+    JobSpec s;
+    s.team = "vision";
+    s.pool = "h100";
+    s.gpus = 2;
+    auto j = jobs_->Submit(s);
+    EXPECT_TRUE(j.ok()) << j.error().message;
+    return j.ok() ? j->id : 0;
+  }
+  std::vector<int64_t> Stored() {
+    std::vector<int64_t> ids;
+    for (const auto& r : store_->ListJobs().value()) ids.push_back(r.id);
+    return ids;
+  }
+
+  std::filesystem::path dir_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<FleetService> fleet_;
+  std::unique_ptr<JobService> jobs_;
+};
+
+TEST_F(JobsTest, EndedJobsAreDroppedAfterTheRetentionAndIdsAreNotReused) {
+  int64_t a = Submit(), b = Submit(), c = Submit();
+  ASSERT_EQ(std::vector<int64_t>({1, 2, 3}), std::vector<int64_t>({a, b, c}));
+  ASSERT_TRUE(jobs_->Cancel(a).ok());  // ends now
+  clock_->Advance(kHour / 2);
+  ASSERT_TRUE(jobs_->Cancel(b).ok());  // ends half an hour later
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->List({}).size(), 3u) << "nothing has ended an hour ago yet";
+
+  // An hour and a minute after a ended: a goes, from memory and from the store; b (ended 31
+  // minutes ago) and the queued c stay.
+  clock_->Advance(kHour / 2 + 60'000);
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->Get(a).error().code, ErrorCode::kNotFound);
+  EXPECT_TRUE(jobs_->Get(b).ok());
+  EXPECT_EQ(jobs_->Get(c)->state, JobState::kQueued);
+  EXPECT_EQ(Stored(), std::vector<int64_t>({2, 3}));
+
+  // A queued job is never dropped, however old; b goes in its turn.
+  clock_->Advance(10 * kHour);
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->List({}).size(), 1u);
+  EXPECT_EQ(jobs_->Get(c)->state, JobState::kQueued);
+  EXPECT_EQ(Stored(), std::vector<int64_t>({3}));
+
+  // c ends and, a day later, is dropped from memory; the store keeps it as the highest id, so
+  // after a restart the next job is 4, not 1.
+  ASSERT_TRUE(jobs_->Cancel(c).ok());
+  clock_->Advance(24 * kHour);
+  jobs_->Tick();
+  EXPECT_TRUE(jobs_->List({}).empty());
+  EXPECT_EQ(Stored(), std::vector<int64_t>({3}));
+  Close();
+  Open();
+  jobs_->Tick();
+  EXPECT_TRUE(jobs_->List({}).empty()) << "loaded, then dropped: it ended a day ago";
+  EXPECT_EQ(Submit(), 4);
+  EXPECT_EQ(Stored(), std::vector<int64_t>({3, 4}));
+}
+
+}  // namespace
+}  // namespace gpufleet::workload
