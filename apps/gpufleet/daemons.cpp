@@ -19,6 +19,7 @@
 #include "cli/client.h"
 #include "cli/output.h"
 #include "common/clock.h"
+#include "common/json_text.h"
 #include "common/paths.h"
 #include "common/url.h"
 #include "config/fleet_spec.h"
@@ -255,7 +256,7 @@ void SimWorkload(const SimFlags& f, const std::string& token, const std::atomic<
             {"team", spec.team},         {"project", spec.project},
             {"pool", spec.pool},         {"gpus", spec.gpus},
             {"priority", spec.priority}, {"duration", std::to_string(spec.duration_ms) + "ms"}};
-        auto r = client.Send("POST", "/api/v1/jobs", boost::json::serialize(body));
+        auto r = client.Send("POST", "/api/v1/jobs", JsonText(body));
         if (!r.ok()) return r.error();
         if (r->status >= 400) {
           return MakeError(ErrorCode::kUnavailable,

@@ -7,6 +7,7 @@
 
 #include "alerting/silence.h"
 #include "common/crypto.h"
+#include "common/json_text.h"
 #include "common/strings.h"
 #include "model/json.h"
 #include "net/http_client.h"
@@ -17,17 +18,17 @@ namespace gpufleet::alerting {
 namespace {
 
 std::string Doc(const Alert& a) {
-  return json::serialize(json::object{{"fingerprint", a.fingerprint},
-                                      {"rule", a.rule},
-                                      {"labels", ToJson(a.labels)},
-                                      {"annotations", ToJson(a.annotations)},
-                                      {"value", a.value},
-                                      {"state", ToString(a.state)},
-                                      {"active_since_ms", a.active_since_ms},
-                                      {"fired_ms", a.fired_ms},
-                                      {"resolved_ms", a.resolved_ms},
-                                      {"last_true_ms", a.last_true_ms},
-                                      {"keep_since_ms", a.keep_since_ms}});
+  return JsonText(json::object{{"fingerprint", a.fingerprint},
+                               {"rule", a.rule},
+                               {"labels", ToJson(a.labels)},
+                               {"annotations", ToJson(a.annotations)},
+                               {"value", a.value},
+                               {"state", ToString(a.state)},
+                               {"active_since_ms", a.active_since_ms},
+                               {"fired_ms", a.fired_ms},
+                               {"resolved_ms", a.resolved_ms},
+                               {"last_true_ms", a.last_true_ms},
+                               {"keep_since_ms", a.keep_since_ms}});
 }
 
 std::optional<Alert> FromDoc(const std::string& text) {
@@ -91,7 +92,7 @@ json::object AlertJson(const Alert& a, const std::string& url) {
 std::string Notifier::AlertmanagerBody(const std::vector<Alert>& alerts, const std::string& url) {
   json::array a;
   for (const auto& alert : alerts) a.push_back(AlertJson(alert, url));
-  return json::serialize(a);
+  return JsonText(a);
 }
 
 // The payload of Alertmanager's own webhook (version 4), so receivers written for it work.
@@ -125,16 +126,16 @@ std::string Notifier::WebhookBody(const std::vector<Alert>& alerts, const Labels
   for (const auto& [k, v] : group) key += k + "=\"" + v + "\",";
   key += "}";
   if (!grouped && alerts.size() == 1) key += "/" + alerts[0].fingerprint;
-  return json::serialize(json::object{{"version", "4"},
-                                      {"groupKey", key},
-                                      {"truncatedAlerts", 0},
-                                      {"status", status},
-                                      {"receiver", receiver},
-                                      {"groupLabels", ToJson(group)},
-                                      {"commonLabels", ToJson(common_labels)},
-                                      {"commonAnnotations", ToJson(common_annotations)},
-                                      {"externalURL", url},
-                                      {"alerts", std::move(items)}});
+  return JsonText(json::object{{"version", "4"},
+                               {"groupKey", key},
+                               {"truncatedAlerts", 0},
+                               {"status", status},
+                               {"receiver", receiver},
+                               {"groupLabels", ToJson(group)},
+                               {"commonLabels", ToJson(common_labels)},
+                               {"commonAnnotations", ToJson(common_annotations)},
+                               {"externalURL", url},
+                               {"alerts", std::move(items)}});
 }
 
 Notifier::Notifier(Store& store, std::shared_ptr<Clock> clock, std::string external_url,

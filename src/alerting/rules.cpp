@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/json_text.h"
 #include "config/yaml_errors.h"
 #include "model/json.h"
 
@@ -178,7 +179,7 @@ std::string RuleJson(const Rule& rule) {
                  {"labels", ToJson(rule.labels)},
                  {"annotations", ToJson(rule.annotations)}};
   if (!rule.severity.empty()) o["labels"].as_object()["severity"] = rule.severity;
-  return json::serialize(o);
+  return JsonText(o);
 }
 
 Result<Rule> RuleFromJson(std::string_view text) {

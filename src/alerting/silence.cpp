@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include "common/json_text.h"
+
 namespace json = boost::json;
 
 namespace gpufleet::alerting {
@@ -66,7 +68,7 @@ std::string MatchersJson(const std::vector<Matcher>& matchers) {
     a.push_back(json::object{
         {"name", m.name}, {"value", m.value}, {"isRegex", m.is_regex}, {"isEqual", m.is_equal}});
   }
-  return json::serialize(a);
+  return JsonText(a);
 }
 
 ActiveSilences::ActiveSilences(const std::vector<SilenceRecord>& all, int64_t now) {

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cstdio>
 
+#include "common/json_text.h"
+
 namespace gpufleet::api {
 
 Response ListResponse(boost::json::array all, const Page& page) {
@@ -11,14 +13,14 @@ Response ListResponse(boost::json::array all, const Page& page) {
   for (size_t i = page.offset; i < total && items.size() < page.limit; ++i) {
     items.push_back(std::move(all[i]));
   }
-  return JsonResponse(200, boost::json::serialize(boost::json::object{{"items", std::move(items)},
-                                                                      {"total", total},
-                                                                      {"limit", page.limit},
-                                                                      {"offset", page.offset}}));
+  return JsonResponse(200, JsonText(boost::json::object{{"items", std::move(items)},
+                                                        {"total", total},
+                                                        {"limit", page.limit},
+                                                        {"offset", page.offset}}));
 }
 
 Response ObjectResponse(int status, const boost::json::object& o) {
-  return JsonResponse(status, boost::json::serialize(o));
+  return JsonResponse(status, JsonText(o));
 }
 
 Response AlertingUnavailable() {

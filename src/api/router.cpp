@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "api/http.h"
+#include "common/json_text.h"
 #include "common/strings.h"
 #include "model/json.h"
 
@@ -19,8 +20,7 @@ Response JsonResponse(int status, std::string body) {
 
 Response ErrorResponse(const Error& error) {
   boost::json::object e{{"code", ErrorCodeName(error.code)}, {"message", error.message}};
-  return JsonResponse(HttpStatus(error.code),
-                      boost::json::serialize(boost::json::object{{"error", e}}));
+  return JsonResponse(HttpStatus(error.code), JsonText(boost::json::object{{"error", e}}));
 }
 
 void Router::Add(std::string method, std::string pattern, Role min_role, Handler handler,

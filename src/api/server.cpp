@@ -17,6 +17,7 @@
 #include "api/api.h"
 #include "api/context.h"
 #include "api/gzip.h"
+#include "common/json_text.h"
 #include "proto/proto.h"
 
 namespace asio = boost::asio;
@@ -453,14 +454,13 @@ struct ApiServer::Impl {
     std::string out;
     ws.text(true);
     if (!who.ok()) {
-      out = boost::json::serialize(
-          boost::json::object{{"type", "error"}, {"message", who.error().message}});
+      out = JsonText(boost::json::object{{"type", "error"}, {"message", who.error().message}});
       co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
       co_await ws.async_close(websocket::close_code::policy_error,
                               asio::as_tuple(asio::use_awaitable));
       co_return;
     }
-    out = boost::json::serialize(
+    out = JsonText(
         boost::json::object{{"type", "hello"}, {"name", who->name}, {"role", ToString(who->role)}});
     std::vector<std::string> pending;
     uint64_t seq = hub.Since(~uint64_t{0}, pending);

@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/output.h"
+#include "common/json_text.h"
 
 namespace json = boost::json;
 
@@ -59,7 +60,7 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
         return;
       }
       if (!ttl.empty()) body["ttl"] = ttl;
-      auto v = Call(g, "POST", target, json::serialize(body));
+      auto v = Call(g, "POST", target, JsonText(body));
       if (!v) return;
       Show(g, *v, [](const json::value& t) {
         std::printf("%s\n", Field(t, "token").c_str());

@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/output.h"
+#include "common/json_text.h"
 #include "common/strings.h"
 
 namespace json = boost::json;
@@ -179,7 +180,7 @@ void AddHealthCommands(CLI::App& app, Globals& g) {
         for (const auto& l : Split(group_by, ',')) labels.push_back(json::string(l));
         body["group_by"] = std::move(labels);
       }
-      auto v = Call(g, "POST", "/api/v1/channels", json::serialize(body));
+      auto v = Call(g, "POST", "/api/v1/channels", JsonText(body));
       if (!v) return;
       Show(g, *v, [](const json::value& v) {
         std::printf("channel %s (%s) created\n", Str(v.at("name")).c_str(),
@@ -231,7 +232,7 @@ void AddHealthCommands(CLI::App& app, Globals& g) {
       if (!matchers) return;
       json::object body{{"matchers", *matchers}, {"duration", duration}, {"comment", comment}};
       if (!author.empty()) body["created_by"] = author;
-      auto v = Call(g, "POST", "/api/v1/silences", json::serialize(body));
+      auto v = Call(g, "POST", "/api/v1/silences", JsonText(body));
       if (!v) return;
       Show(g, *v, [](const json::value& v) {
         std::printf("%s until %s\n", Str(v.at("id")).c_str(), Str(v.at("ends_at")).c_str());

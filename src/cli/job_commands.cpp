@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/output.h"
+#include "common/json_text.h"
 
 namespace json = boost::json;
 
@@ -57,7 +58,7 @@ void AddJobCommands(CLI::App& app, Globals& g) {
     if (!cluster.empty()) body["cluster"] = cluster;
     if (!model.empty()) body["gpu_model"] = model;
     if (!duration.empty()) body["duration"] = duration;
-    auto v = Call(g, "POST", "/api/v1/jobs", json::serialize(body));
+    auto v = Call(g, "POST", "/api/v1/jobs", JsonText(body));
     if (!v) return;
     Show(g, *v, [](const json::value& j) { JobTable(json::array{j}); });
   });

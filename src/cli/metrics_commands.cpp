@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "cli/output.h"
 #include "common/clock.h"
+#include "common/json_text.h"
 
 namespace json = boost::json;
 
@@ -114,7 +115,7 @@ void AddSimInjectCommand(CLI::App& sim, Globals& g) {
     if (clear) body["clear"] = true;
     auto v = Call(g, "POST",
                   "/api/v1/nodes/" + UrlEncode(node) + "/gpus/" + std::to_string(gpu) + "/inject",
-                  json::serialize(body));
+                  JsonText(body));
     if (!v) return;
     Show(g, *v,
          [](const json::value&) { std::printf("queued for %s GPU %d\n", node.c_str(), gpu); });

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "common/json_text.h"
 #include "common/paths.h"
 
 namespace json = boost::json;
@@ -31,7 +32,7 @@ void Pretty(const json::value& v, std::string& out, int indent) {
     out += "{\n";
     size_t i = 0;
     for (const auto& kv : o) {
-      out += pad + json::serialize(json::value(kv.key())) + ": ";
+      out += pad + JsonText(json::value(kv.key())) + ": ";
       Pretty(kv.value(), out, indent + 2);
       out += ++i < o.size() ? ",\n" : "\n";
     }
@@ -50,7 +51,7 @@ void Pretty(const json::value& v, std::string& out, int indent) {
     }
     out += std::string(indent, ' ') + "]";
   } else {
-    out += json::serialize(v);
+    out += JsonText(v);
   }
 }
 
@@ -140,7 +141,7 @@ std::string Str(const json::value& v) {
     std::snprintf(buf, sizeof buf, "%g", v.as_double());
     return buf;
   }
-  return json::serialize(v);
+  return JsonText(v);
 }
 
 std::string ResolveToken(const Globals& g) {

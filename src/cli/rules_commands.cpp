@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/output.h"
+#include "common/json_text.h"
 
 namespace json = boost::json;
 
@@ -62,7 +63,7 @@ void AddRuleCommands(CLI::App& app, Globals& g) {
     std::string body;
     if (!expr.empty()) {
       // A one-rule file; JSON is YAML, so the expression needs no escaping of its own.
-      body = json::serialize(json::object{
+      body = JsonText(json::object{
           {"groups",
            json::array{json::object{
                {"name", "cli"},

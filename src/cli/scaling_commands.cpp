@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/output.h"
+#include "common/json_text.h"
 
 namespace json = boost::json;
 
@@ -93,8 +94,7 @@ void AddScalingCommands(CLI::App& app, Globals& g) {
         g.exit_code = 2;
         return;
       }
-      auto v =
-          Call(g, "POST", "/api/v1/pools/" + UrlEncode(pool) + "/scale", json::serialize(body));
+      auto v = Call(g, "POST", "/api/v1/pools/" + UrlEncode(pool) + "/scale", JsonText(body));
       if (!v) return;
       Show(g, *v, [](const json::value& e) {
         std::string names;
@@ -131,7 +131,7 @@ void AddScalingCommands(CLI::App& app, Globals& g) {
       StatusTable(json::array{*v});
       const auto& p = v->at("policy");
       std::printf("\nPolicy:   %s\nForecast: model %s, MAPE %s, bias %s, %s forecasts scored\n",
-                  json::serialize(p).c_str(), Str(v->at("forecast").at("model")).c_str(),
+                  JsonText(p).c_str(), Str(v->at("forecast").at("model")).c_str(),
                   Mape(v->at("forecast")).c_str(),
                   Num(v->at("forecast").at("bias"), "%+.3f").c_str(),
                   Str(v->at("forecast").at("scored")).c_str());

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/crypto.h"
+#include "common/json_text.h"
 #include "common/strings.h"
 #include "model/json.h"
 
@@ -174,7 +175,7 @@ NodeList FleetService::NodesJson(const NodeFilter& filter, size_t offset, size_t
       boost::json::object o = ToJson(e.node, false);
       o.erase("last_seen_at");
       o.erase("connected");
-      e.summary = boost::json::serialize(o);
+      e.summary = JsonText(o);
       e.summary.pop_back();  // the closing brace
     }
     bytes += e.summary.size() + 64;

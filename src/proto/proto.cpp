@@ -1,5 +1,6 @@
 #include "proto/proto.h"
 
+#include "common/json_text.h"
 #include "model/json.h"
 
 namespace json = boost::json;
@@ -137,7 +138,7 @@ Result<Injection> InjectionFromJson(const json::object& o) {
 std::string Encode(const Message& message) {
   json::object o = std::visit(Encoder{}, message);
   o["v"] = kProtoVersion;
-  return json::serialize(o);
+  return JsonText(o);
 }
 
 Result<Message> Decode(std::string_view text) {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <set>
 
+#include "common/json_text.h"
 #include "common/strings.h"
 #include "sched/policy_json.h"
 
@@ -19,15 +20,15 @@ namespace json = boost::json;
 constexpr const char* kAutoscaler = "autoscaler";
 
 std::string SampleDoc(const Sample& s) {
-  return json::serialize(json::object{{"ready", s.ready},
-                                      {"provisioning", s.provisioning},
-                                      {"other", s.other},
-                                      {"target", s.target},
-                                      {"demand", s.demand_gpus},
-                                      {"running", s.running_gpus},
-                                      {"queued", s.queued_gpus},
-                                      {"forecast", s.forecast_gpus},
-                                      {"oldest_wait_s", s.oldest_wait_s}});
+  return JsonText(json::object{{"ready", s.ready},
+                               {"provisioning", s.provisioning},
+                               {"other", s.other},
+                               {"target", s.target},
+                               {"demand", s.demand_gpus},
+                               {"running", s.running_gpus},
+                               {"queued", s.queued_gpus},
+                               {"forecast", s.forecast_gpus},
+                               {"oldest_wait_s", s.oldest_wait_s}});
 }
 
 Sample ParseSample(const ScalingSampleRecord& r) {
@@ -363,7 +364,7 @@ std::string ScalingService::RecordEvent(const std::string& pool, const std::stri
                  {"delta", delta},   {"from", from},     {"to", to},
                  {"reason", reason}, {"detail", detail}, {"nodes", std::move(names)},
                  {"actor", actor}};
-  std::string doc = json::serialize(o);
+  std::string doc = JsonText(o);
   auto id = store_.AppendScaleEvent({0, now, pool, doc});
   if (!id.ok()) {
     spdlog::error("scaling: event of pool {} not stored: {}", pool, id.error().message);
@@ -384,12 +385,12 @@ std::string ScalingService::RecordEvent(const std::string& pool, const std::stri
     bool failed = kind.find("failed") != std::string::npos || kind == "join_timeout";
     a.status = failed ? 502 : 200;
     a.result = failed ? detail : "ok";
-    a.after = json::serialize(o);
+    a.after = JsonText(o);
     if (auto s = store_.AppendAudit(a); !s.ok()) {
       spdlog::error("scaling: audit record not stored: {}", s.error().message);
     }
   }
-  return json::serialize(o);
+  return JsonText(o);
 }
 
 int ScalingService::ProvisionLocked(PoolState& st, const Pool& pool, int have, int n,

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "common/clock.h"
+#include "common/json_text.h"
 
 namespace gpufleet::sched {
 namespace {
@@ -241,7 +242,7 @@ std::string PoolScalingJson(const PoolScaling& s) {
                  {"schedule", std::move(schedule)},
                  {"actuator", std::move(actuator)},
                  {"updated_ms", s.updated_ms}};
-  return json::serialize(o);
+  return JsonText(o);
 }
 
 }  // namespace gpufleet::sched

@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 #include <set>
 
+#include "common/json_text.h"
 #include "sched/pool.h"
 
 namespace json = boost::json;
@@ -28,23 +29,23 @@ std::string ToDoc(const Job& j) {
     for (int g : p.gpus) gpus.push_back(g);
     placement.push_back(json::object{{"node", p.node}, {"gpus", std::move(gpus)}});
   }
-  return json::serialize(json::object{{"team", j.spec.team},
-                                      {"project", j.spec.project},
-                                      {"cluster", j.spec.cluster},
-                                      {"pool", j.spec.pool},
-                                      {"gpu_model", j.spec.gpu_model},
-                                      {"gpus", j.spec.gpus},
-                                      {"priority", j.spec.priority},
-                                      {"duration_ms", j.spec.duration_ms},
-                                      {"submit_ms", j.submit_ms},
-                                      {"queued_ms", j.queued_ms},
-                                      {"start_ms", j.start_ms},
-                                      {"end_ms", j.end_ms},
-                                      {"wait_ms", j.wait_ms},
-                                      {"gpu_hours", j.gpu_hours},
-                                      {"requeues", j.requeues},
-                                      {"reason", j.reason},
-                                      {"placement", std::move(placement)}});
+  return JsonText(json::object{{"team", j.spec.team},
+                               {"project", j.spec.project},
+                               {"cluster", j.spec.cluster},
+                               {"pool", j.spec.pool},
+                               {"gpu_model", j.spec.gpu_model},
+                               {"gpus", j.spec.gpus},
+                               {"priority", j.spec.priority},
+                               {"duration_ms", j.spec.duration_ms},
+                               {"submit_ms", j.submit_ms},
+                               {"queued_ms", j.queued_ms},
+                               {"start_ms", j.start_ms},
+                               {"end_ms", j.end_ms},
+                               {"wait_ms", j.wait_ms},
+                               {"gpu_hours", j.gpu_hours},
+                               {"requeues", j.requeues},
+                               {"reason", j.reason},
+                               {"placement", std::move(placement)}});
 }
 
 Job FromRecord(const JobRecord& r) {

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/crypto.h"
+#include "common/json_text.h"
 #include "fixture.h"
 
 namespace gpufleet::e2e {
@@ -211,7 +212,7 @@ TEST_F(Alerting, ASilenceMutesTheAlertsItMatches) {
   auto [s, v] = controller_->Call("POST", "/api/v1/silences",
                                   R"({"matchers": [{"name": "a", "value": "b"}]})");
   EXPECT_EQ(s, 400);
-  EXPECT_NE(json::serialize(v).find("comment"), std::string::npos);
+  EXPECT_NE(JsonText(v).find("comment"), std::string::npos);
 }
 
 // A user rule file through `gpufleet apply`: its expression rules fire on the simulator's data
@@ -293,7 +294,7 @@ TEST_F(Alerting, UserRulesFireOnLiveDataAndRoutesChooseTheChannel) {
   auto [s, v] = controller_->Call("POST", "/api/v1/alert-rules",
                                   R"({"alert": "Y", "expr": "node_up[5m] == 0"})");
   EXPECT_EQ(s, 400);
-  EXPECT_NE(json::serialize(v).find("has no history"), std::string::npos) << v;
+  EXPECT_NE(JsonText(v).find("has no history"), std::string::npos) << v;
 
   // Deleting a rule resolves its alerts.
   EXPECT_EQ(Cli({"rules", "delete", "GpuZeroIsWarm"}).exit_code, 0);
@@ -314,7 +315,7 @@ TEST_F(Alerting, BadChannelsAreRefusedWithTheReason) {
   auto bad = [&](const std::string& body, const std::string& says) {
     auto [s, v] = controller_->Call("POST", "/api/v1/channels", body);
     EXPECT_EQ(s, 400) << body;
-    EXPECT_NE(json::serialize(v).find(says), std::string::npos) << json::serialize(v);
+    EXPECT_NE(JsonText(v).find(says), std::string::npos) << JsonText(v);
   };
   bad(R"({"name": "x", "type": "pager", "url": "http://a"})", "'type' must be");
   bad(R"({"name": "x", "type": "webhook", "url": "ftp://a"})", "scheme 'ftp'");

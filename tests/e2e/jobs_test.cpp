@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "common/json_text.h"
 #include "fixture.h"
 
 namespace gpufleet::e2e {
@@ -100,7 +101,7 @@ TEST_F(Jobs, PlacedOnReadyGpusQueuedReleasedCancelledAndRequeuedWhenTheNodeFails
   EXPECT_NE(list.out.find("vision"), std::string::npos) << list.out;
   EXPECT_EQ(list.out.find("nlp"), std::string::npos) << list.out;
   auto audit = controller_->Call("GET", "/api/v1/audit").second;
-  EXPECT_NE(json::serialize(audit).find("job/3"), std::string::npos);
+  EXPECT_NE(JsonText(audit).find("job/3"), std::string::npos);
 
   // A drain waits for the node's jobs: the node stays draining while job 1 runs, and is
   // drained once it ends.

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/json_text.h"
 #include "fixture.h"
 
 namespace gpufleet::e2e {
@@ -152,7 +153,7 @@ TEST_F(Telemetry, InjectedFaultsShowOnSimulatedGpusAndRealOnesRefuse) {
   };
   // An XID 79 becomes a stored event, the GPU's last-XID gauge and DCGM_FI_DEV_XID_ERRORS.
   auto [s1, r1] = inject(3, R"({"xid": 79})");
-  ASSERT_EQ(s1, 202) << json::serialize(r1);
+  ASSERT_EQ(s1, 202) << JsonText(r1);
   ASSERT_TRUE(WaitFor(
       [&] {
         auto ev = controller_->Call("GET", "/api/v1/events?node=inj-0000").second;
@@ -197,7 +198,7 @@ TEST_F(Telemetry, InjectedFaultsShowOnSimulatedGpusAndRealOnesRefuse) {
             std::string::npos);
   auto [sc, rc] =
       controller_->Call("POST", "/api/v1/nodes/lost-0000/gpus/5/inject", R"({"clear": true})");
-  ASSERT_EQ(sc, 202) << json::serialize(rc);
+  ASSERT_EQ(sc, 202) << JsonText(rc);
   ASSERT_TRUE(WaitState("lost-0000", "ready"));
 
   // Temperature and double-bit ECC errors show in the telemetry.

@@ -4,6 +4,7 @@
 #include "alerting/silence.h"
 #include "api/json_util.h"
 #include "common/crypto.h"
+#include "common/json_text.h"
 #include "common/strings.h"
 #include "common/url.h"
 #include "model/json.h"
@@ -83,7 +84,7 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
         auto* m = body->if_contains("matchers");
         if (m && !m->is_null() && !(m->is_array() && m->as_array().empty())) {
           // The route: only alerts these match go to the channel.
-          auto matchers = alerting::ParseMatchers(json::serialize(*m));
+          auto matchers = alerting::ParseMatchers(JsonText(*m));
           if (!matchers.ok()) return ErrorResponse(matchers.error());
           c.matchers = alerting::MatchersJson(matchers.value());
         }
@@ -181,8 +182,7 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                  return ErrorResponse(s.error());
                }
                auto* m = body->if_contains("matchers");
-               auto matchers =
-                   alerting::ParseMatchers(m ? json::serialize(*m) : std::string("null"));
+               auto matchers = alerting::ParseMatchers(m ? JsonText(*m) : std::string("null"));
                if (!matchers.ok()) return ErrorResponse(matchers.error());
                auto comment = GetString(*body, "comment", std::string());
                if (!comment.ok()) return ErrorResponse(comment.error());

@@ -2,6 +2,7 @@
 // /api/v1/jobs/{id} (cancel).
 
 #include "api/json_util.h"
+#include "common/json_text.h"
 #include "model/json.h"
 
 namespace json = boost::json;
@@ -165,7 +166,7 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
                if (!cancelled.ok()) return ErrorResponse(cancelled.error());
                Response r = ObjectResponse(200, JobJson(cancelled.value()));
                r.audit_target = "job/" + std::to_string(job->id);
-               r.audit_before = json::serialize(before);
+               r.audit_before = JsonText(before);
                r.audit_after = r.body;
                return r;
              });

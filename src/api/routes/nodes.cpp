@@ -1,6 +1,7 @@
 // Nodes, their GPUs and events, and the operator actions cordon, uncordon and drain.
 
 #include "api/json_util.h"
+#include "common/json_text.h"
 #include "model/json.h"
 
 namespace json = boost::json;
@@ -31,8 +32,8 @@ Response Action(ApiContext& ctx, const Request& req, const Principal& who, NodeA
   Response r =
       after.ok() ? ObjectResponse(200, ToJson(after.value(), true)) : ErrorResponse(after.error());
   r.audit_target = "node/" + name;
-  r.audit_before = json::serialize(json::object{{"state", ToString(before->state)}});
-  if (after.ok()) r.audit_after = json::serialize(json::object{{"state", ToString(after->state)}});
+  r.audit_before = JsonText(json::object{{"state", ToString(before->state)}});
+  if (after.ok()) r.audit_after = JsonText(json::object{{"state", ToString(after->state)}});
   return r;
 }
 

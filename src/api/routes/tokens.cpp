@@ -3,6 +3,7 @@
 
 #include "api/json_util.h"
 #include "common/crypto.h"
+#include "common/json_text.h"
 #include "model/json.h"
 
 namespace json = boost::json;
@@ -103,7 +104,7 @@ void AddTokenRoutes(Router& router, ApiContext& ctx) {
           return with;
         }());
         r.audit_target = "join-token/" + issued->token.id;
-        r.audit_after = json::serialize(o);
+        r.audit_after = JsonText(o);
         return r;
       });
 
@@ -147,7 +148,7 @@ void AddTokenRoutes(Router& router, ApiContext& ctx) {
                with["token"] = secret;
                Response r = ObjectResponse(201, with);
                r.audit_target = "api-token/" + token->id;
-               r.audit_after = json::serialize(o);
+               r.audit_after = JsonText(o);
                return r;
              });
 

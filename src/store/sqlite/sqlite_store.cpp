@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 #include <mutex>
 
+#include "common/json_text.h"
 #include "common/strings.h"
 #include "model/json.h"
 #include "store/migrations/migrations.h"
@@ -54,8 +55,8 @@ class SqliteStore : public Store {
     try {
       soci::transaction tx(sql_);
       for (const auto& c : clusters) {
-        std::string type(ToString(c.type)), labels = json::serialize(ToJson(c.labels));
-        std::string remediation = json::serialize(ToJson(c.remediation));
+        std::string type(ToString(c.type)), labels = JsonText(ToJson(c.labels));
+        std::string remediation = JsonText(ToJson(c.remediation));
         long long created = c.created_ms, updated = c.updated_ms;
         sql_ << "INSERT INTO clusters (name, type, site, labels, remediation, created_ms, "
                 "updated_ms) VALUES (:n, :t, :s, :l, :r, :c, :u) ON CONFLICT (name) DO UPDATE "
@@ -65,8 +66,7 @@ class SqliteStore : public Store {
             soci::use(remediation), soci::use(created), soci::use(updated);
       }
       for (const auto& p : pools) {
-        std::string labels = json::serialize(ToJson(p.labels)),
-                    exporters = json::serialize(ToJson(p.exporters));
+        std::string labels = JsonText(ToJson(p.labels)), exporters = JsonText(ToJson(p.exporters));
         long long gpn = p.gpus_per_node, size = p.size, created = p.created_ms,
                   updated = p.updated_ms, interval = p.scrape_interval_ms;
         sql_ << "INSERT INTO pools (name, cluster, gpu_model, gpus_per_node, size, labels, "
@@ -151,7 +151,7 @@ class SqliteStore : public Store {
     try {
       soci::transaction tx(sql_);
       std::string state(ToString(n.state)), resume(ToString(n.resume_state));
-      std::string facts = json::serialize(ToJson(n.facts));
+      std::string facts = JsonText(ToJson(n.facts));
       long long simulated = n.simulated ? 1 : 0, registered = n.registered_ms,
                 seen = n.last_seen_ms, since = n.state_since_ms;
       sql_ << "INSERT INTO nodes (name, cluster, pool, state, resume_state, reason, facts, "
