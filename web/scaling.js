@@ -48,8 +48,10 @@ export function mount(el, params) {
         <div class="row"><h3 style="margin:0">${esc(s.pool)}</h3><span class="muted" id="scaling-summary"></span><span class="spacer"></span>
           <label>Window <select id="scaling-window">${WINDOWS.map((w) => `<option${w === '6h' ? ' selected' : ''}>${w}</option>`).join('')}</select></label></div>
         <div class="totals" id="scaling-stats" style="margin:10px 0 0"></div>
+        <p id="scaling-keep" style="margin:8px 0 0" hidden></p>
         <div class="row operator-only" id="scale-form" ${can('operator') ? '' : 'hidden'} style="margin-top:8px">
           <label>Scale to <input type="number" id="scale-target" min="0" style="width:6em"> nodes</label>
+          <label title="the autoscaler keeps at least (up) or at most (down) this many nodes for this long">and keep it <select id="scale-keep"><option value="">no</option><option>1h</option><option>4h</option><option>1d</option></select></label>
           <button class="primary" type="button" id="scale-go">Scale</button><span class="error" id="scale-error"></span></div>
       </div>
       <div class="panel"><div id="scaling-charts" class="charts"></div></div>
@@ -73,13 +75,17 @@ export function mount(el, params) {
       stat('Forecast MAPE', pct(f.mape), `model ${f.model}; bias ${f.bias === null ? '–' : (f.bias * 100).toFixed(1) + '%'}; ${f.scored} forecasts scored`),
       stat('Decision', esc(s.decision.reason) + (s.decision.delta ? ` ${s.decision.delta > 0 ? '+' : ''}${s.decision.delta}` : ''), fmtTime(s.decided_at)),
     ].join('') + (s.last_error ? `<p class="error">Last actuator error: ${esc(s.last_error)}</p>` : '');
+    const keep = $('scaling-keep');
+    keep.hidden = !s.keep;
+    keep.textContent = s.keep ? `Kept by ${s.keep.by}: at ${s.keep.min_nodes !== null ? `least ${s.keep.min_nodes}` : `most ${s.keep.max_nodes}`} nodes until ${fmtTime(s.keep.until)} (a manual scale; the autoscaler decides within it)` : '';
   }
 
   async function scaleNow() {
     const target = Number($('scale-target').value);
+    const keep = $('scale-keep').value;
     $('scale-error').textContent = '';
     try {
-      await api(`/api/v1/pools/${encodeURIComponent(pool)}/scale`, { method: 'POST', body: { target } });
+      await api(`/api/v1/pools/${encodeURIComponent(pool)}/scale`, { method: 'POST', body: keep ? { target, keep } : { target } });
       await load();
     } catch (e) { $('scale-error').textContent = e.message; }
   }

@@ -70,13 +70,17 @@ void AddScalingCommands(CLI::App& app, Globals& g) {
         pools->add_subcommand("scale", "Scale a pool now (its scaling policy's actuator)");
     static std::string pool;
     static int to = -1;
-    static std::string by;
+    static std::string by, keep;
     scale->add_option("pool", pool, "pool name")->required();
     auto* t = scale->add_option("--to", to, "nodes wanted");
     auto* b = scale->add_option("--by", by, "nodes to add (+N) or remove (-N)");
     t->excludes(b);
+    scale->add_option("--keep", keep,
+                      "the autoscaler keeps at least (up) or at most (down) this many nodes for "
+                      "this long, e.g. 2h (default: it goes on deciding at once)");
     scale->callback([&g] {
       json::object body;
+      if (!keep.empty()) body["keep"] = keep;
       if (!by.empty()) {
         char* end = nullptr;
         long v = std::strtol(by.c_str(), &end, 10);
@@ -102,6 +106,9 @@ void AddScalingCommands(CLI::App& app, Globals& g) {
         std::printf("pool %s: %s %s -> %s nodes%s\n", Str(e.at("pool")).c_str(),
                     Str(e.at("kind")).c_str(), Str(e.at("from")).c_str(), Str(e.at("to")).c_str(),
                     names.empty() ? "" : (":" + names).c_str());
+        if (!keep.empty()) {
+          std::printf("kept for %s (gpufleet scaling show %s)\n", keep.c_str(), pool.c_str());
+        }
       });
     });
   }
@@ -135,6 +142,12 @@ void AddScalingCommands(CLI::App& app, Globals& g) {
                   Mape(v->at("forecast")).c_str(),
                   Num(v->at("forecast").at("bias"), "%+.3f").c_str(),
                   Str(v->at("forecast").at("scored")).c_str());
+      if (const auto& k = v->at("keep"); k.is_object()) {
+        bool floor = !k.at("min_nodes").is_null();
+        std::printf("Kept:     at %s %s nodes until %s (manual, by %s)\n", floor ? "least" : "most",
+                    Str(k.at(floor ? "min_nodes" : "max_nodes")).c_str(),
+                    Str(k.at("until")).c_str(), Str(k.at("by")).c_str());
+      }
       if (auto e =
               Call(g, "GET", "/api/v1/pools/" + UrlEncode(pool) + "/scaling/events?limit=10")) {
         std::printf("\nRecent events:\n");

@@ -18,6 +18,7 @@ namespace {
 namespace json = boost::json;
 
 constexpr const char* kAutoscaler = "autoscaler";
+constexpr int64_t kMaxKeepMs = 30 * 86'400'000LL;
 
 std::string SampleDoc(const Sample& s) {
   return JsonText(json::object{{"ready", s.ready},
@@ -101,11 +102,23 @@ Status ScalingService::Load() {
     if (!st.history.empty()) st.now = st.history.back();
     auto events = store_.ListScaleEvents(r.pool, 50);
     if (events.ok()) {
+      bool keep_seen = false;  // the newest manual action or keep event decides the keep
       for (const auto& e : events.value()) {
         try {
-          auto kind = json::parse(e.doc).as_object().at("kind").as_string();
+          auto o = json::parse(e.doc).as_object();
+          auto kind = o.at("kind").as_string();
           if (kind == "scale_up" && !st.last_up_ms) st.last_up_ms = e.time_ms;
           if (kind == "scale_down" && !st.last_down_ms) st.last_down_ms = e.time_ms;
+          // A person's manual scale (the autoscaler's own "manual" reason is a keep at work).
+          bool manual = o.at("reason").as_string() == "manual" && o.at("actor") != kAutoscaler;
+          if (keep_seen || (!manual && kind != "keep" && kind != "keep_end")) continue;
+          keep_seen = true;
+          if (kind == "keep" && o.at("keep_until_ms").to_number<int64_t>() > now) {
+            st.keep.min_nodes = static_cast<int>(o.at("keep_min").to_number<int64_t>());
+            st.keep.max_nodes = static_cast<int>(o.at("keep_max").to_number<int64_t>());
+            st.keep.until_ms = o.at("keep_until_ms").to_number<int64_t>();
+            st.keep.actor = std::string(o.at("actor").as_string());
+          }
         } catch (const std::exception&) {
         }
       }
@@ -291,6 +304,7 @@ PoolStatus ScalingService::StatusLocked(const std::string& name, const PoolState
   s.forecast = st.tracker->forecaster().stats();
   s.forecast_steps = st.tracker->forecaster().observed();
   s.last_error = st.last_error;
+  s.keep = st.keep;
   return s;
 }
 
@@ -356,7 +370,7 @@ std::string ScalingService::RecordEvent(const std::string& pool, const std::stri
                                         int from, int to, const std::string& reason,
                                         const std::string& detail,
                                         const std::vector<std::string>& nodes,
-                                        const std::string& actor) {
+                                        const std::string& actor, const ManualKeep* keep) {
   int64_t now = clock_->NowMs();
   json::array names;
   for (const auto& n : nodes) names.emplace_back(n);
@@ -364,6 +378,11 @@ std::string ScalingService::RecordEvent(const std::string& pool, const std::stri
                  {"delta", delta},   {"from", from},     {"to", to},
                  {"reason", reason}, {"detail", detail}, {"nodes", std::move(names)},
                  {"actor", actor}};
+  if (keep) {
+    o["keep_min"] = keep->min_nodes;
+    o["keep_max"] = keep->max_nodes;
+    o["keep_until_ms"] = keep->until_ms;
+  }
   std::string doc = JsonText(o);
   auto id = store_.AppendScaleEvent({0, now, pool, doc});
   if (!id.ok()) {
@@ -371,7 +390,7 @@ std::string ScalingService::RecordEvent(const std::string& pool, const std::stri
   } else {
     o["id"] = id.value();
   }
-  bool action = kind != "policy" && kind != "hold";
+  bool action = kind != "policy" && kind != "hold" && kind != "keep_end";
   if (kind != "policy") {
     spdlog::info("scaling {}: {} {:+d} ({}): {}", pool, kind, delta, reason, detail);
   }
@@ -479,8 +498,28 @@ void ScalingService::DecideLocked(PoolState& st, const Pool& pool, const Counts&
   // against max_nodes.
   sched::ScalePolicy bounded = policy;
   bounded.max_nodes = std::max(0, policy.max_nodes - c.other);
-  bounded.min_nodes = std::min(policy.min_nodes, bounded.max_nodes);
+  bounded.min_nodes = std::min(bounded.min_nodes, bounded.max_nodes);
+  const sched::ScalePolicy unkept = bounded;
+  std::string kept;  // the detail's note of a manual keep
+  if (st.keep.until_ms && now >= st.keep.until_ms) {
+    int have = c.ready + c.provisioning;
+    RecordEvent(pool.name, "keep_end", 0, have, have, "manual",
+                "the manual target set by " + st.keep.actor + " is no longer kept", {},
+                kAutoscaler);
+    st.keep = ManualKeep{};
+  }
+  if (st.keep.until_ms) {
+    if (st.keep.max_nodes >= 0) bounded.max_nodes = std::min(bounded.max_nodes, st.keep.max_nodes);
+    if (st.keep.min_nodes >= 0) bounded.min_nodes = std::max(bounded.min_nodes, st.keep.min_nodes);
+    kept = std::string("; kept at ") + (st.keep.min_nodes >= 0 ? "least " : "most ") +
+           std::to_string(std::max(st.keep.min_nodes, st.keep.max_nodes)) + " by " + st.keep.actor +
+           " until " + FormatTime(st.keep.until_ms);
+  }
+  bounded.min_nodes = std::min(bounded.min_nodes, bounded.max_nodes);
   sched::ScaleDecision decision = sched::Decide(bounded, in);
+  if (st.keep.until_ms && sched::Decide(unkept, in).target != decision.target) {
+    decision.reason = "manual";  // the keep made the difference
+  }
   st.decision = decision;
 
   Sample s;
@@ -518,10 +557,10 @@ void ScalingService::DecideLocked(PoolState& st, const Pool& pool, const Counts&
                                                                    : "no forecast yet");
   std::snprintf(detail, sizeof detail,
                 "demand %d GPUs (%d running, %d queued in %d jobs); %s; %d ready + %d starting "
-                "nodes of %d GPUs; wants %d (bounds %d..%d)",
+                "nodes of %d GPUs; wants %d (bounds %d..%d)%s",
                 static_cast<int>(d), demand.running_gpus, demand.queued_gpus, demand.queued_jobs,
                 forecast.c_str(), c.ready, c.provisioning, in.gpus_per_node, decision.target,
-                policy.MinimumAt(in.now_s), bounded.max_nodes);
+                bounded.MinimumAt(in.now_s), bounded.max_nodes, kept.c_str());
   int have = c.ready + c.provisioning;
   std::string event;
   if (decision.delta != 0 && st.scaling.enabled) {
@@ -605,6 +644,9 @@ Result<std::string> ScalingService::Scale(const std::string& pool_name, const Sc
   if (r.target.has_value() == r.delta.has_value()) {
     return MakeError(ErrorCode::kInvalidArgument, "give a target or a delta, not both");
   }
+  if (r.keep_ms < 0 || r.keep_ms > kMaxKeepMs) {
+    return MakeError(ErrorCode::kInvalidArgument, "'keep' must be a duration of at most 30d");
+  }
   auto pool = fleet_.FindPool(pool_name);
   if (!pool.ok()) return pool.error();
   std::lock_guard lock(mu_);
@@ -650,6 +692,16 @@ Result<std::string> ScalingService::Scale(const std::string& pool_name, const Sc
                         {}, actor);
   }
   st.held.clear();
+  st.keep = ManualKeep{};  // the newest manual action replaces a keep
+  if (r.keep_ms > 0) {
+    st.keep.until_ms = now + r.keep_ms;
+    st.keep.actor = actor;
+    (target < have ? st.keep.max_nodes : st.keep.min_nodes) = target;
+    RecordEvent(pool_name, "keep", 0, have, target, "manual",
+                std::string("keeps at ") + (target < have ? "most " : "least ") +
+                    std::to_string(target) + " nodes until " + FormatTime(st.keep.until_ms),
+                {}, actor, &st.keep);
+  }
   return event;
 }
 

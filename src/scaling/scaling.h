@@ -73,8 +73,17 @@ struct Sample {
   double oldest_wait_s = 0;   // the longest-waiting queued job's wait so far
 };
 
+// A manual scale kept for a while: the autoscaler keeps at least (after a scale-up) or at most
+// (after a scale-down) the manual target until `until_ms`.
+struct ManualKeep {
+  int min_nodes = -1, max_nodes = -1;  // < 0: no such bound
+  int64_t until_ms = 0;                // 0: none
+  std::string actor;
+};
+
 struct PoolStatus {
   sched::PoolScaling scaling;
+  ManualKeep keep;
   int gpus_per_node = 8;
   Sample now;                     // the last decision's, with the node counts as they are now
   sched::ScaleDecision decision;  // the last one
@@ -87,6 +96,7 @@ struct PoolStatus {
 struct ScaleRequest {
   std::optional<int> target;  // nodes wanted
   std::optional<int> delta;   // or nodes to add (> 0) or remove (< 0)
+  int64_t keep_ms = 0;        // > 0: the autoscaler keeps the target this long (ManualKeep)
 };
 
 class ScalingService {
@@ -115,7 +125,9 @@ class ScalingService {
   std::vector<PoolStatus> Pools() const;
   Result<PoolStatus> Get(const std::string& pool) const;
   // Manual scaling, within the policy's bounds; scale-down takes idle nodes only (a busy pool
-  // shrinks by what is idle, and the event says so). Returns the event.
+  // shrinks by what is idle, and the event says so). Without keep_ms the autoscaler goes on
+  // deciding (a surplus goes once idle); with it, the target is a floor (up) or a ceiling
+  // (down) until then. A later manual scale replaces the keep. Returns the event.
   Result<std::string> Scale(const std::string& pool, const ScaleRequest& request,
                             const std::string& actor);
   Result<std::vector<ScaleEventRecord>> Events(const std::string& pool, int limit) const;
@@ -135,6 +147,7 @@ class ScalingService {
     int64_t last_up_ms = 0, last_down_ms = 0;
     std::string held;  // the last recorded "held back" decision (reason/target): not repeated
     std::string last_error;
+    ManualKeep keep;
   };
   struct Work {
     bool provision = true;
@@ -163,7 +176,8 @@ class ScalingService {
                const std::string& actor);
   std::string RecordEvent(const std::string& pool, const std::string& kind, int delta, int from,
                           int to, const std::string& reason, const std::string& detail,
-                          const std::vector<std::string>& nodes, const std::string& actor);
+                          const std::vector<std::string>& nodes, const std::string& actor,
+                          const ManualKeep* keep = nullptr);
   Actuator* ActuatorFor(const sched::ActuatorSpec& spec);
   void NewTracker(PoolState& st) const;
   void Worker();

@@ -279,9 +279,11 @@ test('the scaling page shows the autoscaled pool with charts and events; an oper
   // The fleet file set the policy: that is the first event.
   await page.waitForSelector('#scaling-events tr[data-kind="policy"]');
 
-  // An operator asks for 9 nodes: a node is recorded as starting (the sim actuator starts it
-  // after the 5-minute lead time) and the event names it.
+  // An operator asks for 9 nodes, kept for 4 hours: a node is recorded as starting (the sim
+  // actuator starts it after the 5-minute lead time), the event names it, and the page says
+  // what is kept.
   await page.fill('#scale-target', '9');
+  await page.selectOption('#scale-keep', '4h');
   await page.click('#scale-go');
   await page.waitForSelector('#scaling-events tr[data-kind="scale_up"]');
   const event = await page.textContent('#scaling-events tr[data-kind="scale_up"]');
@@ -290,6 +292,9 @@ test('the scaling page shows the autoscaled pool with charts and events; an oper
   assert.equal(await page.textContent('[data-stat="Starting"] b'), '1');
   const node = await call(fleet.base, fleet.token, 'GET', '/api/v1/nodes/h200-sxm-0008');
   assert.equal(node.body.state, 'provisioning');
+  await page.waitForSelector('#scaling-events tr[data-kind="keep"]');
+  assert.match(await page.textContent('#scaling-keep'), /^Kept by bootstrap-admin: at least 9 nodes until /);
+  assert.equal((await call(fleet.base, fleet.token, 'GET', '/api/v1/pools/h200-sxm/scaling')).body.keep.min_nodes, 9);
   // Outside the policy's bounds: the error is shown and nothing changes.
   await page.fill('#scale-target', '40');
   await page.click('#scale-go');

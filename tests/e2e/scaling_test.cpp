@@ -111,9 +111,21 @@ TEST_F(Scaling, JobsBeyondCapacityGrowASimPoolAndIdleNodesShrinkItBack) {
   }
 
   // Manual scaling: within bounds, from the CLI; bad input changes nothing.
-  auto up = Cli({"pools", "scale", "b200", "--by", "+1"});
+  auto up = Cli({"pools", "scale", "b200", "--by", "+1", "--keep", "1h"});
   ASSERT_EQ(up.exit_code, 0) << up.err;
   EXPECT_NE(up.out.find("scale_up 1 -> 2 nodes"), std::string::npos) << up.out;
+  EXPECT_NE(up.out.find("kept for 1h"), std::string::npos) << up.out;
+  auto kept = controller_->Call("GET", "/api/v1/pools/b200/scaling").second;
+  EXPECT_EQ(kept.at("keep").at("min_nodes"), 2) << kept;
+  EXPECT_TRUE(kept.at("keep").at("max_nodes").is_null()) << kept;
+  EXPECT_EQ(kept.at("keep").at("by"), "bootstrap-admin") << kept;
+  auto show = Cli({"scaling", "show", "b200"});
+  EXPECT_NE(show.out.find("Kept:     at least 2 nodes until "), std::string::npos) << show.out;
+  auto bad_keep =
+      controller_->Call("POST", "/api/v1/pools/b200/scale", R"({"target": 2, "keep": "soon"})");
+  EXPECT_EQ(bad_keep.first, 400);
+  EXPECT_EQ(bad_keep.second.at("error").at("message"),
+            "'keep' must be a duration such as 30m or 2h");
   auto bad = Cli({"pools", "scale", "b200", "--to", "9"});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("target 9 is outside the policy's bounds 1..5"), std::string::npos)

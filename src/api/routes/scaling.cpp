@@ -53,7 +53,16 @@ json::object StatusJson(const scaling::PoolStatus& s, const std::string& cluster
       {"decided_at", Time(n.time_ms)},
       {"last_scale_up_at", Time(s.last_up_ms)},
       {"last_scale_down_at", Time(s.last_down_ms)},
-      {"last_error", s.last_error}};
+      {"last_error", s.last_error},
+      {"keep", s.keep.until_ms
+                   ? json::value(json::object{
+                         {"min_nodes", s.keep.min_nodes >= 0 ? json::value(s.keep.min_nodes)
+                                                             : json::value(nullptr)},
+                         {"max_nodes", s.keep.max_nodes >= 0 ? json::value(s.keep.max_nodes)
+                                                             : json::value(nullptr)},
+                         {"until", FormatTime(s.keep.until_ms)},
+                         {"by", s.keep.actor}})
+                   : json::value(nullptr)}};
 }
 
 // The pool (404 when it does not exist or is outside the token's clusters) and its cluster.
@@ -154,7 +163,7 @@ void AddScalingRoutes(Router& router, ApiContext& ctx) {
         if (!pool.ok()) return ErrorResponse(pool.error());
         auto body = ParseObject(req.body);
         if (!body.ok()) return ErrorResponse(body.error());
-        if (auto s = OnlyFields(*body, {"target", "delta"}); !s.ok()) {
+        if (auto s = OnlyFields(*body, {"target", "delta", "keep"}); !s.ok()) {
           return ErrorResponse(s.error());
         }
         scaling::ScaleRequest sr;
@@ -172,6 +181,15 @@ void AddScalingRoutes(Router& router, ApiContext& ctx) {
         if (sr.target.has_value() == sr.delta.has_value()) {
           return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
                                          "give 'target' (nodes) or 'delta' (+/- nodes)"));
+        }
+        auto keep = GetString(*body, "keep", std::string());
+        if (!keep.ok()) return ErrorResponse(keep.error());
+        if (!keep->empty()) {
+          sr.keep_ms = ParseDurationMs(keep.value());
+          if (sr.keep_ms <= 0) {
+            return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                           "'keep' must be a duration such as 30m or 2h"));
+          }
         }
         auto event = ctx.scaling->Scale(pool->name, sr, who.name);
         if (!event.ok()) return ErrorResponse(event.error());

@@ -304,6 +304,62 @@ TEST_F(ScalingTest, ManualScaleWithinBoundsAndOnlyIdleNodesDown) {
   ASSERT_TRUE(WaitFor([&] { return Ready() == 2 && States()["retired"] == 1; }));
 }
 
+// A manual scale with keep_ms: up, the target is a floor the autoscaler keeps (idle nodes stay);
+// down, a ceiling (queued jobs do not grow the pool); it survives a restart, ends on time with
+// an event, and a later manual scale replaces it.
+TEST_F(ScalingTest, AKeptManualScaleIsAFloorOrACeilingUntilItEnds) {
+  ScaleRequest up{3, std::nullopt, 10 * 60'000};
+  auto made = scaling_->Scale("h100", up, "ops");
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 3; }));
+  auto keep = LastEvent();
+  EXPECT_EQ(keep.at("kind"), "keep") << keep;
+  EXPECT_EQ(keep.at("keep_min"), 3);
+  EXPECT_EQ(keep.at("actor"), "ops");
+  EXPECT_EQ(scaling_->Get("h100")->keep.min_nodes, 3);
+  EXPECT_EQ(scaling_->Scale("h100", {3, std::nullopt, 31 * 86'400'000LL}, "ops").error().message,
+            "'keep' must be a duration of at most 30d");
+  for (int i = 0; i < 12; ++i) Decide();  // 2 minutes, all 3 nodes idle (idle_before_remove 60s)
+  EXPECT_EQ(Ready(), 3) << "kept: the idle nodes stay";
+  EXPECT_EQ(scaling_->Get("h100")->decision.reason, "manual");
+  EXPECT_EQ(scaling_->Get("h100")->decision.target, 3);
+
+  Shut();
+  Start();
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 3; }));
+  EXPECT_EQ(scaling_->Get("h100")->keep.min_nodes, 3) << "the keep survives a restart";
+  EXPECT_EQ(scaling_->Get("h100")->keep.actor, "ops");
+  for (int i = 0; i < 50; ++i) Decide();  // past the 10 minutes
+  EXPECT_FALSE(scaling_->Get("h100")->keep.until_ms);
+  auto events = scaling_->Events("h100", 50);
+  ASSERT_TRUE(events.ok());
+  bool ended = false;
+  for (const auto& e : events.value()) {
+    ended = ended || json::parse(e.doc).at("kind") == "keep_end";
+  }
+  EXPECT_TRUE(ended);
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 1; })) << "then the idle surplus goes";
+
+  // Down, kept: a ceiling. Two 8-GPU jobs on a pool kept at 1 node: one waits, nothing grows.
+  ASSERT_TRUE(scaling_->Scale("h100", {2, std::nullopt}, "ops").ok());
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 2; }));
+  ASSERT_TRUE(scaling_->Scale("h100", {1, std::nullopt, 3'600'000}, "ops").ok());
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 1; }));
+  EXPECT_EQ(scaling_->Get("h100")->keep.max_nodes, 1);
+  Submit(8);
+  auto waiting = Submit(8);
+  Decide();
+  EXPECT_EQ(scaling_->Get("h100")->decision.reason, "manual");
+  EXPECT_EQ(scaling_->Get("h100")->decision.delta, 0);
+  EXPECT_EQ(jobs_->Get(waiting.id)->state, workload::JobState::kQueued);
+  // A manual scale without keep replaces it: the queue grows the pool again.
+  ASSERT_TRUE(scaling_->Scale("h100", {std::nullopt, 0}, "ops").ok());
+  EXPECT_FALSE(scaling_->Get("h100")->keep.until_ms);
+  Decide();
+  EXPECT_EQ(LastEvent().at("reason"), "queue");
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 2; }));
+}
+
 TEST_F(ScalingTest, AWholeNodeJobWaitingOnFragmentedGpusGetsANode) {
   ASSERT_TRUE(scaling_->Scale("h100", {2, std::nullopt}, "ops").ok());
   ASSERT_TRUE(WaitFor([&] { return Ready() == 2; }));
