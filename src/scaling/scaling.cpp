@@ -100,9 +100,10 @@ Status ScalingService::Load() {
     }
     NewTracker(st);
     if (!st.history.empty()) st.now = st.history.back();
-    auto events = store_.ListScaleEvents(r.pool, 50);
+    auto events = store_.ListScaleEvents(r.pool, 500);
     if (events.ok()) {
-      bool keep_seen = false;  // the newest manual action or keep event decides the keep
+      // The newest manual action or keep event (among the last 500 events) decides the keep.
+      bool keep_seen = false;
       for (const auto& e : events.value()) {
         try {
           auto o = json::parse(e.doc).as_object();
