@@ -74,11 +74,12 @@ struct ApiServer::Impl {
   proto::AgentHandler& agents;
   HttpMetrics http_metrics;
   BufferPool buffers;
+  // Before the connections, so that it is destroyed after them: their timers need it.
+  asio::io_context io;
   std::mutex conns_mu;
   std::map<std::string, std::shared_ptr<AgentConn>> conns;  // node -> live connection; conns_mu
   ApiContext ctx;
   Router router;
-  asio::io_context io;
   std::optional<tcp::acceptor> acceptor;
   std::vector<std::thread> threads;
   EventHub hub;
@@ -568,6 +569,9 @@ void ApiServer::Stop() {
     if (t.joinable()) t.join();
   }
   impl_->threads.clear();
+  // The agents still connected: their timers go while the io_context is there.
+  std::lock_guard lock(impl_->conns_mu);
+  impl_->conns.clear();
 }
 
 }  // namespace gpufleet::api

@@ -85,16 +85,22 @@ export async function startFleet(file, { healthInterval = '1s' } = {}) {
       return r.status === 200 && r.body.items.reduce((n, c) => n + c.nodes_ready, 0) === want;
     }, Math.max(180000, want * 200)); // a sanitizer build of 1,250 agents on a busy machine is slow
   };
+  // SIGTERM: `gpufleet up` stops cleanly and exits 0. Anything else (a sanitizer's report on
+  // the way out, a crash) fails the test that stopped it.
   fleet.stop = async () => {
     if (!fleet.proc || fleet.proc.exitCode !== null) return;
     fleet.proc.kill('SIGTERM');
     const timer = setTimeout(() => fleet.proc.kill('SIGKILL'), 20000);
-    await fleet.exited;
+    const code = await fleet.exited;
     clearTimeout(timer);
+    if (code !== 0) throw new Error(`gpufleet up exited with ${code} on SIGTERM; see ${OUT}`);
   };
   fleet.cleanup = async () => {
-    await fleet.stop();
-    fs.rmSync(dir, { recursive: true, force: true });
+    try {
+      await fleet.stop();
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   };
   try {
     await fleet.start();

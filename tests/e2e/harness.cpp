@@ -170,8 +170,16 @@ void ControllerProcess::Start() {
 void ControllerProcess::Stop() {
   if (!process_) return;
   process_->Signal(SIGTERM);
-  if (process_->Wait(10000) < 0) throw std::runtime_error("controller did not stop on SIGTERM");
+  int code = process_->Wait(10000);
+  if (code < 0) throw std::runtime_error("controller did not stop on SIGTERM");
   process_.reset();
+  // A clean stop exits 0; a sanitizer's report on the way out, or a crash, fails the test.
+  if (code != 0) {
+    std::string log = ReadFile(data_dir_ + "/controller-" + std::to_string(starts_) + ".log");
+    throw std::runtime_error("controller exited with " + std::to_string(code) +
+                             " on SIGTERM; its log ends:\n" +
+                             log.substr(log.size() > 4000 ? log.size() - 4000 : 0));
+  }
 }
 
 std::pair<int, boost::json::value> ControllerProcess::Call(const std::string& method,

@@ -77,7 +77,7 @@ class ControllerProcess {
  public:
   explicit ControllerProcess(std::string data_dir, std::vector<std::string> extra = {});
   void Start();
-  void Stop();  // SIGTERM and wait
+  void Stop();  // SIGTERM and wait; throws unless it exits 0
   const std::string& address() const { return address_; }
   const std::string& data_dir() const { return data_dir_; }
   const std::string& admin_token() const { return admin_token_; }
