@@ -13,6 +13,10 @@ Response ListResponse(boost::json::array all, const Page& page) {
   for (size_t i = page.offset; i < total && items.size() < page.limit; ++i) {
     items.push_back(std::move(all[i]));
   }
+  return PageResponse(std::move(items), total, page);
+}
+
+Response PageResponse(boost::json::array items, size_t total, const Page& page) {
   return JsonResponse(200, JsonText(boost::json::object{{"items", std::move(items)},
                                                         {"total", total},
                                                         {"limit", page.limit},

@@ -10,6 +10,8 @@ namespace gpufleet::api {
 
 // {"items": [...page...], "total": N, "limit": L, "offset": O}
 Response ListResponse(boost::json::array all, const Page& page);
+// The same reply when the caller built only the page's items, of `total`.
+Response PageResponse(boost::json::array items, size_t total, const Page& page);
 Response ObjectResponse(int status, const boost::json::object& o);
 // 503 "alerting is not running": for routes that need ctx.alerts.
 Response AlertingUnavailable();

@@ -83,6 +83,12 @@ TEST_F(Jobs, PlacedOnReadyGpusQueuedReleasedCancelledAndRequeuedWhenTheNodeFails
   EXPECT_GT(Job(4).at("gpu_hours").to_number<double>(), 0);
   EXPECT_GT(Job(4).at("wait_s").to_number<double>(), 0);
   EXPECT_EQ(controller_->Call("DELETE", "/api/v1/jobs/4").first, 409);
+  // A page of the list, newest first, with the total.
+  auto page = controller_->Call("GET", "/api/v1/jobs?limit=2&offset=1").second;
+  EXPECT_EQ(page.at("total"), 4) << page;
+  ASSERT_EQ(page.at("items").as_array().size(), 2u) << page;
+  EXPECT_EQ(page.at("items").at(0).at("id"), 3) << page;
+  EXPECT_EQ(page.at("items").at(1).at("id"), 2) << page;
 
   // The 8-GPU job's node fails: the job goes back to the queue and says why.
   ASSERT_EQ(

@@ -143,9 +143,13 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
                f.pool = req.Param("pool");
                f.cluster = req.Param("cluster");
                f.clusters = who.clusters;
+               // Only the page's jobs become JSON: the list may hold a week of ended jobs.
+               auto all = ctx.jobs->List(f);
                json::array items;
-               for (const auto& j : ctx.jobs->List(f)) items.push_back(JobJson(j));
-               return ListResponse(std::move(items), page.value());
+               for (size_t i = page->offset; i < all.size() && items.size() < page->limit; ++i) {
+                 items.push_back(JobJson(all[i]));
+               }
+               return PageResponse(std::move(items), all.size(), page.value());
              });
 
   router.Add("GET", "/api/v1/jobs/{id}", Role::kViewer,
