@@ -569,9 +569,6 @@ void ApiServer::Stop() {
     if (t.joinable()) t.join();
   }
   impl_->threads.clear();
-  // The agents still connected: their timers go while the io_context is there.
-  std::lock_guard lock(impl_->conns_mu);
-  impl_->conns.clear();
 }
 
 }  // namespace gpufleet::api

@@ -92,14 +92,6 @@ class Fields {
   std::string prefix_;
 };
 
-// 1 as 1, not 1E0 (how a double prints).
-json::value Number(double v) {
-  if (std::fabs(v - std::round(v)) < 1e-12 && std::fabs(v) < 1e15) {
-    return static_cast<int64_t>(std::llround(v));
-  }
-  return v;
-}
-
 }  // namespace
 
 std::string FormatSeconds(double s) {
@@ -230,14 +222,14 @@ std::string PoolScalingJson(const PoolScaling& s) {
                  {"enabled", s.enabled},
                  {"min_nodes", p.min_nodes},
                  {"max_nodes", p.max_nodes},
-                 {"target_share", Number(p.target_share)},
+                 {"target_share", p.target_share},
                  {"step_up", p.step_up},
                  {"step_down", p.step_down},
                  {"up_cooldown", FormatSeconds(p.up_cooldown_s)},
                  {"down_cooldown", FormatSeconds(p.down_cooldown_s)},
                  {"lead_time", FormatSeconds(p.lead_time_s)},
                  {"idle_before_remove", FormatSeconds(p.idle_before_remove_s)},
-                 {"forecast_margin", Number(p.forecast_margin)},
+                 {"forecast_margin", p.forecast_margin},
                  {"interval", FormatSeconds(p.interval_s)},
                  {"schedule", std::move(schedule)},
                  {"actuator", std::move(actuator)},

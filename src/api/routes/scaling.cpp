@@ -21,6 +21,16 @@ int64_t Whole(double v) { return static_cast<int64_t>(std::llround(v)); }
 
 json::value Time(int64_t ms) { return ms ? json::value(FormatTime(ms)) : json::value(nullptr); }
 
+// A kept manual scale: its one bound (the other null), until when and by whom; null when none.
+json::value KeepJson(const scaling::ManualKeep& k) {
+  if (!k.until_ms) return nullptr;
+  auto bound = [](int n) { return n >= 0 ? json::value(n) : json::value(nullptr); };
+  return json::object{{"min_nodes", bound(k.min_nodes)},
+                      {"max_nodes", bound(k.max_nodes)},
+                      {"until", FormatTime(k.until_ms)},
+                      {"by", k.actor}};
+}
+
 json::object StatusJson(const scaling::PoolStatus& s, const std::string& cluster) {
   const auto& f = s.forecast;
   const auto& n = s.now;
@@ -54,15 +64,7 @@ json::object StatusJson(const scaling::PoolStatus& s, const std::string& cluster
       {"last_scale_up_at", Time(s.last_up_ms)},
       {"last_scale_down_at", Time(s.last_down_ms)},
       {"last_error", s.last_error},
-      {"keep", s.keep.until_ms
-                   ? json::value(json::object{
-                         {"min_nodes", s.keep.min_nodes >= 0 ? json::value(s.keep.min_nodes)
-                                                             : json::value(nullptr)},
-                         {"max_nodes", s.keep.max_nodes >= 0 ? json::value(s.keep.max_nodes)
-                                                             : json::value(nullptr)},
-                         {"until", FormatTime(s.keep.until_ms)},
-                         {"by", s.keep.actor}})
-                   : json::value(nullptr)}};
+      {"keep", KeepJson(s.keep)}};
 }
 
 // The pool (404 when it does not exist or is outside the token's clusters) and its cluster.
