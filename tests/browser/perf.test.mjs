@@ -61,6 +61,9 @@ test('overview first useful paint and heatmap redraws at 10,000 GPUs', async () 
   results.heatmap_draw_ms = { median: median(draws), all: draws };
   results.heatmap_fetch_ms = { median: median(fetches), all: fetches };
   await page.screenshot({ path: path.join(OUT, 'perf-heatmap-10k.png') }); // the screen, not 1,250 table rows
+  // The node table is its own fetch (1,250 nodes and their health): under a sanitizer it can
+  // arrive after the heatmap's redraws, so it is waited for, not assumed.
+  await page.waitForSelector('#nodes tbody tr', { timeout: 60000 });
   assert.equal(await page.$$eval('#nodes tbody tr', (r) => r.length), 300);
   assert.match(await page.textContent('#nodes button.more'), /show all 1250 rows/);
   assert.deepEqual(page.errors, []);
