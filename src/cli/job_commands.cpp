@@ -42,6 +42,7 @@ void AddJobCommands(CLI::App& app, Globals& g) {
 
   static std::string team, project, cluster, pool, model, duration;
   static int gpus = 1, priority = 0;
+  static bool movable = false;
   auto* submit = jobs->add_subcommand("submit", "Queue a GPU request; placed when GPUs are free");
   submit->add_option("--team", team, "whose job (fair share is between teams)")->required();
   submit->add_option("--project", project, "project, for reports");
@@ -51,6 +52,9 @@ void AddJobCommands(CLI::App& app, Globals& g) {
   submit->add_option("--gpus", gpus, "GPUs (up to a node's on one node; more: whole nodes)");
   submit->add_option("--priority", priority, "higher runs first (default 0)");
   submit->add_option("--duration", duration, "expected run time, e.g. 2h (ends the job)");
+  submit->add_flag("--movable", movable,
+                   "it may be moved to another node (it checkpoints), so that consolidation can "
+                   "empty a lightly used node");
   submit->callback([&g] {
     json::object body{{"team", team}, {"gpus", gpus}, {"priority", priority}};
     if (!project.empty()) body["project"] = project;
@@ -58,6 +62,7 @@ void AddJobCommands(CLI::App& app, Globals& g) {
     if (!cluster.empty()) body["cluster"] = cluster;
     if (!model.empty()) body["gpu_model"] = model;
     if (!duration.empty()) body["duration"] = duration;
+    if (movable) body["movable"] = true;
     auto v = Call(g, "POST", "/api/v1/jobs", JsonText(body));
     if (!v) return;
     Show(g, *v, [](const json::value& j) { JobTable(json::array{j}); });

@@ -21,7 +21,7 @@ struct ReplayFlags {
   double lead_time = 600, time_scale = 1, size_scale = 1;
   int min_nodes = 0, max_nodes = 1000, step_up = 50, step_down = 10;
   double target_share = 0.8, idle_before_remove = 600, interval = 60, down_cooldown = 300;
-  double forecast_margin = 2;
+  double forecast_margin = 2, consolidate_below = 0.5, move_cost = 300;
 };
 
 json::value Num(double v) { return std::isfinite(v) ? json::value(v) : json::value(nullptr); }
@@ -58,6 +58,11 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
                 "policy: seconds a node must be idle before removal (600)");
   r->add_option("--forecast-margin", f.forecast_margin,
                 "policy (predictive): the forecast's recent error this many times over it (2)");
+  r->add_option("--consolidate-below", f.consolidate_below,
+                "policy: empty nodes using at most this share of their GPUs by moving their "
+                "jobs, when they fit elsewhere (0.5; 0: never)");
+  r->add_option("--move-cost", f.move_cost,
+                "seconds a moved job's GPUs work for nothing, restarting on its new node (300)");
   r->add_option("--interval", f.interval, "policy: seconds between decisions (60)");
   r->add_option("--down-cooldown", f.down_cooldown, "policy: seconds between scale-downs (300)");
   r->callback([&g] {
@@ -87,6 +92,8 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
     o.policy.interval_s = f.interval;
     o.policy.forecast_margin = f.forecast_margin;
     o.policy.down_cooldown_s = f.down_cooldown;
+    o.policy.consolidate_below = f.consolidate_below;
+    o.move_cost_s = f.move_cost;
     auto started = std::chrono::steady_clock::now();
     auto res = sched::Replay(std::move(trace.value()), o);
     std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
@@ -105,6 +112,9 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
                      {"gpu_hours_idle_starting", x.gpu_hours_starting},
                      {"gpu_hours_idle_empty", x.gpu_hours_empty},
                      {"gpu_hours_idle_fragmented", x.gpu_hours_fragmented},
+                     {"gpu_hours_idle_moving", x.gpu_hours_moving},
+                     {"jobs_moved", x.jobs_moved},
+                     {"nodes_consolidated", x.nodes_consolidated},
                      {"wait_p50_s", x.wait_p50_s},
                      {"wait_p95_s", x.wait_p95_s},
                      {"wait_p99_s", x.wait_p99_s},
@@ -127,9 +137,13 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
              std::to_string(x.scale_events), std::to_string(x.peak_nodes),
              std::isfinite(x.forecast_mape) ? Fixed(100 * x.forecast_mape) + "%" : "-"});
       t.Print();
-      std::printf("idle GPU-hours: %s starting, %s on empty nodes, %s free on busy nodes\n",
-                  Fixed(x.gpu_hours_starting).c_str(), Fixed(x.gpu_hours_empty).c_str(),
-                  Fixed(x.gpu_hours_fragmented).c_str());
+      std::printf(
+          "idle GPU-hours: %s starting, %s on empty nodes, %s free on busy nodes, %s restarting "
+          "moved jobs\n",
+          Fixed(x.gpu_hours_starting).c_str(), Fixed(x.gpu_hours_empty).c_str(),
+          Fixed(x.gpu_hours_fragmented).c_str(), Fixed(x.gpu_hours_moving).c_str());
+      std::printf("consolidation: %zu nodes emptied, %zu job moves\n", x.nodes_consolidated,
+                  x.jobs_moved);
       std::printf("%.1f simulated hours replayed in %.2f s%s\n", x.span_s / 3600, took.count(),
                   x.unplaceable ? (", " + std::to_string(x.unplaceable) +
                                    " jobs larger than the pool at --max-nodes left out")

@@ -476,6 +476,33 @@ int ScalingService::RemoveLocked(PoolState& st, const Pool& pool, int have, int 
   return static_cast<int>(names.size());
 }
 
+void ScalingService::ConsolidateLocked(PoolState& st, const Pool& pool, int have, int provisioning,
+                                       const sched::ScaleDecision& decision,
+                                       const workload::PoolDemand& demand, int64_t now) {
+  const sched::ScalePolicy& p = st.scaling.policy;
+  if (p.consolidate_below <= 0) return;
+  int surplus = have - decision.target;
+  bool may = st.scaling.enabled && decision.delta <= 0 && surplus > 0 && provisioning == 0 &&
+             demand.queued_jobs == 0 &&
+             (!st.last_down_ms || now - st.last_down_ms >= p.down_cooldown_s * 1000) &&
+             ActuatorFor(st.scaling.actuator);
+  auto done = jobs_.Consolidate(pool.name, std::max(1, pool.gpus_per_node), p.consolidate_below,
+                                static_cast<int64_t>(p.idle_before_remove_s * 1000),
+                                may ? std::min(surplus, p.step_down) : 0, kAutoscaler);
+  if (done.nodes.empty()) return;
+  int n = static_cast<int>(done.nodes.size());
+  char head[160];
+  std::snprintf(head, sizeof head,
+                "%d node(s) used at most %d%% of their GPUs for %s emptied; %d wanted, %d "
+                "ready: ",
+                n, static_cast<int>(p.consolidate_below * 100 + 0.5),
+                sched::FormatSeconds(p.idle_before_remove_s).c_str(), decision.target, have);
+  RecordEvent(pool.name, "consolidate", -n, have, have - n, "consolidate", head + done.detail,
+              done.nodes, kAutoscaler);
+  Enqueue(false, pool, st, done.nodes, "", p.lead_time_s, kAutoscaler);
+  st.last_down_ms = now;
+}
+
 void ScalingService::DecideLocked(PoolState& st, const Pool& pool, const Counts& c,
                                   const workload::PoolDemand& demand, int64_t now) {
   const sched::ScalePolicy& policy = st.scaling.policy;
@@ -571,12 +598,15 @@ void ScalingService::DecideLocked(PoolState& st, const Pool& pool, const Counts&
                           event)) {
         st.last_up_ms = now;
       }
-    } else if (RemoveLocked(st, pool, have, -decision.delta, decision.reason, detail, kAutoscaler,
-                            event)) {
-      st.last_down_ms = now;
+      return;
     }
+    int removed =
+        RemoveLocked(st, pool, have, -decision.delta, decision.reason, detail, kAutoscaler, event);
+    if (removed) st.last_down_ms = now;
+    ConsolidateLocked(st, pool, have - removed, c.provisioning, decision, demand, now);
     return;
   }
+  ConsolidateLocked(st, pool, have, c.provisioning, decision, demand, now);
   // Held back: recorded once per (reason, target), not every interval.
   std::string reason = decision.delta != 0 ? "disabled" : decision.reason;
   if (decision.target == have) st.held.clear();

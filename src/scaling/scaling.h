@@ -170,6 +170,12 @@ class ScalingService {
   // Drains up to `n` idle nodes and hands them to the worker. Returns how many.
   int RemoveLocked(PoolState& st, const Pool& pool, int have, int n, const std::string& reason,
                    const std::string& detail, const std::string& actor, std::string& event);
+  // Consolidation after a decision (sched/consolidate.h): with a surplus over the target,
+  // nothing queued or starting and the down cooldown over, empties lightly used nodes by moving
+  // their movable jobs and removes them; otherwise only keeps the nodes' light times.
+  void ConsolidateLocked(PoolState& st, const Pool& pool, int have, int provisioning,
+                         const sched::ScaleDecision& decision, const workload::PoolDemand& demand,
+                         int64_t now);
   // Queues an actuator call for `nodes` of `pool`.
   void Enqueue(bool provision, const Pool& pool, const PoolState& st,
                std::vector<std::string> nodes, std::string join_token, double lead_time_s,

@@ -28,6 +28,9 @@ std::string ScalePolicy::Validate() const {
   if (idle_before_remove_s < 0) return "idle_before_remove must not be negative";
   if (interval_s <= 0) return "interval must be positive";
   if (!(forecast_margin >= 0 && forecast_margin <= 10)) return "forecast_margin must be in [0, 10]";
+  if (!(consolidate_below >= 0 && consolidate_below <= 1)) {
+    return "consolidate_below must be in [0, 1] (0: never)";
+  }
   for (const auto& s : schedule) {
     if (s.nodes < 0 || s.from_hour < 0 || s.to_hour > 24 || s.from_hour >= s.to_hour) {
       return "schedule: nodes >= 0 and 0 <= from < to <= 24";

@@ -11,7 +11,8 @@
 // error margin (the oracle's is exact): it is what will be asked for, so it gets no headroom.
 // clamped to [min, max] (and to the schedule's minimum). Up: at most step_up nodes, after the
 // up cooldown. Down: at most step_down nodes, after the down cooldown, and only nodes that have
-// run no job for idle_before_remove: a node with a running job is never removed.
+// run no job for idle_before_remove: a node with a running job is never removed (consolidation
+// first moves a lightly used node's movable jobs elsewhere: sched/consolidate.h).
 
 #include <cstdint>
 #include <map>
@@ -43,6 +44,11 @@ struct ScalePolicy {
   // predictive: what is planned for is the forecast's peak plus this many times its recent mean
   // absolute error; lower trades queue wait for idle GPUs
   double forecast_margin = 2;
+  // Consolidation (sched/consolidate.h): a node using at most this share of its GPUs for
+  // idle_before_remove, whose jobs are all movable and fit on other busy nodes, is emptied and
+  // removed when the pool has more nodes than it needs. 0: never. The Cluster Autoscaler's
+  // default threshold is 0.5.
+  double consolidate_below = 0.5;
   double interval_s = 60;  // how often the autoscaler decides
   ScaleMode mode = ScaleMode::kPredictive;
   std::vector<ScheduledMinimum> schedule;

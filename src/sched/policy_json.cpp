@@ -132,10 +132,10 @@ Result<PoolScaling> ParsePoolScaling(std::string_view text, std::string* field) 
   if (auto st = (expr); !st.ok()) {        \
     return fail(f, std::move(st).error()); \
   }
-  GF_FIELD(
-      f.Only({"pool", "updated_ms", "mode", "min_nodes", "max_nodes", "target_share", "step_up",
-              "step_down", "up_cooldown", "down_cooldown", "lead_time", "idle_before_remove",
-              "forecast_margin", "interval", "enabled", "schedule", "actuator"}));
+  GF_FIELD(f.Only({"pool", "updated_ms", "mode", "min_nodes", "max_nodes", "target_share",
+                   "step_up", "step_down", "up_cooldown", "down_cooldown", "lead_time",
+                   "idle_before_remove", "forecast_margin", "consolidate_below", "interval",
+                   "enabled", "schedule", "actuator"}));
   std::string mode = "predictive";
   GF_FIELD(f.String("mode", mode));
   if (mode == "reactive") {
@@ -155,6 +155,7 @@ Result<PoolScaling> ParsePoolScaling(std::string_view text, std::string* field) 
   GF_FIELD(f.Seconds("lead_time", p.lead_time_s));
   GF_FIELD(f.Seconds("idle_before_remove", p.idle_before_remove_s));
   GF_FIELD(f.Number("forecast_margin", p.forecast_margin));
+  GF_FIELD(f.Number("consolidate_below", p.consolidate_below));
   GF_FIELD(f.Seconds("interval", p.interval_s));
   GF_FIELD(f.Bool("enabled", s.enabled));
   if (const json::value* v = doc.as_object().if_contains("schedule")) {
@@ -230,6 +231,7 @@ std::string PoolScalingJson(const PoolScaling& s) {
                  {"lead_time", FormatSeconds(p.lead_time_s)},
                  {"idle_before_remove", FormatSeconds(p.idle_before_remove_s)},
                  {"forecast_margin", p.forecast_margin},
+                 {"consolidate_below", p.consolidate_below},
                  {"interval", FormatSeconds(p.interval_s)},
                  {"schedule", std::move(schedule)},
                  {"actuator", std::move(actuator)},

@@ -8,6 +8,7 @@
 #include <optional>
 #include <queue>
 
+#include "sched/consolidate.h"
 #include "sched/forecast.h"
 #include "sched/pool.h"
 
@@ -224,6 +225,9 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
   if (!(o.time_scale > 0) || !(o.size_scale > 0)) {
     return MakeError(ErrorCode::kInvalidArgument, "--time-scale and --size-scale must be > 0");
   }
+  if (!(o.move_cost_s >= 0)) {
+    return MakeError(ErrorCode::kInvalidArgument, "--move-cost must be 0 or more seconds");
+  }
   const int G = o.gpus_per_node;
   ReplayResult r;
   r.policy = ToString(p.mode);
@@ -267,6 +271,12 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
 
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
   for (const Job& j : jobs) events.push({j.submit_s, kArrival, j.id});
+  // Consolidation: a moved job's earlier finish event is stale; each node's jobs (the jobs of
+  // whole-node jobs too, which are never moved) and since when it has been lightly used.
+  std::vector<double> finish_at(jobs.size(), -1);
+  std::vector<std::vector<int64_t>> on_node;
+  std::vector<double> light_since;
+  double moving_gpu_s = 0;
   int initial = p.MinimumAt(t0);
   for (int i = 0; i < initial; ++i) pool.MarkReady(pool.AddNode(t0, t0), t0);
   events.push({t0, kTick, 0});
@@ -278,7 +288,66 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
   r.peak_nodes = initial;
 
   auto start = [&](double t) {
-    for (Job* j : queue.Schedule(pool, t)) events.push({t + j->duration_s, kFinish, j->id});
+    for (Job* j : queue.Schedule(pool, t)) {
+      finish_at[static_cast<size_t>(j->id)] = t + j->duration_s;
+      events.push({t + j->duration_s, kFinish, j->id});
+      for (int n : j->nodes) {
+        if (on_node.size() <= static_cast<size_t>(n)) on_node.resize(static_cast<size_t>(n) + 1);
+        on_node[static_cast<size_t>(n)].push_back(j->id);
+      }
+    }
+  };
+  // Empties up to `max_nodes` lightly used nodes whose jobs fit elsewhere and removes them;
+  // with max_nodes 0 it only keeps each node's light_since.
+  auto consolidate = [&](int max_nodes) {
+    const auto& nodes = pool.nodes();
+    light_since.resize(nodes.size(), -1);
+    on_node.resize(nodes.size());
+    std::vector<NodeLoad> load(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const PoolNode& n = nodes[i];
+      if (n.state != NodeState::kReady) {
+        light_since[i] = -1;
+        continue;
+      }
+      load[i].free = n.free;
+      load[i].running = n.jobs > 0;
+      bool light = LightlyUsed(G - n.free, G, p.consolidate_below);
+      for (int64_t id : on_node[i]) {
+        const Job& j = jobs[static_cast<size_t>(id)];
+        light = light && j.nodes.size() == 1;
+        load[i].jobs.push_back(j.gpus);
+      }
+      if (!light) {
+        light_since[i] = -1;
+      } else if (light_since[i] < 0) {
+        light_since[i] = now;
+      }
+      load[i].candidate = light && now - light_since[i] >= p.idle_before_remove_s;
+    }
+    int done = 0;
+    for (const NodeMoves& m : PlanConsolidation(load, max_nodes)) {
+      auto from = static_cast<size_t>(m.node);
+      std::vector<int64_t> ids = std::move(on_node[from]);
+      on_node[from].clear();
+      for (size_t k = 0; k < ids.size(); ++k) {
+        Job& j = jobs[static_cast<size_t>(ids[k])];
+        double left = finish_at[static_cast<size_t>(j.id)] - now;
+        pool.Release(j, now);
+        pool.Take(m.to[k], j.gpus);
+        j.nodes = {m.to[k]};
+        on_node[static_cast<size_t>(m.to[k])].push_back(j.id);
+        double end = now + left + o.move_cost_s;
+        finish_at[static_cast<size_t>(j.id)] = end;
+        events.push({end, kFinish, j.id});
+        moving_gpu_s += o.move_cost_s * j.gpus;
+        ++r.jobs_moved;
+      }
+      light_since[from] = -1;
+      done += pool.Remove(m.node) ? 1 : 0;
+    }
+    r.nodes_consolidated += static_cast<size_t>(done);
+    return done;
   };
   while (!events.empty()) {
     Event e = events.top();
@@ -299,6 +368,8 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
         break;
       case kFinish: {
         Job& j = jobs[static_cast<size_t>(e.id)];
+        if (finish_at[static_cast<size_t>(e.id)] != e.t) break;  // moved: it ends later
+        for (int n : j.nodes) std::erase(on_node[static_cast<size_t>(n)], j.id);
         pool.Release(j, now);
         queue.OnFinished(j);
         ++finished;
@@ -352,6 +423,18 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
           last_down = now;
           ++r.scale_events;
         }
+        // Consolidation is a scale-down too: only with nothing queued or starting, a surplus
+        // left, and the down cooldown over.
+        int surplus = pool.ready_nodes() + pool.provisioning_nodes() - d.target;
+        bool may = p.consolidate_below > 0 && d.delta <= 0 && surplus > 0 && queue.empty() &&
+                   pool.provisioning_nodes() == 0 && now - last_down >= p.down_cooldown_s;
+        if (p.consolidate_below > 0) {
+          if (int n = consolidate(may ? std::min(surplus, p.step_down) : 0); n > 0) {
+            live_nodes -= n;
+            last_down = now;
+            ++r.scale_events;
+          }
+        }
         r.peak_nodes = std::max(r.peak_nodes, live_nodes);
         events.push({now + p.interval_s, kTick, 0});
         break;
@@ -373,11 +456,13 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
   r.wait_p95_s = Quantile(waits, 0.95);
   r.wait_p99_s = Quantile(waits, 0.99);
   r.gpu_hours_provisioned = provisioned_gpu_s / 3600;
-  r.gpu_hours_busy = busy_gpu_s / 3600;
+  r.gpu_hours_busy = (busy_gpu_s - moving_gpu_s) / 3600;
   r.gpu_hours_idle = r.gpu_hours_provisioned - r.gpu_hours_busy;
   r.gpu_hours_starting = starting_gpu_s / 3600;
   r.gpu_hours_empty = empty_gpu_s / 3600;
-  r.gpu_hours_fragmented = r.gpu_hours_idle - r.gpu_hours_starting - r.gpu_hours_empty;
+  r.gpu_hours_moving = moving_gpu_s / 3600;
+  r.gpu_hours_fragmented =
+      r.gpu_hours_idle - r.gpu_hours_starting - r.gpu_hours_empty - r.gpu_hours_moving;
   r.span_s = now - t0;
   if (p.mode == ScaleMode::kPredictive) {
     auto s = tracker.forecaster().stats();

@@ -38,6 +38,9 @@ struct ReplayOptions {
   double time_scale = 1;         // arrivals this many times denser (submit times divided)
   double size_scale = 1;         // each job this many times (fractions: some jobs once more)
   double forecast_step_s = 300;  // the forecaster's step
+  // What moving a job (consolidation) costs: its GPUs run this long without progress, on the
+  // new node (a restart from its last checkpoint). Every trace job is taken as movable.
+  double move_cost_s = 300;
 };
 
 struct ReplayResult {
@@ -48,8 +51,12 @@ struct ReplayResult {
   double gpu_hours_busy = 0;
   double gpu_hours_idle = 0;
   // Where the idle hours went: nodes asked for and not ready yet, ready nodes running no job,
-  // and free GPUs of nodes running some job (fragmentation).
+  // free GPUs of nodes running some job (fragmentation), and moved jobs restarting (their GPUs
+  // are held but do no work: counted as idle, not busy).
   double gpu_hours_starting = 0, gpu_hours_empty = 0, gpu_hours_fragmented = 0;
+  double gpu_hours_moving = 0;
+  size_t jobs_moved = 0;  // moves by consolidation (a job may move more than once)
+  size_t nodes_consolidated = 0;
   double wait_p50_s = 0, wait_p95_s = 0, wait_p99_s = 0, wait_mean_s = 0;
   size_t jobs_waited_over_lead_time = 0;
   size_t scale_events = 0;

@@ -76,6 +76,8 @@ Status WorkloadGenerator::SubmitOne(const GeneratedPool& p, double duration_scal
   s.pool = p.pool;
   s.gpus = DrawGpus(p);
   s.priority = urgent(rng_) ? 10 : 0;
+  // Fine-tuning and sweep jobs checkpoint often: they may be moved (consolidation).
+  s.movable = s.project == "finetune" || s.project == "sweep";
   double d = std::clamp(duration(rng_), kMinS, kMaxS) * duration_scale;
   s.duration_ms = std::max<int64_t>(60'000, static_cast<int64_t>(d * 1000));
   return submit_(std::move(s));

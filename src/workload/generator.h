@@ -7,7 +7,8 @@
 // Arrivals are Poisson at the rate that keeps the pool's demand (GPUs running and queued) near
 //   target(t) = capacity x (0.3 + 0.8 x rhythm(t))
 // by Little's law; the first tick fills each pool to its target at once (jobs part-way through
-// their run), so the picture is there from the start. Deterministic for a seed.
+// their run), so the picture is there from the start. Deterministic for a seed. Fine-tuning and
+// sweep jobs are movable, so consolidation shows too.
 
 #include <cstdint>
 #include <functional>

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/json_text.h"
+#include "sched/consolidate.h"
 #include "sched/pool.h"
 
 namespace json = boost::json;
@@ -44,6 +45,9 @@ std::string ToDoc(const Job& j) {
                                {"wait_ms", j.wait_ms},
                                {"gpu_hours", j.gpu_hours},
                                {"requeues", j.requeues},
+                               {"movable", j.spec.movable},
+                               {"moves", j.moves},
+                               {"done_ms", j.done_ms},
                                {"reason", j.reason},
                                {"placement", std::move(placement)}});
 }
@@ -70,6 +74,10 @@ Job FromRecord(const JobRecord& r) {
   j.wait_ms = num("wait_ms");
   j.gpu_hours = o.at("gpu_hours").to_number<double>();
   j.requeues = static_cast<int>(num("requeues"));
+  // Absent in jobs stored before consolidation existed.
+  if (const auto* v = o.if_contains("movable")) j.spec.movable = v->as_bool();
+  if (o.contains("moves")) j.moves = static_cast<int>(num("moves"));
+  if (o.contains("done_ms")) j.done_ms = num("done_ms");
   j.reason = str("reason");
   for (const auto& p : o.at("placement").as_array()) {
     Placement pl;
@@ -350,7 +358,7 @@ int JobService::Tick() {
     }
     for (auto& [id, j] : jobs_) {
       if (j.state != JobState::kRunning) continue;
-      if (j.spec.duration_ms > 0 && now >= j.start_ms + j.spec.duration_ms) {
+      if (j.spec.duration_ms > 0 && now >= j.start_ms + j.spec.duration_ms - j.done_ms) {
         EndLocked(j, JobState::kCompleted, now, "ran its duration");
         changed.push_back(id);
         continue;
@@ -367,6 +375,7 @@ int JobService::Tick() {
         j.gpu_hours += RunHours(j, now);
         j.state = JobState::kQueued;
         j.queued_ms = now;
+        j.done_ms = 0;  // a requeued job starts over
         ++j.requeues;
         j.reason = "requeued: node " + p.node + " " + why;
         j.placement.clear();
@@ -543,6 +552,91 @@ std::vector<std::string> JobService::DrainIdle(const std::string& pool, int n, i
     if (r->state == NodeState::kDrained) drained.push_back(name);
   }
   return drained;
+}
+
+JobService::Consolidation JobService::Consolidate(const std::string& pool, int gpus_per_node,
+                                                  double below, int64_t light_ms, int max_nodes,
+                                                  const std::string& actor) {
+  Consolidation out;
+  const int g = gpus_per_node;
+  std::vector<int64_t> changed;
+  {
+    // Under mu_, like DrainIdle: nothing is placed between planning and draining.
+    std::lock_guard lock(mu_);
+    int64_t now = clock_->NowMs();
+    NodeFilter filter;
+    filter.pool = pool;
+    std::vector<Node> nodes = fleet_.Nodes(filter);
+    std::map<std::string, std::vector<Job*>> on;  // node -> its running jobs
+    std::map<std::string, std::vector<int64_t>> held;
+    for (auto& [id, j] : jobs_) {
+      if (j.state != JobState::kRunning || j.spec.pool != pool) continue;
+      for (const auto& p : j.placement) on[p.node].push_back(&j);
+      Hold(held, j);
+    }
+    std::vector<sched::NodeLoad> load(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const Node& n = nodes[i];
+      if (n.state != NodeState::kReady || static_cast<int>(n.gpus.size()) != g) {
+        light_since_ms_.erase(n.name);
+        continue;
+      }
+      int used = 0;
+      for (int64_t holder : held[n.name]) used += holder != 0;
+      load[i].free = g - used;
+      load[i].running = used > 0;
+      bool light = sched::LightlyUsed(used, g, below);
+      for (const Job* j : on[n.name]) {
+        light = light && j->spec.movable && j->placement.size() == 1;
+        load[i].jobs.push_back(j->spec.gpus);
+      }
+      if (!light) {
+        light_since_ms_.erase(n.name);
+        continue;
+      }
+      int64_t since = light_since_ms_.try_emplace(n.name, now).first->second;
+      load[i].candidate = now - since >= light_ms;
+    }
+    for (const auto& m : sched::PlanConsolidation(load, max_nodes)) {
+      const Node& from = nodes[static_cast<size_t>(m.node)];
+      std::vector<Job*> moving = on[from.name];
+      for (size_t k = 0; k < moving.size(); ++k) {
+        Job& j = *moving[k];
+        const std::string& to = nodes[static_cast<size_t>(m.to[k])].name;
+        auto& src = held[from.name];
+        for (int idx : j.placement[0].gpus) src[static_cast<size_t>(idx)] = 0;
+        auto& dst = held[to];
+        dst.resize(static_cast<size_t>(g), 0);
+        Placement pl{to, {}};
+        for (int idx = 0; idx < g && static_cast<int>(pl.gpus.size()) < j.spec.gpus; ++idx) {
+          if (dst[static_cast<size_t>(idx)] == 0) {
+            dst[static_cast<size_t>(idx)] = j.id;
+            pl.gpus.push_back(idx);
+          }
+        }
+        j.gpu_hours += RunHours(j, now);
+        j.done_ms += now - j.start_ms;
+        j.start_ms = now;
+        ++j.moves;
+        j.reason = "moved from " + from.name + " to " + to + " (consolidation)";
+        j.placement = {std::move(pl)};
+        changed.push_back(j.id);
+        out.detail += (out.detail.empty() ? "" : "; ") + std::string("job ") +
+                      std::to_string(j.id) + " " + from.name + " -> " + to;
+        spdlog::info("job {} moved from {} to {} (consolidation)", j.id, from.name, to);
+      }
+      light_since_ms_.erase(from.name);
+      UpdateBusyLocked(now);  // the fleet asks Busy() when it drains
+      auto r = fleet_.Act(from.name, NodeAction::kDrain, actor);
+      if (!r.ok()) {
+        spdlog::warn("consolidation: cannot drain {}: {}", from.name, r.error().message);
+        continue;
+      }
+      if (r->state == NodeState::kDrained) out.nodes.push_back(from.name);
+    }
+  }
+  Persist(changed);
+  return out;
 }
 
 std::map<std::string, std::vector<int64_t>> JobService::Allocation() const {

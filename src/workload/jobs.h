@@ -29,6 +29,9 @@ struct JobSpec {
   int gpus = 1;
   int priority = 0;         // higher first
   int64_t duration_ms = 0;  // expected; the job ends after it. 0: runs until cancelled
+  // It may be moved to another node of its pool (it checkpoints, or restarts cheaply), so that
+  // consolidation can empty a lightly used node; a moved job keeps the run time it has done.
+  bool movable = false;
 };
 
 enum class JobState { kQueued, kRunning, kCompleted, kCancelled };
@@ -50,7 +53,9 @@ struct Job {
   int64_t wait_ms = 0;   // queue wait over all its starts
   double gpu_hours = 0;  // GPU-hours run, over all its starts
   int requeues = 0;
-  std::string reason;  // why it is in its state
+  int moves = 0;        // moved by consolidation
+  int64_t done_ms = 0;  // run time done before its last start (a moved job's progress)
+  std::string reason;   // why it is in its state
   std::vector<Placement> placement;
 };
 
@@ -107,6 +112,18 @@ class JobService {
   std::vector<std::string> DrainIdle(const std::string& pool, int n, int64_t idle_ms,
                                      const std::string& actor);
 
+  // Consolidation (sched/consolidate.h). Keeps, for each ready node of the pool, since when it
+  // has been lightly used: at most `below` of its GPUs in use, by movable jobs on it alone.
+  // Then empties up to `max_nodes` of those light for at least `light_ms` whose jobs fit on the
+  // pool's other busy nodes: moves the jobs there and drains the emptied nodes (at once: they
+  // are idle). max_nodes 0: keeps the times only.
+  struct Consolidation {
+    std::vector<std::string> nodes;  // emptied and drained
+    std::string detail;              // which job went where
+  };
+  Consolidation Consolidate(const std::string& pool, int gpus_per_node, double below,
+                            int64_t light_ms, int max_nodes, const std::string& actor);
+
  private:
   int ScheduleLocked(int64_t now, std::vector<int64_t>& changed);
   void UpdateBusyLocked(int64_t now);
@@ -120,12 +137,13 @@ class JobService {
   mutable std::mutex mu_;
   int64_t drain_timeout_ms_;
   int64_t retention_ms_;
-  int64_t last_prune_ms_ = 0;                    // guarded by mu_
-  std::map<int64_t, Job> jobs_;                  // guarded by mu_
-  int64_t next_id_ = 1;                          // guarded by mu_
-  std::map<std::string, int64_t> last_busy_ms_;  // node -> last seen running a job; mu_
-  mutable std::mutex busy_mu_;                   // taken last, never while calling out
-  std::set<std::string> busy_;                   // nodes running jobs; guarded by busy_mu_
+  int64_t last_prune_ms_ = 0;                      // guarded by mu_
+  std::map<int64_t, Job> jobs_;                    // guarded by mu_
+  int64_t next_id_ = 1;                            // guarded by mu_
+  std::map<std::string, int64_t> last_busy_ms_;    // node -> last seen running a job; mu_
+  std::map<std::string, int64_t> light_since_ms_;  // node -> lightly used since; mu_
+  mutable std::mutex busy_mu_;                     // taken last, never while calling out
+  std::set<std::string> busy_;                     // nodes running jobs; guarded by busy_mu_
 };
 
 }  // namespace gpufleet::workload

@@ -31,10 +31,13 @@ TEST_F(Jobs, PlacedOnReadyGpusQueuedReleasedCancelledAndRequeuedWhenTheNodeFails
 
   // 4 GPUs on one node; 8 take the other, whole node (best fit keeps it free for them); 4 more
   // fill the first node.
-  auto r = Cli({"jobs", "submit", "--team", "vision", "--pool", "h100", "--gpus", "4"});
+  auto r =
+      Cli({"jobs", "submit", "--team", "vision", "--pool", "h100", "--gpus", "4", "--movable"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("running"), std::string::npos) << r.out;
   auto a = Job(1);
+  EXPECT_EQ(a.at("movable"), true) << a;
+  EXPECT_EQ(a.at("moves"), 0) << a;
   ASSERT_EQ(a.at("placement").as_array().size(), 1u) << a;
   std::string first = std::string(a.at("placement").at(0).at("node").as_string());
   EXPECT_EQ(a.at("placement").at(0).at("gpus"), json::parse("[0,1,2,3]"));
@@ -42,6 +45,7 @@ TEST_F(Jobs, PlacedOnReadyGpusQueuedReleasedCancelledAndRequeuedWhenTheNodeFails
       Submit(R"({"team": "nlp", "cluster": "train", "gpu_model": "H100-SXM5-80GB", "gpus": 8})");
   EXPECT_EQ(b.at("state"), "running") << b;
   EXPECT_EQ(b.at("pool"), "h100") << "the cluster's pool with that model was chosen";
+  EXPECT_EQ(b.at("movable"), false) << "not unless asked";
   std::string second = std::string(b.at("placement").at(0).at("node").as_string());
   EXPECT_NE(second, first);
   auto c = Submit(R"({"team": "vision", "pool": "h100", "gpus": 4})");
@@ -67,6 +71,9 @@ TEST_F(Jobs, PlacedOnReadyGpusQueuedReleasedCancelledAndRequeuedWhenTheNodeFails
             "'team' is required: whose job it is");
   EXPECT_EQ(Submit(R"({"team": "x", "pool": "h100", "gpus": "two"})", 400).at("error").at("code"),
             "invalid_argument");
+  EXPECT_EQ(
+      Submit(R"({"team": "x", "pool": "h100", "movable": "yes"})", 400).at("error").at("message"),
+      "field 'movable' must be true or false");
   auto bad = Cli({"jobs", "cancel", "999"});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("no job 999"), std::string::npos) << bad.err;

@@ -35,6 +35,8 @@ json::object JobJson(const workload::Job& j) {
           {"wait_s", static_cast<double>(j.wait_ms) / 1000.0},
           {"gpu_hours", j.gpu_hours},
           {"requeues", j.requeues},
+          {"movable", j.spec.movable},
+          {"moves", j.moves},
           {"placement", std::move(placement)}};
 }
 
@@ -71,7 +73,7 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
                auto body = ParseObject(req.body);
                if (!body.ok()) return ErrorResponse(body.error());
                if (auto s = OnlyFields(*body, {"team", "project", "cluster", "pool", "gpu_model",
-                                               "gpus", "priority", "duration"});
+                                               "gpus", "priority", "duration", "movable"});
                    !s.ok()) {
                  return ErrorResponse(s.error());
                }
@@ -84,6 +86,8 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
                auto gpus = GetInt(*body, "gpus", 1);
                auto priority = GetInt(*body, "priority", 0);
                auto duration = GetString(*body, "duration", std::string());
+               auto movable = GetBool(*body, "movable", false);
+               if (!movable.ok()) return ErrorResponse(movable.error());
                for (const auto* r : {&team, &project, &cluster, &pool, &model, &duration}) {
                  if (!r->ok()) return ErrorResponse(r->error());
                }
@@ -100,6 +104,7 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
                spec.gpu_model = model.value();
                spec.gpus = static_cast<int>(gpus.value());
                spec.priority = static_cast<int>(priority.value());
+               spec.movable = movable.value();
                if (!duration->empty()) {
                  spec.duration_ms = ParseDurationMs(duration.value());
                  if (spec.duration_ms <= 0) {

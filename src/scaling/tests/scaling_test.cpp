@@ -476,9 +476,88 @@ TEST_F(ScalingTest, CommandActuatorRunsTheProgramsWithPoolNodesAndJoinToken) {
             "provision command timed out after 200ms; the nodes were retired");
 }
 
+// Node 0 runs A (6 GPUs, not movable) and T (2); M (2, movable) waits for a second node, node 1.
+// T ends. Both nodes are lightly used... node 0 is not (6 of 8); node 1 is (2 of 8, movable) and
+// after idle_before_remove (60 s) its job fits node 0: M moves there, keeping its progress, and
+// node 1 is drained and removed. Then U (4, not movable) gets a node of its own and A ends: node
+// 0 runs only M and is light, node 1 runs U and is light too but cannot be emptied; M moves to
+// node 1 and node 0 goes.
+TEST_F(ScalingTest, ConsolidationMovesMovableJobsOffALightNodeAndRemovesIt) {
+  scaling_->Tick();
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 1; }));
+  auto submit = [&](int gpus, bool movable, int64_t duration_ms = 0) {
+    workload::JobSpec s;
+    s.team = "vision";
+    s.pool = "h100";
+    s.gpus = gpus;
+    s.movable = movable;
+    s.duration_ms = duration_ms;
+    auto j = jobs_->Submit(s);
+    EXPECT_TRUE(j.ok()) << j.error().message;
+    return j.value();
+  };
+  auto a = submit(6, false);
+  auto t = submit(2, false);
+  auto m = submit(2, true, 3'600'000);
+  EXPECT_EQ(m.state, workload::JobState::kQueued);
+  Decide();
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 2; }));
+  jobs_->Tick();
+  int64_t m_started = jobs_->Get(m.id)->start_ms;
+  EXPECT_EQ(jobs_->Get(m.id)->placement.at(0).node, "h100-0001");
+  ASSERT_TRUE(jobs_->Cancel(t.id).ok());
+  Decide();  // light from here on
+  for (int i = 0; i < 5; ++i) Decide();
+  EXPECT_EQ(jobs_->Get(m.id)->moves, 0) << "light for 50 s: not yet";
+  Decide();
+  auto ev = LastEvent();
+  EXPECT_EQ(ev.at("kind"), "consolidate") << ev;
+  EXPECT_EQ(ev.at("reason"), "consolidate");
+  EXPECT_EQ(ev.at("delta"), -1);
+  EXPECT_EQ(ev.at("nodes"), json::parse(R"(["h100-0001"])"));
+  EXPECT_NE(ev.at("detail").as_string().find(
+                "1 node(s) used at most 50% of their GPUs for 1m emptied; 1 wanted, 2 ready: job " +
+                std::to_string(m.id) + " h100-0001 -> h100-0000"),
+            std::string::npos)
+      << ev;
+  auto moved = jobs_->Get(m.id).value();
+  EXPECT_EQ(moved.state, workload::JobState::kRunning);
+  EXPECT_EQ(moved.moves, 1);
+  EXPECT_EQ(moved.placement.at(0).node, "h100-0000");
+  EXPECT_EQ(moved.placement.at(0).gpus, (std::vector<int>{6, 7})) << "the GPUs A left free";
+  EXPECT_EQ(moved.reason, "moved from h100-0001 to h100-0000 (consolidation)");
+  ASSERT_TRUE(WaitFor([&] { return States()["retired"] == 1; })) << Ready();
+  EXPECT_EQ(jobs_->Get(a.id)->placement.at(0).node, "h100-0000") << "A never moves";
+  // M keeps the run time it had: it ends an hour after its first start, not after its move.
+  clock_->Set(m_started + 3'600'000 - 1000);
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->Get(m.id)->state, workload::JobState::kRunning);
+  clock_->Advance(1000);
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->Get(m.id)->state, workload::JobState::kCompleted);
+  EXPECT_NEAR(jobs_->Get(m.id)->gpu_hours, 2.0, 1e-9);
+
+  // Now only a job that is not movable is on a light node: it stays.
+  auto m2 = submit(2, true);
+  auto u = submit(4, false);
+  Decide();
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 2; }));
+  jobs_->Tick();
+  std::string u_node = jobs_->Get(u.id)->placement.at(0).node;
+  EXPECT_NE(u_node, "h100-0000");
+  ASSERT_TRUE(jobs_->Cancel(a.id).ok());
+  for (int i = 0; i < 8; ++i) Decide();
+  ev = LastEvent();
+  EXPECT_EQ(ev.at("kind"), "consolidate") << ev;
+  EXPECT_EQ(ev.at("nodes"), json::parse(R"(["h100-0000"])"));
+  EXPECT_EQ(jobs_->Get(m2.id)->placement.at(0).node, u_node);
+  EXPECT_EQ(jobs_->Get(u.id)->placement.at(0).node, u_node);
+  EXPECT_EQ(jobs_->Get(u.id)->moves, 0);
+}
+
 TEST(PolicyJson, FieldsDefaultsErrorsAndRoundTrip) {
   auto s = sched::ParsePoolScaling(R"({"min_nodes": 2, "max_nodes": 10, "lead_time": "5m",
-      "interval": 30, "forecast_margin": 1.5,
+      "interval": 30, "forecast_margin": 1.5, "consolidate_below": 0.25,
       "schedule": [{"nodes": 4, "from": 8, "to": 18, "weekdays": true}]})");
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(s->policy.lead_time_s, 300);
@@ -486,6 +565,8 @@ TEST(PolicyJson, FieldsDefaultsErrorsAndRoundTrip) {
   EXPECT_EQ(s->policy.mode, sched::ScaleMode::kPredictive);
   EXPECT_EQ(s->policy.forecast_margin, 1.5);
   EXPECT_EQ(sched::ParsePoolScaling("{}")->policy.forecast_margin, 2) << "the default";
+  EXPECT_EQ(s->policy.consolidate_below, 0.25);
+  EXPECT_EQ(sched::ParsePoolScaling("{}")->policy.consolidate_below, 0.5) << "the default";
   EXPECT_EQ(s->actuator.type, "sim");
   auto again = sched::ParsePoolScaling(sched::PoolScalingJson(s.value()));
   ASSERT_TRUE(again.ok()) << again.error().message;
@@ -513,8 +594,10 @@ TEST(PolicyJson, FieldsDefaultsErrorsAndRoundTrip) {
        "max: unknown field (known: pool, updated_ms, mode, min_nodes, "
        "max_nodes, target_share, step_up, step_down, up_cooldown, "
        "down_cooldown, lead_time, idle_before_remove, forecast_margin, "
-       "interval, enabled, schedule, actuator)"},
+       "consolidate_below, interval, enabled, schedule, actuator)"},
       {R"({"forecast_margin": 12})", "forecast_margin", "forecast_margin must be in [0, 10]"},
+      {R"({"consolidate_below": 1.5})", "consolidate_below",
+       "consolidate_below must be in [0, 1] (0: never)"},
   };
   for (const auto& b : bad) {
     std::string field;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "sched/autoscaler.h"
+#include "sched/consolidate.h"
 #include "sched/forecast.h"
 #include "sched/pool.h"
 #include "sched/replay.h"
@@ -314,6 +315,117 @@ TEST(Replay, SmallTraceGivesTheHandComputedWaits) {
   EXPECT_NEAR(r->gpu_hours_idle * 3600, 1080, 1e-6);
   EXPECT_DOUBLE_EQ(r->span_s, 310);
   EXPECT_TRUE(std::isnan(r->forecast_mape)) << "reactive has no forecast";
+}
+
+// A hand case and a property: the least used candidate goes first, its jobs go best fit to busy
+// nodes, and over random pools nothing is over-allocated, nothing goes to an empty node or to
+// a node being emptied, and a node that takes jobs is not emptied.
+TEST(Consolidation, EmptiesTheLeastUsedNodesWhoseJobsFitOnOtherBusyNodes) {
+  std::vector<NodeLoad> nodes(5);
+  nodes[0] = {.free = 6, .running = true, .candidate = true, .jobs = {2}};
+  nodes[1] = {.free = 3, .running = true, .candidate = false, .jobs = {}};   // 5 unmovable GPUs
+  nodes[2] = {.free = 8, .running = false, .candidate = false, .jobs = {}};  // empty: no target
+  nodes[3] = {.free = 4, .running = true, .candidate = true, .jobs = {1, 3}};
+  nodes[4] = {.free = 1, .running = true, .candidate = false, .jobs = {}};
+  auto plan = PlanConsolidation(nodes, 5);
+  // Node 0 (2 GPUs used) first: its job to node 1 (3 free; node 3's 4 free is a worse fit, and
+  // node 4's 1 is too few). Then node 3: its 3-GPU job to node 1? only 1 left there; to node 0?
+  // being emptied. So it stays.
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].node, 0);
+  EXPECT_EQ(plan[0].to, std::vector<int>{1});
+  EXPECT_TRUE(PlanConsolidation(nodes, 0).empty());
+  // With room on node 4, node 3 empties too: its 3-GPU job to node 4, its 1-GPU job to node 1.
+  nodes[4].free = 3;
+  plan = PlanConsolidation(nodes, 5);
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(plan[1].node, 3);
+  EXPECT_EQ(plan[1].to, (std::vector<int>{1, 4}));
+  EXPECT_EQ(PlanConsolidation(nodes, 1).size(), 1u) << "at most max_nodes";
+  EXPECT_TRUE(LightlyUsed(4, 8, 0.5));
+  EXPECT_FALSE(LightlyUsed(5, 8, 0.5));
+  EXPECT_FALSE(LightlyUsed(0, 8, 0.5)) << "an empty node is removed as idle, not consolidated";
+  EXPECT_FALSE(LightlyUsed(1, 8, 0)) << "0: never";
+
+  std::mt19937 rng(11);
+  for (int round = 0; round < 2000; ++round) {
+    const int g = 8;
+    std::vector<NodeLoad> pool(1 + rng() % 12);
+    for (auto& n : pool) {
+      int used = static_cast<int>(rng() % (g + 1));
+      n.running = used > 0;
+      n.free = g - used;
+      n.candidate = n.running && rng() % 2;
+      for (int left = used; n.candidate && left > 0;) {
+        int j = 1 + static_cast<int>(rng() % static_cast<unsigned>(left));
+        n.jobs.push_back(j);
+        left -= j;
+      }
+    }
+    int max_nodes = static_cast<int>(rng() % 4);
+    auto moves = PlanConsolidation(pool, max_nodes);
+    ASSERT_LE(static_cast<int>(moves.size()), max_nodes);
+    std::vector<int> free(pool.size());
+    std::set<int> emptied, targets;
+    for (size_t i = 0; i < pool.size(); ++i) free[i] = pool[i].free;
+    for (const auto& m : moves) {
+      ASSERT_TRUE(pool[static_cast<size_t>(m.node)].candidate);
+      ASSERT_FALSE(targets.count(m.node)) << "a node that took jobs is emptied";
+      emptied.insert(m.node);
+      ASSERT_EQ(m.to.size(), pool[static_cast<size_t>(m.node)].jobs.size());
+      for (size_t k = 0; k < m.to.size(); ++k) {
+        auto to = static_cast<size_t>(m.to[k]);
+        ASSERT_TRUE(pool[to].running) << "moved to a node running nothing";
+        ASSERT_FALSE(emptied.count(m.to[k])) << "moved to a node being emptied";
+        free[to] -= pool[static_cast<size_t>(m.node)].jobs[k];
+        ASSERT_GE(free[to], 0) << "over-allocated node " << to;
+        targets.insert(m.to[k]);
+      }
+    }
+  }
+}
+
+// Consolidation in the replay, by hand. One node at first (min 1); J0 (4 GPUs, 100 s) and J1
+// (4 GPUs, 1000 s) fill it at 0; J2 (2 GPUs, 1000 s) arrives at 1 and waits for a second node,
+// asked for at the tick at 60 (lead time 0): it runs there from 60. J0 ends at 100. From the
+// tick at 120 both nodes are lightly used (4 and 2 of 8); at 240 they have been for
+// idle_before_remove (120 s), the pool wants 1 node for 6 GPUs, so the less used node 1 is
+// emptied: J2 moves to node 0 with 820 s left, plus the 30 s move cost, and ends at 1090.
+TEST(Replay, ConsolidationMovesAJobAndRemovesItsNodeByHand) {
+  auto trace = ParseTrace("submit_time,duration_s,gpus\n0,100,4\n0,1000,4\n1,1000,2\n", "t.csv");
+  ASSERT_TRUE(trace.ok()) << trace.error().message;
+  ReplayOptions o;
+  o.policy.mode = ScaleMode::kReactive;
+  o.policy.min_nodes = 1;
+  o.policy.max_nodes = 2;
+  o.policy.target_share = 1;
+  o.policy.lead_time_s = 0;
+  o.policy.interval_s = 60;
+  o.policy.idle_before_remove_s = 120;
+  o.policy.down_cooldown_s = 0;
+  o.move_cost_s = 30;
+  auto r = Replay(trace.value(), o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->jobs_moved, 1u);
+  EXPECT_EQ(r->nodes_consolidated, 1u);
+  EXPECT_DOUBLE_EQ(r->span_s, 1090);
+  // Provisioned: node 0 from 0 to 1090, node 1 from 60 to 240. Work: 400 + 4000 + 2000.
+  EXPECT_NEAR(r->gpu_hours_provisioned * 3600, 8 * 1090 + 8 * 180, 1e-6);
+  EXPECT_NEAR(r->gpu_hours_busy * 3600, 6400, 1e-6);
+  EXPECT_NEAR(r->gpu_hours_idle * 3600, 3760, 1e-6);
+  EXPECT_NEAR(r->gpu_hours_moving * 3600, 60, 1e-6) << "2 GPUs for the 30 s move cost";
+  // Free GPUs of busy nodes: node 0 4 x 140 (100..240), 2 x 760, 6 x 90; node 1 6 x 180.
+  EXPECT_NEAR(r->gpu_hours_fragmented * 3600, 560 + 1520 + 540 + 1080, 1e-6);
+  EXPECT_NEAR(r->gpu_hours_empty * 3600, 0, 1e-6);
+
+  // Without consolidation node 1 runs J2 to its end at 1060: 8 x 1000 more GPU-seconds.
+  o.policy.consolidate_below = 0;
+  auto off = Replay(trace.value(), o);
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->jobs_moved, 0u);
+  EXPECT_NEAR(off->gpu_hours_idle * 3600, 16480 - 6400, 1e-6);
+  o.move_cost_s = -1;
+  EXPECT_EQ(Replay(trace.value(), o).error().message, "--move-cost must be 0 or more seconds");
 }
 
 TEST(Replay, TraceErrorsNameTheLineAndNothingRuns) {
