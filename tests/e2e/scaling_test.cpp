@@ -156,6 +156,44 @@ TEST_F(Scaling, JobsBeyondCapacityGrowASimPoolAndIdleNodesShrinkItBack) {
   EXPECT_EQ(controller_->Call("GET", "/api/v1/pools/b200/scaling/history?window=9d").first, 400);
 }
 
+// Consolidation on a real controller: a node that runs only a small movable job, which fits on
+// the other busy node, is emptied (the job moves, from the CLI's point of view too) and removed.
+TEST_F(Scaling, ALightlyUsedNodesMovableJobMovesAndTheNodeIsRemoved) {
+  auto applied = ApplyText("scaled.yaml", kScaledFleet);
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  ASSERT_TRUE(WaitFor([&] { return States()["ready"] == 1; }, 20000)) << States().size();
+  auto submit = [&](const char* gpus, bool movable) {
+    std::vector<std::string> args{"jobs", "submit", "--team", "t", "--pool", "b200", "--gpus", gpus};
+    if (movable) args.push_back("--movable");
+    auto r = Cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  };
+  submit("6", false);  // 1: stays on b200-0000
+  submit("2", false);  // 2: fills it
+  submit("2", true);   // 3: waits for a second node
+  ASSERT_TRUE(WaitFor([&] { return States()["ready"] == 2; }, 30000)) << States()["ready"];
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return controller_->Call("GET", "/api/v1/jobs/3").second.at("state") == "running";
+      },
+      15000));
+  auto job = controller_->Call("GET", "/api/v1/jobs/3").second;
+  EXPECT_EQ(job.at("placement").at(0).at("node"), "b200-0001") << job;
+  ASSERT_EQ(Cli({"jobs", "cancel", "2"}).exit_code, 0);
+  // Light for idle_before_remove (4 s): job 3 moves to b200-0000 and b200-0001 goes.
+  ASSERT_TRUE(WaitFor([&] { return States()["retired"] == 1; }, 30000)) << States()["ready"];
+  EXPECT_EQ(Count("consolidate", "consolidate"), 1);
+  job = controller_->Call("GET", "/api/v1/jobs/3").second;
+  EXPECT_EQ(job.at("state"), "running") << job;
+  EXPECT_EQ(job.at("moves"), 1) << job;
+  EXPECT_EQ(job.at("placement").at(0).at("node"), "b200-0000") << job;
+  EXPECT_EQ(job.at("reason"), "moved from b200-0001 to b200-0000 (consolidation)");
+  EXPECT_EQ(State("b200-0001"), "retired");
+  auto events = Cli({"scaling", "events", "b200"});
+  EXPECT_NE(events.out.find("consolidate"), std::string::npos) << events.out;
+  EXPECT_NE(events.out.find("job 3 b200-0001 -> b200-0000"), std::string::npos) << events.out;
+}
+
 // `gpufleet sim` drives the demo workload by default, through the API with the token it finds
 // like the CLI does; without one it says so and runs no workload.
 using SimWorkload = E2E;
