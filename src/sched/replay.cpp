@@ -368,7 +368,9 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
         break;
       case kFinish: {
         Job& j = jobs[static_cast<size_t>(e.id)];
-        if (finish_at[static_cast<size_t>(e.id)] != e.t) break;  // moved: it ends later
+        // A moved job's first finish is stale (with no move cost both come at the same time).
+        if (finish_at[static_cast<size_t>(e.id)] != e.t) break;
+        finish_at[static_cast<size_t>(e.id)] = -1;
         for (int n : j.nodes) std::erase(on_node[static_cast<size_t>(n)], j.id);
         pool.Release(j, now);
         queue.OnFinished(j);

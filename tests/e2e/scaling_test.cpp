@@ -163,7 +163,8 @@ TEST_F(Scaling, ALightlyUsedNodesMovableJobMovesAndTheNodeIsRemoved) {
   ASSERT_EQ(applied.exit_code, 0) << applied.err;
   ASSERT_TRUE(WaitFor([&] { return States()["ready"] == 1; }, 20000)) << States().size();
   auto submit = [&](const char* gpus, bool movable) {
-    std::vector<std::string> args{"jobs", "submit", "--team", "t", "--pool", "b200", "--gpus", gpus};
+    std::vector<std::string> args{"jobs",   "submit", "--team", "t",
+                                  "--pool", "b200",   "--gpus", gpus};
     if (movable) args.push_back("--movable");
     auto r = Cli(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -173,9 +174,7 @@ TEST_F(Scaling, ALightlyUsedNodesMovableJobMovesAndTheNodeIsRemoved) {
   submit("2", true);   // 3: waits for a second node
   ASSERT_TRUE(WaitFor([&] { return States()["ready"] == 2; }, 30000)) << States()["ready"];
   ASSERT_TRUE(WaitFor(
-      [&] {
-        return controller_->Call("GET", "/api/v1/jobs/3").second.at("state") == "running";
-      },
+      [&] { return controller_->Call("GET", "/api/v1/jobs/3").second.at("state") == "running"; },
       15000));
   auto job = controller_->Call("GET", "/api/v1/jobs/3").second;
   EXPECT_EQ(job.at("placement").at(0).at("node"), "b200-0001") << job;

@@ -477,9 +477,9 @@ TEST_F(ScalingTest, CommandActuatorRunsTheProgramsWithPoolNodesAndJoinToken) {
 }
 
 // Node 0 runs A (6 GPUs, not movable) and T (2); M (2, movable) waits for a second node, node 1.
-// T ends. Both nodes are lightly used... node 0 is not (6 of 8); node 1 is (2 of 8, movable) and
-// after idle_before_remove (60 s) its job fits node 0: M moves there, keeping its progress, and
-// node 1 is drained and removed. Then U (4, not movable) gets a node of its own and A ends: node
+// T ends. Node 0 is not lightly used (6 of 8); node 1 is (2 of 8, movable), and after
+// idle_before_remove (60 s) its job fits node 0: M moves there, keeping its progress, and node 1
+// is drained and removed. Then U (4, not movable) gets a node of its own and A ends: node
 // 0 runs only M and is light, node 1 runs U and is light too but cannot be emptied; M moves to
 // node 1 and node 0 goes.
 TEST_F(ScalingTest, ConsolidationMovesMovableJobsOffALightNodeAndRemovesIt) {

@@ -424,6 +424,15 @@ TEST(Replay, ConsolidationMovesAJobAndRemovesItsNodeByHand) {
   ASSERT_TRUE(off.ok());
   EXPECT_EQ(off->jobs_moved, 0u);
   EXPECT_NEAR(off->gpu_hours_idle * 3600, 16480 - 6400, 1e-6);
+  // A free move: J2 ends when it would have, once (its first finish event is not counted).
+  o.policy.consolidate_below = 0.5;
+  o.move_cost_s = 0;
+  auto free_move = Replay(trace.value(), o);
+  ASSERT_TRUE(free_move.ok());
+  EXPECT_EQ(free_move->jobs_moved, 1u);
+  EXPECT_DOUBLE_EQ(free_move->span_s, 1060);
+  EXPECT_NEAR(free_move->gpu_hours_busy * 3600, 6400, 1e-6);
+  EXPECT_NEAR(free_move->gpu_hours_provisioned * 3600, 8 * 1060 + 8 * 180, 1e-6);
   o.move_cost_s = -1;
   EXPECT_EQ(Replay(trace.value(), o).error().message, "--move-cost must be 0 or more seconds");
 }
