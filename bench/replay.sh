@@ -12,9 +12,10 @@
 #   1, 1.5, 2, 3 or 4 errors); the table shows the medians of those runs, the idle hours split into
 #   starting (asked for, not ready), empty (ready, no job) and fragmented (free GPUs of nodes
 #   running a job), and predictive against reactive and the oracle per variant and as a median.
-# Each table twice: with consolidation (the policy's default, --consolidate-below 0.5: a node
-# using at most half its GPUs for 10 minutes is emptied when its jobs fit on other busy nodes;
-# every trace job is taken as movable, at a cost of 300 s of its GPUs per move) and without it.
+# Each table three times: with consolidation (the policy's default, --consolidate-below 0.5: a
+# node using at most half its GPUs for 10 minutes is emptied when its jobs fit on other busy
+# nodes; every trace job taken as movable, at a cost of 300 s of its GPUs per move), the same
+# with only half the jobs movable (--movable-share 0.5), and without consolidation.
 # And one 500,000-job replay's wall time. Usage: bench/replay.sh [BUILD_DIR] (default build-bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,16 +41,18 @@ traces = [
     ("synthetic, daily and weekly seasonality (14 days, seeds 42 to 46)",
      [(f"seed {s}", ["--trace", f"{work}/synthetic-{s}.csv"]) for s in (42, 43, 44, 45, 46)]),
 ]
-policies, leads, consolidation = ("reactive", "predictive", "oracle"), (600, 1800), (0.5, 0)
+policies, leads = ("reactive", "predictive", "oracle"), (600, 1800)
+consolidation = ((0.5, 1), (0.5, 0.5), (0, 1))  # (--consolidate-below, --movable-share)
 shares = tuple(round(0.6 + 0.05 * i, 2) for i in range(9))
 def knobs(policy):  # (target share, forecast margin)
     margins = (0.5, 1, 1.5, 2, 3, 4) if policy == "predictive" else (2,)
     return [(s, m) for s in shares for m in margins]
 def run(key):
-    args, policy, lead, (share, margin), cons = key
+    args, policy, lead, (share, margin), (cons, movable) = key
     out = subprocess.run([gf, "-o", "json", "replay", *args, "--pool-gpus-per-node", "8",
                           "--policy", policy, "--lead-time", str(lead), "--target-share", str(share),
-                          "--forecast-margin", str(margin), "--consolidate-below", str(cons)],
+                          "--forecast-margin", str(margin), "--consolidate-below", str(cons),
+                          "--movable-share", str(movable)],
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 keys = [(tuple(args), policy, lead, share, cons) for _, variants in traces for _, args in variants
@@ -66,7 +69,8 @@ for (name, variants), lead, cons in [(t, l, c) for t in traces for l in leads fo
                 ok = [(s, d) for s, d in ok if d["wait_p95_s"] <= 60]
                 if ok:
                     best[(label, policy)] = min(ok, key=lambda x: x[1]["gpu_hours_idle"])
-        how = "with consolidation (below 0.5)" if cons else "without consolidation"
+        how = ("without consolidation" if not cons[0] else "with consolidation (below 0.5)" +
+               ("" if cons[1] == 1 else f", {cons[1]:g} of the jobs movable"))
         print(f"\n### {name}, lead time {lead} s, {how}\n")
         print("Each policy at its cheapest settings with p95 wait <= 60 s; medians of the five variants:\n")
         print("| policy | share (margin) chosen | GPU-h idle | starting | empty | fragmented | moving | job moves | wait p95 s | wait p99 s | waited > lead | scale events | forecast MAPE |")
@@ -97,6 +101,6 @@ for (name, variants), lead, cons in [(t, l, c) for t in traces for l in leads fo
                   f"predictive vs oracle: median {med(vs_o):+.0f}% ({', '.join(f'{x:+.0f}%' for x in vs_o)}); "
                   f"oracle vs reactive (the most any forecast could gain): median {med(o_r):+.0f}% "
                   f"({', '.join(f'{x:+.0f}%' for x in o_r)})")
-d = run((("--trace", f"{work}/synthetic-500k.csv", "--max-nodes", "5000"), "predictive", 600, (0.8, 2), 0.5))
+d = run((("--trace", f"{work}/synthetic-500k.csv", "--max-nodes", "5000"), "predictive", 600, (0.8, 2), (0.5, 1)))
 print(f"\n500,000-job replay ({d['jobs']} jobs, predictive): {d['replay_seconds']:.2f} s")
 PY

@@ -21,7 +21,7 @@ struct ReplayFlags {
   double lead_time = 600, time_scale = 1, size_scale = 1;
   int min_nodes = 0, max_nodes = 1000, step_up = 50, step_down = 10;
   double target_share = 0.8, idle_before_remove = 600, interval = 60, down_cooldown = 300;
-  double forecast_margin = 2, consolidate_below = 0.5, move_cost = 300;
+  double forecast_margin = 2, consolidate_below = 0.5, move_cost = 300, movable_share = 1;
 };
 
 json::value Num(double v) { return std::isfinite(v) ? json::value(v) : json::value(nullptr); }
@@ -39,7 +39,7 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
   static ReplayFlags f;
   auto* r = app.add_subcommand(
       "replay", "Replay a job trace through the scheduler and autoscaler in virtual time");
-  r->add_option("--trace", f.trace, "the trace: CSV submit_time,duration_s,gpus[,team]")
+  r->add_option("--trace", f.trace, "the trace: CSV submit_time,duration_s,gpus[,team,movable]")
       ->required();
   r->add_option("--format", f.format, "csv (default) or openb (Alibaba 2023 pod list)")
       ->check(CLI::IsMember({"csv", "openb"}));
@@ -63,6 +63,8 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
                 "jobs, when they fit elsewhere (0.5; 0: never)");
   r->add_option("--move-cost", f.move_cost,
                 "seconds a moved job's GPUs work for nothing, restarting on its new node (300)");
+  r->add_option("--movable-share", f.movable_share,
+                "the share of jobs that may be moved, where the trace has no movable column (1)");
   r->add_option("--interval", f.interval, "policy: seconds between decisions (60)");
   r->add_option("--down-cooldown", f.down_cooldown, "policy: seconds between scale-downs (300)");
   r->callback([&g] {
@@ -94,6 +96,7 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
     o.policy.down_cooldown_s = f.down_cooldown;
     o.policy.consolidate_below = f.consolidate_below;
     o.move_cost_s = f.move_cost;
+    o.movable_share = f.movable_share;
     auto started = std::chrono::steady_clock::now();
     auto res = sched::Replay(std::move(trace.value()), o);
     std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;

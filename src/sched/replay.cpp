@@ -78,13 +78,14 @@ int Column(const std::vector<std::string_view>& header, std::string_view col) {
 Result<std::vector<TraceJob>> ParseTrace(std::string_view text, const std::string& name) {
   std::vector<TraceJob> jobs;
   std::vector<std::string_view> header;
-  int c_submit = -1, c_dur = -1, c_gpus = -1, c_team = -1;
+  int c_submit = -1, c_dur = -1, c_gpus = -1, c_team = -1, c_movable = -1;
   auto s = EachRow(text, name, header, [&](int line, const std::vector<std::string_view>& f) {
     if (c_submit < 0) {
       c_submit = Column(header, "submit_time");
       c_dur = Column(header, "duration_s");
       c_gpus = Column(header, "gpus");
       c_team = Column(header, "team");
+      c_movable = Column(header, "movable");
       if (c_submit < 0 || c_dur < 0 || c_gpus < 0) {
         std::string hint =
             Column(header, "num_gpu") >= 0 ? " (an openb pod list? --format openb)" : "";
@@ -111,6 +112,16 @@ Result<std::vector<TraceJob>> ParseTrace(std::string_view text, const std::strin
     }
     j.gpus = static_cast<int>(gpus);
     if (c_team >= 0) j.team = std::string(f[c_team]);
+    if (c_movable >= 0) {
+      std::string_view m = f[c_movable];
+      if (m == "1" || m == "true") {
+        j.movable = 1;
+      } else if (m == "0" || m == "false") {
+        j.movable = 0;
+      } else {
+        return bad("movable", m, "is not 1, 0, true or false");
+      }
+    }
     jobs.push_back(std::move(j));
     return Status();
   });
@@ -228,6 +239,9 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
   if (!(o.move_cost_s >= 0)) {
     return MakeError(ErrorCode::kInvalidArgument, "--move-cost must be 0 or more seconds");
   }
+  if (!(o.movable_share >= 0 && o.movable_share <= 1)) {
+    return MakeError(ErrorCode::kInvalidArgument, "--movable-share must be in [0, 1]");
+  }
   const int G = o.gpus_per_node;
   ReplayResult r;
   r.policy = ToString(p.mode);
@@ -242,6 +256,8 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
     // Deterministic: the same trace and scale always give the same jobs.
     uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ULL;
     int copies = whole + ((h >> 11) * 0x1.0p-53 < frac ? 1 : 0);
+    uint64_t hm = (i + 1) * 0xD1B54A32D192ED03ULL;
+    bool movable = t.movable >= 0 ? t.movable == 1 : (hm >> 11) * 0x1.0p-53 < o.movable_share;
     for (int c = 0; c < copies; ++c) {
       if (t.gpus > max_gpus) {
         ++r.unplaceable;
@@ -253,6 +269,7 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
       j.gpus = t.gpus;
       j.submit_s = t.submit_s / o.time_scale;
       j.duration_s = t.duration_s;
+      j.movable = movable;
       jobs.push_back(std::move(j));
     }
   }
@@ -315,7 +332,7 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
       bool light = LightlyUsed(G - n.free, G, p.consolidate_below);
       for (int64_t id : on_node[i]) {
         const Job& j = jobs[static_cast<size_t>(id)];
-        light = light && j.nodes.size() == 1;
+        light = light && j.movable && j.nodes.size() == 1;
         load[i].jobs.push_back(j.gpus);
       }
       if (!light) {

@@ -4,7 +4,7 @@
 // controller, for one pool of identical nodes.
 //
 // Trace format (CSV with a header; rows in any order): submit_time,duration_s,gpus (seconds)
-// and optionally gpus_per_node,team,gpu_model. The Alibaba 2023 GPU trace (openb_pod_list_*.csv)
+// and optionally gpus_per_node,team,gpu_model,movable (1 or 0, true or false). The Alibaba 2023 GPU trace (openb_pod_list_*.csv)
 // is read with ParseOpenbTrace.
 
 #include <string>
@@ -21,6 +21,7 @@ struct TraceJob {
   double duration_s = 0;
   int gpus = 1;
   std::string team;
+  int movable = -1;  // the trace's movable column: 1 or 0; -1: not given
 };
 
 // Errors name the file, the line and the column.
@@ -41,6 +42,8 @@ struct ReplayOptions {
   // What moving a job (consolidation) costs: its GPUs run this long without progress, on the
   // new node (a restart from its last checkpoint). Every trace job is taken as movable.
   double move_cost_s = 300;
+  // The share of jobs without a movable column that are movable, chosen deterministically.
+  double movable_share = 1;
 };
 
 struct ReplayResult {

@@ -433,6 +433,26 @@ TEST(Replay, ConsolidationMovesAJobAndRemovesItsNodeByHand) {
   EXPECT_DOUBLE_EQ(free_move->span_s, 1060);
   EXPECT_NEAR(free_move->gpu_hours_busy * 3600, 6400, 1e-6);
   EXPECT_NEAR(free_move->gpu_hours_provisioned * 3600, 8 * 1060 + 8 * 180, 1e-6);
+  // J2 not movable (the trace's column): node 1 stays, and node 0 goes instead, its J1 moving
+  // to node 1 at 240 with 760 s left; it ends at 1030, J2 at 1060.
+  o.move_cost_s = 30;
+  auto fixed = ParseTrace(
+      "submit_time,duration_s,gpus,movable\n0,100,4,true\n0,1000,4,1\n1,1000,2,0\n", "t.csv");
+  ASSERT_TRUE(fixed.ok()) << fixed.error().message;
+  auto other = Replay(fixed.value(), o);
+  EXPECT_EQ(other->jobs_moved, 1u);
+  EXPECT_DOUBLE_EQ(other->span_s, 1060);
+  EXPECT_NEAR(other->gpu_hours_provisioned * 3600, 8 * 240 + 8 * 1000, 1e-6);
+  // No job movable (--movable-share 0): nothing moves.
+  o.movable_share = 0;
+  EXPECT_EQ(Replay(trace.value(), o)->jobs_moved, 0u);
+  EXPECT_EQ(ParseTrace("submit_time,duration_s,gpus,movable\n0,1,1,maybe\n", "t.csv")
+                .error()
+                .message,
+            "t.csv:2: movable 'maybe' is not 1, 0, true or false");
+  o.movable_share = 2;
+  EXPECT_EQ(Replay(trace.value(), o).error().message, "--movable-share must be in [0, 1]");
+  o.movable_share = 1;
   o.move_cost_s = -1;
   EXPECT_EQ(Replay(trace.value(), o).error().message, "--move-cost must be 0 or more seconds");
 }
