@@ -22,7 +22,7 @@ struct Job {
   int priority = 0;       // higher first
   double submit_s = 0;    // when it entered the queue
   double duration_s = 0;  // how long it runs (the replay knows; live jobs: expected or 0)
-  bool movable = true;     // consolidation may move it (the replay; live jobs say so)
+  bool movable = true;    // consolidation may move it (the replay; live jobs say so)
   // Set by the scheduler:
   double start_s = -1;     // -1: not started
   std::vector<int> nodes;  // where it runs: node indices, one per whole node or the one node

@@ -4,8 +4,8 @@
 // controller, for one pool of identical nodes.
 //
 // Trace format (CSV with a header; rows in any order): submit_time,duration_s,gpus (seconds)
-// and optionally gpus_per_node,team,gpu_model,movable (1 or 0, true or false). The Alibaba 2023 GPU trace (openb_pod_list_*.csv)
-// is read with ParseOpenbTrace.
+// and optionally gpus_per_node,team,gpu_model,movable (1 or 0, true or false). The Alibaba 2023 GPU
+// trace (openb_pod_list_*.csv) is read with ParseOpenbTrace.
 
 #include <string>
 #include <string_view>

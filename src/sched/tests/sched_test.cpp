@@ -446,10 +446,9 @@ TEST(Replay, ConsolidationMovesAJobAndRemovesItsNodeByHand) {
   // No job movable (--movable-share 0): nothing moves.
   o.movable_share = 0;
   EXPECT_EQ(Replay(trace.value(), o)->jobs_moved, 0u);
-  EXPECT_EQ(ParseTrace("submit_time,duration_s,gpus,movable\n0,1,1,maybe\n", "t.csv")
-                .error()
-                .message,
-            "t.csv:2: movable 'maybe' is not 1, 0, true or false");
+  EXPECT_EQ(
+      ParseTrace("submit_time,duration_s,gpus,movable\n0,1,1,maybe\n", "t.csv").error().message,
+      "t.csv:2: movable 'maybe' is not 1, 0, true or false");
   o.movable_share = 2;
   EXPECT_EQ(Replay(trace.value(), o).error().message, "--movable-share must be in [0, 1]");
   o.movable_share = 1;
