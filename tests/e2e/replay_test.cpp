@@ -49,8 +49,8 @@ TEST(Replay, PrintsTheHandComputedFiguresAsJsonAndRefusesBadInput) {
   EXPECT_TRUE(v.at("forecast_mape").is_null());
   // The idle hours' split adds up to them (sched_test has a hand-computed split).
   double split = 0;
-  for (const char* key :
-       {"gpu_hours_idle_starting", "gpu_hours_idle_empty", "gpu_hours_idle_fragmented"}) {
+  for (const char* key : {"gpu_hours_idle_starting", "gpu_hours_idle_empty",
+                          "gpu_hours_idle_fragmented", "gpu_hours_idle_moving"}) {
     EXPECT_GE(v.at(key).to_number<double>(), 0) << key;
     split += v.at(key).to_number<double>();
   }
@@ -69,6 +69,18 @@ TEST(Replay, PrintsTheHandComputedFiguresAsJsonAndRefusesBadInput) {
   ASSERT_EQ(openb.exit_code, 0) << openb.err;
   EXPECT_NE(openb.out.find("oracle  7064"), std::string::npos) << openb.out;
   EXPECT_NE(openb.out.find("idle GPU-hours: "), std::string::npos) << openb.out;
+  EXPECT_NE(openb.out.find("consolidation: "), std::string::npos) << openb.out;
+  // Consolidation, on by default, moves jobs on the real trace; off, it moves none.
+  auto moves = [&](const char* below) {
+    auto run = RunGpufleet(
+        {"-o", "json", "replay", "--trace",
+         std::string(GPUFLEET_SOURCE_DIR) + "/data/traces/openb_pod_list_default.csv", "--format",
+         "openb", "--policy", "reactive", "--time-scale", "10", "--consolidate-below", below});
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    return json::parse(run.out).at("jobs_moved").to_number<int>();
+  };
+  EXPECT_GT(moves("0.5"), 0);
+  EXPECT_EQ(moves("0"), 0);
 
   std::ofstream(dir + "/bad.csv") << "submit_time,duration_s,gpus\n0,10,2\n5,-1,2\n";
   auto bad = RunGpufleet({"replay", "--trace", dir + "/bad.csv"});
@@ -83,6 +95,12 @@ TEST(Replay, PrintsTheHandComputedFiguresAsJsonAndRefusesBadInput) {
   auto margin = RunGpufleet({"replay", "--trace", trace, "--forecast-margin", "11"});
   EXPECT_EQ(margin.exit_code, 2);
   EXPECT_EQ(margin.err, "error: policy: forecast_margin must be in [0, 10]\n");
+  auto below = RunGpufleet({"replay", "--trace", trace, "--consolidate-below", "2"});
+  EXPECT_EQ(below.exit_code, 2);
+  EXPECT_EQ(below.err, "error: policy: consolidate_below must be in [0, 1] (0: never)\n");
+  auto movable = RunGpufleet({"replay", "--trace", trace, "--movable-share", "-1"});
+  EXPECT_EQ(movable.exit_code, 2);
+  EXPECT_EQ(movable.err, "error: --movable-share must be in [0, 1]\n");
   std::filesystem::remove_all(dir);
 }
 
