@@ -169,7 +169,10 @@ test('an injected XID turns that GPU failed on the heatmap and an alert appears,
     const [red, green, blue] = h.canvas.getContext('2d').getImageData(r.x + 2, r.y + 2, 1, 1).data;
     return `${red},${green},${blue}`;
   });
-  assert.equal(await colour(), '34,165,89', 'healthy green before the XID');
+  // The pixel is read from the canvas as last drawn, at the cell's place in the current layout; a
+  // layout change is redrawn a moment later (ResizeObserver). CI once read a yellow that is no
+  // health colour here, so wait for the colour instead of reading it once.
+  await waitFor('the cell to be healthy green before the XID', async () => (await colour()) === '34,165,89', 10000);
   const inject = await call(fleet.base, fleet.token, 'POST', '/api/v1/nodes/l40s-serve-0002/gpus/1/inject', { xid: 79 });
   assert.equal(inject.status, 202, JSON.stringify(inject.body));
   await waitFor('the cell to turn failed red', async () => (await colour()) === '214,39,40', 30000);
