@@ -118,6 +118,20 @@ void Hold(std::map<std::string, std::vector<int64_t>>& held, const Job& j) {
   }
 }
 
+// Claims the lowest free GPU indices of `node` (of `g` GPUs; `held` is its job id per index, 0
+// when free) for `gpus` GPUs of job `id`.
+Placement Claim(std::vector<int64_t>& held, const std::string& node, int g, int gpus, int64_t id) {
+  held.resize(static_cast<size_t>(g), 0);
+  Placement pl{node, {}};
+  for (int idx = 0; idx < g && static_cast<int>(pl.gpus.size()) < gpus; ++idx) {
+    if (held[static_cast<size_t>(idx)] == 0) {
+      held[static_cast<size_t>(idx)] = id;
+      pl.gpus.push_back(idx);
+    }
+  }
+  return pl;
+}
+
 // The GPU-hours of a running job's current run, up to `now`.
 double RunHours(const Job& j, int64_t now) {
   return j.spec.gpus * static_cast<double>(now - j.start_ms) / 3'600'000.0;
@@ -458,16 +472,7 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
       int per_node = j.spec.gpus <= g ? j.spec.gpus : g;
       for (int ni : s->nodes) {
         const Node* n = index[static_cast<size_t>(ni)];
-        auto& v = used[n->name];
-        v.resize(static_cast<size_t>(g), 0);
-        Placement pl{n->name, {}};
-        for (int idx = 0; idx < g && static_cast<int>(pl.gpus.size()) < per_node; ++idx) {
-          if (v[static_cast<size_t>(idx)] == 0) {
-            v[static_cast<size_t>(idx)] = j.id;
-            pl.gpus.push_back(idx);
-          }
-        }
-        j.placement.push_back(std::move(pl));
+        j.placement.push_back(Claim(used[n->name], n->name, g, per_node, j.id));
       }
       j.state = JobState::kRunning;
       j.start_ms = now;
@@ -605,15 +610,7 @@ JobService::Consolidation JobService::Consolidate(const std::string& pool, int g
         const std::string& to = nodes[static_cast<size_t>(m.to[k])].name;
         auto& src = held[from.name];
         for (int idx : j.placement[0].gpus) src[static_cast<size_t>(idx)] = 0;
-        auto& dst = held[to];
-        dst.resize(static_cast<size_t>(g), 0);
-        Placement pl{to, {}};
-        for (int idx = 0; idx < g && static_cast<int>(pl.gpus.size()) < j.spec.gpus; ++idx) {
-          if (dst[static_cast<size_t>(idx)] == 0) {
-            dst[static_cast<size_t>(idx)] = j.id;
-            pl.gpus.push_back(idx);
-          }
-        }
+        Placement pl = Claim(held[to], to, g, j.spec.gpus, j.id);
         j.gpu_hours += RunHours(j, now);
         j.done_ms += now - j.start_ms;
         j.start_ms = now;
