@@ -121,9 +121,11 @@ export function launch() {
 }
 
 // A page with the token signed in (through the form, as a person does). Errors in the page's
-// scripts fail the test that looks at `errors`.
-export async function signedIn(browser, base, token, viewport = { width: 1280, height: 800 }) {
+// scripts fail the test that looks at `errors`. `timeout` (ms) replaces Playwright's 30 s default
+// for every wait and navigation of the page.
+export async function signedIn(browser, base, token, viewport = { width: 1280, height: 800 }, { timeout } = {}) {
   const context = await browser.newContext({ viewport });
+  if (timeout) context.setDefaultTimeout(timeout);
   const page = await context.newPage();
   page.errors = [];
   page.on('pageerror', (e) => page.errors.push(e.message));

@@ -41,16 +41,16 @@ test('the heatmap data of 10,000 GPUs is one reply under 100 KB compressed', asy
 });
 
 test('overview first useful paint and heatmap redraws at 10,000 GPUs', async () => {
-  const page = await signedIn(browser, fleet.base, fleet.token);
+  // Timings are reported, not asserted: a slow load (a sanitizer build on a busy shared
+  // machine took over 30 s, Playwright's default, to load the page) waits up to 2 minutes
+  // instead of failing.
+  const page = await signedIn(browser, fleet.base, fleet.token, undefined, { timeout: 120000 });
   // First useful paint: a fresh load, signed in, until the cluster cards are on screen.
   const paints = [];
-  // Timings are reported, not asserted: a slow load (a sanitizer build on a busy shared
-  // machine took over 30 s, Playwright's default) waits up to 2 minutes instead of failing.
-  const slow = { timeout: 120000 };
   for (let i = 0; i < 5; i++) {
-    await page.goto(fleet.base + '/#/', slow);
-    await page.reload(slow);
-    await page.waitForSelector('.card[data-cluster]', slow);
+    await page.goto(fleet.base + '/#/');
+    await page.reload();
+    await page.waitForSelector('.card[data-cluster]');
     paints.push(await page.evaluate(() => window.gpufleetPerf.overviewPaintMs));
   }
   results.overview_first_paint_ms = { median: median(paints), all: paints };
