@@ -71,7 +71,7 @@ export function mount(el, params) {
       stat('Target', s.nodes.target, `bounds ${p.min_nodes}..${p.max_nodes}, target share ${p.target_share}`),
       stat('Demand', `${n0(s.demand.gpus)} GPUs`, `${n0(s.demand.running)} running, ${n0(s.demand.queued)} queued`),
       stat('Longest wait', `${n0(s.demand.oldest_wait_s)} s`),
-      stat('Forecast', f.gpus === null ? '–' : `${n0(f.gpus)} GPUs`, `peak over the next ${p.lead_time} + ${p.interval}, plus ${p.forecast_margin} × its recent error`),
+      stat('Forecast', f.gpus === null ? '–' : `${n0(f.gpus)} GPUs`, `peak over the next ${p.lead_time} + ${p.interval}, plus ${p.forecast_margin} × its recent mean shortfall (${f.shortfall_gpus === null ? '–' : f.shortfall_gpus.toFixed(1) + ' GPUs'})`),
       stat('Forecast MAPE', pct(f.mape), `model ${f.model}; bias ${f.bias === null ? '–' : (f.bias * 100).toFixed(1) + '%'}; ${f.scored} forecasts scored`),
       stat('Consolidation', p.consolidate_below ? `≤ ${Math.round(p.consolidate_below * 100)}% used` : 'off', p.consolidate_below ? `a node this lightly used for ${p.idle_before_remove}, running only movable jobs, is emptied when they fit on other busy nodes and the pool has more nodes than it needs` : 'nodes are never emptied by moving jobs'),
             stat('Decision', esc(s.decision.reason) + (s.decision.delta ? ` ${s.decision.delta > 0 ? '+' : ''}${s.decision.delta}` : ''), fmtTime(s.decided_at)),

@@ -21,7 +21,7 @@ struct ReplayFlags {
   double lead_time = 600, time_scale = 1, size_scale = 1;
   int min_nodes = 0, max_nodes = 1000, step_up = 50, step_down = 10;
   double target_share = 0.8, idle_before_remove = 600, interval = 60, down_cooldown = 300;
-  double forecast_margin = 2, consolidate_below = 0.5, move_cost = 300, movable_share = 1;
+  double forecast_margin = 4, consolidate_below = 0.5, move_cost = 300, movable_share = 1;
 };
 
 json::value Num(double v) { return std::isfinite(v) ? json::value(v) : json::value(nullptr); }
@@ -57,7 +57,8 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
   r->add_option("--idle-before-remove", f.idle_before_remove,
                 "policy: seconds a node must be idle before removal (600)");
   r->add_option("--forecast-margin", f.forecast_margin,
-                "policy (predictive): the forecast's recent error this many times over it (2)");
+                "policy (predictive): plan for this many times the forecast's recent mean "
+                "shortfall over it (4)");
   r->add_option("--consolidate-below", f.consolidate_below,
                 "policy: empty nodes using at most this share of their GPUs by moving their "
                 "jobs, when they fit elsewhere (0.5; 0: never)");

@@ -137,11 +137,13 @@ void AddScalingCommands(CLI::App& app, Globals& g) {
       }
       StatusTable(json::array{*v});
       const auto& p = v->at("policy");
-      std::printf("\nPolicy:   %s\nForecast: model %s, MAPE %s, bias %s, %s forecasts scored\n",
-                  JsonText(p).c_str(), Str(v->at("forecast").at("model")).c_str(),
-                  Mape(v->at("forecast")).c_str(),
-                  Num(v->at("forecast").at("bias"), "%+.3f").c_str(),
-                  Str(v->at("forecast").at("scored")).c_str());
+      std::printf(
+          "\nPolicy:   %s\nForecast: model %s, MAPE %s, bias %s, shortfall %s GPUs, %s forecasts "
+          "scored\n",
+          JsonText(p).c_str(), Str(v->at("forecast").at("model")).c_str(),
+          Mape(v->at("forecast")).c_str(), Num(v->at("forecast").at("bias"), "%+.3f").c_str(),
+          Num(v->at("forecast").at("shortfall_gpus"), "%.1f").c_str(),
+          Str(v->at("forecast").at("scored")).c_str());
       if (const auto& k = v->at("keep"); k.is_object()) {
         bool floor = !k.at("min_nodes").is_null();
         std::printf("Kept:     at %s %s nodes until %s (manual, by %s)\n", floor ? "least" : "most",

@@ -8,7 +8,7 @@
 //   need      = need_now                                         (reactive)
 //             = max(need_now, ceil(peak forecast / gpus per node))  (predictive, oracle)
 // where the peak forecast covers the next lead time + interval and includes the forecast's
-// error margin (the oracle's is exact): it is what will be asked for, so it gets no headroom.
+// margin (the oracle's is exact): it is what will be asked for, so it gets no headroom.
 // clamped to [min, max] (and to the schedule's minimum). Up: at most step_up nodes, after the
 // up cooldown. Down: at most step_down nodes, after the down cooldown, and only nodes that have
 // run no job for idle_before_remove: a node with a running job is never removed (consolidation
@@ -42,8 +42,8 @@ struct ScalePolicy {
   double lead_time_s = 600;  // from asking for a node to its being ready
   double idle_before_remove_s = 600;
   // predictive: what is planned for is the forecast's peak plus this many times its recent mean
-  // absolute error; lower trades queue wait for idle GPUs
-  double forecast_margin = 2;
+  // shortfall (Forecaster::shortfall); lower trades queue wait for idle GPUs
+  double forecast_margin = 4;
   // Consolidation (sched/consolidate.h): a node using at most this share of its GPUs for
   // idle_before_remove, whose jobs are all movable and fit on other busy nodes, is emptied and
   // removed when the pool has more nodes than it needs. 0: never. The Cluster Autoscaler's

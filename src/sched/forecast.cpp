@@ -54,7 +54,9 @@ void Forecaster::Observe(double demand) {
     double f = pending_[m][slot];
     if (std::isnan(f)) continue;
     double e = std::abs(f - demand);
+    double under = std::max(0.0, demand - f);
     error_[m] = scored_[m] == 0 ? e : 0.98 * error_[m] + 0.02 * e;
+    shortfall_[m] = scored_[m] == 0 ? under : 0.98 * shortfall_[m] + 0.02 * under;
     ++scored_[m];
   }
   double used = used_pending_[slot];
@@ -107,6 +109,8 @@ ForecastStats Forecaster::stats() const {
   s.scored = used_scored_;
   s.mape = used_scored_ ? ape_sum_ / static_cast<double>(used_scored_) : NAN;
   s.bias = actual_sum_ > 0 ? err_sum_ / actual_sum_ : NAN;
+  s.error = error();
+  s.shortfall = shortfall();
   return s;
 }
 
@@ -128,7 +132,7 @@ void DemandTracker::Observe(double t_s, double demand) {
 }
 
 double DemandTracker::PlanningPeak(double margin) const {
-  return forecaster_.Peak(horizon_) + margin * forecaster_.error();
+  return forecaster_.Peak(horizon_) + margin * forecaster_.shortfall();
 }
 
 }  // namespace gpufleet::sched

@@ -7,7 +7,10 @@
 //   holt     additive Holt-Winters with a daily season and a trend;
 // each one's forecast `horizon` steps ahead is scored when that time comes, and the forecast
 // used is the one of the model with the lowest recent error (an exponentially weighted mean
-// absolute error). Accuracy (MAPE and bias of the forecasts used) is kept for the API.
+// absolute error). Accuracy (MAPE and bias of the forecasts used) is kept for the API, and so is
+// the model's recent mean shortfall (how far demand came out above the forecast, 0 when it came
+// out below): the unit of the autoscaler's margin, since only a forecast that was too low makes
+// jobs wait.
 
 #include <array>
 #include <cstddef>
@@ -17,10 +20,12 @@
 namespace gpufleet::sched {
 
 struct ForecastStats {
-  std::string model;  // the model in use
-  double mape = 0;    // mean absolute percentage error of the forecasts used (actual > 0)
-  double bias = 0;    // sum(forecast - actual) / sum(actual): > 0 over-forecasts
-  size_t scored = 0;  // forecasts scored
+  std::string model;     // the model in use
+  double mape = 0;       // mean absolute percentage error of the forecasts used (actual > 0)
+  double bias = 0;       // sum(forecast - actual) / sum(actual): > 0 over-forecasts
+  size_t scored = 0;     // forecasts scored
+  double error = 0;      // the model in use's recent mean absolute error (GPUs)
+  double shortfall = 0;  // its recent mean shortfall: max(0, actual - forecast) (GPUs)
 };
 
 class Forecaster {
@@ -36,9 +41,14 @@ class Forecaster {
   // The largest forecast over the next `h` steps.
   double Peak(int h) const;
   ForecastStats stats() const;
-  // The model in use's recent mean absolute error at the horizon (GPUs): the margin a forecast
-  // needs to cover what it usually misses.
+  // The model in use's recent mean absolute error at the horizon (GPUs).
   double error() const { return scored_[best_] ? error_[best_] : 0; }
+  // Its recent mean shortfall at the horizon (GPUs): by how much demand came out above the
+  // forecast, counting a forecast that came out too high as 0. It is what a margin over the
+  // forecast must cover: a forecast too high costs idle GPUs, not waiting jobs, and counting
+  // its misses too (as the absolute error does) widens the margin after demand falls, when it
+  // is least needed.
+  double shortfall() const { return scored_[best_] ? shortfall_[best_] : 0; }
   double step_s() const { return step_s_; }
   size_t observed() const { return n_; }
 
@@ -58,8 +68,9 @@ class Forecaster {
   bool hw_ready_ = false;
   // Scoring: each model's forecasts for the step `horizon_` ahead, in a ring by step.
   std::array<std::vector<double>, kModels> pending_;
-  std::vector<double> used_pending_;     // what the chosen model forecast for each step
-  std::array<double, kModels> error_{};  // EWMA of absolute error
+  std::vector<double> used_pending_;         // what the chosen model forecast for each step
+  std::array<double, kModels> error_{};      // EWMA of absolute error
+  std::array<double, kModels> shortfall_{};  // EWMA of max(0, actual - forecast)
   std::array<size_t, kModels> scored_{};
   int best_ = 0;
   double ape_sum_ = 0, err_sum_ = 0, actual_sum_ = 0;
@@ -70,12 +81,12 @@ class Forecaster {
 // the forecaster fed the peak demand of each step (steps counted from the first observation; a
 // gap, such as a controller restart, is filled with the demand seen after it), and the forecast
 // a decision uses: the peak over the lead time plus one decision interval, plus the policy's
-// forecast_margin times the forecast's recent error.
+// forecast_margin times the forecast's recent mean shortfall.
 class DemandTracker {
  public:
   DemandTracker(double step_s, double lead_time_s, double interval_s);
   void Observe(double t_s, double demand);   // at every decision, in time order
-  double PlanningPeak(double margin) const;  // margin: in recent mean absolute errors
+  double PlanningPeak(double margin) const;  // margin: in recent mean shortfalls
   const Forecaster& forecaster() const { return forecaster_; }
   int horizon() const { return horizon_; }
 

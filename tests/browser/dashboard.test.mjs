@@ -276,8 +276,8 @@ test('the scaling page shows the autoscaled pool with charts and events; an oper
   assert.equal(status.status, 200);
   assert.equal(status.body.nodes.ready, 8);
   assert.equal(status.body.policy.lead_time, '5m');
-  assert.equal(status.body.policy.forecast_margin, 2);
-  assert.match(await page.getAttribute('[data-stat="Forecast"]', 'title'), /over the next 5m \+ 1m, plus 2 × its recent error/);
+  assert.equal(status.body.policy.forecast_margin, 4);
+  assert.match(await page.getAttribute('[data-stat="Forecast"]', 'title'), /over the next 5m \+ 1m, plus 4 × its recent mean shortfall \((–|[0-9.]+ GPUs)\)/);
   assert.equal(status.body.policy.consolidate_below, 0.5);
   assert.equal(await page.textContent('[data-stat="Consolidation"] b'), '≤ 50% used');
   assert.match(await page.getAttribute('[data-stat="Consolidation"]', 'title'), /lightly used for 10m, running only movable jobs/);

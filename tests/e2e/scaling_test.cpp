@@ -81,6 +81,9 @@ TEST_F(Scaling, JobsBeyondCapacityGrowASimPoolAndIdleNodesShrinkItBack) {
   auto status = controller_->Call("GET", "/api/v1/pools/b200/scaling").second;
   EXPECT_EQ(status.at("nodes").at("ready"), 4) << status;
   EXPECT_EQ(status.at("demand").at("running"), 32) << status;
+  // Seconds in, no forecast has been scored (a step is 5 minutes): no shortfall to plan with.
+  EXPECT_EQ(status.at("forecast").at("scored"), 0) << status;
+  EXPECT_TRUE(status.at("forecast").at("shortfall_gpus").is_null()) << status;
   auto list = Cli({"scaling", "list"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
   EXPECT_NE(list.out.find("b200"), std::string::npos) << list.out;
@@ -121,6 +124,7 @@ TEST_F(Scaling, JobsBeyondCapacityGrowASimPoolAndIdleNodesShrinkItBack) {
   EXPECT_EQ(kept.at("keep").at("by"), "bootstrap-admin") << kept;
   auto show = Cli({"scaling", "show", "b200"});
   EXPECT_NE(show.out.find("Kept:     at least 2 nodes until "), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find(", shortfall - GPUs, 0 forecasts scored"), std::string::npos) << show.out;
   auto bad_keep =
       controller_->Call("POST", "/api/v1/pools/b200/scale", R"({"target": 2, "keep": "soon"})");
   EXPECT_EQ(bad_keep.first, 400);

@@ -56,6 +56,7 @@ json::object StatusJson(const scaling::PoolStatus& s, const std::string& cluster
         {"model", f.model},
         {"mape", f.scored ? json::value(f.mape) : json::value(nullptr)},
         {"bias", f.scored ? json::value(f.bias) : json::value(nullptr)},
+        {"shortfall_gpus", f.scored ? json::value(f.shortfall) : json::value(nullptr)},
         {"scored", f.scored},
         {"steps_seen", s.forecast_steps}}},
       {"decision",

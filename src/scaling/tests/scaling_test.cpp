@@ -564,7 +564,7 @@ TEST(PolicyJson, FieldsDefaultsErrorsAndRoundTrip) {
   EXPECT_EQ(s->policy.interval_s, 30);
   EXPECT_EQ(s->policy.mode, sched::ScaleMode::kPredictive);
   EXPECT_EQ(s->policy.forecast_margin, 1.5);
-  EXPECT_EQ(sched::ParsePoolScaling("{}")->policy.forecast_margin, 2) << "the default";
+  EXPECT_EQ(sched::ParsePoolScaling("{}")->policy.forecast_margin, 4) << "the default";
   EXPECT_EQ(s->policy.consolidate_below, 0.25);
   EXPECT_EQ(sched::ParsePoolScaling("{}")->policy.consolidate_below, 0.5) << "the default";
   EXPECT_EQ(s->actuator.type, "sim");

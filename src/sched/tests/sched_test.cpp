@@ -257,18 +257,39 @@ TEST(Forecaster, LearnsADailySeasonWithinTenPercent) {
   EXPECT_NEAR(flat.stats().mape, 0, 1e-12);
 }
 
+// The margin's unit: the recent mean shortfall counts only forecasts that came out too low.
+// By hand, the last-value model one step ahead on 10, 20, 10, 20: three forecasts are scored,
+// 10 for 20 (short by 10), 20 for 10 (too high: short by 0), 10 for 20 (short by 10). The
+// exponentially weighted means (weight 0.02, the first one taken as it is) are
+// shortfall 10, 0.98 x 10 = 9.8, 0.98 x 9.8 + 0.02 x 10 = 9.804, and absolute error 10.
+TEST(Forecaster, ShortfallCountsOnlyForecastsThatCameOutTooLow) {
+  Forecaster f(300, 1);
+  for (double v : {10.0, 20.0, 10.0, 20.0}) f.Observe(v);
+  EXPECT_EQ(f.stats().scored, 3u);
+  EXPECT_NEAR(f.shortfall(), 9.804, 1e-9);
+  EXPECT_NEAR(f.error(), 10, 1e-9);
+  EXPECT_NEAR(f.stats().shortfall, 9.804, 1e-9);
+  // Demand that only falls is always over-forecast: no shortfall, so no margin, however large
+  // the error.
+  Forecaster falling(300, 2);
+  for (int s = 0; s < 50; ++s) falling.Observe(500 - 5 * s);
+  EXPECT_NEAR(falling.error(), 10, 1e-9);
+  EXPECT_DOUBLE_EQ(falling.shortfall(), 0);
+}
+
 // What a decision plans for: the forecast's peak over the lead time and one interval, plus the
-// policy's forecast_margin times the forecast's recent error.
-TEST(DemandTracker, PlansForThePeakPlusTheMarginInErrors) {
+// policy's forecast_margin times the forecast's recent mean shortfall.
+TEST(DemandTracker, PlansForThePeakPlusTheMarginInShortfalls) {
   DemandTracker t(300, 540, 60);  // 600 s ahead: 2 steps
   EXPECT_EQ(t.horizon(), 2);
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> demand(10, 30);
   for (int m = 0; m < 1000; ++m) t.Observe(m * 60.0, demand(rng));  // a decision a minute
-  double err = t.forecaster().error();
-  EXPECT_GT(err, 1) << "noise is not forecast exactly";
+  double shortfall = t.forecaster().shortfall();
+  EXPECT_GT(shortfall, 1) << "noise is not forecast exactly";
+  EXPECT_LT(shortfall, t.forecaster().error()) << "over-forecasts count in the error only";
   EXPECT_DOUBLE_EQ(t.PlanningPeak(0), t.forecaster().Peak(2));
-  EXPECT_DOUBLE_EQ(t.PlanningPeak(1.5), t.forecaster().Peak(2) + 1.5 * err);
+  EXPECT_DOUBLE_EQ(t.PlanningPeak(1.5), t.forecaster().Peak(2) + 1.5 * shortfall);
   EXPECT_GE(t.PlanningPeak(0), 10);
   EXPECT_LE(t.PlanningPeak(0), 30);
 }
