@@ -9,9 +9,10 @@
 # synthetic: five seeds) and the tables give medians. For each trace and lead time:
 #   every policy at its cheapest settings whose p95 queue wait is at most 60 s, per variant:
 #   the target share (0.6 to 1.0 by 0.05) and, for predictive, also the forecast margin (1 to 8
-#   times the forecast's recent mean shortfall); the table shows the medians of those runs, the idle hours split into
-#   starting (asked for, not ready), empty (ready, no job) and fragmented (free GPUs of nodes
-#   running a job), and predictive against reactive and the oracle per variant and as a median.
+#   times the forecast's recent mean shortfall); the table shows the medians of those runs,
+#   the idle hours split into starting (asked for, not ready), empty (ready, no job) and
+#   fragmented (free GPUs of nodes running a job), and predictive against reactive and the
+#   oracle per variant and as a median.
 # Each table also says what predictive saves when held to reactive's own p95 in each variant
 # (the strict reading of the target's "at an equal or lower p95 queue wait").
 # Each table three times: with consolidation (the policy's default, --consolidate-below 0.5: a

@@ -109,7 +109,6 @@ ForecastStats Forecaster::stats() const {
   s.scored = used_scored_;
   s.mape = used_scored_ ? ape_sum_ / static_cast<double>(used_scored_) : NAN;
   s.bias = actual_sum_ > 0 ? err_sum_ / actual_sum_ : NAN;
-  s.error = error();
   s.shortfall = shortfall();
   return s;
 }

@@ -24,8 +24,7 @@ struct ForecastStats {
   double mape = 0;       // mean absolute percentage error of the forecasts used (actual > 0)
   double bias = 0;       // sum(forecast - actual) / sum(actual): > 0 over-forecasts
   size_t scored = 0;     // forecasts scored
-  double error = 0;      // the model in use's recent mean absolute error (GPUs)
-  double shortfall = 0;  // its recent mean shortfall: max(0, actual - forecast) (GPUs)
+  double shortfall = 0;  // the model in use's recent mean max(0, actual - forecast) (GPUs)
 };
 
 class Forecaster {
