@@ -7,6 +7,8 @@
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -345,6 +347,7 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
   ControllerOptions options = f.serve.options;  // destroyed before `sim`, with its actuator
   options.sim_actuator = MakeSimActuator(sim);
   options.demo_workload = f.workload == "on";
+  options.defer_scaling = true;  // started below, once the pools' own nodes have registered
   Controller controller(options);
   if (auto s = controller.Start(); !s.ok()) return Fail(s.error());
   if (auto s = controller.ApplyFleetYaml(yaml, filename); !s.ok()) return Fail(s.error());
@@ -365,6 +368,19 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
     gpus += pool.size * pool.gpus_per_node;
   }
   std::thread io([&] { sim.Run(1); });
+  // The fleet file's policies are set, but the pools' nodes are only now registering: a
+  // decision before they have would see an empty pool and start nodes the pool already has (on
+  // a slow machine it did). So autoscaling starts once they are all connected, or after two
+  // minutes at most (a node that never registers must not hold scaling off for good).
+  std::atomic<bool> stopping{false};
+  std::thread scaling_start([&] {
+    auto until = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+    while (!stopping && sim.stats().connected.load() < nodes &&
+           std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (!stopping) controller.StartScaling();
+  });
   std::printf(
       "\ngpufleet is up: %zu clusters, %zu pools, %d simulated nodes with %d GPUs (from %s)\n\n"
       "  Dashboard and API:  http://%s/\n"
@@ -381,6 +397,8 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
       spec->scaling.size());
   std::fflush(stdout);
   WaitForSignal(set);
+  stopping = true;
+  scaling_start.join();
   std::printf("stopping...\n");
   sim.Stop();
   io.join();

@@ -317,7 +317,7 @@ Status Controller::Start() {
   impl_->notifier->set_external_url("http://" + impl_->address);
   impl_->notifier->Start();
   impl_->scaling->set_controller_url("http://" + impl_->address);
-  impl_->scaling->Start();
+  if (!o.defer_scaling) impl_->scaling->Start();
   // Write where we listen, so scripts and tests that asked for port 0 can find us.
   {
     std::string tmp = o.data_dir + "/controller.addr.tmp";
@@ -408,6 +408,10 @@ void Controller::Stop() {
 }
 
 const std::string& Controller::address() const { return impl_->address; }
+
+void Controller::StartScaling() {
+  if (impl_->scaling) impl_->scaling->Start();  // at most once: Start() is idempotent
+}
 
 std::string Controller::admin_token_path() const {
   return impl_->options.data_dir + "/admin.token";

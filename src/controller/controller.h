@@ -34,6 +34,10 @@ struct ControllerOptions {
   // The demo workload (src/workload/generator.h) on every pool with a size, once there are
   // such pools: `gpufleet up` turns it on.
   bool demo_workload = false;
+  // Autoscaling makes no decision until StartScaling(): `gpufleet up` applies its fleet file
+  // (policies included) before its simulated nodes register, and a decision in between would
+  // see an empty pool and start nodes it already has.
+  bool defer_scaling = false;
 };
 
 // Thread-safe. Start() brings everything up; Stop() (or the destructor) takes it down.
@@ -49,6 +53,8 @@ class Controller {
   Status ApplyFleetYaml(const std::string& yaml, const std::string& filename);
   // Issues a join token for `pool` directly (used by `gpufleet up`).
   Result<std::string> IssueJoinToken(const std::string& pool);
+  // Starts autoscaling's decisions when Start() deferred them (defer_scaling); else nothing.
+  void StartScaling();
 
  private:
   struct Impl;

@@ -321,6 +321,15 @@ TEST(Up, RunsTheExampleFleetAndStopsOnCtrlC) {
   ASSERT_EQ(scaled.at("total").as_int64(), 1) << scaled;
   EXPECT_EQ(scaled.at("items").at(0).at("pool"), "h200-sxm");
   EXPECT_EQ(scaled.at("items").at(0).at("simulated"), true);
+  // Autoscaling started once the pool's own 8 nodes had registered, so no decision saw an
+  // empty pool and asked for nodes under their names (on a slow machine one did).
+  auto events = json::parse(client.Send("GET", "/api/v1/pools/h200-sxm/scaling/events")->body);
+  for (const auto& e : events.at("items").as_array()) {
+    if (e.at("kind") != "scale_up") continue;
+    for (const auto& n : e.at("nodes").as_array()) {
+      EXPECT_GE(std::string(n.as_string()), "h200-sxm-0008") << e;
+    }
+  }
   auto page = client.Send("GET", "/");
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(page->status, 200);
