@@ -215,6 +215,9 @@ struct Controller::Impl {
   std::mutex mu;
   std::condition_variable cv;
   bool stopping = false;  // guarded by mu
+  // Whether the monitor makes autoscaling decisions (false until StartScaling() when Start()
+  // deferred them).
+  std::atomic<bool> scaling_on{false};
 };
 
 Controller::Controller(ControllerOptions options) : impl_(std::make_unique<Impl>()) {
@@ -317,7 +320,7 @@ Status Controller::Start() {
   impl_->notifier->set_external_url("http://" + impl_->address);
   impl_->notifier->Start();
   impl_->scaling->set_controller_url("http://" + impl_->address);
-  if (!o.defer_scaling) impl_->scaling->Start();
+  if (!o.defer_scaling) StartScaling();
   // Write where we listen, so scripts and tests that asked for port 0 can find us.
   {
     std::string tmp = o.data_dir + "/controller.addr.tmp";
@@ -348,7 +351,7 @@ Status Controller::Start() {
       // Jobs: ends, requeues off nodes that cannot run them, placements.
       impl_->jobs->Tick();
       // Autoscaling: the decisions that are due, from the demand the jobs just showed.
-      impl_->scaling->Tick();
+      if (impl_->scaling_on) impl_->scaling->Tick();
       int64_t now = impl_->clock->NowMs();
       // Pools change through apply; pick up their exporters within a few seconds.
       if (now >= next_targets) {
@@ -410,7 +413,9 @@ void Controller::Stop() {
 const std::string& Controller::address() const { return impl_->address; }
 
 void Controller::StartScaling() {
-  if (impl_->scaling) impl_->scaling->Start();  // at most once: Start() is idempotent
+  if (!impl_->scaling) return;
+  impl_->scaling->Start();  // its actuator thread, at most once: Start() is idempotent
+  impl_->scaling_on = true;
 }
 
 std::string Controller::admin_token_path() const {
