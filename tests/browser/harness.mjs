@@ -80,10 +80,15 @@ export async function startFleet(file, { healthInterval = '1s' } = {}) {
     fleet.listen = addr;
     fleet.base = `http://${addr}`;
     fleet.token = fs.readFileSync(path.join(dir, 'admin.token'), 'utf8').trim();
+    // A sanitizer build of 1,250 agents on a busy machine is slow: 72 s alone, over 250 s in two
+    // CI runs; a timeout says how many were ready, to tell slow from stuck.
+    let ready = 0;
     await waitFor(`${want} ready nodes`, async () => {
       const r = await call(fleet.base, fleet.token, 'GET', '/api/v1/clusters');
-      return r.status === 200 && r.body.items.reduce((n, c) => n + c.nodes_ready, 0) === want;
-    }, Math.max(180000, want * 200)); // a sanitizer build of 1,250 agents on a busy machine is slow
+      if (r.status === 200) ready = r.body.items.reduce((n, c) => n + c.nodes_ready, 0);
+      if (ready !== want) throw new Error(`${ready} ready`);  // waitFor keeps it for its message
+      return true;
+    }, Math.max(180000, want * 400));
   };
   // SIGTERM: `gpufleet up` stops cleanly and exits 0. Anything else (a sanitizer's report on
   // the way out, a crash) fails the test that stopped it.
