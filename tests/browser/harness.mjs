@@ -80,7 +80,7 @@ export async function startFleet(file, { healthInterval = '1s' } = {}) {
     fleet.listen = addr;
     fleet.base = `http://${addr}`;
     fleet.token = fs.readFileSync(path.join(dir, 'admin.token'), 'utf8').trim();
-    // A sanitizer build of 1,250 agents on a busy machine is slow: 72 s alone, over 250 s in two
+    // A sanitizer build of 1,250 agents is slow: 21 to 152 s alone on this VM, over 250 s in two
     // CI runs; a timeout says how many were ready, to tell slow from stuck.
     let ready = 0;
     await waitFor(`${want} ready nodes`, async () => {
