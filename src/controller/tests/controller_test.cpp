@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -40,8 +41,7 @@ std::vector<std::string> EventKinds(const std::string& dir) {
   auto events = store.value()->ListScaleEvents("b200", 100);
   EXPECT_TRUE(events.ok());
   for (const auto& e : events.value()) {
-    auto at = e.doc.find("\"kind\":\"");
-    kinds.push_back(e.doc.substr(at + 8, e.doc.find('"', at + 8) - at - 8));
+    kinds.emplace_back(boost::json::parse(e.doc).at("kind").as_string());
   }
   return kinds;
 }
