@@ -78,9 +78,14 @@ void AddScalingCommands(CLI::App& app, Globals& g) {
     scale->add_option("--keep", keep,
                       "the autoscaler keeps at least (up) or at most (down) this many nodes for "
                       "this long, e.g. 2h (default: it goes on deciding at once)");
-    scale->callback([&g] {
+    scale->callback([&g, t] {
       json::object body;
       if (!keep.empty()) body["keep"] = keep;
+      if (t->count() > 0 && to < 0) {
+        std::fprintf(stderr, "error: --to takes a node count of 0 or more, not %d\n", to);
+        g.exit_code = 2;
+        return;
+      }
       if (!by.empty()) {
         char* end = nullptr;
         long v = std::strtol(by.c_str(), &end, 10);
@@ -91,7 +96,7 @@ void AddScalingCommands(CLI::App& app, Globals& g) {
           return;
         }
         body["delta"] = v;
-      } else if (to >= 0) {
+      } else if (t->count() > 0) {
         body["target"] = to;
       } else {
         std::fprintf(stderr, "error: give --to N or --by +/-N\n");

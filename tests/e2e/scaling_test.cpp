@@ -134,6 +134,12 @@ TEST_F(Scaling, JobsBeyondCapacityGrowASimPoolAndIdleNodesShrinkItBack) {
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("target 9 is outside the policy's bounds 1..5"), std::string::npos)
       << bad.err;
+  auto negative = Cli({"pools", "scale", "b200", "--to", "-1"});
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_EQ(negative.err, "error: --to takes a node count of 0 or more, not -1\n");
+  auto nothing = Cli({"pools", "scale", "b200"});
+  EXPECT_EQ(nothing.exit_code, 2);
+  EXPECT_EQ(nothing.err, "error: give --to N or --by +/-N\n");
   auto neither = controller_->Call("POST", "/api/v1/pools/b200/scale", R"({"size": 3})");
   EXPECT_EQ(neither.first, 400);
   auto policy = controller_->Call("PUT", "/api/v1/pools/b200/scaling",
