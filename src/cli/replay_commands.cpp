@@ -20,7 +20,7 @@ struct ReplayFlags {
   int gpus_per_node = 8;
   double lead_time = 600, time_scale = 1, size_scale = 1;
   int min_nodes = 0, max_nodes = 1000, step_up = 50, step_down = 10;
-  double target_share = 0.8, idle_before_remove = 600, interval = 60, down_cooldown = 300;
+  double target_share = -1, idle_before_remove = 600, interval = 60, down_cooldown = 300;
   double forecast_margin = 4, consolidate_below = 0.5, move_cost = 300, movable_share = 1;
 };
 
@@ -51,7 +51,9 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
   r->add_option("--size-scale", f.size_scale, "each job this many times (default 1)");
   r->add_option("--min-nodes", f.min_nodes, "policy: fewest nodes (0)");
   r->add_option("--max-nodes", f.max_nodes, "policy: most nodes (1000)");
-  r->add_option("--target-share", f.target_share, "policy: GPUs asked for / provisioned (0.8)");
+  r->add_option("--target-share", f.target_share,
+                "policy: GPUs asked for / provisioned (0.8 reactive; 1 predictive and oracle, "
+                "whose forecast's margin is their headroom)");
   r->add_option("--step-up", f.step_up, "policy: most nodes added per decision (50)");
   r->add_option("--step-down", f.step_down, "policy: most nodes removed per decision (10)");
   r->add_option("--idle-before-remove", f.idle_before_remove,
@@ -68,7 +70,7 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
                 "the share of jobs that may be moved, where the trace has no movable column (1)");
   r->add_option("--interval", f.interval, "policy: seconds between decisions (60)");
   r->add_option("--down-cooldown", f.down_cooldown, "policy: seconds between scale-downs (300)");
-  r->callback([&g] {
+  r->callback([&g, r] {
     auto text = ReadInput(g, f.trace);
     if (!text) return;
     auto trace = f.format == "openb" ? sched::ParseOpenbTrace(*text, f.trace)
@@ -88,7 +90,9 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
     o.policy.lead_time_s = f.lead_time;
     o.policy.min_nodes = f.min_nodes;
     o.policy.max_nodes = f.max_nodes;
-    o.policy.target_share = f.target_share;
+    o.policy.target_share = f.target_share < 0 && !r->get_option("--target-share")->count()
+                                ? sched::ScalePolicy::DefaultShare(o.policy.mode)
+                                : f.target_share;
     o.policy.step_up = f.step_up;
     o.policy.step_down = f.step_down;
     o.policy.idle_before_remove_s = f.idle_before_remove;

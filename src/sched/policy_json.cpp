@@ -145,6 +145,7 @@ Result<PoolScaling> ParsePoolScaling(std::string_view text, std::string* field) 
   } else {
     return fail(f, f.Bad("mode", "'" + mode + "' is not reactive or predictive"));
   }
+  p.target_share = ScalePolicy::DefaultShare(p.mode);  // unless given
   GF_FIELD(f.Int("min_nodes", p.min_nodes));
   GF_FIELD(f.Int("max_nodes", p.max_nodes));
   GF_FIELD(f.Number("target_share", p.target_share));

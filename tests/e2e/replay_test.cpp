@@ -61,6 +61,23 @@ TEST(Replay, PrintsTheHandComputedFiguresAsJsonAndRefusesBadInput) {
   ASSERT_EQ(predictive.exit_code, 0) << predictive.err;
   EXPECT_EQ(json::parse(predictive.out).at("policy").as_string(), "predictive");
 
+  // Without --target-share, the share follows the policy, as a policy file's does: 0.8 for
+  // reactive, 1 for predictive and oracle (their forecast's margin is their headroom).
+  auto idle = [&](const char* policy, const char* share) {
+    std::vector<std::string> args = {"-o",  "json",        "replay", "--trace",
+                                     trace, "--policy",    policy,   "--min-nodes",
+                                     "1",   "--lead-time", "100"};
+    if (share) args.insert(args.end(), {"--target-share", share});
+    auto run = RunGpufleet(args);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    return json::parse(run.out).at("gpu_hours_idle").to_number<double>();
+  };
+  EXPECT_EQ(idle("reactive", nullptr), idle("reactive", "0.8"));
+  EXPECT_NE(idle("reactive", nullptr), idle("reactive", "1"));
+  EXPECT_EQ(idle("predictive", nullptr), idle("predictive", "1"));
+  EXPECT_NE(idle("predictive", nullptr), idle("predictive", "0.8"));
+  EXPECT_EQ(idle("oracle", nullptr), idle("oracle", "1"));
+
   // The table form, and the real trace through the openb converter.
   auto openb =
       RunGpufleet({"replay", "--trace",

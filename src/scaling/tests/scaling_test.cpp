@@ -565,6 +565,14 @@ TEST(PolicyJson, FieldsDefaultsErrorsAndRoundTrip) {
   EXPECT_EQ(s->policy.mode, sched::ScaleMode::kPredictive);
   EXPECT_EQ(s->policy.forecast_margin, 1.5);
   EXPECT_EQ(sched::ParsePoolScaling("{}")->policy.forecast_margin, 4) << "the default";
+  // The target share's default follows the mode: predictive plans its headroom with the
+  // forecast's margin, reactive keeps a fifth of the pool free.
+  EXPECT_EQ(s->policy.target_share, 1) << "predictive's default";
+  EXPECT_EQ(sched::ParsePoolScaling(R"({"mode": "reactive"})")->policy.target_share, 0.8);
+  EXPECT_EQ(
+      sched::ParsePoolScaling(R"({"mode": "reactive", "target_share": 0.9})")->policy.target_share,
+      0.9);
+  EXPECT_EQ(sched::ParsePoolScaling(R"({"target_share": 0.7})")->policy.target_share, 0.7);
   EXPECT_EQ(s->policy.consolidate_below, 0.25);
   EXPECT_EQ(sched::ParsePoolScaling("{}")->policy.consolidate_below, 0.5) << "the default";
   EXPECT_EQ(s->actuator.type, "sim");
