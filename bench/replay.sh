@@ -130,7 +130,7 @@ for (name, variants), lead, cons in [(t, l, c) for t in traces for l in leads fo
               for p, k in defaults.items()}
         ratio = [pct(p["gpu_hours_idle"], r["gpu_hours_idle"])
                  for p, r in zip(at["predictive"], at["reactive"])]
-        print("at the policies' defaults (reactive share 0.8; predictive share 1, margin 4), "
+        print("at the policies' defaults, untuned (reactive share 0.8; predictive share 1, margin 4), "
               "medians: " + "; ".join(
                   f"{p} {med(d['gpu_hours_idle'] for d in at[p]):.0f} GPU-h idle at p95 "
                   f"{med(d['wait_p95_s'] for d in at[p]):.0f} s" for p in policies) +
