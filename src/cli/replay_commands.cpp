@@ -133,6 +133,11 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
                      {"forecast_bias", Num(x.forecast_bias)},
                      {"forecast_model", x.forecast_model.empty() ? json::value(nullptr)
                                                                  : json::value(x.forecast_model)},
+                     {"target_share", o.policy.target_share},
+                     {"forecast_margin", o.policy.mode == sched::ScaleMode::kPredictive
+                                             ? json::value(o.policy.forecast_margin)
+                                             : json::value(nullptr)},
+                     {"lead_time_s", o.policy.lead_time_s},
                      {"peak_nodes", x.peak_nodes},
                      {"simulated_hours", x.span_s / 3600},
                      {"replay_seconds", took.count()}};
@@ -152,6 +157,15 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
           Fixed(x.gpu_hours_fragmented).c_str(), Fixed(x.gpu_hours_moving).c_str());
       std::printf("consolidation: %zu nodes emptied, %zu job moves\n", x.nodes_consolidated,
                   x.jobs_moved);
+      char plan[96] = "no forecast";
+      if (o.policy.mode == sched::ScaleMode::kPredictive) {
+        std::snprintf(plan, sizeof plan, "the forecast plus %g mean shortfalls",
+                      o.policy.forecast_margin);
+      } else if (o.policy.mode == sched::ScaleMode::kOracle) {
+        std::snprintf(plan, sizeof plan, "the trace's exact demand ahead");
+      }
+      std::printf("policy: target share %g, %s, lead time %g s\n", o.policy.target_share, plan,
+                  o.policy.lead_time_s);
       std::printf("%.1f simulated hours replayed in %.2f s%s\n", x.span_s / 3600, took.count(),
                   x.unplaceable ? (", " + std::to_string(x.unplaceable) +
                                    " jobs larger than the pool at --max-nodes left out")

@@ -77,6 +77,17 @@ TEST(Replay, PrintsTheHandComputedFiguresAsJsonAndRefusesBadInput) {
   EXPECT_EQ(idle("predictive", nullptr), idle("predictive", "1"));
   EXPECT_NE(idle("predictive", nullptr), idle("predictive", "0.8"));
   EXPECT_EQ(idle("oracle", nullptr), idle("oracle", "1"));
+  // ... and the output says which share, margin and lead time were used.
+  auto used = json::parse(predictive.out).as_object();
+  EXPECT_EQ(used.at("target_share").to_number<double>(), 1);
+  EXPECT_EQ(used.at("forecast_margin").to_number<double>(), 4);
+  EXPECT_EQ(used.at("lead_time_s").to_number<double>(), 600);
+  EXPECT_EQ(v.at("target_share").to_number<double>(), 1) << "the first run's --target-share 1";
+  EXPECT_TRUE(v.at("forecast_margin").is_null()) << "reactive plans with no forecast";
+  auto table = RunGpufleet({"replay", "--trace", trace, "--policy", "reactive"});
+  EXPECT_NE(table.out.find("policy: target share 0.8, no forecast, lead time 600 s\n"),
+            std::string::npos)
+      << table.out;
 
   // The table form, and the real trace through the openb converter.
   auto openb =
