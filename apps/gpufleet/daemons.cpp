@@ -400,6 +400,7 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
   stopping = true;
   scaling_start.join();
   std::printf("stopping...\n");
+  std::fflush(stdout);  // a log shows how far a slow stop got
   sim.Stop();
   io.join();
   controller.Stop();
