@@ -20,7 +20,7 @@ struct ReplayFlags {
   int gpus_per_node = 8;
   double lead_time = 600, time_scale = 1, size_scale = 1;
   int min_nodes = 0, max_nodes = 1000, step_up = 50, step_down = 10;
-  double target_share = -1, idle_before_remove = 600, interval = 60, down_cooldown = 300;
+  double target_share = 0, idle_before_remove = 600, interval = 60, down_cooldown = 300;
   double forecast_margin = 4, consolidate_below = 0.5, move_cost = 300, movable_share = 1;
 };
 
@@ -90,9 +90,9 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
     o.policy.lead_time_s = f.lead_time;
     o.policy.min_nodes = f.min_nodes;
     o.policy.max_nodes = f.max_nodes;
-    o.policy.target_share = f.target_share < 0 && !r->get_option("--target-share")->count()
-                                ? sched::ScalePolicy::DefaultShare(o.policy.mode)
-                                : f.target_share;
+    o.policy.target_share = r->get_option("--target-share")->count()
+                                ? f.target_share
+                                : sched::ScalePolicy::DefaultShare(o.policy.mode);
     o.policy.step_up = f.step_up;
     o.policy.step_down = f.step_down;
     o.policy.idle_before_remove_s = f.idle_before_remove;

@@ -39,7 +39,7 @@ struct ScalePolicy {
   // Autoscaler's way of keeping room for the next lead time; predictive 1, as the forecast's
   // margin is its headroom. A share below 1 under a forecast keeps both, and on the bench's
   // traces makes predictive no better than reactive.
-  double target_share = 1;
+  double target_share = DefaultShare(ScaleMode::kPredictive);  // as `mode` below
   int step_up = 10;
   int step_down = 5;
   double up_cooldown_s = 0;
