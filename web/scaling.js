@@ -1,6 +1,7 @@
 // Scaling: every autoscaled pool (nodes, demand, forecast, decision), and for one pool its
 // nodes over time, demand against forecast and capacity, the queue's longest wait, and its
-// scaling events. Operators can scale it by hand (within its policy's bounds).
+// scaling events. Operators can scale it by hand (within its policy's bounds), and tune its
+// target share (and forecast margin) by replaying its own past jobs.
 
 import { api, can, esc, ago, fmtTime } from './api.js';
 import { lineChart, destroyChart } from './charts.js';
@@ -55,9 +56,17 @@ export function mount(el, params) {
           <button class="primary" type="button" id="scale-go">Scale</button><span class="error" id="scale-error"></span></div>
       </div>
       <div class="panel"><div id="scaling-charts" class="charts"></div></div>
+      <div class="panel operator-only" id="tune-panel" ${can('operator') ? '' : 'hidden'}><h3 style="margin-top:0">Tune on this pool's past</h3>
+        <p class="muted" style="margin-top:0">Replays the pool's own jobs, in virtual time, under target shares from 0.6 to 1${s.policy.mode === 'predictive' ? ' and forecast margins from 1 to 8' : ''},
+          and proposes the setting with the fewest idle GPU-hours whose p95 queue wait stays within the objective.</p>
+        <div class="row"><label>p95 wait at most <input id="tune-wait" value="60s" style="width:5em"></label>
+          <label>over the last <select id="tune-window"><option>1d</option><option>3d</option><option selected>7d</option></select></label>
+          <button type="button" id="tune-go">Replay</button><span class="error" id="tune-error"></span></div>
+        <div id="tune-result" class="table-wrap"></div></div>
       <div class="panel"><h3 style="margin-top:0">Events</h3><div id="scaling-events" class="table-wrap muted">loading…</div></div>`;
       $('scaling-window').addEventListener('change', () => loadHistory().catch(fail));
       $('scale-go')?.addEventListener('click', scaleNow);
+      $('tune-go')?.addEventListener('click', () => tune(false));
       $('scale-target').value = s.nodes.ready + s.nodes.provisioning;
     }
     const p = s.policy;
@@ -89,6 +98,42 @@ export function mount(el, params) {
       await api(`/api/v1/pools/${encodeURIComponent(pool)}/scale`, { method: 'POST', body: keep ? { target, keep } : { target } });
       await load();
     } catch (e) { $('scale-error').textContent = e.message; }
+  }
+
+  const setting = (c) => `share ${c.target_share}${c.forecast_margin === null ? '' : `, margin ${c.forecast_margin}`}`;
+
+  // Dry run first; Apply sends the same request with apply: true (the server replays again and
+  // applies what it finds then, which is the same unless jobs ended in between).
+  async function tune(apply) {
+    const body = { wait_p95: $('tune-wait').value.trim(), window: $('tune-window').value, apply };
+    const box = $('tune-result');
+    $('tune-error').textContent = '';
+    $('tune-go').disabled = true;
+    if (!apply) box.innerHTML = '<p class="muted">replaying…</p>';
+    try {
+      const t = await api(`/api/v1/pools/${encodeURIComponent(pool)}/scaling/tune`, { method: 'POST', body });
+      if (gone) return;
+      const row = (label, c, kind) => `<tr data-row="${kind}"><td>${esc(label)}</td><td class="num">${c.target_share}</td>
+        <td class="num">${c.forecast_margin ?? '–'}</td><td class="num">${n0(c.gpu_hours_idle)}</td><td class="num">${n0(c.gpu_hours_provisioned)}</td>
+        <td class="num">${n0(c.wait_p95_s)} s</td><td class="num">${n0(c.wait_p99_s)} s</td></tr>`;
+      const cheaper = t.chosen && t.saving > 0;
+      const verdict = t.applied ? `Applied: the policy now has ${setting(t.chosen)}.`
+        : !t.chosen ? `No setting kept the p95 wait within ${t.objective.wait_p95_s} s; the lowest was ${n0(t.closest.wait_p95_s)} s (${setting(t.closest)}).`
+          : cheaper ? `${setting(t.chosen)}: ${Math.round(t.saving * 100)}% fewer idle GPU-hours than now (${setting(t.current)}), at a p95 wait of ${n0(t.chosen.wait_p95_s)} s against ${n0(t.current.wait_p95_s)} s.`
+            : `The current setting (${setting(t.current)}) is as cheap as any within the objective.`;
+      box.innerHTML = `<p class="muted" id="tune-summary">${t.jobs.toLocaleString()} jobs from ${esc(fmtTime(t.from))}, ${t.simulated_hours.toFixed(1)} h, replayed under ${t.grid.length + 1} settings in ${t.replay_seconds.toFixed(2)} s</p>
+        <table><thead><tr><th>Setting</th><th class="num">Share</th><th class="num">Margin</th><th class="num">GPU-h idle</th><th class="num">GPU-h provisioned</th><th class="num">p95 wait</th><th class="num">p99 wait</th></tr></thead>
+        <tbody>${row('now', t.current, 'current')}${t.chosen ? row('cheapest within the objective', t.chosen, 'chosen') : row('lowest p95 (none within)', t.closest, 'closest')}</tbody></table>
+        <p id="tune-verdict">${esc(verdict)}</p>
+        ${cheaper && !t.applied ? `<button class="primary" type="button" id="tune-apply">Apply ${esc(setting(t.chosen))}</button>` : ''}`;
+      $('tune-apply')?.addEventListener('click', () => tune(true));
+      if (t.applied) await load();
+    } catch (e) {
+      if (!apply) box.innerHTML = '';
+      $('tune-error').textContent = e.message;
+    } finally {
+      if (!gone) $('tune-go').disabled = false;
+    }
   }
 
   async function loadHistory() {

@@ -7,6 +7,9 @@
 namespace CLI {
 class App;
 }
+namespace boost::json {
+class value;
+}
 
 namespace gpufleet::cli {
 
@@ -25,7 +28,10 @@ void AddSimInjectCommand(CLI::App& sim, Globals& g);  // sim inject (fault injec
 void AddJobCommands(CLI::App& app, Globals& g);       // jobs submit|list|cancel
 // pools scale, scaling list|show|events|set|delete (after AddFleetCommands: it adds to `pools`)
 void AddScalingCommands(CLI::App& app, Globals& g);
-void AddReplayCommand(CLI::App& app, Globals& g);   // replay (trace, scheduler, autoscaler)
+void AddReplayCommand(CLI::App& app, Globals& g);  // replay (trace, scheduler, autoscaler)
+// A tune's result (sched::TuneJson, with the pool's fields when it has them) as tables: the
+// current setting against the cheapest that meets the objective; with `all`, every setting.
+void PrintTune(const boost::json::value& v, bool all);
 void AddHealthCommands(CLI::App& app, Globals& g);  // health, xids, alerts, channels, silences
 void AddRuleCommands(CLI::App& app, Globals& g);    // rules list|test|delete|metrics
 

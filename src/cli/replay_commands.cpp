@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "cli/output.h"
 #include "sched/replay.h"
+#include "sched/tune.h"
 
 namespace json = boost::json;
 
@@ -22,6 +23,8 @@ struct ReplayFlags {
   int min_nodes = 0, max_nodes = 1000, step_up = 50, step_down = 10;
   double target_share = 0, idle_before_remove = 600, interval = 60, down_cooldown = 300;
   double forecast_margin = 4, consolidate_below = 0.5, move_cost = 300, movable_share = 1;
+  bool tune = false, all = false;
+  double wait_p95 = 60;
 };
 
 json::value Num(double v) { return std::isfinite(v) ? json::value(v) : json::value(nullptr); }
@@ -70,6 +73,11 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
                 "the share of jobs that may be moved, where the trace has no movable column (1)");
   r->add_option("--interval", f.interval, "policy: seconds between decisions (60)");
   r->add_option("--down-cooldown", f.down_cooldown, "policy: seconds between scale-downs (300)");
+  r->add_flag("--tune", f.tune,
+              "replay under a grid of target shares (and, predictive, forecast margins) and "
+              "print the cheapest setting whose p95 wait is within --wait-p95");
+  r->add_option("--wait-p95", f.wait_p95, "--tune's objective: p95 queue wait in seconds (60)");
+  r->add_flag("--all", f.all, "--tune: print every setting replayed, cheapest first");
   r->callback([&g, r] {
     auto text = ReadInput(g, f.trace);
     if (!text) return;
@@ -102,6 +110,31 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
     o.policy.consolidate_below = f.consolidate_below;
     o.move_cost_s = f.move_cost;
     o.movable_share = f.movable_share;
+    if (f.tune) {
+      sched::TuneOptions to;
+      to.replay = o;
+      to.wait_p95_s = f.wait_p95;
+      auto t = sched::Tune(trace.value(), to);
+      if (!t.ok()) {
+        std::fprintf(stderr, "error: %s\n", t.error().message.c_str());
+        g.exit_code = 2;
+        return;
+      }
+      auto v = json::parse(sched::TuneJson(t.value(), o.policy.mode, f.wait_p95));
+      Show(g, v, [&](const json::value& v) {
+        PrintTune(v, f.all);
+        if (const auto& c = v.at("chosen"); !c.is_null()) {
+          char margin[48] = "";
+          if (!c.at("forecast_margin").is_null()) {
+            std::snprintf(margin, sizeof margin, ", forecast_margin: %g",
+                          c.at("forecast_margin").to_number<double>());
+          }
+          std::printf("in a pool's scaling: block: target_share: %g%s\n",
+                      c.at("target_share").to_number<double>(), margin);
+        }
+      });
+      return;
+    }
     auto started = std::chrono::steady_clock::now();
     auto res = sched::Replay(std::move(trace.value()), o);
     std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;

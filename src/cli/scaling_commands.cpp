@@ -1,6 +1,7 @@
-// pools scale, and scaling list|show|events|set|delete: autoscaling from the command line.
+// pools scale, and scaling list|show|events|set|tune|delete: autoscaling from the command line.
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 
 #include "cli/cli.h"
@@ -61,7 +62,64 @@ void StatusTable(const json::array& pools) {
   t.Print();
 }
 
+std::string Setting(const json::value& c) {
+  std::string out = "share " + Num(c.at("target_share"), "%g");
+  if (!c.at("forecast_margin").is_null()) out += ", margin " + Num(c.at("forecast_margin"), "%g");
+  return out;
+}
+
+void CandidateRow(Table& t, const std::string& label, const json::value& c) {
+  t.Row({label, Num(c.at("target_share"), "%g"), Num(c.at("forecast_margin"), "%g"),
+         Num(c.at("gpu_hours_idle"), "%.1f"), Num(c.at("gpu_hours_provisioned"), "%.1f"),
+         Num(c.at("wait_p95_s"), "%.0fs"), Num(c.at("wait_p99_s"), "%.0fs"),
+         Str(c.at("jobs_waited_over_lead_time")), Str(c.at("scale_events"))});
+}
+
 }  // namespace
+
+void PrintTune(const json::value& v, bool all) {
+  const auto& o = v.as_object();
+  double objective = o.at("objective").at("wait_p95_s").to_number<double>();
+  std::printf(
+      "%s%s: %s jobs over %.1f h replayed under %zu settings in %.2f s; objective: p95 "
+      "wait <= %g s\n\n",
+      o.contains("pool") ? ("pool " + Str(o.at("pool")) + ", ").c_str() : "",
+      Str(o.at("mode")).c_str(), Str(o.at("jobs")).c_str(),
+      o.at("simulated_hours").to_number<double>(), o.at("grid").as_array().size() + 1,
+      o.at("replay_seconds").to_number<double>(), objective);
+  Table t({"SETTING", "SHARE", "MARGIN", "GPU-H IDLE", "GPU-H PROVISIONED", "WAIT P95", "WAIT P99",
+           "WAITED > LEAD", "SCALE EVENTS"});
+  CandidateRow(t, "current", o.at("current"));
+  const auto& chosen = o.at("chosen");
+  if (!chosen.is_null()) CandidateRow(t, "cheapest within objective", chosen);
+  if (!o.at("closest").is_null()) CandidateRow(t, "lowest p95 (none within)", o.at("closest"));
+  if (all) {
+    std::vector<const json::value*> grid;
+    for (const auto& c : o.at("grid").as_array()) grid.push_back(&c);
+    std::stable_sort(grid.begin(), grid.end(), [](const json::value* a, const json::value* b) {
+      return a->at("gpu_hours_idle").to_number<double>() <
+             b->at("gpu_hours_idle").to_number<double>();
+    });
+    for (const auto* c : grid) CandidateRow(t, c->at("meets").as_bool() ? "within" : "over", *c);
+  }
+  t.Print();
+  if (chosen.is_null()) {
+    std::printf("\nno setting kept the p95 wait within %g s\n", objective);
+    return;
+  }
+  double saving = o.at("saving").is_null() ? 0 : o.at("saving").to_number<double>();
+  if (!(saving > 0)) {
+    std::printf("\nthe current setting (%s) is as cheap as any within the objective\n",
+                Setting(o.at("current")).c_str());
+    return;
+  }
+  std::printf(
+      "\n%s: %.0f%% fewer idle GPU-hours than the current setting (%s), at a p95 wait "
+      "of %.0f s against %.0f s\n",
+      Setting(chosen).c_str(), saving * 100, Setting(o.at("current")).c_str(),
+      chosen.at("wait_p95_s").to_number<double>(),
+      o.at("current").at("wait_p95_s").to_number<double>());
+}
 
 void AddScalingCommands(CLI::App& app, Globals& g) {
   auto* pools = app.get_subcommand("pools");
@@ -186,6 +244,38 @@ void AddScalingCommands(CLI::App& app, Globals& g) {
       if (!text) return;
       auto v = Call(g, "PUT", "/api/v1/pools/" + UrlEncode(pool) + "/scaling", *text);
       if (v) Show(g, *v, [](const json::value& v) { StatusTable(json::array{v}); });
+    });
+  }
+  {
+    auto* tune = scaling->add_subcommand(
+        "tune",
+        "Replay the pool's own jobs under a grid of target shares (and forecast margins) and "
+        "propose the cheapest setting that keeps the p95 queue wait within an objective");
+    static std::string pool, wait = "60s", window = "7d";
+    static bool apply = false, all = false;
+    tune->add_option("pool", pool, "pool name")->required();
+    tune->add_option("--wait-p95", wait, "the objective: p95 queue wait at most this (60s)");
+    tune->add_option("--window", window, "how far back to replay (7d; jobs are kept 7 days)");
+    tune->add_flag("--apply", apply, "set the cheapest setting within the objective on the policy");
+    tune->add_flag("--all", all, "print every setting replayed, cheapest first");
+    tune->callback([&g] {
+      json::object body{{"wait_p95", wait}, {"window", window}, {"apply", apply}};
+      auto v =
+          Call(g, "POST", "/api/v1/pools/" + UrlEncode(pool) + "/scaling/tune", JsonText(body));
+      if (!v) return;
+      Show(g, *v, [](const json::value& v) {
+        PrintTune(v, all);
+        if (v.at("applied").as_bool()) {
+          std::printf("applied: the policy of pool %s now has it (gpufleet scaling show %s)\n",
+                      pool.c_str(), pool.c_str());
+        } else if (!apply && !v.at("saving").is_null() && v.at("saving").to_number<double>() > 0) {
+          std::printf("not applied: gpufleet scaling tune %s --apply\n", pool.c_str());
+        }
+      });
+      if (const auto& why = v->at("not_applied"); !why.is_null()) {
+        std::fprintf(stderr, "error: %s\n", Str(why).c_str());
+        g.exit_code = 1;
+      }
     });
   }
   {

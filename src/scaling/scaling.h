@@ -27,6 +27,7 @@
 #include "fleet/fleet.h"
 #include "sched/autoscaler.h"
 #include "sched/forecast.h"
+#include "sched/tune.h"
 #include "store/store.h"
 #include "workload/jobs.h"
 
@@ -93,6 +94,33 @@ struct PoolStatus {
   std::string last_error;     // the last actuator failure, until an action succeeds
 };
 
+// Tuning a pool's policy on its own past (sched/tune.h): the pool's jobs of the last `window_ms`
+// replayed under the grid, with the pool's node size and every other policy field as set.
+struct TuneRequest {
+  double wait_p95_s = 60;                // the objective
+  int64_t window_ms = 7 * 86'400'000LL;  // how far back (jobs are kept 7 days unless told)
+  bool apply = false;                    // set the chosen share (and margin) on the policy
+};
+
+struct TuneReport {
+  std::string pool;
+  int gpus_per_node = 8;
+  size_t jobs = 0;                 // replayed
+  int64_t from_ms = 0, to_ms = 0;  // the first job's submission, and now
+  sched::TuneResult result;
+  bool applied = false;
+  std::string not_applied;           // why, when asked to apply and it was not
+  sched::PoolScaling before, after;  // after == before unless applied
+};
+
+// The pool's history as a replay trace, times from `from_ms`: every job submitted at or after
+// it, with its run time: an ended job's over all its starts; a running or queued job's expected
+// duration where it gives one (it ends after it), else a running job's run time so far. Queued
+// jobs without a duration, and jobs that ended without running, are left out: there is no run
+// time to replay. A job's movable flag is kept.
+std::vector<sched::TraceJob> HistoryTrace(const std::vector<workload::Job>& jobs, int64_t from_ms,
+                                          int64_t now_ms);
+
 struct ScaleRequest {
   std::optional<int> target;  // nodes wanted
   std::optional<int> delta;   // or nodes to add (> 0) or remove (< 0)
@@ -132,6 +160,14 @@ class ScalingService {
                             const std::string& actor);
   Result<std::vector<ScaleEventRecord>> Events(const std::string& pool, int limit) const;
   std::vector<Sample> History(const std::string& pool, int64_t since_ms) const;
+
+  // Replays the pool's history under a grid of shares (and margins) and, when asked and one
+  // meets the objective with fewer idle GPU-hours than the policy as it is, applies the cheapest (a
+  // policy event and, through the API, an audit record). kNotFound: no policy; kConflict: fewer
+  // than 20 jobs to replay, another tune running, or the policy changed while tuning. Runs the
+  // replays on its own threads; one at a time.
+  Result<TuneReport> Tune(const std::string& pool, const TuneRequest& request,
+                          const std::string& actor);
 
   // Decisions that are due, and nodes that never registered. Called by the monitor loop.
   void Tick();
@@ -197,6 +233,7 @@ class ScalingService {
   ScalingOptions options_;
   std::unique_ptr<Actuator> command_;
 
+  std::mutex tune_mu_;     // held by the one tune running (try_lock: not waited for)
   mutable std::mutex mu_;  // taken before the jobs' and the fleet's locks, never after
   std::map<std::string, PoolState> pools_;
   int64_t next_retain_ms_ = 0;

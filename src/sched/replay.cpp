@@ -294,7 +294,8 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
   std::vector<std::vector<int64_t>> on_node;
   std::vector<double> light_since;
   double moving_gpu_s = 0;
-  int initial = p.MinimumAt(t0);
+  int initial = o.initial_nodes < 0 ? p.MinimumAt(t0)
+                                    : std::clamp(o.initial_nodes, p.MinimumAt(t0), p.max_nodes);
   for (int i = 0; i < initial; ++i) pool.MarkReady(pool.AddNode(t0, t0), t0);
   events.push({t0, kTick, 0});
 

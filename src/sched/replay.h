@@ -44,6 +44,9 @@ struct ReplayOptions {
   double move_cost_s = 300;
   // The share of jobs without a movable column that are movable, chosen deterministically.
   double movable_share = 1;
+  // Nodes ready when the first job arrives (within the policy's bounds then); -1: its minimum.
+  // A live pool's tune starts from the nodes it had.
+  int initial_nodes = -1;
 };
 
 struct ReplayResult {

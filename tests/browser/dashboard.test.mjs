@@ -322,6 +322,57 @@ test('the scaling page shows the autoscaled pool with charts and events; an oper
   await viewer.context().close();
 });
 
+test('an operator tunes a pool on its own past jobs and applies the cheaper setting', async () => {
+  // A roomy share, then 20 two-GPU jobs of 30 minutes at once (running: the replay takes their
+  // expected duration). Replayed, a share of 1 keeps fewer nodes for them than 0.6 does, and
+  // none of them waits either way.
+  const before = (await call(fleet.base, fleet.token, 'GET', '/api/v1/pools/h200-sxm/scaling')).body.policy;
+  assert.equal((await call(fleet.base, fleet.token, 'PUT', '/api/v1/pools/h200-sxm/scaling', { ...before, target_share: 0.6 })).status, 200);
+  const ids = [];
+  for (let i = 0; i < 20; i++) {
+    const r = await call(fleet.base, fleet.token, 'POST', '/api/v1/jobs', { team: 'tune', pool: 'h200-sxm', gpus: 2, duration: '30m' });
+    assert.equal(r.status, 201);
+    ids.push(r.body.id);
+  }
+  const dry = await call(fleet.base, fleet.token, 'POST', '/api/v1/pools/h200-sxm/scaling/tune', { wait_p95: '60s', window: '7d' });
+  assert.equal(dry.status, 200);
+  assert.equal(dry.body.applied, false);
+  assert.ok(dry.body.chosen && dry.body.saving > 0, JSON.stringify(dry.body.chosen));
+
+  const page = await signedIn(browser, fleet.base, fleet.token);
+  await page.goto(fleet.base + '/#/scaling/h200-sxm');
+  await page.click('#tune-go');
+  await page.waitForSelector('#tune-verdict');
+  assert.match(await page.textContent('#tune-summary'), new RegExp(`^${dry.body.jobs} jobs from .* replayed under 82 settings`));
+  const cells = await page.$$eval('#tune-result tr[data-row="chosen"] td', (tds) => tds.map((td) => td.textContent));
+  assert.equal(cells[1], String(dry.body.chosen.target_share));
+  assert.equal(cells[2], String(dry.body.chosen.forecast_margin));
+  assert.match(await page.textContent('#tune-verdict'), /fewer idle GPU-hours than now \(share 0\.6, margin 4\)/);
+  assert.equal((await call(fleet.base, fleet.token, 'GET', '/api/v1/pools/h200-sxm/scaling')).body.policy.target_share, 0.6, 'a dry run changes nothing');
+  await shot(page, 'scaling-tune');
+  await page.click('#tune-apply');
+  await page.waitForFunction(() => document.getElementById('tune-verdict')?.textContent.startsWith('Applied'));
+  const after = (await call(fleet.base, fleet.token, 'GET', '/api/v1/pools/h200-sxm/scaling')).body.policy;
+  assert.equal(after.target_share, dry.body.chosen.target_share);
+  assert.equal(after.forecast_margin, dry.body.chosen.forecast_margin);
+  // A bad objective: the server's message, nothing changed.
+  await page.fill('#tune-wait', 'soon');
+  await page.click('#tune-go');
+  await page.waitForFunction(() => document.getElementById('tune-error').textContent.includes('must be a duration'));
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+
+  // A viewer has no tune panel, and the API refuses it.
+  const made = await call(fleet.base, fleet.token, 'POST', '/api/v1/api-tokens', { name: 'tune-viewer', role: 'viewer' });
+  const viewer = await signedIn(browser, fleet.base, made.body.token);
+  await viewer.goto(fleet.base + '/#/scaling/h200-sxm');
+  await viewer.waitForSelector('#scaling-charts .uplot');
+  assert.equal(await viewer.isVisible('#tune-panel'), false);
+  assert.equal((await call(fleet.base, made.body.token, 'POST', '/api/v1/pools/h200-sxm/scaling/tune', {})).status, 403);
+  await viewer.context().close();
+  for (const id of ids) assert.equal((await call(fleet.base, fleet.token, 'DELETE', `/api/v1/jobs/${id}`)).status, 200);
+});
+
 test('the live indicator shows a lost stream and the page reconnects by itself', async () => {
   const page = await signedIn(browser, fleet.base, fleet.token);
   await page.goto(fleet.base + '/#/');

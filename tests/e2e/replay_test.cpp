@@ -132,5 +132,72 @@ TEST(Replay, PrintsTheHandComputedFiguresAsJsonAndRefusesBadInput) {
   std::filesystem::remove_all(dir);
 }
 
+// --tune: the grid's cheapest setting within the objective, with the same figures as a plain
+// replay of that setting; the table names it as a fleet file would.
+TEST(Replay, TuneFindsTheCheapestSettingWithinTheObjective) {
+  std::string dir = TempDir("replay-tune");
+  std::string trace = dir + "/t.csv";
+  {
+    std::ofstream f(trace);
+    f << "submit_time,duration_s,gpus\n";
+    for (int i = 0; i < 400; ++i) {  // bursts every 2 hours over 2 days, run times 10-60 min
+      f << (i / 20) * 7200 + (i % 20) * 30 << "," << 600 + (i * 7919) % 3000 << ","
+        << (1 << (i % 4)) << "\n";
+    }
+  }
+  std::vector<std::string> base = {"replay",   "--trace",     trace, "--policy",
+                                   "reactive", "--lead-time", "300"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), more.begin(), more.end());
+    return RunGpufleet(args);
+  };
+  auto r = with({"--tune", "--wait-p95", "400", "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto v = json::parse(r.out).as_object();
+  EXPECT_EQ(v.at("mode"), "reactive");
+  EXPECT_EQ(v.at("jobs"), 400);
+  EXPECT_EQ(v.at("grid").as_array().size(), 9u);
+  EXPECT_DOUBLE_EQ(v.at("current").at("target_share").to_number<double>(), 0.8);
+  ASSERT_TRUE(v.at("chosen").is_object()) << r.out;
+  const auto& c = v.at("chosen").as_object();
+  EXPECT_EQ(c.at("meets"), true);
+  EXPECT_LE(c.at("wait_p95_s").to_number<double>(), 400);
+  for (const auto& g : v.at("grid").as_array()) {
+    if (g.at("meets").as_bool()) {
+      EXPECT_GE(g.at("gpu_hours_idle").to_number<double>(),
+                c.at("gpu_hours_idle").to_number<double>());
+    }
+  }
+  char share[16];
+  std::snprintf(share, sizeof share, "%g", c.at("target_share").to_number<double>());
+  auto plain = with({"--target-share", share, "-o", "json"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  auto p = json::parse(plain.out).as_object();
+  EXPECT_DOUBLE_EQ(p.at("gpu_hours_idle").to_number<double>(),
+                   c.at("gpu_hours_idle").to_number<double>());
+  EXPECT_DOUBLE_EQ(p.at("wait_p95_s").to_number<double>(), c.at("wait_p95_s").to_number<double>());
+
+  auto table = with({"--tune", "--wait-p95", "400", "--all"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("reactive: 400 jobs over "), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("replayed under 10 settings"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("cheapest within objective"), std::string::npos) << table.out;
+  EXPECT_NE(
+      table.out.find(std::string("in a pool's scaling: block: target_share: ") + share + "\n"),
+      std::string::npos)
+      << table.out;
+
+  // Out of reach: every burst's first jobs wait for a node to start.
+  auto none = with({"--tune", "--wait-p95", "0"});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_NE(none.out.find("lowest p95 (none within)"), std::string::npos) << none.out;
+  EXPECT_NE(none.out.find("no setting kept the p95 wait within 0 s"), std::string::npos)
+      << none.out;
+  auto bad = with({"--tune", "--wait-p95", "-5"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "error: the p95 wait objective must be 0 or more s\n");
+}
+
 }  // namespace
 }  // namespace gpufleet::e2e

@@ -203,6 +203,75 @@ TEST_F(Scaling, ALightlyUsedNodesMovableJobMovesAndTheNodeIsRemoved) {
   EXPECT_NE(events.out.find("job 3 b200-0001 -> b200-0000"), std::string::npos) << events.out;
 }
 
+// `scaling tune` on a live pool: its own finished jobs replayed under the grid; the cheapest
+// setting within the objective is shown, then applied (with an audit record); bad input is
+// refused and changes nothing.
+TEST_F(Scaling, TuneReplaysThePoolsOwnJobsAndAppliesTheCheapestSetting) {
+  auto applied = ApplyText("scaled.yaml", kScaledFleet);
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  ASSERT_TRUE(WaitFor([&] { return States()["ready"] == 1; }, 20000)) << States().size();
+  auto few = Cli({"scaling", "tune", "b200"});
+  EXPECT_EQ(few.exit_code, 1);
+  EXPECT_EQ(few.err,
+            "error: pool 'b200' has 0 jobs to replay in its history; tuning needs at least 20 "
+            "(HTTP 409)\n");
+  // A roomy share: 24 one-GPU jobs at once get 5 nodes where 3 would do.
+  auto policy = controller_->Call("GET", "/api/v1/pools/b200/scaling").second.at("policy");
+  policy.as_object()["target_share"] = 0.6;
+  ASSERT_EQ(controller_->Call("PUT", "/api/v1/pools/b200/scaling", json::serialize(policy)).first,
+            200);
+  for (int i = 0; i < 24; ++i) {
+    auto r = controller_->Call("POST", "/api/v1/jobs",
+                               R"({"team": "t", "pool": "b200", "gpus": 1, "duration": "3s"})");
+    ASSERT_EQ(r.first, 201) << r.second;
+  }
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return controller_->Call("GET", "/api/v1/jobs?state=completed").second.at("total") == 24;
+      },
+      30000));
+  auto dry = Cli({"scaling", "tune", "b200", "--wait-p95", "30s"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("pool b200, predictive: 24 jobs over "), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("replayed under 82 settings"), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("cheapest within objective"), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("not applied: gpufleet scaling tune b200 --apply"), std::string::npos)
+      << dry.out;
+  auto json_dry =
+      controller_->Call("POST", "/api/v1/pools/b200/scaling/tune", R"({"wait_p95": 30})").second;
+  EXPECT_EQ(json_dry.at("jobs"), 24) << json_dry;
+  EXPECT_EQ(json_dry.at("applied"), false);
+  EXPECT_EQ(json_dry.at("grid").as_array().size(), 81u);
+  ASSERT_TRUE(json_dry.at("chosen").is_object()) << json_dry;
+  const auto& c = json_dry.at("chosen");
+
+  // Bad input: a clear error, the policy unchanged.
+  auto before = controller_->Call("GET", "/api/v1/pools/b200/scaling").second.at("policy");
+  auto bad = Cli({"scaling", "tune", "b200", "--wait-p95", "soon", "--apply"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.err, "error: 'wait_p95' must be a duration such as 60s or 7d (HTTP 400)\n");
+  auto unknown = controller_->Call("POST", "/api/v1/pools/b200/scaling/tune", R"({"goal": 1})");
+  EXPECT_EQ(unknown.first, 400);
+  EXPECT_EQ(controller_->Call("POST", "/api/v1/pools/nowhere/scaling/tune", "{}").first, 404);
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/pools/b200/scaling").second.at("policy"), before);
+
+  auto apply = Cli({"scaling", "tune", "b200", "--wait-p95", "30s", "--apply"});
+  ASSERT_EQ(apply.exit_code, 0) << apply.err;
+  EXPECT_NE(apply.out.find("applied: the policy of pool b200 now has it"), std::string::npos)
+      << apply.out;
+  auto after = controller_->Call("GET", "/api/v1/pools/b200/scaling").second.at("policy");
+  EXPECT_GT(c.at("target_share").to_number<double>(), 0.6) << json_dry;
+  EXPECT_EQ(after.at("target_share"), c.at("target_share")) << after;
+  EXPECT_EQ(after.at("forecast_margin"), c.at("forecast_margin")) << after;
+  auto audit = controller_->Call("GET", "/api/v1/audit?limit=50").second;
+  bool found = false;
+  for (const auto& r : audit.at("items").as_array()) {
+    found |= r.at("action") == "POST /api/v1/pools/b200/scaling/tune" &&
+             r.at("target") == "pool/b200/scaling" && r.as_object().contains("after");
+  }
+  EXPECT_TRUE(found) << audit;
+}
+
 // `gpufleet sim` drives the demo workload by default, through the API with the token it finds
 // like the CLI does; without one it says so and runs no workload.
 using SimWorkload = E2E;

@@ -1,12 +1,14 @@
 // Autoscaling: GET /api/v1/scaling (every scaled pool), GET/PUT/DELETE
 // /api/v1/pools/{pool}/scaling (the policy and where the pool stands), POST
-// /api/v1/pools/{pool}/scale (manual), GET /api/v1/pools/{pool}/scaling/history and /events.
+// /api/v1/pools/{pool}/scale (manual), GET /api/v1/pools/{pool}/scaling/history and /events,
+// POST /api/v1/pools/{pool}/scaling/tune (the policy tuned on the pool's own past).
 
 #include <cmath>
 
 #include "api/json_util.h"
 #include "model/json.h"
 #include "sched/policy_json.h"
+#include "sched/tune.h"
 
 namespace json = boost::json;
 
@@ -83,6 +85,39 @@ json::object EventJson(const ScaleEventRecord& r) {
   o["id"] = r.id;
   o["time"] = FormatTime(r.time_ms);
   return o;
+}
+
+// The tune's figures (sched::TuneJson) with the pool's: its name, node size, the span of its
+// history, and whether the result was applied and the policy as it stands.
+json::object TuneJson(const scaling::TuneReport& t, double objective_s) {
+  auto o = json::parse(sched::TuneJson(t.result, t.before.policy.mode, objective_s)).as_object();
+  o["pool"] = t.pool;
+  o["gpus_per_node"] = t.gpus_per_node;
+  o["from"] = FormatTime(t.from_ms);
+  o["to"] = FormatTime(t.to_ms);
+  o["applied"] = t.applied;
+  o["not_applied"] = t.not_applied.empty() ? json::value(nullptr) : json::value(t.not_applied);
+  o["policy"] = json::parse(sched::PoolScalingJson(t.after));
+  return o;
+}
+
+// A duration field: a string such as "90s" or "7d", or a number of seconds; `fallback` when
+// absent.
+Result<int64_t> DurationField(const json::object& o, const char* key, int64_t fallback) {
+  auto it = o.find(key);
+  if (it == o.end()) return fallback;
+  int64_t ms = -1;
+  if (it->value().is_string()) {
+    ms = ParseDurationMs(std::string(it->value().as_string()));
+  } else if (it->value().is_number()) {
+    double s = it->value().to_number<double>();
+    if (s >= 0 && s < 1e9) ms = static_cast<int64_t>(std::llround(s * 1000));
+  }
+  if (ms < 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string("'") + key + "' must be a duration such as 60s or 7d");
+  }
+  return ms;
 }
 
 }  // namespace
@@ -199,6 +234,44 @@ void AddScalingRoutes(Router& router, ApiContext& ctx) {
         Response r = ObjectResponse(200, json::parse(event.value()).as_object());
         r.audit_target = "pool/" + pool->name;
         r.audit_after = r.body;
+        return r;
+      });
+
+  // Replays the pool's past under a grid of settings; {"wait_p95": "60s", "window": "7d",
+  // "apply": false}. Operator: it takes CPU (seconds), and may change the policy.
+  router.Add(
+      "POST", "/api/v1/pools/{pool}/scaling/tune", Role::kOperator,
+      [&ctx](const Request& req, const Principal& who) {
+        if (!ctx.scaling) return ScalingUnavailable();
+        auto pool = VisiblePool(ctx, req, who);
+        if (!pool.ok()) return ErrorResponse(pool.error());
+        auto body = ParseObject(req.body.empty() ? std::string("{}") : req.body);
+        if (!body.ok()) return ErrorResponse(body.error());
+        if (auto s = OnlyFields(*body, {"wait_p95", "window", "apply"}); !s.ok()) {
+          return ErrorResponse(s.error());
+        }
+        scaling::TuneRequest tr;
+        auto wait = DurationField(*body, "wait_p95", 60'000);
+        if (!wait.ok()) return ErrorResponse(wait.error());
+        auto window = DurationField(*body, "window", tr.window_ms);
+        if (!window.ok()) return ErrorResponse(window.error());
+        if (window.value() <= 0 || window.value() > 30 * 86'400'000LL) {
+          return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                         "'window' must be a duration up to 30d, such as 7d"));
+        }
+        auto apply = GetBool(*body, "apply", false);
+        if (!apply.ok()) return ErrorResponse(apply.error());
+        tr.wait_p95_s = static_cast<double>(wait.value()) / 1000;
+        tr.window_ms = window.value();
+        tr.apply = apply.value();
+        auto t = ctx.scaling->Tune(pool->name, tr, who.name);
+        if (!t.ok()) return ErrorResponse(t.error());
+        Response r = ObjectResponse(200, TuneJson(t.value(), tr.wait_p95_s));
+        r.audit_target = "pool/" + pool->name + "/scaling";
+        if (t->applied) {
+          r.audit_before = sched::PoolScalingJson(t->before);
+          r.audit_after = sched::PoolScalingJson(t->after);
+        }
         return r;
       });
 

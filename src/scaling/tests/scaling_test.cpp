@@ -555,6 +555,112 @@ TEST_F(ScalingTest, ConsolidationMovesMovableJobsOffALightNodeAndRemovesIt) {
   EXPECT_EQ(jobs_->Get(u.id)->moves, 0);
 }
 
+// The pool's past as a replay trace: what ran, for as long as it ran; queued jobs for their
+// expected duration; nothing whose run time is not known.
+TEST(HistoryTrace, RunTimesFromWhatRanAndNothingUnknown) {
+  auto job = [](int64_t submit_ms, workload::JobState state, int gpus) {
+    workload::Job j;
+    j.submit_ms = submit_ms;
+    j.state = state;
+    j.spec.gpus = gpus;
+    j.spec.team = "nlp";
+    return j;
+  };
+  std::vector<workload::Job> jobs;
+  jobs.push_back(job(500, workload::JobState::kCompleted, 4));  // before the window
+  jobs.back().gpu_hours = 1;
+  jobs.push_back(job(1'000, workload::JobState::kCompleted, 2));
+  jobs.back().gpu_hours = 2;  // 1 h on 2 GPUs, over all its starts
+  jobs.back().spec.movable = true;
+  jobs.push_back(job(2'000, workload::JobState::kRunning, 8));
+  jobs.back().start_ms = 50'000;
+  jobs.back().done_ms = 20'000;  // moved once, 20 s done before
+  jobs.push_back(job(3'000, workload::JobState::kQueued, 1));
+  jobs.back().spec.duration_ms = 90'000;
+  jobs.push_back(job(3'500, workload::JobState::kRunning, 1));
+  jobs.back().start_ms = 99'000;
+  jobs.back().spec.duration_ms = 600'000;  // just started: it runs for its duration
+  jobs.push_back(job(4'000, workload::JobState::kQueued, 1));     // no duration: unknown
+  jobs.push_back(job(5'000, workload::JobState::kCancelled, 1));  // never ran
+  auto t = HistoryTrace(jobs, 1'000, 100'000);
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_DOUBLE_EQ(t[0].submit_s, 0);
+  EXPECT_DOUBLE_EQ(t[0].duration_s, 3600);
+  EXPECT_EQ(t[0].gpus, 2);
+  EXPECT_EQ(t[0].movable, 1);
+  EXPECT_EQ(t[0].team, "nlp");
+  EXPECT_DOUBLE_EQ(t[1].submit_s, 1);
+  EXPECT_DOUBLE_EQ(t[1].duration_s, 70);  // 20 s before, 50 s since its last start
+  EXPECT_EQ(t[1].movable, 0);
+  EXPECT_DOUBLE_EQ(t[2].duration_s, 90);
+  EXPECT_DOUBLE_EQ(t[3].duration_s, 600);
+}
+
+// Tuning on the pool's own jobs: refused with too few of them; then the cheapest setting within
+// the objective is applied to the policy, with a policy event that names it.
+TEST_F(ScalingTest, TuneReplaysThePoolsJobsAndAppliesTheCheapestSetting) {
+  EXPECT_EQ(scaling_->Tune("nowhere", {}, "test").error().code, ErrorCode::kNotFound);
+  auto roomy = scaling_->Get("h100")->scaling;
+  roomy.policy.target_share = 0.6;
+  ASSERT_TRUE(scaling_->SetPolicy(roomy, "test").ok());
+  for (int i = 0; i < 40; ++i) {
+    workload::JobSpec s;
+    s.team = i % 2 ? "vision" : "nlp";
+    s.pool = "h100";
+    s.gpus = 1 + i % 4;
+    s.duration_ms = (20 + 7 * (i % 5)) * 60'000;
+    ASSERT_TRUE(jobs_->Submit(s).ok());
+    if (i == 9) {
+      auto few = scaling_->Tune("h100", {}, "test");
+      ASSERT_FALSE(few.ok());
+      EXPECT_EQ(few.error().code, ErrorCode::kConflict);
+      EXPECT_EQ(few.error().message,
+                "pool 'h100' has 10 jobs to replay in its history; tuning needs at least 20");
+    }
+    for (int k = 0; k < 30; ++k) {  // 5 minutes between submissions
+      Decide();
+      jobs_->Tick();
+    }
+  }
+  TuneRequest req;
+  req.wait_p95_s = 600;
+  auto dry = scaling_->Tune("h100", req, "test");
+  ASSERT_TRUE(dry.ok()) << dry.error().message;
+  EXPECT_EQ(dry->jobs, 40u);
+  EXPECT_FALSE(dry->applied);
+  EXPECT_EQ(dry->result.grid.size(), 9u) << "reactive: shares only";
+  ASSERT_GE(dry->result.chosen, 0);
+  EXPECT_DOUBLE_EQ(dry->result.current.target_share, 0.6);
+  const auto& cheapest = dry->result.grid[static_cast<size_t>(dry->result.chosen)];
+  EXPECT_GT(cheapest.target_share, 0.6) << "fewer nodes for the same jobs";
+  EXPECT_LT(cheapest.result.gpu_hours_idle, dry->result.current.result.gpu_hours_idle);
+  EXPECT_DOUBLE_EQ(scaling_->Get("h100")->scaling.policy.target_share, 0.6) << "a dry run";
+
+  req.apply = true;
+  auto applied = scaling_->Tune("h100", req, "alice");
+  ASSERT_TRUE(applied.ok()) << applied.error().message;
+  EXPECT_TRUE(applied->applied);
+  const auto& best = applied->result.grid[static_cast<size_t>(applied->result.chosen)];
+  EXPECT_DOUBLE_EQ(applied->after.policy.target_share, best.target_share);
+  EXPECT_DOUBLE_EQ(scaling_->Get("h100")->scaling.policy.target_share, best.target_share);
+  auto e = LastEvent();
+  EXPECT_EQ(e.at("kind").as_string(), "policy");
+  EXPECT_EQ(e.at("actor").as_string(), "alice");
+  char share[32];
+  std::snprintf(share, sizeof share, "target share %.2f", best.target_share);
+  EXPECT_NE(std::string(e.at("detail").as_string()).find(share), std::string::npos)
+      << e.at("detail").as_string();
+
+  // Again: the policy has the cheapest setting already, so nothing changes and no event.
+  size_t events = scaling_->Events("h100", 1000)->size();
+  auto again = scaling_->Tune("h100", req, "bob");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_FALSE(again->applied);
+  EXPECT_EQ(again->not_applied, "");
+  EXPECT_EQ(again->result.chosen, applied->result.chosen);
+  EXPECT_EQ(scaling_->Events("h100", 1000)->size(), events);
+}
+
 TEST(PolicyJson, FieldsDefaultsErrorsAndRoundTrip) {
   auto s = sched::ParsePoolScaling(R"({"min_nodes": 2, "max_nodes": 10, "lead_time": "5m",
       "interval": 30, "forecast_margin": 1.5, "consolidate_below": 0.25,

@@ -10,6 +10,7 @@
 #include "sched/forecast.h"
 #include "sched/pool.h"
 #include "sched/replay.h"
+#include "sched/tune.h"
 
 namespace gpufleet::sched {
 namespace {
@@ -496,6 +497,121 @@ TEST(Replay, TraceErrorsNameTheLineAndNothingRuns) {
   ReplayOptions o;
   o.policy.target_share = 2;
   EXPECT_EQ(Replay({}, o).error().message, "policy: target_share must be in (0, 1]");
+}
+
+// Three days of jobs whose arrivals follow the time of day, from a fixed seed.
+std::vector<TraceJob> DailyTrace(unsigned seed) {
+  std::mt19937 rng(seed);
+  std::exponential_distribution<double> run(1.0 / 3600);
+  std::uniform_int_distribution<int> size(0, 3);
+  std::vector<TraceJob> out;
+  for (double t = 0; t < 3 * 86400;) {
+    double rate = 1.0 / 120 * (1.2 + std::sin(2 * M_PI * t / 86400));  // jobs a second
+    t += std::exponential_distribution<double>(rate)(rng);
+    TraceJob j;
+    j.submit_s = t;
+    j.duration_s = 60 + run(rng);
+    j.gpus = 1 << size(rng);
+    out.push_back(j);
+  }
+  return out;
+}
+
+// Every setting of the grid is replayed as it is (the same figures as a replay of it alone);
+// the one chosen is the cheapest within the objective; threads change nothing.
+TEST(Tune, ChoosesTheCheapestSettingWithinTheObjective) {
+  auto trace = DailyTrace(7);
+  TuneOptions o;
+  o.replay.policy.mode = ScaleMode::kPredictive;
+  o.replay.policy.max_nodes = 200;
+  o.replay.policy.target_share = 0.8;
+  o.replay.policy.forecast_margin = 4;
+  o.wait_p95_s = 30;
+  o.shares = {0.7, 0.85, 1.0};
+  o.margins = {0.5, 2, 6};
+  o.threads = 3;
+  auto t = Tune(trace, o);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_EQ(t->grid.size(), 9u);
+  EXPECT_EQ(t->grid[1].target_share, 0.7);
+  EXPECT_EQ(t->grid[1].forecast_margin, 2);
+  auto alone = [&](double share, double margin) {
+    ReplayOptions ro = o.replay;
+    ro.policy.target_share = share;
+    ro.policy.forecast_margin = margin;
+    auto r = Replay(trace, ro);
+    EXPECT_TRUE(r.ok());
+    return r.value();
+  };
+  auto cur = alone(0.8, 4);
+  EXPECT_DOUBLE_EQ(t->current.result.gpu_hours_idle, cur.gpu_hours_idle);
+  EXPECT_DOUBLE_EQ(t->current.result.wait_p95_s, cur.wait_p95_s);
+  int within = 0;
+  for (const auto& c : t->grid) {
+    auto r = alone(c.target_share, c.forecast_margin);
+    EXPECT_DOUBLE_EQ(c.result.gpu_hours_idle, r.gpu_hours_idle);
+    EXPECT_DOUBLE_EQ(c.result.wait_p95_s, r.wait_p95_s);
+    EXPECT_EQ(c.meets, r.wait_p95_s <= 30);
+    within += c.meets;
+  }
+  // The grid spans both sides of the objective, or the choice would prove nothing.
+  ASSERT_GT(within, 0);
+  ASSERT_LT(within, 9);
+  ASSERT_GE(t->chosen, 0);
+  EXPECT_EQ(t->closest, -1);
+  const auto& best = t->grid[static_cast<size_t>(t->chosen)];
+  EXPECT_TRUE(best.meets);
+  for (const auto& c : t->grid) {
+    if (c.meets) EXPECT_GE(c.result.gpu_hours_idle, best.result.gpu_hours_idle);
+  }
+  // A share of 1 with the smallest margin is the cheapest setting of all, and over the objective.
+  EXPECT_FALSE(t->grid[6].meets);
+  EXPECT_LT(t->grid[6].result.gpu_hours_idle, best.result.gpu_hours_idle);
+
+  o.threads = 1;
+  auto one = Tune(trace, o);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->chosen, t->chosen);
+  for (size_t i = 0; i < t->grid.size(); ++i) {
+    EXPECT_DOUBLE_EQ(one->grid[i].result.gpu_hours_idle, t->grid[i].result.gpu_hours_idle);
+  }
+
+  // JSON: the chosen setting and its saving against the current one.
+  auto text = TuneJson(t.value(), o.replay.policy.mode, 30);
+  EXPECT_NE(text.find("\"objective\":{\"wait_p95_s\":3E1}"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"chosen\":{\"target_share\":"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"closest\":null"), std::string::npos) << text;
+}
+
+// Out of reach: every job of a burst waits for its node, whatever the share. No setting is
+// chosen; the lowest p95 is named instead. Bad grid values are refused.
+TEST(Tune, NoSettingWithinTheObjectiveNamesTheLowestP95) {
+  std::vector<TraceJob> trace;
+  for (int burst = 0; burst < 5; ++burst) {
+    for (int i = 0; i < 10; ++i) trace.push_back({burst * 20000.0 + i, 600, 8, "", -1});
+  }
+  TuneOptions o;
+  o.replay.policy.mode = ScaleMode::kReactive;
+  o.replay.policy.lead_time_s = 300;
+  o.wait_p95_s = 10;
+  auto t = Tune(trace, o);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->grid.size(), 9u) << "shares 0.6 to 1.0; reactive has no margins";
+  EXPECT_EQ(t->chosen, -1);
+  ASSERT_GE(t->closest, 0);
+  for (const auto& c : t->grid) {
+    EXPECT_FALSE(c.meets);
+    EXPECT_GE(c.result.wait_p95_s, 300);
+    EXPECT_GE(c.result.wait_p95_s, t->grid[static_cast<size_t>(t->closest)].result.wait_p95_s);
+  }
+  EXPECT_NE(TuneJson(t.value(), ScaleMode::kReactive, 10).find("\"chosen\":null"),
+            std::string::npos);
+
+  o.shares = {0.5, 1.5};
+  EXPECT_EQ(Tune(trace, o).error().message, "target share 1.5 is not in (0, 1]");
+  o.shares = {};
+  o.wait_p95_s = -1;
+  EXPECT_FALSE(Tune(trace, o).ok());
 }
 
 }  // namespace
