@@ -58,7 +58,7 @@ export function mount(el, params) {
       <div class="panel"><div id="scaling-charts" class="charts"></div></div>
       <div class="panel operator-only" id="tune-panel" ${can('operator') ? '' : 'hidden'}><h3 style="margin-top:0">Tune on this pool's past</h3>
         <p class="muted" style="margin-top:0">Replays the pool's own jobs, in virtual time, under target shares from 0.6 to 1${s.policy.mode === 'predictive' ? ' and forecast margins from 1 to 8' : ''},
-          and proposes the setting with the fewest idle GPU-hours whose p95 queue wait stays within the objective.</p>
+          and proposes the setting with the fewest idle GPU-hours whose p95 queue wait stays within the objective. <span id="tune-schedule"></span></p>
         <div class="row"><label>p95 wait at most <input id="tune-wait" value="60s" style="width:5em"></label>
           <label>over the last <select id="tune-window"><option>1d</option><option>3d</option><option selected>7d</option></select></label>
           <button type="button" id="tune-go">Replay</button><span class="error" id="tune-error"></span></div>
@@ -85,6 +85,11 @@ export function mount(el, params) {
       stat('Consolidation', p.consolidate_below ? `≤ ${Math.round(p.consolidate_below * 100)}% used` : 'off', p.consolidate_below ? `a node this lightly used for ${p.idle_before_remove}, running only movable jobs, is emptied when they fit on other busy nodes and the pool has more nodes than it needs` : 'nodes are never emptied by moving jobs'),
             stat('Decision', esc(s.decision.reason) + (s.decision.delta ? ` ${s.decision.delta > 0 ? '+' : ''}${s.decision.delta}` : ''), fmtTime(s.decided_at)),
     ].join('') + (s.last_error ? `<p class="error">Last actuator error: ${esc(s.last_error)}</p>` : '');
+    const sched = $('tune-schedule');
+    if (sched) {
+      sched.textContent = p.tune.every === '0s' ? 'The policy is not re-tuned by itself (its tune.every is 0).'
+        : `The autoscaler re-tunes it every ${p.tune.every} on the last ${p.tune.window}, to a p95 wait of ${p.tune.wait_p95}, and applies what is cheaper (tune events below).`;
+    }
     const keep = $('scaling-keep');
     keep.hidden = !s.keep;
     keep.textContent = s.keep ? `Kept by ${s.keep.by}: at ${s.keep.min_nodes !== null ? `least ${s.keep.min_nodes}` : `most ${s.keep.max_nodes}`} nodes until ${fmtTime(s.keep.until)} (a manual scale; the autoscaler decides within it)` : '';

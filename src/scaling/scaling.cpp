@@ -770,6 +770,19 @@ void ScalingService::Tick() {
       }
       c = CountLocked(name);  // without the nodes just retired
     }
+    if (const auto& t = st.scaling.tune; t.every_s > 0) {
+      int64_t every_ms = static_cast<int64_t>(t.every_s * 1000);
+      if (st.next_tune_ms == 0) {
+        st.next_tune_ms = now + every_ms;
+      } else if (now >= st.next_tune_ms) {
+        st.next_tune_ms = now + every_ms;
+        std::lock_guard work(work_mu_);
+        work_.push_back(Work{.tune = name});
+        work_cv_.notify_one();
+      }
+    } else {
+      st.next_tune_ms = 0;
+    }
     if (now >= st.next_decision_ms) {
       st.next_decision_ms = now + static_cast<int64_t>(p.interval_s * 1000);
       if (!counted) {
@@ -867,7 +880,64 @@ void ScalingService::Worker() {
   }
 }
 
+void ScalingService::AutoTune(const std::string& pool) {
+  TuneRequest req;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pools_.find(pool);
+    if (it == pools_.end()) return;
+    const auto& t = it->second.scaling.tune;
+    req.wait_p95_s = t.wait_p95_s;
+    req.window_ms = static_cast<int64_t>(t.window_s * 1000);
+  }
+  req.apply = true;
+  auto rep = Tune(pool, req, kAutoscaler);
+  std::string detail;
+  auto setting = [](const sched::TuneCandidate& c, sched::ScaleMode m) {
+    char buf[64];
+    if (m == sched::ScaleMode::kPredictive) {
+      std::snprintf(buf, sizeof buf, "share %g, margin %g", c.target_share, c.forecast_margin);
+    } else {
+      std::snprintf(buf, sizeof buf, "share %g", c.target_share);
+    }
+    return std::string(buf);
+  };
+  if (!rep.ok()) {
+    detail = "not tuned: " + rep.error().message;
+  } else {
+    const auto& r = rep->result;
+    auto mode = rep->before.policy.mode;
+    char head[160];
+    std::snprintf(head, sizeof head,
+                  "%zu jobs of the last %s replayed, objective p95 wait <= %g s: ", rep->jobs,
+                  sched::FormatSeconds(static_cast<double>(req.window_ms) / 1000).c_str(),
+                  req.wait_p95_s);
+    char body[256];
+    if (r.chosen < 0) {
+      const auto& c = r.grid[static_cast<size_t>(r.closest)];
+      std::snprintf(body, sizeof body,
+                    "no setting is within it (the lowest: %.0f s at %s); unchanged",
+                    c.result.wait_p95_s, setting(c, mode).c_str());
+    } else if (!rep->applied) {
+      std::snprintf(body, sizeof body, "%s is as cheap as any within it; unchanged",
+                    setting(r.current, mode).c_str());
+    } else {
+      const auto& c = r.grid[static_cast<size_t>(r.chosen)];
+      std::snprintf(body, sizeof body,
+                    "%s -> %s: %.1f -> %.1f idle GPU-hours in the replay, p95 wait %.0f s",
+                    setting(r.current, mode).c_str(), setting(c, mode).c_str(),
+                    r.current.result.gpu_hours_idle, c.result.gpu_hours_idle, c.result.wait_p95_s);
+    }
+    detail = std::string(head) + body;
+  }
+  RecordEvent(pool, "tune", 0, 0, 0, "tune", detail, {}, kAutoscaler);
+}
+
 void ScalingService::Run(const Work& w) {
+  if (!w.tune.empty()) {
+    AutoTune(w.tune);
+    return;
+  }
   Actuator* a = ActuatorFor(w.request.spec);
   Status done = a ? (w.provision ? a->Provision(w.request) : a->Deprovision(w.request))
                   : MakeError(ErrorCode::kUnavailable, "no such actuator");

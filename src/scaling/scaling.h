@@ -184,8 +184,10 @@ class ScalingService {
     std::string held;  // the last recorded "held back" decision (reason/target): not repeated
     std::string last_error;
     ManualKeep keep;
+    int64_t next_tune_ms = 0;  // the policy's tune.every: when the next is due; 0: not planned
   };
   struct Work {
+    std::string tune;  // a pool to tune on schedule (AutoTune) instead of an actuator call
     bool provision = true;
     ActuatorRequest request;
     std::string actor;
@@ -223,6 +225,9 @@ class ScalingService {
   Actuator* ActuatorFor(const sched::ActuatorSpec& spec);
   void NewTracker(PoolState& st) const;
   void Worker();
+  // A scheduled tune (the policy's tune.every), on the worker: Tune with apply, as the
+  // autoscaler, and a `tune` event that says what it found.
+  void AutoTune(const std::string& pool);
   void Resume();
   void Run(const Work& w);
 

@@ -51,6 +51,13 @@ std::string PoolScaling::Validate() const {
     return "actuator.type must be sim or command";
   }
   if (!(actuator.timeout_s > 0)) return "actuator.timeout must be positive";
+  if (!(tune.every_s == 0 || tune.every_s >= 60)) {
+    return "tune.every must be 0 (never) or at least 1m";
+  }
+  if (!(tune.wait_p95_s >= 0)) return "tune.wait_p95 must be 0 or more";
+  if (!(tune.window_s > 0 && tune.window_s <= 30 * 86400)) {
+    return "tune.window must be positive and at most 30d";
+  }
   return "";
 }
 

@@ -76,11 +76,22 @@ struct ActuatorSpec {
   double timeout_s = 300;   // a command that runs longer is killed and reported as failed
 };
 
+// Tuning on a schedule (`gpufleet scaling tune --apply`, by the autoscaler): every `every_s` the
+// pool's jobs of the last `window_s` are replayed under the grid of target shares (and forecast
+// margins), and the cheapest setting whose p95 queue wait is within `wait_p95_s` is applied when
+// it is cheaper than the policy's. every_s 0: never (the default).
+struct TuneSchedule {
+  double every_s = 0;
+  double wait_p95_s = 60;
+  double window_s = 7 * 86400;
+};
+
 // A pool's autoscaling: the policy, how it acts, and whether it acts at all.
 struct PoolScaling {
   std::string pool;
   ScalePolicy policy;
   ActuatorSpec actuator;
+  TuneSchedule tune;
   bool enabled = true;  // false: decisions are made and shown, nothing is done
   int64_t updated_ms = 0;
   std::string Validate() const;  // the policy's and the actuator's checks

@@ -135,7 +135,7 @@ Result<PoolScaling> ParsePoolScaling(std::string_view text, std::string* field) 
   GF_FIELD(f.Only({"pool", "updated_ms", "mode", "min_nodes", "max_nodes", "target_share",
                    "step_up", "step_down", "up_cooldown", "down_cooldown", "lead_time",
                    "idle_before_remove", "forecast_margin", "consolidate_below", "interval",
-                   "enabled", "schedule", "actuator"}));
+                   "enabled", "schedule", "actuator", "tune"}));
   std::string mode = "predictive";
   GF_FIELD(f.String("mode", mode));
   if (mode == "reactive") {
@@ -195,6 +195,14 @@ Result<PoolScaling> ParsePoolScaling(std::string_view text, std::string* field) 
     GF_SUB(g.String("deprovision", s.actuator.deprovision));
     GF_SUB(g.Seconds("timeout", s.actuator.timeout_s));
   }
+  if (const json::value* v = doc.as_object().if_contains("tune")) {
+    if (!v->is_object()) return fail(f, f.Bad("tune", "must be an object"));
+    Fields g(v->as_object(), "tune.");
+    GF_SUB(g.Only({"every", "wait_p95", "window"}));
+    GF_SUB(g.Seconds("every", s.tune.every_s));
+    GF_SUB(g.Seconds("wait_p95", s.tune.wait_p95_s));
+    GF_SUB(g.Seconds("window", s.tune.window_s));
+  }
 #undef GF_SUB
 #undef GF_FIELD
   if (auto e = s.Validate(); !e.empty()) {
@@ -236,6 +244,10 @@ std::string PoolScalingJson(const PoolScaling& s) {
                  {"interval", FormatSeconds(p.interval_s)},
                  {"schedule", std::move(schedule)},
                  {"actuator", std::move(actuator)},
+                 {"tune",
+                  {{"every", FormatSeconds(s.tune.every_s)},
+                   {"wait_p95", FormatSeconds(s.tune.wait_p95_s)},
+                   {"window", FormatSeconds(s.tune.window_s)}}},
                  {"updated_ms", s.updated_ms}};
   return JsonText(o);
 }

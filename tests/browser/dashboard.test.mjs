@@ -341,6 +341,8 @@ test('an operator tunes a pool on its own past jobs and applies the cheaper sett
 
   const page = await signedIn(browser, fleet.base, fleet.token);
   await page.goto(fleet.base + '/#/scaling/h200-sxm');
+  // examples/fleet.yaml has the autoscaler re-tune the pool every 6 hours.
+  await page.waitForFunction(() => document.getElementById('tune-schedule')?.textContent.includes('re-tunes it every 6h on the last 7d, to a p95 wait of 1m'));
   await page.click('#tune-go');
   await page.waitForSelector('#tune-verdict');
   assert.match(await page.textContent('#tune-summary'), new RegExp(`^${dry.body.jobs} jobs from .* replayed under 82 settings`));

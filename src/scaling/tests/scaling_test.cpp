@@ -661,11 +661,73 @@ TEST_F(ScalingTest, TuneReplaysThePoolsJobsAndAppliesTheCheapestSetting) {
   EXPECT_EQ(scaling_->Events("h100", 1000)->size(), events);
 }
 
+// tune.every: the autoscaler tunes the pool on its own past on schedule, from the worker: with
+// too few jobs it says so; with enough, it applies the cheaper share and says what it found.
+TEST_F(ScalingTest, ScheduledTuneAppliesTheCheaperSettingAndSaysWhatItFound) {
+  auto sc = scaling_->Get("h100")->scaling;
+  sc.policy.target_share = 0.6;
+  sc.tune.every_s = 3600;
+  sc.tune.wait_p95_s = 600;
+  ASSERT_TRUE(scaling_->SetPolicy(sc, "test").ok());
+  auto tunes = [&] {
+    std::vector<std::string> out;
+    for (const auto& e : scaling_->Events("h100", 1000).value()) {
+      auto o = json::parse(e.doc).as_object();
+      if (o.at("kind") == "tune") out.emplace_back(o.at("detail").as_string());
+    }
+    return out;  // newest first
+  };
+  // A job every 5 minutes for 150 minutes; a tune is due an hour after the first decision that
+  // sees the schedule, and every hour after.
+  for (int i = 0; i < 30; ++i) {
+    workload::JobSpec s;
+    s.team = "vision";
+    s.pool = "h100";
+    s.gpus = 1 + i % 4;
+    s.duration_ms = (20 + 7 * (i % 5)) * 60'000;
+    ASSERT_TRUE(jobs_->Submit(s).ok());
+    for (int k = 0; k < 30; ++k) {
+      Decide();
+      jobs_->Tick();
+    }
+    if (i == 12) {  // 65 minutes in, 13 jobs
+      ASSERT_TRUE(WaitFor([&] { return tunes().size() == 1; }));
+      EXPECT_EQ(tunes()[0],
+                "not tuned: pool 'h100' has 13 jobs to replay in its history; tuning needs at "
+                "least 20");
+    }
+  }
+  ASSERT_TRUE(WaitFor([&] { return tunes().size() == 2; })) << tunes().size();
+  std::string applied = tunes()[0];
+  EXPECT_EQ(applied.rfind("25 jobs of the last 7d replayed, objective p95 wait <= 600 s: share 0.6 "
+                          "-> share ",
+                          0),
+            0u)
+      << applied;
+  double share = scaling_->Get("h100")->scaling.policy.target_share;
+  EXPECT_GT(share, 0.6);
+  char want[32];
+  std::snprintf(want, sizeof want, "-> share %g: ", share);
+  EXPECT_NE(applied.find(want), std::string::npos) << applied;
+  EXPECT_EQ(scaling_->Get("h100")->scaling.tune.every_s, 3600) << "the schedule stays";
+  // The change is audited as the autoscaler's.
+  auto audit = store_->ListAudit(0, 1000);
+  ASSERT_TRUE(audit.ok());
+  bool found = false;
+  for (const auto& a : audit.value()) found |= a.actor == "autoscaler" && a.action == "tune 0";
+  EXPECT_TRUE(found);
+}
+
 TEST(PolicyJson, FieldsDefaultsErrorsAndRoundTrip) {
   auto s = sched::ParsePoolScaling(R"({"min_nodes": 2, "max_nodes": 10, "lead_time": "5m",
       "interval": 30, "forecast_margin": 1.5, "consolidate_below": 0.25,
-      "schedule": [{"nodes": 4, "from": 8, "to": 18, "weekdays": true}]})");
+      "schedule": [{"nodes": 4, "from": 8, "to": 18, "weekdays": true}],
+      "tune": {"every": "1d", "wait_p95": "2m"}})");
   ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->tune.every_s, 86400);
+  EXPECT_EQ(s->tune.wait_p95_s, 120);
+  EXPECT_EQ(s->tune.window_s, 7 * 86400) << "the default";
+  EXPECT_EQ(sched::ParsePoolScaling("{}")->tune.every_s, 0) << "never, unless asked";
   EXPECT_EQ(s->policy.lead_time_s, 300);
   EXPECT_EQ(s->policy.interval_s, 30);
   EXPECT_EQ(s->policy.mode, sched::ScaleMode::kPredictive);
@@ -708,7 +770,13 @@ TEST(PolicyJson, FieldsDefaultsErrorsAndRoundTrip) {
        "max: unknown field (known: pool, updated_ms, mode, min_nodes, "
        "max_nodes, target_share, step_up, step_down, up_cooldown, "
        "down_cooldown, lead_time, idle_before_remove, forecast_margin, "
-       "consolidate_below, interval, enabled, schedule, actuator)"},
+       "consolidate_below, interval, enabled, schedule, actuator, tune)"},
+      {R"({"tune": {"every": "10s"}})", "tune.every",
+       "tune.every must be 0 (never) or at least 1m"},
+      {R"({"tune": {"window": "60d"}})", "tune.window",
+       "tune.window must be positive and at most 30d"},
+      {R"({"tune": {"often": true}})", "tune.often",
+       "tune.often: unknown field (known: every, wait_p95, window)"},
       {R"({"forecast_margin": 12})", "forecast_margin", "forecast_margin must be in [0, 10]"},
       {R"({"consolidate_below": 1.5})", "consolidate_below",
        "consolidate_below must be in [0, 1] (0: never)"},
