@@ -99,7 +99,8 @@ export function mount(el) {
   return {
     live(ev) {
       cards().catch(() => {});
-      if (Date.now() - lastTrend > 60000) { lastTrend = Date.now(); trend().catch(() => {}); }
+      // Once a minute; until the trend has data (a fleet just started), at every update.
+      if (!chart || Date.now() - lastTrend > 60000) { lastTrend = Date.now(); trend().catch(() => {}); }
     },
     unmount() { gone = true; destroyChart(chart); },
   };

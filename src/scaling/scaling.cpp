@@ -308,7 +308,7 @@ Result<TuneReport> ScalingService::Tune(const std::string& pool_name, const Tune
   if (!pool.ok()) return pool.error();
   if (!(req.wait_p95_s >= 0) || req.window_ms <= 0) {
     return MakeError(ErrorCode::kInvalidArgument,
-                     "the p95 wait objective and the window must be positive");
+                     "the p95 wait objective must be 0 or more, and the window positive");
   }
   std::unique_lock running(tune_mu_, std::try_to_lock);
   if (!running.owns_lock()) {
