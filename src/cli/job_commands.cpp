@@ -29,8 +29,12 @@ void JobTable(const json::array& jobs) {
     char wait[32], hours[32];
     std::snprintf(wait, sizeof wait, "%.0fs", j.at("wait_s").to_number<double>());
     std::snprintf(hours, sizeof hours, "%.3f", j.at("gpu_hours").to_number<double>());
-    t.Row({Str(j.at("id")), Str(j.at("team")), Str(j.at("pool")), Str(j.at("gpus")),
-           Str(j.at("priority")), Str(j.at("state")), wait, hours, Where(j), Str(j.at("reason"))});
+    std::string gpus = Str(j.at("gpus"));
+    if (const auto* k = j.as_object().if_contains("gpus_per_node"); k && !k->is_null()) {
+      gpus += " (" + Str(*k) + "/node)";
+    }
+    t.Row({Str(j.at("id")), Str(j.at("team")), Str(j.at("pool")), gpus, Str(j.at("priority")),
+           Str(j.at("state")), wait, hours, Where(j), Str(j.at("reason"))});
   }
   t.Print();
 }
@@ -41,7 +45,7 @@ void AddJobCommands(CLI::App& app, Globals& g) {
   auto* jobs = app.add_subcommand("jobs", "GPU jobs: submit, list, cancel")->require_subcommand(1);
 
   static std::string team, project, cluster, pool, model, duration;
-  static int gpus = 1, priority = 0;
+  static int gpus = 1, priority = 0, per_node = 0;
   static bool movable = false;
   auto* submit = jobs->add_subcommand("submit", "Queue a GPU request; placed when GPUs are free");
   submit->add_option("--team", team, "whose job (fair share is between teams)")->required();
@@ -50,6 +54,9 @@ void AddJobCommands(CLI::App& app, Globals& g) {
   submit->add_option("--cluster", cluster, "or a cluster: its pool (with --gpu-model) is chosen");
   submit->add_option("--gpu-model", model, "GPU model id, e.g. H100-SXM5-80GB");
   submit->add_option("--gpus", gpus, "GPUs (up to a node's on one node; more: whole nodes)");
+  submit->add_option("--gpus-per-node", per_node,
+                     "spread the GPUs over nodes, this many on each (it divides --gpus; default: "
+                     "one node, or whole nodes)");
   submit->add_option("--priority", priority, "higher runs first (default 0)");
   submit->add_option("--duration", duration, "expected run time, e.g. 2h (ends the job)");
   submit->add_flag("--movable", movable,
@@ -63,6 +70,7 @@ void AddJobCommands(CLI::App& app, Globals& g) {
     if (!model.empty()) body["gpu_model"] = model;
     if (!duration.empty()) body["duration"] = duration;
     if (movable) body["movable"] = true;
+    if (per_node != 0) body["gpus_per_node"] = per_node;
     auto v = Call(g, "POST", "/api/v1/jobs", JsonText(body));
     if (!v) return;
     Show(g, *v, [](const json::value& j) { JobTable(json::array{j}); });

@@ -89,6 +89,11 @@ int QueueNodes(int busy_nodes, const std::map<int, int>& queued_by_size, int gpu
   return static_cast<int>(std::min<int64_t>(n, 1'000'000));
 }
 
+int QueueSize(int gpus, int k, int g) {
+  if (k > 0 && k < g && k < gpus) return (gpus + k - 1) / k * g;
+  return gpus;
+}
+
 ScaleDecision Decide(const ScalePolicy& p, const ScaleInput& in) {
   ScaleDecision d;
   const double per_node = in.gpus_per_node * p.target_share;

@@ -121,5 +121,9 @@ ScaleDecision Decide(const ScalePolicy& policy, const ScaleInput& in);
 // ones. `queued_by_size`: GPUs per job -> jobs still queued after a scheduling pass (so none of
 // them fits where there is room now). 0 when nothing is queued.
 int QueueNodes(int busy_nodes, const std::map<int, int>& queued_by_size, int gpus_per_node);
+// A queued job's key in that map: its GPUs; a job spread over m nodes (a `gpus_per_node` below
+// its GPUs and the node's) counts as m whole nodes, m x the node's GPUs: it needs m distinct
+// nodes, which m new empty ones always are.
+int QueueSize(int gpus, int job_gpus_per_node, int gpus_per_node);
 
 }  // namespace gpufleet::sched

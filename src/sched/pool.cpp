@@ -70,9 +70,54 @@ bool Pool::Take(int node, int gpus) {
   return true;
 }
 
+namespace {
+
+// A job spread over several nodes, fewer than all GPUs of each.
+bool Spread(const Job& job, int g) {
+  return job.gpus_per_node > 0 && job.gpus_per_node < g && job.gpus_per_node < job.gpus;
+}
+
+}  // namespace
+
+int Pool::PerNode(const Job& job) const {
+  const int g = gpus_per_node_;
+  if (Spread(job, g)) return job.gpus_per_node;
+  return job.gpus <= g ? job.gpus : g;
+}
+
+int Pool::NodesFor(const Job& job) const {
+  const int per = std::max(1, PerNode(job));
+  return (job.gpus + per - 1) / per;
+}
+
 bool Pool::Place(Job& job) {
   const int g = gpus_per_node_;
   if (job.gpus <= 0 || job.gpus > free_) return false;
+  if (Spread(job, g)) {
+    const int k = job.gpus_per_node;
+    const size_t m = static_cast<size_t>(NodesFor(job));
+    std::vector<int> fit;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i].state == NodeState::kReady && nodes_[i].free >= k) {
+        fit.push_back(static_cast<int>(i));
+      }
+    }
+    if (fit.size() < m) return false;
+    // The m nodes with the fewest free GPUs that fit (then the lowest index).
+    std::partial_sort(
+        fit.begin(), fit.begin() + static_cast<std::ptrdiff_t>(m), fit.end(), [&](int a, int b) {
+          return nodes_[a].free != nodes_[b].free ? nodes_[a].free < nodes_[b].free : a < b;
+        });
+    job.nodes.assign(fit.begin(), fit.begin() + static_cast<std::ptrdiff_t>(m));
+    for (int i : job.nodes) {
+      PoolNode& n = nodes_[i];
+      if (n.free == g) --whole_free_;
+      n.free -= k;
+      ++n.jobs;
+    }
+    free_ -= k * static_cast<int>(m);
+    return true;
+  }
   if (job.gpus <= g) {
     int best = -1;
     for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -110,7 +155,7 @@ bool Pool::Place(Job& job) {
 
 void Pool::Release(const Job& job, double now) {
   const int g = gpus_per_node_;
-  int per_node = job.nodes.size() == 1 ? std::min(job.gpus, g) : g;
+  const int per_node = PerNode(job);
   for (int i : job.nodes) {
     PoolNode& n = nodes_[i];
     --n.jobs;

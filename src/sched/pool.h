@@ -5,8 +5,10 @@
 //
 // Placement rules: a job of up to one node's GPUs goes on one node (best fit: the node with the
 // fewest free GPUs that still fits, which keeps whole nodes free for large jobs and for
-// scale-down); a larger job takes whole free nodes. Only ready nodes (healthy, not cordoned,
-// not draining) take jobs.
+// scale-down); a larger job takes whole free nodes. A job that asks for `gpus_per_node` fewer
+// than its GPUs and than a node's is spread: gpus / gpus_per_node distinct nodes with that
+// many GPUs each, again the nodes with the fewest free GPUs that fit. Only ready nodes
+// (healthy, not cordoned, not draining) take jobs.
 
 #include <cstdint>
 #include <deque>
@@ -23,6 +25,9 @@ struct Job {
   double submit_s = 0;    // when it entered the queue
   double duration_s = 0;  // how long it runs (the replay knows; live jobs: expected or 0)
   bool movable = true;    // consolidation may move it (the replay; live jobs say so)
+  // GPUs on each node it spans (it divides `gpus`); 0: the default rule (one node, or whole
+  // nodes beyond a node's GPUs).
+  int gpus_per_node = 0;
   // Set by the scheduler:
   double start_s = -1;     // -1: not started
   std::vector<int> nodes;  // where it runs: node indices, one per whole node or the one node
@@ -58,6 +63,9 @@ class Pool {
   bool Place(Job& job);
   // Frees what `job` held.
   void Release(const Job& job, double now);
+  // The GPUs `job` takes on each of its nodes, and how many nodes it takes.
+  int PerNode(const Job& job) const;
+  int NodesFor(const Job& job) const;
 
   const std::vector<PoolNode>& nodes() const { return nodes_; }
   int ready_nodes() const { return ready_; }

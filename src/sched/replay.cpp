@@ -78,9 +78,10 @@ int Column(const std::vector<std::string_view>& header, std::string_view col) {
 Result<std::vector<TraceJob>> ParseTrace(std::string_view text, const std::string& name) {
   std::vector<TraceJob> jobs;
   std::vector<std::string_view> header;
-  int c_submit = -1, c_dur = -1, c_gpus = -1, c_team = -1, c_movable = -1;
+  int c_submit = -1, c_dur = -1, c_gpus = -1, c_team = -1, c_movable = -1, c_per_node = -1;
   auto s = EachRow(text, name, header, [&](int line, const std::vector<std::string_view>& f) {
     if (c_submit < 0) {
+      c_per_node = Column(header, "gpus_per_node");
       c_submit = Column(header, "submit_time");
       c_dur = Column(header, "duration_s");
       c_gpus = Column(header, "gpus");
@@ -111,6 +112,14 @@ Result<std::vector<TraceJob>> ParseTrace(std::string_view text, const std::strin
       return bad("gpus", f[c_gpus], "is not a whole number of GPUs >= 1");
     }
     j.gpus = static_cast<int>(gpus);
+    if (c_per_node >= 0 && !f[c_per_node].empty()) {
+      double k = 0;
+      if (!ToDouble(f[c_per_node], k) || k < 1 || k != std::floor(k) || k > gpus ||
+          static_cast<int>(gpus) % static_cast<int>(k) != 0) {
+        return bad("gpus_per_node", f[c_per_node], "is not a whole number that divides gpus");
+      }
+      j.gpus_per_node = static_cast<int>(k);
+    }
     if (c_team >= 0) j.team = std::string(f[c_team]);
     if (c_movable >= 0) {
       std::string_view m = f[c_movable];
@@ -258,8 +267,11 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
     int copies = whole + ((h >> 11) * 0x1.0p-53 < frac ? 1 : 0);
     uint64_t hm = (i + 1) * 0xD1B54A32D192ED03ULL;
     bool movable = t.movable >= 0 ? t.movable == 1 : (hm >> 11) * 0x1.0p-53 < o.movable_share;
+    // GPUs per node beyond the pool's node, or more nodes than the pool may have: never placed.
+    int per = t.gpus_per_node > 0 ? t.gpus_per_node : std::min(t.gpus, G);
+    bool too_wide = t.gpus_per_node > G || (t.gpus + per - 1) / per > p.max_nodes;
     for (int c = 0; c < copies; ++c) {
-      if (t.gpus > max_gpus) {
+      if (t.gpus > max_gpus || too_wide) {
         ++r.unplaceable;
         continue;
       }
@@ -267,6 +279,7 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
       j.id = static_cast<int64_t>(jobs.size());
       j.team = t.team;
       j.gpus = t.gpus;
+      j.gpus_per_node = t.gpus_per_node;
       j.submit_s = t.submit_s / o.time_scale;
       j.duration_s = t.duration_s;
       j.movable = movable;
@@ -334,7 +347,7 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
       for (int64_t id : on_node[i]) {
         const Job& j = jobs[static_cast<size_t>(id)];
         light = light && j.movable && j.nodes.size() == 1;
-        load[i].jobs.push_back(j.gpus);
+        load[i].jobs.push_back(pool.PerNode(j));  // its GPUs on this node
       }
       if (!light) {
         light_since[i] = -1;
@@ -411,7 +424,7 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
         in.demand_gpus = demand;
         {
           std::map<int, int> queued;
-          for (const Job* j : queue.jobs()) ++queued[j->gpus];
+          for (const Job* j : queue.jobs()) ++queued[QueueSize(j->gpus, j->gpus_per_node, G)];
           int busy = 0;
           for (const auto& n : pool.nodes()) busy += n.state == NodeState::kReady && n.jobs > 0;
           in.queue_nodes = QueueNodes(busy, queued, G);

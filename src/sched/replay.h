@@ -4,8 +4,10 @@
 // controller, for one pool of identical nodes.
 //
 // Trace format (CSV with a header; rows in any order): submit_time,duration_s,gpus (seconds)
-// and optionally gpus_per_node,team,gpu_model,movable (1 or 0, true or false). The Alibaba 2023 GPU
-// trace (openb_pod_list_*.csv) is read with ParseOpenbTrace.
+// and optionally gpus_per_node (the job's GPUs on each of its nodes: it divides gpus; empty or
+// absent: one node, or whole nodes beyond a node's GPUs), team, gpu_model (ignored: a replay is
+// one pool), movable (1 or 0, true or false). The Alibaba 2023 GPU trace (openb_pod_list_*.csv)
+// is read with ParseOpenbTrace.
 
 #include <string>
 #include <string_view>
@@ -21,7 +23,8 @@ struct TraceJob {
   double duration_s = 0;
   int gpus = 1;
   std::string team;
-  int movable = -1;  // the trace's movable column: 1 or 0; -1: not given
+  int movable = -1;       // the trace's movable column: 1 or 0; -1: not given
+  int gpus_per_node = 0;  // the trace's gpus_per_node column (spread over nodes); 0: not given
 };
 
 // Errors name the file, the line and the column.

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/json_text.h"
+#include "sched/autoscaler.h"
 #include "sched/consolidate.h"
 #include "sched/pool.h"
 
@@ -46,6 +47,7 @@ std::string ToDoc(const Job& j) {
                                {"gpu_hours", j.gpu_hours},
                                {"requeues", j.requeues},
                                {"movable", j.spec.movable},
+                               {"gpus_per_node", j.spec.gpus_per_node},
                                {"moves", j.moves},
                                {"done_ms", j.done_ms},
                                {"reason", j.reason},
@@ -77,6 +79,7 @@ Job FromRecord(const JobRecord& r) {
   // Absent in jobs stored before consolidation existed.
   if (const auto* v = o.if_contains("movable")) j.spec.movable = v->as_bool();
   if (o.contains("moves")) j.moves = static_cast<int>(num("moves"));
+  if (o.contains("gpus_per_node")) j.spec.gpus_per_node = static_cast<int>(num("gpus_per_node"));
   if (o.contains("done_ms")) j.done_ms = num("done_ms");
   j.reason = str("reason");
   for (const auto& p : o.at("placement").as_array()) {
@@ -257,11 +260,26 @@ Result<Job> JobService::Submit(JobSpec spec) {
         "pool '" + pool->name + "' has " + pool->gpu_model + " GPUs, not " + spec.gpu_model);
   }
   const int g = pool->gpus_per_node;
-  if (spec.gpus > g && spec.gpus % g != 0) {
+  if (spec.gpus_per_node != 0) {
+    const int k = spec.gpus_per_node;
+    if (k < 1 || k > g) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "'gpus_per_node' must be 1 to " + std::to_string(g) + " (pool '" +
+                           pool->name + "' has " + std::to_string(g) + " GPUs per node)");
+    }
+    if (spec.gpus % k != 0) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "'gpus_per_node' " + std::to_string(k) + " does not divide 'gpus' " +
+                           std::to_string(spec.gpus) + ": the job takes the same on each node");
+    }
+    if (k == spec.gpus || k == g) spec.gpus_per_node = 0;  // the default placement already
+  }
+  if (spec.gpus > g && spec.gpus % g != 0 && spec.gpus_per_node == 0) {
     return MakeError(ErrorCode::kInvalidArgument, "a job of more than " + std::to_string(g) +
                                                       " GPUs takes whole nodes of pool '" +
                                                       pool->name + "': ask for a multiple of " +
-                                                      std::to_string(g));
+                                                      std::to_string(g) +
+                                                      ", or spread it with gpus_per_node");
   }
   spec.pool = pool->name;
   spec.cluster = pool->cluster;
@@ -463,13 +481,14 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
       sj[i].id = waiting[i]->id;
       sj[i].team = waiting[i]->spec.team;
       sj[i].gpus = waiting[i]->spec.gpus;
+      sj[i].gpus_per_node = waiting[i]->spec.gpus_per_node;
       sj[i].priority = waiting[i]->spec.priority;
       sj[i].submit_s = static_cast<double>(waiting[i]->queued_ms) / 1000.0;
       queue.Push(&sj[i]);
     }
     for (sched::Job* s : queue.Schedule(live, static_cast<double>(now) / 1000.0)) {
       Job& j = jobs_.at(s->id);
-      int per_node = j.spec.gpus <= g ? j.spec.gpus : g;
+      int per_node = live.PerNode(*s);
       for (int ni : s->nodes) {
         const Node* n = index[static_cast<size_t>(ni)];
         j.placement.push_back(Claim(used[n->name], n->name, g, per_node, j.id));
@@ -488,6 +507,10 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
 std::map<std::string, PoolDemand> JobService::Demand() const {
   std::map<std::string, PoolDemand> out;
   std::map<std::string, std::set<std::string>> busy;  // pool -> nodes
+  std::map<std::string, int> node_gpus;               // pool -> GPUs per node
+  if (auto pools = fleet_.Pools(); pools.ok()) {
+    for (const auto& p : pools.value()) node_gpus[p.name] = p.gpus_per_node;
+  }
   std::lock_guard lock(mu_);
   for (const auto& [id, j] : jobs_) {
     if (j.state == JobState::kRunning) {
@@ -497,7 +520,9 @@ std::map<std::string, PoolDemand> JobService::Demand() const {
       auto& d = out[j.spec.pool];
       d.queued_gpus += j.spec.gpus;
       ++d.queued_jobs;
-      ++d.queued_by_size[j.spec.gpus];
+      ++d.queued_by_size[sched::QueueSize(
+          j.spec.gpus, j.spec.gpus_per_node,
+          node_gpus.count(j.spec.pool) ? node_gpus[j.spec.pool] : j.spec.gpus)];
       if (d.oldest_queued_ms == 0 || j.queued_ms < d.oldest_queued_ms) {
         d.oldest_queued_ms = j.queued_ms;
       }
@@ -593,7 +618,11 @@ JobService::Consolidation JobService::Consolidate(const std::string& pool, int g
       bool light = sched::LightlyUsed(used, g, below);
       for (const Job* j : on[n.name]) {
         light = light && j->spec.movable && j->placement.size() == 1;
-        load[i].jobs.push_back(j->spec.gpus);
+        int here = 0;  // its GPUs on this node
+        for (const auto& pl : j->placement) {
+          if (pl.node == n.name) here += static_cast<int>(pl.gpus.size());
+        }
+        load[i].jobs.push_back(here);
       }
       if (!light) {
         light_since_ms_.erase(n.name);

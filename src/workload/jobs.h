@@ -27,6 +27,11 @@ struct JobSpec {
   std::string pool;
   std::string gpu_model;  // a catalogue id; narrows the pool when choosing one
   int gpus = 1;
+  // GPUs on each node: a job spread over gpus / gpus_per_node distinct nodes (it must divide
+  // gpus and be at most the pool's node size). 0: the default, one node up to a node's GPUs,
+  // whole nodes beyond (its GPUs a multiple of the node's). Stored as 0 where it asks for what
+  // the default gives.
+  int gpus_per_node = 0;
   int priority = 0;         // higher first
   int64_t duration_ms = 0;  // expected; the job ends after it. 0: runs until cancelled
   // It may be moved to another node of its pool (it checkpoints, or restarts cheaply), so that

@@ -2,6 +2,7 @@
 // cancel, requeue when a node fails, and the heatmap's allocation field.
 
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "common/json_text.h"
@@ -64,7 +65,8 @@ TEST_F(Jobs, PlacedOnReadyGpusQueuedReleasedCancelledAndRequeuedWhenTheNodeFails
 
   // Bad requests change nothing.
   EXPECT_EQ(Submit(R"({"team": "x", "pool": "h100", "gpus": 12})", 400).at("error").at("message"),
-            "a job of more than 8 GPUs takes whole nodes of pool 'h100': ask for a multiple of 8");
+            "a job of more than 8 GPUs takes whole nodes of pool 'h100': ask for a multiple of 8, "
+            "or spread it with gpus_per_node");
   EXPECT_EQ(Submit(R"({"team": "x", "pool": "nope"})", 404).at("error").at("message"),
             "no pool 'nope'");
   EXPECT_EQ(Submit(R"({"pool": "h100"})", 400).at("error").at("message"),
@@ -139,6 +141,51 @@ TEST_F(Jobs, PlacedOnReadyGpusQueuedReleasedCancelledAndRequeuedWhenTheNodeFails
   EXPECT_EQ(JobState(3), "cancelled");
   EXPECT_EQ(JobState(4), "completed");
   EXPECT_EQ(Job(2).at("requeues"), 1);
+}
+
+// gpus_per_node: a job spread over distinct nodes, that many GPUs on each, on the nodes with the
+// fewest free GPUs that fit; bad requests are refused and change nothing.
+TEST_F(Jobs, ASpreadJobTakesItsShareOnEachOfDistinctNodes) {
+  Apply();
+  Sim(JoinToken("h100"), "h100", 3, "H100-SXM5-80GB", 8);
+  for (const char* n : {"h100-0000", "h100-0001", "h100-0002"}) ASSERT_TRUE(WaitState(n, "ready"));
+  auto a = Submit(R"({"team": "vision", "pool": "h100", "gpus": 4})");
+  std::string first = std::string(a.at("placement").at(0).at("node").as_string());
+  EXPECT_TRUE(a.at("gpus_per_node").is_null()) << a;
+
+  auto r = Cli({"jobs", "submit", "--team", "nlp", "--pool", "h100", "--gpus", "12",
+                "--gpus-per-node", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("12 (4/node)"), std::string::npos) << r.out;
+  auto b = Job(2);
+  EXPECT_EQ(b.at("state"), "running") << b;
+  EXPECT_EQ(b.at("gpus_per_node"), 4) << b;
+  std::set<std::string> nodes;
+  for (const auto& p : b.at("placement").as_array()) {
+    nodes.insert(std::string(p.at("node").as_string()));
+    EXPECT_EQ(p.at("gpus").as_array().size(), 4u) << b;
+  }
+  EXPECT_EQ(nodes.size(), 3u) << "three distinct nodes: " << b;
+  EXPECT_TRUE(nodes.count(first)) << "the half-used node is the best fit for one share: " << b;
+  EXPECT_EQ(b.at("placement").at(0).at("node").as_string(), first) << b;
+
+  // Whole or one-node asks are the default placement, and are shown as such.
+  auto c = Submit(R"({"team": "x", "pool": "h100", "gpus": 4, "gpus_per_node": 4})");
+  EXPECT_TRUE(c.at("gpus_per_node").is_null()) << c;
+  EXPECT_EQ(c.at("placement").as_array().size(), 1u) << c;
+
+  EXPECT_EQ(Submit(R"({"team": "x", "pool": "h100", "gpus": 12, "gpus_per_node": 5})", 400)
+                .at("error")
+                .at("message"),
+            "'gpus_per_node' 5 does not divide 'gpus' 12: the job takes the same on each node");
+  EXPECT_EQ(Submit(R"({"team": "x", "pool": "h100", "gpus": 16, "gpus_per_node": 16})", 400)
+                .at("error")
+                .at("message"),
+            "'gpus_per_node' must be 1 to 8 (pool 'h100' has 8 GPUs per node)");
+  auto bad = Cli(
+      {"jobs", "submit", "--team", "x", "--pool", "h100", "--gpus", "6", "--gpus-per-node", "4"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/jobs").second.at("total"), 3) << "nothing added";
 }
 
 // A drain that outlasts --drain-timeout requeues the node's jobs and completes.

@@ -25,6 +25,8 @@ json::object JobJson(const workload::Job& j) {
           {"pool", j.spec.pool},
           {"gpu_model", j.spec.gpu_model},
           {"gpus", j.spec.gpus},
+          {"gpus_per_node",
+           j.spec.gpus_per_node ? json::value(j.spec.gpus_per_node) : json::value(nullptr)},
           {"priority", j.spec.priority},
           {"duration_s", j.spec.duration_ms / 1000},
           {"state", workload::ToString(j.state)},
@@ -67,69 +69,76 @@ Result<workload::Job> VisibleJob(ApiContext& ctx, const Request& req, const Prin
 }  // namespace
 
 void AddJobRoutes(Router& router, ApiContext& ctx) {
-  router.Add("POST", "/api/v1/jobs", Role::kOperator,
-             [&ctx](const Request& req, const Principal& who) {
-               if (!ctx.jobs) return JobsUnavailable();
-               auto body = ParseObject(req.body);
-               if (!body.ok()) return ErrorResponse(body.error());
-               if (auto s = OnlyFields(*body, {"team", "project", "cluster", "pool", "gpu_model",
-                                               "gpus", "priority", "duration", "movable"});
-                   !s.ok()) {
-                 return ErrorResponse(s.error());
-               }
-               workload::JobSpec spec;
-               auto team = GetString(*body, "team", std::string());
-               auto project = GetString(*body, "project", std::string());
-               auto cluster = GetString(*body, "cluster", std::string());
-               auto pool = GetString(*body, "pool", std::string());
-               auto model = GetString(*body, "gpu_model", std::string());
-               auto gpus = GetInt(*body, "gpus", 1);
-               auto priority = GetInt(*body, "priority", 0);
-               auto duration = GetString(*body, "duration", std::string());
-               auto movable = GetBool(*body, "movable", false);
-               if (!movable.ok()) return ErrorResponse(movable.error());
-               for (const auto* r : {&team, &project, &cluster, &pool, &model, &duration}) {
-                 if (!r->ok()) return ErrorResponse(r->error());
-               }
-               if (!gpus.ok()) return ErrorResponse(gpus.error());
-               if (!priority.ok()) return ErrorResponse(priority.error());
-               if (gpus.value() < 1 || gpus.value() > 100'000) {
-                 return ErrorResponse(
-                     MakeError(ErrorCode::kInvalidArgument, "'gpus' must be 1 to 100000"));
-               }
-               spec.team = team.value();
-               spec.project = project.value();
-               spec.cluster = cluster.value();
-               spec.pool = pool.value();
-               spec.gpu_model = model.value();
-               spec.gpus = static_cast<int>(gpus.value());
-               spec.priority = static_cast<int>(priority.value());
-               spec.movable = movable.value();
-               if (!duration->empty()) {
-                 spec.duration_ms = ParseDurationMs(duration.value());
-                 if (spec.duration_ms <= 0) {
-                   return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
-                                                  "'duration' must be such as 90s, 30m or 2h"));
-                 }
-               }
-               if (!spec.cluster.empty() && !who.CanSeeCluster(spec.cluster)) {
-                 return ErrorResponse(
-                     MakeError(ErrorCode::kPermissionDenied,
-                               "cluster '" + spec.cluster + "' is outside this token's scope"));
-               }
-               auto job = ctx.jobs->Submit(spec);
-               if (!job.ok()) return ErrorResponse(job.error());
-               if (!who.CanSeeCluster(job->spec.cluster)) {  // the pool's cluster, now known
-                 (void)ctx.jobs->Cancel(job->id);
-                 return ErrorResponse(
-                     MakeError(ErrorCode::kPermissionDenied,
-                               "pool '" + job->spec.pool + "' is outside this token's scope"));
-               }
-               Response r = ObjectResponse(201, JobJson(job.value()));
-               r.audit_target = "job/" + std::to_string(job->id);
-               r.audit_after = r.body;
-               return r;
-             });
+  router.Add(
+      "POST", "/api/v1/jobs", Role::kOperator, [&ctx](const Request& req, const Principal& who) {
+        if (!ctx.jobs) return JobsUnavailable();
+        auto body = ParseObject(req.body);
+        if (!body.ok()) return ErrorResponse(body.error());
+        if (auto s = OnlyFields(*body, {"team", "project", "cluster", "pool", "gpu_model", "gpus",
+                                        "gpus_per_node", "priority", "duration", "movable"});
+            !s.ok()) {
+          return ErrorResponse(s.error());
+        }
+        workload::JobSpec spec;
+        auto team = GetString(*body, "team", std::string());
+        auto project = GetString(*body, "project", std::string());
+        auto cluster = GetString(*body, "cluster", std::string());
+        auto pool = GetString(*body, "pool", std::string());
+        auto model = GetString(*body, "gpu_model", std::string());
+        auto gpus = GetInt(*body, "gpus", 1);
+        auto per_node = GetInt(*body, "gpus_per_node", 0);
+        if (!per_node.ok()) return ErrorResponse(per_node.error());
+        if (per_node.value() < 0 || per_node.value() > 100'000) {
+          return ErrorResponse(
+              MakeError(ErrorCode::kInvalidArgument, "'gpus_per_node' must be 1 or more"));
+        }
+        auto priority = GetInt(*body, "priority", 0);
+        auto duration = GetString(*body, "duration", std::string());
+        auto movable = GetBool(*body, "movable", false);
+        if (!movable.ok()) return ErrorResponse(movable.error());
+        for (const auto* r : {&team, &project, &cluster, &pool, &model, &duration}) {
+          if (!r->ok()) return ErrorResponse(r->error());
+        }
+        if (!gpus.ok()) return ErrorResponse(gpus.error());
+        if (!priority.ok()) return ErrorResponse(priority.error());
+        if (gpus.value() < 1 || gpus.value() > 100'000) {
+          return ErrorResponse(
+              MakeError(ErrorCode::kInvalidArgument, "'gpus' must be 1 to 100000"));
+        }
+        spec.team = team.value();
+        spec.project = project.value();
+        spec.cluster = cluster.value();
+        spec.pool = pool.value();
+        spec.gpu_model = model.value();
+        spec.gpus = static_cast<int>(gpus.value());
+        spec.gpus_per_node = static_cast<int>(per_node.value());
+        spec.priority = static_cast<int>(priority.value());
+        spec.movable = movable.value();
+        if (!duration->empty()) {
+          spec.duration_ms = ParseDurationMs(duration.value());
+          if (spec.duration_ms <= 0) {
+            return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                           "'duration' must be such as 90s, 30m or 2h"));
+          }
+        }
+        if (!spec.cluster.empty() && !who.CanSeeCluster(spec.cluster)) {
+          return ErrorResponse(
+              MakeError(ErrorCode::kPermissionDenied,
+                        "cluster '" + spec.cluster + "' is outside this token's scope"));
+        }
+        auto job = ctx.jobs->Submit(spec);
+        if (!job.ok()) return ErrorResponse(job.error());
+        if (!who.CanSeeCluster(job->spec.cluster)) {  // the pool's cluster, now known
+          (void)ctx.jobs->Cancel(job->id);
+          return ErrorResponse(
+              MakeError(ErrorCode::kPermissionDenied,
+                        "pool '" + job->spec.pool + "' is outside this token's scope"));
+        }
+        Response r = ObjectResponse(201, JobJson(job.value()));
+        r.audit_target = "job/" + std::to_string(job->id);
+        r.audit_after = r.body;
+        return r;
+      });
 
   router.Add("GET", "/api/v1/jobs", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {

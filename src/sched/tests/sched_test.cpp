@@ -17,7 +17,8 @@ namespace {
 
 // Property: over thousands of random placements, releases, failures and removals, no GPU is
 // ever handed out twice, nothing lands on a node that is not ready, a job of up to one node's
-// GPUs sits on one node, a larger one on whole nodes, and the pool's counters match the nodes.
+// GPUs sits on one node, a larger one on whole nodes, a job spread with gpus_per_node on that
+// many distinct nodes with that many GPUs each, and the pool's counters match the nodes.
 TEST(Allocator, RandomOperationsKeepEveryInvariant) {
   std::mt19937 rng(7);
   for (int G : {1, 2, 4, 8}) {
@@ -32,11 +33,20 @@ TEST(Allocator, RandomOperationsKeepEveryInvariant) {
         Job j;
         j.id = next_id++;
         j.gpus = 1 + static_cast<int>(rng() % (3 * G));
+        if (G > 1 && rng() % 3 == 0) {  // spread: k GPUs on each of m nodes
+          j.gpus_per_node = 1 + static_cast<int>(rng() % static_cast<unsigned>(G - 1));
+          j.gpus = j.gpus_per_node * (2 + static_cast<int>(rng() % 3));
+        }
         std::vector<NodeState> before;
         for (const auto& n : pool.nodes()) before.push_back(n.state);
         if (pool.Place(j)) {
           ASSERT_FALSE(j.nodes.empty());
-          if (j.gpus <= G) {
+          if (j.gpus_per_node > 0) {
+            ASSERT_EQ(static_cast<int>(j.nodes.size()), j.gpus / j.gpus_per_node);
+            ASSERT_EQ(std::set<int>(j.nodes.begin(), j.nodes.end()).size(), j.nodes.size())
+                << "a spread job's nodes are distinct";
+            for (int n : j.nodes) held[n] += j.gpus_per_node;
+          } else if (j.gpus <= G) {
             ASSERT_EQ(j.nodes.size(), 1u) << "a job of up to one node's GPUs is on one node";
             held[j.nodes[0]] += j.gpus;
           } else {
@@ -51,7 +61,9 @@ TEST(Allocator, RandomOperationsKeepEveryInvariant) {
       } else if (op < 9 && !running.empty()) {
         size_t k = rng() % running.size();
         const Job& j = running[k];
-        for (int n : j.nodes) held[n] -= j.gpus <= G ? j.gpus : G;
+        int per = j.gpus_per_node > 0 ? j.gpus_per_node : j.gpus <= G ? j.gpus : G;
+        ASSERT_EQ(pool.PerNode(j), per);
+        for (int n : j.nodes) held[n] -= per;
         pool.Release(j, step);
         running.erase(running.begin() + static_cast<long>(k));
       } else if (pool.nodes().size() < 40) {
@@ -64,7 +76,7 @@ TEST(Allocator, RandomOperationsKeepEveryInvariant) {
           ASSERT_FALSE(pool.Remove(n)) << "a node with a running job must not be removed";
         }
       }
-      int free = 0, ready = 0;
+      int free = 0, ready = 0, whole = 0;
       for (size_t n = 0; n < pool.nodes().size(); ++n) {
         const PoolNode& node = pool.nodes()[n];
         ASSERT_LE(held[n], G) << "node " << n << " over-allocated";
@@ -73,12 +85,41 @@ TEST(Allocator, RandomOperationsKeepEveryInvariant) {
           ASSERT_EQ(node.free, G - held[n]) << "node " << n;
           free += node.free;
           ++ready;
+          whole += node.free == G;
         }
       }
       ASSERT_EQ(pool.free_gpus(), free);
       ASSERT_EQ(pool.ready_nodes(), ready);
+      ASSERT_EQ(pool.empty_nodes(), whole);
     }
   }
+}
+
+// A spread job goes on the nodes with the fewest free GPUs that fit, one share on each; it
+// waits when too few distinct nodes have room, however many GPUs are free in all. The queue's
+// node count takes it as that many whole nodes.
+TEST(Allocator, ASpreadJobTakesItsShareOnDistinctBestFitNodes) {
+  Pool pool(8);
+  for (int i = 0; i < 5; ++i) pool.MarkReady(pool.AddNode(0, 0), 0);
+  for (auto [node, gpus] : {std::pair{0, 2}, {1, 4}, {3, 5}}) ASSERT_TRUE(pool.Take(node, gpus));
+  // Free: 6, 4, 8, 3, 8.
+  Job j{.id = 1, .gpus = 12, .gpus_per_node = 4};
+  ASSERT_TRUE(pool.Place(j));
+  EXPECT_EQ(j.nodes, (std::vector<int>{1, 0, 2})) << "free 4, then 6, then the first whole node";
+  EXPECT_EQ(pool.nodes()[1].free, 0);
+  EXPECT_EQ(pool.nodes()[0].free, 2);
+  EXPECT_EQ(pool.nodes()[2].free, 4);
+  EXPECT_EQ(pool.empty_nodes(), 1);
+  Job wide{.id = 2, .gpus = 12, .gpus_per_node = 3};
+  EXPECT_FALSE(pool.Place(wide)) << "17 GPUs free, but only 3 nodes with 3 of them";
+  EXPECT_TRUE(wide.nodes.empty());
+  pool.Release(j, 1);
+  EXPECT_EQ(pool.free_gpus(), 40 - 11);
+  EXPECT_EQ(pool.empty_nodes(), 2);
+  EXPECT_EQ(QueueSize(12, 4, 8), 24) << "three whole nodes";
+  EXPECT_EQ(QueueSize(4, 4, 8), 4) << "one node: not spread";
+  EXPECT_EQ(QueueSize(16, 8, 8), 16) << "whole nodes: the default";
+  EXPECT_EQ(QueueNodes(1, {{QueueSize(12, 4, 8), 1}}, 8), 4);
 }
 
 TEST(Allocator, BestFitKeepsWholeNodesFreeAndSkipsUnavailableNodes) {
@@ -476,6 +517,39 @@ TEST(Replay, ConsolidationMovesAJobAndRemovesItsNodeByHand) {
   o.movable_share = 1;
   o.move_cost_s = -1;
   EXPECT_EQ(Replay(trace.value(), o).error().message, "--move-cost must be 0 or more seconds");
+}
+
+// A trace's gpus_per_node column spreads a job as the live allocator does; a value that does
+// not divide its GPUs is an error naming the line; one wider than the pool's nodes is left out.
+TEST(Replay, TheTracesGpusPerNodeSpreadsAJob) {
+  auto trace = ParseTrace(
+      "submit_time,duration_s,gpus,gpus_per_node\n0,100,4,\n0,100,12,4\n0,100,16,16\n", "t.csv");
+  ASSERT_TRUE(trace.ok()) << trace.error().message;
+  EXPECT_EQ((*trace)[0].gpus_per_node, 0);
+  EXPECT_EQ((*trace)[1].gpus_per_node, 4);
+  ReplayOptions o;
+  o.gpus_per_node = 8;
+  o.policy.mode = ScaleMode::kReactive;
+  o.policy.min_nodes = 2;
+  o.policy.max_nodes = 2;
+  o.policy.target_share = 1;
+  o.policy.idle_before_remove_s = 1e9;
+  auto r = Replay(trace.value(), o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  // 16 GPUs per node on 8-GPU nodes, and 3 shares of 4 on a pool of at most 2 nodes: left out.
+  EXPECT_EQ(r->unplaceable, 2u);
+  EXPECT_EQ(r->jobs, 1u);
+  o.policy.max_nodes = 3;
+  o.policy.min_nodes = 3;
+  r = Replay(trace.value(), o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->jobs, 2u);
+  EXPECT_EQ(r->unplaceable, 1u);
+  EXPECT_EQ(r->wait_p95_s, 0) << "both start at once: 4 + 4 on one node, 4 on two others";
+  EXPECT_NEAR(r->gpu_hours_busy * 3600, 16 * 100, 1e-6);
+  EXPECT_EQ(
+      ParseTrace("submit_time,duration_s,gpus,gpus_per_node\n0,1,6,4\n", "t.csv").error().message,
+      "t.csv:2: gpus_per_node '4' is not a whole number that divides gpus");
 }
 
 TEST(Replay, TraceErrorsNameTheLineAndNothingRuns) {

@@ -78,6 +78,39 @@ class JobsTest : public ::testing::Test {
   std::unique_ptr<JobService> jobs_;
 };
 
+// gpus_per_node is checked against the pool and kept across a restart; asking for what the
+// default placement gives is stored as the default.
+TEST_F(JobsTest, GpusPerNodeIsCheckedAndSurvivesARestart) {
+  JobSpec s;
+  s.team = "nlp";
+  s.pool = "h100";
+  s.gpus = 12;
+  s.gpus_per_node = 4;
+  auto j = jobs_->Submit(s);
+  ASSERT_TRUE(j.ok()) << j.error().message;
+  EXPECT_EQ(j->spec.gpus_per_node, 4);
+  s.gpus_per_node = 8;
+  s.gpus = 16;
+  EXPECT_EQ(jobs_->Submit(s)->spec.gpus_per_node, 0) << "whole nodes: the default";
+  s.gpus_per_node = 3;
+  EXPECT_EQ(jobs_->Submit(s).error().message,
+            "'gpus_per_node' 3 does not divide 'gpus' 16: the job takes the same on each node");
+  s.gpus_per_node = 9;
+  s.gpus = 18;
+  EXPECT_EQ(jobs_->Submit(s).error().message,
+            "'gpus_per_node' must be 1 to 8 (pool 'h100' has 8 GPUs per node)");
+  s.gpus_per_node = -1;
+  EXPECT_FALSE(jobs_->Submit(s).ok());
+  // Queued (the pool has no nodes), counted for the autoscaler as three whole nodes.
+  auto d = jobs_->Demand();
+  EXPECT_EQ(d["h100"].queued_by_size[24], 1) << "12 GPUs over 3 nodes";
+  EXPECT_EQ(d["h100"].queued_by_size[16], 1);
+  Close();
+  Open();
+  EXPECT_EQ(jobs_->Get(j->id)->spec.gpus_per_node, 4);
+  EXPECT_EQ(jobs_->List({}).size(), 2u);
+}
+
 TEST_F(JobsTest, EndedJobsAreDroppedAfterTheRetentionAndIdsAreNotReused) {
   int64_t a = Submit(), b = Submit(), c = Submit();
   ASSERT_EQ(std::vector<int64_t>({1, 2, 3}), std::vector<int64_t>({a, b, c}));
