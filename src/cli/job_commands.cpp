@@ -24,10 +24,12 @@ std::string Where(const json::value& job) {
 }
 
 void JobTable(const json::array& jobs) {
-  Table t({"ID", "TEAM", "POOL", "GPUS", "PRIO", "STATE", "WAIT", "GPU-H", "WHERE", "REASON"});
+  Table t(
+      {"ID", "TEAM", "POOL", "GPUS", "PRIO", "STATE", "WAIT", "RUN", "GPU-H", "WHERE", "REASON"});
   for (const auto& j : jobs) {
-    char wait[32], hours[32];
+    char wait[32], run[32], hours[32];
     std::snprintf(wait, sizeof wait, "%.0fs", j.at("wait_s").to_number<double>());
+    std::snprintf(run, sizeof run, "%.0fs", j.at("run_s").to_number<double>());
     std::snprintf(hours, sizeof hours, "%.3f", j.at("gpu_hours").to_number<double>());
     std::string gpus = Str(j.at("gpus"));
     if (const auto* k = j.as_object().if_contains("gpus_per_node"); k && !k->is_null()) {

@@ -89,7 +89,12 @@ TEST_F(Jobs, PlacedOnReadyGpusQueuedReleasedCancelledAndRequeuedWhenTheNodeFails
   EXPECT_EQ(started.at("state"), "running") << started;
   EXPECT_EQ(started.at("placement").at(0).at("node").as_string(), first);
   ASSERT_TRUE(WaitFor([&] { return JobState(4) == "completed"; }, 10000)) << Job(4);
-  EXPECT_GT(Job(4).at("gpu_hours").to_number<double>(), 0);
+  // Its run time is its 2 s duration (ended by a tick, at most a second late), its GPU-hours
+  // those 2 GPUs for that long.
+  double run_s = Job(4).at("run_s").to_number<double>();
+  EXPECT_GE(run_s, 2) << Job(4);
+  EXPECT_LE(run_s, 5) << Job(4);
+  EXPECT_NEAR(Job(4).at("gpu_hours").to_number<double>(), 2 * run_s / 3600, 1e-9);
   EXPECT_GT(Job(4).at("wait_s").to_number<double>(), 0);
   EXPECT_EQ(controller_->Call("DELETE", "/api/v1/jobs/4").first, 409);
   // A page of the list, newest first, with the total.

@@ -10,7 +10,8 @@ namespace json = boost::json;
 namespace gpufleet::api {
 namespace {
 
-json::object JobJson(const workload::Job& j) {
+// `now`: a running job's GPU-hours and run time include its current run.
+json::object JobJson(const workload::Job& j, int64_t now) {
   json::array placement;
   for (const auto& p : j.placement) {
     json::array gpus;
@@ -18,6 +19,10 @@ json::object JobJson(const workload::Job& j) {
     placement.push_back(json::object{{"node", p.node}, {"gpus", std::move(gpus)}});
   }
   auto time = [](int64_t ms) { return ms ? json::value(FormatTime(ms)) : json::value(nullptr); };
+  double run_s = j.spec.gpus > 0 ? j.gpu_hours * 3600 / j.spec.gpus : 0;  // ended runs
+  if (j.state == workload::JobState::kRunning && now > j.start_ms) {
+    run_s += static_cast<double>(now - j.start_ms) / 1000;
+  }
   return {{"id", j.id},
           {"team", j.spec.team},
           {"project", j.spec.project},
@@ -35,7 +40,8 @@ json::object JobJson(const workload::Job& j) {
           {"started_at", time(j.start_ms)},
           {"ended_at", time(j.end_ms)},
           {"wait_s", static_cast<double>(j.wait_ms) / 1000.0},
-          {"gpu_hours", j.gpu_hours},
+          {"run_s", run_s},
+          {"gpu_hours", run_s * j.spec.gpus / 3600},
           {"requeues", j.requeues},
           {"movable", j.spec.movable},
           {"moves", j.moves},
@@ -134,7 +140,7 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
               MakeError(ErrorCode::kPermissionDenied,
                         "pool '" + job->spec.pool + "' is outside this token's scope"));
         }
-        Response r = ObjectResponse(201, JobJson(job.value()));
+        Response r = ObjectResponse(201, JobJson(job.value(), ctx.clock.NowMs()));
         r.audit_target = "job/" + std::to_string(job->id);
         r.audit_after = r.body;
         return r;
@@ -161,7 +167,7 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
                auto all = ctx.jobs->List(f);
                json::array items;
                for (size_t i = page->offset; i < all.size() && items.size() < page->limit; ++i) {
-                 items.push_back(JobJson(all[i]));
+                 items.push_back(JobJson(all[i], ctx.clock.NowMs()));
                }
                return PageResponse(std::move(items), all.size(), page.value());
              });
@@ -171,7 +177,7 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
                if (!ctx.jobs) return JobsUnavailable();
                auto job = VisibleJob(ctx, req, who);
                if (!job.ok()) return ErrorResponse(job.error());
-               return ObjectResponse(200, JobJson(job.value()));
+               return ObjectResponse(200, JobJson(job.value(), ctx.clock.NowMs()));
              });
 
   router.Add("DELETE", "/api/v1/jobs/{id}", Role::kOperator,
@@ -179,10 +185,10 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
                if (!ctx.jobs) return JobsUnavailable();
                auto job = VisibleJob(ctx, req, who);
                if (!job.ok()) return ErrorResponse(job.error());
-               auto before = JobJson(job.value());
+               auto before = JobJson(job.value(), ctx.clock.NowMs());
                auto cancelled = ctx.jobs->Cancel(job->id);
                if (!cancelled.ok()) return ErrorResponse(cancelled.error());
-               Response r = ObjectResponse(200, JobJson(cancelled.value()));
+               Response r = ObjectResponse(200, JobJson(cancelled.value(), ctx.clock.NowMs()));
                r.audit_target = "job/" + std::to_string(job->id);
                r.audit_before = JsonText(before);
                r.audit_after = r.body;
