@@ -7,7 +7,7 @@ import { startLive, stopLive, onLive } from './live.js';
 
 const $ = (id) => document.getElementById(id);
 
-// #/ overview; #/clusters; #/cluster/NAME; #/node/NAME; #/alerts; #/scaling[/POOL]; later
+// #/ overview; #/clusters; #/cluster/NAME; #/node/NAME; #/alerts; #/scaling[/POOL]; #/jobs; later
 // capabilities by name.
 const routes = [
   [/^#?\/?$/, 'overview', () => ({})],
@@ -16,6 +16,7 @@ const routes = [
   [/^#\/node\/([^/]+)$/, 'node', (m) => ({ node: decodeURIComponent(m[1]) })],
   [/^#\/alerts$/, 'alerts', () => ({})],
   [/^#\/scaling(?:\/([^/]+))?$/, 'scaling', (m) => ({ pool: m[1] ? decodeURIComponent(m[1]) : '' })],
+  [/^#\/jobs$/, 'jobs', () => ({})],
   [/^#\/(rollouts|inventory|reports)$/, 'later', (m) => ({ page: m[1] })],
 ];
 const modules = {
@@ -24,6 +25,7 @@ const modules = {
   node: () => import('./node.js'),
   alerts: () => import('./alerts.js'),
   scaling: () => import('./scaling.js'),
+  jobs: () => import('./jobs.js'),
   later: () => import('./later.js'),
 };
 

@@ -249,7 +249,8 @@ test('every page fits 1280x800 and a 390-px phone', async () => {
   for (const [label, viewport] of [['1280', { width: 1280, height: 800 }], ['390', { width: 390, height: 844 }]]) {
     const page = await signedIn(browser, fleet.base, fleet.token, viewport);
     for (const [name, hash, ready] of [['overview', '#/', '.card'], ['cluster', '#/cluster/train-use1', '#heat canvas[data-cells]'],
-      ['node', '#/node/h100-sxm-0001', '.chart .uplot'], ['alerts', '#/alerts', '#alert-list'], ['scaling', '#/scaling', '#scaling-charts .uplot']]) {
+      ['node', '#/node/h100-sxm-0001', '.chart .uplot'], ['alerts', '#/alerts', '#alert-list'], ['scaling', '#/scaling', '#scaling-charts .uplot'],
+      ['jobs', '#/jobs', '#jobs-summary:not(:empty)']]) {
       await page.goto(fleet.base + '/' + hash);
       await page.waitForSelector(ready, { timeout: 30000 });
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
@@ -373,6 +374,43 @@ test('an operator tunes a pool on its own past jobs and applies the cheaper sett
   assert.equal((await call(fleet.base, made.body.token, 'POST', '/api/v1/pools/h200-sxm/scaling/tune', {})).status, 403);
   await viewer.context().close();
   for (const id of ids) assert.equal((await call(fleet.base, fleet.token, 'DELETE', `/api/v1/jobs/${id}`)).status, 200);
+});
+
+test('the jobs page lists a spread job with its nodes; an operator cancels it; a viewer cannot', async () => {
+  const made = await call(fleet.base, fleet.token, 'POST', '/api/v1/jobs', { team: 'jobs-page', pool: 'h100-sxm', gpus: 8, gpus_per_node: 4, duration: '1h' });
+  assert.equal(made.status, 201);
+  assert.equal(made.body.state, 'running');
+  const id = made.body.id;
+  const page = await signedIn(browser, fleet.base, fleet.token);
+  await page.goto(fleet.base + '/#/jobs');
+  await page.waitForSelector(`#jobs-table tr[data-job="${id}"]`);
+  const row = await page.textContent(`#jobs-table tr[data-job="${id}"]`);
+  for (const want of [/jobs-page/, /h100-sxm/, /8 \(4\/node\)/, /running/]) assert.match(row, want);
+  const nodes = await page.$$eval(`#jobs-table tr[data-job="${id}"] a[href^="#/node/"]`, (a) => a.map((x) => x.textContent));
+  assert.deepEqual(nodes, made.body.placement.map((p) => p.node));
+  assert.equal(new Set(nodes).size, 2);
+  assert.match(await page.textContent('#jobs-summary'), /\d+ running, \d+ queued/);
+  // Filtered to cancelled jobs, it is not there; to running ones, it is.
+  await page.selectOption('#jobs-state', 'cancelled');
+  await page.waitForFunction((id) => !document.querySelector(`#jobs-table tr[data-job="${id}"]`), id);
+  await page.selectOption('#jobs-state', 'running');
+  await page.waitForSelector(`#jobs-table tr[data-job="${id}"]`);
+  await shot(page, 'jobs');
+  await page.click(`#jobs-table button[data-cancel="${id}"]`);
+  await page.waitForFunction((id) => !document.querySelector(`#jobs-table tr[data-job="${id}"]`), id);
+  assert.equal((await call(fleet.base, fleet.token, 'GET', `/api/v1/jobs/${id}`)).body.state, 'cancelled');
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+
+  const viewerToken = (await call(fleet.base, fleet.token, 'POST', '/api/v1/api-tokens', { name: 'jobs-viewer', role: 'viewer' })).body.token;
+  const other = await call(fleet.base, fleet.token, 'POST', '/api/v1/jobs', { team: 'jobs-page', pool: 'h100-sxm', gpus: 1, duration: '1h' });
+  const viewer = await signedIn(browser, fleet.base, viewerToken);
+  await viewer.goto(fleet.base + '/#/jobs');
+  await viewer.waitForSelector(`#jobs-table tr[data-job="${other.body.id}"]`);
+  assert.equal(await viewer.$$eval('#jobs-table button[data-cancel]', (b) => b.length), 0);
+  assert.deepEqual(viewer.errors, []);
+  await viewer.context().close();
+  assert.equal((await call(fleet.base, fleet.token, 'DELETE', `/api/v1/jobs/${other.body.id}`)).status, 200);
 });
 
 test('the live indicator shows a lost stream and the page reconnects by itself', async () => {
