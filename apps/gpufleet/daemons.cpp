@@ -387,7 +387,8 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
       "  Admin token:        %s\n"
       "  Try:                gpufleet --data-dir %s nodes list\n"
       "  Workload:           %s\n"
-      "  Autoscaled pools:   %zu (gpufleet scaling list)\n\n"
+      "  Jobs:               gpufleet jobs list (and the dashboard's Jobs page)\n"
+      "  Autoscaled pools:   %zu (gpufleet scaling list; gpufleet scaling tune POOL)\n\n"
       "Press Ctrl-C to stop.\n",
       spec->clusters.size(), spec->pools.size(), nodes, gpus, filename.c_str(),
       controller.address().c_str(), controller.admin_token_path().c_str(),
