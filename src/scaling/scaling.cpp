@@ -294,6 +294,7 @@ std::vector<sched::TraceJob> HistoryTrace(const std::vector<workload::Job>& jobs
     t.submit_s = static_cast<double>(j.submit_ms - from_ms) / 1000;
     t.duration_s = run_s;
     t.gpus = j.spec.gpus;
+    t.gpus_per_node = j.spec.gpus_per_node;  // a spread job is replayed spread
     t.team = j.spec.team;
     t.movable = j.spec.movable ? 1 : 0;
     out.push_back(std::move(t));

@@ -117,7 +117,7 @@ struct TuneReport {
 // it, with its run time: an ended job's over all its starts; a running or queued job's expected
 // duration where it gives one (it ends after it), else a running job's run time so far. Queued
 // jobs without a duration, and jobs that ended without running, are left out: there is no run
-// time to replay. A job's movable flag is kept.
+// time to replay. A job's movable flag and GPUs per node are kept.
 std::vector<sched::TraceJob> HistoryTrace(const std::vector<workload::Job>& jobs, int64_t from_ms,
                                           int64_t now_ms);
 

@@ -573,6 +573,7 @@ TEST(HistoryTrace, RunTimesFromWhatRanAndNothingUnknown) {
   jobs.back().gpu_hours = 2;  // 1 h on 2 GPUs, over all its starts
   jobs.back().spec.movable = true;
   jobs.push_back(job(2'000, workload::JobState::kRunning, 8));
+  jobs.back().spec.gpus_per_node = 4;  // spread over 2 nodes
   jobs.back().start_ms = 50'000;
   jobs.back().done_ms = 20'000;  // moved once, 20 s done before
   jobs.push_back(job(3'000, workload::JobState::kQueued, 1));
@@ -592,6 +593,8 @@ TEST(HistoryTrace, RunTimesFromWhatRanAndNothingUnknown) {
   EXPECT_DOUBLE_EQ(t[1].submit_s, 1);
   EXPECT_DOUBLE_EQ(t[1].duration_s, 70);  // 20 s before, 50 s since its last start
   EXPECT_EQ(t[1].movable, 0);
+  EXPECT_EQ(t[1].gpus_per_node, 4);
+  EXPECT_EQ(t[0].gpus_per_node, 0);
   EXPECT_DOUBLE_EQ(t[2].duration_s, 90);
   EXPECT_DOUBLE_EQ(t[3].duration_s, 600);
 }
