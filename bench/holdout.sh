@@ -10,16 +10,12 @@
 # variant. Usage: bench/holdout.sh [BUILD_DIR] (default build-bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build-bench}
-if [ ! -x "$build/gpufleet" ] || [ "${HOLDOUT_BUILD:-1}" = 1 ]; then
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFLEET_BENCH=ON >/dev/null
-  cmake --build "$build" --target gpufleet >/dev/null
-fi
+source bench/lib.sh
+build=${1:-$build}
+if [ ! -x "$build/gpufleet" ] || [ "${HOLDOUT_BUILD:-1}" = 1 ]; then bench_build gpufleet; fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for seed in 42 43 44 45 46; do
-  python3 bench/synthetic-trace.py 14 2000 "$seed" > "$work/synthetic-$seed.csv"
-done
+bench_synthetic_traces "$work"
 GPUFLEET="$build/gpufleet" WORK="$work" python3 - <<'PY'
 import csv, json, os, statistics, subprocess
 from concurrent.futures import ThreadPoolExecutor

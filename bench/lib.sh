@@ -9,6 +9,14 @@ bench_build() {  # bench_build TARGET...
   cmake --build $build --target "$@" >/dev/null
 }
 
+# bench_synthetic_traces DIR: the replay benches' synthetic traces, 14 days of 2,000 jobs a day
+# from seeds 42 to 46, as DIR/synthetic-SEED.csv.
+bench_synthetic_traces() {
+  for seed in 42 43 44 45 46; do
+    python3 bench/synthetic-trace.py 14 2000 "$seed" >"$1/synthetic-$seed.csv"
+  done
+}
+
 # bench_controller DIR: starts `gpufleet serve` on DIR and applies the bench fleet; sets `ctl`
 # (its pid), `addr` and `token` (a join token for pool h100).
 bench_controller() {

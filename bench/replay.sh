@@ -23,14 +23,12 @@
 # And one 500,000-job replay's wall time. Usage: bench/replay.sh [BUILD_DIR] (default build-bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build-bench}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFLEET_BENCH=ON >/dev/null
-cmake --build "$build" --target gpufleet >/dev/null
+source bench/lib.sh
+build=${1:-$build}
+bench_build gpufleet
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for seed in 42 43 44 45 46; do
-  python3 bench/synthetic-trace.py 14 2000 "$seed" > "$work/synthetic-$seed.csv"
-done
+bench_synthetic_traces "$work"
 python3 bench/synthetic-trace.py 14 40000 > "$work/synthetic-500k.csv"
 GPUFLEET="$build/gpufleet" WORK="$work" python3 - <<'PY'
 import json, os, statistics, subprocess

@@ -17,7 +17,6 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr const char* kAutoscaler = "autoscaler";
 constexpr int64_t kMaxKeepMs = 30 * 86'400'000LL;
 
 std::string SampleDoc(const Sample& s) {
@@ -274,119 +273,6 @@ Result<sched::PoolScaling> ScalingService::SetPolicy(sched::PoolScaling scaling,
   RecordEvent(scaling.pool, "policy", 0, 0, 0, "policy", std::string("policy set: ") + detail, {},
               actor);
   return scaling;
-}
-
-std::vector<sched::TraceJob> HistoryTrace(const std::vector<workload::Job>& jobs, int64_t from_ms,
-                                          int64_t now_ms) {
-  std::vector<sched::TraceJob> out;
-  for (const auto& j : jobs) {
-    if (j.submit_ms < from_ms || j.spec.gpus < 1) continue;
-    bool ended =
-        j.state == workload::JobState::kCompleted || j.state == workload::JobState::kCancelled;
-    double run_s = j.gpu_hours * 3600 / j.spec.gpus;  // what it ran, over all its starts
-    if (!ended && j.spec.duration_ms > 0) {
-      run_s = static_cast<double>(j.spec.duration_ms) / 1000;  // it ends after that
-    } else if (j.state == workload::JobState::kRunning) {
-      run_s = static_cast<double>(j.done_ms + (now_ms - j.start_ms)) / 1000;  // so far
-    }
-    if (!(run_s > 0)) continue;  // never ran, and no duration to go by
-    sched::TraceJob t;
-    t.submit_s = static_cast<double>(j.submit_ms - from_ms) / 1000;
-    t.duration_s = run_s;
-    t.gpus = j.spec.gpus;
-    t.gpus_per_node = j.spec.gpus_per_node;  // a spread job is replayed spread
-    t.team = j.spec.team;
-    t.movable = j.spec.movable ? 1 : 0;
-    out.push_back(std::move(t));
-  }
-  return out;
-}
-
-Result<TuneReport> ScalingService::Tune(const std::string& pool_name, const TuneRequest& req,
-                                        const std::string& actor) {
-  constexpr size_t kMinJobs = 20;
-  auto pool = fleet_.FindPool(pool_name);
-  if (!pool.ok()) return pool.error();
-  if (!(req.wait_p95_s >= 0) || req.window_ms <= 0) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "the p95 wait objective must be 0 or more, and the window positive");
-  }
-  std::unique_lock running(tune_mu_, std::try_to_lock);
-  if (!running.owns_lock()) {
-    return MakeError(ErrorCode::kConflict, "a tune is already running; try again when it ends");
-  }
-  TuneReport rep;
-  std::vector<Sample> history;
-  {
-    std::lock_guard lock(mu_);
-    auto it = pools_.find(pool_name);
-    if (it == pools_.end()) {
-      return MakeError(ErrorCode::kNotFound, "pool '" + pool_name + "' has no scaling policy");
-    }
-    rep.before = rep.after = it->second.scaling;
-    history.assign(it->second.history.begin(), it->second.history.end());
-  }
-  rep.pool = pool_name;
-  rep.gpus_per_node = pool->gpus_per_node;
-  rep.to_ms = clock_->NowMs();
-  workload::JobFilter filter;
-  filter.pool = pool_name;
-  auto trace = HistoryTrace(jobs_.List(filter), rep.to_ms - req.window_ms, rep.to_ms);
-  if (trace.size() < kMinJobs) {
-    return MakeError(ErrorCode::kConflict,
-                     "pool '" + pool_name + "' has " + std::to_string(trace.size()) +
-                         " jobs to replay in its history; tuning needs at least " +
-                         std::to_string(kMinJobs));
-  }
-  // Times from the first job's submission, so the replay does not start with an empty stretch.
-  double first = trace.front().submit_s;
-  for (const auto& t : trace) first = std::min(first, t.submit_s);
-  for (auto& t : trace) t.submit_s -= first;
-  rep.from_ms = rep.to_ms - req.window_ms + static_cast<int64_t>(first * 1000);
-  rep.jobs = trace.size();
-
-  sched::TuneOptions o;
-  o.replay.gpus_per_node = pool->gpus_per_node;
-  o.replay.policy = rep.before.policy;
-  o.replay.forecast_step_s = options_.forecast_step_s;
-  // The replay starts with the nodes the pool had ready then (the last decision before).
-  for (const auto& s : history) {
-    if (s.time_ms > rep.from_ms) break;
-    o.replay.initial_nodes = s.ready;
-  }
-  o.wait_p95_s = req.wait_p95_s;
-  o.threads = 2;  // the API's I/O thread waits; leave the machine's other cores to the fleet
-  auto result = sched::Tune(trace, o);
-  if (!result.ok()) return result.error();
-  rep.result = std::move(result).value();
-  if (!req.apply) return rep;
-  if (rep.result.chosen < 0) {
-    char why[160];
-    std::snprintf(why, sizeof why, "no setting kept the p95 wait within %g s; nothing applied",
-                  req.wait_p95_s);
-    rep.not_applied = why;
-    return rep;
-  }
-  {
-    std::lock_guard lock(mu_);
-    auto it = pools_.find(pool_name);
-    if (it == pools_.end() || it->second.scaling.updated_ms != rep.before.updated_ms) {
-      return MakeError(ErrorCode::kConflict, "the policy of pool '" + pool_name +
-                                                 "' changed while tuning; nothing applied");
-    }
-  }
-  const auto& c = rep.result.grid[static_cast<size_t>(rep.result.chosen)];
-  if (!(c.result.gpu_hours_idle < rep.result.current.result.gpu_hours_idle)) {
-    return rep;  // no cheaper than the policy as it is: nothing to change
-  }
-  auto next = rep.before;
-  next.policy.target_share = c.target_share;
-  next.policy.forecast_margin = c.forecast_margin;
-  auto set = SetPolicy(next, actor);
-  if (!set.ok()) return set.error();
-  rep.after = set.value();
-  rep.applied = true;
-  return rep;
 }
 
 Status ScalingService::DeletePolicy(const std::string& pool, const std::string& actor) {
@@ -879,59 +765,6 @@ void ScalingService::Worker() {
     }
     Run(w);
   }
-}
-
-void ScalingService::AutoTune(const std::string& pool) {
-  TuneRequest req;
-  {
-    std::lock_guard lock(mu_);
-    auto it = pools_.find(pool);
-    if (it == pools_.end()) return;
-    const auto& t = it->second.scaling.tune;
-    req.wait_p95_s = t.wait_p95_s;
-    req.window_ms = static_cast<int64_t>(t.window_s * 1000);
-  }
-  req.apply = true;
-  auto rep = Tune(pool, req, kAutoscaler);
-  std::string detail;
-  auto setting = [](const sched::TuneCandidate& c, sched::ScaleMode m) {
-    char buf[64];
-    if (m == sched::ScaleMode::kPredictive) {
-      std::snprintf(buf, sizeof buf, "share %g, margin %g", c.target_share, c.forecast_margin);
-    } else {
-      std::snprintf(buf, sizeof buf, "share %g", c.target_share);
-    }
-    return std::string(buf);
-  };
-  if (!rep.ok()) {
-    detail = "not tuned: " + rep.error().message;
-  } else {
-    const auto& r = rep->result;
-    auto mode = rep->before.policy.mode;
-    char head[160];
-    std::snprintf(head, sizeof head,
-                  "%zu jobs of the last %s replayed, objective p95 wait <= %g s: ", rep->jobs,
-                  sched::FormatSeconds(static_cast<double>(req.window_ms) / 1000).c_str(),
-                  req.wait_p95_s);
-    char body[256];
-    if (r.chosen < 0) {
-      const auto& c = r.grid[static_cast<size_t>(r.closest)];
-      std::snprintf(body, sizeof body,
-                    "no setting is within it (the lowest: %.0f s at %s); unchanged",
-                    c.result.wait_p95_s, setting(c, mode).c_str());
-    } else if (!rep->applied) {
-      std::snprintf(body, sizeof body, "%s is as cheap as any within it; unchanged",
-                    setting(r.current, mode).c_str());
-    } else {
-      const auto& c = r.grid[static_cast<size_t>(r.chosen)];
-      std::snprintf(body, sizeof body,
-                    "%s -> %s: %.1f -> %.1f idle GPU-hours in the replay, p95 wait %.0f s",
-                    setting(r.current, mode).c_str(), setting(c, mode).c_str(),
-                    r.current.result.gpu_hours_idle, c.result.gpu_hours_idle, c.result.wait_p95_s);
-    }
-    detail = std::string(head) + body;
-  }
-  RecordEvent(pool, "tune", 0, 0, 0, "tune", detail, {}, kAutoscaler);
 }
 
 void ScalingService::Run(const Work& w) {

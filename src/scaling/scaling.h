@@ -33,6 +33,9 @@
 
 namespace gpufleet::scaling {
 
+// The actor of what the autoscaler does by itself (events, audit records, drains).
+inline constexpr const char* kAutoscaler = "autoscaler";
+
 // What an actuator is asked to do: start or stop these nodes of this pool.
 struct ActuatorRequest {
   std::string pool, cluster, gpu_model;
