@@ -116,8 +116,9 @@ struct TuneReport {
   sched::PoolScaling before, after;  // after == before unless applied
 };
 
-// The pool's history as a replay trace, times from `from_ms`: every job submitted at or after
-// it, with its run time: an ended job's over all its starts; a running or queued job's expected
+// The pool's history as a replay trace, in epoch seconds (so that a replay applies the policy's
+// hour-based minimums at the hours they hold): every job submitted at or after `from_ms`, with
+// its run time: an ended job's over all its starts; a running or queued job's expected
 // duration where it gives one (it ends after it), else a running job's run time so far. Queued
 // jobs without a duration, and jobs that ended without running, are left out: there is no run
 // time to replay. A job's movable flag and GPUs per node are kept.

@@ -3,6 +3,7 @@
 // through SetPolicy when asked.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "scaling/scaling.h"
@@ -25,7 +26,9 @@ std::vector<sched::TraceJob> HistoryTrace(const std::vector<workload::Job>& jobs
     }
     if (!(run_s > 0)) continue;  // never ran, and no duration to go by
     sched::TraceJob t;
-    t.submit_s = static_cast<double>(j.submit_ms - from_ms) / 1000;
+    // In epoch seconds, as the live autoscaler's clock: the policy's hour-based minimums and
+    // the forecaster's days fall where they did.
+    t.submit_s = static_cast<double>(j.submit_ms) / 1000;
     t.duration_s = run_s;
     t.gpus = j.spec.gpus;
     t.gpus_per_node = j.spec.gpus_per_node;  // a spread job is replayed spread
@@ -51,6 +54,7 @@ Result<TuneReport> ScalingService::Tune(const std::string& pool_name, const Tune
   }
   TuneReport rep;
   std::vector<Sample> history;
+  int ready_now = 0;
   {
     std::lock_guard lock(mu_);
     auto it = pools_.find(pool_name);
@@ -59,6 +63,7 @@ Result<TuneReport> ScalingService::Tune(const std::string& pool_name, const Tune
     }
     rep.before = rep.after = it->second.scaling;
     history.assign(it->second.history.begin(), it->second.history.end());
+    ready_now = CountLocked(pool_name).ready;
   }
   rep.pool = pool_name;
   rep.gpus_per_node = pool->gpus_per_node;
@@ -72,18 +77,19 @@ Result<TuneReport> ScalingService::Tune(const std::string& pool_name, const Tune
                          " jobs to replay in its history; tuning needs at least " +
                          std::to_string(kMinJobs));
   }
-  // Times from the first job's submission, so the replay does not start with an empty stretch.
+  // The replay starts at the first job's submission.
   double first = trace.front().submit_s;
   for (const auto& t : trace) first = std::min(first, t.submit_s);
-  for (auto& t : trace) t.submit_s -= first;
-  rep.from_ms = rep.to_ms - req.window_ms + static_cast<int64_t>(first * 1000);
+  rep.from_ms = static_cast<int64_t>(std::llround(first * 1000));
   rep.jobs = trace.size();
 
   sched::TuneOptions o;
   o.replay.gpus_per_node = pool->gpus_per_node;
   o.replay.policy = rep.before.policy;
   o.replay.forecast_step_s = options_.forecast_step_s;
-  // The replay starts with the nodes the pool had ready then (the last decision before).
+  // The replay starts with the nodes the pool had ready then: the last decision before, or,
+  // when none came before (jobs submitted before autoscaling started), those ready now.
+  o.replay.initial_nodes = ready_now;
   for (const auto& s : history) {
     if (s.time_ms > rep.from_ms) break;
     o.replay.initial_nodes = s.ready;

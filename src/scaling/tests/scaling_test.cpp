@@ -585,12 +585,12 @@ TEST(HistoryTrace, RunTimesFromWhatRanAndNothingUnknown) {
   jobs.push_back(job(5'000, workload::JobState::kCancelled, 1));  // never ran
   auto t = HistoryTrace(jobs, 1'000, 100'000);
   ASSERT_EQ(t.size(), 4u);
-  EXPECT_DOUBLE_EQ(t[0].submit_s, 0);
+  EXPECT_DOUBLE_EQ(t[0].submit_s, 1) << "epoch seconds, as the live clock";
   EXPECT_DOUBLE_EQ(t[0].duration_s, 3600);
   EXPECT_EQ(t[0].gpus, 2);
   EXPECT_EQ(t[0].movable, 1);
   EXPECT_EQ(t[0].team, "nlp");
-  EXPECT_DOUBLE_EQ(t[1].submit_s, 1);
+  EXPECT_DOUBLE_EQ(t[1].submit_s, 2);
   EXPECT_DOUBLE_EQ(t[1].duration_s, 70);  // 20 s before, 50 s since its last start
   EXPECT_EQ(t[1].movable, 0);
   EXPECT_EQ(t[1].gpus_per_node, 4);
@@ -662,6 +662,31 @@ TEST_F(ScalingTest, TuneReplaysThePoolsJobsAndAppliesTheCheapestSetting) {
   EXPECT_EQ(again->not_applied, "");
   EXPECT_EQ(again->result.chosen, applied->result.chosen);
   EXPECT_EQ(scaling_->Events("h100", 1000)->size(), events);
+}
+
+// The replay of a tune runs on the live clock's time: a minimum the policy's schedule holds at
+// the hour the jobs came is applied, one at another hour is not.
+TEST_F(ScalingTest, TuneAppliesTheScheduledMinimumAtTheHoursItHolds) {
+  clock_->Set(1'796'047'200'000);  // Monday 2026-11-30, 14:00 UTC
+  for (int i = 0; i < 20; ++i) {
+    workload::JobSpec s;
+    s.team = "vision";
+    s.pool = "h100";
+    s.gpus = 1;
+    s.duration_ms = 10 * 60'000;
+    ASSERT_TRUE(jobs_->Submit(s).ok());
+    clock_->Advance(60'000);
+  }
+  auto peak = [&](int from_hour) {
+    auto sc = scaling_->Get("h100")->scaling;
+    sc.policy.schedule = {{4, from_hour, from_hour + 1, true}};
+    EXPECT_TRUE(scaling_->SetPolicy(sc, "test").ok());
+    auto t = scaling_->Tune("h100", {}, "test");
+    EXPECT_TRUE(t.ok()) << t.error().message;
+    return t.ok() ? t->result.current.result.peak_nodes : -1;
+  };
+  EXPECT_EQ(peak(14), 4) << "4 nodes from 14:00 on weekdays: the jobs came then";
+  EXPECT_LT(peak(2), 4) << "from 02:00: not when the jobs came";
 }
 
 // tune.every: the autoscaler tunes the pool on its own past on schedule, from the worker: with
