@@ -59,11 +59,15 @@ class Router {
   // pattern: "/api/v1/nodes/{name}/cordon"; `public_route` skips authentication.
   void Add(std::string method, std::string pattern, Role min_role, Handler handler,
            bool public_route = false);
+  // A call that takes seconds (a tune's replays): the server runs it on its worker thread, so
+  // that its I/O threads go on serving the other requests meanwhile.
+  void AddSlow(std::string method, std::string pattern, Role min_role, Handler handler);
 
   struct Match {
     const Handler* handler = nullptr;
     Role min_role = Role::kViewer;
     bool public_route = false;
+    bool slow = false;  // AddSlow
     std::map<std::string, std::string> params;
     bool path_known = false;  // some route has this path (for 405 vs 404)
     std::string pattern;      // the matched route, "/api/v1/nodes/{name}"
@@ -78,6 +82,7 @@ class Router {
     Role min_role;
     Handler handler;
     bool public_route;
+    bool slow = false;
   };
   std::vector<Route> routes_;
 };

@@ -29,6 +29,11 @@ void Router::Add(std::string method, std::string pattern, Role min_role, Handler
                           std::move(handler), public_route});
 }
 
+void Router::AddSlow(std::string method, std::string pattern, Role min_role, Handler handler) {
+  Add(std::move(method), std::move(pattern), min_role, std::move(handler));
+  routes_.back().slow = true;
+}
+
 Router::Match Router::Find(const std::string& method, const std::string& path) const {
   Match m;
   auto segments = Split(path, '/');
@@ -51,6 +56,7 @@ Router::Match Router::Find(const std::string& method, const std::string& path) c
     m.handler = &r.handler;
     m.min_role = r.min_role;
     m.public_route = r.public_route;
+    m.slow = r.slow;
     m.pattern = r.pattern;
     m.params = std::move(params);
     return m;

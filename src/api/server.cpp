@@ -1,5 +1,6 @@
 // The HTTP/WebSocket server: Beast over Asio, one coroutine per connection on its own strand,
-// `threads` I/O threads. Handlers run synchronously on the I/O thread that read the request.
+// `threads` I/O threads. Handlers run synchronously on the I/O thread that read the request,
+// but for the slow ones (Router::AddSlow), which run on a worker thread of their own.
 
 #include <spdlog/spdlog.h>
 
@@ -83,6 +84,9 @@ struct ApiServer::Impl {
   std::optional<tcp::acceptor> acceptor;
   std::vector<std::thread> threads;
   EventHub hub;
+  // The slow routes' worker: one, so they also run one at a time. After `io`, so that it is
+  // destroyed (and joined) before it.
+  asio::thread_pool slow_pool{1};
 
   Impl(ApiOptions o, ApiDeps d)
       : options(std::move(o)),
@@ -162,13 +166,16 @@ struct ApiServer::Impl {
   }
 
   // Latency is measured on the steady clock (an interval, not a time of day).
-  Response Dispatch(Request& req) {
+  Response Dispatch(Request& req, Router::Match& match) {
     auto started = std::chrono::steady_clock::now();
-    auto match = router.Find(req.method, req.path);
     Response r = Handle(req, match);
     std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
     http_metrics.Observe(req.method, match.handler ? match.pattern : "unmatched", took.count());
     return r;
+  }
+
+  asio::awaitable<Response> DispatchOffThread(Request& req, Router::Match& match) {
+    co_return Dispatch(req, match);
   }
 
   Response Handle(Request& req, Router::Match& match) {
@@ -323,7 +330,15 @@ struct ApiServer::Impl {
         co_return;
       }
       Request req = ToRequest(in, remote);
-      Response r = Dispatch(req);
+      auto match = router.Find(req.method, req.path);
+      Response r;
+      if (match.slow) {
+        // On the worker; the coroutine resumes on this connection's strand when it is done.
+        auto work = asio::co_spawn(slow_pool, DispatchOffThread(req, match), asio::use_awaitable);
+        r = co_await std::move(work);
+      } else {
+        r = Dispatch(req, match);
+      }
       bool keep = in.keep_alive();
       bool gzip_ok = AcceptsGzip(in[http::field::accept_encoding]);
       co_await WriteSimple(stream, std::move(r), in.version(), keep, gzip_ok);
@@ -569,6 +584,8 @@ void ApiServer::Stop() {
     if (t.joinable()) t.join();
   }
   impl_->threads.clear();
+  impl_->slow_pool.stop();  // a slow call under way is finished
+  impl_->slow_pool.join();
 }
 
 }  // namespace gpufleet::api

@@ -233,7 +233,8 @@ Status ScalingService::Check(const sched::PoolScaling& scaling) const {
 }
 
 Result<sched::PoolScaling> ScalingService::SetPolicy(sched::PoolScaling scaling,
-                                                     const std::string& actor, bool* changed) {
+                                                     const std::string& actor, bool* changed,
+                                                     const sched::PoolScaling* replaces) {
   if (changed) *changed = false;
   auto pool = fleet_.FindPool(scaling.pool);
   if (!pool.ok()) return pool.error();
@@ -242,6 +243,11 @@ Result<sched::PoolScaling> ScalingService::SetPolicy(sched::PoolScaling scaling,
   scaling.updated_ms = now;
   std::lock_guard lock(mu_);
   auto it = pools_.find(scaling.pool);
+  if (replaces && (it == pools_.end() || sched::PoolScalingJson(it->second.scaling) !=
+                                             sched::PoolScalingJson(*replaces))) {
+    return MakeError(ErrorCode::kConflict,
+                     "the policy of pool '" + scaling.pool + "' changed meanwhile; not set");
+  }
   if (it != pools_.end() &&
       sched::PoolScalingJson(it->second.scaling) == sched::PoolScalingJson([&] {
         auto same = scaling;

@@ -148,9 +148,12 @@ class ScalingService {
   // Policies. Set checks the pool exists and the policy is valid (kInvalidArgument naming the
   // field); the `sim` actuator only where the controller has one.
   // Check is Set's validation without the pool lookup (an apply checks before it creates pools).
+  // `replaces`: the policy this one replaces must still be that one (kConflict otherwise),
+  // checked under the same lock as the set, so a change made meanwhile is not overwritten.
   Status Check(const sched::PoolScaling& scaling) const;
   Result<sched::PoolScaling> SetPolicy(sched::PoolScaling scaling, const std::string& actor,
-                                       bool* changed = nullptr);
+                                       bool* changed = nullptr,
+                                       const sched::PoolScaling* replaces = nullptr);
   Status DeletePolicy(const std::string& pool, const std::string& actor);
   std::vector<sched::PoolScaling> Policies() const;
 

@@ -95,7 +95,7 @@ Result<TuneReport> ScalingService::Tune(const std::string& pool_name, const Tune
     o.replay.initial_nodes = s.ready;
   }
   o.wait_p95_s = req.wait_p95_s;
-  o.threads = 2;  // the API's I/O thread waits; leave the machine's other cores to the fleet
+  o.threads = 2;  // leave the machine's other cores to the fleet
   auto result = sched::Tune(trace, o);
   if (!result.ok()) return result.error();
   rep.result = std::move(result).value();
@@ -107,14 +107,6 @@ Result<TuneReport> ScalingService::Tune(const std::string& pool_name, const Tune
     rep.not_applied = why;
     return rep;
   }
-  {
-    std::lock_guard lock(mu_);
-    auto it = pools_.find(pool_name);
-    if (it == pools_.end() || it->second.scaling.updated_ms != rep.before.updated_ms) {
-      return MakeError(ErrorCode::kConflict, "the policy of pool '" + pool_name +
-                                                 "' changed while tuning; nothing applied");
-    }
-  }
   const auto& c = rep.result.grid[static_cast<size_t>(rep.result.chosen)];
   if (!(c.result.gpu_hours_idle < rep.result.current.result.gpu_hours_idle)) {
     return rep;  // no cheaper than the policy as it is: nothing to change
@@ -122,8 +114,13 @@ Result<TuneReport> ScalingService::Tune(const std::string& pool_name, const Tune
   auto next = rep.before;
   next.policy.target_share = c.target_share;
   next.policy.forecast_margin = c.forecast_margin;
-  auto set = SetPolicy(next, actor);
-  if (!set.ok()) return set.error();
+  // Only over the policy the replay was of: a change made while tuning is not overwritten.
+  auto set = SetPolicy(next, actor, nullptr, &rep.before);
+  if (!set.ok()) {
+    if (set.error().code != ErrorCode::kConflict) return set.error();
+    return MakeError(ErrorCode::kConflict, "the policy of pool '" + pool_name +
+                                               "' changed while tuning; nothing applied");
+  }
   rep.after = set.value();
   rep.applied = true;
   return rep;

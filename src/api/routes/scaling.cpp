@@ -238,8 +238,9 @@ void AddScalingRoutes(Router& router, ApiContext& ctx) {
       });
 
   // Replays the pool's past under a grid of settings; {"wait_p95": "60s", "window": "7d",
-  // "apply": false}. Operator: it takes CPU (seconds), and may change the policy.
-  router.Add(
+  // "apply": false}. Operator: it takes CPU (seconds), and may change the policy. Slow: it runs
+  // off the I/O threads.
+  router.AddSlow(
       "POST", "/api/v1/pools/{pool}/scaling/tune", Role::kOperator,
       [&ctx](const Request& req, const Principal& who) {
         if (!ctx.scaling) return ScalingUnavailable();

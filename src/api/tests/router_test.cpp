@@ -20,6 +20,13 @@ TEST(Router, MatchesPatternsAndExtractsParams) {
   EXPECT_EQ(m.min_role, Role::kOperator);
   EXPECT_EQ((*m.handler)(Request{}, Principal{}).body, "cordon");
   EXPECT_EQ((*r.Find("GET", "/api/v1/nodes").handler)(Request{}, Principal{}).body, "list");
+  EXPECT_FALSE(m.slow);
+  r.AddSlow("POST", "/api/v1/pools/{pool}/scaling/tune", Role::kOperator, Named("tune"));
+  auto slow = r.Find("POST", "/api/v1/pools/p/scaling/tune");
+  ASSERT_NE(slow.handler, nullptr);
+  EXPECT_TRUE(slow.slow);  // the server runs it off its I/O threads
+  EXPECT_EQ(slow.min_role, Role::kOperator);
+  EXPECT_EQ(slow.params.at("pool"), "p");
 }
 
 TEST(Router, DistinguishesUnknownPathFromWrongMethod) {

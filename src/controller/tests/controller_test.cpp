@@ -4,18 +4,24 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/json.hpp>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <future>
 #include <string>
 #include <thread>
 
+#include "net/http_client.h"
 #include "store/store.h"
 
 namespace gpufleet {
 namespace {
 
-constexpr char kFleet[] = R"(apiVersion: gpufleet/v1
+// The pool b200 with the given lines of its scaling block.
+std::string Fleet(const std::string& scaling) {
+  return R"(apiVersion: gpufleet/v1
 kind: Fleet
 clusters:
   - name: burst
@@ -26,11 +32,10 @@ clusters:
         gpu_model: H100-SXM5-80GB
         gpus_per_node: 8
         scaling:
-          min_nodes: 2
-          max_nodes: 4
-          interval: 1s
-          actuator: {type: command, provision: "true", deprovision: "true"}
+)" + scaling +
+         R"(          actuator: {type: command, provision: "true", deprovision: "true"}
 )";
+}
 
 // The pool's scale events' kinds, newest first, read from the controller's own SQLite file.
 std::vector<std::string> EventKinds(const std::string& dir) {
@@ -62,7 +67,11 @@ TEST(Controller, DeferredScalingDecidesNothingUntilStartScaling) {
   {
     Controller c(o);
     ASSERT_TRUE(c.Start().ok());
-    ASSERT_TRUE(c.ApplyFleetYaml(kFleet, "fleet.yaml").ok());
+    ASSERT_TRUE(
+        c.ApplyFleetYaml(
+             Fleet("          min_nodes: 2\n          max_nodes: 4\n          interval: 1s\n"),
+             "fleet.yaml")
+            .ok());
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // 15 monitor passes
     EXPECT_EQ(EventKinds(dir), std::vector<std::string>{"policy"}) << "no decision yet";
     c.StartScaling();
@@ -75,6 +84,71 @@ TEST(Controller, DeferredScalingDecidesNothingUntilStartScaling) {
     EXPECT_EQ(kinds[0], "scale_up") << "the first decision, once started";
     c.Stop();
   }
+  std::filesystem::remove_all(dir);
+}
+
+// A tune replays the pool's past under 82 settings, which takes seconds on a long history. It
+// runs on the server's worker thread, not on an I/O thread: with a single I/O thread, a health
+// check sent while a tune runs is still answered at once.
+TEST(Controller, ATuneLeavesTheIoThreadToOtherRequests) {
+  std::string dir = std::filesystem::temp_directory_path() /
+                    ("gpufleet-controller-tune-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ControllerOptions o;
+  o.data_dir = dir;
+  o.listen = "127.0.0.1:0";
+  o.threads = 1;
+  o.defer_scaling = true;  // no nodes asked for: the jobs stay queued
+  Controller c(o);
+  ASSERT_TRUE(c.Start().ok());
+  // A decision a minute, as the policy's default: the replay's ticks are a minute apart.
+  ASSERT_TRUE(c.ApplyFleetYaml(Fleet("          max_nodes: 100\n"), "fleet.yaml").ok());
+  std::ifstream token_file(c.admin_token_path());
+  std::string token;
+  std::getline(token_file, token);
+  auto call = [&](const std::string& method, const std::string& path, const std::string& body) {
+    net::HttpCall h;
+    h.method = method;
+    h.url = "http://" + c.address() + path;
+    h.body = body;
+    h.headers = {{"Authorization", "Bearer " + token}, {"Content-Type", "application/json"}};
+    h.timeout_ms = 120'000;
+    return net::Send(h);
+  };
+  // Queued jobs with a duration: each counts in the replay with it.
+  constexpr int kJobs = 400;
+  auto submitting = std::chrono::steady_clock::now();
+  for (int i = 0; i < kJobs; ++i) {
+    char body[160];
+    std::snprintf(body, sizeof body,
+                  R"({"team": "t%d", "pool": "b200", "gpus": %d, "duration": "%dm"})", i % 3,
+                  1 << (i % 3), 5 + i % 90);
+    auto r = call("POST", "/api/v1/jobs", body);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_EQ(r->status, 201) << r->body;
+  }
+  std::chrono::duration<double> submitted = std::chrono::steady_clock::now() - submitting;
+  std::atomic<bool> tuned{false};
+  auto started = std::chrono::steady_clock::now();
+  auto tune = std::async(std::launch::async, [&] {
+    auto r = call("POST", "/api/v1/pools/b200/scaling/tune", "{}");
+    tuned = true;
+    return r;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the tune has been read
+  ASSERT_FALSE(tuned) << "the tune took under 100 ms: too short a history to tell";
+  auto health = call("GET", "/healthz", "");
+  ASSERT_TRUE(health.ok()) << health.error().message;
+  EXPECT_EQ(health->status, 200);
+  EXPECT_FALSE(tuned) << "the health check waited for the tune";
+  auto t = tune.get();
+  std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->status, 200) << t->body;
+  EXPECT_EQ(boost::json::parse(t->body).at("jobs"), kJobs) << t->body;
+  std::printf("%d jobs submitted in %.2f s; their tune took %.2f s\n", kJobs, submitted.count(),
+              took.count());
+  c.Stop();
   std::filesystem::remove_all(dir);
 }
 

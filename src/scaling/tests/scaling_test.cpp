@@ -411,6 +411,33 @@ TEST_F(ScalingTest, CooldownHoldsAreRecordedOnceAndDisabledPoliciesOnlyDecide) {
   EXPECT_EQ(scaling_->Get("h100")->decision.delta, 1) << "the decision is still made and shown";
 }
 
+// What a tune's apply relies on: a set over a policy that has changed since it was read fails
+// and leaves the newer policy as it is.
+TEST_F(ScalingTest, ASetOverAStalePolicyIsRefusedAndChangesNothing) {
+  auto read = scaling_->Policies().at(0);
+  auto meanwhile = read;
+  meanwhile.policy.max_nodes = 3;
+  clock_->Advance(1000);
+  ASSERT_TRUE(scaling_->SetPolicy(meanwhile, "someone").ok());
+  auto mine = read;
+  mine.policy.target_share = 0.7;
+  auto stale = scaling_->SetPolicy(mine, "tune", nullptr, &read);
+  ASSERT_FALSE(stale.ok());
+  EXPECT_EQ(stale.error().code, ErrorCode::kConflict);
+  EXPECT_NE(stale.error().message.find("changed meanwhile"), std::string::npos);
+  auto now = scaling_->Policies().at(0);
+  EXPECT_EQ(now.policy.max_nodes, 3);
+  EXPECT_EQ(now.policy.target_share, 1);
+
+  auto current = now;  // over the policy as it is, the set goes through
+  mine = now;
+  mine.policy.target_share = 0.7;
+  auto fresh = scaling_->SetPolicy(mine, "tune", nullptr, &current);
+  ASSERT_TRUE(fresh.ok()) << fresh.error().message;
+  EXPECT_EQ(scaling_->Policies().at(0).policy.target_share, 0.7);
+  EXPECT_EQ(scaling_->Policies().at(0).policy.max_nodes, 3);
+}
+
 TEST_F(ScalingTest, FailedProvisionRetiresTheNodesAndSaysWhy) {
   {
     std::lock_guard lock(actuator_->mu_);
