@@ -499,6 +499,11 @@ void ScalingService::ConsolidateLocked(PoolState& st, const Pool& pool, int have
   auto done = jobs_.Consolidate(pool.name, std::max(1, pool.gpus_per_node), p.consolidate_below,
                                 static_cast<int64_t>(p.idle_before_remove_s * 1000),
                                 may ? std::min(surplus, p.step_down) : 0, kAutoscaler);
+  if (!done.failed.empty()) {
+    RecordEvent(pool.name, "consolidate_failed", 0, have, have, "consolidate",
+                done.failed + (done.nodes.empty() ? "; moved: " + done.detail : ""), {},
+                kAutoscaler);
+  }
   if (done.nodes.empty()) return;
   int n = static_cast<int>(done.nodes.size());
   char head[160];

@@ -654,11 +654,16 @@ JobService::Consolidation JobService::Consolidate(const std::string& pool, int g
       light_since_ms_.erase(from.name);
       UpdateBusyLocked(now);  // the fleet asks Busy() when it drains
       auto r = fleet_.Act(from.name, NodeAction::kDrain, actor);
-      if (!r.ok()) {
-        spdlog::warn("consolidation: cannot drain {}: {}", from.name, r.error().message);
+      std::string why = !r.ok() ? "its drain failed: " + r.error().message
+                        : r->state != NodeState::kDrained
+                            ? "it is " + std::string(ToString(r->state)) + ": " + r->reason
+                            : "";
+      if (why.empty()) {
+        out.nodes.push_back(from.name);
         continue;
       }
-      if (r->state == NodeState::kDrained) out.nodes.push_back(from.name);
+      spdlog::warn("consolidation: {} emptied but not drained: {}", from.name, why);
+      out.failed += (out.failed.empty() ? "" : "; ") + from.name + " emptied, not removed: " + why;
     }
   }
   Persist(changed);

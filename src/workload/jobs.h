@@ -125,6 +125,8 @@ class JobService {
   struct Consolidation {
     std::vector<std::string> nodes;  // emptied and drained
     std::string detail;              // which job went where
+    // Nodes emptied whose drain failed or did not complete at once (so not removed), and why.
+    std::string failed;
   };
   Consolidation Consolidate(const std::string& pool, int gpus_per_node, double below,
                             int64_t light_ms, int max_nodes, const std::string& actor);

@@ -582,6 +582,44 @@ TEST_F(ScalingTest, ConsolidationMovesMovableJobsOffALightNodeAndRemovesIt) {
   EXPECT_EQ(jobs_->Get(u.id)->moves, 0);
 }
 
+// A node consolidation has emptied but whose drain does not complete (here the fleet is told
+// the node still runs something) is not removed, and an event says so.
+TEST_F(ScalingTest, AConsolidatedNodeThatDoesNotDrainIsKeptAndSaysWhy) {
+  scaling_->Tick();
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 1; }));
+  auto submit = [&](int gpus, bool movable) {
+    workload::JobSpec s;
+    s.team = "vision";
+    s.pool = "h100";
+    s.gpus = gpus;
+    s.movable = movable;
+    auto j = jobs_->Submit(s);
+    EXPECT_TRUE(j.ok()) << j.error().message;
+    return j.value();
+  };
+  submit(6, false);
+  auto t = submit(2, false);
+  auto m = submit(2, true);
+  Decide();
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 2; }));
+  jobs_->Tick();
+  ASSERT_EQ(jobs_->Get(m.id)->placement.at(0).node, "h100-0001");
+  ASSERT_TRUE(jobs_->Cancel(t.id).ok());
+  fleet_->set_busy_check([](const std::string& n) { return n == "h100-0001"; });
+  for (int i = 0; i < 7; ++i) Decide();
+  auto ev = LastEvent();
+  EXPECT_EQ(ev.at("kind"), "consolidate_failed") << ev;
+  EXPECT_EQ(ev.at("delta"), 0);
+  EXPECT_EQ(json::value_to<std::string>(ev.at("detail")),
+            "h100-0001 emptied, not removed: it is draining: drain by autoscaler: waiting for its "
+            "jobs to end; moved: job " +
+                std::to_string(m.id) + " h100-0001 -> h100-0000")
+      << ev;
+  EXPECT_EQ(jobs_->Get(m.id)->placement.at(0).node, "h100-0000");
+  EXPECT_EQ(States()["draining"], 1);
+  EXPECT_EQ(States()["retired"], 0) << "not removed";
+}
+
 // The pool's past as a replay trace: what ran, for as long as it ran; queued jobs for their
 // expected duration; nothing whose run time is not known.
 TEST(HistoryTrace, RunTimesFromWhatRanAndNothingUnknown) {
