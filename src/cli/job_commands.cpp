@@ -36,7 +36,7 @@ void JobTable(const json::array& jobs) {
       gpus += " (" + Str(*k) + "/node)";
     }
     t.Row({Str(j.at("id")), Str(j.at("team")), Str(j.at("pool")), gpus, Str(j.at("priority")),
-           Str(j.at("state")), wait, hours, Where(j), Str(j.at("reason"))});
+           Str(j.at("state")), wait, run, hours, Where(j), Str(j.at("reason"))});
   }
   t.Print();
 }

@@ -2,6 +2,7 @@
 // CLI output: aligned tables, pretty JSON, and the shared request-and-report step.
 
 #include <boost/json.hpp>
+#include <cassert>
 #include <functional>
 #include <string>
 #include <vector>
@@ -14,7 +15,11 @@ namespace gpufleet::cli {
 class Table {
  public:
   explicit Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
-  void Row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  // One cell per header: a cell left out would shift the rest under the wrong headers.
+  void Row(std::vector<std::string> cells) {
+    assert(cells.size() == headers_.size());
+    rows_.push_back(std::move(cells));
+  }
   void Print() const;
 
  private:

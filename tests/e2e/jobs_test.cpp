@@ -2,6 +2,7 @@
 // cancel, requeue when a node fails, and the heatmap's allocation field.
 
 #include <chrono>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -97,6 +98,13 @@ TEST_F(Jobs, PlacedOnReadyGpusQueuedReleasedCancelledAndRequeuedWhenTheNodeFails
   EXPECT_NEAR(Job(4).at("gpu_hours").to_number<double>(), 2 * run_s / 3600, 1e-9);
   EXPECT_GT(Job(4).at("wait_s").to_number<double>(), 0);
   EXPECT_EQ(controller_->Call("DELETE", "/api/v1/jobs/4").first, 409);
+  // The list shows its wait, run time and GPU-hours, each under its header.
+  auto done = Cli({"jobs", "list", "--state", "completed"});
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_TRUE(std::regex_search(done.out, std::regex("STATE +WAIT +RUN +GPU-H +WHERE")))
+      << done.out;
+  EXPECT_TRUE(std::regex_search(done.out, std::regex(R"(completed +[0-9]+s +[2-5]s +0\.00[1-3] )")))
+      << done.out;
   // A page of the list, newest first, with the total.
   auto page = controller_->Call("GET", "/api/v1/jobs?limit=2&offset=1").second;
   EXPECT_EQ(page.at("total"), 4) << page;
