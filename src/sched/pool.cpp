@@ -98,7 +98,7 @@ bool Pool::Place(Job& job) {
     const size_t m = static_cast<size_t>(NodesFor(job));
     std::vector<int> fit;
     for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (nodes_[i].state == NodeState::kReady && nodes_[i].free >= k) {
+      if (nodes_[i].state == NodeState::kReady && !nodes_[i].reserved && nodes_[i].free >= k) {
         fit.push_back(static_cast<int>(i));
       }
     }
@@ -122,7 +122,7 @@ bool Pool::Place(Job& job) {
     int best = -1;
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const PoolNode& n = nodes_[i];
-      if (n.state != NodeState::kReady || n.free < job.gpus) continue;
+      if (n.state != NodeState::kReady || n.reserved || n.free < job.gpus) continue;
       if (best < 0 || n.free < nodes_[best].free) {
         best = static_cast<int>(i);
         if (n.free == job.gpus) break;  // an exact fit is as good as it gets
@@ -139,11 +139,15 @@ bool Pool::Place(Job& job) {
   }
   int need = (job.gpus + g - 1) / g;
   if (need > whole_free_) return false;
-  job.nodes.clear();
-  for (size_t i = 0; i < nodes_.size() && static_cast<int>(job.nodes.size()) < need; ++i) {
+  std::vector<int> whole;
+  for (size_t i = 0; i < nodes_.size() && static_cast<int>(whole.size()) < need; ++i) {
     const PoolNode& n = nodes_[i];
-    if (n.state == NodeState::kReady && n.free == g) job.nodes.push_back(static_cast<int>(i));
+    if (n.state == NodeState::kReady && !n.reserved && n.free == g) {
+      whole.push_back(static_cast<int>(i));
+    }
   }
+  if (static_cast<int>(whole.size()) < need) return false;  // some of them are reserved
+  job.nodes = std::move(whole);
   for (int i : job.nodes) {
     nodes_[i].free = 0;
     ++nodes_[i].jobs;
@@ -151,6 +155,28 @@ bool Pool::Place(Job& job) {
   free_ -= need * g;
   whole_free_ -= need;
   return true;
+}
+
+std::vector<int> Pool::Reserve(const Job& job) {
+  std::vector<int> ready;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].state == NodeState::kReady && !nodes_[i].reserved) {
+      ready.push_back(static_cast<int>(i));
+    }
+  }
+  size_t m = std::min(ready.size(), static_cast<size_t>(NodesFor(job)));
+  std::partial_sort(ready.begin(), ready.begin() + static_cast<std::ptrdiff_t>(m), ready.end(),
+                    [&](int a, int b) {
+                      return nodes_[a].free != nodes_[b].free ? nodes_[a].free > nodes_[b].free
+                                                              : a < b;
+                    });
+  ready.resize(m);
+  for (int i : ready) nodes_[i].reserved = true;
+  return ready;
+}
+
+void Pool::ClearReservations() {
+  for (auto& n : nodes_) n.reserved = false;
 }
 
 void Pool::Release(const Job& job, double now) {
@@ -196,6 +222,11 @@ int64_t& Queue::TeamGpus(const std::string& team) {
 
 std::vector<Job*> Queue::Schedule(Pool& pool, double now) {
   std::vector<Job*> started;
+  if (reserved_for_) {
+    pool.ClearReservations();
+    reserved_for_ = nullptr;
+    reserved_nodes_.clear();
+  }
   if (jobs_.empty() || pool.free_gpus() == 0) return started;
   // The order of the first kWindow jobs: the rest wait their turn (a bounded scan keeps one
   // pass cheap with a deep queue).
@@ -212,7 +243,13 @@ std::vector<Job*> Queue::Schedule(Pool& pool, double now) {
   }
   for (Job* j : order) {
     if (pool.free_gpus() == 0) break;
-    if (!pool.Place(*j)) continue;
+    if (!pool.Place(*j)) {
+      if (!reserved_for_ && now - j->submit_s >= kReserveAfterS) {
+        reserved_nodes_ = pool.Reserve(*j);
+        reserved_for_ = j;
+      }
+      continue;
+    }
     j->start_s = now;
     TeamGpus(j->team) += j->gpus;
     started.push_back(j);

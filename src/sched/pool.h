@@ -42,6 +42,7 @@ struct PoolNode {
   double ready_at_s = 0;    // provisioning: when it becomes ready
   double idle_since_s = 0;  // when its last job ended (or it became ready)
   double added_s = 0;       // when it was asked for (it costs from then on)
+  bool reserved = false;    // kept for a job that has waited long: no other job goes here
 };
 
 class Pool {
@@ -60,7 +61,12 @@ class Pool {
   // fleet); false when the node has fewer free.
   bool Take(int node, int gpus);
   // Places `job` (sets job.nodes) and returns true, or returns false and changes nothing.
+  // Reserved nodes take no job.
   bool Place(Job& job);
+  // Reserves for `job` the ready nodes it will run on once enough of their jobs end: those
+  // with the most free GPUs (then the lowest index), as many as it needs. Returns them.
+  std::vector<int> Reserve(const Job& job);
+  void ClearReservations();
   // Frees what `job` held.
   void Release(const Job& job, double now);
   // The GPUs `job` takes on each of its nodes, and how many nodes it takes.
@@ -85,8 +91,13 @@ class Pool {
 // The queue: highest priority first; within a priority, the team with the fewest GPUs running
 // goes first (fair share), then the oldest job. Schedule() starts every job that fits, in that
 // order (a job that does not fit does not block smaller ones behind it: backfill).
+// Backfill alone starves a wide job on a busy pool: small jobs keep taking the GPUs that end
+// before a whole node is free. So the first job in that order that does not fit and has waited
+// kReserveAfterS gets nodes reserved (Pool::Reserve): jobs after it in the order are not
+// placed there, and it starts once their running jobs end.
 class Queue {
  public:
+  static constexpr double kReserveAfterS = 600;
   void Push(Job* job) { jobs_.push_back(job); }
   size_t size() const { return jobs_.size(); }
   bool empty() const { return jobs_.empty(); }
@@ -99,9 +110,14 @@ class Queue {
   void AddRunning(const std::string& team, int64_t gpus) { TeamGpus(team) += gpus; }
   bool Remove(int64_t id);  // a cancelled job
   const std::deque<Job*>& jobs() const { return jobs_; }
+  // The job the last Schedule() reserved nodes for, and which; null when none.
+  const Job* reserved_for() const { return reserved_for_; }
+  const std::vector<int>& reserved_nodes() const { return reserved_nodes_; }
 
  private:
   std::deque<Job*> jobs_;
+  const Job* reserved_for_ = nullptr;
+  std::vector<int> reserved_nodes_;
   std::vector<std::pair<std::string, int64_t>> team_gpus_;  // few teams: a flat list
   int64_t& TeamGpus(const std::string& team);
 };

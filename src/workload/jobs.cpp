@@ -9,6 +9,7 @@
 #include "common/json_text.h"
 #include "sched/autoscaler.h"
 #include "sched/consolidate.h"
+#include "sched/policy_json.h"
 #include "sched/pool.h"
 
 namespace json = boost::json;
@@ -499,6 +500,27 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
       j.reason = "running on " + std::to_string(j.placement.size()) + " node(s)";
       changed.push_back(j.id);
       ++started;
+    }
+    // The job nodes are kept for, if one has waited long (sched::Queue), says so; one that
+    // was and no longer is goes back to waiting for GPUs.
+    const sched::Job* kept = queue.reserved_for();
+    for (Job* w : waiting) {
+      if (w->state != JobState::kQueued) continue;
+      std::string why = "waiting for " + std::to_string(w->spec.gpus) + " free GPUs";
+      if (kept && kept->id == w->id) {
+        std::string names;
+        for (int ni : queue.reserved_nodes()) {
+          names += (names.empty() ? "" : ", ") + index[static_cast<size_t>(ni)]->name;
+        }
+        why += "; waited over " + sched::FormatSeconds(sched::Queue::kReserveAfterS) + ", so " +
+               names + " take no other job until it fits";
+      } else if (!w->reason.starts_with(why + "; waited over")) {
+        continue;  // requeued and the like keep their reason
+      }
+      if (w->reason != why) {
+        w->reason = std::move(why);
+        changed.push_back(w->id);
+      }
     }
   }
   return started;

@@ -55,8 +55,16 @@ TEST(Allocator, RandomOperationsKeepEveryInvariant) {
           }
           for (int n : j.nodes) {
             ASSERT_EQ(before[n], NodeState::kReady) << "placed on a node that is not ready";
+            ASSERT_FALSE(pool.nodes()[n].reserved) << "placed on a reserved node";
           }
           running.push_back(j);
+        } else if (rng() % 4 == 0) {  // reserved for the job that did not fit, or not
+          pool.ClearReservations();
+          auto kept = pool.Reserve(j);
+          ASSERT_LE(static_cast<int>(kept.size()), pool.NodesFor(j));
+          for (int n : kept) ASSERT_EQ(pool.nodes()[n].state, NodeState::kReady);
+        } else {
+          pool.ClearReservations();
         }
       } else if (op < 9 && !running.empty()) {
         size_t k = rng() % running.size();
@@ -163,6 +171,57 @@ TEST(Queue, PriorityThenFairShareThenAge) {
   EXPECT_EQ(q.size(), 1u);
   EXPECT_TRUE(q.Remove(2));
   EXPECT_TRUE(q.empty());
+}
+
+// Backfill alone would let 1-GPU jobs take every GPU a 16-GPU job's nodes free, for as long
+// as they keep coming. Once it has waited Queue::kReserveAfterS, the nodes with the most free
+// GPUs are kept for it: jobs behind it in the order go elsewhere or wait, jobs ahead of it do
+// not, and it starts when the kept nodes' jobs end.
+TEST(Queue, AJobThatWaitedLongGetsNodesKeptForIt) {
+  Pool pool(8);
+  for (int i = 0; i < 3; ++i) pool.MarkReady(pool.AddNode(0, 0), 0);
+  ASSERT_TRUE(pool.Take(0, 6));
+  ASSERT_TRUE(pool.Take(1, 2));
+  ASSERT_TRUE(pool.Take(2, 1));
+  Queue q;
+  q.AddRunning("small", 9);
+  Job big{.id = 1, .team = "big", .gpus = 16, .submit_s = 0};
+  Job s1{.id = 2, .team = "small", .gpus = 1, .submit_s = 0};
+  q.Push(&big);
+  q.Push(&s1);
+  auto started = q.Schedule(pool, 10);
+  ASSERT_EQ(started.size(), 1u) << "not waited long yet: plain backfill";
+  EXPECT_EQ(started[0]->id, 2);
+  EXPECT_EQ(s1.nodes, std::vector<int>{0}) << "best fit";
+  EXPECT_EQ(q.reserved_for(), nullptr);
+
+  Job s2{.id = 3, .team = "small", .gpus = 1, .submit_s = 600};
+  Job urgent{.id = 4, .team = "small", .gpus = 1, .priority = 1, .submit_s = 600};
+  q.Push(&s2);
+  q.Push(&urgent);
+  started = q.Schedule(pool, Queue::kReserveAfterS);
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0]->id, 4) << "ahead of the big job in the order: not held back";
+  EXPECT_EQ(urgent.nodes, std::vector<int>{0});
+  ASSERT_EQ(q.reserved_for(), &big);
+  EXPECT_EQ(q.reserved_nodes(), (std::vector<int>{2, 1})) << "the most free GPUs first";
+  EXPECT_TRUE(pool.nodes()[1].reserved && pool.nodes()[2].reserved);
+  EXPECT_FALSE(pool.nodes()[0].reserved);
+  EXPECT_EQ(s2.start_s, -1) << "behind it: the free GPUs are on kept nodes";
+  EXPECT_EQ(q.Schedule(pool, 700).size(), 0u);
+
+  // The kept nodes' jobs end: the big job starts there, before the small one.
+  Job on1{.gpus = 2, .nodes = {1}}, on2{.gpus = 1, .nodes = {2}};
+  pool.Release(on1, 800);
+  pool.Release(on2, 800);
+  started = q.Schedule(pool, 800);
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0]->id, 1);
+  EXPECT_EQ(big.nodes, (std::vector<int>{1, 2}));
+  EXPECT_EQ(q.reserved_for(), nullptr);
+  EXPECT_FALSE(pool.nodes()[1].reserved || pool.nodes()[2].reserved) << "cleared";
+  EXPECT_EQ(s2.start_s, -1) << "no GPU left";
+  EXPECT_EQ(q.size(), 1u);
 }
 
 ScalePolicy Policy() {

@@ -78,6 +78,59 @@ class JobsTest : public ::testing::Test {
   std::unique_ptr<JobService> jobs_;
 };
 
+// Live, the same queue keeps nodes for a job that has waited long (sched::Queue): its reason
+// names them, a small job submitted then waits instead of landing there, and the wide job
+// starts when the kept nodes' jobs end.
+TEST_F(JobsTest, AWideJobThatWaitedLongHasNodesKeptForIt) {
+  auto token = fleet_->CreateJoinToken("h100", kHour, "test");
+  ASSERT_TRUE(token.ok()) << token.error().message;
+  for (const char* name : {"n0", "n1"}) {
+    proto::Hello h;
+    h.join_token = token->secret;
+    h.facts.hostname = name;
+    for (int i = 0; i < 8; ++i) {
+      Gpu g;
+      g.index = i;
+      g.uuid = std::string(name) + "-" + std::to_string(i);
+      g.name = "NVIDIA H100 80GB HBM3";
+      h.gpus.push_back(g);
+    }
+    ASSERT_TRUE(fleet_->OnHello(h, "test").ok());
+  }
+  auto submit = [&](int gpus) {
+    JobSpec s;
+    s.team = gpus > 8 ? "llm" : "vision";
+    s.pool = "h100";
+    s.gpus = gpus;
+    auto j = jobs_->Submit(s);
+    EXPECT_TRUE(j.ok()) << j.error().message;
+    return j.value();
+  };
+  auto a = submit(4), b = submit(2);
+  ASSERT_EQ(a.state, JobState::kRunning);
+  ASSERT_EQ(a.placement.at(0).node, "n0");
+  ASSERT_EQ(b.placement.at(0).node, "n0") << "best fit";
+  auto c = submit(1);
+  auto big = submit(16);
+  EXPECT_EQ(big.state, JobState::kQueued);
+  EXPECT_EQ(big.reason, "waiting for 16 free GPUs");
+  clock_->Advance(10 * 60'000);
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->Get(big.id)->reason,
+            "waiting for 16 free GPUs; waited over 10m, so n1, n0 take no other job until it fits");
+  auto d = submit(1);
+  EXPECT_EQ(d.state, JobState::kQueued) << "n0 and n1 are kept for the 16-GPU job";
+  ASSERT_TRUE(jobs_->Cancel(a.id).ok());
+  ASSERT_TRUE(jobs_->Cancel(b.id).ok());
+  EXPECT_EQ(jobs_->Get(d.id)->state, JobState::kQueued);
+  ASSERT_TRUE(jobs_->Cancel(c.id).ok());
+  auto ran = jobs_->Get(big.id).value();
+  EXPECT_EQ(ran.state, JobState::kRunning) << ran.reason;
+  EXPECT_EQ(ran.placement.size(), 2u);
+  EXPECT_EQ(ran.reason, "running on 2 node(s)");
+  EXPECT_EQ(jobs_->Get(d.id)->reason, "waiting for 1 free GPUs");
+}
+
 // gpus_per_node is checked against the pool and kept across a restart; asking for what the
 // default placement gives is stored as the default.
 TEST_F(JobsTest, GpusPerNodeIsCheckedAndSurvivesARestart) {
