@@ -208,6 +208,7 @@ void ScalingService::Stop() {
     std::lock_guard lock(work_mu_);
     stopping_ = true;
   }
+  cancel_tunes_ = true;
   work_cv_.notify_all();
   if (worker_.joinable()) worker_.join();
 }

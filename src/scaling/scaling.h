@@ -11,6 +11,7 @@
 // Thread-safe. Actuator calls run on the service's own worker thread (a command may run for its
 // timeout); Tick runs on the controller's monitor thread.
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -143,7 +144,7 @@ class ScalingService {
   void Start();
   // The URL new nodes' agents connect to (known once the API listens); before Start.
   void set_controller_url(std::string url) { options_.controller_url = std::move(url); }
-  void Stop();  // waits for the actuator call in flight
+  void Stop();  // waits for the actuator call in flight; a tune under way is cancelled
 
   // Policies. Set checks the pool exists and the policy is valid (kInvalidArgument naming the
   // field); the `sim` actuator only where the controller has one.
@@ -254,6 +255,7 @@ class ScalingService {
   std::condition_variable work_cv_;
   std::deque<Work> work_;
   bool stopping_ = false;
+  std::atomic<bool> cancel_tunes_{false};  // set by Stop(): a tune under way gives up
   std::thread worker_;
 };
 

@@ -95,9 +95,15 @@ Result<TuneReport> ScalingService::Tune(const std::string& pool_name, const Tune
     o.replay.initial_nodes = s.ready;
   }
   o.wait_p95_s = req.wait_p95_s;
+  o.replay.cancel = &cancel_tunes_;
   o.threads = 2;  // leave the machine's other cores to the fleet
   auto result = sched::Tune(trace, o);
-  if (!result.ok()) return result.error();
+  if (!result.ok()) {
+    if (cancel_tunes_) {
+      return MakeError(ErrorCode::kUnavailable, "the controller is stopping: tune cancelled");
+    }
+    return result.error();
+  }
   rep.result = std::move(result).value();
   if (!req.apply) return rep;
   if (rep.result.chosen < 0) {

@@ -380,7 +380,11 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
     r.nodes_consolidated += static_cast<size_t>(done);
     return done;
   };
+  size_t handled = 0;
   while (!events.empty()) {
+    if (o.cancel && (++handled & 4095) == 0 && o.cancel->load()) {
+      return MakeError(ErrorCode::kUnavailable, "the replay was cancelled");
+    }
     Event e = events.top();
     events.pop();
     if (e.kind == kTick && finished == jobs.size()) continue;  // the trace is over

@@ -9,6 +9,7 @@
 // one pool), movable (1 or 0, true or false). The Alibaba 2023 GPU trace (openb_pod_list_*.csv)
 // is read with ParseOpenbTrace.
 
+#include <atomic>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +51,9 @@ struct ReplayOptions {
   // Nodes ready when the first job arrives (within the policy's bounds then); -1: its minimum.
   // A live pool's tune starts from the nodes it had.
   int initial_nodes = -1;
+  // When it turns true the replay stops and fails with kUnavailable (a controller stopping
+  // while a tune runs). Null: never.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct ReplayResult {

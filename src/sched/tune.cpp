@@ -109,6 +109,10 @@ Result<TuneResult> Tune(const std::vector<TraceJob>& jobs, const TuneOptions& o)
   std::atomic<size_t> next{0};
   auto run = [&] {
     for (size_t i = next++; i < work.size(); i = next++) {
+      if (o.replay.cancel && o.replay.cancel->load()) {
+        errors[i] = MakeError(ErrorCode::kUnavailable, "the replay was cancelled");
+        continue;
+      }
       ReplayOptions ro = o.replay;
       ro.policy.target_share = work[i]->target_share;
       ro.policy.forecast_margin = work[i]->forecast_margin;

@@ -89,8 +89,8 @@ TEST(Controller, DeferredScalingDecidesNothingUntilStartScaling) {
 
 // A tune replays the pool's past under 82 settings, which takes seconds on a long history. It
 // runs on the server's worker thread, not on an I/O thread: with a single I/O thread, a health
-// check sent while a tune runs is still answered at once.
-TEST(Controller, ATuneLeavesTheIoThreadToOtherRequests) {
+// check sent while a tune runs is still answered at once. And a stop does not wait for it.
+TEST(Controller, ATuneRunsOffTheIoThreadAndAStopCancelsIt) {
   std::string dir = std::filesystem::temp_directory_path() /
                     ("gpufleet-controller-tune-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
@@ -106,13 +106,14 @@ TEST(Controller, ATuneLeavesTheIoThreadToOtherRequests) {
   std::ifstream token_file(c.admin_token_path());
   std::string token;
   std::getline(token_file, token);
-  auto call = [&](const std::string& method, const std::string& path, const std::string& body) {
+  auto call = [&](const std::string& method, const std::string& path, const std::string& body,
+                  int64_t timeout_ms = 120'000) {
     net::HttpCall h;
     h.method = method;
     h.url = "http://" + c.address() + path;
     h.body = body;
     h.headers = {{"Authorization", "Bearer " + token}, {"Content-Type", "application/json"}};
-    h.timeout_ms = 120'000;
+    h.timeout_ms = timeout_ms;
     return net::Send(h);
   };
   // Queued jobs with a duration: each counts in the replay with it.
@@ -148,7 +149,19 @@ TEST(Controller, ATuneLeavesTheIoThreadToOtherRequests) {
   EXPECT_EQ(boost::json::parse(t->body).at("jobs"), kJobs) << t->body;
   std::printf("%d jobs submitted in %.2f s; their tune took %.2f s\n", kJobs, submitted.count(),
               took.count());
+
+  // Stopping the controller cancels a tune under way rather than waiting for it.
+  auto again = std::async(std::launch::async, [&] {
+    return call("POST", "/api/v1/pools/b200/scaling/tune", "{}", 5000);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto stopping = std::chrono::steady_clock::now();
   c.Stop();
+  std::chrono::duration<double> stop_took = std::chrono::steady_clock::now() - stopping;
+  EXPECT_LT(stop_took.count(), took.count() / 2) << "the stop waited for the tune";
+  auto cut = again.get();
+  // No answer (the server stopped with it) or a 503.
+  EXPECT_TRUE(!cut.ok() || cut->status == 503) << (cut.ok() ? cut->body : "");
   std::filesystem::remove_all(dir);
 }
 

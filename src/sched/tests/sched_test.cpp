@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <random>
@@ -745,6 +746,19 @@ TEST(Tune, NoSettingWithinTheObjectiveNamesTheLowestP95) {
   o.shares = {};
   o.wait_p95_s = -1;
   EXPECT_FALSE(Tune(trace, o).ok());
+
+  // Cancelled (a controller stopping): the replays stop, and the tune fails.
+  o.wait_p95_s = 10;
+  std::atomic<bool> cancel{true};
+  o.replay.cancel = &cancel;
+  auto cancelled = Tune(trace, o);
+  ASSERT_FALSE(cancelled.ok());
+  EXPECT_EQ(cancelled.error().code, ErrorCode::kUnavailable);
+  std::vector<TraceJob> long_trace;  // long enough for the replay to look at the flag
+  for (int i = 0; i < 5000; ++i) long_trace.push_back({i * 60.0, 600, 1, "", -1});
+  EXPECT_EQ(Replay(long_trace, o.replay).error().code, ErrorCode::kUnavailable);
+  cancel = false;
+  EXPECT_TRUE(Replay(long_trace, o.replay).ok());
 }
 
 }  // namespace
