@@ -60,9 +60,10 @@ bool Pool::Remove(int node) {
   return true;
 }
 
-bool Pool::Take(int node, int gpus) {
+bool Pool::Take(int node, int gpus, double until_s) {
   PoolNode& n = nodes_[node];
   if (n.state != NodeState::kReady || gpus < 0 || n.free < gpus) return false;
+  n.busy_until_s = std::max(n.busy_until_s, until_s);
   if (n.free == gpus_per_node_ && gpus > 0) --whole_free_;
   n.free -= gpus;
   ++n.jobs;
@@ -157,6 +158,10 @@ bool Pool::Place(Job& job) {
   return true;
 }
 
+void Pool::ExpectEnd(const Job& job, double until_s) {
+  for (int i : job.nodes) nodes_[i].busy_until_s = std::max(nodes_[i].busy_until_s, until_s);
+}
+
 std::vector<int> Pool::Reserve(const Job& job) {
   std::vector<int> ready;
   for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -167,8 +172,9 @@ std::vector<int> Pool::Reserve(const Job& job) {
   size_t m = std::min(ready.size(), static_cast<size_t>(NodesFor(job)));
   std::partial_sort(ready.begin(), ready.begin() + static_cast<std::ptrdiff_t>(m), ready.end(),
                     [&](int a, int b) {
-                      return nodes_[a].free != nodes_[b].free ? nodes_[a].free > nodes_[b].free
-                                                              : a < b;
+                      const PoolNode &x = nodes_[a], &y = nodes_[b];
+                      if (x.busy_until_s != y.busy_until_s) return x.busy_until_s < y.busy_until_s;
+                      return x.free != y.free ? x.free > y.free : a < b;
                     });
   ready.resize(m);
   for (int i : ready) nodes_[i].reserved = true;
@@ -185,7 +191,10 @@ void Pool::Release(const Job& job, double now) {
   for (int i : job.nodes) {
     PoolNode& n = nodes_[i];
     --n.jobs;
-    if (n.jobs == 0) n.idle_since_s = now;
+    if (n.jobs == 0) {
+      n.idle_since_s = now;
+      n.busy_until_s = 0;
+    }
     if (n.state != NodeState::kReady) continue;  // failed meanwhile: its GPUs stay out
     n.free += per_node;
     free_ += per_node;
@@ -251,6 +260,7 @@ std::vector<Job*> Queue::Schedule(Pool& pool, double now) {
       continue;
     }
     j->start_s = now;
+    pool.ExpectEnd(*j, j->duration_s > 0 ? now + j->duration_s : Pool::kNoEnd);
     TeamGpus(j->team) += j->gpus;
     started.push_back(j);
   }

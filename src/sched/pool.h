@@ -43,6 +43,10 @@ struct PoolNode {
   double idle_since_s = 0;  // when its last job ended (or it became ready)
   double added_s = 0;       // when it was asked for (it costs from then on)
   bool reserved = false;    // kept for a job that has waited long: no other job goes here
+  // When its running jobs are expected to have ended: the latest of their expected ends,
+  // infinity when one has none (it runs until cancelled), 0 when it runs none. Only grows
+  // while it runs jobs, so it is a bound, not an estimate.
+  double busy_until_s = 0;
 };
 
 class Pool {
@@ -58,15 +62,19 @@ class Pool {
   bool Remove(int node);
 
   // Marks `gpus` of a ready node as in use by a job placed earlier (a live pool rebuilt from the
-  // fleet); false when the node has fewer free.
-  bool Take(int node, int gpus);
+  // fleet) that is expected to end at `until_s`; false when the node has fewer free.
+  bool Take(int node, int gpus, double until_s = kNoEnd);
+  static constexpr double kNoEnd = 1e300;  // a job without an expected end
   // Places `job` (sets job.nodes) and returns true, or returns false and changes nothing.
   // Reserved nodes take no job.
   bool Place(Job& job);
   // Reserves for `job` the ready nodes it will run on once enough of their jobs end: those
-  // with the most free GPUs (then the lowest index), as many as it needs. Returns them.
+  // whose jobs are expected to end first, then those with the most free GPUs (then the lowest
+  // index), as many as it needs. Returns them.
   std::vector<int> Reserve(const Job& job);
   void ClearReservations();
+  // `job`, placed, is expected to end at `until_s` (kNoEnd: not known): its nodes' busy_until_s.
+  void ExpectEnd(const Job& job, double until_s);
   // Frees what `job` held.
   void Release(const Job& job, double now);
   // The GPUs `job` takes on each of its nodes, and how many nodes it takes.

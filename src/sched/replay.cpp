@@ -365,7 +365,7 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
         Job& j = jobs[static_cast<size_t>(ids[k])];
         double left = finish_at[static_cast<size_t>(j.id)] - now;
         pool.Release(j, now);
-        pool.Take(m.to[k], j.gpus);
+        pool.Take(m.to[k], j.gpus, now + left + o.move_cost_s);
         j.nodes = {m.to[k]};
         on_node[static_cast<size_t>(m.to[k])].push_back(j.id);
         double end = now + left + o.move_cost_s;

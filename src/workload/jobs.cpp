@@ -457,8 +457,14 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
     filter.pool = pool_name;
     std::vector<Node> nodes = fleet_.Nodes(filter);
     std::map<std::string, std::vector<int64_t>> used;  // node -> job id per GPU index
+    std::map<std::string, double> ends;  // node -> when its jobs are expected to have ended
     for (const auto& [id, j] : jobs_) {
-      if (j.state == JobState::kRunning && j.spec.pool == pool_name) Hold(used, j);
+      if (j.state != JobState::kRunning || j.spec.pool != pool_name) continue;
+      Hold(used, j);
+      double end = j.spec.duration_ms > 0
+                       ? static_cast<double>(j.start_ms + j.spec.duration_ms - j.done_ms) / 1000
+                       : sched::Pool::kNoEnd;
+      for (const auto& p : j.placement) ends[p.node] = std::max(ends[p.node], end);
     }
     sched::Pool live(g);
     std::vector<const Node*> index;  // sched node index -> fleet node
@@ -469,7 +475,7 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
       index.push_back(&n);
       int busy = 0;
       for (int64_t holder : used[n.name]) busy += holder != 0;
-      if (busy) live.Take(i, busy);
+      if (busy) live.Take(i, busy, ends[n.name]);
     }
     sched::Queue queue;
     for (const auto& [id, j] : jobs_) {
@@ -484,6 +490,7 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
       sj[i].gpus = waiting[i]->spec.gpus;
       sj[i].gpus_per_node = waiting[i]->spec.gpus_per_node;
       sj[i].priority = waiting[i]->spec.priority;
+      sj[i].duration_s = static_cast<double>(waiting[i]->spec.duration_ms) / 1000;
       sj[i].submit_s = static_cast<double>(waiting[i]->queued_ms) / 1000.0;
       queue.Push(&sj[i]);
     }

@@ -225,6 +225,32 @@ TEST(Queue, AJobThatWaitedLongGetsNodesKeptForIt) {
   EXPECT_EQ(q.size(), 1u);
 }
 
+// The nodes kept are those whose jobs are expected to end first: a node with more free GPUs
+// but a job that runs until cancelled would keep the waiting job out for good.
+TEST(Queue, NodesAreKeptWhereTheJobsEndFirst) {
+  Pool pool(8);
+  for (int i = 0; i < 3; ++i) pool.MarkReady(pool.AddNode(0, 0), 0);
+  ASSERT_TRUE(pool.Take(0, 2));  // no expected end
+  ASSERT_TRUE(pool.Take(1, 5, 2000));
+  ASSERT_TRUE(pool.Take(2, 4, 1500));
+  Queue q;
+  Job whole{.id = 1, .team = "t", .gpus = 8, .submit_s = 0};
+  Job small{.id = 2, .team = "t", .gpus = 2, .submit_s = 0, .duration_s = 100};
+  q.Push(&whole);
+  q.Push(&small);
+  auto started = q.Schedule(pool, Queue::kReserveAfterS);
+  ASSERT_EQ(q.reserved_nodes(), std::vector<int>{2}) << "its jobs end first";
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(small.nodes, std::vector<int>{1}) << "best fit, off the kept node";
+  EXPECT_EQ(pool.nodes()[1].busy_until_s, 2000) << "the later end stands";
+  EXPECT_EQ(pool.nodes()[0].busy_until_s, Pool::kNoEnd);
+  pool.Release(small, 700);
+  EXPECT_EQ(pool.nodes()[1].busy_until_s, 2000) << "still running a job: a bound";
+  Job on1{.gpus = 5, .nodes = {1}};
+  pool.Release(on1, 800);
+  EXPECT_EQ(pool.nodes()[1].busy_until_s, 0) << "empty";
+}
+
 ScalePolicy Policy() {
   ScalePolicy p;
   p.min_nodes = 2;
