@@ -231,11 +231,9 @@ int64_t& Queue::TeamGpus(const std::string& team) {
 
 std::vector<Job*> Queue::Schedule(Pool& pool, double now) {
   std::vector<Job*> started;
-  if (reserved_for_) {
-    pool.ClearReservations();
-    reserved_for_ = nullptr;
-    reserved_nodes_.clear();
-  }
+  if (!reserved_nodes_.empty()) pool.ClearReservations();  // made again below, if still due
+  reserved_for_ = nullptr;
+  reserved_nodes_.clear();
   if (jobs_.empty() || pool.free_gpus() == 0) return started;
   // The order of the first kWindow jobs: the rest wait their turn (a bounded scan keeps one
   // pass cheap with a deep queue).
@@ -275,6 +273,7 @@ void Queue::OnFinished(const Job& job) { TeamGpus(job.team) -= job.gpus; }
 bool Queue::Remove(int64_t id) {
   auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const Job* j) { return j->id == id; });
   if (it == jobs_.end()) return false;
+  if (*it == reserved_for_) reserved_for_ = nullptr;  // its nodes are freed at the next pass
   jobs_.erase(it);
   return true;
 }

@@ -118,7 +118,8 @@ class Queue {
   void AddRunning(const std::string& team, int64_t gpus) { TeamGpus(team) += gpus; }
   bool Remove(int64_t id);  // a cancelled job
   const std::deque<Job*>& jobs() const { return jobs_; }
-  // The job the last Schedule() reserved nodes for, and which; null when none.
+  // The job the last Schedule() reserved nodes for (null when none, or removed since), and
+  // which nodes.
   const Job* reserved_for() const { return reserved_for_; }
   const std::vector<int>& reserved_nodes() const { return reserved_nodes_; }
 
