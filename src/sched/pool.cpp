@@ -231,10 +231,11 @@ int64_t& Queue::TeamGpus(const std::string& team) {
 
 std::vector<Job*> Queue::Schedule(Pool& pool, double now) {
   std::vector<Job*> started;
-  if (!reserved_nodes_.empty()) pool.ClearReservations();  // made again below, if still due
+  if (!jobs_.empty() && pool.free_gpus() == 0) return started;  // a reservation stands
+  if (!reserved_nodes_.empty()) pool.ClearReservations();       // made again below, if due
   reserved_for_ = nullptr;
   reserved_nodes_.clear();
-  if (jobs_.empty() || pool.free_gpus() == 0) return started;
+  if (jobs_.empty()) return started;
   // The order of the first kWindow jobs: the rest wait their turn (a bounded scan keeps one
   // pass cheap with a deep queue).
   constexpr size_t kWindow = 512;

@@ -494,6 +494,7 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
       sj[i].submit_s = static_cast<double>(waiting[i]->queued_ms) / 1000.0;
       queue.Push(&sj[i]);
     }
+    const bool full = live.free_gpus() == 0;  // then Schedule decides nothing
     for (sched::Job* s : queue.Schedule(live, static_cast<double>(now) / 1000.0)) {
       Job& j = jobs_.at(s->id);
       int per_node = live.PerNode(*s);
@@ -511,6 +512,7 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
     // The job nodes are kept for, if one has waited long (sched::Queue), says so; one that
     // was and no longer is goes back to waiting for GPUs.
     const sched::Job* kept = queue.reserved_for();
+    if (full) continue;  // reasons stay as the last pass that could place a job left them
     for (Job* w : waiting) {
       if (w->state != JobState::kQueued) continue;
       std::string why = "waiting for " + std::to_string(w->spec.gpus) + " free GPUs";
