@@ -18,26 +18,55 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <string_view>
 #include <thread>
+
+extern "C" char** environ;
 
 namespace gpufleet::e2e {
 
-Process::Process(std::vector<std::string> args, std::map<std::string, std::string> env,
-                 const std::string& log_path) {
-  pid_ = ::fork();
-  if (pid_ == 0) {
-    int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
+namespace {
+
+// Starts args[0] with `env` over this process's environment, stdin from /dev/null, stdout and
+// stderr to the files (appended to, or truncated). Everything the child uses is built before
+// fork(): the test process has threads, and a child of a threaded process may only make
+// async-signal-safe calls until it execs. A lock another thread held at the fork (malloc's,
+// the environment's) stays held in the child, which then hangs: a CLI run in a test did, once.
+pid_t Spawn(std::vector<std::string> args, const std::map<std::string, std::string>& env,
+            const std::string& out_path, const std::string& err_path, bool append) {
+  std::vector<std::string> vars;
+  for (char** e = environ; *e; ++e) {
+    std::string_view kv(*e);
+    if (env.count(std::string(kv.substr(0, kv.find('='))))) continue;
+    vars.emplace_back(kv);
+  }
+  for (const auto& [k, v] : env) vars.push_back(k + "=" + v);
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& v : vars) envp.push_back(v.data());
+  envp.push_back(nullptr);
+  const int flags = O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC);
+  const bool one_file = out_path == err_path;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int out = ::open(out_path.c_str(), flags, 0644);
+    int err = one_file ? out : ::open(err_path.c_str(), flags, 0644);
+    if (out >= 0) ::dup2(out, 1);
+    if (err >= 0) ::dup2(err, 2);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
+  return pid;
+}
+
+}  // namespace
+
+Process::Process(std::vector<std::string> args, std::map<std::string, std::string> env,
+                 const std::string& log_path) {
+  pid_ = Spawn(std::move(args), env, log_path, log_path, true);
 }
 
 Process::~Process() {
@@ -94,23 +123,9 @@ RunResult RunGpufleet(std::vector<std::string> args, std::map<std::string, std::
   static int counter = 0;
   std::string base = TempDir("run-" + std::to_string(++counter));
   std::string out_path = base + "/out", err_path = base + "/err";
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    int devnull = ::open("/dev/null", O_RDONLY);
-    ::dup2(devnull, 0);
-    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-    std::vector<std::string> full{GPUFLEET_BIN};
-    full.insert(full.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : full) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
+  std::vector<std::string> full{GPUFLEET_BIN};
+  full.insert(full.end(), args.begin(), args.end());
+  pid_t pid = Spawn(std::move(full), env, out_path, err_path, false);
   RunResult r;
   int st = 0;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
