@@ -469,6 +469,31 @@ TEST(Replay, SmallTraceGivesTheHandComputedWaits) {
 // A hand case and a property: the least used candidate goes first, its jobs go best fit to busy
 // nodes, and over random pools nothing is over-allocated, nothing goes to an empty node or to
 // a node being emptied, and a node that takes jobs is not emptied.
+// The same end to end through the replay: a fixed pool of 4 nodes kept 90 % busy by 1-GPU
+// jobs for 6 hours, and one 16-GPU job at the first hour. Backfill alone started it only after
+// the small jobs stopped coming (over 2 hours); with nodes kept for it, no job waits half an
+// hour.
+TEST(Replay, AWideJobIsNotStarvedByAStreamOfSmallOnes) {
+  std::mt19937 rng(1);
+  std::exponential_distribution<double> gap(32 * 0.9 / 600), run(1.0 / 600);
+  std::vector<TraceJob> trace;
+  for (double t = gap(rng); t < 6 * 3600; t += gap(rng)) {
+    trace.push_back({t, run(rng), 1, "small", -1});
+  }
+  trace.push_back({3600, 1800, 16, "big", -1});
+  ReplayOptions o;
+  o.gpus_per_node = 8;
+  o.policy.mode = ScaleMode::kReactive;
+  o.policy.min_nodes = o.policy.max_nodes = 4;
+  o.policy.consolidate_below = 0;
+  o.policy.lead_time_s = 1800;  // "waited over the lead time": over half an hour
+  auto r = Replay(trace, o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->jobs, trace.size());
+  EXPECT_EQ(r->jobs_waited_over_lead_time, 0u);
+  EXPECT_GT(r->wait_p99_s, 0) << "the pool is busy enough that small jobs wait too";
+}
+
 TEST(Consolidation, EmptiesTheLeastUsedNodesWhoseJobsFitOnOtherBusyNodes) {
   std::vector<NodeLoad> nodes(5);
   nodes[0] = {.free = 6, .running = true, .candidate = true, .jobs = {2}};
