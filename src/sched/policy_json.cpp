@@ -116,12 +116,9 @@ Result<PoolScaling> ParsePoolScaling(std::string_view text, std::string* field) 
     if (field) *field = f.field;
     return e;
   };
-  json::value doc;
-  try {
-    doc = json::parse(text);
-  } catch (const std::exception& e) {
-    return MakeError(ErrorCode::kInvalidArgument, std::string("not JSON: ") + e.what());
-  }
+  boost::system::error_code ec;
+  json::value doc = json::parse(text, ec);
+  if (ec) return MakeError(ErrorCode::kInvalidArgument, "malformed JSON: " + ec.message());
   if (!doc.is_object()) {
     return MakeError(ErrorCode::kInvalidArgument, "a scaling policy is a JSON object");
   }

@@ -873,6 +873,7 @@ TEST(PolicyJson, FieldsDefaultsErrorsAndRoundTrip) {
       {R"({"forecast_margin": 12})", "forecast_margin", "forecast_margin must be in [0, 10]"},
       {R"({"consolidate_below": 1.5})", "consolidate_below",
        "consolidate_below must be in [0, 1] (0: never)"},
+      {"garbage", "", "malformed JSON: syntax error"},  // no parser internals in the message
   };
   for (const auto& b : bad) {
     std::string field;
