@@ -93,6 +93,8 @@ Result<TuneReport> ScalingService::Tune(const std::string& pool_name, const Tune
   for (const auto& s : history) {
     if (s.time_ms > rep.from_ms) break;
     o.replay.initial_nodes = s.ready;
+    // The forecaster learns from what the pool was asked for before, as the live one did.
+    o.replay.demand_before.emplace_back(static_cast<double>(s.time_ms) / 1000, s.demand_gpus);
   }
   o.wait_p95_s = req.wait_p95_s;
   o.replay.cancel = &cancel_tunes_;

@@ -119,7 +119,10 @@ DemandTracker::DemandTracker(double step_s, double lead_time_s, double interval_
       forecaster_(step_s, horizon_) {}
 
 void DemandTracker::Observe(double t_s, double demand) {
-  if (next_step_ < 0) next_step_ = t_s + step_s_;
+  if (!observed_) {
+    next_step_ = t_s + step_s_;
+    observed_ = true;
+  }
   step_peak_ = std::max(step_peak_, demand);
   // A long gap is filled with at most a week of steps.
   if (t_s - next_step_ > 7 * 86400.0) next_step_ = t_s - 7 * 86400.0;

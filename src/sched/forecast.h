@@ -40,6 +40,8 @@ class Forecaster {
   // The largest forecast over the next `h` steps.
   double Peak(int h) const;
   ForecastStats stats() const;
+  // Starts the accuracy figures (MAPE, bias, scored) afresh; what the models learned stays.
+  void ResetAccuracy() { ape_sum_ = err_sum_ = actual_sum_ = 0, used_scored_ = 0; }
   // The model in use's recent mean absolute error at the horizon (GPUs).
   double error() const { return scored_[best_] ? error_[best_] : 0; }
   // Its recent mean shortfall at the horizon (GPUs): by how much demand came out above the
@@ -87,6 +89,7 @@ class DemandTracker {
   void Observe(double t_s, double demand);   // at every decision, in time order
   double PlanningPeak(double margin) const;  // margin: in recent mean shortfalls
   const Forecaster& forecaster() const { return forecaster_; }
+  void ResetAccuracy() { forecaster_.ResetAccuracy(); }
   int horizon() const { return horizon_; }
 
  private:
@@ -94,7 +97,8 @@ class DemandTracker {
   int horizon_;
   Forecaster forecaster_;
   double step_peak_ = 0;
-  double next_step_ = -1;  // < 0: nothing observed yet
+  double next_step_ = 0;
+  bool observed_ = false;  // next_step_ is set (times may be negative: a replay's warm-up)
 };
 
 }  // namespace gpufleet::sched

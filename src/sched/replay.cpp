@@ -296,6 +296,10 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
   Queue queue;
   const double t0 = jobs.front().submit_s;
   DemandTracker tracker(o.forecast_step_s, p.lead_time_s, p.interval_s);
+  for (const auto& [t, demand] : o.demand_before) {
+    if (t < t0) tracker.Observe(t, demand);
+  }
+  tracker.ResetAccuracy();  // the MAPE reported is the replay's own
   std::optional<OracleDemand> oracle;
   if (p.mode == ScaleMode::kOracle) oracle.emplace(jobs);
 

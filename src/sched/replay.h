@@ -12,6 +12,7 @@
 #include <atomic>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -51,6 +52,11 @@ struct ReplayOptions {
   // Nodes ready when the first job arrives (within the policy's bounds then); -1: its minimum.
   // A live pool's tune starts from the nodes it had.
   int initial_nodes = -1;
+  // Demand (seconds, GPUs asked for) seen before the first job, oldest first: the forecaster
+  // learns from it before the replay starts, as a live pool's forecaster had (a live tune
+  // passes the pool's samples from before its window). Points at or after the first job's
+  // submission are ignored. The forecast's MAPE and bias reported count the replay only.
+  std::vector<std::pair<double, double>> demand_before;
   // When it turns true the replay stops and fails with kUnavailable (a controller stopping
   // while a tune runs). Null: never.
   const std::atomic<bool>* cancel = nullptr;

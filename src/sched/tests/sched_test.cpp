@@ -494,6 +494,36 @@ TEST(Replay, AWideJobIsNotStarvedByAStreamOfSmallOnes) {
   EXPECT_GT(r->wait_p99_s, 0) << "the pool is busy enough that small jobs wait too";
 }
 
+// A live tune hands the replay the pool's demand from before its window (`--window 1d` of 8
+// days' samples: a week of it), so that its forecaster starts as the live one did, knowing
+// the day's shape, not from nothing: here a working day's jump from 10 to 70 GPUs at 09:00.
+TEST(Replay, DemandBeforeTheTraceWarmsTheForecaster) {
+  auto demand = [](double t) {
+    double hour = std::fmod(std::fmod(t, 86400) + 86400, 86400) / 3600;
+    return hour >= 9 && hour < 17 ? 70.0 : 10.0;
+  };
+  std::vector<TraceJob> trace;  // a day: 1-GPU jobs of 5 minutes, as many as the shape says
+  for (double t = 0; t < 86400; t += 300) {
+    for (int i = 0; i < static_cast<int>(demand(t)); ++i) trace.push_back({t, 299, 1, "", -1});
+  }
+  ReplayOptions o;
+  o.gpus_per_node = 8;
+  o.policy.mode = ScaleMode::kPredictive;
+  o.policy.max_nodes = 50;
+  auto cold = Replay(trace, o);
+  ASSERT_TRUE(cold.ok()) << cold.error().message;
+  for (double t = -3 * 86400; t < 0; t += 60) o.demand_before.emplace_back(t, demand(t));
+  o.demand_before.emplace_back(10, 1000);  // at or after the first job: ignored
+  auto warm = Replay(trace, o);
+  ASSERT_TRUE(warm.ok()) << warm.error().message;
+  EXPECT_EQ(warm->jobs, cold->jobs);
+  // Measured: cold, model `last`, MAPE 11.0 %, p99 wait 300 s; warm, `daily`, 1.2 %, 0 s.
+  EXPECT_LT(warm->forecast_mape, cold->forecast_mape / 2)
+      << cold->forecast_model << " " << cold->forecast_mape << " " << warm->forecast_model << " "
+      << warm->forecast_mape;
+  EXPECT_LT(warm->wait_p99_s, cold->wait_p99_s) << "the jump at 09:00 was seen coming";
+}
+
 TEST(Consolidation, EmptiesTheLeastUsedNodesWhoseJobsFitOnOtherBusyNodes) {
   std::vector<NodeLoad> nodes(5);
   nodes[0] = {.free = 6, .running = true, .candidate = true, .jobs = {2}};
