@@ -17,6 +17,11 @@ namespace json = boost::json;
 namespace gpufleet::workload {
 namespace {
 
+// A queued job's reason.
+std::string Waiting(int gpus) {
+  return "waiting for " + std::to_string(gpus) + (gpus == 1 ? " free GPU" : " free GPUs");
+}
+
 std::optional<JobState> ParseState(std::string_view s) {
   for (auto st :
        {JobState::kQueued, JobState::kRunning, JobState::kCompleted, JobState::kCancelled}) {
@@ -295,7 +300,7 @@ Result<Job> JobService::Submit(JobSpec spec) {
     j.id = id;
     j.spec = std::move(spec);
     j.submit_ms = j.queued_ms = now;
-    j.reason = "waiting for " + std::to_string(j.spec.gpus) + " free GPUs";
+    j.reason = Waiting(j.spec.gpus);
     jobs_[id] = std::move(j);
     changed.push_back(id);
     ScheduleLocked(now, changed);
@@ -515,7 +520,7 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
     if (full) continue;  // reasons stay as the last pass that could place a job left them
     for (Job* w : waiting) {
       if (w->state != JobState::kQueued) continue;
-      std::string why = "waiting for " + std::to_string(w->spec.gpus) + " free GPUs";
+      std::string why = Waiting(w->spec.gpus);
       if (kept && kept->id == w->id) {
         std::string names;
         for (int ni : queue.reserved_nodes()) {

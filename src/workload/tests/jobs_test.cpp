@@ -128,7 +128,7 @@ TEST_F(JobsTest, AWideJobThatWaitedLongHasNodesKeptForIt) {
   EXPECT_EQ(ran.state, JobState::kRunning) << ran.reason;
   EXPECT_EQ(ran.placement.size(), 2u);
   EXPECT_EQ(ran.reason, "running on 2 node(s)");
-  EXPECT_EQ(jobs_->Get(d.id)->reason, "waiting for 1 free GPUs");
+  EXPECT_EQ(jobs_->Get(d.id)->reason, "waiting for 1 free GPU");
 }
 
 // gpus_per_node is checked against the pool and kept across a restart; asking for what the
