@@ -41,7 +41,10 @@ class Forecaster {
   double Peak(int h) const;
   ForecastStats stats() const;
   // Starts the accuracy figures (MAPE, bias, scored) afresh; what the models learned stays.
-  void ResetAccuracy() { ape_sum_ = err_sum_ = actual_sum_ = 0, used_scored_ = 0; }
+  void ResetAccuracy() {
+    ape_sum_ = err_sum_ = actual_sum_ = 0;
+    used_scored_ = 0;
+  }
   // The model in use's recent mean absolute error at the horizon (GPUs).
   double error() const { return scored_[best_] ? error_[best_] : 0; }
   // Its recent mean shortfall at the horizon (GPUs): by how much demand came out above the
