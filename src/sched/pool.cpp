@@ -91,7 +91,11 @@ int Pool::NodesFor(const Job& job) const {
   return (job.gpus + per - 1) / per;
 }
 
-bool Pool::Place(Job& job) {
+bool Pool::Open(const PoolNode& n, const Job& job, double now) const {
+  return !n.reserved || (job.duration_s > 0 && now + job.duration_s <= backfill_until_s_);
+}
+
+bool Pool::Place(Job& job, double now) {
   const int g = gpus_per_node_;
   if (job.gpus <= 0 || job.gpus > free_) return false;
   if (Spread(job, g)) {
@@ -99,7 +103,8 @@ bool Pool::Place(Job& job) {
     const size_t m = static_cast<size_t>(NodesFor(job));
     std::vector<int> fit;
     for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (nodes_[i].state == NodeState::kReady && !nodes_[i].reserved && nodes_[i].free >= k) {
+      if (nodes_[i].state == NodeState::kReady && Open(nodes_[i], job, now) &&
+          nodes_[i].free >= k) {
         fit.push_back(static_cast<int>(i));
       }
     }
@@ -123,7 +128,7 @@ bool Pool::Place(Job& job) {
     int best = -1;
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const PoolNode& n = nodes_[i];
-      if (n.state != NodeState::kReady || n.reserved || n.free < job.gpus) continue;
+      if (n.state != NodeState::kReady || !Open(n, job, now) || n.free < job.gpus) continue;
       if (best < 0 || n.free < nodes_[best].free) {
         best = static_cast<int>(i);
         if (n.free == job.gpus) break;  // an exact fit is as good as it gets
@@ -143,7 +148,7 @@ bool Pool::Place(Job& job) {
   std::vector<int> whole;
   for (size_t i = 0; i < nodes_.size() && static_cast<int>(whole.size()) < need; ++i) {
     const PoolNode& n = nodes_[i];
-    if (n.state == NodeState::kReady && !n.reserved && n.free == g) {
+    if (n.state == NodeState::kReady && Open(n, job, now) && n.free == g) {
       whole.push_back(static_cast<int>(i));
     }
   }
@@ -177,12 +182,32 @@ std::vector<int> Pool::Reserve(const Job& job) {
                       return x.free != y.free ? x.free > y.free : a < b;
                     });
   ready.resize(m);
+  backfill_until_s_ = -1;
+  if (PerNode(job) == gpus_per_node_) {
+    double until = 0;
+    for (int i : ready) until = std::max(until, nodes_[i].busy_until_s);
+    // Too few ready nodes: it also waits for nodes being provisioned.
+    std::vector<double> coming;
+    for (const auto& n : nodes_) {
+      if (n.state == NodeState::kProvisioning) coming.push_back(n.ready_at_s);
+    }
+    const size_t short_by = static_cast<size_t>(NodesFor(job)) - m;
+    if (short_by > coming.size()) {
+      until = kNoEnd;
+    } else if (short_by > 0) {
+      std::nth_element(coming.begin(), coming.begin() + static_cast<std::ptrdiff_t>(short_by - 1),
+                       coming.end());
+      until = std::max(until, coming[short_by - 1]);
+    }
+    if (until < kNoEnd) backfill_until_s_ = until;
+  }
   for (int i : ready) nodes_[i].reserved = true;
   return ready;
 }
 
 void Pool::ClearReservations() {
   for (auto& n : nodes_) n.reserved = false;
+  backfill_until_s_ = -1;
 }
 
 void Pool::Release(const Job& job, double now) {
@@ -251,7 +276,7 @@ std::vector<Job*> Queue::Schedule(Pool& pool, double now) {
   }
   for (Job* j : order) {
     if (pool.free_gpus() == 0) break;
-    if (!pool.Place(*j)) {
+    if (!pool.Place(*j, now)) {
       if (!reserved_for_ && now - j->submit_s >= kReserveAfterS) {
         reserved_nodes_ = pool.Reserve(*j);
         reserved_for_ = j;

@@ -65,14 +65,20 @@ class Pool {
   // fleet) that is expected to end at `until_s`; false when the node has fewer free.
   bool Take(int node, int gpus, double until_s = kNoEnd);
   static constexpr double kNoEnd = 1e300;  // a job without an expected end
-  // Places `job` (sets job.nodes) and returns true, or returns false and changes nothing.
-  // Reserved nodes take no job.
-  bool Place(Job& job);
+  // Places `job` at `now` (sets job.nodes) and returns true, or returns false and changes
+  // nothing. A reserved node takes only a job expected to end by backfill_until_s().
+  bool Place(Job& job, double now);
   // Reserves for `job` the ready nodes it will run on once enough of their jobs end: those
   // whose jobs are expected to end first, then those with the most free GPUs (then the lowest
   // index), as many as it needs. Returns them.
   std::vector<int> Reserve(const Job& job);
   void ClearReservations();
+  // Until when a job placed on reserved nodes leaves the reserved job's start where it is
+  // (Slurm's backfill): when the reserved nodes' jobs are expected to have ended, and, where
+  // too few nodes are ready, when enough provisioning nodes are to be ready. Only for a job
+  // that takes whole nodes: one that takes part of a node may start before all of its jobs
+  // end, so that bound is no guarantee. -1: none (no reservation, or an end not known).
+  double backfill_until_s() const { return backfill_until_s_; }
   // `job`, placed, is expected to end at `until_s` (kNoEnd: not known): its nodes' busy_until_s.
   void ExpectEnd(const Job& job, double until_s);
   // Frees what `job` held.
@@ -94,6 +100,9 @@ class Pool {
   int gpus_per_node_;
   std::vector<PoolNode> nodes_;
   int ready_ = 0, provisioning_ = 0, free_ = 0, whole_free_ = 0;
+  double backfill_until_s_ = -1;
+  // `n` takes `job` at `now`: not reserved, or `job` ends by backfill_until_s_.
+  bool Open(const PoolNode& n, const Job& job, double now) const;
 };
 
 // The queue: highest priority first; within a priority, the team with the fewest GPUs running
@@ -101,8 +110,9 @@ class Pool {
 // order (a job that does not fit does not block smaller ones behind it: backfill).
 // Backfill alone starves a wide job on a busy pool: small jobs keep taking the GPUs that end
 // before a whole node is free. So the first job in that order that does not fit and has waited
-// kReserveAfterS gets nodes reserved (Pool::Reserve): jobs after it in the order are not
-// placed there, and it starts once their running jobs end.
+// kReserveAfterS gets nodes reserved (Pool::Reserve): jobs after it in the order are placed
+// there only when they are expected to end before it can start (backfill_until_s), and it
+// starts once their running jobs end.
 class Queue {
  public:
   static constexpr double kReserveAfterS = 600;

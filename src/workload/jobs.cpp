@@ -528,6 +528,9 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
         }
         why += "; waited over " + sched::FormatSeconds(sched::Queue::kReserveAfterS) + ", so " +
                names + " take no other job until it fits";
+        if (double until = live.backfill_until_s(); until >= 0) {
+          why += ", but one expected to end by " + FormatTime(static_cast<int64_t>(until * 1000));
+        }
       } else if (!w->reason.starts_with(why + "; waited over")) {
         continue;  // requeued and the like keep their reason
       }

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <random>
 #include <set>
@@ -19,7 +20,9 @@ namespace {
 // Property: over thousands of random placements, releases, failures and removals, no GPU is
 // ever handed out twice, nothing lands on a node that is not ready, a job of up to one node's
 // GPUs sits on one node, a larger one on whole nodes, a job spread with gpus_per_node on that
-// many distinct nodes with that many GPUs each, and the pool's counters match the nodes.
+// many distinct nodes with that many GPUs each, and the pool's counters match the nodes. A
+// job goes on a reserved node only when it is expected to end by backfill_until_s, so that the
+// reserved nodes' jobs are still expected to have ended by then.
 TEST(Allocator, RandomOperationsKeepEveryInvariant) {
   std::mt19937 rng(7);
   for (int G : {1, 2, 4, 8}) {
@@ -38,9 +41,12 @@ TEST(Allocator, RandomOperationsKeepEveryInvariant) {
           j.gpus_per_node = 1 + static_cast<int>(rng() % static_cast<unsigned>(G - 1));
           j.gpus = j.gpus_per_node * (2 + static_cast<int>(rng() % 3));
         }
+        if (rng() % 3 != 0) j.duration_s = 1 + static_cast<double>(rng() % 50);
+        const double now = step, end = j.duration_s > 0 ? now + j.duration_s : Pool::kNoEnd;
         std::vector<NodeState> before;
         for (const auto& n : pool.nodes()) before.push_back(n.state);
-        if (pool.Place(j)) {
+        if (pool.Place(j, now)) {
+          pool.ExpectEnd(j, end);
           ASSERT_FALSE(j.nodes.empty());
           if (j.gpus_per_node > 0) {
             ASSERT_EQ(static_cast<int>(j.nodes.size()), j.gpus / j.gpus_per_node);
@@ -56,7 +62,14 @@ TEST(Allocator, RandomOperationsKeepEveryInvariant) {
           }
           for (int n : j.nodes) {
             ASSERT_EQ(before[n], NodeState::kReady) << "placed on a node that is not ready";
-            ASSERT_FALSE(pool.nodes()[n].reserved) << "placed on a reserved node";
+            if (pool.nodes()[n].reserved) {
+              ASSERT_LE(end, pool.backfill_until_s()) << "on a reserved node past its start";
+            }
+          }
+          for (const auto& n : pool.nodes()) {
+            if (n.reserved && pool.backfill_until_s() >= 0) {
+              ASSERT_LE(n.busy_until_s, pool.backfill_until_s()) << "a reserved node's jobs";
+            }
           }
           running.push_back(j);
         } else if (rng() % 4 == 0) {  // reserved for the job that did not fit, or not
@@ -113,14 +126,14 @@ TEST(Allocator, ASpreadJobTakesItsShareOnDistinctBestFitNodes) {
   for (auto [node, gpus] : {std::pair{0, 2}, {1, 4}, {3, 5}}) ASSERT_TRUE(pool.Take(node, gpus));
   // Free: 6, 4, 8, 3, 8.
   Job j{.id = 1, .gpus = 12, .gpus_per_node = 4};
-  ASSERT_TRUE(pool.Place(j));
+  ASSERT_TRUE(pool.Place(j, 0));
   EXPECT_EQ(j.nodes, (std::vector<int>{1, 0, 2})) << "free 4, then 6, then the first whole node";
   EXPECT_EQ(pool.nodes()[1].free, 0);
   EXPECT_EQ(pool.nodes()[0].free, 2);
   EXPECT_EQ(pool.nodes()[2].free, 4);
   EXPECT_EQ(pool.empty_nodes(), 1);
   Job wide{.id = 2, .gpus = 12, .gpus_per_node = 3};
-  EXPECT_FALSE(pool.Place(wide)) << "17 GPUs free, but only 3 nodes with 3 of them";
+  EXPECT_FALSE(pool.Place(wide, 0)) << "17 GPUs free, but only 3 nodes with 3 of them";
   EXPECT_TRUE(wide.nodes.empty());
   pool.Release(j, 1);
   EXPECT_EQ(pool.free_gpus(), 40 - 11);
@@ -135,15 +148,15 @@ TEST(Allocator, BestFitKeepsWholeNodesFreeAndSkipsUnavailableNodes) {
   Pool pool(8);
   for (int i = 0; i < 3; ++i) pool.MarkReady(pool.AddNode(0, 0), 0);
   Job a{.id = 1, .gpus = 6};
-  ASSERT_TRUE(pool.Place(a));
+  ASSERT_TRUE(pool.Place(a, 0));
   Job b{.id = 2, .gpus = 2};
-  ASSERT_TRUE(pool.Place(b));
+  ASSERT_TRUE(pool.Place(b, 0));
   EXPECT_EQ(b.nodes, a.nodes) << "the 2-GPU job fills the node the 6-GPU job started";
   pool.MarkUnavailable(1);  // cordoned or failed
   Job c{.id = 3, .gpus = 16};
-  EXPECT_FALSE(pool.Place(c)) << "only one whole ready node is left";
+  EXPECT_FALSE(pool.Place(c, 0)) << "only one whole ready node is left";
   Job d{.id = 4, .gpus = 8};
-  ASSERT_TRUE(pool.Place(d));
+  ASSERT_TRUE(pool.Place(d, 0));
   EXPECT_EQ(d.nodes, std::vector<int>{2});
   EXPECT_EQ(pool.free_gpus(), 0);
 }
@@ -249,6 +262,118 @@ TEST(Queue, NodesAreKeptWhereTheJobsEndFirst) {
   Job on1{.gpus = 5, .nodes = {1}};
   pool.Release(on1, 800);
   EXPECT_EQ(pool.nodes()[1].busy_until_s, 0) << "empty";
+}
+
+// Backfill onto kept nodes: a job behind the waiting one may run there when it is expected to
+// end before the kept nodes' jobs do, so the waiting job starts no later. A job without a
+// duration, or one that would end later, may not. A job that takes part of a node could start
+// before all of a node's jobs end, so for it nothing is backfilled.
+TEST(Queue, KeptNodesTakeJobsThatEndBeforeTheWaitingJobCanStart) {
+  Pool pool(8);
+  for (int i = 0; i < 3; ++i) pool.MarkReady(pool.AddNode(0, 0), 0);
+  ASSERT_TRUE(pool.Take(0, 8, 5000));
+  ASSERT_TRUE(pool.Take(1, 2, 1000));
+  ASSERT_TRUE(pool.Take(2, 1, 900));
+  Queue q;
+  Job big{.id = 1, .team = "big", .gpus = 16, .submit_s = 0, .duration_s = 3600};
+  Job fits{.id = 2, .team = "t", .gpus = 1, .submit_s = 0, .duration_s = 400};
+  Job too_long{.id = 3, .team = "t", .gpus = 1, .submit_s = 0, .duration_s = 401};
+  Job endless{.id = 4, .team = "t", .gpus = 1, .submit_s = 0};
+  for (Job* j : {&big, &fits, &too_long, &endless}) q.Push(j);
+  auto started = q.Schedule(pool, 600);
+  ASSERT_EQ(q.reserved_nodes(), (std::vector<int>{2, 1}));
+  EXPECT_EQ(pool.backfill_until_s(), 1000) << "node 1's job ends last";
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0]->id, 2) << "ends at 1000: on time";
+  EXPECT_EQ(fits.nodes, std::vector<int>{1}) << "best fit among the kept nodes";
+  EXPECT_EQ(pool.nodes()[1].busy_until_s, 1000);
+  EXPECT_EQ(q.size(), 3u) << "ends at 1001, or no end known: not there";
+
+  Job on1{.gpus = 2, .nodes = {1}}, on2{.gpus = 1, .nodes = {2}};
+  pool.Release(on1, 1000);
+  pool.Release(on2, 1000);
+  pool.Release(fits, 1000);
+  started = q.Schedule(pool, 1000);
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0]->id, 1) << "the big job starts when it was expected to";
+
+  // Fewer ready nodes than it needs: it also waits for the node being provisioned.
+  Pool growing(8);
+  growing.MarkReady(growing.AddNode(0, 0), 0);
+  ASSERT_TRUE(growing.Take(0, 4, 700));
+  growing.AddNode(600, 1200);
+  EXPECT_EQ(growing.Reserve(big), std::vector<int>{0});
+  EXPECT_EQ(growing.backfill_until_s(), 1200);
+  growing.ClearReservations();
+  EXPECT_EQ(growing.backfill_until_s(), -1);
+
+  Pool partial(8);
+  partial.MarkReady(partial.AddNode(0, 0), 0);
+  ASSERT_TRUE(partial.Take(0, 5, 1000));
+  Job four{.id = 5, .team = "t", .gpus = 4, .submit_s = 0};
+  Job short_one{.id = 6, .team = "t", .gpus = 1, .submit_s = 0, .duration_s = 10};
+  Queue pq;
+  pq.Push(&four);
+  pq.Push(&short_one);
+  EXPECT_TRUE(pq.Schedule(partial, 600).empty());
+  EXPECT_EQ(pq.reserved_nodes(), std::vector<int>{0});
+  EXPECT_EQ(partial.backfill_until_s(), -1);
+}
+
+// Property: with exact run times, a job that has nodes kept for it starts no later than the
+// backfill_until_s its reservation promised, however much is backfilled onto those nodes
+// meanwhile; and a later pass only brings that time forward. One team and one priority, so
+// that no job overtakes it in the queue's order.
+TEST(Queue, BackfillNeverDelaysTheJobNodesAreKeptFor) {
+  std::mt19937 rng(11);
+  constexpr int kG = 4;
+  Pool pool(kG);
+  for (int i = 0; i < 6; ++i) pool.MarkReady(pool.AddNode(0, 0), 0);
+  std::deque<Job> jobs;  // addresses stay put
+  Queue q;
+  std::multimap<double, Job*> ends;
+  std::map<int64_t, double> promised;  // job -> start at the latest
+  int backfilled = 0, kept_started = 0;
+  double t = 0;
+  for (int64_t id = 1; id < 20000;) {
+    double arrival = t + static_cast<double>(rng() % 70);
+    if (!ends.empty() && ends.begin()->first <= arrival) {
+      t = ends.begin()->first;
+      for (; !ends.empty() && ends.begin()->first == t; ends.erase(ends.begin())) {
+        pool.Release(*ends.begin()->second, t);
+        q.OnFinished(*ends.begin()->second);
+      }
+    } else {
+      t = arrival;
+      Job& j = jobs.emplace_back();
+      j.id = id++;
+      j.team = "t";
+      j.submit_s = t;
+      j.gpus = rng() % 5 == 0 ? kG * (2 + static_cast<int>(rng() % 2))
+                              : 1 + static_cast<int>(rng() % kG);
+      j.duration_s = 1 + static_cast<double>(rng() % 400);
+      q.Push(&j);
+    }
+    for (Job* j : q.Schedule(pool, t)) {
+      if (auto p = promised.find(j->id); p != promised.end()) {
+        ASSERT_LE(t, p->second) << "job " << j->id << " started after its promised time";
+        ++kept_started;
+      }
+      const Job* r = q.reserved_for();
+      for (int n : j->nodes) {
+        backfilled += r && j->submit_s > r->submit_s && pool.nodes()[n].reserved;
+      }
+      ends.emplace(t + j->duration_s, j);
+    }
+    const Job* r = q.reserved_for();
+    if (r && pool.backfill_until_s() >= 0) {
+      auto [it, first] = promised.emplace(r->id, pool.backfill_until_s());
+      ASSERT_LE(pool.backfill_until_s(), it->second) << "the promise moved later";
+      it->second = pool.backfill_until_s();
+    }
+  }
+  EXPECT_GT(kept_started, 10) << "too few jobs had nodes kept for them to show anything";
+  EXPECT_GT(backfilled, 10) << "too few jobs were backfilled onto kept nodes";
 }
 
 ScalePolicy Policy() {

@@ -71,6 +71,25 @@ class JobsTest : public ::testing::Test {
     return ids;
   }
 
+  // Registers 8-GPU H100 nodes of pool h100 under these names.
+  void AddNodes(std::initializer_list<const char*> names) {
+    auto token = fleet_->CreateJoinToken("h100", kHour, "test");
+    ASSERT_TRUE(token.ok()) << token.error().message;
+    for (const char* name : names) {
+      proto::Hello h;
+      h.join_token = token->secret;
+      h.facts.hostname = name;
+      for (int i = 0; i < 8; ++i) {
+        Gpu g;
+        g.index = i;
+        g.uuid = std::string(name) + "-" + std::to_string(i);
+        g.name = "NVIDIA H100 80GB HBM3";
+        h.gpus.push_back(g);
+      }
+      ASSERT_TRUE(fleet_->OnHello(h, "test").ok());
+    }
+  }
+
   std::filesystem::path dir_;
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
   std::unique_ptr<Store> store_;
@@ -82,21 +101,7 @@ class JobsTest : public ::testing::Test {
 // names them, a small job submitted then waits instead of landing there, and the wide job
 // starts when the kept nodes' jobs end.
 TEST_F(JobsTest, AWideJobThatWaitedLongHasNodesKeptForIt) {
-  auto token = fleet_->CreateJoinToken("h100", kHour, "test");
-  ASSERT_TRUE(token.ok()) << token.error().message;
-  for (const char* name : {"n0", "n1"}) {
-    proto::Hello h;
-    h.join_token = token->secret;
-    h.facts.hostname = name;
-    for (int i = 0; i < 8; ++i) {
-      Gpu g;
-      g.index = i;
-      g.uuid = std::string(name) + "-" + std::to_string(i);
-      g.name = "NVIDIA H100 80GB HBM3";
-      h.gpus.push_back(g);
-    }
-    ASSERT_TRUE(fleet_->OnHello(h, "test").ok());
-  }
+  AddNodes({"n0", "n1"});
   auto submit = [&](int gpus) {
     JobSpec s;
     s.team = gpus > 8 ? "llm" : "vision";
@@ -129,6 +134,38 @@ TEST_F(JobsTest, AWideJobThatWaitedLongHasNodesKeptForIt) {
   EXPECT_EQ(ran.placement.size(), 2u);
   EXPECT_EQ(ran.reason, "running on 2 node(s)");
   EXPECT_EQ(jobs_->Get(d.id)->reason, "waiting for 1 free GPU");
+}
+
+// Jobs with a duration: the kept nodes still take a job expected to end before their running
+// jobs do (backfill), since it does not delay the wide job; the reason says until when.
+TEST_F(JobsTest, KeptNodesStillTakeJobsThatEndBeforeTheWideJobCanStart) {
+  AddNodes({"n0", "n1"});
+  auto submit = [&](int gpus, int64_t duration_ms) {
+    JobSpec s;
+    s.team = gpus > 8 ? "llm" : "vision";
+    s.pool = "h100";
+    s.gpus = gpus;
+    s.duration_ms = duration_ms;
+    auto j = jobs_->Submit(s);
+    EXPECT_TRUE(j.ok()) << j.error().message;
+    return j.value();
+  };
+  const int64_t t0 = clock_->NowMs();
+  auto a = submit(4, kHour / 2), b = submit(2, kHour / 3);
+  ASSERT_EQ(a.placement.at(0).node, "n0");
+  auto big = submit(16, kHour);
+  clock_->Advance(10 * 60'000);
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->Get(big.id)->reason,
+            "waiting for 16 free GPUs; waited over 10m, so n1, n0 take no other job until it "
+            "fits, but one expected to end by " +
+                FormatTime(t0 + kHour / 2));
+  auto fits = submit(1, 20 * 60'000);  // ends at t0 + 30m
+  EXPECT_EQ(fits.state, JobState::kRunning) << fits.reason;
+  auto late = submit(1, 20 * 60'000 + 1000);
+  EXPECT_EQ(late.state, JobState::kQueued);
+  auto endless = submit(1, 0);
+  EXPECT_EQ(endless.state, JobState::kQueued);
 }
 
 // gpus_per_node is checked against the pool and kept across a restart; asking for what the
