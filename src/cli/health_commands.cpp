@@ -45,10 +45,11 @@ void AddHealthCommands(CLI::App& app, Globals& g) {
                                                     {"limit", "5000"}}));
       if (!v) return;
       Show(g, *v, [](const json::value& v) {
-        Table clusters({"CLUSTER", "NODES", "READY", "DEGRADED", "UNHEALTHY", "GPUS", "HEALTHY",
-                        "WARNING", "FAILED"});
+        Table clusters({"CLUSTER", "NODES", "STARTING", "READY", "DEGRADED", "UNHEALTHY", "GPUS",
+                        "HEALTHY", "WARNING", "FAILED"});
         auto row = [&](const std::string& name, const json::value& c) {
-          clusters.Row({name, Str(c.at("nodes")), Str(c.at("ready")), Str(c.at("degraded")),
+          clusters.Row({name, Str(c.at("nodes")), Str(c.at("starting")), Str(c.at("ready")),
+                        Str(c.at("degraded")),
                         Str(c.at("unhealthy")), Str(c.at("gpus")), Str(c.at("gpus_healthy")),
                         Str(c.at("gpus_warning")), Str(c.at("gpus_failed"))});
         };

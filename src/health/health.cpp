@@ -157,4 +157,21 @@ NodeHealth RollUp(const Node& node, std::vector<GpuHealth> gpus, bool reachable)
   return out;
 }
 
+void HealthCounts::Add(const NodeHealth& n) {
+  ++nodes;
+  if (n.state == NodeState::kProvisioning || n.state == NodeState::kJoining) {
+    ++starting;
+  } else {
+    ready += n.health == NodeState::kReady;
+    degraded += n.health == NodeState::kDegraded;
+    unhealthy += n.health == NodeState::kUnhealthy;
+  }
+  for (const auto& g : n.gpus) {
+    ++gpus;
+    healthy += g.level == Level::kHealthy;
+    warning += g.level == Level::kWarning;
+    failed += g.level == Level::kFailed;
+  }
+}
+
 }  // namespace gpufleet::health

@@ -71,4 +71,13 @@ GpuHealth EvaluateGpu(const GpuInputs& in, const XidCatalog& xids, int64_t now,
 // `reachable` false (no heartbeat or scrape) makes the node unhealthy whatever its GPUs say.
 NodeHealth RollUp(const Node& node, std::vector<GpuHealth> gpus, bool reachable);
 
+// Nodes by verdict and GPUs by level, over a fleet, a cluster or a pool. A node asked for and
+// not registered yet (provisioning or joining) has no GPUs to judge: it counts as starting, not
+// as ready.
+struct HealthCounts {
+  int nodes = 0, starting = 0, ready = 0, degraded = 0, unhealthy = 0;
+  int gpus = 0, healthy = 0, warning = 0, failed = 0;
+  void Add(const NodeHealth& n);
+};
+
 }  // namespace gpufleet::health

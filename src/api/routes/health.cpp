@@ -10,27 +10,11 @@ namespace json = boost::json;
 namespace gpufleet::api {
 namespace {
 
-struct Counts {
-  int nodes = 0, ready = 0, degraded = 0, unhealthy = 0;
-  int gpus = 0, healthy = 0, warning = 0, failed = 0;
-  void Add(const health::NodeHealth& n) {
-    ++nodes;
-    ready += n.health == NodeState::kReady;
-    degraded += n.health == NodeState::kDegraded;
-    unhealthy += n.health == NodeState::kUnhealthy;
-    for (const auto& g : n.gpus) {
-      ++gpus;
-      healthy += g.level == health::Level::kHealthy;
-      warning += g.level == health::Level::kWarning;
-      failed += g.level == health::Level::kFailed;
-    }
-  }
-  json::object Json() const {
-    return {{"nodes", nodes},          {"ready", ready},       {"degraded", degraded},
-            {"unhealthy", unhealthy},  {"gpus", gpus},         {"gpus_healthy", healthy},
-            {"gpus_warning", warning}, {"gpus_failed", failed}};
-  }
-};
+json::object CountsJson(const health::HealthCounts& c) {
+  return {{"nodes", c.nodes},         {"starting", c.starting},     {"ready", c.ready},
+          {"degraded", c.degraded},   {"unhealthy", c.unhealthy},   {"gpus", c.gpus},
+          {"gpus_healthy", c.healthy}, {"gpus_warning", c.warning}, {"gpus_failed", c.failed}};
+}
 
 json::object NodeJson(const health::NodeHealth& n) {
   json::array gpus;
@@ -79,8 +63,8 @@ void AddHealthRoutes(Router& router, ApiContext& ctx) {
                filter.pool = req.Param("pool");
                filter.name = req.Param("node");
                filter.clusters = who.clusters;
-               Counts fleet;
-               std::map<std::string, Counts> clusters;
+               health::HealthCounts fleet;
+               std::map<std::string, health::HealthCounts> clusters;
                json::array items;
                for (const auto& n : ctx.health->Evaluate(filter)) {
                  fleet.Add(n);
@@ -90,7 +74,7 @@ void AddHealthRoutes(Router& router, ApiContext& ctx) {
                json::array by_cluster;
                auto breakers = ctx.health->Breakers();
                for (const auto& [name, c] : clusters) {
-                 json::object o = c.Json();
+                 json::object o = CountsJson(c);
                  o["cluster"] = name;
                  auto b = breakers.find(name);
                  o["remediation_breaker_open"] = b != breakers.end() && b->second;
@@ -101,7 +85,7 @@ void AddHealthRoutes(Router& router, ApiContext& ctx) {
                for (size_t i = page->offset; i < total && paged.size() < page->limit; ++i) {
                  paged.push_back(std::move(items[i]));
                }
-               return ObjectResponse(200, {{"summary", fleet.Json()},
+               return ObjectResponse(200, {{"summary", CountsJson(fleet)},
                                            {"clusters", std::move(by_cluster)},
                                            {"items", std::move(paged)},
                                            {"total", total},

@@ -118,5 +118,30 @@ TEST(RollUp, NodeTakesItsWorstGpuAndUnreachableIsUnhealthy) {
   EXPECT_EQ(RollUp(node, {ok}, false).health, NodeState::kUnhealthy);
 }
 
+// A node asked for and not registered yet has nothing against it, but it is not ready either.
+TEST(HealthCounts, AProvisioningNodeIsStartingNotReady) {
+  Node node;
+  node.name = "n1";
+  GpuHealth ok{0, "a", "", Level::kHealthy, {}};
+  GpuHealth failed{1, "b", "", Level::kFailed, {{"xid", Level::kFailed, "XID 79", "reboot_node"}}};
+  HealthCounts c;
+  node.state = NodeState::kReady;
+  c.Add(RollUp(node, {ok, failed}, true));
+  node.state = NodeState::kProvisioning;
+  c.Add(RollUp(node, {}, true));
+  node.state = NodeState::kJoining;
+  c.Add(RollUp(node, {}, true));
+  node.state = NodeState::kCordoned;  // the verdict counts, whatever the operator did
+  c.Add(RollUp(node, {ok}, true));
+  EXPECT_EQ(c.nodes, 4);
+  EXPECT_EQ(c.starting, 2);
+  EXPECT_EQ(c.ready, 1);
+  EXPECT_EQ(c.unhealthy, 1);
+  EXPECT_EQ(c.degraded, 0);
+  EXPECT_EQ(c.gpus, 3);
+  EXPECT_EQ(c.healthy, 2);
+  EXPECT_EQ(c.failed, 1);
+}
+
 }  // namespace
 }  // namespace gpufleet::health
