@@ -231,7 +231,8 @@ std::vector<int> Pool::IdleNodes(double idle_since_at_most) const {
   std::vector<int> out;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const PoolNode& n = nodes_[i];
-    if (n.state == NodeState::kReady && n.jobs == 0 && n.idle_since_s <= idle_since_at_most) {
+    if (n.state == NodeState::kReady && n.jobs == 0 && !n.reserved &&
+        n.idle_since_s <= idle_since_at_most) {
       out.push_back(static_cast<int>(i));
     }
   }

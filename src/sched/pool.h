@@ -93,7 +93,8 @@ class Pool {
   int free_gpus() const { return free_; }
   int busy_gpus() const { return ready_ * gpus_per_node_ - free_; }
   int empty_nodes() const { return whole_free_; }  // ready nodes running no job
-  // Ready nodes with no job that have been idle since at least `since`, longest idle first.
+  // Ready nodes with no job that have been idle since at least `since`, longest idle first;
+  // not those kept for a waiting job (scale-down would take them from under it).
   std::vector<int> IdleNodes(double idle_since_at_most) const;
 
  private:

@@ -297,6 +297,14 @@ TEST(Queue, KeptNodesTakeJobsThatEndBeforeTheWaitingJobCanStart) {
   ASSERT_EQ(started.size(), 1u);
   EXPECT_EQ(started[0]->id, 1) << "the big job starts when it was expected to";
 
+  // An empty kept node is not offered to scale-down.
+  Pool idle(8);
+  for (int i = 0; i < 2; ++i) idle.MarkReady(idle.AddNode(0, 0), 0);
+  ASSERT_TRUE(idle.Take(1, 1, 2000));
+  EXPECT_EQ(idle.IdleNodes(600), std::vector<int>{0});
+  EXPECT_EQ(idle.Reserve(big), (std::vector<int>{0, 1}));
+  EXPECT_TRUE(idle.IdleNodes(600).empty());
+
   // Fewer ready nodes than it needs: it also waits for the node being provisioned.
   Pool growing(8);
   growing.MarkReady(growing.AddNode(0, 0), 0);
