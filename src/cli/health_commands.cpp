@@ -49,9 +49,9 @@ void AddHealthCommands(CLI::App& app, Globals& g) {
                         "HEALTHY", "WARNING", "FAILED"});
         auto row = [&](const std::string& name, const json::value& c) {
           clusters.Row({name, Str(c.at("nodes")), Str(c.at("starting")), Str(c.at("ready")),
-                        Str(c.at("degraded")),
-                        Str(c.at("unhealthy")), Str(c.at("gpus")), Str(c.at("gpus_healthy")),
-                        Str(c.at("gpus_warning")), Str(c.at("gpus_failed"))});
+                        Str(c.at("degraded")), Str(c.at("unhealthy")), Str(c.at("gpus")),
+                        Str(c.at("gpus_healthy")), Str(c.at("gpus_warning")),
+                        Str(c.at("gpus_failed"))});
         };
         for (const auto& c : v.at("clusters").as_array()) row(Str(c.at("cluster")), c);
         row("(fleet)", v.at("summary"));

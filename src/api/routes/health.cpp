@@ -11,8 +11,8 @@ namespace gpufleet::api {
 namespace {
 
 json::object CountsJson(const health::HealthCounts& c) {
-  return {{"nodes", c.nodes},         {"starting", c.starting},     {"ready", c.ready},
-          {"degraded", c.degraded},   {"unhealthy", c.unhealthy},   {"gpus", c.gpus},
+  return {{"nodes", c.nodes},          {"starting", c.starting},    {"ready", c.ready},
+          {"degraded", c.degraded},    {"unhealthy", c.unhealthy},  {"gpus", c.gpus},
           {"gpus_healthy", c.healthy}, {"gpus_warning", c.warning}, {"gpus_failed", c.failed}};
 }
 
