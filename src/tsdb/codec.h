@@ -9,7 +9,10 @@
 
 namespace gpufleet::tsdb {
 
+// CRC-32C (Castagnoli), with the CPU's CRC instruction where it has one.
 uint32_t Crc32c(std::string_view data);
+// The same, a byte at a time from a table: where the CPU has no CRC instruction, and for tests.
+uint32_t Crc32cBytewise(std::string_view data);
 
 class Encoder {
  public:

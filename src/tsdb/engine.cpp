@@ -31,14 +31,22 @@ std::string SegmentName(uint64_t n) {
   return buf;
 }
 
+// Appends a frame to `out`: the body's length and CRC-32C (little-endian u32s), then the body,
+// the type byte and the payload.
+void AppendFrame(std::string& out, uint8_t type, const std::string& payload) {
+  const size_t at = out.size();
+  out.append(8, '\0');
+  out.push_back(static_cast<char>(type));
+  out += payload;
+  std::string_view body(out.data() + at + 8, payload.size() + 1);
+  const uint32_t head[2] = {static_cast<uint32_t>(body.size()), Crc32c(body)};
+  for (size_t k = 0; k < 8; ++k) out[at + k] = static_cast<char>(head[k / 4] >> (8 * (k % 4)));
+}
+
 std::string Frame(uint8_t type, const std::string& payload) {
-  std::string body(1, static_cast<char>(type));
-  body += payload;
-  Encoder e;
-  e.U32(static_cast<uint32_t>(body.size()));
-  e.U32(Crc32c(body));
-  e.out() += body;
-  return std::move(e.out());
+  std::string out;
+  AppendFrame(out, type, payload);
+  return out;
 }
 
 struct Record {
@@ -269,7 +277,7 @@ Result<std::vector<SeriesId>> Engine::InternAll(const std::vector<std::string_vi
     Encoder e;
     e.U32(id);
     e.Str(key);
-    frames += Frame(kSeriesRecord, e.out());
+    AppendFrame(frames, kSeriesRecord, e.out());
     ids.push_back(id);
   }
   if (!frames.empty()) GF_TRY(WriteFrames(frames));
@@ -336,18 +344,28 @@ Status Engine::Checkpoint() {
   auto write_all = [&](const std::string& s) {
     return ::write(fd, s.data(), s.size()) == static_cast<ssize_t>(s.size());
   };
+  // Frames go out in writes of a few MiB: one write per series (280,000 at 10,000 GPUs) made
+  // the snapshot taken at shutdown take seconds.
+  constexpr size_t kWriteBytes = 4 << 20;
+  std::string out;
+  out.reserve(kWriteBytes + (64 << 10));
   Encoder h;
   h.U64(covered_up_to);
-  bool ok = write_all(Frame(kCheckpointHeader, h.out()));
+  AppendFrame(out, kCheckpointHeader, h.out());
+  bool ok = true;
   size_t n = db_.Stats().series;
   for (SeriesId id = 0; ok && id < n; ++id) {
     Encoder e;
     e.U32(id);
     e.Str(db_.Key(id));
     db_.SaveSeries(id, e);
-    ok = write_all(Frame(kCheckpointSeries, e.out()));
+    AppendFrame(out, kCheckpointSeries, e.out());
+    if (out.size() >= kWriteBytes) {
+      ok = write_all(out);
+      out.clear();
+    }
   }
-  ok = ok && ::fsync(fd) == 0;
+  ok = ok && write_all(out) && ::fsync(fd) == 0;
   ::close(fd);
   if (!ok) return Io("checkpoint write");
   fs::path final_path =

@@ -89,6 +89,53 @@ TEST_F(EngineTest, CheckpointCoversTheLogAndDropsIt) {
   EXPECT_EQ(checkpoints, 1);
 }
 
+// A checkpoint larger than one write (4 MiB) reads back whole: every series, every point.
+TEST_F(EngineTest, ACheckpointOfManyWritesReadsBackWhole) {
+  auto e = Open();
+  std::vector<std::string> keys;
+  for (int i = 0; i < 40'000; ++i) keys.push_back("GPU-" + std::to_string(i) + "/util");
+  std::vector<std::string_view> views(keys.begin(), keys.end());
+  auto ids = e->InternAll(views);
+  ASSERT_TRUE(ids.ok()) << ids.error().message;
+  for (int k = 0; k < 3; ++k) {
+    std::vector<Point> pts;
+    for (size_t i = 0; i < ids->size(); ++i) {
+      pts.push_back({(*ids)[i], 1000LL * k, static_cast<double>(i % 101 + k)});
+    }
+    ASSERT_EQ(e->Append(pts)->stored, ids->size());
+  }
+  ASSERT_TRUE(e->Checkpoint().ok());
+  uintmax_t bytes = 0;
+  for (const auto& f : fs::directory_iterator(dir_)) {
+    if (f.path().filename().string().starts_with("checkpoint-")) bytes += f.file_size();
+  }
+  EXPECT_GT(bytes, 4u << 20) << "the case needs more than one write";
+  e.reset();
+  e = Open();
+  EXPECT_EQ(e->replay().checkpoint_series, 40'000u);
+  EXPECT_EQ(e->replay().wal_points, 0u);
+  for (int i : {0, 12'345, 39'999}) {
+    auto raw = e->db().Raw(*e->db().Find(keys[static_cast<size_t>(i)]), 0, INT64_MAX);
+    ASSERT_EQ(raw.size(), 3u) << keys[static_cast<size_t>(i)];
+    EXPECT_EQ(raw[2].v, i % 101 + 2);
+  }
+}
+
+// The CPU's CRC instruction and the table give the same CRC-32C, at every length and offset.
+TEST(Crc32c, TheInstructionAndTheTableAgree) {
+  EXPECT_EQ(Crc32c("123456789"), 0xE3069283u);  // the standard check value
+  EXPECT_EQ(Crc32cBytewise("123456789"), 0xE3069283u);
+  EXPECT_EQ(Crc32c(""), 0u);
+  std::string data;
+  for (int i = 0; i < 300; ++i) data.push_back(static_cast<char>(i * 37 + (i >> 3)));
+  for (size_t offset = 0; offset < 8; ++offset) {
+    for (size_t n = 0; n + offset <= data.size(); n += 7) {
+      std::string_view v(data.data() + offset, n);
+      ASSERT_EQ(Crc32c(v), Crc32cBytewise(v)) << "offset " << offset << ", " << n << " bytes";
+    }
+  }
+}
+
 TEST_F(EngineTest, ATornTailIsCutAndTheRestKept) {
   {
     auto e = Open();
