@@ -10,6 +10,7 @@
 #include "fleet/fleet.h"
 #include "model/json.h"
 #include "proto/proto.h"
+#include "workload/jobs.h"
 
 namespace gpufleet {
 namespace {
@@ -66,6 +67,7 @@ class Fixture {
   }
   ~Fixture() { std::filesystem::remove_all(dir_); }
   FleetService& fleet() { return *fleet_; }
+  Store& store() { return *store_; }
 
  private:
   std::filesystem::path dir_;
@@ -128,5 +130,52 @@ void BM_FormatTime(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(FormatTime(++t));
 }
 BENCHMARK(BM_FormatTime);
+}  // namespace
+}  // namespace gpufleet
+namespace gpufleet {
+namespace {
+// The controller's jobs pass (ends, requeues, placements; every second) on the 1,000 8-GPU
+// nodes above, all busy with 1,000 running 8-GPU jobs and 100 queued, while the service keeps
+// ENDED jobs that ended within the retention time (7 days; a fleet starting a job a second
+// keeps 600,000).
+void BM_JobsTick(benchmark::State& state) {
+  auto& f = Shared();
+  const int ended = static_cast<int>(state.range(0));
+  const int64_t now = RealClock()->NowMs();
+  std::vector<JobRecord> records;
+  for (int i = 1; i <= ended; ++i) {
+    boost::json::object doc{{"team", "t" + std::to_string(i % 8)},
+                            {"project", ""},
+                            {"cluster", "c"},
+                            {"pool", "p"},
+                            {"gpu_model", "H100-SXM5-80GB"},
+                            {"gpus", 1},
+                            {"priority", 0},
+                            {"duration_ms", 60'000},
+                            {"submit_ms", now - 120'000},
+                            {"queued_ms", now - 120'000},
+                            {"start_ms", now - 60'000},
+                            {"end_ms", now},
+                            {"wait_ms", 60'000},
+                            {"gpu_hours", 1.0 / 60},
+                            {"requeues", 0},
+                            {"reason", "ran its duration"},
+                            {"placement", boost::json::array{}}};
+    records.push_back({i, "completed", JsonText(doc), now});
+  }
+  if (auto s = f.store().SaveJobs(records); !s.ok()) return state.SkipWithError("seeding jobs");
+  workload::JobService jobs(f.fleet(), f.store(), RealClock(), 600'000, 7 * 86'400'000LL);
+  if (auto s = jobs.Load(); !s.ok()) return state.SkipWithError(s.error().message.c_str());
+  workload::JobSpec spec;
+  spec.team = "t";
+  spec.pool = "p";
+  spec.gpus = 8;
+  for (int i = 0; i < 1100; ++i) (void)jobs.Submit(spec);
+  for (auto _ : state) jobs.Tick();
+  state.counters["jobs_kept"] = static_cast<double>(jobs.List({}).size());
+  for (const auto& j : jobs.List({})) (void)jobs.Cancel(j.id);  // the next run starts empty
+  (void)f.store().DeleteEndedJobsBefore(now + 86'400'000LL);
+}
+BENCHMARK(BM_JobsTick)->Arg(0)->Arg(100'000)->Unit(benchmark::kMillisecond);
 }  // namespace
 }  // namespace gpufleet

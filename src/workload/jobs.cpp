@@ -172,7 +172,8 @@ JobService::JobService(FleetService& fleet, Store& store, std::shared_ptr<Clock>
 
 void JobService::UpdateBusyLocked(int64_t now) {
   std::set<std::string> busy;
-  for (const auto& [id, j] : jobs_) {
+  for (const auto& [id, job] : live_) {
+    const Job& j = *job;
     if (j.state != JobState::kRunning) continue;
     for (const auto& p : j.placement) busy.insert(p.node);
   }
@@ -199,7 +200,9 @@ Status JobService::Load() {
     try {
       Job j = FromRecord(r);
       next_id_ = std::max(next_id_, j.id + 1);
-      jobs_[j.id] = std::move(j);
+      int64_t id = j.id;
+      Job& kept = jobs_[id] = std::move(j);
+      if (kept.state == JobState::kQueued || kept.state == JobState::kRunning) live_[id] = &kept;
     } catch (const std::exception& e) {
       spdlog::error("jobs: stored job {} is unreadable: {}", r.id, e.what());
     }
@@ -301,7 +304,7 @@ Result<Job> JobService::Submit(JobSpec spec) {
     j.spec = std::move(spec);
     j.submit_ms = j.queued_ms = now;
     j.reason = Waiting(j.spec.gpus);
-    jobs_[id] = std::move(j);
+    live_[id] = &(jobs_[id] = std::move(j));
     changed.push_back(id);
     ScheduleLocked(now, changed);
     UpdateBusyLocked(now);
@@ -364,6 +367,7 @@ void JobService::EndLocked(Job& j, JobState state, int64_t now, const std::strin
     j.gpu_hours += RunHours(j, now);
   }
   j.state = state;
+  live_.erase(j.id);
   j.end_ms = now;
   j.reason = reason;
   j.placement.clear();
@@ -394,7 +398,9 @@ int JobService::Tick() {
       if (dropped)
         spdlog::info("jobs: dropped {} job(s) that ended over the retention time ago", dropped);
     }
-    for (auto& [id, j] : jobs_) {
+    for (auto it = live_.begin(); it != live_.end();) {
+      auto [id, job] = *it++;  // EndLocked below takes this job out of live_
+      Job& j = *job;
       if (j.state != JobState::kRunning) continue;
       if (j.spec.duration_ms > 0 && now >= j.start_ms + j.spec.duration_ms - j.done_ms) {
         EndLocked(j, JobState::kCompleted, now, "ran its duration");
@@ -445,7 +451,8 @@ int JobService::Tick() {
 
 int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
   std::map<std::string, std::vector<Job*>> queued;  // by pool
-  for (auto& [id, j] : jobs_) {
+  for (auto& [id, job] : live_) {
+    Job& j = *job;
     if (j.state == JobState::kQueued) queued[j.spec.pool].push_back(&j);
   }
   if (queued.empty()) return 0;
@@ -463,7 +470,8 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
     std::vector<Node> nodes = fleet_.Nodes(filter);
     std::map<std::string, std::vector<int64_t>> used;  // node -> job id per GPU index
     std::map<std::string, double> ends;  // node -> when its jobs are expected to have ended
-    for (const auto& [id, j] : jobs_) {
+    for (const auto& [id, job] : live_) {
+      const Job& j = *job;
       if (j.state != JobState::kRunning || j.spec.pool != pool_name) continue;
       Hold(used, j);
       double end = j.spec.duration_ms > 0
@@ -483,7 +491,8 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
       if (busy) live.Take(i, busy, ends[n.name]);
     }
     sched::Queue queue;
-    for (const auto& [id, j] : jobs_) {
+    for (const auto& [id, job] : live_) {
+      const Job& j = *job;
       if (j.state == JobState::kRunning && j.spec.pool == pool_name) {
         queue.AddRunning(j.spec.team, j.spec.gpus);
       }
@@ -551,7 +560,8 @@ std::map<std::string, PoolDemand> JobService::Demand() const {
     for (const auto& p : pools.value()) node_gpus[p.name] = p.gpus_per_node;
   }
   std::lock_guard lock(mu_);
-  for (const auto& [id, j] : jobs_) {
+  for (const auto& [id, job] : live_) {
+    const Job& j = *job;
     if (j.state == JobState::kRunning) {
       out[j.spec.pool].running_gpus += j.spec.gpus;
       for (const auto& p : j.placement) busy[j.spec.pool].insert(p.node);
@@ -638,7 +648,8 @@ JobService::Consolidation JobService::Consolidate(const std::string& pool, int g
     std::vector<Node> nodes = fleet_.Nodes(filter);
     std::map<std::string, std::vector<Job*>> on;  // node -> its running jobs
     std::map<std::string, std::vector<int64_t>> held;
-    for (auto& [id, j] : jobs_) {
+    for (auto& [id, job] : live_) {
+      Job& j = *job;
       if (j.state != JobState::kRunning || j.spec.pool != pool) continue;
       for (const auto& p : j.placement) on[p.node].push_back(&j);
       Hold(held, j);
@@ -712,7 +723,8 @@ JobService::Consolidation JobService::Consolidate(const std::string& pool, int g
 std::map<std::string, std::vector<int64_t>> JobService::Allocation() const {
   std::map<std::string, std::vector<int64_t>> out;
   std::lock_guard lock(mu_);
-  for (const auto& [id, j] : jobs_) {
+  for (const auto& [id, job] : live_) {
+    const Job& j = *job;
     if (j.state == JobState::kRunning) Hold(out, j);
   }
   return out;

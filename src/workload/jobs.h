@@ -144,8 +144,11 @@ class JobService {
   mutable std::mutex mu_;
   int64_t drain_timeout_ms_;
   int64_t retention_ms_;
-  int64_t last_prune_ms_ = 0;                      // guarded by mu_
-  std::map<int64_t, Job> jobs_;                    // guarded by mu_
+  int64_t last_prune_ms_ = 0;    // guarded by mu_
+  std::map<int64_t, Job> jobs_;  // guarded by mu_
+  // The queued and running ones of jobs_, by id: what every pass walks. Ended jobs stay in
+  // jobs_ for the retention time (a week: hundreds of thousands on a busy fleet).
+  std::map<int64_t, Job*> live_;                   // guarded by mu_
   int64_t next_id_ = 1;                            // guarded by mu_
   std::map<std::string, int64_t> last_busy_ms_;    // node -> last seen running a job; mu_
   std::map<std::string, int64_t> light_since_ms_;  // node -> lightly used since; mu_

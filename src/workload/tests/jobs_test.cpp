@@ -201,6 +201,43 @@ TEST_F(JobsTest, GpusPerNodeIsCheckedAndSurvivesARestart) {
   EXPECT_EQ(jobs_->List({}).size(), 2u);
 }
 
+// Passes walk only queued and running jobs: several ending in one pass all end, the queued
+// one behind them starts in the same pass, and after a restart the running ones keep their
+// GPUs and the queue goes on.
+TEST_F(JobsTest, JobsEndingTogetherAllEndAndTheQueueGoesOnAfterARestart) {
+  AddNodes({"n0"});
+  std::vector<int64_t> ids;
+  for (int64_t minutes : {10, 10, 10, 20}) {
+    JobSpec s;
+    s.team = "vision";
+    s.pool = "h100";
+    s.gpus = 2;
+    s.duration_ms = minutes * 60'000;
+    ids.push_back(jobs_->Submit(s)->id);
+  }
+  JobSpec wide;
+  wide.team = "nlp";
+  wide.pool = "h100";
+  wide.gpus = 6;
+  ids.push_back(jobs_->Submit(wide)->id);
+  EXPECT_EQ(jobs_->Get(ids[4])->state, JobState::kQueued);
+  clock_->Advance(10 * 60'000);
+  EXPECT_EQ(jobs_->Tick(), 4) << "three ended and one started";
+  for (size_t i : {0, 1, 2}) EXPECT_EQ(jobs_->Get(ids[i])->state, JobState::kCompleted);
+  EXPECT_EQ(jobs_->Get(ids[3])->state, JobState::kRunning);
+  EXPECT_EQ(jobs_->Get(ids[4])->state, JobState::kRunning);
+  EXPECT_EQ(jobs_->Allocation().at("n0"),
+            (std::vector<int64_t>{ids[4], ids[4], ids[4], ids[4], ids[4], ids[4], ids[3], ids[3]}));
+  Close();
+  Open();
+  EXPECT_EQ(jobs_->Allocation().at("n0").size(), 8u);
+  clock_->Advance(10 * 60'000);
+  EXPECT_EQ(jobs_->Tick(), 1);
+  EXPECT_EQ(jobs_->Get(ids[3])->state, JobState::kCompleted);
+  int64_t next = Submit();
+  EXPECT_EQ(jobs_->Get(next)->state, JobState::kRunning) << "on the GPUs the ended job freed";
+}
+
 TEST_F(JobsTest, EndedJobsAreDroppedAfterTheRetentionAndIdsAreNotReused) {
   int64_t a = Submit(), b = Submit(), c = Submit();
   ASSERT_EQ(std::vector<int64_t>({1, 2, 3}), std::vector<int64_t>({a, b, c}));
