@@ -573,17 +573,17 @@ Result<std::string> ApiServer::Start() {
 }
 
 void ApiServer::Stop() {
-  if (impl_->acceptor) {
-    asio::post(impl_->io, [this] {
-      beast::error_code ec;
-      impl_->acceptor->close(ec);
-    });
-  }
   impl_->io.stop();
   for (auto& t : impl_->threads) {
     if (t.joinable()) t.join();
   }
   impl_->threads.clear();
+  // With no thread left running handlers, the listening socket closes here, so that a client
+  // is refused at once rather than left in the kernel's backlog until the process exits.
+  if (impl_->acceptor) {
+    beast::error_code ec;
+    impl_->acceptor->close(ec);
+  }
   impl_->slow_pool.stop();  // a slow call under way is finished
   impl_->slow_pool.join();
 }

@@ -162,6 +162,12 @@ TEST(Controller, ATuneRunsOffTheIoThreadAndAStopCancelsIt) {
   auto cut = again.get();
   // No answer (the server stopped with it) or a 503.
   EXPECT_TRUE(!cut.ok() || cut->status == 503) << (cut.ok() ? cut->body : "");
+  // A stopped controller refuses a new connection at once.
+  auto refused_at = std::chrono::steady_clock::now();
+  auto refused = call("GET", "/healthz", "", 3000);
+  std::chrono::duration<double> refused_took = std::chrono::steady_clock::now() - refused_at;
+  EXPECT_FALSE(refused.ok()) << refused->status;
+  EXPECT_LT(refused_took.count(), 1.0) << "the connection waited in the listen backlog";
   std::filesystem::remove_all(dir);
 }
 
