@@ -31,8 +31,8 @@ std::string SegmentName(uint64_t n) {
   return buf;
 }
 
-// Appends a frame to `out`: the body's length and CRC-32C (little-endian u32s), then the body,
-// the type byte and the payload.
+// Appends a frame to `out`: the body's length and CRC-32C (little-endian u32s), then the body
+// (the type byte and the payload).
 void AppendFrame(std::string& out, uint8_t type, const std::string& payload) {
   const size_t at = out.size();
   out.append(8, '\0');
