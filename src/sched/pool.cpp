@@ -187,17 +187,18 @@ std::vector<int> Pool::Reserve(const Job& job) {
     double until = 0;
     for (int i : ready) until = std::max(until, nodes_[i].busy_until_s);
     // Too few ready nodes: it also waits for nodes being provisioned.
-    std::vector<double> coming;
-    for (const auto& n : nodes_) {
-      if (n.state == NodeState::kProvisioning) coming.push_back(n.ready_at_s);
-    }
-    const size_t short_by = static_cast<size_t>(NodesFor(job)) - m;
-    if (short_by > coming.size()) {
-      until = kNoEnd;
-    } else if (short_by > 0) {
-      std::nth_element(coming.begin(), coming.begin() + static_cast<std::ptrdiff_t>(short_by - 1),
-                       coming.end());
-      until = std::max(until, coming[short_by - 1]);
+    if (const size_t short_by = static_cast<size_t>(NodesFor(job)) - m; short_by > 0) {
+      std::vector<double> coming;
+      for (const auto& n : nodes_) {
+        if (n.state == NodeState::kProvisioning) coming.push_back(n.ready_at_s);
+      }
+      if (short_by > coming.size()) {
+        until = kNoEnd;
+      } else {
+        auto nth = coming.begin() + static_cast<std::ptrdiff_t>(short_by - 1);
+        std::nth_element(coming.begin(), nth, coming.end());
+        until = std::max(until, *nth);
+      }
     }
     if (until < kNoEnd) backfill_until_s_ = until;
   }

@@ -56,15 +56,18 @@ class JobsTest : public ::testing::Test {
     store_.reset();
   }
   // A job for the pool, which has no nodes: it stays queued until cancelled.
-  int64_t Submit() {
+  // A job of `gpus` on pool h100, for team llm beyond a node's GPUs, else vision.
+  Job Submit(int gpus, int64_t duration_ms = 0) {
     JobSpec s;
-    s.team = "vision";
+    s.team = gpus > 8 ? "llm" : "vision";
     s.pool = "h100";
-    s.gpus = 2;
+    s.gpus = gpus;
+    s.duration_ms = duration_ms;
     auto j = jobs_->Submit(s);
     EXPECT_TRUE(j.ok()) << j.error().message;
-    return j.ok() ? j->id : 0;
+    return j.ok() ? j.value() : Job{};
   }
+  int64_t Submit() { return Submit(2).id; }
   std::vector<int64_t> Stored() {
     std::vector<int64_t> ids;
     for (const auto& r : store_->ListJobs().value()) ids.push_back(r.id);
@@ -102,28 +105,19 @@ class JobsTest : public ::testing::Test {
 // starts when the kept nodes' jobs end.
 TEST_F(JobsTest, AWideJobThatWaitedLongHasNodesKeptForIt) {
   AddNodes({"n0", "n1"});
-  auto submit = [&](int gpus) {
-    JobSpec s;
-    s.team = gpus > 8 ? "llm" : "vision";
-    s.pool = "h100";
-    s.gpus = gpus;
-    auto j = jobs_->Submit(s);
-    EXPECT_TRUE(j.ok()) << j.error().message;
-    return j.value();
-  };
-  auto a = submit(4), b = submit(2);
+  auto a = Submit(4), b = Submit(2);
   ASSERT_EQ(a.state, JobState::kRunning);
   ASSERT_EQ(a.placement.at(0).node, "n0");
   ASSERT_EQ(b.placement.at(0).node, "n0") << "best fit";
-  auto c = submit(1);
-  auto big = submit(16);
+  auto c = Submit(1);
+  auto big = Submit(16);
   EXPECT_EQ(big.state, JobState::kQueued);
   EXPECT_EQ(big.reason, "waiting for 16 free GPUs");
   clock_->Advance(10 * 60'000);
   jobs_->Tick();
   EXPECT_EQ(jobs_->Get(big.id)->reason,
             "waiting for 16 free GPUs; waited over 10m, so n1, n0 take no other job until it fits");
-  auto d = submit(1);
+  auto d = Submit(1);
   EXPECT_EQ(d.state, JobState::kQueued) << "n0 and n1 are kept for the 16-GPU job";
   ASSERT_TRUE(jobs_->Cancel(a.id).ok());
   ASSERT_TRUE(jobs_->Cancel(b.id).ok());
@@ -140,31 +134,21 @@ TEST_F(JobsTest, AWideJobThatWaitedLongHasNodesKeptForIt) {
 // jobs do (backfill), since it does not delay the wide job; the reason says until when.
 TEST_F(JobsTest, KeptNodesStillTakeJobsThatEndBeforeTheWideJobCanStart) {
   AddNodes({"n0", "n1"});
-  auto submit = [&](int gpus, int64_t duration_ms) {
-    JobSpec s;
-    s.team = gpus > 8 ? "llm" : "vision";
-    s.pool = "h100";
-    s.gpus = gpus;
-    s.duration_ms = duration_ms;
-    auto j = jobs_->Submit(s);
-    EXPECT_TRUE(j.ok()) << j.error().message;
-    return j.value();
-  };
   const int64_t t0 = clock_->NowMs();
-  auto a = submit(4, kHour / 2), b = submit(2, kHour / 3);
+  auto a = Submit(4, kHour / 2), b = Submit(2, kHour / 3);
   ASSERT_EQ(a.placement.at(0).node, "n0");
-  auto big = submit(16, kHour);
+  auto big = Submit(16, kHour);
   clock_->Advance(10 * 60'000);
   jobs_->Tick();
   EXPECT_EQ(jobs_->Get(big.id)->reason,
             "waiting for 16 free GPUs; waited over 10m, so n1, n0 take no other job until it "
             "fits, but one expected to end by " +
                 FormatTime(t0 + kHour / 2));
-  auto fits = submit(1, 20 * 60'000);  // ends at t0 + 30m
+  auto fits = Submit(1, 20 * 60'000);  // ends at t0 + 30m
   EXPECT_EQ(fits.state, JobState::kRunning) << fits.reason;
-  auto late = submit(1, 20 * 60'000 + 1000);
+  auto late = Submit(1, 20 * 60'000 + 1000);
   EXPECT_EQ(late.state, JobState::kQueued);
-  auto endless = submit(1, 0);
+  auto endless = Submit(1, 0);
   EXPECT_EQ(endless.state, JobState::kQueued);
 }
 
@@ -207,19 +191,8 @@ TEST_F(JobsTest, GpusPerNodeIsCheckedAndSurvivesARestart) {
 TEST_F(JobsTest, JobsEndingTogetherAllEndAndTheQueueGoesOnAfterARestart) {
   AddNodes({"n0"});
   std::vector<int64_t> ids;
-  for (int64_t minutes : {10, 10, 10, 20}) {
-    JobSpec s;
-    s.team = "vision";
-    s.pool = "h100";
-    s.gpus = 2;
-    s.duration_ms = minutes * 60'000;
-    ids.push_back(jobs_->Submit(s)->id);
-  }
-  JobSpec wide;
-  wide.team = "nlp";
-  wide.pool = "h100";
-  wide.gpus = 6;
-  ids.push_back(jobs_->Submit(wide)->id);
+  for (int64_t minutes : {10, 10, 10, 20}) ids.push_back(Submit(2, minutes * 60'000).id);
+  ids.push_back(Submit(6).id);
   EXPECT_EQ(jobs_->Get(ids[4])->state, JobState::kQueued);
   clock_->Advance(10 * 60'000);
   EXPECT_EQ(jobs_->Tick(), 4) << "three ended and one started";
