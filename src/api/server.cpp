@@ -379,21 +379,30 @@ struct ApiServer::Impl {
       co_return;
     }
     std::string node = welcome->node;
+    // Registered before anything else is awaited: the hello has made the node ready, and a
+    // message sent to it from then on (an injection, a reset) waits in the outbox for the
+    // writer, which starts after the welcome, instead of finding no connection.
+    auto conn = std::make_shared<AgentConn>(co_await asio::this_coro::executor);
+    {
+      std::lock_guard lock(conns_mu);
+      conns[node] = conn;
+    }
+    auto unregister = [&] {
+      std::lock_guard lock(conns_mu);
+      auto it = conns.find(node);
+      if (it != conns.end() && it->second == conn) conns.erase(it);
+    };
     uint64_t connection = agents.OnConnected(node);
     out = proto::Encode(welcome.value());
     ws.text(true);
     auto [wec, wn] =
         co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
     if (wec) {
+      unregister();
       agents.OnClosed(node, connection);
       co_return;
     }
     // From here on, everything the agent is sent goes through its outbox and writer.
-    auto conn = std::make_shared<AgentConn>(co_await asio::this_coro::executor);
-    {
-      std::lock_guard lock(conns_mu);
-      conns[node] = conn;
-    }
     asio::co_spawn(conn->strand, AgentWriter(conn, ws), asio::detached);
     while (!conn->closing) {
       auto [rec, rn] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
@@ -409,11 +418,7 @@ struct ApiServer::Impl {
         conn->wake.cancel();
       }
     }
-    {
-      std::lock_guard lock(conns_mu);
-      auto it = conns.find(node);
-      if (it != conns.end() && it->second == conn) conns.erase(it);
-    }
+    unregister();
     conn->closing = true;
     conn->wake.cancel();
     beast::error_code ec;
