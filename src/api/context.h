@@ -29,10 +29,10 @@ struct ApiContext {
   std::function<Status(const std::string& node, const proto::Message&)> send_to_agent;
   std::function<std::vector<scrape::TargetStatus>()> scrape_targets;
   BufferPool& buffers;  // for large reply bodies; the server hands them back after writing
-  health::HealthService* health;     // may be null (tests that do not need it)
-  alerting::Notifier* alerts;        // may be null
-  workload::JobService* jobs;        // may be null
-  scaling::ScalingService* scaling;  // may be null
+  health::HealthService* health = nullptr;     // may be null (tests that do not need it)
+  alerting::Notifier* alerts = nullptr;        // may be null
+  workload::JobService* jobs = nullptr;        // may be null
+  scaling::ScalingService* scaling = nullptr;  // may be null
 };
 
 // Each routes/<resource>.cpp registers its handlers.

@@ -37,7 +37,7 @@ struct Cluster {
   Labels labels;
   int64_t created_ms = 0;
   int64_t updated_ms = 0;
-  Remediation remediation;
+  Remediation remediation{};
 };
 
 // A node that runs NVIDIA's dcgm-exporter instead of the gpufleet agent: the controller scrapes
@@ -57,7 +57,7 @@ struct Pool {
   Labels labels;
   int64_t created_ms = 0;
   int64_t updated_ms = 0;
-  std::vector<ExporterTarget> exporters;  // nodes watched through dcgm-exporter
+  std::vector<ExporterTarget> exporters{};  // nodes watched through dcgm-exporter
   int64_t scrape_interval_ms = 15'000;
 };
 

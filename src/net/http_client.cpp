@@ -79,7 +79,7 @@ Result<HttpResult> Send(const HttpCall& call) {
   beast::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
   auto& res = parser.get();
-  return HttpResult{res.result_int(), std::move(res.body())};
+  return HttpResult{static_cast<int>(res.result_int()), std::move(res.body())};
 }
 
 }  // namespace gpufleet::net

@@ -197,8 +197,8 @@ class ScalingService {
   struct Work {
     std::string tune;  // a pool to tune on schedule (AutoTune) instead of an actuator call
     bool provision = true;
-    ActuatorRequest request;
-    std::string actor;
+    ActuatorRequest request{};
+    std::string actor{};
   };
   struct Counts {
     int ready = 0, provisioning = 0, other = 0;

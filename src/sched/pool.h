@@ -19,7 +19,7 @@ namespace gpufleet::sched {
 
 struct Job {
   int64_t id = 0;
-  std::string team;
+  std::string team{};
   int gpus = 1;
   int priority = 0;       // higher first
   double submit_s = 0;    // when it entered the queue
@@ -29,8 +29,8 @@ struct Job {
   // nodes beyond a node's GPUs).
   int gpus_per_node = 0;
   // Set by the scheduler:
-  double start_s = -1;     // -1: not started
-  std::vector<int> nodes;  // where it runs: node indices, one per whole node or the one node
+  double start_s = -1;       // -1: not started
+  std::vector<int> nodes{};  // where it runs: node indices, one per whole node or the one node
 };
 
 enum class NodeState { kProvisioning, kReady, kUnavailable, kRemoved };
