@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <limits>
 
 namespace gpufleet {
 namespace {
@@ -40,12 +41,15 @@ int64_t ParseDurationMs(const std::string& text) {
   if (pos == 0 || pos > 12) return -1;
   int64_t n = std::stoll(text.substr(0, pos));
   std::string unit = text.substr(pos);
-  if (unit == "ms") return n;
-  if (unit == "s" || unit.empty()) return n * 1000;
-  if (unit == "m") return n * 60'000;
-  if (unit == "h") return n * 3'600'000;
-  if (unit == "d") return n * 86'400'000;
-  return -1;
+  int64_t ms_per = 0;
+  if (unit == "ms") ms_per = 1;
+  if (unit == "s" || unit.empty()) ms_per = 1000;
+  if (unit == "m") ms_per = 60'000;
+  if (unit == "h") ms_per = 3'600'000;
+  if (unit == "d") ms_per = 86'400'000;
+  // 12 digits of days overflow int64 milliseconds: out of range is bad input too.
+  if (ms_per == 0 || n > std::numeric_limits<int64_t>::max() / ms_per) return -1;
+  return n * ms_per;
 }
 
 }  // namespace gpufleet

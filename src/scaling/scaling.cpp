@@ -17,6 +17,22 @@ namespace {
 
 namespace json = boost::json;
 
+// Leaves out of `d` the queued jobs that need more than `cap_gpus` (the pool at max_nodes):
+// they cannot run however far the pool grows, so they must neither hold it at its maximum nor
+// stop consolidation (the Cluster Autoscaler does not scale up for a pod that would not fit on
+// a new node either). They stay queued. Returns how many were left out.
+int LeaveOutTooLarge(workload::PoolDemand& d, int cap_gpus) {
+  int left_out = 0;
+  for (auto it = d.queued_by_size.upper_bound(cap_gpus); it != d.queued_by_size.end();) {
+    left_out += it->second;
+    d.queued_jobs -= it->second;
+    d.queued_gpus -= d.queued_gpus_by_size[it->first];
+    d.queued_gpus_by_size.erase(it->first);
+    it = d.queued_by_size.erase(it);
+  }
+  return left_out;
+}
+
 constexpr int64_t kMaxKeepMs = 30 * 86'400'000LL;
 
 std::string SampleDoc(const Sample& s) {
@@ -520,8 +536,11 @@ void ScalingService::ConsolidateLocked(PoolState& st, const Pool& pool, int have
 }
 
 void ScalingService::DecideLocked(PoolState& st, const Pool& pool, const Counts& c,
-                                  const workload::PoolDemand& demand, int64_t now) {
+                                  const workload::PoolDemand& asked, int64_t now) {
   const sched::ScalePolicy& policy = st.scaling.policy;
+  workload::PoolDemand demand = asked;
+  const int too_large =
+      LeaveOutTooLarge(demand, policy.max_nodes * std::max(1, pool.gpus_per_node));
   double d = demand.running_gpus + demand.queued_gpus;
   st.tracker->Observe(now / 1000.0, d);
   sched::ScaleInput in;
@@ -560,6 +579,10 @@ void ScalingService::DecideLocked(PoolState& st, const Pool& pool, const Counts&
            " until " + FormatTime(st.keep.until_ms);
   }
   bounded.min_nodes = std::min(bounded.min_nodes, bounded.max_nodes);
+  if (too_large > 0) {
+    kept += "; " + std::to_string(too_large) + " queued job(s) larger than " +
+            std::to_string(policy.max_nodes) + " nodes left out";
+  }
   sched::ScaleDecision decision = sched::Decide(bounded, in);
   if (st.keep.until_ms && sched::Decide(unkept, in).target != decision.target) {
     decision.reason = "manual";  // the keep made the difference

@@ -167,7 +167,17 @@ void Pool::ExpectEnd(const Job& job, double until_s) {
   for (int i : job.nodes) nodes_[i].busy_until_s = std::max(nodes_[i].busy_until_s, until_s);
 }
 
+bool Pool::CanHold(const Job& job) const {
+  int n = 0;
+  for (const auto& node : nodes_) {
+    n += node.state == NodeState::kReady || node.state == NodeState::kProvisioning;
+  }
+  return n >= NodesFor(job);
+}
+
 std::vector<int> Pool::Reserve(const Job& job) {
+  backfill_until_s_ = -1;
+  if (!CanHold(job)) return {};
   std::vector<int> ready;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i].state == NodeState::kReady && !nodes_[i].reserved) {
@@ -182,7 +192,6 @@ std::vector<int> Pool::Reserve(const Job& job) {
                       return x.free != y.free ? x.free > y.free : a < b;
                     });
   ready.resize(m);
-  backfill_until_s_ = -1;
   if (PerNode(job) == gpus_per_node_) {
     double until = 0;
     for (int i : ready) until = std::max(until, nodes_[i].busy_until_s);
@@ -192,13 +201,9 @@ std::vector<int> Pool::Reserve(const Job& job) {
       for (const auto& n : nodes_) {
         if (n.state == NodeState::kProvisioning) coming.push_back(n.ready_at_s);
       }
-      if (short_by > coming.size()) {
-        until = kNoEnd;
-      } else {
-        auto nth = coming.begin() + static_cast<std::ptrdiff_t>(short_by - 1);
-        std::nth_element(coming.begin(), nth, coming.end());
-        until = std::max(until, *nth);
-      }
+      auto nth = coming.begin() + static_cast<std::ptrdiff_t>(short_by - 1);  // CanHold
+      std::nth_element(coming.begin(), nth, coming.end());
+      until = std::max(until, *nth);
     }
     if (until < kNoEnd) backfill_until_s_ = until;
   }
@@ -279,7 +284,7 @@ std::vector<Job*> Queue::Schedule(Pool& pool, double now) {
   for (Job* j : order) {
     if (pool.free_gpus() == 0) break;
     if (!pool.Place(*j, now)) {
-      if (!reserved_for_ && now - j->submit_s >= kReserveAfterS) {
+      if (!reserved_for_ && now - j->submit_s >= kReserveAfterS && pool.CanHold(*j)) {
         reserved_nodes_ = pool.Reserve(*j);
         reserved_for_ = j;
       }

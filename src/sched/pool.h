@@ -68,9 +68,12 @@ class Pool {
   // Places `job` at `now` (sets job.nodes) and returns true, or returns false and changes
   // nothing. A reserved node takes only a job expected to end by backfill_until_s().
   bool Place(Job& job, double now);
+  // Whether the ready and provisioning nodes are enough for `job` once their jobs end.
+  bool CanHold(const Job& job) const;
   // Reserves for `job` the ready nodes it will run on once enough of their jobs end: those
   // whose jobs are expected to end first, then those with the most free GPUs (then the lowest
-  // index), as many as it needs. Returns them.
+  // index), as many as it needs. Returns them. Reserves nothing for a job the pool cannot
+  // hold (CanHold): it would keep those nodes from every other job until the pool grew.
   std::vector<int> Reserve(const Job& job);
   void ClearReservations();
   // Until when a job placed on reserved nodes leaves the reserved job's start where it is
@@ -111,9 +114,9 @@ class Pool {
 // order (a job that does not fit does not block smaller ones behind it: backfill).
 // Backfill alone starves a wide job on a busy pool: small jobs keep taking the GPUs that end
 // before a whole node is free. So the first job in that order that does not fit and has waited
-// kReserveAfterS gets nodes reserved (Pool::Reserve): jobs after it in the order are placed
-// there only when they are expected to end before it can start (backfill_until_s), and it
-// starts once their running jobs end.
+// kReserveAfterS, and that the pool can hold, gets nodes reserved (Pool::Reserve): jobs after
+// it in the order are placed there only when they are expected to end before it can start
+// (backfill_until_s), and it starts once their running jobs end.
 class Queue {
  public:
   static constexpr double kReserveAfterS = 600;

@@ -236,6 +236,12 @@ Result<Job> JobService::Submit(JobSpec spec) {
   if (spec.duration_ms < 0) {
     return MakeError(ErrorCode::kInvalidArgument, "'duration' must not be negative");
   }
+  // A duration ends the job and bounds the queue's backfill: years are a typo, not a plan.
+  if (spec.duration_ms > kMaxDurationMs) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "'duration' must be at most 365d; leave it out for a job that runs until "
+                     "cancelled");
+  }
   auto pools = fleet_.Pools();
   if (!pools.ok()) return pools.error();
   const Pool* pool = nullptr;
@@ -490,6 +496,13 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
       for (int64_t holder : used[n.name]) busy += holder != 0;
       if (busy) live.Take(i, busy, ends[n.name]);
     }
+    // Nodes on their way count for whether the pool can hold a job (a job larger than the
+    // pool gets no nodes kept); when they will be ready is not known here.
+    for (const auto& n : nodes) {
+      if (n.state != NodeState::kProvisioning && n.state != NodeState::kJoining) continue;
+      live.AddNode(0, sched::Pool::kNoEnd);
+      index.push_back(&n);
+    }
     sched::Queue queue;
     for (const auto& [id, job] : live_) {
       const Job& j = *job;
@@ -527,9 +540,11 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
     // was and no longer is goes back to waiting for GPUs.
     const sched::Job* kept = queue.reserved_for();
     if (full) continue;  // reasons stay as the last pass that could place a job left them
-    for (Job* w : waiting) {
+    for (size_t i = 0; i < waiting.size(); ++i) {
+      Job* w = waiting[i];
       if (w->state != JobState::kQueued) continue;
-      std::string why = Waiting(w->spec.gpus);
+      const std::string waiting_for = Waiting(w->spec.gpus);
+      std::string why = waiting_for;
       if (kept && kept->id == w->id) {
         std::string names;
         for (int ni : queue.reserved_nodes()) {
@@ -540,7 +555,10 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
         if (double until = live.backfill_until_s(); until >= 0) {
           why += ", but one expected to end by " + FormatTime(static_cast<int64_t>(until * 1000));
         }
-      } else if (!w->reason.starts_with(why + "; waited over")) {
+      } else if (!live.CanHold(sj[i])) {
+        why += "; more than the pool's " + std::to_string(live.nodes().size()) +
+               " ready or starting nodes of " + std::to_string(g) + " GPUs hold";
+      } else if (!w->reason.starts_with(waiting_for + "; ")) {
         continue;  // requeued and the like keep their reason
       }
       if (w->reason != why) {
@@ -569,9 +587,11 @@ std::map<std::string, PoolDemand> JobService::Demand() const {
       auto& d = out[j.spec.pool];
       d.queued_gpus += j.spec.gpus;
       ++d.queued_jobs;
-      ++d.queued_by_size[sched::QueueSize(
-          j.spec.gpus, j.spec.gpus_per_node,
-          node_gpus.count(j.spec.pool) ? node_gpus[j.spec.pool] : j.spec.gpus)];
+      int size =
+          sched::QueueSize(j.spec.gpus, j.spec.gpus_per_node,
+                           node_gpus.count(j.spec.pool) ? node_gpus[j.spec.pool] : j.spec.gpus);
+      ++d.queued_by_size[size];
+      d.queued_gpus_by_size[size] += j.spec.gpus;
       if (d.oldest_queued_ms == 0 || j.queued_ms < d.oldest_queued_ms) {
         d.oldest_queued_ms = j.queued_ms;
       }

@@ -77,6 +77,7 @@ struct PoolDemand {
   int64_t oldest_queued_ms = 0;       // when the longest-waiting job entered the queue; 0: none
   int busy_nodes = 0;                 // nodes running at least one of the pool's jobs
   std::map<int, int> queued_by_size;  // GPUs per job -> queued jobs (sched::QueueNodes)
+  std::map<int, int> queued_gpus_by_size;  // the same GPUs per job -> those jobs' GPUs
 };
 
 class JobService {
@@ -86,6 +87,7 @@ class JobService {
   JobService(FleetService& fleet, Store& store, std::shared_ptr<Clock> clock,
              int64_t drain_timeout_ms = 10 * 60'000, int64_t retention_ms = kDefaultRetentionMs);
   static constexpr int64_t kDefaultRetentionMs = 7 * 86'400'000LL;
+  static constexpr int64_t kMaxDurationMs = 365 * 86'400'000LL;  // a job's `duration`
 
   Status Load();  // the stored jobs; running ones keep their GPUs
   // Checks the request (a known pool, GPUs that fit the pool's nodes), queues it and tries to

@@ -383,6 +383,27 @@ TEST_F(ScalingTest, AWholeNodeJobWaitingOnFragmentedGpusGetsANode) {
   EXPECT_EQ(jobs_->Get(big.id)->state, workload::JobState::kRunning);
 }
 
+// A queued job larger than the pool at max_nodes cannot run however far the pool grows: it is
+// left out of the demand, so it does not hold the pool at its maximum; the detail says so.
+TEST_F(ScalingTest, AJobLargerThanMaxNodesIsLeftOutOfTheDemand) {
+  scaling_->Tick();
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 1; }));
+  Submit(8);
+  auto huge = Submit(40);  // 5 nodes; max_nodes is 4
+  Submit(8, "nlp");
+  EXPECT_EQ(jobs_->Demand()["h100"].queued_gpus, 48);
+  Decide();
+  auto up = LastEvent();
+  EXPECT_EQ(up.at("kind"), "scale_up") << up;
+  EXPECT_EQ(up.at("delta"), 1) << "for the 8-GPU job only, not to the maximum";
+  const std::string detail(up.at("detail").as_string());
+  EXPECT_NE(detail.find("demand 16 GPUs (8 running, 8 queued in 1 jobs)"), std::string::npos)
+      << detail;
+  EXPECT_NE(detail.find("; 1 queued job(s) larger than 4 nodes left out"), std::string::npos)
+      << detail;
+  EXPECT_EQ(jobs_->Get(huge.id)->state, workload::JobState::kQueued) << "still queued";
+}
+
 TEST_F(ScalingTest, CooldownHoldsAreRecordedOnceAndDisabledPoliciesOnlyDecide) {
   auto p = scaling_->Policies().at(0);
   p.policy.up_cooldown_s = 3600;

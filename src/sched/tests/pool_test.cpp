@@ -233,6 +233,42 @@ TEST(Queue, AJobThatWaitedLongGetsNodesKeptForIt) {
   EXPECT_EQ(q.size(), 1u);
 }
 
+// A job larger than the pool's ready and provisioning nodes could ever give gets no nodes kept,
+// however long it waits: keeping them would stop every job behind it until the pool grew. The
+// next job in the order that the pool can hold gets them instead; once enough nodes are being
+// provisioned, the large job does.
+TEST(Queue, AJobThePoolCannotHoldKeepsNoNodes) {
+  Pool pool(8);
+  for (int i = 0; i < 2; ++i) pool.MarkReady(pool.AddNode(0, 0), 0);
+  ASSERT_TRUE(pool.Take(0, 4));
+  ASSERT_TRUE(pool.Take(1, 4));
+  Queue q;
+  Job huge{.id = 1, .team = "a", .gpus = 24, .submit_s = 0};  // 3 nodes; the pool has 2
+  Job whole{.id = 2, .team = "b", .gpus = 8, .submit_s = 10};
+  q.Push(&huge);
+  q.Push(&whole);
+  EXPECT_FALSE(pool.CanHold(huge));
+  EXPECT_TRUE(pool.CanHold(whole));
+  EXPECT_TRUE(pool.Reserve(huge).empty());
+  EXPECT_EQ(q.Schedule(pool, 3600).size(), 0u);
+  ASSERT_EQ(q.reserved_for(), &whole) << "the next job the pool can hold";
+  EXPECT_EQ(q.reserved_nodes().size(), 1u);
+
+  // Small jobs still start on the node not kept.
+  Job small{.id = 3, .team = "c", .gpus = 2, .submit_s = 3600};
+  q.Push(&small);
+  auto started = q.Schedule(pool, 3601);
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0]->id, 3);
+
+  // A node on its way: now 3 nodes could hold the large job, and it is first in the order.
+  pool.AddNode(3700, 4200);
+  EXPECT_TRUE(pool.CanHold(huge));
+  EXPECT_EQ(q.Schedule(pool, 3700).size(), 0u);
+  EXPECT_EQ(q.reserved_for(), &huge);
+  EXPECT_EQ(q.reserved_nodes().size(), 2u);
+}
+
 // The nodes kept are those whose jobs are expected to end first: a node with more free GPUs
 // but a job that runs until cancelled would keep the waiting job out for good.
 TEST(Queue, NodesAreKeptWhereTheJobsEndFirst) {

@@ -152,6 +152,46 @@ TEST_F(JobsTest, KeptNodesStillTakeJobsThatEndBeforeTheWideJobCanStart) {
   EXPECT_EQ(endless.state, JobState::kQueued);
 }
 
+// A job larger than the pool's ready and starting nodes gets no nodes kept, however long it
+// waits, so the jobs behind it still run; its reason says why it waits. Once a node on its
+// way makes the pool large enough, it gets them.
+TEST_F(JobsTest, AJobLargerThanThePoolKeepsNoNodesFromOtherJobs) {
+  AddNodes({"n0", "n1"});
+  auto a = Submit(4);
+  auto huge = Submit(24);  // three whole nodes
+  clock_->Advance(10 * 60'000);
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->Get(huge.id)->reason,
+            "waiting for 24 free GPUs; more than the pool's 2 ready or starting nodes of 8 GPUs "
+            "hold");
+  auto small = Submit(1);
+  EXPECT_EQ(small.state, JobState::kRunning) << small.reason;
+  auto whole = Submit(8);
+  EXPECT_EQ(whole.state, JobState::kRunning) << "n1 is not kept";
+  auto d = jobs_->Demand();
+  EXPECT_EQ(d["h100"].queued_gpus_by_size[24], 24);
+
+  ASSERT_TRUE(fleet_->Provision("h100", "n2", true, "test", "test").ok());
+  clock_->Advance(1000);
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->Get(huge.id)->reason,
+            "waiting for 24 free GPUs; waited over 10m, so n0, n1 take no other job until it fits");
+  EXPECT_EQ(Submit(1).state, JobState::kQueued) << "both ready nodes are kept now";
+}
+
+// A duration over a year is refused and queues nothing; a year is accepted.
+TEST_F(JobsTest, ADurationOverAYearIsRefused) {
+  JobSpec s;
+  s.team = "nlp";
+  s.pool = "h100";
+  s.duration_ms = JobService::kMaxDurationMs + 1;
+  EXPECT_EQ(jobs_->Submit(s).error().message,
+            "'duration' must be at most 365d; leave it out for a job that runs until cancelled");
+  EXPECT_EQ(jobs_->Demand()["h100"].queued_jobs, 0);
+  s.duration_ms = JobService::kMaxDurationMs;
+  EXPECT_TRUE(jobs_->Submit(s).ok());
+}
+
 // gpus_per_node is checked against the pool and kept across a restart; asking for what the
 // default placement gives is stored as the default.
 TEST_F(JobsTest, GpusPerNodeIsCheckedAndSurvivesARestart) {
