@@ -159,6 +159,9 @@ TEST_F(JobsTest, AJobLargerThanThePoolKeepsNoNodesFromOtherJobs) {
   AddNodes({"n0", "n1"});
   auto a = Submit(4);
   auto huge = Submit(24);  // three whole nodes
+  EXPECT_EQ(huge.reason,
+            "waiting for 24 free GPUs; more than the pool's 2 ready or starting nodes of 8 GPUs "
+            "hold");
   clock_->Advance(10 * 60'000);
   jobs_->Tick();
   EXPECT_EQ(jobs_->Get(huge.id)->reason,
@@ -203,6 +206,7 @@ TEST_F(JobsTest, GpusPerNodeIsCheckedAndSurvivesARestart) {
   auto j = jobs_->Submit(s);
   ASSERT_TRUE(j.ok()) << j.error().message;
   EXPECT_EQ(j->spec.gpus_per_node, 4);
+  EXPECT_EQ(j->reason, "waiting for 12 free GPUs; the pool has no ready or starting node");
   s.gpus_per_node = 8;
   s.gpus = 16;
   EXPECT_EQ(jobs_->Submit(s)->spec.gpus_per_node, 0) << "whole nodes: the default";
