@@ -81,6 +81,7 @@ struct ServeFlags {
   std::string health_interval = "5s";
   std::string drain_timeout = "10m";
   std::string job_retention = "7d";
+  std::string reserve_after = "10m";
   std::string log_level = "info";
 };
 
@@ -99,6 +100,9 @@ void AddControllerFlags(CLI::App* cmd, ServeFlags& f) {
                   "a drain waits this long for a node's jobs, then requeues them (default 10m)");
   cmd->add_option("--job-retention", f.job_retention,
                   "ended jobs are kept this long, then dropped (default 7d)");
+  cmd->add_option("--reserve-after", f.reserve_after,
+                  "a job that does not fit waits this long, then nodes are kept for it so that "
+                  "smaller jobs cannot starve it (default 10m; 0s: at once)");
   cmd->add_option("--threads", f.options.threads, "API I/O threads");
   cmd->add_option("--max-body", f.options.max_body_bytes, "largest request body in bytes");
   cmd->add_option("--log-level", f.log_level, "trace, debug, info, warn, error");
@@ -123,6 +127,10 @@ Status Finish(ServeFlags& f, const cli::Globals& g) {
   f.options.job_retention_ms = ParseDurationMs(f.job_retention);
   if (f.options.job_retention_ms <= 0) {
     return MakeError(ErrorCode::kInvalidArgument, "--job-retention must be a duration, e.g. 7d");
+  }
+  f.options.reserve_after_ms = ParseDurationMs(f.reserve_after);
+  if (f.options.reserve_after_ms < 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "--reserve-after must be a duration, e.g. 10m");
   }
   if (f.options.heartbeat_timeout_ms <= f.options.heartbeat_interval_ms) {
     return MakeError(ErrorCode::kInvalidArgument,

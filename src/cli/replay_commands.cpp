@@ -23,6 +23,7 @@ struct ReplayFlags {
   int min_nodes = 0, max_nodes = 1000, step_up = 50, step_down = 10;
   double target_share = 0, idle_before_remove = 600, interval = 60, down_cooldown = 300;
   double forecast_margin = 4, consolidate_below = 0.5, move_cost = 300, movable_share = 1;
+  double reserve_after = sched::Queue::kDefaultReserveAfterS;
   bool tune = false, all = false;
   double wait_p95 = 60;
 };
@@ -71,6 +72,8 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
                 "seconds a moved job's GPUs work for nothing, restarting on its new node (300)");
   r->add_option("--movable-share", f.movable_share,
                 "the share of jobs that may be moved, where the trace has no movable column (1)");
+  r->add_option("--reserve-after", f.reserve_after,
+                "seconds a job that does not fit waits before nodes are kept for it (600)");
   r->add_option("--interval", f.interval, "policy: seconds between decisions (60)");
   r->add_option("--down-cooldown", f.down_cooldown, "policy: seconds between scale-downs (300)");
   r->add_flag("--tune", f.tune,
@@ -110,6 +113,7 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
     o.policy.consolidate_below = f.consolidate_below;
     o.move_cost_s = f.move_cost;
     o.movable_share = f.movable_share;
+    o.reserve_after_s = f.reserve_after;
     if (f.tune) {
       sched::TuneOptions to;
       to.replay = o;

@@ -278,7 +278,8 @@ Status Controller::Start() {
       *impl_->fleet, *impl_->telemetry, *impl_->store, impl_->catalog, xids, impl_->clock);
   GF_TRY(impl_->health->Load());
   impl_->jobs = std::make_unique<workload::JobService>(*impl_->fleet, *impl_->store, impl_->clock,
-                                                       o.drain_timeout_ms, o.job_retention_ms);
+                                                       o.drain_timeout_ms, o.job_retention_ms,
+                                                       o.reserve_after_ms);
   GF_TRY(impl_->jobs->Load());
   impl_->fleet->set_busy_check(
       [jobs = impl_->jobs.get()](const std::string& node) { return jobs->Busy(node); });

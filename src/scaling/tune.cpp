@@ -87,6 +87,7 @@ Result<TuneReport> ScalingService::Tune(const std::string& pool_name, const Tune
   o.replay.gpus_per_node = pool->gpus_per_node;
   o.replay.policy = rep.before.policy;
   o.replay.forecast_step_s = options_.forecast_step_s;
+  o.replay.reserve_after_s = static_cast<double>(jobs_.reserve_after_ms()) / 1000;  // as live
   // The replay starts with the nodes the pool had ready then: the last decision before, or,
   // when none came before (jobs submitted before autoscaling started), those ready now.
   o.replay.initial_nodes = ready_now;

@@ -284,7 +284,7 @@ std::vector<Job*> Queue::Schedule(Pool& pool, double now) {
   for (Job* j : order) {
     if (pool.free_gpus() == 0) break;
     if (!pool.Place(*j, now)) {
-      if (!reserved_for_ && now - j->submit_s >= kReserveAfterS && pool.CanHold(*j)) {
+      if (!reserved_for_ && now - j->submit_s >= reserve_after_s_ && pool.CanHold(*j)) {
         reserved_nodes_ = pool.Reserve(*j);
         reserved_for_ = j;
       }

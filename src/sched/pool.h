@@ -113,13 +113,15 @@ class Pool {
 // goes first (fair share), then the oldest job. Schedule() starts every job that fits, in that
 // order (a job that does not fit does not block smaller ones behind it: backfill).
 // Backfill alone starves a wide job on a busy pool: small jobs keep taking the GPUs that end
-// before a whole node is free. So the first job in that order that does not fit and has waited
-// kReserveAfterS, and that the pool can hold, gets nodes reserved (Pool::Reserve): jobs after
-// it in the order are placed there only when they are expected to end before it can start
-// (backfill_until_s), and it starts once their running jobs end.
+// before a whole node is free. So the first job in that order that does not fit, has waited
+// `reserve_after_s`, and that the pool can hold, gets nodes reserved (Pool::Reserve): jobs
+// after it in the order are placed there only when they are expected to end before it can
+// start (backfill_until_s), and it starts once their running jobs end.
 class Queue {
  public:
-  static constexpr double kReserveAfterS = 600;
+  static constexpr double kDefaultReserveAfterS = 600;
+  explicit Queue(double reserve_after_s = kDefaultReserveAfterS)
+      : reserve_after_s_(reserve_after_s) {}
   void Push(Job* job) { jobs_.push_back(job); }
   size_t size() const { return jobs_.size(); }
   bool empty() const { return jobs_.empty(); }
@@ -138,6 +140,7 @@ class Queue {
   const std::vector<int>& reserved_nodes() const { return reserved_nodes_; }
 
  private:
+  double reserve_after_s_;
   std::deque<Job*> jobs_;
   const Job* reserved_for_ = nullptr;
   std::vector<int> reserved_nodes_;

@@ -251,6 +251,9 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
   if (!(o.movable_share >= 0 && o.movable_share <= 1)) {
     return MakeError(ErrorCode::kInvalidArgument, "--movable-share must be in [0, 1]");
   }
+  if (!(o.reserve_after_s >= 0)) {
+    return MakeError(ErrorCode::kInvalidArgument, "--reserve-after must be 0 or more seconds");
+  }
   const int G = o.gpus_per_node;
   ReplayResult r;
   r.policy = ToString(p.mode);
@@ -293,7 +296,7 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
   if (jobs.empty()) return r;
 
   Pool pool(G);
-  Queue queue;
+  Queue queue(o.reserve_after_s);
   const double t0 = jobs.front().submit_s;
   DemandTracker tracker(o.forecast_step_s, p.lead_time_s, p.interval_s);
   for (const auto& [t, demand] : o.demand_before) {

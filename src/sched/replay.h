@@ -17,6 +17,7 @@
 
 #include "common/result.h"
 #include "sched/autoscaler.h"
+#include "sched/pool.h"
 
 namespace gpufleet::sched {
 
@@ -49,6 +50,8 @@ struct ReplayOptions {
   double move_cost_s = 300;
   // The share of jobs without a movable column that are movable, chosen deterministically.
   double movable_share = 1;
+  // How long a job that does not fit waits before nodes are kept for it (sched::Queue).
+  double reserve_after_s = Queue::kDefaultReserveAfterS;
   // Nodes ready when the first job arrives (within the policy's bounds then); -1: its minimum.
   // A live pool's tune starts from the nodes it had.
   int initial_nodes = -1;

@@ -162,13 +162,16 @@ std::string_view ToString(JobState s) {
   return "?";
 }
 
+static_assert(JobService::kDefaultReserveAfterMs == sched::Queue::kDefaultReserveAfterS * 1000);
+
 JobService::JobService(FleetService& fleet, Store& store, std::shared_ptr<Clock> clock,
-                       int64_t drain_timeout_ms, int64_t retention_ms)
+                       int64_t drain_timeout_ms, int64_t retention_ms, int64_t reserve_after_ms)
     : fleet_(fleet),
       store_(store),
       clock_(std::move(clock)),
       drain_timeout_ms_(drain_timeout_ms),
-      retention_ms_(retention_ms) {}
+      retention_ms_(retention_ms),
+      reserve_after_ms_(reserve_after_ms) {}
 
 void JobService::UpdateBusyLocked(int64_t now) {
   std::set<std::string> busy;
@@ -503,7 +506,7 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
       live.AddNode(0, sched::Pool::kNoEnd);
       index.push_back(&n);
     }
-    sched::Queue queue;
+    sched::Queue queue(static_cast<double>(reserve_after_ms_) / 1000);
     for (const auto& [id, job] : live_) {
       const Job& j = *job;
       if (j.state == JobState::kRunning && j.spec.pool == pool_name) {
@@ -562,7 +565,8 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
         for (int ni : queue.reserved_nodes()) {
           names += (names.empty() ? "" : ", ") + index[static_cast<size_t>(ni)]->name;
         }
-        why += "; waited over " + sched::FormatSeconds(sched::Queue::kReserveAfterS) + ", so " +
+        why += "; waited over " +
+               sched::FormatSeconds(static_cast<double>(reserve_after_ms_) / 1000) + ", so " +
                names + " take no other job until it fits";
         if (double until = live.backfill_until_s(); until >= 0) {
           why += ", but one expected to end by " + FormatTime(static_cast<int64_t>(until * 1000));

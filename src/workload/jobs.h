@@ -83,10 +83,14 @@ struct PoolDemand {
 class JobService {
  public:
   // `drain_timeout_ms`: how long a drain waits for a node's jobs before requeueing them;
-  // `retention_ms`: how long an ended job is kept after its end.
+  // `retention_ms`: how long an ended job is kept after its end; `reserve_after_ms`: how long
+  // a job that does not fit waits before nodes are kept for it (sched::Queue).
   JobService(FleetService& fleet, Store& store, std::shared_ptr<Clock> clock,
-             int64_t drain_timeout_ms = 10 * 60'000, int64_t retention_ms = kDefaultRetentionMs);
+             int64_t drain_timeout_ms = 10 * 60'000, int64_t retention_ms = kDefaultRetentionMs,
+             int64_t reserve_after_ms = kDefaultReserveAfterMs);
   static constexpr int64_t kDefaultRetentionMs = 7 * 86'400'000LL;
+  static constexpr int64_t kDefaultReserveAfterMs = 10 * 60'000;
+  int64_t reserve_after_ms() const { return reserve_after_ms_; }
   static constexpr int64_t kMaxDurationMs = 365 * 86'400'000LL;  // a job's `duration`
 
   Status Load();  // the stored jobs; running ones keep their GPUs
@@ -146,6 +150,7 @@ class JobService {
   mutable std::mutex mu_;
   int64_t drain_timeout_ms_;
   int64_t retention_ms_;
+  int64_t reserve_after_ms_;
   int64_t last_prune_ms_ = 0;    // guarded by mu_
   std::map<int64_t, Job> jobs_;  // guarded by mu_
   // The queued and running ones of jobs_, by id: what every pass walks. Ended jobs stay in

@@ -183,8 +183,8 @@ TEST(Queue, PriorityThenFairShareThenAge) {
 }
 
 // Backfill alone would let 1-GPU jobs take every GPU a 16-GPU job's nodes free, for as long
-// as they keep coming. Once it has waited Queue::kReserveAfterS, the nodes with the most free
-// GPUs are kept for it: jobs behind it in the order go elsewhere or wait, jobs ahead of it do
+// as they keep coming. Once it has waited Queue::kDefaultReserveAfterS, the nodes with the most
+// free GPUs are kept for it: jobs behind it in the order go elsewhere or wait, jobs ahead of it do
 // not, and it starts when the kept nodes' jobs end.
 TEST(Queue, AJobThatWaitedLongGetsNodesKeptForIt) {
   Pool pool(8);
@@ -208,7 +208,7 @@ TEST(Queue, AJobThatWaitedLongGetsNodesKeptForIt) {
   Job urgent{.id = 4, .team = "small", .gpus = 1, .priority = 1, .submit_s = 600};
   q.Push(&s2);
   q.Push(&urgent);
-  started = q.Schedule(pool, Queue::kReserveAfterS);
+  started = q.Schedule(pool, Queue::kDefaultReserveAfterS);
   ASSERT_EQ(started.size(), 1u);
   EXPECT_EQ(started[0]->id, 4) << "ahead of the big job in the order: not held back";
   EXPECT_EQ(urgent.nodes, std::vector<int>{0});
@@ -269,6 +269,26 @@ TEST(Queue, AJobThePoolCannotHoldKeepsNoNodes) {
   EXPECT_EQ(q.reserved_nodes().size(), 2u);
 }
 
+// How long a job waits before nodes are kept for it is the queue's: 0 keeps them at once, as
+// Slurm's backfill reserves for the first job in its order.
+TEST(Queue, TheWaitBeforeNodesAreKeptIsTheQueues) {
+  for (double after : {0.0, 1800.0}) {
+    Pool pool(8);
+    for (int i = 0; i < 2; ++i) pool.MarkReady(pool.AddNode(0, 0), 0);
+    ASSERT_TRUE(pool.Take(0, 4));
+    ASSERT_TRUE(pool.Take(1, 4));
+    Queue q(after);
+    Job wide{.id = 1, .team = "a", .gpus = 16, .submit_s = 0};
+    q.Push(&wide);
+    q.Schedule(pool, 0);
+    EXPECT_EQ(q.reserved_for() != nullptr, after == 0) << after;
+    q.Schedule(pool, 1799);
+    EXPECT_EQ(q.reserved_for() != nullptr, after == 0) << after;
+    q.Schedule(pool, 1800);
+    EXPECT_EQ(q.reserved_for(), &wide) << after;
+  }
+}
+
 // The nodes kept are those whose jobs are expected to end first: a node with more free GPUs
 // but a job that runs until cancelled would keep the waiting job out for good.
 TEST(Queue, NodesAreKeptWhereTheJobsEndFirst) {
@@ -282,7 +302,7 @@ TEST(Queue, NodesAreKeptWhereTheJobsEndFirst) {
   Job small{.id = 2, .team = "t", .gpus = 2, .submit_s = 0, .duration_s = 100};
   q.Push(&whole);
   q.Push(&small);
-  auto started = q.Schedule(pool, Queue::kReserveAfterS);
+  auto started = q.Schedule(pool, Queue::kDefaultReserveAfterS);
   ASSERT_EQ(q.reserved_nodes(), std::vector<int>{2}) << "its jobs end first";
   ASSERT_EQ(started.size(), 1u);
   EXPECT_EQ(small.nodes, std::vector<int>{1}) << "best fit, off the kept node";

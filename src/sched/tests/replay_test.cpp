@@ -298,6 +298,9 @@ TEST(Replay, TraceErrorsNameTheLineAndNothingRuns) {
   ReplayOptions o;
   o.policy.target_share = 2;
   EXPECT_EQ(Replay({}, o).error().message, "policy: target_share must be in (0, 1]");
+  o = ReplayOptions{};
+  o.reserve_after_s = -1;
+  EXPECT_EQ(Replay({}, o).error().message, "--reserve-after must be 0 or more seconds");
 }
 
 // Three days of jobs whose arrivals follow the time of day, from a fixed seed.

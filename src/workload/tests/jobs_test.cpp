@@ -182,6 +182,19 @@ TEST_F(JobsTest, AJobLargerThanThePoolKeepsNoNodesFromOtherJobs) {
   EXPECT_EQ(Submit(1).state, JobState::kQueued) << "both ready nodes are kept now";
 }
 
+// The wait before nodes are kept is the controller's (--reserve-after), and the reason says it.
+TEST_F(JobsTest, TheWaitBeforeNodesAreKeptIsTheControllers) {
+  jobs_ = std::make_unique<JobService>(*fleet_, *store_, clock_, 10 * 60'000, kHour, 2 * 60'000);
+  ASSERT_TRUE(jobs_->Load().ok());
+  AddNodes({"n0", "n1"});
+  Submit(4);
+  auto big = Submit(16);
+  clock_->Advance(2 * 60'000);
+  jobs_->Tick();
+  EXPECT_EQ(jobs_->Get(big.id)->reason,
+            "waiting for 16 free GPUs; waited over 2m, so n1, n0 take no other job until it fits");
+}
+
 // A duration over a year is refused and queues nothing; a year is accepted.
 TEST_F(JobsTest, ADurationOverAYearIsRefused) {
   JobSpec s;
