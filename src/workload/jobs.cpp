@@ -539,28 +539,16 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
       changed.push_back(j.id);
       ++started;
     }
-    // A job the pool cannot hold says so, whatever else; the job nodes are kept for, if one
-    // has waited long (sched::Queue), says so; one that was and no longer is goes back to
-    // waiting for GPUs.
+    // The job nodes are kept for, if one has waited long (sched::Queue), says so, and one the
+    // pool cannot hold says that, full or not; one that no longer is either goes back to
+    // waiting for GPUs. Requeued jobs and the like keep their reason.
     const sched::Job* kept = queue.reserved_for();
     for (size_t i = 0; i < waiting.size(); ++i) {
       Job* w = waiting[i];
       if (w->state != JobState::kQueued) continue;
       const std::string waiting_for = Waiting(w->spec.gpus);
       std::string why = waiting_for;
-      if (!live.CanHold(sj[i])) {
-        why += live.nodes().empty()
-                   ? "; the pool has no ready or starting node"
-                   : "; more than the pool's " + std::to_string(live.nodes().size()) +
-                         " ready or starting nodes of " + std::to_string(g) + " GPUs hold";
-      } else if (full) {
-        // The rest stay as the last pass that could place a job left them, but for one that
-        // said the pool cannot hold it: it can now.
-        if (!w->reason.starts_with(waiting_for + "; more than the pool's") &&
-            !w->reason.starts_with(waiting_for + "; the pool has no")) {
-          continue;
-        }
-      } else if (kept && kept->id == w->id) {
+      if (kept && kept->id == w->id) {
         std::string names;
         for (int ni : queue.reserved_nodes()) {
           names += (names.empty() ? "" : ", ") + index[static_cast<size_t>(ni)]->name;
@@ -571,8 +559,16 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
         if (double until = live.backfill_until_s(); until >= 0) {
           why += ", but one expected to end by " + FormatTime(static_cast<int64_t>(until * 1000));
         }
-      } else if (!w->reason.starts_with(waiting_for + "; ")) {
-        continue;  // requeued and the like keep their reason
+      } else if (!w->reason.starts_with(waiting_for)) {
+        continue;
+      } else if (!live.CanHold(sj[i])) {
+        why += live.nodes().empty()
+                   ? "; the pool has no ready or starting node"
+                   : "; more than the pool's " + std::to_string(live.nodes().size()) +
+                         " ready or starting nodes of " + std::to_string(g) + " GPUs hold";
+      } else if (full && !w->reason.starts_with(waiting_for + "; more than the pool's") &&
+                 !w->reason.starts_with(waiting_for + "; the pool has no")) {
+        continue;  // as the last pass that could place a job left it
       }
       if (w->reason != why) {
         w->reason = std::move(why);
