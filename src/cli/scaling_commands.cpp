@@ -37,7 +37,10 @@ void EventTable(const json::array& events) {
   Table t({"TIME", "KIND", "DELTA", "NODES", "REASON", "ACTOR", "DETAIL"});
   for (const auto& e : events) {
     std::string names;
-    for (const auto& n : e.at("nodes").as_array()) names += (names.empty() ? "" : ",") + Str(n);
+    for (const auto& n : e.at("nodes").as_array()) {
+      if (!names.empty()) names += ',';
+      names += Str(n);
+    }
     int delta = e.at("delta").to_number<int>();
     t.Row({Str(e.at("time")), Str(e.at("kind")),
            delta > 0 ? "+" + std::to_string(delta) : std::to_string(delta),
@@ -199,14 +202,20 @@ void AddScalingCommands(CLI::App& app, Globals& g) {
         return;
       }
       StatusTable(json::array{*v});
-      const auto& p = v->at("policy");
-      std::printf(
-          "\nPolicy:   %s\nForecast: model %s, MAPE %s, bias %s, shortfall %s GPUs, %s forecasts "
-          "scored\n",
-          JsonText(p).c_str(), Str(v->at("forecast").at("model")).c_str(),
-          Mape(v->at("forecast")).c_str(), Num(v->at("forecast").at("bias"), "%+.3f").c_str(),
-          Num(v->at("forecast").at("shortfall_gpus"), "%.1f").c_str(),
-          Str(v->at("forecast").at("scored")).c_str());
+      // The policy as a fleet file's `scaling:` block would give it (JSON's flow style is
+      // YAML), so that it can be read, and pasted, field by field.
+      std::printf("\nPolicy:\n");
+      for (const auto& [key, value] : v->at("policy").as_object()) {
+        if (key == "pool" || key == "updated_ms") continue;
+        std::printf(
+            "  %s: %s\n", std::string(key).c_str(),
+            value.is_string() ? std::string(value.as_string()).c_str() : JsonText(value).c_str());
+      }
+      std::printf("Forecast: model %s, MAPE %s, bias %s, shortfall %s GPUs, %s forecasts scored\n",
+                  Str(v->at("forecast").at("model")).c_str(), Mape(v->at("forecast")).c_str(),
+                  Num(v->at("forecast").at("bias"), "%+.3f").c_str(),
+                  Num(v->at("forecast").at("shortfall_gpus"), "%.1f").c_str(),
+                  Str(v->at("forecast").at("scored")).c_str());
       if (const auto& k = v->at("keep"); k.is_object()) {
         bool floor = !k.at("min_nodes").is_null();
         std::printf("Kept:     at %s %s nodes until %s (manual, by %s)\n", floor ? "least" : "most",

@@ -125,6 +125,8 @@ TEST_F(Scaling, JobsBeyondCapacityGrowASimPoolAndIdleNodesShrinkItBack) {
   auto show = Cli({"scaling", "show", "b200"});
   EXPECT_NE(show.out.find("Kept:     at least 2 nodes until "), std::string::npos) << show.out;
   EXPECT_NE(show.out.find(", shortfall - GPUs, 0 forecasts scored"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("\nPolicy:\n  mode: "), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("\n  max_nodes: 5\n"), std::string::npos) << show.out;
   auto bad_keep =
       controller_->Call("POST", "/api/v1/pools/b200/scale", R"({"target": 2, "keep": "soon"})");
   EXPECT_EQ(bad_keep.first, 400);
