@@ -20,13 +20,14 @@ const char* ToString(ScaleMode m) {
 std::string ScalePolicy::Validate() const {
   if (min_nodes < 0) return "min_nodes must be 0 or more";
   if (max_nodes < min_nodes) return "max_nodes must be at least min_nodes";
+  if (max_nodes > 100'000) return "max_nodes must be at most 100000";
   if (!(target_share > 0 && target_share <= 1)) return "target_share must be in (0, 1]";
   if (step_up < 1) return "step_up must be at least 1";
   if (step_down < 1) return "step_down must be at least 1";
   if (up_cooldown_s < 0 || down_cooldown_s < 0) return "cooldowns must not be negative";
-  if (lead_time_s < 0) return "lead_time must not be negative";
+  if (!(lead_time_s >= 0 && lead_time_s <= 86'400)) return "lead_time must be 0 to 1d";
   if (idle_before_remove_s < 0) return "idle_before_remove must not be negative";
-  if (interval_s <= 0) return "interval must be positive";
+  if (!(interval_s >= 1 && interval_s <= 86'400)) return "interval must be 1s to 1d";
   if (!(forecast_margin >= 0 && forecast_margin <= 10)) return "forecast_margin must be in [0, 10]";
   if (!(consolidate_below >= 0 && consolidate_below <= 1)) {
     return "consolidate_below must be in [0, 1] (0: never)";

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <optional>
@@ -105,8 +106,14 @@ Result<std::vector<TraceJob>> ParseTrace(std::string_view text, const std::strin
     if (!ToDouble(f[c_submit], j.submit_s) || j.submit_s < 0) {
       return bad("submit_time", f[c_submit], "is not seconds >= 0");
     }
+    if (j.submit_s > kMaxSubmitS) {
+      return bad("submit_time", f[c_submit], "is more than 1e11 seconds (milliseconds?)");
+    }
     if (!ToDouble(f[c_dur], j.duration_s) || j.duration_s < 0) {
       return bad("duration_s", f[c_dur], "is not seconds >= 0");
+    }
+    if (j.duration_s > kMaxReplaySpanS) {
+      return bad("duration_s", f[c_dur], "is more than 366 days");
     }
     if (!ToDouble(f[c_gpus], gpus) || gpus < 1 || gpus != std::floor(gpus) || gpus > 100000) {
       return bad("gpus", f[c_gpus], "is not a whole number of GPUs >= 1");
@@ -166,6 +173,12 @@ Result<std::vector<TraceJob>> ParseOpenbTrace(std::string_view text, const std::
     TraceJob j;
     j.submit_s = created;
     j.duration_s = std::max(0.0, deleted - (scheduled >= created ? scheduled : created));
+    if (gpus > 100000 || j.duration_s > kMaxReplaySpanS || created < 0 || created > kMaxSubmitS) {
+      return Status(MakeError(ErrorCode::kInvalidArgument,
+                              name + ":" + std::to_string(line) +
+                                  ": more than 100000 GPUs, a run of more than 366 days, or a "
+                                  "creation_time not in 0..1e11 seconds"));
+    }
     j.gpus = static_cast<int>(gpus);
     if (c_qos >= 0) j.team = std::string(f[c_qos]);
     jobs.push_back(std::move(j));
@@ -239,11 +252,26 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
   if (auto why = p.Validate(); !why.empty()) {
     return MakeError(ErrorCode::kInvalidArgument, "policy: " + why);
   }
-  if (o.gpus_per_node < 1) {
-    return MakeError(ErrorCode::kInvalidArgument, "--pool-gpus-per-node must be at least 1");
+  if (o.gpus_per_node < 1 || o.gpus_per_node > 64) {
+    return MakeError(ErrorCode::kInvalidArgument, "--pool-gpus-per-node must be 1 to 64");
   }
-  if (!(o.time_scale > 0) || !(o.size_scale > 0)) {
-    return MakeError(ErrorCode::kInvalidArgument, "--time-scale and --size-scale must be > 0");
+  if (!(o.time_scale >= 1e-3 && o.time_scale <= 1e6) || !(o.size_scale > 0)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "--time-scale must be 0.001 to 1000000 and --size-scale more than 0");
+  }
+  if (o.size_scale > kMaxSizeScale ||
+      static_cast<double>(trace.size()) * o.size_scale > kMaxReplayJobs) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "--size-scale must be at most 1000 and give at most 10,000,000 jobs (" +
+                         std::to_string(trace.size()) + " in the trace)");
+  }
+  for (const TraceJob& t : trace) {
+    if (!(t.duration_s >= 0 && t.duration_s <= kMaxReplaySpanS)) {
+      return MakeError(ErrorCode::kInvalidArgument, "a job runs more than 366 days");
+    }
+    if (!(t.submit_s >= 0 && t.submit_s <= kMaxSubmitS)) {
+      return MakeError(ErrorCode::kInvalidArgument, "a job's submit time is not 0 to 1e11 s");
+    }
   }
   if (!(o.move_cost_s >= 0)) {
     return MakeError(ErrorCode::kInvalidArgument, "--move-cost must be 0 or more seconds");
@@ -294,6 +322,25 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
   for (size_t i = 0; i < jobs.size(); ++i) jobs[i].id = static_cast<int64_t>(i);
   r.jobs = jobs.size();
   if (jobs.empty()) return r;
+  if (double span = jobs.back().submit_s - jobs.front().submit_s; span > kMaxReplaySpanS) {
+    char why[160];
+    std::snprintf(why, sizeof why,
+                  "the jobs are submitted over %.0f days at --time-scale %g; at most 366 days "
+                  "are replayed",
+                  span / 86400, o.time_scale);
+    return MakeError(ErrorCode::kInvalidArgument, why);
+  }
+  double longest = 0;
+  for (const Job& j : jobs) longest = std::max(longest, j.duration_s);
+  if (double decisions = (jobs.back().submit_s - jobs.front().submit_s + longest) / p.interval_s;
+      decisions > 1e7) {
+    char why[160];
+    std::snprintf(why, sizeof why,
+                  "%.0f decisions at --interval %g s; at most 10,000,000 are replayed (a longer "
+                  "--interval)",
+                  decisions, p.interval_s);
+    return MakeError(ErrorCode::kInvalidArgument, why);
+  }
 
   Pool pool(G);
   Queue queue(o.reserve_after_s);

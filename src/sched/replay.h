@@ -32,6 +32,15 @@ struct TraceJob {
 
 // Errors name the file, the line and the column.
 Result<std::vector<TraceJob>> ParseTrace(std::string_view text, const std::string& name);
+// What one replay takes, so that a trace (or its scaling) cannot make it run for ever: a job's
+// run time and the span of the submissions, after --time-scale, and the jobs after
+// --size-scale.
+constexpr double kMaxReplaySpanS = 366 * 86400.0;
+constexpr double kMaxReplayJobs = 10'000'000;
+constexpr double kMaxSizeScale = 1000;
+// Submit times beyond this many seconds (epoch milliseconds?) are refused: far enough out, a
+// second no longer changes a double, and the replay's clock would stand still.
+constexpr double kMaxSubmitS = 1e11;
 // openb: name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,
 // deletion_time,scheduled_time. Pods without GPUs or without a deletion time are skipped; a
 // shared fraction of a GPU (gpu_milli < 1000) counts as one GPU (the allocator hands out whole

@@ -303,6 +303,42 @@ TEST(Replay, TraceErrorsNameTheLineAndNothingRuns) {
   EXPECT_EQ(Replay({}, o).error().message, "--reserve-after must be 0 or more seconds");
 }
 
+// What would make a replay run for ever, or for hours, is refused before it starts: far-off
+// submit times (a second no longer moves the clock), runs or spans over 366 days, a time
+// scale that spreads the trace beyond that, too many jobs, too many decisions.
+TEST(Replay, BoundsKeepEveryReplayShort) {
+  const std::string head = "submit_time,duration_s,gpus\n";
+  EXPECT_EQ(ParseTrace(head + "1e308,10,1\n", "t.csv").error().message,
+            "t.csv:2: submit_time '1e308' is more than 1e11 seconds (milliseconds?)");
+  EXPECT_EQ(ParseTrace(head + "0,31700000,1\n", "t.csv").error().message,
+            "t.csv:2: duration_s '31700000' is more than 366 days");
+  EXPECT_FALSE(ParseOpenbTrace("num_gpu,creation_time,deletion_time\n1,0,1e12\n", "o.csv").ok());
+  std::vector<TraceJob> one(1), two(2);
+  one[0].duration_s = two[0].duration_s = two[1].duration_s = 10;
+  two[1].submit_s = 86400 * 200;
+  ReplayOptions o;
+  o.time_scale = 1e-9;
+  EXPECT_EQ(Replay(one, o).error().message,
+            "--time-scale must be 0.001 to 1000000 and --size-scale more than 0");
+  o.time_scale = 0.5;  // 200 days become 400
+  EXPECT_EQ(Replay(two, o).error().message,
+            "the jobs are submitted over 400 days at --time-scale 0.5; at most 366 days are "
+            "replayed");
+  o = ReplayOptions{};
+  o.size_scale = 1e9;
+  EXPECT_NE(Replay(one, o).error().message.find("--size-scale must be at most 1000"),
+            std::string::npos);
+  o = ReplayOptions{};
+  o.policy.interval_s = 1;  // 200 days of 1 s decisions
+  EXPECT_EQ(Replay(two, o).error().message,
+            "17280010 decisions at --interval 1 s; at most 10,000,000 are replayed (a longer "
+            "--interval)");
+  o.policy.interval_s = 2;
+  EXPECT_TRUE(Replay(two, o).ok());
+  o.gpus_per_node = 1000;
+  EXPECT_EQ(Replay(one, o).error().message, "--pool-gpus-per-node must be 1 to 64");
+}
+
 // Three days of jobs whose arrivals follow the time of day, from a fixed seed.
 std::vector<TraceJob> DailyTrace(unsigned seed) {
   std::mt19937 rng(seed);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "sched/autoscaler.h"
 #include "sched/forecast.h"
@@ -78,6 +79,18 @@ TEST(Autoscaler, BoundsStepsAndCooldowns) {
   EXPECT_EQ(p.Validate(), "");
   p.target_share = 0;
   EXPECT_EQ(p.Validate(), "target_share must be in (0, 1]");
+  // Bounds that keep a decision loop (and a replay's clock) moving.
+  for (auto [field, value, message] :
+       {std::tuple{&ScalePolicy::interval_s, 0.5, "interval must be 1s to 1d"},
+        {&ScalePolicy::interval_s, 86'401.0, "interval must be 1s to 1d"},
+        {&ScalePolicy::lead_time_s, 86'401.0, "lead_time must be 0 to 1d"}}) {
+    ScalePolicy q = Policy();
+    q.*field = value;
+    EXPECT_EQ(q.Validate(), message);
+  }
+  ScalePolicy q = Policy();
+  q.max_nodes = 100'001;
+  EXPECT_EQ(q.Validate(), "max_nodes must be at most 100000");
 }
 
 TEST(Autoscaler, AQueuedWholeNodeJobGetsANodeEvenWhenFreeGpusAddUp) {
