@@ -29,7 +29,9 @@ std::vector<sched::TraceJob> HistoryTrace(const std::vector<workload::Job>& jobs
     // In epoch seconds, as the live autoscaler's clock: the policy's hour-based minimums and
     // the forecaster's days fall where they did.
     t.submit_s = static_cast<double>(j.submit_ms) / 1000;
-    t.duration_s = run_s;
+    // A job stored before durations were bounded may expect to run for ages: the replay's
+    // bound is as long as any replay can tell apart.
+    t.duration_s = std::min(run_s, sched::kMaxReplaySpanS);
     t.gpus = j.spec.gpus;
     t.gpus_per_node = j.spec.gpus_per_node;  // a spread job is replayed spread
     t.team = j.spec.team;

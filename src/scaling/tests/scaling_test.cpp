@@ -669,8 +669,11 @@ TEST(HistoryTrace, RunTimesFromWhatRanAndNothingUnknown) {
   jobs.back().spec.duration_ms = 600'000;  // just started: it runs for its duration
   jobs.push_back(job(4'000, workload::JobState::kQueued, 1));     // no duration: unknown
   jobs.push_back(job(5'000, workload::JobState::kCancelled, 1));  // never ran
+  jobs.push_back(job(6'000, workload::JobState::kQueued, 1));
+  jobs.back().spec.duration_ms = 3'600'000LL * 99'999;  // stored before durations were bounded
   auto t = HistoryTrace(jobs, 1'000, 100'000);
-  ASSERT_EQ(t.size(), 4u);
+  ASSERT_EQ(t.size(), 5u);
+  EXPECT_DOUBLE_EQ(t[4].duration_s, sched::kMaxReplaySpanS) << "what a replay can take";
   EXPECT_DOUBLE_EQ(t[0].submit_s, 1) << "epoch seconds, as the live clock";
   EXPECT_DOUBLE_EQ(t[0].duration_s, 3600);
   EXPECT_EQ(t[0].gpus, 2);
