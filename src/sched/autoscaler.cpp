@@ -36,6 +36,7 @@ std::string ScalePolicy::Validate() const {
     if (s.nodes < 0 || s.from_hour < 0 || s.to_hour > 24 || s.from_hour >= s.to_hour) {
       return "schedule: nodes >= 0 and 0 <= from < to <= 24";
     }
+    if (s.nodes > max_nodes) return "schedule: nodes must be at most max_nodes";
   }
   return "";
 }

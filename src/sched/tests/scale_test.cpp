@@ -91,6 +91,9 @@ TEST(Autoscaler, BoundsStepsAndCooldowns) {
   ScalePolicy q = Policy();
   q.max_nodes = 100'001;
   EXPECT_EQ(q.Validate(), "max_nodes must be at most 100000");
+  q = Policy();
+  q.schedule.push_back({.nodes = q.max_nodes + 1, .from_hour = 8, .to_hour = 18});
+  EXPECT_EQ(q.Validate(), "schedule: nodes must be at most max_nodes");
 }
 
 TEST(Autoscaler, AQueuedWholeNodeJobGetsANodeEvenWhenFreeGpusAddUp) {
