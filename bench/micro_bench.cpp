@@ -138,10 +138,8 @@ namespace {
 // nodes above, all busy with 1,000 running 8-GPU jobs and 100 queued, while the service keeps
 // ENDED jobs that ended within the retention time (7 days; a fleet starting a job a second
 // keeps 600,000).
-void BM_JobsTick(benchmark::State& state) {
-  auto& f = Shared();
-  const int ended = static_cast<int>(state.range(0));
-  const int64_t now = RealClock()->NowMs();
+// Stores `ended` completed jobs of pool p, as a week of retention keeps them.
+Status SeedEndedJobs(int ended, int64_t now) {
   std::vector<JobRecord> records;
   for (int i = 1; i <= ended; ++i) {
     boost::json::object doc{{"team", "t" + std::to_string(i % 8)},
@@ -163,7 +161,14 @@ void BM_JobsTick(benchmark::State& state) {
                             {"placement", boost::json::array{}}};
     records.push_back({i, "completed", JsonText(doc), now});
   }
-  if (auto s = f.store().SaveJobs(records); !s.ok()) return state.SkipWithError("seeding jobs");
+  return Shared().store().SaveJobs(records);
+}
+
+void BM_JobsTick(benchmark::State& state) {
+  auto& f = Shared();
+  const int ended = static_cast<int>(state.range(0));
+  const int64_t now = RealClock()->NowMs();
+  if (auto s = SeedEndedJobs(ended, now); !s.ok()) return state.SkipWithError("seeding jobs");
   workload::JobService jobs(f.fleet(), f.store(), RealClock(), 600'000, 7 * 86'400'000LL);
   if (auto s = jobs.Load(); !s.ok()) return state.SkipWithError(s.error().message.c_str());
   workload::JobSpec spec;
@@ -177,5 +182,27 @@ void BM_JobsTick(benchmark::State& state) {
   (void)f.store().DeleteEndedJobsBefore(now + 86'400'000LL);
 }
 BENCHMARK(BM_JobsTick)->Arg(0)->Arg(100'000)->Unit(benchmark::kMillisecond);
+
+// GET /api/v1/jobs's work in the service: the first page (50) of a pool's jobs, newest first,
+// and how many there are, while a week of ended jobs is kept. It holds the jobs' lock, so the
+// jobs pass waits on it.
+void BM_JobsListPage(benchmark::State& state) {
+  auto& f = Shared();
+  const int ended = static_cast<int>(state.range(0));
+  const int64_t now = RealClock()->NowMs();
+  if (auto s = SeedEndedJobs(ended, now); !s.ok()) return state.SkipWithError("seeding jobs");
+  workload::JobService jobs(f.fleet(), f.store(), RealClock(), 600'000, 7 * 86'400'000LL);
+  if (auto s = jobs.Load(); !s.ok()) return state.SkipWithError(s.error().message.c_str());
+  workload::JobFilter filter;
+  filter.pool = "p";
+  size_t total = 0;
+  for (auto _ : state) {
+    auto page = jobs.List(filter, 0, 50, total);
+    benchmark::DoNotOptimize(page);
+  }
+  state.counters["jobs_kept"] = static_cast<double>(total);
+  (void)f.store().DeleteEndedJobsBefore(now + 86'400'000LL);
+}
+BENCHMARK(BM_JobsListPage)->Arg(100'000)->Unit(benchmark::kMillisecond);
 }  // namespace
 }  // namespace gpufleet

@@ -320,19 +320,33 @@ Result<Job> JobService::Get(int64_t id) const {
 }
 
 std::vector<Job> JobService::List(const JobFilter& f) const {
+  size_t total = 0;
+  return List(f, 0, SIZE_MAX, total);
+}
+
+std::vector<Job> JobService::List(const JobFilter& f, size_t offset, size_t limit,
+                                  size_t& total) const {
+  auto matches = [&f](const Job& j) {
+    if (!f.state.empty() && ToString(j.state) != f.state) return false;
+    if (!f.team.empty() && j.spec.team != f.team) return false;
+    if (!f.pool.empty() && j.spec.pool != f.pool) return false;
+    if (!f.cluster.empty() && j.spec.cluster != f.cluster) return false;
+    return f.clusters.empty() ||
+           std::find(f.clusters.begin(), f.clusters.end(), j.spec.cluster) != f.clusters.end();
+  };
   std::vector<Job> out;
+  total = 0;
+  auto take = [&](const Job& j) {
+    if (!matches(j)) return;
+    if (total >= offset && out.size() < limit) out.push_back(j);
+    ++total;
+  };
   std::lock_guard lock(mu_);
-  for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) {  // newest first
-    const Job& j = it->second;
-    if (!f.state.empty() && ToString(j.state) != f.state) continue;
-    if (!f.team.empty() && j.spec.team != f.team) continue;
-    if (!f.pool.empty() && j.spec.pool != f.pool) continue;
-    if (!f.cluster.empty() && j.spec.cluster != f.cluster) continue;
-    if (!f.clusters.empty() &&
-        std::find(f.clusters.begin(), f.clusters.end(), j.spec.cluster) == f.clusters.end()) {
-      continue;
-    }
-    out.push_back(j);
+  // Queued and running jobs are the live index: no need to walk the ended ones kept.
+  if (f.state == "queued" || f.state == "running") {
+    for (auto it = live_.rbegin(); it != live_.rend(); ++it) take(*it->second);  // newest first
+  } else {
+    for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) take(it->second);
   }
   return out;
 }

@@ -101,6 +101,10 @@ class JobService {
   Result<Job> Cancel(int64_t id);
   Result<Job> Get(int64_t id) const;
   std::vector<Job> List(const JobFilter& filter) const;
+  // The jobs `filter` matches, newest first: `limit` of them from `offset`, and in `total` how
+  // many match in all. Only the page is copied: the jobs' lock is held while it walks a week
+  // of ended jobs, and the jobs pass waits on it.
+  std::vector<Job> List(const JobFilter& filter, size_t offset, size_t limit, size_t& total) const;
   // Ends jobs whose duration has passed, requeues jobs on nodes that can no longer run them
   // (unhealthy, unreachable, drained and the like; a cordoned node keeps its jobs, a draining
   // one until its drain times out), finishes the drains of nodes whose jobs are gone, and

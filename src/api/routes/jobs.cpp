@@ -163,13 +163,13 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
                f.pool = req.Param("pool");
                f.cluster = req.Param("cluster");
                f.clusters = who.clusters;
-               // Only the page's jobs become JSON: the list may hold a week of ended jobs.
-               auto all = ctx.jobs->List(f);
+               // Only the page's jobs are copied: the list may hold a week of ended jobs.
+               size_t total = 0;
                json::array items;
-               for (size_t i = page->offset; i < all.size() && items.size() < page->limit; ++i) {
-                 items.push_back(JobJson(all[i], ctx.clock.NowMs()));
+               for (const auto& j : ctx.jobs->List(f, page->offset, page->limit, total)) {
+                 items.push_back(JobJson(j, ctx.clock.NowMs()));
                }
-               return PageResponse(std::move(items), all.size(), page.value());
+               return PageResponse(std::move(items), total, page.value());
              });
 
   router.Add("GET", "/api/v1/jobs/{id}", Role::kViewer,

@@ -195,6 +195,35 @@ TEST_F(JobsTest, TheWaitBeforeNodesAreKeptIsTheControllers) {
             "waiting for 16 free GPUs; waited over 2m, so n1, n0 take no other job until it fits");
 }
 
+// A page of the list: newest first, `limit` from `offset`, with the count of all that match;
+// a queued or running filter walks only the live jobs and gives the same as the whole list.
+TEST_F(JobsTest, ListGivesAPageAndTheTotal) {
+  AddNodes({"n0"});
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(Submit(2).id);  // 4 run, the fifth queues
+  ASSERT_TRUE(jobs_->Cancel(ids[1]).ok());
+  size_t total = 0;
+  auto page = jobs_->List({}, 1, 2, total);
+  EXPECT_EQ(total, 5u);
+  ASSERT_EQ(page.size(), 2u);
+  EXPECT_EQ(page[0].id, ids[3]);
+  EXPECT_EQ(page[1].id, ids[2]);
+  EXPECT_TRUE(jobs_->List({}, 9, 2, total).empty());
+  EXPECT_EQ(total, 5u);
+  for (const char* state : {"queued", "running", "cancelled"}) {
+    JobFilter f;
+    f.state = state;
+    auto all = jobs_->List(f);
+    page = jobs_->List(f, 0, 100, total);
+    EXPECT_EQ(total, all.size()) << state;
+    ASSERT_EQ(page.size(), all.size()) << state;
+    for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(page[i].id, all[i].id) << state;
+  }
+  JobFilter running;
+  running.state = "running";
+  EXPECT_EQ(jobs_->List(running).size(), 4u) << "the fifth started when the cancel freed GPUs";
+}
+
 // A duration over a year is refused and queues nothing; a year is accepted.
 TEST_F(JobsTest, ADurationOverAYearIsRefused) {
   JobSpec s;
