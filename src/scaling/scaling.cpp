@@ -533,7 +533,7 @@ void ScalingService::DecideLocked(PoolState& st, const Pool& pool, const Counts&
   bounded.max_nodes = std::max(0, policy.max_nodes - c.other);
   bounded.min_nodes = std::min(bounded.min_nodes, bounded.max_nodes);
   const sched::ScalePolicy unkept = bounded;
-  std::string kept;  // the detail's note of a manual keep
+  std::string kept;  // the detail's notes: a manual keep, jobs left out
   if (st.keep.until_ms && now >= st.keep.until_ms) {
     int have = c.ready + c.provisioning;
     RecordEvent(pool.name, "keep_end", 0, have, have, "manual",
