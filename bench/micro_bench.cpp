@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 
 #include "common/json_text.h"
 #include "fleet/fleet.h"
@@ -164,13 +165,31 @@ Status SeedEndedJobs(int ended, int64_t now) {
   return Shared().store().SaveJobs(records);
 }
 
+// A jobs service over the store with `ended` completed jobs seeded (null and an error set on
+// state when seeding or loading fails).
+std::unique_ptr<workload::JobService> JobsWithEnded(benchmark::State& state, int ended,
+                                                    int64_t now) {
+  auto& f = Shared();
+  if (auto s = SeedEndedJobs(ended, now); !s.ok()) {
+    state.SkipWithError("seeding jobs");
+    return nullptr;
+  }
+  auto jobs = std::make_unique<workload::JobService>(f.fleet(), f.store(), RealClock(), 600'000,
+                                                     7 * 86'400'000LL);
+  if (auto s = jobs->Load(); !s.ok()) {
+    state.SkipWithError(s.error().message.c_str());
+    return nullptr;
+  }
+  return jobs;
+}
+
 void BM_JobsTick(benchmark::State& state) {
   auto& f = Shared();
   const int ended = static_cast<int>(state.range(0));
   const int64_t now = RealClock()->NowMs();
-  if (auto s = SeedEndedJobs(ended, now); !s.ok()) return state.SkipWithError("seeding jobs");
-  workload::JobService jobs(f.fleet(), f.store(), RealClock(), 600'000, 7 * 86'400'000LL);
-  if (auto s = jobs.Load(); !s.ok()) return state.SkipWithError(s.error().message.c_str());
+  auto service = JobsWithEnded(state, ended, now);
+  if (!service) return;
+  workload::JobService& jobs = *service;
   workload::JobSpec spec;
   spec.team = "t";
   spec.pool = "p";
@@ -190,14 +209,13 @@ void BM_JobsListPage(benchmark::State& state) {
   auto& f = Shared();
   const int ended = static_cast<int>(state.range(0));
   const int64_t now = RealClock()->NowMs();
-  if (auto s = SeedEndedJobs(ended, now); !s.ok()) return state.SkipWithError("seeding jobs");
-  workload::JobService jobs(f.fleet(), f.store(), RealClock(), 600'000, 7 * 86'400'000LL);
-  if (auto s = jobs.Load(); !s.ok()) return state.SkipWithError(s.error().message.c_str());
+  auto jobs = JobsWithEnded(state, ended, now);
+  if (!jobs) return;
   workload::JobFilter filter;
   filter.pool = "p";
   size_t total = 0;
   for (auto _ : state) {
-    auto page = jobs.List(filter, 0, 50, total);
+    auto page = jobs->List(filter, 0, 50, total);
     benchmark::DoNotOptimize(page);
   }
   state.counters["jobs_kept"] = static_cast<double>(total);

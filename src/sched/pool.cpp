@@ -167,13 +167,7 @@ void Pool::ExpectEnd(const Job& job, double until_s) {
   for (int i : job.nodes) nodes_[i].busy_until_s = std::max(nodes_[i].busy_until_s, until_s);
 }
 
-bool Pool::CanHold(const Job& job) const {
-  int n = 0;
-  for (const auto& node : nodes_) {
-    n += node.state == NodeState::kReady || node.state == NodeState::kProvisioning;
-  }
-  return n >= NodesFor(job);
-}
+bool Pool::CanHold(const Job& job) const { return ready_ + provisioning_ >= NodesFor(job); }
 
 std::vector<int> Pool::Reserve(const Job& job) {
   backfill_until_s_ = -1;

@@ -152,9 +152,10 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
       } else if (!w->reason.starts_with(waiting_for)) {
         continue;
       } else if (!live.CanHold(sj[i])) {
-        why += live.nodes().empty()
+        const int holdable = live.ready_nodes() + live.provisioning_nodes();
+        why += holdable == 0
                    ? "; the pool has no ready or starting node"
-                   : "; more than the pool's " + std::to_string(live.nodes().size()) +
+                   : "; more than the pool's " + std::to_string(holdable) +
                          " ready or starting nodes of " + std::to_string(g) + " GPUs hold";
       } else if (full && !w->reason.starts_with(waiting_for + "; more than the pool's") &&
                  !w->reason.starts_with(waiting_for + "; the pool has no")) {
