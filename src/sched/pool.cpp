@@ -227,18 +227,31 @@ void Pool::Release(const Job& job, double now) {
   }
 }
 
-std::vector<int> Pool::IdleNodes(double idle_since_at_most) const {
+std::vector<int> Pool::IdleNodes(double idle_since_at_most, size_t at_most) const {
   std::vector<int> out;
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    const PoolNode& n = nodes_[i];
-    if (n.state == NodeState::kReady && n.jobs == 0 && !n.reserved &&
-        n.idle_since_s <= idle_since_at_most) {
-      out.push_back(static_cast<int>(i));
-    }
+    if (Idle(nodes_[i], idle_since_at_most)) out.push_back(static_cast<int>(i));
   }
-  std::sort(out.begin(), out.end(),
-            [&](int a, int b) { return nodes_[a].idle_since_s < nodes_[b].idle_since_s; });
+  auto longest_idle = [&](int a, int b) {
+    double sa = nodes_[a].idle_since_s, sb = nodes_[b].idle_since_s;
+    return sa < sb || (sa == sb && a < b);
+  };
+  // Scale-down asks for a few of what can be thousands of idle nodes in a replay's fixed pool:
+  // sorting only those it takes keeps a decision linear in the pool's size.
+  if (at_most < out.size()) {
+    std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(at_most), out.end(),
+                      longest_idle);
+    out.resize(at_most);
+  } else {
+    std::sort(out.begin(), out.end(), longest_idle);
+  }
   return out;
+}
+
+int Pool::IdleNodeCount(double idle_since_at_most) const {
+  int n = 0;
+  for (const PoolNode& node : nodes_) n += Idle(node, idle_since_at_most) ? 1 : 0;
+  return n;
 }
 
 int64_t Queue::queued_gpus() const {

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -96,9 +97,13 @@ class Pool {
   int free_gpus() const { return free_; }
   int busy_gpus() const { return ready_ * gpus_per_node_ - free_; }
   int empty_nodes() const { return whole_free_; }  // ready nodes running no job
-  // Ready nodes with no job that have been idle since at least `since`, longest idle first;
-  // not those kept for a waiting job (scale-down would take them from under it).
-  std::vector<int> IdleNodes(double idle_since_at_most) const;
+  // Ready nodes with no job that have been idle since at least `since`, longest idle first
+  // (then the lowest index), at most `at_most` of them; not those kept for a waiting job
+  // (scale-down would take them from under it).
+  std::vector<int> IdleNodes(double idle_since_at_most,
+                             size_t at_most = std::numeric_limits<size_t>::max()) const;
+  // How many IdleNodes() would give without a bound: one walk, no sorting.
+  int IdleNodeCount(double idle_since_at_most) const;
 
  private:
   int gpus_per_node_;
@@ -107,6 +112,10 @@ class Pool {
   double backfill_until_s_ = -1;
   // `n` takes `job` at `now`: not reserved, or `job` ends by backfill_until_s_.
   bool Open(const PoolNode& n, const Job& job, double now) const;
+  bool Idle(const PoolNode& n, double idle_since_at_most) const {
+    return n.state == NodeState::kReady && n.jobs == 0 && !n.reserved &&
+           n.idle_since_s <= idle_since_at_most;
+  }
 };
 
 // The queue: highest priority first; within a priority, the team with the fewest GPUs running

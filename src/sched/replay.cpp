@@ -388,28 +388,29 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
     const auto& nodes = pool.nodes();
     light_since.resize(nodes.size(), -1);
     on_node.resize(nodes.size());
-    std::vector<NodeLoad> load(nodes.size());
+    // Most ticks may empty nothing: then only light_since is kept, and no plan is built.
+    std::vector<NodeLoad> load(max_nodes > 0 ? nodes.size() : 0);
     for (size_t i = 0; i < nodes.size(); ++i) {
       const PoolNode& n = nodes[i];
-      if (n.state != NodeState::kReady) {
-        light_since[i] = -1;
-        continue;
-      }
-      load[i].free = n.free;
-      load[i].running = n.jobs > 0;
-      bool light = LightlyUsed(G - n.free, G, p.consolidate_below);
-      for (int64_t id : on_node[i]) {
-        const Job& j = jobs[static_cast<size_t>(id)];
-        light = light && j.movable && j.nodes.size() == 1;
-        load[i].jobs.push_back(pool.PerNode(j));  // its GPUs on this node
+      bool light = n.state == NodeState::kReady && LightlyUsed(G - n.free, G, p.consolidate_below);
+      for (size_t k = 0; light && k < on_node[i].size(); ++k) {
+        const Job& j = jobs[static_cast<size_t>(on_node[i][k])];
+        light = j.movable && j.nodes.size() == 1;
       }
       if (!light) {
         light_since[i] = -1;
       } else if (light_since[i] < 0) {
         light_since[i] = now;
       }
+      if (load.empty() || n.state != NodeState::kReady) continue;
+      load[i].free = n.free;
+      load[i].running = n.jobs > 0;
+      for (int64_t id : on_node[i]) {
+        load[i].jobs.push_back(pool.PerNode(jobs[static_cast<size_t>(id)]));  // its GPUs here
+      }
       load[i].candidate = light && now - light_since[i] >= p.idle_before_remove_s;
     }
+    if (load.empty()) return 0;
     int done = 0;
     for (const NodeMoves& m : PlanConsolidation(load, max_nodes)) {
       auto from = static_cast<size_t>(m.node);
@@ -483,8 +484,9 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
         {
           std::map<int, int> queued;
           for (const Job* j : queue.jobs()) ++queued[QueueSize(j->gpus, j->gpus_per_node, G)];
-          int busy = 0;
-          for (const auto& n : pool.nodes()) busy += n.state == NodeState::kReady && n.jobs > 0;
+          // Ready nodes running a job (every replayed job has a GPU, so such a node is not
+          // wholly free).
+          int busy = pool.ready_nodes() - pool.empty_nodes();
           in.queue_nodes = QueueNodes(busy, queued, G);
         }
         if (p.mode == ScaleMode::kPredictive) {
@@ -492,8 +494,8 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
         } else if (p.mode == ScaleMode::kOracle) {
           in.peak_forecast_gpus = oracle->Peak(now, now + p.lead_time_s + p.interval_s);
         }
-        auto idle = pool.IdleNodes(now - p.idle_before_remove_s);
-        in.idle_removable = static_cast<int>(idle.size());
+        double idle_since = now - p.idle_before_remove_s;
+        in.idle_removable = pool.IdleNodeCount(idle_since);
         in.last_up_s = last_up;
         in.last_down_s = last_down;
         ScaleDecision d = Decide(p, in);
@@ -507,8 +509,8 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
           ++r.scale_events;
         } else if (d.delta < 0) {
           int removed = 0;
-          for (int i = 0; i < -d.delta && i < static_cast<int>(idle.size()); ++i) {
-            removed += pool.Remove(idle[static_cast<size_t>(i)]) ? 1 : 0;
+          for (int node : pool.IdleNodes(idle_since, static_cast<size_t>(-d.delta))) {
+            removed += pool.Remove(node) ? 1 : 0;
           }
           live_nodes -= removed;
           last_down = now;

@@ -156,6 +156,26 @@ TEST(Allocator, BestFitKeepsWholeNodesFreeAndSkipsUnavailableNodes) {
   EXPECT_EQ(pool.free_gpus(), 0);
 }
 
+// Scale-down's candidates: ready nodes idle long enough, longest idle first, ties by index; a
+// bound sorts only the first few, and the count agrees with the unbounded list.
+TEST(Allocator, IdleNodesLongestIdleFirstAndBounded) {
+  Pool pool(8);
+  std::vector<double> ready_at = {300, 100, 200, 100, 500, 50};
+  for (double t : ready_at) pool.MarkReady(pool.AddNode(0, t), t);
+  Job busy{.id = 1, .gpus = 1};
+  ASSERT_TRUE(pool.Place(busy, 600));  // best fit on a tie of empty nodes: the lowest index, 0
+  ASSERT_EQ(busy.nodes, std::vector<int>{0});
+  pool.MarkUnavailable(2);
+  EXPECT_EQ(pool.IdleNodes(400), (std::vector<int>{5, 1, 3}));
+  EXPECT_EQ(pool.IdleNodeCount(400), 3);
+  EXPECT_EQ(pool.IdleNodes(400, 2), (std::vector<int>{5, 1}));
+  EXPECT_EQ(pool.IdleNodes(1000, 0), std::vector<int>{});
+  EXPECT_EQ(pool.IdleNodes(1000), (std::vector<int>{5, 1, 3, 4}));
+  EXPECT_EQ(pool.IdleNodeCount(1000), 4);
+  EXPECT_EQ(pool.IdleNodes(1000, 10), pool.IdleNodes(1000));
+  EXPECT_EQ(pool.IdleNodeCount(40), 0);
+}
+
 TEST(Queue, PriorityThenFairShareThenAge) {
   Pool pool(8);
   pool.MarkReady(pool.AddNode(0, 0), 0);
