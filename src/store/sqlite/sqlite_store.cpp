@@ -1,25 +1,22 @@
 // The embedded store: SQLite (WAL mode) through SOCI. One session guarded by a mutex; SQLite
 // serialises writers anyway, and the controller keeps hot reads (node lists) in memory.
 
-#include <soci/soci.h>
+#include "store/sqlite/sqlite_store.h"
+
 #include <soci/sqlite3/soci-sqlite3.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/json.hpp>
-#include <mutex>
 
 #include "common/json_text.h"
 #include "common/strings.h"
 #include "model/json.h"
 #include "store/migrations/migrations.h"
-#include "store/store.h"
 
 namespace json = boost::json;
 
-namespace gpufleet {
-namespace {
+namespace gpufleet::sqlite_store {
 
-// Labels, exporters and remediation policies are stored as their JSON (model/json.h).
 json::value ParseOrNull(const std::string& text) {
   boost::system::error_code ec;
   auto v = json::parse(text, ec);
@@ -34,943 +31,477 @@ Error StoreError(const std::exception& e) {
   return MakeError(ErrorCode::kUnavailable, "store: " + what);
 }
 
-class SqliteStore : public Store {
- public:
-  explicit SqliteStore(const std::string& path) : path_(path) {}
-
-  Status Open() {
-    try {
-      sql_.open(*soci::factory_sqlite3(), "db=" + path_ + " timeout=10");
-      sql_ << "PRAGMA journal_mode=WAL";
-      sql_ << "PRAGMA synchronous=NORMAL";
-      sql_ << "PRAGMA foreign_keys=ON";
-      return Migrate();
-    } catch (const std::exception& e) {
-      return MakeError(ErrorCode::kUnavailable, "cannot open store " + path_ + ": " + e.what());
-    }
+Status SqliteStore::Open() {
+  try {
+    sql_.open(*soci::factory_sqlite3(), "db=" + path_ + " timeout=10");
+    sql_ << "PRAGMA journal_mode=WAL";
+    sql_ << "PRAGMA synchronous=NORMAL";
+    sql_ << "PRAGMA foreign_keys=ON";
+    return Migrate();
+  } catch (const std::exception& e) {
+    return MakeError(ErrorCode::kUnavailable, "cannot open store " + path_ + ": " + e.what());
   }
+}
 
-  Status ApplyFleet(const std::vector<Cluster>& clusters, const std::vector<Pool>& pools) override {
-    std::lock_guard lock(mu_);
-    try {
-      soci::transaction tx(sql_);
-      for (const auto& c : clusters) {
-        std::string type(ToString(c.type)), labels = JsonText(ToJson(c.labels));
-        std::string remediation = JsonText(ToJson(c.remediation));
-        long long created = c.created_ms, updated = c.updated_ms;
-        sql_ << "INSERT INTO clusters (name, type, site, labels, remediation, created_ms, "
-                "updated_ms) VALUES (:n, :t, :s, :l, :r, :c, :u) ON CONFLICT (name) DO UPDATE "
-                "SET type = excluded.type, site = excluded.site, labels = excluded.labels, "
-                "remediation = excluded.remediation, updated_ms = excluded.updated_ms",
-            soci::use(c.name), soci::use(type), soci::use(c.site), soci::use(labels),
-            soci::use(remediation), soci::use(created), soci::use(updated);
-      }
-      for (const auto& p : pools) {
-        std::string labels = JsonText(ToJson(p.labels)), exporters = JsonText(ToJson(p.exporters));
-        long long gpn = p.gpus_per_node, size = p.size, created = p.created_ms,
-                  updated = p.updated_ms, interval = p.scrape_interval_ms;
-        sql_ << "INSERT INTO pools (name, cluster, gpu_model, gpus_per_node, size, labels, "
-                "exporters, scrape_interval_ms, created_ms, updated_ms) "
-                "VALUES (:n, :c, :m, :g, :s, :l, :e, :i, :cr, :u) "
-                "ON CONFLICT (name) DO UPDATE SET cluster = excluded.cluster, "
-                "gpu_model = excluded.gpu_model, gpus_per_node = excluded.gpus_per_node, "
-                "size = excluded.size, labels = excluded.labels, exporters = excluded.exporters, "
-                "scrape_interval_ms = excluded.scrape_interval_ms, "
-                "updated_ms = excluded.updated_ms",
-            soci::use(p.name), soci::use(p.cluster), soci::use(p.gpu_model), soci::use(gpn),
-            soci::use(size), soci::use(labels), soci::use(exporters), soci::use(interval),
-            soci::use(created), soci::use(updated);
-      }
-      tx.commit();
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
+Status SqliteStore::ApplyFleet(const std::vector<Cluster>& clusters,
+                               const std::vector<Pool>& pools) {
+  std::lock_guard lock(mu_);
+  try {
+    soci::transaction tx(sql_);
+    for (const auto& c : clusters) {
+      std::string type(ToString(c.type)), labels = JsonText(ToJson(c.labels));
+      std::string remediation = JsonText(ToJson(c.remediation));
+      long long created = c.created_ms, updated = c.updated_ms;
+      sql_ << "INSERT INTO clusters (name, type, site, labels, remediation, created_ms, "
+              "updated_ms) VALUES (:n, :t, :s, :l, :r, :c, :u) ON CONFLICT (name) DO UPDATE "
+              "SET type = excluded.type, site = excluded.site, labels = excluded.labels, "
+              "remediation = excluded.remediation, updated_ms = excluded.updated_ms",
+          soci::use(c.name), soci::use(type), soci::use(c.site), soci::use(labels),
+          soci::use(remediation), soci::use(created), soci::use(updated);
     }
+    for (const auto& p : pools) {
+      std::string labels = JsonText(ToJson(p.labels)), exporters = JsonText(ToJson(p.exporters));
+      long long gpn = p.gpus_per_node, size = p.size, created = p.created_ms,
+                updated = p.updated_ms, interval = p.scrape_interval_ms;
+      sql_ << "INSERT INTO pools (name, cluster, gpu_model, gpus_per_node, size, labels, "
+              "exporters, scrape_interval_ms, created_ms, updated_ms) "
+              "VALUES (:n, :c, :m, :g, :s, :l, :e, :i, :cr, :u) "
+              "ON CONFLICT (name) DO UPDATE SET cluster = excluded.cluster, "
+              "gpu_model = excluded.gpu_model, gpus_per_node = excluded.gpus_per_node, "
+              "size = excluded.size, labels = excluded.labels, exporters = excluded.exporters, "
+              "scrape_interval_ms = excluded.scrape_interval_ms, "
+              "updated_ms = excluded.updated_ms",
+          soci::use(p.name), soci::use(p.cluster), soci::use(p.gpu_model), soci::use(gpn),
+          soci::use(size), soci::use(labels), soci::use(exporters), soci::use(interval),
+          soci::use(created), soci::use(updated);
+    }
+    tx.commit();
+    return {};
+  } catch (const std::exception& e) {
+    return StoreError(e);
   }
+}
 
-  Result<std::vector<Cluster>> ListClusters() override {
-    std::lock_guard lock(mu_);
-    try {
-      std::vector<Cluster> out;
-      Cluster c;
-      std::string type, labels, remediation;
-      long long created = 0, updated = 0;
+Result<std::vector<Cluster>> SqliteStore::ListClusters() {
+  std::lock_guard lock(mu_);
+  try {
+    std::vector<Cluster> out;
+    Cluster c;
+    std::string type, labels, remediation;
+    long long created = 0, updated = 0;
+    soci::statement st =
+        (sql_.prepare << "SELECT name, type, site, labels, remediation, created_ms, "
+                         "updated_ms FROM clusters ORDER BY name",
+         soci::into(c.name), soci::into(type), soci::into(c.site), soci::into(labels),
+         soci::into(remediation), soci::into(created), soci::into(updated));
+    st.execute();
+    while (st.fetch()) {
+      c.type = ParseClusterType(type).value_or(ClusterType::kTraining);
+      c.labels = LabelsFromJson(ParseOrNull(labels));
+      c.remediation = RemediationFromJson(ParseOrNull(remediation));
+      c.created_ms = created;
+      c.updated_ms = updated;
+      out.push_back(c);
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return StoreError(e);
+  }
+}
+
+Result<std::vector<Pool>> SqliteStore::ListPools() {
+  std::lock_guard lock(mu_);
+  try {
+    std::vector<Pool> out;
+    Pool p;
+    std::string labels, exporters;
+    long long gpn = 0, size = 0, created = 0, updated = 0, interval = 0;
+    soci::statement st =
+        (sql_.prepare << "SELECT name, cluster, gpu_model, gpus_per_node, size, labels, "
+                         "exporters, scrape_interval_ms, created_ms, updated_ms FROM pools "
+                         "ORDER BY cluster, name",
+         soci::into(p.name), soci::into(p.cluster), soci::into(p.gpu_model), soci::into(gpn),
+         soci::into(size), soci::into(labels), soci::into(exporters), soci::into(interval),
+         soci::into(created), soci::into(updated));
+    st.execute();
+    while (st.fetch()) {
+      p.gpus_per_node = static_cast<int>(gpn);
+      p.size = static_cast<int>(size);
+      p.labels = LabelsFromJson(ParseOrNull(labels));
+      p.exporters = ExportersFromJson(ParseOrNull(exporters));
+      p.scrape_interval_ms = interval;
+      p.created_ms = created;
+      p.updated_ms = updated;
+      out.push_back(p);
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return StoreError(e);
+  }
+}
+
+Status SqliteStore::SaveNode(const Node& n, const std::vector<NodeEvent>& events) {
+  std::lock_guard lock(mu_);
+  try {
+    soci::transaction tx(sql_);
+    std::string state(ToString(n.state)), resume(ToString(n.resume_state));
+    std::string facts = JsonText(ToJson(n.facts));
+    long long simulated = n.simulated ? 1 : 0, registered = n.registered_ms, seen = n.last_seen_ms,
+              since = n.state_since_ms;
+    sql_ << "INSERT INTO nodes (name, cluster, pool, state, resume_state, reason, facts, "
+            "simulated, registered_ms, last_seen_ms, state_since_ms, token_hash) VALUES "
+            "(:n, :c, :p, :s, :r, :re, :f, :si, :rg, :ls, :ss, :t) ON CONFLICT (name) DO UPDATE "
+            "SET cluster = excluded.cluster, pool = excluded.pool, state = excluded.state, "
+            "resume_state = excluded.resume_state, reason = excluded.reason, "
+            "facts = excluded.facts, simulated = excluded.simulated, "
+            "registered_ms = excluded.registered_ms, last_seen_ms = excluded.last_seen_ms, "
+            "state_since_ms = excluded.state_since_ms, token_hash = excluded.token_hash",
+        soci::use(n.name), soci::use(n.cluster), soci::use(n.pool), soci::use(state),
+        soci::use(resume), soci::use(n.reason), soci::use(facts), soci::use(simulated),
+        soci::use(registered), soci::use(seen), soci::use(since), soci::use(n.token_hash);
+    sql_ << "DELETE FROM gpus WHERE node = :n", soci::use(n.name);
+    for (const auto& g : n.gpus) {
+      long long idx = g.index, mem = static_cast<long long>(g.memory_total_bytes), mig = g.mig_mode;
+      // A GPU moved between nodes keeps its UUID: the newest report wins.
+      sql_ << "DELETE FROM gpus WHERE uuid = :u", soci::use(g.uuid);
+      sql_ << "INSERT INTO gpus (uuid, node, idx, serial, name, model, pci_bus_id, "
+              "memory_total, vbios, inforom, mig_mode, error) VALUES "
+              "(:u, :n, :i, :s, :na, :m, :p, :mem, :v, :inf, :mig, :e)",
+          soci::use(g.uuid), soci::use(n.name), soci::use(idx), soci::use(g.serial),
+          soci::use(g.name), soci::use(g.model), soci::use(g.pci_bus_id), soci::use(mem),
+          soci::use(g.vbios_version), soci::use(g.inforom_version), soci::use(mig),
+          soci::use(g.error);
+    }
+    for (const auto& e : events) {
+      long long t = e.time_ms;
+      sql_ << "INSERT INTO node_events (node, time_ms, from_state, to_state, reason, actor) "
+              "VALUES (:n, :t, :f, :to, :r, :a)",
+          soci::use(e.node), soci::use(t), soci::use(e.from), soci::use(e.to), soci::use(e.reason),
+          soci::use(e.actor);
+    }
+    tx.commit();
+    return {};
+  } catch (const std::exception& e) {
+    return StoreError(e);
+  }
+}
+
+Result<std::vector<Node>> SqliteStore::LoadNodes() {
+  std::lock_guard lock(mu_);
+  try {
+    std::vector<Node> out;
+    std::map<std::string, size_t> by_name;
+    {
+      Node n;
+      std::string state, resume, facts;
+      long long simulated = 0, registered = 0, seen = 0, since = 0;
       soci::statement st =
-          (sql_.prepare << "SELECT name, type, site, labels, remediation, created_ms, "
-                           "updated_ms FROM clusters ORDER BY name",
-           soci::into(c.name), soci::into(type), soci::into(c.site), soci::into(labels),
-           soci::into(remediation), soci::into(created), soci::into(updated));
+          (sql_.prepare << "SELECT name, cluster, pool, state, resume_state, reason, facts, "
+                           "simulated, registered_ms, last_seen_ms, state_since_ms, token_hash "
+                           "FROM nodes ORDER BY name",
+           soci::into(n.name), soci::into(n.cluster), soci::into(n.pool), soci::into(state),
+           soci::into(resume), soci::into(n.reason), soci::into(facts), soci::into(simulated),
+           soci::into(registered), soci::into(seen), soci::into(since), soci::into(n.token_hash));
       st.execute();
       while (st.fetch()) {
-        c.type = ParseClusterType(type).value_or(ClusterType::kTraining);
-        c.labels = LabelsFromJson(ParseOrNull(labels));
-        c.remediation = RemediationFromJson(ParseOrNull(remediation));
-        c.created_ms = created;
-        c.updated_ms = updated;
-        out.push_back(c);
-      }
-      return out;
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Result<std::vector<Pool>> ListPools() override {
-    std::lock_guard lock(mu_);
-    try {
-      std::vector<Pool> out;
-      Pool p;
-      std::string labels, exporters;
-      long long gpn = 0, size = 0, created = 0, updated = 0, interval = 0;
-      soci::statement st =
-          (sql_.prepare << "SELECT name, cluster, gpu_model, gpus_per_node, size, labels, "
-                           "exporters, scrape_interval_ms, created_ms, updated_ms FROM pools "
-                           "ORDER BY cluster, name",
-           soci::into(p.name), soci::into(p.cluster), soci::into(p.gpu_model), soci::into(gpn),
-           soci::into(size), soci::into(labels), soci::into(exporters), soci::into(interval),
-           soci::into(created), soci::into(updated));
-      st.execute();
-      while (st.fetch()) {
-        p.gpus_per_node = static_cast<int>(gpn);
-        p.size = static_cast<int>(size);
-        p.labels = LabelsFromJson(ParseOrNull(labels));
-        p.exporters = ExportersFromJson(ParseOrNull(exporters));
-        p.scrape_interval_ms = interval;
-        p.created_ms = created;
-        p.updated_ms = updated;
-        out.push_back(p);
-      }
-      return out;
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Status SaveNode(const Node& n, const std::vector<NodeEvent>& events) override {
-    std::lock_guard lock(mu_);
-    try {
-      soci::transaction tx(sql_);
-      std::string state(ToString(n.state)), resume(ToString(n.resume_state));
-      std::string facts = JsonText(ToJson(n.facts));
-      long long simulated = n.simulated ? 1 : 0, registered = n.registered_ms,
-                seen = n.last_seen_ms, since = n.state_since_ms;
-      sql_ << "INSERT INTO nodes (name, cluster, pool, state, resume_state, reason, facts, "
-              "simulated, registered_ms, last_seen_ms, state_since_ms, token_hash) VALUES "
-              "(:n, :c, :p, :s, :r, :re, :f, :si, :rg, :ls, :ss, :t) ON CONFLICT (name) DO UPDATE "
-              "SET cluster = excluded.cluster, pool = excluded.pool, state = excluded.state, "
-              "resume_state = excluded.resume_state, reason = excluded.reason, "
-              "facts = excluded.facts, simulated = excluded.simulated, "
-              "registered_ms = excluded.registered_ms, last_seen_ms = excluded.last_seen_ms, "
-              "state_since_ms = excluded.state_since_ms, token_hash = excluded.token_hash",
-          soci::use(n.name), soci::use(n.cluster), soci::use(n.pool), soci::use(state),
-          soci::use(resume), soci::use(n.reason), soci::use(facts), soci::use(simulated),
-          soci::use(registered), soci::use(seen), soci::use(since), soci::use(n.token_hash);
-      sql_ << "DELETE FROM gpus WHERE node = :n", soci::use(n.name);
-      for (const auto& g : n.gpus) {
-        long long idx = g.index, mem = static_cast<long long>(g.memory_total_bytes),
-                  mig = g.mig_mode;
-        // A GPU moved between nodes keeps its UUID: the newest report wins.
-        sql_ << "DELETE FROM gpus WHERE uuid = :u", soci::use(g.uuid);
-        sql_ << "INSERT INTO gpus (uuid, node, idx, serial, name, model, pci_bus_id, "
-                "memory_total, vbios, inforom, mig_mode, error) VALUES "
-                "(:u, :n, :i, :s, :na, :m, :p, :mem, :v, :inf, :mig, :e)",
-            soci::use(g.uuid), soci::use(n.name), soci::use(idx), soci::use(g.serial),
-            soci::use(g.name), soci::use(g.model), soci::use(g.pci_bus_id), soci::use(mem),
-            soci::use(g.vbios_version), soci::use(g.inforom_version), soci::use(mig),
-            soci::use(g.error);
-      }
-      for (const auto& e : events) {
-        long long t = e.time_ms;
-        sql_ << "INSERT INTO node_events (node, time_ms, from_state, to_state, reason, actor) "
-                "VALUES (:n, :t, :f, :to, :r, :a)",
-            soci::use(e.node), soci::use(t), soci::use(e.from), soci::use(e.to),
-            soci::use(e.reason), soci::use(e.actor);
-      }
-      tx.commit();
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Result<std::vector<Node>> LoadNodes() override {
-    std::lock_guard lock(mu_);
-    try {
-      std::vector<Node> out;
-      std::map<std::string, size_t> by_name;
-      {
-        Node n;
-        std::string state, resume, facts;
-        long long simulated = 0, registered = 0, seen = 0, since = 0;
-        soci::statement st =
-            (sql_.prepare << "SELECT name, cluster, pool, state, resume_state, reason, facts, "
-                             "simulated, registered_ms, last_seen_ms, state_since_ms, token_hash "
-                             "FROM nodes ORDER BY name",
-             soci::into(n.name), soci::into(n.cluster), soci::into(n.pool), soci::into(state),
-             soci::into(resume), soci::into(n.reason), soci::into(facts), soci::into(simulated),
-             soci::into(registered), soci::into(seen), soci::into(since), soci::into(n.token_hash));
-        st.execute();
-        while (st.fetch()) {
-          n.state = ParseNodeState(state).value_or(NodeState::kUnreachable);
-          n.resume_state = ParseNodeState(resume).value_or(NodeState::kReady);
-          boost::system::error_code ec;
-          auto fv = json::parse(facts, ec);
-          if (!ec) {
-            if (auto f = FactsFromJson(fv); f.ok()) n.facts = f.value();
-          }
-          n.simulated = simulated != 0;
-          n.registered_ms = registered;
-          n.last_seen_ms = seen;
-          n.state_since_ms = since;
-          by_name[n.name] = out.size();
-          out.push_back(n);
+        n.state = ParseNodeState(state).value_or(NodeState::kUnreachable);
+        n.resume_state = ParseNodeState(resume).value_or(NodeState::kReady);
+        boost::system::error_code ec;
+        auto fv = json::parse(facts, ec);
+        if (!ec) {
+          if (auto f = FactsFromJson(fv); f.ok()) n.facts = f.value();
         }
-      }
-      Gpu g;
-      std::string node;
-      long long idx = 0, mem = 0, mig = 0;
-      soci::statement st =
-          (sql_.prepare << "SELECT node, uuid, idx, serial, name, model, pci_bus_id, "
-                           "memory_total, vbios, inforom, mig_mode, error FROM gpus "
-                           "ORDER BY node, idx",
-           soci::into(node), soci::into(g.uuid), soci::into(idx), soci::into(g.serial),
-           soci::into(g.name), soci::into(g.model), soci::into(g.pci_bus_id), soci::into(mem),
-           soci::into(g.vbios_version), soci::into(g.inforom_version), soci::into(mig),
-           soci::into(g.error));
-      st.execute();
-      while (st.fetch()) {
-        g.index = static_cast<int>(idx);
-        g.memory_total_bytes = static_cast<uint64_t>(mem);
-        g.mig_mode = static_cast<int>(mig);
-        auto it = by_name.find(node);
-        if (it != by_name.end()) out[it->second].gpus.push_back(g);
-      }
-      return out;
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Result<std::vector<NodeEvent>> ListNodeEvents(const std::string& node, int limit) override {
-    std::lock_guard lock(mu_);
-    try {
-      std::vector<NodeEvent> out;
-      NodeEvent e;
-      long long id = 0, t = 0, lim = limit;
-      soci::statement st =
-          (sql_.prepare << "SELECT id, node, time_ms, from_state, to_state, reason, actor FROM "
-                           "node_events WHERE node = :n ORDER BY id DESC LIMIT :l",
-           soci::into(id), soci::into(e.node), soci::into(t), soci::into(e.from), soci::into(e.to),
-           soci::into(e.reason), soci::into(e.actor), soci::use(node), soci::use(lim));
-      st.execute();
-      while (st.fetch()) {
-        e.id = id;
-        e.time_ms = t;
-        out.push_back(e);
-      }
-      return out;
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Status CreateJoinToken(const JoinToken& t) override {
-    std::lock_guard lock(mu_);
-    try {
-      long long created = t.created_ms, expires = t.expires_ms, revoked = t.revoked;
-      sql_ << "INSERT INTO join_tokens (id, pool, hash, created_by, created_ms, expires_ms, "
-              "revoked) VALUES (:i, :p, :h, :b, :c, :e, :r)",
-          soci::use(t.id), soci::use(t.pool), soci::use(t.hash), soci::use(t.created_by),
-          soci::use(created), soci::use(expires), soci::use(revoked);
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Result<std::vector<JoinToken>> ListJoinTokens() override { return QueryJoinTokens(""); }
-
-  Result<JoinToken> FindJoinToken(const std::string& hash) override {
-    auto found = QueryJoinTokens(hash);
-    if (!found.ok()) return found.error();
-    if (found->empty()) return MakeError(ErrorCode::kNotFound, "unknown join token");
-    return found->front();
-  }
-
-  Status RevokeJoinToken(const std::string& id) override {
-    return Revoke("UPDATE join_tokens SET revoked = 1 WHERE id = :i", id, "join token");
-  }
-
-  Status CreateApiToken(const ApiToken& t) override {
-    std::lock_guard lock(mu_);
-    try {
-      std::string role(ToString(t.role)), clusters;
-      for (const auto& c : t.clusters) clusters += (clusters.empty() ? "" : ",") + c;
-      long long created = t.created_ms, expires = t.expires_ms, revoked = t.revoked;
-      sql_ << "INSERT INTO api_tokens (id, name, role, clusters, hash, created_ms, expires_ms, "
-              "revoked) VALUES (:i, :n, :r, :c, :h, :cr, :e, :rv)",
-          soci::use(t.id), soci::use(t.name), soci::use(role), soci::use(clusters),
-          soci::use(t.hash), soci::use(created), soci::use(expires), soci::use(revoked);
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Result<std::vector<ApiToken>> ListApiTokens() override { return QueryApiTokens(""); }
-
-  Result<ApiToken> FindApiToken(const std::string& hash) override {
-    auto found = QueryApiTokens(hash);
-    if (!found.ok()) return found.error();
-    if (found->empty()) return MakeError(ErrorCode::kNotFound, "unknown API token");
-    return found->front();
-  }
-
-  Status RevokeApiToken(const std::string& id) override {
-    return Revoke("UPDATE api_tokens SET revoked = 1 WHERE id = :i", id, "API token");
-  }
-
-  Status AppendGpuEvents(const std::vector<GpuEventRecord>& events) override {
-    std::lock_guard lock(mu_);
-    try {
-      soci::transaction tx(sql_);
-      for (const auto& e : events) {
-        long long t = e.time_ms, gpu = e.gpu, value = e.value;
-        sql_ << "INSERT INTO gpu_events (time_ms, node, gpu, uuid, kind, value) VALUES "
-                "(:t, :n, :g, :u, :k, :v) ON CONFLICT DO NOTHING",
-            soci::use(t), soci::use(e.node), soci::use(gpu), soci::use(e.uuid), soci::use(e.kind),
-            soci::use(value);
-      }
-      tx.commit();
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Result<std::vector<GpuEventRecord>> ListGpuEvents(const std::string& node,
-                                                    const std::string& kind, int limit) override {
-    std::lock_guard lock(mu_);
-    try {
-      std::vector<GpuEventRecord> out;
-      GpuEventRecord e;
-      long long id = 0, t = 0, gpu = 0, value = 0, lim = limit;
-      soci::statement st =
-          (sql_.prepare << "SELECT id, time_ms, node, gpu, uuid, kind, value FROM gpu_events "
-                           "WHERE (node = :n OR :n2 = '') AND (kind = :k OR :k2 = '') "
-                           "ORDER BY id DESC LIMIT :l",
-           soci::into(id), soci::into(t), soci::into(e.node), soci::into(gpu), soci::into(e.uuid),
-           soci::into(e.kind), soci::into(value), soci::use(node), soci::use(node), soci::use(kind),
-           soci::use(kind), soci::use(lim));
-      st.execute();
-      while (st.fetch()) {
-        e.id = id;
-        e.time_ms = t;
-        e.gpu = static_cast<int>(gpu);
-        e.value = value;
-        out.push_back(e);
-      }
-      return out;
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Status AppendAudit(const AuditRecord& r) override {
-    std::lock_guard lock(mu_);
-    try {
-      long long t = r.time_ms, status = r.status;
-      sql_ << "INSERT INTO audit (time_ms, actor, action, target, status, result, before_doc, "
-              "after_doc) VALUES (:t, :a, :ac, :ta, :s, :r, :b, :af)",
-          soci::use(t), soci::use(r.actor), soci::use(r.action), soci::use(r.target),
-          soci::use(status), soci::use(r.result), soci::use(r.before), soci::use(r.after);
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Status CreateChannel(const Channel& c) override {
-    std::lock_guard lock(mu_);
-    try {
-      long long created = c.created_ms;
-      sql_ << "INSERT INTO channels (name, type, url, secret, created_ms, matchers, group_by) "
-              "VALUES (:n, :t, :u, :s, :c, :m, :g)",
-          soci::use(c.name), soci::use(c.type), soci::use(c.url), soci::use(c.secret),
-          soci::use(created), soci::use(c.matchers), soci::use(c.group_by);
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Result<std::vector<Channel>> ListChannels() override {
-    std::lock_guard lock(mu_);
-    try {
-      std::vector<Channel> out;
-      Channel c;
-      long long created = 0;
-      soci::statement st =
-          (sql_.prepare << "SELECT name, type, url, secret, created_ms, matchers, group_by FROM "
-                           "channels ORDER BY name",
-           soci::into(c.name), soci::into(c.type), soci::into(c.url), soci::into(c.secret),
-           soci::into(created), soci::into(c.matchers), soci::into(c.group_by));
-      st.execute();
-      while (st.fetch()) {
-        c.created_ms = created;
-        out.push_back(c);
-      }
-      return out;
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Status DeleteChannel(const std::string& name) override {
-    std::lock_guard lock(mu_);
-    try {
-      soci::transaction tx(sql_);
-      int found = 0;
-      sql_ << "SELECT COUNT(*) FROM channels WHERE name = :n", soci::use(name), soci::into(found);
-      if (!found) return MakeError(ErrorCode::kNotFound, "no channel '" + name + "'");
-      sql_ << "DELETE FROM outbox WHERE channel = :n", soci::use(name);
-      sql_ << "DELETE FROM channels WHERE name = :n", soci::use(name);
-      tx.commit();
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Status RecordAlertChanges(const std::vector<std::pair<std::string, std::string>>& alerts,
-                            const std::vector<Notification>& notifications) override {
-    std::lock_guard lock(mu_);
-    try {
-      soci::transaction tx(sql_);
-      for (const auto& [fp, doc] : alerts) {
-        sql_ << "INSERT INTO alerts (fingerprint, doc) VALUES (:f, :d) ON CONFLICT (fingerprint) "
-                "DO UPDATE SET doc = excluded.doc",
-            soci::use(fp), soci::use(doc);
-      }
-      for (const auto& n : notifications) {
-        long long created = n.created_ms, next = n.next_ms, attempts = 0;
-        sql_ << "INSERT INTO outbox (channel, fingerprint, body, created_ms, attempts, next_ms, "
-                "last_error) VALUES (:c, :f, :b, :cr, :a, :n, '')",
-            soci::use(n.channel), soci::use(n.fingerprint), soci::use(n.body), soci::use(created),
-            soci::use(attempts), soci::use(next);
-      }
-      tx.commit();
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Result<std::vector<std::string>> LoadAlertDocs() override {
-    std::lock_guard lock(mu_);
-    try {
-      std::vector<std::string> out;
-      std::string doc;
-      soci::statement st = (sql_.prepare << "SELECT doc FROM alerts", soci::into(doc));
-      st.execute();
-      while (st.fetch()) out.push_back(doc);
-      return out;
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Status DeleteAlertDoc(const std::string& fingerprint) override {
-    std::lock_guard lock(mu_);
-    try {
-      sql_ << "DELETE FROM alerts WHERE fingerprint = :f", soci::use(fingerprint);
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Result<std::vector<Notification>> DueNotifications(int64_t now, int limit) override {
-    std::lock_guard lock(mu_);
-    try {
-      std::vector<Notification> out;
-      Notification n;
-      long long id = 0, created = 0, attempts = 0, next = 0, t = now, lim = limit;
-      soci::statement st =
-          (sql_.prepare << "SELECT id, channel, fingerprint, body, created_ms, attempts, next_ms, "
-                           "last_error FROM outbox WHERE next_ms <= :t ORDER BY id LIMIT :l",
-           soci::into(id), soci::into(n.channel), soci::into(n.fingerprint), soci::into(n.body),
-           soci::into(created), soci::into(attempts), soci::into(next), soci::into(n.last_error),
-           soci::use(t), soci::use(lim));
-      st.execute();
-      while (st.fetch()) {
-        n.id = id;
-        n.created_ms = created;
-        n.attempts = static_cast<int>(attempts);
-        n.next_ms = next;
+        n.simulated = simulated != 0;
+        n.registered_ms = registered;
+        n.last_seen_ms = seen;
+        n.state_since_ms = since;
+        by_name[n.name] = out.size();
         out.push_back(n);
       }
-      return out;
-    } catch (const std::exception& e) {
-      return StoreError(e);
     }
-  }
-
-  Status AckNotification(int64_t id) override {
-    std::lock_guard lock(mu_);
-    try {
-      long long i = id;
-      sql_ << "DELETE FROM outbox WHERE id = :i", soci::use(i);
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
+    Gpu g;
+    std::string node;
+    long long idx = 0, mem = 0, mig = 0;
+    soci::statement st =
+        (sql_.prepare << "SELECT node, uuid, idx, serial, name, model, pci_bus_id, "
+                         "memory_total, vbios, inforom, mig_mode, error FROM gpus "
+                         "ORDER BY node, idx",
+         soci::into(node), soci::into(g.uuid), soci::into(idx), soci::into(g.serial),
+         soci::into(g.name), soci::into(g.model), soci::into(g.pci_bus_id), soci::into(mem),
+         soci::into(g.vbios_version), soci::into(g.inforom_version), soci::into(mig),
+         soci::into(g.error));
+    st.execute();
+    while (st.fetch()) {
+      g.index = static_cast<int>(idx);
+      g.memory_total_bytes = static_cast<uint64_t>(mem);
+      g.mig_mode = static_cast<int>(mig);
+      auto it = by_name.find(node);
+      if (it != by_name.end()) out[it->second].gpus.push_back(g);
     }
+    return out;
+  } catch (const std::exception& e) {
+    return StoreError(e);
   }
+}
 
-  Status DeferNotification(int64_t id, int64_t next_ms, const std::string& error) override {
-    std::lock_guard lock(mu_);
-    try {
-      long long i = id, next = next_ms;
-      sql_ << "UPDATE outbox SET attempts = attempts + 1, next_ms = :n, last_error = :e "
-              "WHERE id = :i",
-          soci::use(next), soci::use(error), soci::use(i);
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
+Result<std::vector<NodeEvent>> SqliteStore::ListNodeEvents(const std::string& node, int limit) {
+  std::lock_guard lock(mu_);
+  try {
+    std::vector<NodeEvent> out;
+    NodeEvent e;
+    long long id = 0, t = 0, lim = limit;
+    soci::statement st =
+        (sql_.prepare << "SELECT id, node, time_ms, from_state, to_state, reason, actor FROM "
+                         "node_events WHERE node = :n ORDER BY id DESC LIMIT :l",
+         soci::into(id), soci::into(e.node), soci::into(t), soci::into(e.from), soci::into(e.to),
+         soci::into(e.reason), soci::into(e.actor), soci::use(node), soci::use(lim));
+    st.execute();
+    while (st.fetch()) {
+      e.id = id;
+      e.time_ms = t;
+      out.push_back(e);
     }
+    return out;
+  } catch (const std::exception& e) {
+    return StoreError(e);
   }
+}
 
-  Result<std::vector<OutboxCount>> OutboxCounts() override {
-    std::lock_guard lock(mu_);
-    try {
-      std::vector<OutboxCount> out;
-      OutboxCount c;
-      long long pending = 0, oldest = 0;
-      soci::statement st =
-          (sql_.prepare << "SELECT channel, COUNT(*), MIN(created_ms), MAX(last_error) FROM outbox "
-                           "GROUP BY channel ORDER BY channel",
-           soci::into(c.channel), soci::into(pending), soci::into(oldest),
-           soci::into(c.last_error));
-      st.execute();
-      while (st.fetch()) {
-        c.pending = pending;
-        c.oldest_ms = oldest;
-        out.push_back(c);
-      }
-      return out;
-    } catch (const std::exception& e) {
-      return StoreError(e);
+Status SqliteStore::CreateJoinToken(const JoinToken& t) {
+  std::lock_guard lock(mu_);
+  try {
+    long long created = t.created_ms, expires = t.expires_ms, revoked = t.revoked;
+    sql_ << "INSERT INTO join_tokens (id, pool, hash, created_by, created_ms, expires_ms, "
+            "revoked) VALUES (:i, :p, :h, :b, :c, :e, :r)",
+        soci::use(t.id), soci::use(t.pool), soci::use(t.hash), soci::use(t.created_by),
+        soci::use(created), soci::use(expires), soci::use(revoked);
+    return {};
+  } catch (const std::exception& e) {
+    return StoreError(e);
+  }
+}
+
+Result<JoinToken> SqliteStore::FindJoinToken(const std::string& hash) {
+  auto found = QueryJoinTokens(hash);
+  if (!found.ok()) return found.error();
+  if (found->empty()) return MakeError(ErrorCode::kNotFound, "unknown join token");
+  return found->front();
+}
+
+Status SqliteStore::RevokeJoinToken(const std::string& id) {
+  return Revoke("UPDATE join_tokens SET revoked = 1 WHERE id = :i", id, "join token");
+}
+
+Status SqliteStore::CreateApiToken(const ApiToken& t) {
+  std::lock_guard lock(mu_);
+  try {
+    std::string role(ToString(t.role)), clusters;
+    for (const auto& c : t.clusters) clusters += (clusters.empty() ? "" : ",") + c;
+    long long created = t.created_ms, expires = t.expires_ms, revoked = t.revoked;
+    sql_ << "INSERT INTO api_tokens (id, name, role, clusters, hash, created_ms, expires_ms, "
+            "revoked) VALUES (:i, :n, :r, :c, :h, :cr, :e, :rv)",
+        soci::use(t.id), soci::use(t.name), soci::use(role), soci::use(clusters), soci::use(t.hash),
+        soci::use(created), soci::use(expires), soci::use(revoked);
+    return {};
+  } catch (const std::exception& e) {
+    return StoreError(e);
+  }
+}
+
+Result<ApiToken> SqliteStore::FindApiToken(const std::string& hash) {
+  auto found = QueryApiTokens(hash);
+  if (!found.ok()) return found.error();
+  if (found->empty()) return MakeError(ErrorCode::kNotFound, "unknown API token");
+  return found->front();
+}
+
+Status SqliteStore::RevokeApiToken(const std::string& id) {
+  return Revoke("UPDATE api_tokens SET revoked = 1 WHERE id = :i", id, "API token");
+}
+
+Status SqliteStore::AppendGpuEvents(const std::vector<GpuEventRecord>& events) {
+  std::lock_guard lock(mu_);
+  try {
+    soci::transaction tx(sql_);
+    for (const auto& e : events) {
+      long long t = e.time_ms, gpu = e.gpu, value = e.value;
+      sql_ << "INSERT INTO gpu_events (time_ms, node, gpu, uuid, kind, value) VALUES "
+              "(:t, :n, :g, :u, :k, :v) ON CONFLICT DO NOTHING",
+          soci::use(t), soci::use(e.node), soci::use(gpu), soci::use(e.uuid), soci::use(e.kind),
+          soci::use(value);
     }
+    tx.commit();
+    return {};
+  } catch (const std::exception& e) {
+    return StoreError(e);
   }
+}
 
-  Status SaveRules(const std::vector<RuleRecord>& upsert,
-                   const std::vector<std::string>& remove) override {
-    std::lock_guard lock(mu_);
-    try {
-      soci::transaction tx(sql_);
-      for (const auto& r : upsert) {
-        long long t = r.updated_ms;
-        sql_ << "INSERT INTO alert_rules (name, grp, doc, updated_ms) VALUES (:n, :g, :d, :t) "
-                "ON CONFLICT (name) DO UPDATE SET grp = excluded.grp, doc = excluded.doc, "
-                "updated_ms = excluded.updated_ms",
-            soci::use(r.name), soci::use(r.group), soci::use(r.doc), soci::use(t);
-      }
-      for (const auto& name : remove) {
-        sql_ << "DELETE FROM alert_rules WHERE name = :n", soci::use(name);
-      }
-      tx.commit();
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
+Result<std::vector<GpuEventRecord>> SqliteStore::ListGpuEvents(const std::string& node,
+                                                               const std::string& kind, int limit) {
+  std::lock_guard lock(mu_);
+  try {
+    std::vector<GpuEventRecord> out;
+    GpuEventRecord e;
+    long long id = 0, t = 0, gpu = 0, value = 0, lim = limit;
+    soci::statement st =
+        (sql_.prepare << "SELECT id, time_ms, node, gpu, uuid, kind, value FROM gpu_events "
+                         "WHERE (node = :n OR :n2 = '') AND (kind = :k OR :k2 = '') "
+                         "ORDER BY id DESC LIMIT :l",
+         soci::into(id), soci::into(t), soci::into(e.node), soci::into(gpu), soci::into(e.uuid),
+         soci::into(e.kind), soci::into(value), soci::use(node), soci::use(node), soci::use(kind),
+         soci::use(kind), soci::use(lim));
+    st.execute();
+    while (st.fetch()) {
+      e.id = id;
+      e.time_ms = t;
+      e.gpu = static_cast<int>(gpu);
+      e.value = value;
+      out.push_back(e);
     }
+    return out;
+  } catch (const std::exception& e) {
+    return StoreError(e);
   }
+}
 
-  Result<std::vector<RuleRecord>> ListRules() override {
-    std::lock_guard lock(mu_);
-    try {
-      std::vector<RuleRecord> out;
-      RuleRecord r;
-      long long t = 0;
-      soci::statement st =
-          (sql_.prepare << "SELECT name, grp, doc, updated_ms FROM alert_rules ORDER BY name",
-           soci::into(r.name), soci::into(r.group), soci::into(r.doc), soci::into(t));
-      st.execute();
-      while (st.fetch()) {
-        r.updated_ms = t;
-        out.push_back(r);
-      }
-      return out;
-    } catch (const std::exception& e) {
-      return StoreError(e);
+Status SqliteStore::AppendAudit(const AuditRecord& r) {
+  std::lock_guard lock(mu_);
+  try {
+    long long t = r.time_ms, status = r.status;
+    sql_ << "INSERT INTO audit (time_ms, actor, action, target, status, result, before_doc, "
+            "after_doc) VALUES (:t, :a, :ac, :ta, :s, :r, :b, :af)",
+        soci::use(t), soci::use(r.actor), soci::use(r.action), soci::use(r.target),
+        soci::use(status), soci::use(r.result), soci::use(r.before), soci::use(r.after);
+    return {};
+  } catch (const std::exception& e) {
+    return StoreError(e);
+  }
+}
+
+Result<std::vector<AuditRecord>> SqliteStore::ListAudit(int64_t before_id, int limit) {
+  std::lock_guard lock(mu_);
+  try {
+    std::vector<AuditRecord> out;
+    AuditRecord r;
+    long long id = 0, t = 0, status = 0, before = before_id > 0 ? before_id : INT64_MAX,
+              lim = limit;
+    soci::statement st =
+        (sql_.prepare << "SELECT id, time_ms, actor, action, target, status, result, "
+                         "before_doc, after_doc FROM audit WHERE id < :b ORDER BY id DESC "
+                         "LIMIT :l",
+         soci::into(id), soci::into(t), soci::into(r.actor), soci::into(r.action),
+         soci::into(r.target), soci::into(status), soci::into(r.result), soci::into(r.before),
+         soci::into(r.after), soci::use(before), soci::use(lim));
+    st.execute();
+    while (st.fetch()) {
+      r.id = id;
+      r.time_ms = t;
+      r.status = static_cast<int>(status);
+      out.push_back(r);
     }
+    return out;
+  } catch (const std::exception& e) {
+    return StoreError(e);
   }
+}
 
-  Status SaveJobs(const std::vector<JobRecord>& jobs) override {
-    std::lock_guard lock(mu_);
-    try {
-      soci::transaction tx(sql_);
-      for (const auto& j : jobs) {
-        long long id = j.id, t = j.updated_ms;
-        sql_ << "INSERT INTO jobs (id, state, doc, updated_ms) VALUES (:i, :s, :d, :t) "
-                "ON CONFLICT (id) DO UPDATE SET state = excluded.state, doc = excluded.doc, "
-                "updated_ms = excluded.updated_ms",
-            soci::use(id), soci::use(j.state), soci::use(j.doc), soci::use(t);
-      }
-      tx.commit();
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
+Status SqliteStore::Migrate() {
+  sql_ << "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY)";
+  long long current = 0;
+  soci::indicator ind = soci::i_null;
+  sql_ << "SELECT MAX(version) FROM schema_migrations", soci::into(current, ind);
+  if (ind != soci::i_ok) current = 0;
+  for (const auto& m : migrations::All()) {
+    if (m.version <= current) continue;
+    soci::transaction tx(sql_);
+    std::string text(m.sql);
+    for (size_t pos; (pos = text.find("{ID}")) != std::string::npos;) {
+      text.replace(pos, 4, "INTEGER PRIMARY KEY AUTOINCREMENT");
     }
-  }
-
-  Result<std::vector<JobRecord>> ListJobs() override {
-    std::lock_guard lock(mu_);
-    try {
-      std::vector<JobRecord> out;
-      JobRecord j;
-      long long id = 0, t = 0;
-      soci::statement st =
-          (sql_.prepare << "SELECT id, state, doc, updated_ms FROM jobs ORDER BY id",
-           soci::into(id), soci::into(j.state), soci::into(j.doc), soci::into(t));
-      st.execute();
-      while (st.fetch()) {
-        j.id = id;
-        j.updated_ms = t;
-        out.push_back(j);
-      }
-      return out;
-    } catch (const std::exception& e) {
-      return StoreError(e);
+    for (const auto& stmt : Split(text, ';')) {
+      if (stmt.find_first_not_of(" \n") != std::string::npos) sql_ << stmt;
     }
+    long long v = m.version;
+    sql_ << "INSERT INTO schema_migrations (version) VALUES (:v)", soci::use(v);
+    tx.commit();
+    spdlog::info("store: applied migration {}", m.version);
   }
+  return {};
+}
 
-  Status SaveScalingPolicy(const ScalingRecord& r) override {
-    std::lock_guard lock(mu_);
-    try {
-      long long t = r.updated_ms;
-      sql_ << "INSERT INTO scaling_policies (pool, doc, updated_ms) VALUES (:p, :d, :t) "
-              "ON CONFLICT (pool) DO UPDATE SET doc = excluded.doc, updated_ms = "
-              "excluded.updated_ms",
-          soci::use(r.pool), soci::use(r.doc), soci::use(t);
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
+Result<std::vector<JoinToken>> SqliteStore::QueryJoinTokens(const std::string& hash) {
+  std::lock_guard lock(mu_);
+  try {
+    std::vector<JoinToken> out;
+    JoinToken t;
+    long long created = 0, expires = 0, revoked = 0, all = hash.empty() ? 1 : 0;
+    std::string q =
+        "SELECT id, pool, hash, created_by, created_ms, expires_ms, revoked FROM "
+        "join_tokens WHERE (hash = :h OR :all = 1) ORDER BY created_ms, id";
+    soci::statement st =
+        (sql_.prepare << q, soci::into(t.id), soci::into(t.pool), soci::into(t.hash),
+         soci::into(t.created_by), soci::into(created), soci::into(expires), soci::into(revoked),
+         soci::use(hash), soci::use(all));
+    st.execute();
+    while (st.fetch()) {
+      t.created_ms = created;
+      t.expires_ms = expires;
+      t.revoked = revoked != 0;
+      out.push_back(t);
     }
+    return out;
+  } catch (const std::exception& e) {
+    return StoreError(e);
   }
+}
 
-  Status DeleteScalingPolicy(const std::string& pool) override {
-    std::lock_guard lock(mu_);
-    try {
-      soci::statement st =
-          (sql_.prepare << "DELETE FROM scaling_policies WHERE pool = :p", soci::use(pool));
-      st.execute(true);
-      if (st.get_affected_rows() == 0) {
-        return MakeError(ErrorCode::kNotFound, "pool '" + pool + "' has no scaling policy");
-      }
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
+Result<std::vector<ApiToken>> SqliteStore::QueryApiTokens(const std::string& hash) {
+  std::lock_guard lock(mu_);
+  try {
+    std::vector<ApiToken> out;
+    ApiToken t;
+    std::string role, clusters;
+    long long created = 0, expires = 0, revoked = 0, all = hash.empty() ? 1 : 0;
+    std::string q =
+        "SELECT id, name, role, clusters, hash, created_ms, expires_ms, revoked "
+        "FROM api_tokens WHERE (hash = :h OR :all = 1) ORDER BY created_ms, id";
+    soci::statement st =
+        (sql_.prepare << q, soci::into(t.id), soci::into(t.name), soci::into(role),
+         soci::into(clusters), soci::into(t.hash), soci::into(created), soci::into(expires),
+         soci::into(revoked), soci::use(hash), soci::use(all));
+    st.execute();
+    while (st.fetch()) {
+      t.role = ParseRole(role).value_or(Role::kViewer);
+      t.clusters = clusters.empty() ? std::vector<std::string>{} : Split(clusters, ',');
+      t.created_ms = created;
+      t.expires_ms = expires;
+      t.revoked = revoked != 0;
+      out.push_back(t);
     }
+    return out;
+  } catch (const std::exception& e) {
+    return StoreError(e);
   }
+}
 
-  Result<std::vector<ScalingRecord>> ListScalingPolicies() override {
-    std::lock_guard lock(mu_);
-    try {
-      std::vector<ScalingRecord> out;
-      ScalingRecord r;
-      long long t = 0;
-      soci::statement st =
-          (sql_.prepare << "SELECT pool, doc, updated_ms FROM scaling_policies ORDER BY pool",
-           soci::into(r.pool), soci::into(r.doc), soci::into(t));
-      st.execute();
-      while (st.fetch()) {
-        r.updated_ms = t;
-        out.push_back(r);
-      }
-      return out;
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Result<int64_t> AppendScaleEvent(const ScaleEventRecord& r) override {
-    std::lock_guard lock(mu_);
-    try {
-      long long t = r.time_ms;
-      sql_ << "INSERT INTO scale_events (time_ms, pool, doc) VALUES (:t, :p, :d)", soci::use(t),
-          soci::use(r.pool), soci::use(r.doc);
-      long long id = 0;
-      sql_ << "SELECT last_insert_rowid()", soci::into(id);
-      return static_cast<int64_t>(id);
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Result<std::vector<ScaleEventRecord>> ListScaleEvents(const std::string& pool,
-                                                        int limit) override {
-    std::lock_guard lock(mu_);
-    try {
-      std::vector<ScaleEventRecord> out;
-      ScaleEventRecord r;
-      long long id = 0, t = 0, lim = limit;
-      soci::statement st =
-          (sql_.prepare << "SELECT id, time_ms, pool, doc FROM scale_events "
-                           "WHERE (pool = :p OR :p2 = '') ORDER BY id DESC LIMIT :l",
-           soci::into(id), soci::into(t), soci::into(r.pool), soci::into(r.doc), soci::use(pool),
-           soci::use(pool), soci::use(lim));
-      st.execute();
-      while (st.fetch()) {
-        r.id = id;
-        r.time_ms = t;
-        out.push_back(r);
-      }
-      return out;
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Status AppendScalingSample(const ScalingSampleRecord& r) override {
-    std::lock_guard lock(mu_);
-    try {
-      long long t = r.time_ms;
-      sql_ << "INSERT INTO scaling_samples (pool, time_ms, doc) VALUES (:p, :t, :d) "
-              "ON CONFLICT (pool, time_ms) DO UPDATE SET doc = excluded.doc",
-          soci::use(r.pool), soci::use(t), soci::use(r.doc);
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Result<std::vector<ScalingSampleRecord>> ListScalingSamples(const std::string& pool,
-                                                              int64_t since_ms) override {
-    std::lock_guard lock(mu_);
-    try {
-      std::vector<ScalingSampleRecord> out;
-      ScalingSampleRecord r;
-      long long t = 0, since = since_ms;
-      soci::statement st =
-          (sql_.prepare << "SELECT pool, time_ms, doc FROM scaling_samples "
-                           "WHERE pool = :p AND time_ms >= :s ORDER BY time_ms",
-           soci::into(r.pool), soci::into(t), soci::into(r.doc), soci::use(pool), soci::use(since));
-      st.execute();
-      while (st.fetch()) {
-        r.time_ms = t;
-        out.push_back(r);
-      }
-      return out;
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Status DeleteEndedJobsBefore(int64_t updated_ms) override {
-    std::lock_guard lock(mu_);
-    try {
-      long long t = updated_ms;
-      sql_ << "DELETE FROM jobs WHERE state IN ('completed', 'cancelled') AND updated_ms < :t "
-              "AND id < (SELECT MAX(id) FROM jobs)",
-          soci::use(t);
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Status DeleteScalingSamplesBefore(int64_t time_ms) override {
-    std::lock_guard lock(mu_);
-    try {
-      long long t = time_ms;
-      sql_ << "DELETE FROM scaling_samples WHERE time_ms < :t", soci::use(t);
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Status CreateSilence(const SilenceRecord& s) override {
-    std::lock_guard lock(mu_);
-    try {
-      long long starts = s.starts_ms, ends = s.ends_ms, created = s.created_ms;
-      sql_ << "INSERT INTO silences (id, matchers, starts_ms, ends_ms, created_by, comment, "
-              "created_ms) VALUES (:i, :m, :s, :e, :b, :c, :cr)",
-          soci::use(s.id), soci::use(s.matchers), soci::use(starts), soci::use(ends),
-          soci::use(s.created_by), soci::use(s.comment), soci::use(created);
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Result<std::vector<SilenceRecord>> ListSilences() override {
-    std::lock_guard lock(mu_);
-    try {
-      std::vector<SilenceRecord> out;
-      SilenceRecord s;
-      long long starts = 0, ends = 0, created = 0;
-      soci::statement st =
-          (sql_.prepare << "SELECT id, matchers, starts_ms, ends_ms, created_by, comment, "
-                           "created_ms FROM silences ORDER BY created_ms DESC",
-           soci::into(s.id), soci::into(s.matchers), soci::into(starts), soci::into(ends),
-           soci::into(s.created_by), soci::into(s.comment), soci::into(created));
-      st.execute();
-      while (st.fetch()) {
-        s.starts_ms = starts;
-        s.ends_ms = ends;
-        s.created_ms = created;
-        out.push_back(s);
-      }
-      return out;
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Status ExpireSilence(const std::string& id, int64_t now) override {
-    std::lock_guard lock(mu_);
-    try {
-      int found = 0;
-      sql_ << "SELECT COUNT(*) FROM silences WHERE id = :i", soci::use(id), soci::into(found);
-      if (!found) return MakeError(ErrorCode::kNotFound, "no silence '" + id + "'");
-      long long t = now;
-      sql_ << "UPDATE silences SET ends_ms = :t WHERE id = :i AND ends_ms > :t2", soci::use(t),
-          soci::use(id), soci::use(t);
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Result<std::vector<AuditRecord>> ListAudit(int64_t before_id, int limit) override {
-    std::lock_guard lock(mu_);
-    try {
-      std::vector<AuditRecord> out;
-      AuditRecord r;
-      long long id = 0, t = 0, status = 0, before = before_id > 0 ? before_id : INT64_MAX,
-                lim = limit;
-      soci::statement st =
-          (sql_.prepare << "SELECT id, time_ms, actor, action, target, status, result, "
-                           "before_doc, after_doc FROM audit WHERE id < :b ORDER BY id DESC "
-                           "LIMIT :l",
-           soci::into(id), soci::into(t), soci::into(r.actor), soci::into(r.action),
-           soci::into(r.target), soci::into(status), soci::into(r.result), soci::into(r.before),
-           soci::into(r.after), soci::use(before), soci::use(lim));
-      st.execute();
-      while (st.fetch()) {
-        r.id = id;
-        r.time_ms = t;
-        r.status = static_cast<int>(status);
-        out.push_back(r);
-      }
-      return out;
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
- private:
-  Status Migrate() {
-    sql_ << "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY)";
-    long long current = 0;
-    soci::indicator ind = soci::i_null;
-    sql_ << "SELECT MAX(version) FROM schema_migrations", soci::into(current, ind);
-    if (ind != soci::i_ok) current = 0;
-    for (const auto& m : migrations::All()) {
-      if (m.version <= current) continue;
-      soci::transaction tx(sql_);
-      std::string text(m.sql);
-      for (size_t pos; (pos = text.find("{ID}")) != std::string::npos;) {
-        text.replace(pos, 4, "INTEGER PRIMARY KEY AUTOINCREMENT");
-      }
-      for (const auto& stmt : Split(text, ';')) {
-        if (stmt.find_first_not_of(" \n") != std::string::npos) sql_ << stmt;
-      }
-      long long v = m.version;
-      sql_ << "INSERT INTO schema_migrations (version) VALUES (:v)", soci::use(v);
-      tx.commit();
-      spdlog::info("store: applied migration {}", m.version);
+Status SqliteStore::Revoke(const char* query, const std::string& id, const char* what) {
+  std::lock_guard lock(mu_);
+  try {
+    soci::statement st = (sql_.prepare << query, soci::use(id));
+    st.execute(true);
+    if (st.get_affected_rows() == 0) {
+      return MakeError(ErrorCode::kNotFound, std::string("no ") + what + " '" + id + "'");
     }
     return {};
+  } catch (const std::exception& e) {
+    return StoreError(e);
   }
+}
 
-  // All tokens, or the one with this hash when `hash` is not empty.
-  Result<std::vector<JoinToken>> QueryJoinTokens(const std::string& hash) {
-    std::lock_guard lock(mu_);
-    try {
-      std::vector<JoinToken> out;
-      JoinToken t;
-      long long created = 0, expires = 0, revoked = 0, all = hash.empty() ? 1 : 0;
-      std::string q =
-          "SELECT id, pool, hash, created_by, created_ms, expires_ms, revoked FROM "
-          "join_tokens WHERE (hash = :h OR :all = 1) ORDER BY created_ms, id";
-      soci::statement st =
-          (sql_.prepare << q, soci::into(t.id), soci::into(t.pool), soci::into(t.hash),
-           soci::into(t.created_by), soci::into(created), soci::into(expires), soci::into(revoked),
-           soci::use(hash), soci::use(all));
-      st.execute();
-      while (st.fetch()) {
-        t.created_ms = created;
-        t.expires_ms = expires;
-        t.revoked = revoked != 0;
-        out.push_back(t);
-      }
-      return out;
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
+}  // namespace gpufleet::sqlite_store
 
-  Result<std::vector<ApiToken>> QueryApiTokens(const std::string& hash) {
-    std::lock_guard lock(mu_);
-    try {
-      std::vector<ApiToken> out;
-      ApiToken t;
-      std::string role, clusters;
-      long long created = 0, expires = 0, revoked = 0, all = hash.empty() ? 1 : 0;
-      std::string q =
-          "SELECT id, name, role, clusters, hash, created_ms, expires_ms, revoked "
-          "FROM api_tokens WHERE (hash = :h OR :all = 1) ORDER BY created_ms, id";
-      soci::statement st =
-          (sql_.prepare << q, soci::into(t.id), soci::into(t.name), soci::into(role),
-           soci::into(clusters), soci::into(t.hash), soci::into(created), soci::into(expires),
-           soci::into(revoked), soci::use(hash), soci::use(all));
-      st.execute();
-      while (st.fetch()) {
-        t.role = ParseRole(role).value_or(Role::kViewer);
-        t.clusters = clusters.empty() ? std::vector<std::string>{} : Split(clusters, ',');
-        t.created_ms = created;
-        t.expires_ms = expires;
-        t.revoked = revoked != 0;
-        out.push_back(t);
-      }
-      return out;
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  Status Revoke(const char* query, const std::string& id, const char* what) {
-    std::lock_guard lock(mu_);
-    try {
-      soci::statement st = (sql_.prepare << query, soci::use(id));
-      st.execute(true);
-      if (st.get_affected_rows() == 0) {
-        return MakeError(ErrorCode::kNotFound, std::string("no ") + what + " '" + id + "'");
-      }
-      return {};
-    } catch (const std::exception& e) {
-      return StoreError(e);
-    }
-  }
-
-  std::string path_;
-  std::mutex mu_;
-  soci::session sql_;  // guarded by mu_
-};
-
-}  // namespace
+namespace gpufleet {
 
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {
   std::string path = url;
@@ -980,7 +511,7 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {
                      "the PostgreSQL store is not built yet; use sqlite:PATH");
   }
   if (path.empty()) return MakeError(ErrorCode::kInvalidArgument, "empty store path");
-  auto store = std::make_unique<SqliteStore>(path);
+  auto store = std::make_unique<sqlite_store::SqliteStore>(path);
   GF_TRY(store->Open());
   return std::unique_ptr<Store>(std::move(store));
 }
