@@ -1,5 +1,5 @@
 // Policies as JSON (the API's and the fleet file's one parser) and the pool's past as a tune's
-// replay trace: pure functions, no service.
+// replay trace, and a policy error in a fleet file: pure functions, no service.
 
 #include <gtest/gtest.h>
 
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "scaling/scaling.h"
+#include "scaling/tests/scaling_fixture.h"  // kFleet
 #include "sched/policy_json.h"
 #include "sched/replay.h"
 
@@ -131,6 +132,15 @@ TEST(HistoryTrace, RunTimesFromWhatRanAndNothingUnknown) {
   EXPECT_EQ(t[0].gpus_per_node, 0);
   EXPECT_DOUBLE_EQ(t[2].duration_s, 90);
   EXPECT_DOUBLE_EQ(t[3].duration_s, 600);
+}
+
+TEST(PolicyYaml, ErrorsPointAtTheFieldsLine) {
+  std::string yaml = kFleet;
+  yaml.replace(yaml.find("max_nodes: 4"), 12, "max_nodes: x");
+  auto spec = ParseFleetSpec(yaml, "fleet.yaml", *GpuCatalog::Builtin());
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.error().message,
+            "fleet.yaml:14: clusters[0].pools[0].scaling.max_nodes: must be an integer");
 }
 
 }  // namespace
