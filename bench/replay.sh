@@ -21,6 +21,10 @@
 # nodes; every trace job taken as movable, at a cost of 300 s of its GPUs per move), the same
 # with only half the jobs movable (--movable-share 0.5), and without consolidation.
 # And one 500,000-job replay's wall time. Usage: bench/replay.sh [BUILD_DIR] (default build-bench)
+# Environment: REPLAY_TRACES=alibaba or synthetic replays one trace only (default: both, and the
+# 500,000-job replay); SYNTHETIC_PER_DAY=N makes the synthetic trace N jobs a day (default 2000:
+# a pool of about 22 nodes on average; 20000 gives one of about 220, to see how the figures
+# depend on the pool's size).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -28,21 +32,27 @@ build=${1:-$build}
 bench_build gpufleet
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-bench_synthetic_traces "$work"
+per_day=${SYNTHETIC_PER_DAY:-2000}
+bench_synthetic_traces "$work" "$per_day"
 python3 bench/synthetic-trace.py 14 40000 > "$work/synthetic-500k.csv"
-GPUFLEET="$build/gpufleet" WORK="$work" python3 - <<'PY'
+GPUFLEET="$build/gpufleet" WORK="$work" PER_DAY="$per_day" TRACES="${REPLAY_TRACES:-all}" python3 - <<'PY'
 import json, os, statistics, subprocess
 from concurrent.futures import ThreadPoolExecutor
-gf, work = os.environ["GPUFLEET"], os.environ["WORK"]
+gf, work, only = os.environ["GPUFLEET"], os.environ["WORK"], os.environ["TRACES"]
+per_day = int(os.environ["PER_DAY"])
 alibaba = ["--trace", "data/traces/openb_pod_list_default.csv", "--format", "openb", "--size-scale", "2"]
 traces = [
     ("Alibaba 2023 (openb, --size-scale 2, --time-scale 9 to 11)",
      [("ts 9", alibaba + ["--time-scale", "9"]), ("ts 9.5", alibaba + ["--time-scale", "9.5"]),
       ("ts 10", alibaba + ["--time-scale", "10"]), ("ts 10.5", alibaba + ["--time-scale", "10.5"]),
       ("ts 11", alibaba + ["--time-scale", "11"])]),
-    ("synthetic, daily and weekly seasonality (14 days, seeds 42 to 46)",
+    ("synthetic, daily and weekly seasonality (14 days, seeds 42 to 46)" +
+     ("" if per_day == 2000 else f", {per_day:,} jobs a day"),
      [(f"seed {s}", ["--trace", f"{work}/synthetic-{s}.csv"]) for s in (42, 43, 44, 45, 46)]),
 ]
+if only != "all":
+    traces = [t for t in traces if t[0].lower().startswith(only)]
+    assert traces, f"REPLAY_TRACES={only}: alibaba or synthetic"
 policies, leads = ("reactive", "predictive", "oracle"), (600, 1800)
 consolidation = ((0.5, 1), (0.5, 0.5), (0, 1))  # (--consolidate-below, --movable-share)
 shares = tuple(round(0.6 + 0.05 * i, 2) for i in range(9))
@@ -133,6 +143,7 @@ for (name, variants), lead, cons in [(t, l, c) for t in traces for l in leads fo
                   f"{p} {med(d['gpu_hours_idle'] for d in at[p]):.0f} GPU-h idle at p95 "
                   f"{med(d['wait_p95_s'] for d in at[p]):.0f} s" for p in policies) +
               f"; predictive vs reactive {med(ratio):+.0f}% ({', '.join(f'{x:+.0f}%' for x in ratio)})")
-d = run((("--trace", f"{work}/synthetic-500k.csv", "--max-nodes", "5000"), "predictive", 600, (0.8, 2), (0.5, 1)))
-print(f"\n500,000-job replay ({d['jobs']} jobs, predictive): {d['replay_seconds']:.2f} s")
+if only == "all":
+    d = run((("--trace", f"{work}/synthetic-500k.csv", "--max-nodes", "5000"), "predictive", 600, (0.8, 2), (0.5, 1)))
+    print(f"\n500,000-job replay ({d['jobs']} jobs, predictive): {d['replay_seconds']:.2f} s")
 PY
