@@ -20,9 +20,10 @@
 # node using at most half its GPUs for 10 minutes is emptied when its jobs fit on other busy
 # nodes; every trace job taken as movable, at a cost of 300 s of its GPUs per move), the same
 # with only half the jobs movable (--movable-share 0.5), and without consolidation.
-# And one 500,000-job replay's wall time. Usage: bench/replay.sh [BUILD_DIR] (default build-bench)
+# And the wall time of one 500,000-job replay and of a year of 10,000 fixed nodes.
+# Usage: bench/replay.sh [BUILD_DIR] (default build-bench)
 # Environment: REPLAY_TRACES=alibaba or synthetic replays one trace only (default: both, and the
-# 500,000-job replay); SYNTHETIC_PER_DAY=N makes the synthetic trace N jobs a day (default 2000:
+# two timed replays); SYNTHETIC_PER_DAY=N makes the synthetic trace N jobs a day (default 2000:
 # a pool of about 22 nodes on average; 20000 gives one of about 220, to see how the figures
 # depend on the pool's size).
 set -euo pipefail
@@ -146,4 +147,12 @@ for (name, variants), lead, cons in [(t, l, c) for t in traces for l in leads fo
 if only == "all":
     d = run((("--trace", f"{work}/synthetic-500k.csv", "--max-nodes", "5000"), "predictive", 600, (0.8, 2), (0.5, 1)))
     print(f"\n500,000-job replay ({d['jobs']} jobs, predictive): {d['replay_seconds']:.2f} s")
+    # The other way a replay gets long: a large pool over a long span, where every decision
+    # looks at every node. Two jobs a year apart, 10,000 nodes held by the bounds.
+    with open(f"{work}/year.csv", "w") as f:
+        f.write("submit_time,duration_s,gpus\n0,60,1\n31000000,60,1\n")
+    d = run((("--trace", f"{work}/year.csv", "--min-nodes", "10000", "--max-nodes", "10000"),
+             "reactive", 600, (0.8, 2), (0.5, 1)))
+    print(f"a year of 10,000 fixed nodes ({d['simulated_hours']:.0f} simulated hours): "
+          f"{d['replay_seconds']:.2f} s")
 PY
