@@ -4,12 +4,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 #include <boost/json.hpp>
 #include <boost/url/parse.hpp>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -28,6 +30,21 @@ namespace websocket = beast::websocket;
 using tcp = asio::ip::tcp;
 
 namespace gpufleet::api {
+
+// How long Stop() waits for the requests under way to be answered.
+constexpr int kStopGraceMs = 5000;
+
+// Counts a request from when it is read until its answer is written (or its connection dies).
+class InFlight {
+ public:
+  explicit InFlight(std::atomic<int>& n) : n_(n) { ++n_; }
+  ~InFlight() { --n_; }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  std::atomic<int>& n_;
+};
 
 // A live agent connection as the rest of the server sees it: messages for the agent go into the
 // outbox (on the connection's strand) and its writer sends them in order.
@@ -75,6 +92,10 @@ struct ApiServer::Impl {
   proto::AgentHandler& agents;
   HttpMetrics http_metrics;
   BufferPool buffers;
+  // Requests read and not yet answered; Stop() waits for them. Once stopping, answers say
+  // `Connection: close`. Before `io`: a connection's frame, destroyed with it, counts down.
+  std::atomic<int> in_flight{0};
+  std::atomic<bool> stopping{false};
   // Before the connections, so that it is destroyed after them: their timers need it.
   asio::io_context io;
   std::mutex conns_mu;
@@ -329,6 +350,9 @@ struct ApiServer::Impl {
         co_await ServeStream(std::move(stream), std::move(upgrade));
         co_return;
       }
+      // Counted from here until its answer is written: a request whose work is done (a job
+      // submitted) is not left unanswered by a stop, for its client to retry.
+      InFlight counted(in_flight);
       Request req = ToRequest(in, remote);
       auto match = router.Find(req.method, req.path);
       Response r;
@@ -339,7 +363,7 @@ struct ApiServer::Impl {
       } else {
         r = Dispatch(req, match);
       }
-      bool keep = in.keep_alive();
+      bool keep = in.keep_alive() && !stopping;
       bool gzip_ok = AcceptsGzip(in[http::field::accept_encoding]);
       co_await WriteSimple(stream, std::move(r), in.version(), keep, gzip_ok);
       if (!keep) break;
@@ -578,6 +602,20 @@ Result<std::string> ApiServer::Start() {
 }
 
 void ApiServer::Stop() {
+  // First no new connections, then the requests under way are answered (for at most
+  // kStopGraceMs), then the I/O threads stop. Idle keep-alive connections and agents' and
+  // streams' WebSockets are not closed one by one: they close with the process, and an agent
+  // closed here would be recorded as disconnected by a controller that is only restarting.
+  if (!impl_->threads.empty() && !impl_->stopping.exchange(true)) {
+    asio::post(impl_->io, [impl = impl_.get()] {
+      beast::error_code ec;
+      if (impl->acceptor) impl->acceptor->close(ec);
+    });
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kStopGraceMs);
+    while (impl_->in_flight.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
   impl_->io.stop();
   for (auto& t : impl_->threads) {
     if (t.joinable()) t.join();
