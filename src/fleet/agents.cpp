@@ -1,0 +1,269 @@
+// The fleet's side of the agent channel: a node's hello (join, rejoin, its GPUs checked against
+// the pool), its messages, connections and heartbeats, and the exporter-scraped nodes' health.
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/crypto.h"
+#include "common/strings.h"
+#include "fleet/fleet.h"
+
+namespace gpufleet {
+
+int FleetService::CheckHeartbeats() {
+  std::lock_guard lock(mu_);
+  int64_t now = clock_->NowMs();
+  int changed = 0;
+  for (auto& [_, e] : nodes_) {
+    Node& n = e.node;
+    if (n.state == NodeState::kUnreachable || n.state == NodeState::kRetired ||
+        n.state == NodeState::kProvisioning) {
+      continue;
+    }
+    int64_t silent = now - n.last_seen_ms;
+    int64_t limit = e.silence_ms ? e.silence_ms : options_.heartbeat_timeout_ms;
+    if (silent <= limit) continue;
+    std::vector<NodeEvent> events;
+    Move(
+        n, OnLost({n.state, n.resume_state}),
+        std::string(n.facts.backend == kExporterBackend ? "no successful scrape" : "no heartbeat") +
+            " for " + std::to_string(silent / 1000) + "s (timeout " + std::to_string(limit / 1000) +
+            "s)",
+        "controller", events);
+    n.connected = false;
+    if (auto s = Save(e, events); !s.ok()) {
+      spdlog::error("fleet: saving {}: {}", n.name, s.error().message);
+    }
+    ++changed;
+  }
+  return changed;
+}
+
+int FleetService::ConnectedAgents() const {
+  std::lock_guard lock(mu_);
+  int n = 0;
+  for (const auto& [_, e] : nodes_) n += e.node.connected ? 1 : 0;
+  return n;
+}
+
+Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const std::string& remote) {
+  std::string name = ToLower(hello.facts.hostname);
+  if (!IsValidName(name)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "hostname '" + hello.facts.hostname + "' is not a valid node name");
+  }
+  std::string pool_name, via;
+  bool by_node_token = false;
+  if (!hello.node_token.empty()) {
+    std::string hash = Sha256Hex(hello.node_token);
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(name);
+    if (it != nodes_.end() && !it->second.node.token_hash.empty() &&
+        ConstantTimeEqual(it->second.node.token_hash, hash)) {
+      pool_name = it->second.node.pool;
+      by_node_token = true;
+      via = "node token";
+    }
+  }
+  if (!by_node_token) {
+    if (hello.join_token.empty()) {
+      return MakeError(ErrorCode::kUnauthenticated, "no valid node token and no join token");
+    }
+    auto jt = store_.FindJoinToken(Sha256Hex(hello.join_token));
+    if (!jt.ok()) return MakeError(ErrorCode::kUnauthenticated, "unknown join token");
+    if (jt->revoked)
+      return MakeError(ErrorCode::kUnauthenticated, "join token " + jt->id + " was revoked");
+    if (jt->expires_ms && jt->expires_ms < clock_->NowMs()) {
+      return MakeError(ErrorCode::kUnauthenticated, "join token " + jt->id + " has expired");
+    }
+    pool_name = jt->pool;
+    via = "join token " + jt->id;
+  }
+  auto pool = FindPool(pool_name);
+  if (!pool.ok()) return pool.error();
+
+  std::lock_guard lock(mu_);
+  int64_t now = clock_->NowMs();
+  auto [it, created] = nodes_.try_emplace(name);
+  Node& node = it->second.node;
+  Node before = node;
+  std::vector<NodeEvent> events;
+  proto::Welcome welcome;
+  if (created) {
+    node.name = name;
+    node.registered_ms = now;
+    node.state = NodeState::kProvisioning;
+  }
+  if (!by_node_token) {
+    std::string secret = "gfn_" + RandomHex(24);
+    node.token_hash = Sha256Hex(secret);
+    welcome.node_token = secret;
+  }
+  if (!created && node.pool != pool->name) {
+    Move(node, {NodeState::kJoining, NodeState::kJoining},
+         "moved from pool " + node.pool + " to " + pool->name + " (" + via + ")", "agent", events);
+  }
+  node.cluster = pool->cluster;
+  node.pool = pool->name;
+  node.facts = hello.facts;
+  node.facts.hostname = name;
+  node.simulated = hello.simulated;
+  node.gpus = hello.gpus;
+  node.last_seen_ms = now;
+  node.connected = true;
+  auto [health, why] = Verdict(it->second, pool.value());
+  if (node.state == NodeState::kProvisioning) {
+    Move(node, {NodeState::kJoining, NodeState::kJoining},
+         "registered from " + remote + " with " + via, "agent", events);
+  }
+  if (node.state == NodeState::kJoining) {
+    Move(node, {health, health}, why, "agent", events);
+  } else {
+    Move(node, OnBack({node.state, node.resume_state}, health),
+         (before.state == NodeState::kUnreachable ? "agent reconnected; " : "") + why, "agent",
+         events);
+  }
+  if (auto s = Save(it->second, events); !s.ok()) {
+    if (created) {
+      nodes_.erase(it);
+    } else {
+      node = before;
+    }
+    return s.error();
+  }
+  welcome.node = node.name;
+  welcome.cluster = node.cluster;
+  welcome.pool = node.pool;
+  welcome.heartbeat_interval_ms = options_.heartbeat_interval_ms;
+  return welcome;
+}
+
+Status FleetService::ObserveExporter(const std::string& name, const Pool& pool,
+                                     const NodeFacts& facts, std::vector<Gpu> gpus,
+                                     int64_t silence_ms) {
+  std::lock_guard lock(mu_);
+  int64_t now = clock_->NowMs();
+  auto [it, created] = nodes_.try_emplace(name);
+  Entry& entry = it->second;
+  Node& node = entry.node;
+  if (!created && node.facts.backend != kExporterBackend) {
+    return MakeError(ErrorCode::kConflict, "node " + name + " is served by a gpufleet agent (" +
+                                               node.facts.backend + "); not scraping it");
+  }
+  entry.silence_ms = silence_ms;
+  node.last_seen_ms = now;
+  node.connected = true;
+  entry.judged = Judge(pool, gpus);
+  auto [health, why] = Worst(entry.judged, entry.health);
+  bool same_gpus = !created && gpus.size() == node.gpus.size();
+  for (size_t i = 0; same_gpus && i < gpus.size(); ++i) {
+    same_gpus = gpus[i].uuid == node.gpus[i].uuid && gpus[i].model == node.gpus[i].model &&
+                gpus[i].serial == node.gpus[i].serial;
+  }
+  bool same_facts = !created && node.facts.hostname == facts.hostname &&
+                    node.facts.driver_version == facts.driver_version &&
+                    node.facts.cuda_driver_version == facts.cuda_driver_version;
+  if (same_gpus && same_facts && node.pool == pool.name && node.state != NodeState::kUnreachable &&
+      node.state != NodeState::kJoining) {
+    NodeStatus next = OnHealth({node.state, node.resume_state}, health);
+    if (next.state == node.state && next.resume == node.resume_state) {
+      return {};  // the common case: nothing to write
+    }
+  }
+  Node before = node;
+  std::vector<NodeEvent> events;
+  if (created) {
+    node.name = name;
+    node.registered_ms = now;
+    node.state = NodeState::kProvisioning;
+  }
+  node.cluster = pool.cluster;
+  node.pool = pool.name;
+  node.facts = facts;
+  node.facts.backend = std::string(kExporterBackend);
+  node.simulated = false;
+  node.gpus = std::move(gpus);
+  if (node.state == NodeState::kProvisioning) {
+    Move(node, {NodeState::kJoining, NodeState::kJoining},
+         "first scrape of its dcgm-exporter succeeded", "controller", events);
+  }
+  if (node.state == NodeState::kJoining) {
+    Move(node, {health, health}, why, "controller", events);
+  } else if (node.state == NodeState::kUnreachable) {
+    Move(node, OnBack({node.state, node.resume_state}, health), "scrapes resumed; " + why,
+         "controller", events);
+  } else {
+    Move(node, OnHealth({node.state, node.resume_state}, health), why, "controller", events);
+  }
+  if (auto s = Save(entry, events); !s.ok()) {
+    if (created) {
+      nodes_.erase(it);
+    } else {
+      node = before;
+    }
+    return s.error();
+  }
+  return {};
+}
+
+uint64_t FleetService::OnConnected(const std::string& node) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return 0;
+  it->second.connection = next_connection_++;
+  it->second.node.connected = true;
+  return it->second.connection;
+}
+
+void FleetService::OnClosed(const std::string& node, uint64_t connection) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end() || it->second.connection != connection) return;
+  it->second.connection = 0;
+  it->second.node.connected = false;
+}
+
+std::vector<std::string> FleetService::GpuUuids(const std::string& node) const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return out;
+  for (const auto& g : it->second.node.gpus) {
+    if (g.index < 0 || g.index > 64) continue;
+    if (out.size() <= static_cast<size_t>(g.index)) out.resize(g.index + 1);
+    out[g.index] = g.uuid;
+  }
+  return out;
+}
+
+std::optional<proto::Message> FleetService::OnMessage(const std::string& name,
+                                                      const proto::Message& message) {
+  std::unique_lock lock(mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return std::nullopt;
+  Node& node = it->second.node;
+  node.last_seen_ms = clock_->NowMs();
+  const auto* inventory = std::get_if<proto::Inventory>(&message);
+  bool back = node.state == NodeState::kUnreachable;
+  if (!inventory && !back) return std::nullopt;  // the common case: memory only
+  std::string pool_name = node.pool;
+  lock.unlock();
+  auto pool = FindPool(pool_name);
+  lock.lock();
+  it = nodes_.find(name);
+  if (!pool.ok() || it == nodes_.end()) return std::nullopt;
+  Node& n = it->second.node;
+  if (inventory) n.gpus = inventory->gpus;
+  auto [health, why] = Verdict(it->second, pool.value());
+  std::vector<NodeEvent> events;
+  NodeStatus current{n.state, n.resume_state};
+  Move(n, n.state == NodeState::kUnreachable ? OnBack(current, health) : OnHealth(current, health),
+       n.state == NodeState::kUnreachable ? "heartbeats resumed; " + why : why, "agent", events);
+  if (auto s = Save(it->second, events); !s.ok()) {
+    spdlog::error("fleet: saving {}: {}", n.name, s.error().message);
+  }
+  return std::nullopt;
+}
+
+}  // namespace gpufleet
