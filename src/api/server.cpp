@@ -98,6 +98,9 @@ struct ApiServer::Impl {
   std::atomic<bool> stopping{false};
   // Before the connections, so that it is destroyed after them: their timers need it.
   asio::io_context io;
+  // The acceptor's coroutine runs here, and Stop() closes the acceptor here: an acceptor is not
+  // safe to use from two threads at once.
+  asio::strand<asio::io_context::executor_type> accept_strand{asio::make_strand(io)};
   std::mutex conns_mu;
   std::map<std::string, std::shared_ptr<AgentConn>> conns;  // node -> live connection; conns_mu
   ApiContext ctx;
@@ -588,7 +591,7 @@ Result<std::string> ApiServer::Start() {
     impl_->acceptor->bind(ep);
     impl_->acceptor->listen(asio::socket_base::max_listen_connections);
     auto bound = impl_->acceptor->local_endpoint();
-    asio::co_spawn(impl_->io, impl_->Accept(), asio::detached);
+    asio::co_spawn(impl_->accept_strand, impl_->Accept(), asio::detached);
     for (int i = 0; i < std::max(1, impl_->options.threads); ++i) {
       impl_->threads.emplace_back([this] { impl_->io.run(); });
     }
@@ -607,7 +610,7 @@ void ApiServer::Stop() {
   // streams' WebSockets are not closed one by one: they close with the process, and an agent
   // closed here would be recorded as disconnected by a controller that is only restarting.
   if (!impl_->threads.empty() && !impl_->stopping.exchange(true)) {
-    asio::post(impl_->io, [impl = impl_.get()] {
+    asio::post(impl_->accept_strand, [impl = impl_.get()] {
       beast::error_code ec;
       if (impl->acceptor) impl->acceptor->close(ec);
     });
