@@ -53,7 +53,8 @@ def gpufleet(*args):
 
 def setting(c):
     return ["--target-share", str(c["target_share"])] + (
-        ["--forecast-margin", str(c["forecast_margin"])] if c["forecast_margin"] is not None else [])
+        ["--forecast-margin", str(c["forecast_margin"]), "--margin-by", c["margin_by"]]
+        if c["forecast_margin"] is not None else [])
 
 def one(key):  # (trace args maker, policy, lead) -> (chosen on a, replayed on b, hindsight on b)
     make, policy, lead = key

@@ -9,11 +9,12 @@ bench_build() {  # bench_build TARGET...
   cmake --build $build --target "$@" >/dev/null
 }
 
-# bench_synthetic_traces DIR [JOBS_PER_DAY]: the replay benches' synthetic traces, 14 days of
-# 2,000 jobs a day (or JOBS_PER_DAY) from seeds 42 to 46, as DIR/synthetic-SEED.csv.
+# bench_synthetic_traces DIR [JOBS_PER_DAY] [SHAPE]: the replay benches' synthetic traces, 14
+# days of 2,000 jobs a day (or JOBS_PER_DAY) from seeds 42 to 46, with the daily SHAPE (cosine,
+# or business), as DIR/synthetic-SEED.csv.
 bench_synthetic_traces() {
   for seed in 42 43 44 45 46; do
-    python3 bench/synthetic-trace.py 14 "${2:-2000}" "$seed" >"$1/synthetic-$seed.csv"
+    python3 bench/synthetic-trace.py 14 "${2:-2000}" "$seed" "${3:-cosine}" >"$1/synthetic-$seed.csv"
   done
 }
 

@@ -25,7 +25,8 @@
 # Environment: REPLAY_TRACES=alibaba or synthetic replays one trace only (default: both, and the
 # two timed replays); SYNTHETIC_PER_DAY=N makes the synthetic trace N jobs a day (default 2000:
 # a pool of about 22 nodes on average; 20000 gives one of about 220, to see how the figures
-# depend on the pool's size).
+# depend on the pool's size); SYNTHETIC_SHAPE=business gives it a working day that starts at
+# 09:00 at once instead of a smooth daily swing (bench/synthetic-trace.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -34,13 +35,14 @@ bench_build gpufleet
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 per_day=${SYNTHETIC_PER_DAY:-2000}
-bench_synthetic_traces "$work" "$per_day"
+shape=${SYNTHETIC_SHAPE:-cosine}
+bench_synthetic_traces "$work" "$per_day" "$shape"
 python3 bench/synthetic-trace.py 14 40000 > "$work/synthetic-500k.csv"
-GPUFLEET="$build/gpufleet" WORK="$work" PER_DAY="$per_day" TRACES="${REPLAY_TRACES:-all}" python3 - <<'PY'
+GPUFLEET="$build/gpufleet" WORK="$work" PER_DAY="$per_day" SHAPE="$shape" TRACES="${REPLAY_TRACES:-all}" python3 - <<'PY'
 import json, os, statistics, subprocess
 from concurrent.futures import ThreadPoolExecutor
 gf, work, only = os.environ["GPUFLEET"], os.environ["WORK"], os.environ["TRACES"]
-per_day = int(os.environ["PER_DAY"])
+per_day, shape = int(os.environ["PER_DAY"]), os.environ["SHAPE"]
 alibaba = ["--trace", "data/traces/openb_pod_list_default.csv", "--format", "openb", "--size-scale", "2"]
 traces = [
     ("Alibaba 2023 (openb, --size-scale 2, --time-scale 9 to 11)",
@@ -48,7 +50,8 @@ traces = [
       ("ts 10", alibaba + ["--time-scale", "10"]), ("ts 10.5", alibaba + ["--time-scale", "10.5"]),
       ("ts 11", alibaba + ["--time-scale", "11"])]),
     ("synthetic, daily and weekly seasonality (14 days, seeds 42 to 46)" +
-     ("" if per_day == 2000 else f", {per_day:,} jobs a day"),
+     ("" if per_day == 2000 else f", {per_day:,} jobs a day") +
+     ("" if shape == "cosine" else ", a working day from 09:00 to 18:00"),
      [(f"seed {s}", ["--trace", f"{work}/synthetic-{s}.csv"]) for s in (42, 43, 44, 45, 46)]),
 ]
 if only != "all":
@@ -57,14 +60,17 @@ if only != "all":
 policies, leads = ("reactive", "predictive", "oracle"), (600, 1800)
 consolidation = ((0.5, 1), (0.5, 0.5), (0, 1))  # (--consolidate-below, --movable-share)
 shares = tuple(round(0.6 + 0.05 * i, 2) for i in range(9))
-def knobs(policy):  # (target share, forecast margin)
-    margins = (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8) if policy == "predictive" else (2,)
-    return [(s, m) for s in shares for m in margins]
+def knobs(policy):  # (target share, forecast margin, margin by hour of the day)
+    if policy != "predictive":
+        return [(s, 2, "recent") for s in shares]
+    return [(s, m, by) for s in shares for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8)
+            for by in ("recent", "hour")]
 def run(key):
-    args, policy, lead, (share, margin), (cons, movable) = key
+    args, policy, lead, (share, margin, by), (cons, movable) = key
     out = subprocess.run([gf, "-o", "json", "replay", *args, "--pool-gpus-per-node", "8",
                           "--policy", policy, "--lead-time", str(lead), "--target-share", str(share),
-                          "--forecast-margin", str(margin), "--consolidate-below", str(cons),
+                          "--forecast-margin", str(margin), "--margin-by", by,
+                          "--consolidate-below", str(cons),
                           "--movable-share", str(movable)],
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out)
@@ -95,7 +101,8 @@ for (name, variants), lead, cons in [(t, l, c) for t in traces for l in leads fo
                 continue
             m = lambda k: med(d[k] for _, d in runs)
             mape = "-" if runs[0][1]["forecast_mape"] is None else f"{100 * m('forecast_mape'):.1f}%"
-            chosen = " ".join(f"{s} ({m})" if policy == "predictive" else str(s) for (s, m), _ in runs)
+            chosen = " ".join((f"{s} ({m}{'/h' if by == 'hour' else ''})" if policy == "predictive"
+                               else str(s)) for (s, m, by), _ in runs)
             print(f"| {policy} | {chosen} | {m('gpu_hours_idle'):.0f} | "
                   f"{m('gpu_hours_idle_starting'):.0f} | {m('gpu_hours_idle_empty'):.0f} | "
                   f"{m('gpu_hours_idle_fragmented'):.0f} | {m('gpu_hours_idle_moving'):.0f} | "
@@ -114,6 +121,26 @@ for (name, variants), lead, cons in [(t, l, c) for t in traces for l in leads fo
                   f"predictive vs oracle: median {med(vs_o):+.0f}% ({', '.join(f'{x:+.0f}%' for x in vs_o)}); "
                   f"oracle vs reactive (the most any forecast could gain): median {med(o_r):+.0f}% "
                   f"({', '.join(f'{x:+.0f}%' for x in o_r)})")
+        # The same comparison under other bounds on the p95 wait: where on the trade-off between
+        # waiting and idle GPUs predictive gains most.
+        def ratios(bound):
+            out = []
+            for l, args in variants:
+                idle = {}
+                for p in policies:
+                    ok = [results[(tuple(args), p, lead, k, cons)] for k in knobs(p)]
+                    ok = [d["gpu_hours_idle"] for d in ok if d["wait_p95_s"] <= bound]
+                    if ok:
+                        idle[p] = min(ok)
+                if len(idle) == len(policies):
+                    out.append((pct(idle["predictive"], idle["reactive"]),
+                                pct(idle["predictive"], idle["oracle"])))
+            if not out:
+                return f"p95 <= {bound} s: not reached by every policy in any variant"
+            return (f"p95 <= {bound} s: {med(r for r, _ in out):+.0f}% and {med(o for _, o in out):+.0f}%"
+                    + ("" if len(out) == len(variants) else f" ({len(out)} variants)"))
+        print("under other bounds on the p95 wait, predictive vs reactive and vs the oracle, medians: "
+              + "; ".join(ratios(b) for b in (0, 30, 120, 300)))
         # The strict reading of "at an equal or lower p95": predictive at its cheapest settings
         # whose p95 is at most reactive's own, variant by variant.
         strict = []
@@ -134,7 +161,8 @@ for (name, variants), lead, cons in [(t, l, c) for t in traces for l in leads fo
                   f"{'' if len(strict) == len(variants) else f'; none at or under it in {len(variants) - len(strict)} variants'})")
         # What a user gets without tuning: each policy at its defaults (reactive share 0.8;
         # predictive share 1 and margin 4; oracle share 1), whatever their p95.
-        defaults = {"reactive": (0.8, 2), "predictive": (1.0, 4), "oracle": (1.0, 2)}
+        defaults = {"reactive": (0.8, 2, "recent"), "predictive": (1.0, 4, "recent"),
+                    "oracle": (1.0, 2, "recent")}
         at = {p: [results[(tuple(args), p, lead, k, cons)] for _, args in variants]
               for p, k in defaults.items()}
         ratio = [pct(p["gpu_hours_idle"], r["gpu_hours_idle"])
@@ -145,14 +173,14 @@ for (name, variants), lead, cons in [(t, l, c) for t in traces for l in leads fo
                   f"{med(d['wait_p95_s'] for d in at[p]):.0f} s" for p in policies) +
               f"; predictive vs reactive {med(ratio):+.0f}% ({', '.join(f'{x:+.0f}%' for x in ratio)})")
 if only == "all":
-    d = run((("--trace", f"{work}/synthetic-500k.csv", "--max-nodes", "5000"), "predictive", 600, (0.8, 2), (0.5, 1)))
+    d = run((("--trace", f"{work}/synthetic-500k.csv", "--max-nodes", "5000"), "predictive", 600, (0.8, 2, "recent"), (0.5, 1)))
     print(f"\n500,000-job replay ({d['jobs']} jobs, predictive): {d['replay_seconds']:.2f} s")
     # The other way a replay gets long: a large pool over a long span, where every decision
     # looks at every node. Two jobs a year apart, 10,000 nodes held by the bounds.
     with open(f"{work}/year.csv", "w") as f:
         f.write("submit_time,duration_s,gpus\n0,60,1\n31000000,60,1\n")
     d = run((("--trace", f"{work}/year.csv", "--min-nodes", "10000", "--max-nodes", "10000"),
-             "reactive", 600, (0.8, 2), (0.5, 1)))
+             "reactive", 600, (0.8, 2, "recent"), (0.5, 1)))
     print(f"a year of 10,000 fixed nodes ({d['simulated_hours']:.0f} simulated hours): "
           f"{d['replay_seconds']:.2f} s")
 PY

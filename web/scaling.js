@@ -80,7 +80,7 @@ export function mount(el, params) {
       stat('Target', s.nodes.target, `bounds ${p.min_nodes}..${p.max_nodes}, target share ${p.target_share}`),
       stat('Demand', `${n0(s.demand.gpus)} GPUs`, `${n0(s.demand.running)} running, ${n0(s.demand.queued)} queued`),
       stat('Longest wait', `${n0(s.demand.oldest_wait_s)} s`),
-      stat('Forecast', f.gpus === null ? '–' : `${n0(f.gpus)} GPUs`, `peak over the next ${p.lead_time} + ${p.interval}, plus ${p.forecast_margin} × its recent mean shortfall (${f.shortfall_gpus === null ? '–' : f.shortfall_gpus.toFixed(1) + ' GPUs'})`),
+      stat('Forecast', f.gpus === null ? '–' : `${n0(f.gpus)} GPUs`, `peak over the next ${p.lead_time} + ${p.interval}, plus ${p.forecast_margin} × its ${p.margin_by === 'hour' ? 'mean shortfall at this hour of the day' : 'recent mean shortfall'} (${f.shortfall_gpus === null ? '–' : f.shortfall_gpus.toFixed(1) + ' GPUs'})`),
       stat('Forecast MAPE', pct(f.mape), `model ${f.model}; bias ${f.bias === null ? '–' : (f.bias * 100).toFixed(1) + '%'}; ${f.scored} forecasts scored`),
       stat('Consolidation', p.consolidate_below ? `≤ ${Math.round(p.consolidate_below * 100)}% used` : 'off', p.consolidate_below ? `a node this lightly used for ${p.idle_before_remove}, running only movable jobs, is emptied when they fit on other busy nodes and the pool has more nodes than it needs` : 'nodes are never emptied by moving jobs'),
             stat('Decision', esc(s.decision.reason) + (s.decision.delta ? ` ${s.decision.delta > 0 ? '+' : ''}${s.decision.delta}` : ''), fmtTime(s.decided_at)),
@@ -105,7 +105,8 @@ export function mount(el, params) {
     } catch (e) { $('scale-error').textContent = e.message; }
   }
 
-  const setting = (c) => `share ${c.target_share}${c.forecast_margin === null ? '' : `, margin ${c.forecast_margin}`}`;
+  const margin = (c) => c.forecast_margin === null ? '–' : `${c.forecast_margin}${c.margin_by === 'hour' ? ' by hour' : ''}`;
+  const setting = (c) => `share ${c.target_share}${c.forecast_margin === null ? '' : `, margin ${margin(c)}`}`;
 
   // Dry run first; Apply sends the same request with apply: true (the server replays again and
   // applies what it finds then, which is the same unless jobs ended in between).
@@ -119,7 +120,7 @@ export function mount(el, params) {
       const t = await api(`/api/v1/pools/${encodeURIComponent(pool)}/scaling/tune`, { method: 'POST', body });
       if (gone) return;
       const row = (label, c, kind) => `<tr data-row="${kind}"><td>${esc(label)}</td><td class="num">${c.target_share}</td>
-        <td class="num">${c.forecast_margin ?? '–'}</td><td class="num">${n0(c.gpu_hours_idle)}</td><td class="num">${n0(c.gpu_hours_provisioned)}</td>
+        <td class="num">${margin(c)}</td><td class="num">${n0(c.gpu_hours_idle)}</td><td class="num">${n0(c.gpu_hours_provisioned)}</td>
         <td class="num">${n0(c.wait_p95_s)} s</td><td class="num">${n0(c.wait_p99_s)} s</td></tr>`;
       const cheaper = t.chosen && t.saving > 0;
       const verdict = t.applied ? `Applied: the policy now has ${setting(t.chosen)}.`

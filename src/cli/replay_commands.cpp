@@ -17,7 +17,7 @@ namespace gpufleet::cli {
 namespace {
 
 struct ReplayFlags {
-  std::string trace, format = "csv", policy = "predictive";
+  std::string trace, format = "csv", policy = "predictive", margin_by = "recent";
   int gpus_per_node = 8;
   double lead_time = 600, time_scale = 1, size_scale = 1;
   int min_nodes = 0, max_nodes = 1000, step_up = 50, step_down = 10;
@@ -65,6 +65,10 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
   r->add_option("--forecast-margin", f.forecast_margin,
                 "policy (predictive): plan for this many times the forecast's recent mean "
                 "shortfall over it (4)");
+  r->add_option("--margin-by", f.margin_by,
+                "policy (predictive): the margin's shortfall: recent (default), or that of the "
+                "same hour of the day on the past days")
+      ->check(CLI::IsMember({"recent", "hour"}));
   r->add_option("--consolidate-below", f.consolidate_below,
                 "policy: empty nodes using at most this share of their GPUs by moving their "
                 "jobs, when they fit elsewhere (0.5; 0: never)");
@@ -109,6 +113,7 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
     o.policy.idle_before_remove_s = f.idle_before_remove;
     o.policy.interval_s = f.interval;
     o.policy.forecast_margin = f.forecast_margin;
+    o.policy.margin_by_hour = f.margin_by == "hour";
     o.policy.down_cooldown_s = f.down_cooldown;
     o.policy.consolidate_below = f.consolidate_below;
     o.move_cost_s = f.move_cost;
@@ -128,10 +133,11 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
       Show(g, v, [&](const json::value& v) {
         PrintTune(v, f.all);
         if (const auto& c = v.at("chosen"); !c.is_null()) {
-          char margin[48] = "";
+          char margin[80] = "";
           if (!c.at("forecast_margin").is_null()) {
-            std::snprintf(margin, sizeof margin, ", forecast_margin: %g",
-                          c.at("forecast_margin").to_number<double>());
+            std::snprintf(margin, sizeof margin, ", forecast_margin: %g, margin_by: %s",
+                          c.at("forecast_margin").to_number<double>(),
+                          c.at("margin_by").as_string().c_str());
           }
           std::printf("in a pool's scaling: block: target_share: %g%s\n",
                       c.at("target_share").to_number<double>(), margin);
@@ -174,6 +180,9 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
                      {"forecast_margin", o.policy.mode == sched::ScaleMode::kPredictive
                                              ? json::value(o.policy.forecast_margin)
                                              : json::value(nullptr)},
+                     {"margin_by", o.policy.mode == sched::ScaleMode::kPredictive
+                                       ? json::value(o.policy.margin_by_hour ? "hour" : "recent")
+                                       : json::value(nullptr)},
                      {"lead_time_s", o.policy.lead_time_s},
                      {"peak_nodes", x.peak_nodes},
                      {"simulated_hours", x.span_s / 3600},
@@ -196,8 +205,9 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
                   x.jobs_moved);
       char plan[96] = "no forecast";
       if (o.policy.mode == sched::ScaleMode::kPredictive) {
-        std::snprintf(plan, sizeof plan, "the forecast plus %g mean shortfalls",
-                      o.policy.forecast_margin);
+        std::snprintf(plan, sizeof plan, "the forecast plus %g mean shortfalls (%s)",
+                      o.policy.forecast_margin,
+                      o.policy.margin_by_hour ? "of the hour of the day" : "recent");
       } else if (o.policy.mode == sched::ScaleMode::kOracle) {
         std::snprintf(plan, sizeof plan, "the trace's exact demand ahead");
       }

@@ -67,15 +67,20 @@ void StatusTable(const json::array& pools) {
 
 std::string Setting(const json::value& c) {
   std::string out = "share " + Num(c.at("target_share"), "%g");
-  if (!c.at("forecast_margin").is_null()) out += ", margin " + Num(c.at("forecast_margin"), "%g");
+  if (!c.at("forecast_margin").is_null()) {
+    out += ", margin " + Num(c.at("forecast_margin"), "%g");
+    if (Str(c.at("margin_by")) == "hour") out += " by hour";
+  }
   return out;
 }
 
 void CandidateRow(Table& t, const std::string& label, const json::value& c) {
-  t.Row({label, Num(c.at("target_share"), "%g"), Num(c.at("forecast_margin"), "%g"),
-         Num(c.at("gpu_hours_idle"), "%.1f"), Num(c.at("gpu_hours_provisioned"), "%.1f"),
-         Num(c.at("wait_p95_s"), "%.0fs"), Num(c.at("wait_p99_s"), "%.0fs"),
-         Str(c.at("jobs_waited_over_lead_time")), Str(c.at("scale_events"))});
+  std::string margin = Num(c.at("forecast_margin"), "%g");
+  if (Str(c.at("margin_by")) == "hour") margin += " by hour";
+  t.Row({label, Num(c.at("target_share"), "%g"), margin, Num(c.at("gpu_hours_idle"), "%.1f"),
+         Num(c.at("gpu_hours_provisioned"), "%.1f"), Num(c.at("wait_p95_s"), "%.0fs"),
+         Num(c.at("wait_p99_s"), "%.0fs"), Str(c.at("jobs_waited_over_lead_time")),
+         Str(c.at("scale_events"))});
 }
 
 }  // namespace

@@ -160,7 +160,7 @@ void ScalingService::DecideLocked(PoolState& st, const Pool& pool, const Counts&
   in.demand_gpus = d;
   in.queue_nodes = sched::QueueNodes(demand.busy_nodes, demand.queued_by_size, in.gpus_per_node);
   if (policy.mode == sched::ScaleMode::kPredictive && st.tracker->forecaster().observed() > 0) {
-    in.peak_forecast_gpus = st.tracker->PlanningPeak(policy.forecast_margin);
+    in.peak_forecast_gpus = st.tracker->PlanningPeak(policy.forecast_margin, policy.margin_by_hour);
   }
   auto idle = jobs_.IdleNodes(pool.name, static_cast<int64_t>(policy.idle_before_remove_s * 1000));
   in.idle_removable = static_cast<int>(idle.size());

@@ -223,9 +223,10 @@ Result<sched::PoolScaling> ScalingService::SetPolicy(sched::PoolScaling scaling,
   st.next_decision_ms = now;
   st.held.clear();
   const auto& p = scaling.policy;
-  char margin[48] = "";
+  char margin[64] = "";
   if (p.mode == sched::ScaleMode::kPredictive) {
-    std::snprintf(margin, sizeof margin, ", forecast margin %g", p.forecast_margin);
+    std::snprintf(margin, sizeof margin, ", forecast margin %g%s", p.forecast_margin,
+                  p.margin_by_hour ? " by hour of day" : "");
   }
   char detail[288];
   std::snprintf(detail, sizeof detail,
@@ -270,6 +271,9 @@ PoolStatus ScalingService::StatusLocked(const std::string& name, const PoolState
   s.last_up_ms = st.last_up_ms;
   s.last_down_ms = st.last_down_ms;
   s.forecast = st.tracker->forecaster().stats();
+  if (st.scaling.policy.margin_by_hour) {
+    s.forecast.shortfall = st.tracker->forecaster().HourShortfall();  // what the margin counts
+  }
   s.forecast_steps = st.tracker->forecaster().observed();
   s.last_error = st.last_error;
   s.keep = st.keep;

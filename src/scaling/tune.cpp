@@ -125,6 +125,7 @@ Result<TuneReport> ScalingService::Tune(const std::string& pool_name, const Tune
   auto next = rep.before;
   next.policy.target_share = c.target_share;
   next.policy.forecast_margin = c.forecast_margin;
+  next.policy.margin_by_hour = c.margin_by_hour;
   // Only over the policy the replay was of: a change made while tuning is not overwritten.
   auto set = SetPolicy(next, actor, nullptr, &rep.before);
   if (!set.ok()) {
@@ -151,9 +152,10 @@ void ScalingService::AutoTune(const std::string& pool) {
   auto rep = Tune(pool, req, kAutoscaler);
   std::string detail;
   auto setting = [](const sched::TuneCandidate& c, sched::ScaleMode m) {
-    char buf[64];
+    char buf[80];
     if (m == sched::ScaleMode::kPredictive) {
-      std::snprintf(buf, sizeof buf, "share %g, margin %g", c.target_share, c.forecast_margin);
+      std::snprintf(buf, sizeof buf, "share %g, margin %g%s", c.target_share, c.forecast_margin,
+                    c.margin_by_hour ? " by hour" : "");
     } else {
       std::snprintf(buf, sizeof buf, "share %g", c.target_share);
     }

@@ -49,6 +49,11 @@ struct ScalePolicy {
   // predictive: what is planned for is the forecast's peak plus this many times its recent mean
   // shortfall (Forecaster::shortfall); lower trades queue wait for idle GPUs
   double forecast_margin = 4;
+  // predictive: which shortfall the margin counts. false: the recent one, over the last few
+  // hours whatever their time of day. true: that of the same hour of the day on the past days,
+  // so that a rise that comes at the same hour every day (a working day's start) is planned
+  // for before it comes, and the margin is small in the hours that have none.
+  bool margin_by_hour = false;
   // Consolidation (sched/consolidate.h): a node using at most this share of its GPUs for
   // idle_before_remove, whose jobs are all movable and fit on other busy nodes, is emptied and
   // removed when the pool has more nodes than it needs. 0: never. The Cluster Autoscaler's

@@ -58,6 +58,10 @@ void Forecaster::Observe(double demand) {
     error_[m] = scored_[m] == 0 ? e : 0.98 * error_[m] + 0.02 * e;
     shortfall_[m] = scored_[m] == 0 ? under : 0.98 * shortfall_[m] + 0.02 * under;
     ++scored_[m];
+    size_t hour = Hour(n_);
+    double w = hour_scored_[m][hour] == 0 ? 1 : kHourWeight;
+    hour_shortfall_[m][hour] = (1 - w) * hour_shortfall_[m][hour] + w * under;
+    ++hour_scored_[m][hour];
   }
   double used = used_pending_[slot];
   if (!std::isnan(used)) {
@@ -93,6 +97,12 @@ void Forecaster::Observe(double demand) {
   size_t ahead = (n_ - 1 + static_cast<size_t>(horizon_)) % used_pending_.size();
   for (int m = 0; m < kModels; ++m) pending_[m][ahead] = ModelForecast(m, horizon_);
   used_pending_[ahead] = ModelForecast(best_, horizon_);
+}
+
+double Forecaster::HourShortfall() const {
+  if (n_ == 0) return 0;
+  size_t hour = Hour(n_ - 1 + static_cast<size_t>(horizon_));
+  return hour_scored_[best_][hour] >= 8 ? hour_shortfall_[best_][hour] : shortfall();
 }
 
 double Forecaster::Forecast(int h) const { return ModelForecast(best_, std::max(1, h)); }
@@ -133,8 +143,9 @@ void DemandTracker::Observe(double t_s, double demand) {
   }
 }
 
-double DemandTracker::PlanningPeak(double margin) const {
-  return forecaster_.Peak(horizon_) + margin * forecaster_.shortfall();
+double DemandTracker::PlanningPeak(double margin, bool by_hour) const {
+  double shortfall = by_hour ? forecaster_.HourShortfall() : forecaster_.shortfall();
+  return forecaster_.Peak(horizon_) + margin * shortfall;
 }
 
 }  // namespace gpufleet::sched

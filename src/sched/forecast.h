@@ -10,7 +10,8 @@
 // absolute error). Accuracy (MAPE and bias of the forecasts used) is kept for the API, and so is
 // the model's recent mean shortfall (how far demand came out above the forecast, 0 when it came
 // out below): the unit of the autoscaler's margin, since only a forecast that was too low makes
-// jobs wait.
+// jobs wait. The shortfall is kept twice: recent (over the last few hours) and per hour of the
+// day (over the past days' same hour).
 
 #include <array>
 #include <cstddef>
@@ -53,6 +54,11 @@ class Forecaster {
   // its misses too (as the absolute error does) widens the margin after demand falls, when it
   // is least needed.
   double shortfall() const { return scored_[best_] ? shortfall_[best_] : 0; }
+  // The same over the past days' steps in the hour of the day of the step `horizon` ahead
+  // (hours of a day of steps, counted from the first step observed): a rise that comes at that
+  // hour every day has a large one there and none elsewhere. The recent one until that hour
+  // has 8 steps scored.
+  double HourShortfall() const;
   double step_s() const { return step_s_; }
   size_t observed() const { return n_; }
 
@@ -76,6 +82,12 @@ class Forecaster {
   std::array<double, kModels> error_{};      // EWMA of absolute error
   std::array<double, kModels> shortfall_{};  // EWMA of max(0, actual - forecast)
   std::array<size_t, kModels> scored_{};
+  // Per hour of the day: each model's mean shortfall and the steps scored there.
+  static constexpr size_t kHours = 24;
+  static constexpr double kHourWeight = 0.05;  // a step's weight: the mean spans about 2 days
+  size_t Hour(size_t step) const { return step % day_ * kHours / day_; }
+  std::array<std::array<double, kHours>, kModels> hour_shortfall_{};
+  std::array<std::array<size_t, kHours>, kModels> hour_scored_{};
   int best_ = 0;
   double ape_sum_ = 0, err_sum_ = 0, actual_sum_ = 0;
   size_t used_scored_ = 0;
@@ -89,8 +101,9 @@ class Forecaster {
 class DemandTracker {
  public:
   DemandTracker(double step_s, double lead_time_s, double interval_s);
-  void Observe(double t_s, double demand);   // at every decision, in time order
-  double PlanningPeak(double margin) const;  // margin: in recent mean shortfalls
+  void Observe(double t_s, double demand);  // at every decision, in time order
+  // margin: in mean shortfalls, the recent one or (by_hour) that of the forecast step's hour
+  double PlanningPeak(double margin, bool by_hour = false) const;
   const Forecaster& forecaster() const { return forecaster_; }
   void ResetAccuracy() { forecaster_.ResetAccuracy(); }
   int horizon() const { return horizon_; }

@@ -129,10 +129,26 @@ Result<PoolScaling> ParsePoolScaling(std::string_view text, std::string* field) 
   if (auto st = (expr); !st.ok()) {        \
     return fail(f, std::move(st).error()); \
   }
-  GF_FIELD(f.Only({"pool", "updated_ms", "mode", "min_nodes", "max_nodes", "target_share",
-                   "step_up", "step_down", "up_cooldown", "down_cooldown", "lead_time",
-                   "idle_before_remove", "forecast_margin", "consolidate_below", "interval",
-                   "enabled", "schedule", "actuator", "tune"}));
+  GF_FIELD(f.Only({"pool",
+                   "updated_ms",
+                   "mode",
+                   "min_nodes",
+                   "max_nodes",
+                   "target_share",
+                   "step_up",
+                   "step_down",
+                   "up_cooldown",
+                   "down_cooldown",
+                   "lead_time",
+                   "idle_before_remove",
+                   "forecast_margin",
+                   "margin_by",
+                   "consolidate_below",
+                   "interval",
+                   "enabled",
+                   "schedule",
+                   "actuator",
+                   "tune"}));
   std::string mode = "predictive";
   GF_FIELD(f.String("mode", mode));
   if (mode == "reactive") {
@@ -153,6 +169,12 @@ Result<PoolScaling> ParsePoolScaling(std::string_view text, std::string* field) 
   GF_FIELD(f.Seconds("lead_time", p.lead_time_s));
   GF_FIELD(f.Seconds("idle_before_remove", p.idle_before_remove_s));
   GF_FIELD(f.Number("forecast_margin", p.forecast_margin));
+  std::string margin_by = "recent";
+  GF_FIELD(f.String("margin_by", margin_by));
+  if (margin_by != "recent" && margin_by != "hour") {
+    return fail(f, f.Bad("margin_by", "'" + margin_by + "' is not recent or hour"));
+  }
+  p.margin_by_hour = margin_by == "hour";
   GF_FIELD(f.Number("consolidate_below", p.consolidate_below));
   GF_FIELD(f.Seconds("interval", p.interval_s));
   GF_FIELD(f.Bool("enabled", s.enabled));
@@ -237,6 +259,7 @@ std::string PoolScalingJson(const PoolScaling& s) {
                  {"lead_time", FormatSeconds(p.lead_time_s)},
                  {"idle_before_remove", FormatSeconds(p.idle_before_remove_s)},
                  {"forecast_margin", p.forecast_margin},
+                 {"margin_by", p.margin_by_hour ? "hour" : "recent"},
                  {"consolidate_below", p.consolidate_below},
                  {"interval", FormatSeconds(p.interval_s)},
                  {"schedule", std::move(schedule)},

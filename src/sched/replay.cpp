@@ -490,7 +490,7 @@ Result<ReplayResult> Replay(std::vector<TraceJob> trace, const ReplayOptions& o)
           in.queue_nodes = QueueNodes(busy, queued, G);
         }
         if (p.mode == ScaleMode::kPredictive) {
-          in.peak_forecast_gpus = tracker.PlanningPeak(p.forecast_margin);
+          in.peak_forecast_gpus = tracker.PlanningPeak(p.forecast_margin, p.margin_by_hour);
         } else if (p.mode == ScaleMode::kOracle) {
           in.peak_forecast_gpus = oracle->Peak(now, now + p.lead_time_s + p.interval_s);
         }

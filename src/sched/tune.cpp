@@ -31,6 +31,9 @@ json::object CandidateJson(const TuneCandidate& c, ScaleMode mode) {
   return {{"target_share", c.target_share},
           {"forecast_margin",
            mode == ScaleMode::kPredictive ? json::value(c.forecast_margin) : json::value(nullptr)},
+          {"margin_by", mode == ScaleMode::kPredictive
+                            ? json::value(c.margin_by_hour ? "hour" : "recent")
+                            : json::value(nullptr)},
           {"gpu_hours_provisioned", r.gpu_hours_provisioned},
           {"gpu_hours_idle", r.gpu_hours_idle},
           {"wait_p95_s", r.wait_p95_s},
@@ -72,10 +75,13 @@ Result<TuneResult> Tune(const std::vector<TraceJob>& jobs, const TuneOptions& o)
   }
   std::vector<double> shares = o.shares.empty() ? DefaultShares() : o.shares;
   std::vector<double> margins = o.margins;
+  std::vector<bool> by_hour = o.margin_by_hour;
   if (o.replay.policy.mode != ScaleMode::kPredictive) {
     margins = {o.replay.policy.forecast_margin};  // not used: one column
-  } else if (margins.empty()) {
-    margins = {1, 1.5, 2, 2.5, 3, 4, 5, 6, 8};
+    by_hour = {o.replay.policy.margin_by_hour};
+  } else {
+    if (margins.empty()) margins = {1, 1.5, 2, 2.5, 3, 4, 5, 6, 8};
+    if (by_hour.empty()) by_hour = {false, true};
   }
   for (double s : shares) {
     if (!(s > 0 && s <= 1)) {
@@ -92,12 +98,16 @@ Result<TuneResult> Tune(const std::vector<TraceJob>& jobs, const TuneOptions& o)
   TuneResult out;
   out.current.target_share = o.replay.policy.target_share;
   out.current.forecast_margin = o.replay.policy.forecast_margin;
+  out.current.margin_by_hour = o.replay.policy.margin_by_hour;
   for (double s : shares) {
     for (double m : margins) {
-      TuneCandidate c;
-      c.target_share = s;
-      c.forecast_margin = m;
-      out.grid.push_back(std::move(c));
+      for (bool h : by_hour) {
+        TuneCandidate c;
+        c.target_share = s;
+        c.forecast_margin = m;
+        c.margin_by_hour = h;
+        out.grid.push_back(std::move(c));
+      }
     }
   }
 
@@ -116,6 +126,7 @@ Result<TuneResult> Tune(const std::vector<TraceJob>& jobs, const TuneOptions& o)
       ReplayOptions ro = o.replay;
       ro.policy.target_share = work[i]->target_share;
       ro.policy.forecast_margin = work[i]->forecast_margin;
+      ro.policy.margin_by_hour = work[i]->margin_by_hour;
       auto r = Replay(jobs, ro);
       if (!r.ok()) {
         errors[i] = r.error();
@@ -144,7 +155,8 @@ Result<TuneResult> Tune(const std::vector<TraceJob>& jobs, const TuneOptions& o)
   // margin that made no difference, e.g. before the forecast is scored, is left alone).
   auto change = [&](const TuneCandidate& c) {
     return std::fabs(c.target_share - out.current.target_share) +
-           std::fabs(c.forecast_margin - out.current.forecast_margin) / 8;
+           std::fabs(c.forecast_margin - out.current.forecast_margin) / 8 +
+           (c.margin_by_hour != out.current.margin_by_hour ? 0.01 : 0);
   };
   auto cheaper = [&](const TuneCandidate& a, const TuneCandidate& b) {
     const auto &x = a.result, &y = b.result;

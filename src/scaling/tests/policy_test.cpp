@@ -16,7 +16,7 @@ namespace {
 
 TEST(PolicyJson, FieldsDefaultsErrorsAndRoundTrip) {
   auto s = sched::ParsePoolScaling(R"({"min_nodes": 2, "max_nodes": 10, "lead_time": "5m",
-      "interval": 30, "forecast_margin": 1.5, "consolidate_below": 0.25,
+      "interval": 30, "forecast_margin": 1.5, "margin_by": "hour", "consolidate_below": 0.25,
       "schedule": [{"nodes": 4, "from": 8, "to": 18, "weekdays": true}],
       "tune": {"every": "1d", "wait_p95": "2m"}})");
   ASSERT_TRUE(s.ok()) << s.error().message;
@@ -29,6 +29,8 @@ TEST(PolicyJson, FieldsDefaultsErrorsAndRoundTrip) {
   EXPECT_EQ(s->policy.mode, sched::ScaleMode::kPredictive);
   EXPECT_EQ(s->policy.forecast_margin, 1.5);
   EXPECT_EQ(sched::ParsePoolScaling("{}")->policy.forecast_margin, 4) << "the default";
+  EXPECT_TRUE(s->policy.margin_by_hour);
+  EXPECT_FALSE(sched::ParsePoolScaling("{}")->policy.margin_by_hour) << "recent, by default";
   // The target share's default follows the mode: predictive plans its headroom with the
   // forecast's margin, reactive keeps a fifth of the pool free.
   EXPECT_EQ(s->policy.target_share, 1) << "predictive's default";
@@ -65,7 +67,7 @@ TEST(PolicyJson, FieldsDefaultsErrorsAndRoundTrip) {
       {R"({"max": 3})", "max",
        "max: unknown field (known: pool, updated_ms, mode, min_nodes, "
        "max_nodes, target_share, step_up, step_down, up_cooldown, "
-       "down_cooldown, lead_time, idle_before_remove, forecast_margin, "
+       "down_cooldown, lead_time, idle_before_remove, forecast_margin, margin_by, "
        "consolidate_below, interval, enabled, schedule, actuator, tune)"},
       {R"({"tune": {"every": "10s"}})", "tune.every",
        "tune.every must be 0 (never) or at least 1m"},
@@ -74,6 +76,7 @@ TEST(PolicyJson, FieldsDefaultsErrorsAndRoundTrip) {
       {R"({"tune": {"often": true}})", "tune.often",
        "tune.often: unknown field (known: every, wait_p95, window)"},
       {R"({"forecast_margin": 12})", "forecast_margin", "forecast_margin must be in [0, 10]"},
+      {R"({"margin_by": "day"})", "margin_by", "margin_by: 'day' is not recent or hour"},
       {R"({"consolidate_below": 1.5})", "consolidate_below",
        "consolidate_below must be in [0, 1] (0: never)"},
       {"garbage", "", "malformed JSON: syntax error"},  // no parser internals in the message

@@ -372,13 +372,17 @@ TEST(Tune, ChoosesTheCheapestSettingWithinTheObjective) {
   o.threads = 3;
   auto t = Tune(trace, o);
   ASSERT_TRUE(t.ok()) << t.error().message;
-  ASSERT_EQ(t->grid.size(), 9u);
+  ASSERT_EQ(t->grid.size(), 18u);  // each margin recent and by hour of the day
   EXPECT_EQ(t->grid[1].target_share, 0.7);
-  EXPECT_EQ(t->grid[1].forecast_margin, 2);
-  auto alone = [&](double share, double margin) {
+  EXPECT_EQ(t->grid[1].forecast_margin, 0.5);
+  EXPECT_TRUE(t->grid[1].margin_by_hour);
+  EXPECT_EQ(t->grid[2].forecast_margin, 2);
+  EXPECT_FALSE(t->grid[2].margin_by_hour);
+  auto alone = [&](double share, double margin, bool by_hour = false) {
     ReplayOptions ro = o.replay;
     ro.policy.target_share = share;
     ro.policy.forecast_margin = margin;
+    ro.policy.margin_by_hour = by_hour;
     auto r = Replay(trace, ro);
     EXPECT_TRUE(r.ok());
     return r.value();
@@ -388,7 +392,7 @@ TEST(Tune, ChoosesTheCheapestSettingWithinTheObjective) {
   EXPECT_DOUBLE_EQ(t->current.result.wait_p95_s, cur.wait_p95_s);
   int within = 0;
   for (const auto& c : t->grid) {
-    auto r = alone(c.target_share, c.forecast_margin);
+    auto r = alone(c.target_share, c.forecast_margin, c.margin_by_hour);
     EXPECT_DOUBLE_EQ(c.result.gpu_hours_idle, r.gpu_hours_idle);
     EXPECT_DOUBLE_EQ(c.result.wait_p95_s, r.wait_p95_s);
     EXPECT_EQ(c.meets, r.wait_p95_s <= 30);
@@ -396,7 +400,7 @@ TEST(Tune, ChoosesTheCheapestSettingWithinTheObjective) {
   }
   // The grid spans both sides of the objective, or the choice would prove nothing.
   ASSERT_GT(within, 0);
-  ASSERT_LT(within, 9);
+  ASSERT_LT(within, 18);
   ASSERT_GE(t->chosen, 0);
   EXPECT_EQ(t->closest, -1);
   const auto& best = t->grid[static_cast<size_t>(t->chosen)];
@@ -407,8 +411,8 @@ TEST(Tune, ChoosesTheCheapestSettingWithinTheObjective) {
     }
   }
   // A share of 1 with the smallest margin is the cheapest setting of all, and over the objective.
-  EXPECT_FALSE(t->grid[6].meets);
-  EXPECT_LT(t->grid[6].result.gpu_hours_idle, best.result.gpu_hours_idle);
+  EXPECT_FALSE(t->grid[12].meets);
+  EXPECT_LT(t->grid[12].result.gpu_hours_idle, best.result.gpu_hours_idle);
 
   o.threads = 1;
   auto one = Tune(trace, o);

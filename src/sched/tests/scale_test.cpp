@@ -197,6 +197,34 @@ TEST(DemandTracker, PlansForThePeakPlusTheMarginInShortfalls) {
   EXPECT_LE(t.PlanningPeak(0), 30);
 }
 
+// A working day that starts at 09:00 UTC with a jump of 40 to 100 GPUs (a different one each
+// day) over a noisy 10: the forecast in use (`last`) is short by the jump for the lead time
+// every morning. The recent shortfall has forgotten yesterday's by 08:40; that of the hour of
+// 09:00 has not, so a margin by hour plans for the jump before it comes, and at night is the
+// noise only.
+TEST(DemandTracker, AMarginByHourPlansForTheRiseThatComesAtTheSameHourEveryDay) {
+  DemandTracker t(300, 1740, 60);  // 30 minutes ahead: 6 steps
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> noise(0, 4), jump(40, 100);
+  double size = 0;
+  auto observe_until = [&](double from, double to) {
+    for (double at = from; at < to; at += 60) {
+      double hour = std::fmod(at, 86400) / 3600;
+      if (std::fmod(at, 86400) == 0) size = jump(rng);
+      t.Observe(at, 10 + noise(rng) + (hour >= 9 && hour < 17 ? size : 0));
+    }
+  };
+  const double day = 86400;
+  observe_until(6 * 3600, 6 * day + 8 * 3600 + 40 * 60);  // to 08:40 on day 6
+  const Forecaster& f = t.forecaster();
+  EXPECT_EQ(f.stats().model, "last");
+  EXPECT_GT(f.HourShortfall(), 15) << "short by the jump at 09:00 on the past days";
+  EXPECT_LT(f.shortfall(), 3) << "the last few hours had the noise only";
+  EXPECT_GT(t.PlanningPeak(2, true), t.PlanningPeak(2, false) + 30);
+  observe_until(6 * day + 8 * 3600 + 40 * 60, 7 * day + 3 * 3600);  // to 03:00 on day 7
+  EXPECT_LT(f.HourShortfall(), 3) << "at night, the noise only";
+}
+
 // A hand-computed case: one 8-GPU node from the start, lead time 100 s, reactive, share 1.
 //   t=0   job A (8 GPUs, 300 s) starts at once on the node        wait 0
 //   t=10  job B (8 GPUs, 100 s) queues; the tick at t=60 asks for a node, ready at t=160
