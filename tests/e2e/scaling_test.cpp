@@ -235,7 +235,7 @@ TEST_F(Scaling, TuneReplaysThePoolsOwnJobsAndAppliesTheCheapestSetting) {
   auto dry = Cli({"scaling", "tune", "b200", "--wait-p95", "30s"});
   ASSERT_EQ(dry.exit_code, 0) << dry.err;
   EXPECT_NE(dry.out.find("pool b200, predictive: 24 jobs over "), std::string::npos) << dry.out;
-  EXPECT_NE(dry.out.find("replayed under 82 settings"), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("replayed under 163 settings"), std::string::npos) << dry.out;
   EXPECT_NE(dry.out.find("cheapest within objective"), std::string::npos) << dry.out;
   EXPECT_NE(dry.out.find("not applied: gpufleet scaling tune b200 --apply"), std::string::npos)
       << dry.out;
