@@ -243,7 +243,7 @@ TEST_F(Scaling, TuneReplaysThePoolsOwnJobsAndAppliesTheCheapestSetting) {
       controller_->Call("POST", "/api/v1/pools/b200/scaling/tune", R"({"wait_p95": 30})").second;
   EXPECT_EQ(json_dry.at("jobs"), 24) << json_dry;
   EXPECT_EQ(json_dry.at("applied"), false);
-  EXPECT_EQ(json_dry.at("grid").as_array().size(), 81u);
+  EXPECT_EQ(json_dry.at("grid").as_array().size(), 162u);
   ASSERT_TRUE(json_dry.at("chosen").is_object()) << json_dry;
   const auto& c = json_dry.at("chosen");
 
