@@ -65,19 +65,19 @@ void StatusTable(const json::array& pools) {
   t.Print();
 }
 
+// A tune candidate's margin: "4", "4 by hour".
+std::string Margin(const json::value& c) {
+  return Num(c.at("forecast_margin"), "%g") + (Str(c.at("margin_by")) == "hour" ? " by hour" : "");
+}
+
 std::string Setting(const json::value& c) {
   std::string out = "share " + Num(c.at("target_share"), "%g");
-  if (!c.at("forecast_margin").is_null()) {
-    out += ", margin " + Num(c.at("forecast_margin"), "%g");
-    if (Str(c.at("margin_by")) == "hour") out += " by hour";
-  }
+  if (!c.at("forecast_margin").is_null()) out += ", margin " + Margin(c);
   return out;
 }
 
 void CandidateRow(Table& t, const std::string& label, const json::value& c) {
-  std::string margin = Num(c.at("forecast_margin"), "%g");
-  if (Str(c.at("margin_by")) == "hour") margin += " by hour";
-  t.Row({label, Num(c.at("target_share"), "%g"), margin, Num(c.at("gpu_hours_idle"), "%.1f"),
+  t.Row({label, Num(c.at("target_share"), "%g"), Margin(c), Num(c.at("gpu_hours_idle"), "%.1f"),
          Num(c.at("gpu_hours_provisioned"), "%.1f"), Num(c.at("wait_p95_s"), "%.0fs"),
          Num(c.at("wait_p99_s"), "%.0fs"), Str(c.at("jobs_waited_over_lead_time")),
          Str(c.at("scale_events"))});
