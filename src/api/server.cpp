@@ -1,6 +1,7 @@
 // The HTTP/WebSocket server: Beast over Asio, one coroutine per connection on its own strand,
 // `threads` I/O threads. Handlers run synchronously on the I/O thread that read the request,
-// but for the slow ones (Router::AddSlow), which run on a worker thread of their own.
+// but for the slow ones (Router::AddSlow), which run on a worker thread of their own. The two
+// WebSocket sessions it upgrades to, agents' and the dashboard's stream, are in sessions.h.
 
 #include <spdlog/spdlog.h>
 
@@ -9,18 +10,14 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
-#include <boost/json.hpp>
 #include <boost/url/parse.hpp>
 #include <chrono>
-#include <deque>
-#include <map>
-#include <mutex>
 #include <thread>
 
 #include "api/api.h"
 #include "api/context.h"
 #include "api/gzip.h"
-#include "common/json_text.h"
+#include "api/sessions.h"
 #include "proto/proto.h"
 
 namespace asio = boost::asio;
@@ -46,43 +43,6 @@ class InFlight {
   std::atomic<int>& n_;
 };
 
-// A live agent connection as the rest of the server sees it: messages for the agent go into the
-// outbox (on the connection's strand) and its writer sends them in order.
-struct AgentConn {
-  explicit AgentConn(asio::any_io_executor ex) : strand(ex), wake(ex) {}
-  asio::any_io_executor strand;
-  asio::steady_timer wake;         // cancelled to wake the writer
-  std::deque<std::string> outbox;  // on strand
-  bool closing = false;            // on strand
-  bool writer_done = false;        // on strand
-};
-
-// The dashboard's live stream: what the controller publishes (one JSON object a cycle), kept
-// for the stream connections to pick up. A connection that falls further behind gets the last
-// kKeep only: each message is a whole summary, not a delta, so nothing is lost by skipping.
-class EventHub {
- public:
-  static constexpr size_t kKeep = 16;
-  void Publish(std::string json) {
-    std::lock_guard lock(mu_);
-    recent_.emplace_back(++seq_, std::move(json));
-    if (recent_.size() > kKeep) recent_.pop_front();
-  }
-  // The messages after `seq`, oldest first; returns the newest seq.
-  uint64_t Since(uint64_t seq, std::vector<std::string>& out) const {
-    std::lock_guard lock(mu_);
-    for (const auto& [s, text] : recent_) {
-      if (s > seq) out.push_back(text);
-    }
-    return seq_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::deque<std::pair<uint64_t, std::string>> recent_;
-  uint64_t seq_ = 0;
-};
-
 struct ApiServer::Impl {
   ApiOptions options;
   FleetService& fleet;
@@ -101,8 +61,7 @@ struct ApiServer::Impl {
   // The acceptor's coroutine runs here, and Stop() closes the acceptor here: an acceptor is not
   // safe to use from two threads at once.
   asio::strand<asio::io_context::executor_type> accept_strand{asio::make_strand(io)};
-  std::mutex conns_mu;
-  std::map<std::string, std::shared_ptr<AgentConn>> conns;  // node -> live connection; conns_mu
+  AgentRegistry agent_conns;
   ApiContext ctx;
   Router router;
   std::optional<tcp::acceptor> acceptor;
@@ -126,7 +85,7 @@ struct ApiServer::Impl {
             d.telemetry,
             http_metrics,
             [this](const std::string& node, const proto::Message& m) {
-              return SendToAgent(node, m);
+              return agent_conns.Send(node, m);
             },
             d.scrape_targets ? d.scrape_targets
                              : [] { return std::vector<scrape::TargetStatus>(); },
@@ -150,43 +109,6 @@ struct ApiServer::Impl {
     AddDashboardRoutes(router, ctx);
     AddJobRoutes(router, ctx);
     AddScalingRoutes(router, ctx);
-  }
-
-  Status SendToAgent(const std::string& node, const proto::Message& message) {
-    std::shared_ptr<AgentConn> conn;
-    {
-      std::lock_guard lock(conns_mu);
-      auto it = conns.find(node);
-      if (it != conns.end()) conn = it->second;
-    }
-    if (!conn) {
-      return MakeError(ErrorCode::kConflict, "the agent of node '" + node + "' is not connected");
-    }
-    asio::post(conn->strand, [conn, text = proto::Encode(message)]() mutable {
-      conn->outbox.push_back(std::move(text));
-      conn->wake.cancel();
-    });
-    return {};
-  }
-
-  // Sends what is queued for one agent, in order, until the connection closes.
-  static asio::awaitable<void> AgentWriter(std::shared_ptr<AgentConn> conn,
-                                           websocket::stream<beast::tcp_stream>& ws) {
-    while (true) {
-      while (!conn->outbox.empty()) {
-        std::string text = std::move(conn->outbox.front());
-        conn->outbox.pop_front();
-        ws.text(true);
-        auto [ec, n] =
-            co_await ws.async_write(asio::buffer(text), asio::as_tuple(asio::use_awaitable));
-        if (ec) conn->closing = true;
-        if (conn->closing) break;
-      }
-      if (conn->closing) break;
-      conn->wake.expires_at(asio::steady_timer::time_point::max());
-      co_await conn->wake.async_wait(asio::as_tuple(asio::use_awaitable));
-    }
-    conn->writer_done = true;
   }
 
   // Latency is measured on the steady clock (an interval, not a time of day).
@@ -344,13 +266,13 @@ struct ApiServer::Impl {
       if (websocket::is_upgrade(in) && in.target() == "/api/v1/agent") {
         stream.expires_never();
         auto upgrade = parser.release();
-        co_await ServeAgent(std::move(stream), std::move(upgrade), remote);
+        co_await ServeAgent(std::move(stream), std::move(upgrade), remote, agents, agent_conns);
         co_return;
       }
       if (websocket::is_upgrade(in) && in.target() == "/api/v1/stream") {
         stream.expires_never();
         auto upgrade = parser.release();
-        co_await ServeStream(std::move(stream), std::move(upgrade));
+        co_await ServeStream(std::move(stream), std::move(upgrade), store, *clock, hub);
         co_return;
       }
       // Counted from here until its answer is written: a request whose work is done (a job
@@ -372,176 +294,6 @@ struct ApiServer::Impl {
       if (!keep) break;
     }
     stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-  }
-
-  asio::awaitable<void> ServeAgent(beast::tcp_stream stream, http::request<http::string_body> req,
-                                   std::string remote) {
-    websocket::stream<beast::tcp_stream> ws(std::move(stream));
-    ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
-    ws.read_message_max(1 << 20);
-    auto [aec] = co_await ws.async_accept(req, asio::as_tuple(asio::use_awaitable));
-    if (aec) co_return;
-    beast::flat_buffer buf;
-    auto [hec, hn] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
-    if (hec) co_return;
-    auto first = proto::Decode(beast::buffers_to_string(buf.data()));
-    buf.consume(buf.size());
-    Result<proto::Welcome> welcome = MakeError(ErrorCode::kInvalidArgument, "");
-    if (!first.ok()) {
-      welcome = first.error();
-    } else if (auto* hello = std::get_if<proto::Hello>(&first.value())) {
-      welcome = agents.OnHello(*hello, remote);
-    } else {
-      welcome = MakeError(ErrorCode::kInvalidArgument, "the first message must be a hello");
-    }
-    std::string out;
-    if (!welcome.ok()) {
-      spdlog::warn("agent from {} refused: {}", remote, welcome.error().message);
-      out = proto::Encode(proto::ErrorMessage{std::string(ErrorCodeName(welcome.error().code)),
-                                              welcome.error().message});
-      ws.text(true);
-      co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
-      co_await ws.async_close(websocket::close_code::policy_error,
-                              asio::as_tuple(asio::use_awaitable));
-      co_return;
-    }
-    std::string node = welcome->node;
-    // Registered before anything else is awaited: the hello has made the node ready, and a
-    // message sent to it from then on (an injection, a reset) waits in the outbox for the
-    // writer, which starts after the welcome, instead of finding no connection.
-    auto conn = std::make_shared<AgentConn>(co_await asio::this_coro::executor);
-    {
-      std::lock_guard lock(conns_mu);
-      conns[node] = conn;
-    }
-    auto unregister = [&] {
-      std::lock_guard lock(conns_mu);
-      auto it = conns.find(node);
-      if (it != conns.end() && it->second == conn) conns.erase(it);
-    };
-    uint64_t connection = agents.OnConnected(node);
-    out = proto::Encode(welcome.value());
-    ws.text(true);
-    auto [wec, wn] =
-        co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
-    if (wec) {
-      unregister();
-      agents.OnClosed(node, connection);
-      co_return;
-    }
-    // From here on, everything the agent is sent goes through its outbox and writer.
-    asio::co_spawn(conn->strand, AgentWriter(conn, ws), asio::detached);
-    while (!conn->closing) {
-      auto [rec, rn] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
-      if (rec) break;
-      auto msg = proto::Decode(beast::buffers_to_string(buf.data()));
-      buf.consume(buf.size());
-      if (!msg.ok()) {
-        spdlog::warn("agent {}: bad message: {}", node, msg.error().message);
-        continue;
-      }
-      if (auto reply = agents.OnMessage(node, msg.value())) {
-        conn->outbox.push_back(proto::Encode(*reply));
-        conn->wake.cancel();
-      }
-    }
-    unregister();
-    conn->closing = true;
-    conn->wake.cancel();
-    beast::error_code ec;
-    beast::get_lowest_layer(ws).socket().close(ec);
-    asio::steady_timer poll(conn->strand);
-    while (!conn->writer_done) {  // the writer uses `ws`, which lives in this frame
-      poll.expires_after(std::chrono::milliseconds(5));
-      co_await poll.async_wait(asio::as_tuple(asio::use_awaitable));
-    }
-    agents.OnClosed(node, connection);
-  }
-
-  // Reads (and drops) what a stream client sends until it closes. A function, not a lambda:
-  // a coroutine lambda's captures die with the lambda, its parameters live in the frame.
-  static asio::awaitable<void> StreamReader(websocket::stream<beast::tcp_stream>& ws,
-                                            std::shared_ptr<bool> closed,
-                                            std::shared_ptr<bool> done) {
-    beast::flat_buffer buf;
-    for (;;) {
-      auto [ec, n] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
-      if (ec) break;
-      buf.consume(buf.size());
-    }
-    *closed = true;
-    *done = true;
-  }
-
-  // The dashboard's live stream. A browser's WebSocket cannot send an Authorization header, and
-  // a token in the URL would end up in logs and history, so the first message carries it:
-  // {"token": "..."}. The reply is {"type": "hello", "name", "role"} or
-  // {"type": "error", "message"} and a close; then every published event, as published.
-  asio::awaitable<void> ServeStream(beast::tcp_stream stream,
-                                    http::request<http::string_body> req) {
-    websocket::stream<beast::tcp_stream> ws(std::move(stream));
-    ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
-    ws.read_message_max(64 * 1024);
-    auto [aec] = co_await ws.async_accept(req, asio::as_tuple(asio::use_awaitable));
-    if (aec) co_return;
-    beast::flat_buffer buf;
-    auto [hec, hn] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
-    if (hec) co_return;
-    std::string first = beast::buffers_to_string(buf.data());
-    buf.consume(buf.size());
-    Result<Principal> who =
-        MakeError(ErrorCode::kUnauthenticated, "the first message must be {\"token\": \"...\"}");
-    boost::system::error_code jec;
-    auto parsed = boost::json::parse(first, jec);
-    if (!jec && parsed.is_object()) {
-      if (const auto* token = parsed.as_object().if_contains("token");
-          token && token->is_string()) {
-        who = Authenticate(store, *clock, "Bearer " + std::string(token->as_string()));
-      }
-    }
-    std::string out;
-    ws.text(true);
-    if (!who.ok()) {
-      out = JsonText(boost::json::object{{"type", "error"}, {"message", who.error().message}});
-      co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
-      co_await ws.async_close(websocket::close_code::policy_error,
-                              asio::as_tuple(asio::use_awaitable));
-      co_return;
-    }
-    out = JsonText(
-        boost::json::object{{"type", "hello"}, {"name", who->name}, {"role", ToString(who->role)}});
-    std::vector<std::string> pending;
-    uint64_t seq = hub.Since(~uint64_t{0}, pending);
-    auto [wec, wn] =
-        co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
-    if (wec) co_return;
-    // A reader notices the close (and answers pings); the loop below writes what is published.
-    auto closed = std::make_shared<bool>(false);
-    auto reader_done = std::make_shared<bool>(false);
-    auto ex = co_await asio::this_coro::executor;  // named: see Send() in agent.cpp
-    asio::co_spawn(ex, StreamReader(ws, closed, reader_done), asio::detached);
-    asio::steady_timer tick(ex);
-    while (!*closed) {
-      pending.clear();
-      seq = hub.Since(seq, pending);
-      for (const auto& text : pending) {
-        ws.text(true);
-        auto [ec, n] =
-            co_await ws.async_write(asio::buffer(text), asio::as_tuple(asio::use_awaitable));
-        if (ec) {
-          *closed = true;
-          break;
-        }
-      }
-      tick.expires_after(std::chrono::milliseconds(200));
-      co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
-    }
-    beast::error_code ec;
-    beast::get_lowest_layer(ws).socket().close(ec);
-    while (!*reader_done) {  // the reader uses `ws`, which lives in this frame
-      tick.expires_after(std::chrono::milliseconds(5));
-      co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
-    }
   }
 
   asio::awaitable<void> Accept() {
@@ -568,7 +320,7 @@ double ApiServer::TakeRecentP99() { return impl_->http_metrics.TakeRecentQuantil
 void ApiServer::Publish(std::string json) { impl_->hub.Publish(std::move(json)); }
 
 Status ApiServer::SendToAgent(const std::string& node, const proto::Message& message) {
-  return impl_->SendToAgent(node, message);
+  return impl_->agent_conns.Send(node, message);
 }
 
 Result<std::string> ApiServer::Start() {

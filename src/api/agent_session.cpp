@@ -1,0 +1,158 @@
+// An agent's WebSocket: hello, welcome, then its messages in and what the controller sends it
+// out, through an outbox so that writes from other threads keep their order.
+
+#include <spdlog/spdlog.h>
+
+#include <boost/beast/websocket.hpp>
+#include <chrono>
+
+#include "api/sessions.h"
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+
+namespace gpufleet::api {
+
+// A live agent connection as the rest of the server sees it: messages for the agent go into the
+// outbox (on the connection's strand) and its writer sends them in order.
+struct AgentConn {
+  explicit AgentConn(asio::any_io_executor ex) : strand(ex), wake(ex) {}
+  asio::any_io_executor strand;
+  asio::steady_timer wake;         // cancelled to wake the writer
+  std::deque<std::string> outbox;  // on strand
+  bool closing = false;            // on strand
+  bool writer_done = false;        // on strand
+};
+
+Status AgentRegistry::Send(const std::string& node, const proto::Message& message) {
+  std::shared_ptr<AgentConn> conn;
+  {
+    std::lock_guard lock(mu_);
+    auto it = conns_.find(node);
+    if (it != conns_.end()) conn = it->second;
+  }
+  if (!conn) {
+    return MakeError(ErrorCode::kConflict, "the agent of node '" + node + "' is not connected");
+  }
+  asio::post(conn->strand, [conn, text = proto::Encode(message)]() mutable {
+    conn->outbox.push_back(std::move(text));
+    conn->wake.cancel();
+  });
+  return {};
+}
+
+std::shared_ptr<AgentConn> AgentRegistry::Register(const std::string& node,
+                                                   asio::any_io_executor ex) {
+  auto conn = std::make_shared<AgentConn>(ex);
+  std::lock_guard lock(mu_);
+  conns_[node] = conn;
+  return conn;
+}
+
+void AgentRegistry::Unregister(const std::string& node, const std::shared_ptr<AgentConn>& conn) {
+  std::lock_guard lock(mu_);
+  auto it = conns_.find(node);
+  if (it != conns_.end() && it->second == conn) conns_.erase(it);
+}
+
+namespace {
+
+// Sends what is queued for one agent, in order, until the connection closes.
+asio::awaitable<void> AgentWriter(std::shared_ptr<AgentConn> conn,
+                                  websocket::stream<beast::tcp_stream>& ws) {
+  while (true) {
+    while (!conn->outbox.empty()) {
+      std::string text = std::move(conn->outbox.front());
+      conn->outbox.pop_front();
+      ws.text(true);
+      auto [ec, n] =
+          co_await ws.async_write(asio::buffer(text), asio::as_tuple(asio::use_awaitable));
+      if (ec) conn->closing = true;
+      if (conn->closing) break;
+    }
+    if (conn->closing) break;
+    conn->wake.expires_at(asio::steady_timer::time_point::max());
+    co_await conn->wake.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  conn->writer_done = true;
+}
+
+}  // namespace
+
+asio::awaitable<void> ServeAgent(beast::tcp_stream stream, UpgradeRequest req, std::string remote,
+                                 proto::AgentHandler& agents, AgentRegistry& registry) {
+  websocket::stream<beast::tcp_stream> ws(std::move(stream));
+  ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+  ws.read_message_max(1 << 20);
+  auto [aec] = co_await ws.async_accept(req, asio::as_tuple(asio::use_awaitable));
+  if (aec) co_return;
+  beast::flat_buffer buf;
+  auto [hec, hn] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
+  if (hec) co_return;
+  auto first = proto::Decode(beast::buffers_to_string(buf.data()));
+  buf.consume(buf.size());
+  Result<proto::Welcome> welcome = MakeError(ErrorCode::kInvalidArgument, "");
+  if (!first.ok()) {
+    welcome = first.error();
+  } else if (auto* hello = std::get_if<proto::Hello>(&first.value())) {
+    welcome = agents.OnHello(*hello, remote);
+  } else {
+    welcome = MakeError(ErrorCode::kInvalidArgument, "the first message must be a hello");
+  }
+  std::string out;
+  if (!welcome.ok()) {
+    spdlog::warn("agent from {} refused: {}", remote, welcome.error().message);
+    out = proto::Encode(proto::ErrorMessage{std::string(ErrorCodeName(welcome.error().code)),
+                                            welcome.error().message});
+    ws.text(true);
+    co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
+    co_await ws.async_close(websocket::close_code::policy_error,
+                            asio::as_tuple(asio::use_awaitable));
+    co_return;
+  }
+  std::string node = welcome->node;
+  // Registered before anything else is awaited: the hello has made the node ready, and a
+  // message sent to it from then on (an injection, a reset) waits in the outbox for the
+  // writer, which starts after the welcome, instead of finding no connection.
+  auto ex = co_await asio::this_coro::executor;  // named: see Send() in agent.cpp
+  auto conn = registry.Register(node, ex);
+  uint64_t connection = agents.OnConnected(node);
+  out = proto::Encode(welcome.value());
+  ws.text(true);
+  auto [wec, wn] = co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
+  if (wec) {
+    registry.Unregister(node, conn);
+    agents.OnClosed(node, connection);
+    co_return;
+  }
+  // From here on, everything the agent is sent goes through its outbox and writer.
+  asio::co_spawn(conn->strand, AgentWriter(conn, ws), asio::detached);
+  while (!conn->closing) {
+    auto [rec, rn] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
+    if (rec) break;
+    auto msg = proto::Decode(beast::buffers_to_string(buf.data()));
+    buf.consume(buf.size());
+    if (!msg.ok()) {
+      spdlog::warn("agent {}: bad message: {}", node, msg.error().message);
+      continue;
+    }
+    if (auto reply = agents.OnMessage(node, msg.value())) {
+      conn->outbox.push_back(proto::Encode(*reply));
+      conn->wake.cancel();
+    }
+  }
+  registry.Unregister(node, conn);
+  conn->closing = true;
+  conn->wake.cancel();
+  beast::error_code ec;
+  beast::get_lowest_layer(ws).socket().close(ec);
+  asio::steady_timer poll(conn->strand);
+  while (!conn->writer_done) {  // the writer uses `ws`, which lives in this frame
+    poll.expires_after(std::chrono::milliseconds(5));
+    co_await poll.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  agents.OnClosed(node, connection);
+}
+
+}  // namespace gpufleet::api

@@ -1,0 +1,70 @@
+// The server's two WebSocket sessions, apart from its HTTP loop (server.cpp): an agent's
+// connection (/api/v1/agent) and the dashboard's live stream (/api/v1/stream). Private to the
+// API library: it brings in Beast.
+
+#pragma once
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "proto/agent_handler.h"
+#include "proto/proto.h"
+#include "store/store.h"
+
+namespace gpufleet::api {
+
+struct AgentConn;
+
+// The live agent connections, by node: what SendToAgent reaches.
+class AgentRegistry {
+ public:
+  // Queues a message for the node's agent; an error when its agent is not connected.
+  Status Send(const std::string& node, const proto::Message& message);
+  // The node's new connection, replacing any older one.
+  std::shared_ptr<AgentConn> Register(const std::string& node, boost::asio::any_io_executor ex);
+  // Forgets `conn` if it is still the node's connection (a newer one may have replaced it).
+  void Unregister(const std::string& node, const std::shared_ptr<AgentConn>& conn);
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<AgentConn>> conns_;
+};
+
+// The dashboard's live stream: what the controller publishes (one JSON object a cycle), kept
+// for the stream connections to pick up. A connection that falls further behind gets the last
+// kKeep only: each message is a whole summary, not a delta, so nothing is lost by skipping.
+class EventHub {
+ public:
+  static constexpr size_t kKeep = 16;
+  void Publish(std::string json);
+  // The messages after `seq`, oldest first; returns the newest seq.
+  uint64_t Since(uint64_t seq, std::vector<std::string>& out) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::deque<std::pair<uint64_t, std::string>> recent_;
+  uint64_t seq_ = 0;
+};
+
+using UpgradeRequest = boost::beast::http::request<boost::beast::http::string_body>;
+
+// An agent's WebSocket from its hello until it closes: registered in `registry` while open,
+// its messages handed to `agents`.
+boost::asio::awaitable<void> ServeAgent(boost::beast::tcp_stream stream, UpgradeRequest req,
+                                        std::string remote, proto::AgentHandler& agents,
+                                        AgentRegistry& registry);
+
+// The dashboard's live stream, authenticated by its first message, then fed from `hub`.
+boost::asio::awaitable<void> ServeStream(boost::beast::tcp_stream stream, UpgradeRequest req,
+                                         Store& store, Clock& clock, const EventHub& hub);
+
+}  // namespace gpufleet::api

@@ -1,0 +1,120 @@
+// The dashboard's live stream. A browser's WebSocket cannot send an Authorization header, and
+// a token in the URL would end up in logs and history, so the first message carries it:
+// {"token": "..."}. The reply is {"type": "hello", "name", "role"} or
+// {"type": "error", "message"} and a close; then every published event, as published.
+
+#include <boost/beast/websocket.hpp>
+#include <boost/json.hpp>
+#include <chrono>
+
+#include "api/context.h"
+#include "api/sessions.h"
+#include "common/json_text.h"
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+
+namespace gpufleet::api {
+
+void EventHub::Publish(std::string json) {
+  std::lock_guard lock(mu_);
+  recent_.emplace_back(++seq_, std::move(json));
+  if (recent_.size() > kKeep) recent_.pop_front();
+}
+
+uint64_t EventHub::Since(uint64_t seq, std::vector<std::string>& out) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [s, text] : recent_) {
+    if (s > seq) out.push_back(text);
+  }
+  return seq_;
+}
+
+namespace {
+
+// Reads (and drops) what a stream client sends until it closes. A function, not a lambda:
+// a coroutine lambda's captures die with the lambda, its parameters live in the frame.
+asio::awaitable<void> StreamReader(websocket::stream<beast::tcp_stream>& ws,
+                                   std::shared_ptr<bool> closed, std::shared_ptr<bool> done) {
+  beast::flat_buffer buf;
+  for (;;) {
+    auto [ec, n] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
+    if (ec) break;
+    buf.consume(buf.size());
+  }
+  *closed = true;
+  *done = true;
+}
+
+// Who the first message's token belongs to.
+Result<Principal> Hello(const std::string& first, Store& store, Clock& clock) {
+  boost::system::error_code jec;
+  auto parsed = boost::json::parse(first, jec);
+  if (!jec && parsed.is_object()) {
+    if (const auto* token = parsed.as_object().if_contains("token"); token && token->is_string()) {
+      return Authenticate(store, clock, "Bearer " + std::string(token->as_string()));
+    }
+  }
+  return MakeError(ErrorCode::kUnauthenticated, "the first message must be {\"token\": \"...\"}");
+}
+
+}  // namespace
+
+asio::awaitable<void> ServeStream(beast::tcp_stream stream, UpgradeRequest req, Store& store,
+                                  Clock& clock, const EventHub& hub) {
+  websocket::stream<beast::tcp_stream> ws(std::move(stream));
+  ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+  ws.read_message_max(64 * 1024);
+  auto [aec] = co_await ws.async_accept(req, asio::as_tuple(asio::use_awaitable));
+  if (aec) co_return;
+  beast::flat_buffer buf;
+  auto [hec, hn] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
+  if (hec) co_return;
+  Result<Principal> who = Hello(beast::buffers_to_string(buf.data()), store, clock);
+  buf.consume(buf.size());
+  std::string out;
+  ws.text(true);
+  if (!who.ok()) {
+    out = JsonText(boost::json::object{{"type", "error"}, {"message", who.error().message}});
+    co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
+    co_await ws.async_close(websocket::close_code::policy_error,
+                            asio::as_tuple(asio::use_awaitable));
+    co_return;
+  }
+  out = JsonText(
+      boost::json::object{{"type", "hello"}, {"name", who->name}, {"role", ToString(who->role)}});
+  std::vector<std::string> pending;
+  uint64_t seq = hub.Since(~uint64_t{0}, pending);
+  auto [wec, wn] = co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
+  if (wec) co_return;
+  // A reader notices the close (and answers pings); the loop below writes what is published.
+  auto closed = std::make_shared<bool>(false);
+  auto reader_done = std::make_shared<bool>(false);
+  auto ex = co_await asio::this_coro::executor;  // named: see Send() in agent.cpp
+  asio::co_spawn(ex, StreamReader(ws, closed, reader_done), asio::detached);
+  asio::steady_timer tick(ex);
+  while (!*closed) {
+    pending.clear();
+    seq = hub.Since(seq, pending);
+    for (const auto& text : pending) {
+      ws.text(true);
+      auto [ec, n] =
+          co_await ws.async_write(asio::buffer(text), asio::as_tuple(asio::use_awaitable));
+      if (ec) {
+        *closed = true;
+        break;
+      }
+    }
+    tick.expires_after(std::chrono::milliseconds(200));
+    co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  beast::error_code ec;
+  beast::get_lowest_layer(ws).socket().close(ec);
+  while (!*reader_done) {  // the reader uses `ws`, which lives in this frame
+    tick.expires_after(std::chrono::milliseconds(5));
+    co_await tick.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+}
+
+}  // namespace gpufleet::api
