@@ -18,9 +18,12 @@ std::string Num(double v) {
   return buf;
 }
 
-std::vector<double> DefaultShares() {
+// Headroom is all reactive has against a rise within the lead time, and a steep one (a
+// working day that starts at once) can need twice the demand, so its shares go down to 0.2.
+std::vector<double> DefaultShares(ScaleMode mode) {
+  int lowest = mode == ScaleMode::kReactive ? 20 : 60;
   std::vector<double> out;
-  for (int i = 0; i <= 8; ++i) out.push_back((60 + 5 * i) / 100.0);
+  for (int pct = lowest; pct <= 100; pct += 5) out.push_back(pct / 100.0);
   return out;
 }
 
@@ -73,7 +76,7 @@ Result<TuneResult> Tune(const std::vector<TraceJob>& jobs, const TuneOptions& o)
   if (!(o.wait_p95_s >= 0) || !std::isfinite(o.wait_p95_s)) {
     return MakeError(ErrorCode::kInvalidArgument, "the p95 wait objective must be 0 or more s");
   }
-  std::vector<double> shares = o.shares.empty() ? DefaultShares() : o.shares;
+  std::vector<double> shares = o.shares.empty() ? DefaultShares(o.replay.policy.mode) : o.shares;
   std::vector<double> margins = o.margins;
   std::vector<bool> by_hour = o.margin_by_hour;
   if (o.replay.policy.mode != ScaleMode::kPredictive) {

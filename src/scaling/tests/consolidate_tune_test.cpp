@@ -161,7 +161,7 @@ TEST_F(ScalingTest, TuneReplaysThePoolsJobsAndAppliesTheCheapestSetting) {
   ASSERT_TRUE(dry.ok()) << dry.error().message;
   EXPECT_EQ(dry->jobs, 40u);
   EXPECT_FALSE(dry->applied);
-  EXPECT_EQ(dry->result.grid.size(), 9u) << "reactive: shares only";
+  EXPECT_EQ(dry->result.grid.size(), 17u) << "reactive: shares 0.2 to 1.0 only";
   ASSERT_GE(dry->result.chosen, 0);
   EXPECT_DOUBLE_EQ(dry->result.current.target_share, 0.6);
   const auto& cheapest = dry->result.grid[static_cast<size_t>(dry->result.chosen)];

@@ -442,7 +442,7 @@ TEST(Tune, NoSettingWithinTheObjectiveNamesTheLowestP95) {
   o.wait_p95_s = 10;
   auto t = Tune(trace, o);
   ASSERT_TRUE(t.ok()) << t.error().message;
-  EXPECT_EQ(t->grid.size(), 9u) << "shares 0.6 to 1.0; reactive has no margins";
+  EXPECT_EQ(t->grid.size(), 17u) << "shares 0.2 to 1.0; reactive has no margins";
   EXPECT_EQ(t->chosen, -1);
   ASSERT_GE(t->closest, 0);
   for (const auto& c : t->grid) {
@@ -471,6 +471,35 @@ TEST(Tune, NoSettingWithinTheObjectiveNamesTheLowestP95) {
   EXPECT_EQ(Replay(long_trace, o.replay).error().code, ErrorCode::kUnavailable);
   cancel = false;
   EXPECT_TRUE(Replay(long_trace, o.replay).ok());
+}
+
+// A rise within the lead time that only headroom can meet: half the load arrives at once, every
+// few hours. Reactive keeps that headroom only at a share of 0.5 or so, so its grid goes below
+// 0.6, and the tune finds the share there.
+TEST(Tune, AReactivePoolFacingASteepRiseIsOfferedAShareUnder0Point6) {
+  std::vector<TraceJob> trace;
+  for (int i = 0; i < 4; ++i) trace.push_back({double(i), 50000, 8, "", -1});  // the base
+  for (int burst = 1; burst <= 4; ++burst) {
+    for (int i = 0; i < 4; ++i) trace.push_back({burst * 10000.0 + i, 1200, 8, "", -1});
+  }
+  TuneOptions o;
+  o.replay.policy.mode = ScaleMode::kReactive;
+  o.replay.policy.lead_time_s = 300;
+  o.replay.initial_nodes = 4;
+  o.wait_p95_s = 60;
+  auto t = Tune(trace, o);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_EQ(t->grid.size(), 17u);
+  for (const auto& c : t->grid) {
+    if (c.target_share >= 0.6) {
+      EXPECT_FALSE(c.meets) << c.target_share << ": p95 " << c.result.wait_p95_s;
+    }
+  }
+  ASSERT_GE(t->chosen, 0) << "no share met the objective";
+  const auto& chosen = t->grid[static_cast<size_t>(t->chosen)];
+  EXPECT_LT(chosen.target_share, 0.6);
+  EXPECT_GE(chosen.target_share, 0.45) << "lower shares keep more nodes than the rise needs";
+  EXPECT_LE(chosen.result.wait_p95_s, 60);
 }
 
 }  // namespace
