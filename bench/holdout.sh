@@ -8,6 +8,8 @@
 # bench/replay.sh does). Five variants per trace (Alibaba --time-scale 9 to 11, synthetic seeds
 # 42 to 46), lead times 600 s and 1800 s, with consolidation (the default). Medians and each
 # variant. Usage: bench/holdout.sh [BUILD_DIR] (default build-bench)
+# Environment, as for bench/replay.sh: REPLAY_TRACES=alibaba or synthetic (one trace only),
+# SYNTHETIC_PER_DAY=N (jobs a day, default 2000) and SYNTHETIC_SHAPE=business (a working day).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -15,11 +17,15 @@ build=${1:-$build}
 if [ ! -x "$build/gpufleet" ] || [ "${HOLDOUT_BUILD:-1}" = 1 ]; then bench_build gpufleet; fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-bench_synthetic_traces "$work"
-GPUFLEET="$build/gpufleet" WORK="$work" python3 - <<'PY'
+per_day=${SYNTHETIC_PER_DAY:-2000}
+shape=${SYNTHETIC_SHAPE:-cosine}
+bench_synthetic_traces "$work" "$per_day" "$shape"
+GPUFLEET="$build/gpufleet" WORK="$work" PER_DAY="$per_day" SHAPE="$shape" \
+  TRACES="${REPLAY_TRACES:-all}" python3 - <<'PY'
 import csv, json, os, statistics, subprocess
 from concurrent.futures import ThreadPoolExecutor
-gf, work = os.environ["GPUFLEET"], os.environ["WORK"]
+gf, work, only = os.environ["GPUFLEET"], os.environ["WORK"], os.environ["TRACES"]
+per_day, shape = int(os.environ["PER_DAY"]), os.environ["SHAPE"]
 
 def split(path, key, cut, out):
     with open(path) as f:
@@ -44,8 +50,13 @@ alibaba = lambda half, ts: ["--trace", f"{work}/alibaba-{half}.csv", "--format",
 synthetic = lambda half, s: ["--trace", f"{work}/synthetic-{s}-{half}.csv"]
 traces = [("Alibaba 2023 (openb, --size-scale 2, --time-scale 9 to 11), split at its median creation time",
            [(f"ts {ts:g}", (lambda h, ts=ts: alibaba(h, ts))) for ts in (9, 9.5, 10, 10.5, 11)]),
-          ("synthetic (seeds 42 to 46), days 0-7 and 7-14",
+          ("synthetic (seeds 42 to 46" + ("" if per_day == 2000 else f", {per_day:,} jobs a day") +
+           ("" if shape == "cosine" else ", a working day from 09:00 to 18:00") +
+           "), days 0-7 and 7-14",
            [(f"seed {s}", (lambda h, s=s: synthetic(h, s))) for s in (42, 43, 44, 45, 46)])]
+if only != "all":
+    traces = [t for t in traces if t[0].lower().startswith(only)]
+    assert traces, f"REPLAY_TRACES={only}: alibaba or synthetic"
 
 def gpufleet(*args):
     return json.loads(subprocess.run([gf, "-o", "json", "replay", *args, "--pool-gpus-per-node", "8"],
@@ -75,7 +86,9 @@ with ThreadPoolExecutor(2) as pool:
 med = statistics.median
 pct = lambda a, b: 100 * (a / b - 1)
 def knob(c):
-    return f"{c['target_share']:g}" + (f" ({c['forecast_margin']:g})" if c["forecast_margin"] is not None else "")
+    if c["forecast_margin"] is None:
+        return f"{c['target_share']:g}"
+    return f"{c['target_share']:g} ({c['forecast_margin']:g}{'/h' if c['margin_by'] == 'hour' else ''})"
 for name, variants in traces:
     for lead in (600, 1800):
         print(f"\n### {name}, lead time {lead} s\n")
