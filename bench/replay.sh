@@ -9,7 +9,7 @@
 # synthetic: five seeds) and the tables give medians. For each trace and lead time:
 #   every policy at its cheapest settings whose p95 queue wait is at most 60 s, per variant:
 #   the target share (0.6 to 1.0 by 0.05; reactive's from 0.2) and, for predictive, also the
-#   forecast margin (1 to 8 times the forecast's recent mean shortfall, or that of the hour of
+#   forecast margin (0.5 to 8 times the forecast's recent mean shortfall, or that of the hour of
 #   the day); the table shows the medians of those runs,
 #   the idle hours split into starting (asked for, not ready), empty (ready, no job) and
 #   fragmented (free GPUs of nodes running a job), and predictive against reactive and the
@@ -69,7 +69,7 @@ def knobs(policy):  # (target share, forecast margin, margin by hour of the day)
         return [(s, 2, "recent") for s in reactive_shares]
     if policy == "oracle":
         return [(s, 2, "recent") for s in shares]
-    return [(s, m, by) for s in shares for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8)
+    return [(s, m, by) for s in shares for m in (0.5, 0.75, 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8)
             for by in ("recent", "hour")]
 def run(key):
     args, policy, lead, (share, margin, by), (cons, movable) = key

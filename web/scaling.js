@@ -57,7 +57,7 @@ export function mount(el, params) {
       </div>
       <div class="panel"><div id="scaling-charts" class="charts"></div></div>
       <div class="panel operator-only" id="tune-panel" ${can('operator') ? '' : 'hidden'}><h3 style="margin-top:0">Tune on this pool's past</h3>
-        <p class="muted" style="margin-top:0">Replays the pool's own jobs, in virtual time, under target shares from ${s.policy.mode === 'reactive' ? '0.2' : '0.6'} to 1${s.policy.mode === 'predictive' ? ' and forecast margins from 1 to 8, each by the recent shortfall and by the hour\'s' : ''},
+        <p class="muted" style="margin-top:0">Replays the pool's own jobs, in virtual time, under target shares from ${s.policy.mode === 'reactive' ? '0.2' : '0.6'} to 1${s.policy.mode === 'predictive' ? ' and forecast margins from 0.5 to 8, each by the recent shortfall and by the hour\'s' : ''},
           and proposes the setting with the fewest idle GPU-hours whose p95 queue wait stays within the objective. <span id="tune-schedule"></span></p>
         <div class="row"><label>p95 wait at most <input id="tune-wait" value="60s" style="width:5em"></label>
           <label>over the last <select id="tune-window"><option>1d</option><option>3d</option><option selected>7d</option></select></label>

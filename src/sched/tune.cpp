@@ -83,7 +83,7 @@ Result<TuneResult> Tune(const std::vector<TraceJob>& jobs, const TuneOptions& o)
     margins = {o.replay.policy.forecast_margin};  // not used: one column
     by_hour = {o.replay.policy.margin_by_hour};
   } else {
-    if (margins.empty()) margins = {1, 1.5, 2, 2.5, 3, 4, 5, 6, 8};
+    if (margins.empty()) margins = {0.5, 0.75, 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8};
     if (by_hour.empty()) by_hour = {false, true};
   }
   for (double s : shares) {

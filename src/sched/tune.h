@@ -18,7 +18,7 @@ struct TuneOptions {
   ReplayOptions replay;    // the policy as it is; its share and margin are what is varied
   double wait_p95_s = 60;  // the objective
   // The grid. Empty: shares 0.6 to 1.0 in steps of 0.05 (reactive: 0.2 to 1.0); margins
-  // (predictive only) 1, 1.5, 2, 2.5, 3, 4, 5, 6 and 8 mean shortfalls, each of them recent
+  // (predictive only) 0.5, 0.75, 1, 1.5, 2, 2.5, 3, 4, 5, 6 and 8 mean shortfalls, each recent
   // and by hour of the day (margin_by_hour: false and true).
   std::vector<double> shares, margins;
   std::vector<bool> margin_by_hour;

@@ -346,7 +346,7 @@ test('an operator tunes a pool on its own past jobs and applies the cheaper sett
   await page.waitForFunction(() => document.getElementById('tune-schedule')?.textContent.includes('re-tunes it every 6h on the last 7d, to a p95 wait of 1m'));
   await page.click('#tune-go');
   await page.waitForSelector('#tune-verdict');
-  assert.match(await page.textContent('#tune-summary'), new RegExp(`^${dry.body.jobs} jobs from .* replayed under 163 settings`));
+  assert.match(await page.textContent('#tune-summary'), new RegExp(`^${dry.body.jobs} jobs from .* replayed under 199 settings`));
   const cells = await page.$$eval('#tune-result tr[data-row="chosen"] td', (tds) => tds.map((td) => td.textContent));
   assert.equal(cells[1], String(dry.body.chosen.target_share));
   assert.equal(cells[2], String(dry.body.chosen.forecast_margin));

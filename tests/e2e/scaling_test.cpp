@@ -235,7 +235,7 @@ TEST_F(Scaling, TuneReplaysThePoolsOwnJobsAndAppliesTheCheapestSetting) {
   auto dry = Cli({"scaling", "tune", "b200", "--wait-p95", "30s"});
   ASSERT_EQ(dry.exit_code, 0) << dry.err;
   EXPECT_NE(dry.out.find("pool b200, predictive: 24 jobs over "), std::string::npos) << dry.out;
-  EXPECT_NE(dry.out.find("replayed under 163 settings"), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("replayed under 199 settings"), std::string::npos) << dry.out;
   EXPECT_NE(dry.out.find("cheapest within objective"), std::string::npos) << dry.out;
   EXPECT_NE(dry.out.find("not applied: gpufleet scaling tune b200 --apply"), std::string::npos)
       << dry.out;
@@ -243,7 +243,7 @@ TEST_F(Scaling, TuneReplaysThePoolsOwnJobsAndAppliesTheCheapestSetting) {
       controller_->Call("POST", "/api/v1/pools/b200/scaling/tune", R"({"wait_p95": 30})").second;
   EXPECT_EQ(json_dry.at("jobs"), 24) << json_dry;
   EXPECT_EQ(json_dry.at("applied"), false);
-  EXPECT_EQ(json_dry.at("grid").as_array().size(), 162u);
+  EXPECT_EQ(json_dry.at("grid").as_array().size(), 198u);
   ASSERT_TRUE(json_dry.at("chosen").is_object()) << json_dry;
   const auto& c = json_dry.at("chosen");
 

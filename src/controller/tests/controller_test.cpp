@@ -87,7 +87,7 @@ TEST(Controller, DeferredScalingDecidesNothingUntilStartScaling) {
   std::filesystem::remove_all(dir);
 }
 
-// A tune replays the pool's past under 163 settings, which takes seconds on a long history. It
+// A tune replays the pool's past under 199 settings, which takes seconds on a long history. It
 // runs on the server's worker thread, not on an I/O thread: with a single I/O thread, a health
 // check sent while a tune runs is still answered at once. And a stop does not wait for it.
 TEST(Controller, ATuneRunsOffTheIoThreadAndAStopCancelsIt) {
