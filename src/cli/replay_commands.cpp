@@ -5,6 +5,9 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
 
 #include "cli/cli.h"
 #include "cli/output.h"
@@ -26,7 +29,26 @@ struct ReplayFlags {
   double reserve_after = sched::Queue::kDefaultReserveAfterS;
   bool tune = false, all = false;
   double wait_p95 = 60;
+  std::vector<std::string> schedule;  // NODES@FROM-TO
 };
+
+// `--schedule 200@8-18`: at least 200 nodes from 08:00 to 18:00 of the trace's clock, every day.
+Result<sched::ScheduledMinimum> ParseScheduledMinimum(const std::string& text) {
+  sched::ScheduledMinimum m;
+  int used = 0;
+  if (std::sscanf(text.c_str(), "%d@%d-%d%n", &m.nodes, &m.from_hour, &m.to_hour, &used) != 3 ||
+      used != static_cast<int>(text.size())) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "--schedule '" + text + "': expected NODES@FROM-TO, e.g. 200@8-18");
+  }
+  if (m.nodes < 0 || m.from_hour < 0 || m.from_hour > 23 || m.to_hour <= m.from_hour ||
+      m.to_hour > 24) {
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        "--schedule '" + text + "': nodes must be 0 or more, and hours 0 <= FROM < TO <= 24");
+  }
+  return m;
+}
 
 json::value Num(double v) { return std::isfinite(v) ? json::value(v) : json::value(nullptr); }
 
@@ -80,6 +102,9 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
                 "seconds a job that does not fit waits before nodes are kept for it (600)");
   r->add_option("--interval", f.interval, "policy: seconds between decisions (60)");
   r->add_option("--down-cooldown", f.down_cooldown, "policy: seconds between scale-downs (300)");
+  r->add_option("--schedule", f.schedule,
+                "policy: at least NODES from hour FROM to TO of the trace's clock, every day, as "
+                "NODES@FROM-TO (e.g. 200@8-18); repeatable");
   r->add_flag("--tune", f.tune,
               "replay under a grid of target shares (and, predictive, forecast margins) and "
               "print the cheapest setting whose p95 wait is within --wait-p95");
@@ -119,6 +144,15 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
     o.move_cost_s = f.move_cost;
     o.movable_share = f.movable_share;
     o.reserve_after_s = f.reserve_after;
+    for (const auto& text : f.schedule) {
+      auto m = ParseScheduledMinimum(text);
+      if (!m.ok()) {
+        std::fprintf(stderr, "error: %s\n", m.error().message.c_str());
+        g.exit_code = 2;  // as the policy's other errors
+        return;
+      }
+      o.policy.schedule.push_back(m.value());
+    }
     if (f.tune) {
       sched::TuneOptions to;
       to.replay = o;

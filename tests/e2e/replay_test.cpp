@@ -129,6 +129,36 @@ TEST(Replay, PrintsTheHandComputedFiguresAsJsonAndRefusesBadInput) {
   auto movable = RunGpufleet({"replay", "--trace", trace, "--movable-share", "-1"});
   EXPECT_EQ(movable.exit_code, 2);
   EXPECT_EQ(movable.err, "error: --movable-share must be in [0, 1]\n");
+
+  // --schedule: a minimum by hour of the trace's clock, as a policy's schedule. Three nodes
+  // from 00:00 to 02:00 are kept (ready at 100 s, removed after 02:00) for one small job; the
+  // overlapping minimum of five from 01:00 raises the peak. Bad values change nothing.
+  std::ofstream(dir + "/night.csv") << "submit_time,duration_s,gpus\n0,60,1\n9000,60,1\n";
+  auto night = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = {
+        "-o",       "json",     "replay",      "--trace", dir + "/night.csv",
+        "--policy", "reactive", "--lead-time", "100",     "--target-share",
+        "1"};
+    args.insert(args.end(), more.begin(), more.end());
+    auto run = RunGpufleet(args);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    return json::parse(run.out).as_object();
+  };
+  auto plain = night({});
+  EXPECT_EQ(plain.at("peak_nodes").to_number<int>(), 1);
+  EXPECT_LT(plain.at("gpu_hours_provisioned").to_number<double>(), 3);
+  auto kept = night({"--schedule", "3@0-2"});
+  EXPECT_EQ(kept.at("peak_nodes").to_number<int>(), 3);
+  EXPECT_GE(kept.at("gpu_hours_provisioned").to_number<double>(), 3 * 8 * (7200 - 100) / 3600.0);
+  EXPECT_LE(kept.at("gpu_hours_provisioned").to_number<double>(), 3 * 8 * 8000 / 3600.0);
+  EXPECT_EQ(night({"--schedule", "3@0-2", "--schedule", "5@1-2"}).at("peak_nodes").to_number<int>(),
+            5);
+  for (const char* bad_schedule : {"3@0", "3@2-1", "-1@0-2", "3@0-25", "3@0-2x"}) {
+    auto refused = RunGpufleet({"replay", "--trace", trace, "--schedule", bad_schedule});
+    EXPECT_EQ(refused.exit_code, 2) << bad_schedule;
+    EXPECT_EQ(refused.err.rfind(std::string("error: --schedule '") + bad_schedule + "'", 0), 0u)
+        << refused.err;
+  }
   std::filesystem::remove_all(dir);
 }
 
