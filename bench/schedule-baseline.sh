@@ -5,9 +5,9 @@
 # Per seed and lead time, reactive's cheapest setting whose p95 wait is at most 60 s over its
 # share (0.8 to 1.0) and a minimum of NODES from FROM to 18:00 every day, chosen after the fact
 # (which favours the baseline: an operator would have to guess NODES), against predictive at
-# the setting bench/replay.sh chose for that seed (PREDICTIVE_600 and PREDICTIVE_1800: five
-# "share:margin" pairs, margin by hour; the defaults are the 2026-12-01 run's).
-# Usage: bench/schedule-baseline.sh [BUILD_DIR] (default build-bench). About 2 minutes on 2 cores,
+# its cheapest setting within the same bound, as `gpufleet replay --tune` chooses it (the grid
+# of bench/replay.sh: shares 0.6 to 1.0, margins 0.5 to 8, recent or by hour).
+# Usage: bench/schedule-baseline.sh [BUILD_DIR] (default build-bench). About 6 minutes on 2 cores,
 # plus the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,14 +17,11 @@ bench_build gpufleet
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 bench_synthetic_traces "$work" "${SYNTHETIC_PER_DAY:-20000}" business
-GPUFLEET="$build/gpufleet" WORK="$work" \
-  P600="${PREDICTIVE_600:-1:0.5 1:0.75 1:0.75 1:0.5 1:0.5}" \
-  P1800="${PREDICTIVE_1800:-1:0.75 1:0.75 0.95:0.75 1:0.5 1:1}" python3 - <<'PY'
+GPUFLEET="$build/gpufleet" WORK="$work" python3 - <<'PY'
 import json, os, statistics, subprocess
 from concurrent.futures import ThreadPoolExecutor
 gf, work = os.environ["GPUFLEET"], os.environ["WORK"]
 seeds = (42, 43, 44, 45, 46)
-predictive = {600: os.environ["P600"].split(), 1800: os.environ["P1800"].split()}
 shares = (0.8, 0.85, 0.9, 0.95, 1.0)
 minimums = {600: ((9, (0, 100, 150, 200, 250, 300)), (8, (100, 200, 300))),
             1800: ((8, (0, 200, 250, 300, 350, 400)), (7, (200, 300, 400)))}
@@ -32,6 +29,7 @@ def replay(args):
     out = subprocess.run([gf, "-o", "json", "replay", "--pool-gpus-per-node", "8", *args],
                          check=True, capture_output=True, text=True).stdout
     d = json.loads(out)
+    d = d["chosen"] if "--tune" in args else d
     return d["gpu_hours_idle"], d["wait_p95_s"]
 keys = [(lead, s, share, n, frm) for lead in minimums for s in seeds for share in shares
         for frm, ns in minimums[lead] for n in ns]
@@ -42,10 +40,8 @@ def reactive(key):
     return replay(args + (["--schedule", f"{n}@{frm}-18"] if n else []))
 def pred(key):
     lead, i = key
-    share, margin = predictive[lead][i].split(":")
     return replay(["--trace", f"{work}/synthetic-{seeds[i]}.csv", "--policy", "predictive",
-                   "--lead-time", str(lead), "--target-share", share,
-                   "--forecast-margin", margin, "--margin-by", "hour"])
+                   "--lead-time", str(lead), "--tune", "--wait-p95", "60"])
 pkeys = [(lead, i) for lead in minimums for i in range(len(seeds))]
 with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
     results = dict(zip(keys, pool.map(reactive, keys)))
