@@ -50,9 +50,9 @@ class Fixture {
   Fixture() {
     dir_ = std::filesystem::temp_directory_path() / ("gf-bench-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
-    store_ = std::move(OpenStore("sqlite:" + (dir_ / "db").string()).value());
-    fleet_ =
-        std::make_unique<FleetService>(*store_, GpuCatalog::Builtin(), RealClock(), FleetOptions{});
+    store_ = store::Open("sqlite:" + (dir_ / "db").string()).value();
+    fleet_ = std::make_unique<FleetService>(*store_.fleet, *store_.tokens, GpuCatalog::Builtin(),
+                                            RealClock(), FleetOptions{});
     auto spec = ParseFleetSpec(
         "apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n  - name: c\n    type: training\n"
         "    site: s\n    pools:\n      - {name: p, gpu_model: H100-SXM5-80GB}\n",
@@ -68,11 +68,11 @@ class Fixture {
   }
   ~Fixture() { std::filesystem::remove_all(dir_); }
   FleetService& fleet() { return *fleet_; }
-  Store& store() { return *store_; }
+  store::JobStore& jobs_store() { return *store_.jobs; }
 
  private:
   std::filesystem::path dir_;
-  std::unique_ptr<Store> store_;
+  store::Stores store_;
   std::unique_ptr<FleetService> fleet_;
 };
 
@@ -162,7 +162,7 @@ Status SeedEndedJobs(int ended, int64_t now) {
                             {"placement", boost::json::array{}}};
     records.push_back({i, "completed", JsonText(doc), now});
   }
-  return Shared().store().SaveJobs(records);
+  return Shared().jobs_store().SaveJobs(records);
 }
 
 // A jobs service over the store with `ended` completed jobs seeded (null and an error set on
@@ -174,8 +174,8 @@ std::unique_ptr<workload::JobService> JobsWithEnded(benchmark::State& state, int
     state.SkipWithError("seeding jobs");
     return nullptr;
   }
-  auto jobs = std::make_unique<workload::JobService>(f.fleet(), f.store(), RealClock(), 600'000,
-                                                     7 * 86'400'000LL);
+  auto jobs = std::make_unique<workload::JobService>(f.fleet(), f.jobs_store(), RealClock(),
+                                                     600'000, 7 * 86'400'000LL);
   if (auto s = jobs->Load(); !s.ok()) {
     state.SkipWithError(s.error().message.c_str());
     return nullptr;
@@ -198,7 +198,7 @@ void BM_JobsTick(benchmark::State& state) {
   for (auto _ : state) jobs.Tick();
   state.counters["jobs_kept"] = static_cast<double>(jobs.List({}).size());
   for (const auto& j : jobs.List({})) (void)jobs.Cancel(j.id);  // the next run starts empty
-  (void)f.store().DeleteEndedJobsBefore(now + 86'400'000LL);
+  (void)f.jobs_store().DeleteEndedJobsBefore(now + 86'400'000LL);
 }
 BENCHMARK(BM_JobsTick)->Arg(0)->Arg(100'000)->Unit(benchmark::kMillisecond);
 
@@ -219,7 +219,7 @@ void BM_JobsListPage(benchmark::State& state) {
     benchmark::DoNotOptimize(page);
   }
   state.counters["jobs_kept"] = static_cast<double>(total);
-  (void)f.store().DeleteEndedJobsBefore(now + 86'400'000LL);
+  (void)f.jobs_store().DeleteEndedJobsBefore(now + 86'400'000LL);
 }
 BENCHMARK(BM_JobsListPage)->Arg(100'000)->Unit(benchmark::kMillisecond);
 }  // namespace

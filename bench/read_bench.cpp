@@ -24,10 +24,10 @@ class Fleet10k {
     dir_ = "/tmp/gpufleet-read-bench-" + std::to_string(::getpid());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
-    store_ = std::move(OpenStore("sqlite:" + dir_ + "/db").value());
+    store_ = store::Open("sqlite:" + dir_ + "/db").value();
     catalog_ = GpuCatalog::Builtin();
-    (void)store_->ApplyFleet({Cluster{"bench", ClusterType::kTraining, "lab", {}, 1, 1}},
-                             {Pool{"h100", "bench", "H100-SXM5-80GB", kGpus, 0, {}, 1, 1}});
+    (void)store_.fleet->ApplyFleet({Cluster{"bench", ClusterType::kTraining, "lab", {}, 1, 1}},
+                                   {Pool{"h100", "bench", "H100-SXM5-80GB", kGpus, 0, {}, 1, 1}});
     telemetry_ = std::move(TelemetryStore::Open({dir_ + "/tsdb", {}}).value());
     int64_t now = clock_->NowMs();
     for (int n = 0; n < kNodes; ++n) {
@@ -61,19 +61,21 @@ class Fleet10k {
         row.set(Field::kEccDbeVolatile, (n * kGpus + g) % 100 == 0 ? 1 : 0);
         batch.rows.push_back(row);
       }
-      (void)store_->SaveNode(node, {});
+      (void)store_.fleet->SaveNode(node, {});
       (void)telemetry_->Ingest(uuids, batch);
     }
-    fleet_ = std::make_unique<FleetService>(*store_, catalog_, clock_, FleetOptions{});
+    fleet_ = std::make_unique<FleetService>(*store_.fleet, *store_.tokens, catalog_, clock_,
+                                            FleetOptions{});
     (void)fleet_->Load();
     ctx_ = std::make_unique<api::ApiContext>(api::ApiContext{
-        *fleet_, *store_, *catalog_, *clock_, *telemetry_, http_metrics_,
+        *fleet_, store_, *catalog_, *clock_, *telemetry_, http_metrics_,
         [](const std::string&, const proto::Message&) { return Status{}; },
         [] { return std::vector<scrape::TargetStatus>(); }, buffers_, nullptr, nullptr});
     api::AddMetricsRoutes(router_, *ctx_);
-    health_ = std::make_unique<health::HealthService>(*fleet_, *telemetry_, *store_, catalog_,
-                                                      XidCatalog::Builtin(), clock_);
-    notifier_ = std::make_unique<alerting::Notifier>(*store_, clock_, "http://bench");
+    health_ =
+        std::make_unique<health::HealthService>(*fleet_, *telemetry_, *store_.fleet, *store_.audit,
+                                                catalog_, XidCatalog::Builtin(), clock_);
+    notifier_ = std::make_unique<alerting::Notifier>(*store_.alerting, clock_, "http://bench");
     reader_ = alerting::MakeTelemetryReader(*telemetry_);
   }
   ~Fleet10k() { std::filesystem::remove_all(dir_); }
@@ -93,7 +95,7 @@ class Fleet10k {
  private:
   std::string dir_;
   std::shared_ptr<Clock> clock_ = RealClock();
-  std::unique_ptr<Store> store_;
+  store::Stores store_;
   std::shared_ptr<const GpuCatalog> catalog_;
   std::unique_ptr<TelemetryStore> telemetry_;
   std::unique_ptr<FleetService> fleet_;

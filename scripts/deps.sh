@@ -5,10 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=(cmake ninja-build g++ ccache pkg-config
       libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-      libsoci-dev libsqlite3-dev libssl-dev zlib1g-dev libspdlog-dev libcli11-dev libyaml-cpp-dev)
+      libsoci-dev libsqlite3-dev libpq-dev libssl-dev zlib1g-dev libspdlog-dev libcli11-dev libyaml-cpp-dev)
 if [[ "${1:-}" == "--test" ]]; then
   # promtool checks /metrics; Alertmanager receives alerts in the tests
   pkgs+=(libgtest-dev libbenchmark-dev clang-format git prometheus prometheus-alertmanager)
+  # the store's and the end-to-end tests start a real PostgreSQL server (tests/support/postgres.h)
+  pkgs+=(postgresql)
   # the dashboard's browser tests: Debian's Chromium, driven by playwright-core from npm
   pkgs+=(chromium)
   # playwright-core needs Node.js 20 or newer; Debian 12's own nodejs is 18, so only a machine

@@ -88,7 +88,11 @@ struct ServeFlags {
 void AddControllerFlags(CLI::App* cmd, ServeFlags& f) {
   cmd->add_option("--listen", f.options.listen, "HOST:PORT to serve on (port 0: any free one)");
   cmd->add_option("--store", f.options.store_url,
-                  "store URL (default sqlite:DATA_DIR/gpufleet.db)");
+                  "store URL: sqlite:PATH (default sqlite:DATA_DIR/gpufleet.db) or "
+                  "postgresql://USER@HOST:PORT/DB (libpq's URI)");
+  cmd->add_option("--store-connections", f.options.store_connections,
+                  "PostgreSQL: connections in the pool (default 8)")
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--gpu-catalog", f.options.gpu_catalog, "GPU catalogue YAML (default: built in)");
   cmd->add_option("--xid-catalog", f.options.xid_catalog,
                   "XID catalogue YAML (default: built in, data/xid-catalog.yaml)");

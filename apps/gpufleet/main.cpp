@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "apps/gpufleet/daemons.h"
+#include "apps/gpufleet/store_commands.h"
 #include "cli/cli.h"
 
 int main(int argc, char** argv) {
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   app.fallthrough();
 
   gpufleet::app::AddDaemonCommands(app, globals);
+  gpufleet::app::AddStoreCommands(app, globals);
   gpufleet::cli::AddFleetCommands(app, globals);
   gpufleet::cli::AddAdminCommands(app, globals);
   gpufleet::cli::AddMetricsCommands(app, globals);

@@ -138,7 +138,7 @@ std::string Notifier::WebhookBody(const std::vector<Alert>& alerts, const Labels
                                {"alerts", std::move(items)}});
 }
 
-Notifier::Notifier(Store& store, std::shared_ptr<Clock> clock, std::string external_url,
+Notifier::Notifier(store::AlertStore& store, std::shared_ptr<Clock> clock, std::string external_url,
                    std::vector<Rule> rules)
     : store_(store),
       clock_(std::move(clock)),

@@ -42,7 +42,7 @@ struct RuleTest {
 
 class Notifier {
  public:
-  Notifier(Store& store, std::shared_ptr<Clock> clock, std::string external_url,
+  Notifier(store::AlertStore& store, std::shared_ptr<Clock> clock, std::string external_url,
            std::vector<Rule> rules = BuiltinRules());
   ~Notifier();
   Status Load();  // the user rules and the alert states of the last run
@@ -84,7 +84,7 @@ class Notifier {
   void Refresh();  // firing alerts to Alertmanager channels again
   void Prune(int64_t now);
   Status SaveRules(const std::vector<Rule>& upsert, const std::vector<std::string>& remove);
-  Store& store_;
+  store::AlertStore& store_;
   std::shared_ptr<Clock> clock_;
   mutable std::mutex mu_;
   std::string external_url_;  // guarded by mu_

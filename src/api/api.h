@@ -30,7 +30,7 @@ struct ApiOptions {
 // What the server serves; all outlive it.
 struct ApiDeps {
   FleetService& fleet;
-  Store& store;
+  store::Stores& store;
   std::shared_ptr<const GpuCatalog> catalog;
   std::shared_ptr<Clock> clock;
   TelemetryStore& telemetry;
@@ -66,6 +66,6 @@ class ApiServer {
 
 // Writes a new admin token to `path` (mode 0600) when the store holds no API token yet.
 // Returns whether it wrote one.
-Result<bool> BootstrapAdminToken(Store& store, Clock& clock, const std::string& path);
+Result<bool> BootstrapAdminToken(store::TokenStore& store, Clock& clock, const std::string& path);
 
 }  // namespace gpufleet::api

@@ -10,7 +10,12 @@
 
 namespace gpufleet::api {
 
-Result<Principal> Authenticate(Store& store, Clock& clock, const std::string& authorization) {
+Result<Principal> Authenticate(store::TokenStore& store, Clock& clock,
+                               const std::string& authorization) {
+  return Authenticator(store, clock).Check(authorization);
+}
+
+Result<Principal> Authenticator::Check(const std::string& authorization) {
   const std::string prefix = "Bearer ";
   if (authorization.empty()) {
     return MakeError(ErrorCode::kUnauthenticated, "missing 'Authorization: Bearer <token>' header");
@@ -19,21 +24,33 @@ Result<Principal> Authenticate(Store& store, Clock& clock, const std::string& au
     return MakeError(ErrorCode::kUnauthenticated,
                      "the Authorization header must be 'Bearer <token>'");
   }
-  auto token = store.FindApiToken(Sha256Hex(authorization.substr(prefix.size())));
-  if (!token.ok()) {
-    if (token.error().code == ErrorCode::kNotFound) {
-      return MakeError(ErrorCode::kUnauthenticated, "invalid token");
-    }
+  std::string hash = Sha256Hex(authorization.substr(prefix.size()));
+  auto token = store_.FindApiToken(hash);
+  if (token.ok()) {
+    std::lock_guard lock(mu_);
+    // Bounded: a flood of distinct valid tokens cannot grow it without end.
+    if (known_.size() >= 10'000 && !known_.count(hash)) known_.clear();
+    known_[hash] = token.value();
+  } else if (token.error().code == ErrorCode::kNotFound) {
+    std::lock_guard lock(mu_);
+    known_.erase(hash);
+    return MakeError(ErrorCode::kUnauthenticated, "invalid token");
+  } else if (token.error().code == ErrorCode::kUnavailable) {
+    std::lock_guard lock(mu_);
+    auto it = known_.find(hash);
+    if (it == known_.end()) return token.error();
+    token = it->second;
+  } else {
     return token.error();
   }
   if (token->revoked) return MakeError(ErrorCode::kUnauthenticated, "token has been revoked");
-  if (token->expires_ms && token->expires_ms < clock.NowMs()) {
+  if (token->expires_ms && token->expires_ms < clock_.NowMs()) {
     return MakeError(ErrorCode::kUnauthenticated, "token has expired");
   }
   return Principal{token->name, token->role, token->clusters};
 }
 
-Result<bool> BootstrapAdminToken(Store& store, Clock& clock, const std::string& path) {
+Result<bool> BootstrapAdminToken(store::TokenStore& store, Clock& clock, const std::string& path) {
   auto tokens = store.ListApiTokens();
   if (!tokens.ok()) return tokens.error();
   if (!tokens->empty()) return false;

@@ -20,7 +20,7 @@ namespace gpufleet::api {
 
 struct ApiContext {
   FleetService& fleet;
-  Store& store;
+  store::Stores& store;
   const GpuCatalog& catalog;
   Clock& clock;
   TelemetryStore& telemetry;
@@ -52,8 +52,25 @@ void AddDashboardRoutes(Router& router, ApiContext& ctx);  // whoami, heatmap
 void AddJobRoutes(Router& router, ApiContext& ctx);        // jobs
 void AddScalingRoutes(Router& router, ApiContext& ctx);    // autoscaling
 
-// Authenticates "Bearer <token>" against the stored API tokens.
-Result<Principal> Authenticate(Store& store, Clock& clock, const std::string& authorization);
+// Authenticates "Bearer <token>" against the stored API tokens. While the store is unavailable
+// it answers from the last successful lookup of the same token (its role, expiry and revocation
+// as they were then), so reads go on during a database outage; whenever the store answers it is
+// asked, so a revocation counts from the next request. Thread-safe.
+class Authenticator {
+ public:
+  Authenticator(store::TokenStore& store, Clock& clock) : store_(store), clock_(clock) {}
+  Result<Principal> Check(const std::string& authorization);
+
+ private:
+  store::TokenStore& store_;
+  Clock& clock_;
+  std::mutex mu_;
+  std::map<std::string, ApiToken> known_;  // by hash, the last lookups; guarded by mu_
+};
+
+// One lookup, with nothing remembered.
+Result<Principal> Authenticate(store::TokenStore& store, Clock& clock,
+                               const std::string& authorization);
 
 // Paging: limit (default 500, at most 5000) and offset from the query string.
 struct Page {

@@ -46,7 +46,8 @@ class InFlight {
 struct ApiServer::Impl {
   ApiOptions options;
   FleetService& fleet;
-  Store& store;
+  store::Stores& store;
+  Authenticator auth;  // every request's, and the dashboard stream's
   std::shared_ptr<const GpuCatalog> catalog;
   std::shared_ptr<Clock> clock;
   proto::AgentHandler& agents;
@@ -75,6 +76,7 @@ struct ApiServer::Impl {
       : options(std::move(o)),
         fleet(d.fleet),
         store(d.store),
+        auth(*d.store.tokens, *d.clock),
         catalog(std::move(d.catalog)),
         clock(std::move(d.clock)),
         agents(d.agents),
@@ -135,7 +137,7 @@ struct ApiServer::Impl {
     req.params = std::move(match.params);
     Principal principal{"anonymous", Role::kViewer, {}};
     if (!match.public_route) {
-      auto who = Authenticate(store, *clock, req.authorization);
+      auto who = auth.Check(req.authorization);
       if (!who.ok()) return ErrorResponse(who.error());
       principal = who.value();
       if (principal.role < match.min_role) {
@@ -169,7 +171,7 @@ struct ApiServer::Impl {
     rec.result = r.status < 400 ? "ok" : r.body;
     rec.before = r.audit_before;
     rec.after = r.audit_after;
-    if (auto s = store.AppendAudit(rec); !s.ok()) {
+    if (auto s = store.audit->AppendAudit(rec); !s.ok()) {
       spdlog::error("api: audit write failed: {}", s.error().message);
     }
   }
@@ -272,7 +274,7 @@ struct ApiServer::Impl {
       if (websocket::is_upgrade(in) && in.target() == "/api/v1/stream") {
         stream.expires_never();
         auto upgrade = parser.release();
-        co_await ServeStream(std::move(stream), std::move(upgrade), store, *clock, hub);
+        co_await ServeStream(std::move(stream), std::move(upgrade), auth, hub);
         co_return;
       }
       // Counted from here until its answer is written: a request whose work is done (a job

@@ -57,14 +57,17 @@ class EventHub {
 
 using UpgradeRequest = boost::beast::http::request<boost::beast::http::string_body>;
 
+class Authenticator;  // context.h
+
 // An agent's WebSocket from its hello until it closes: registered in `registry` while open,
 // its messages handed to `agents`.
+
 boost::asio::awaitable<void> ServeAgent(boost::beast::tcp_stream stream, UpgradeRequest req,
                                         std::string remote, proto::AgentHandler& agents,
                                         AgentRegistry& registry);
 
 // The dashboard's live stream, authenticated by its first message, then fed from `hub`.
 boost::asio::awaitable<void> ServeStream(boost::beast::tcp_stream stream, UpgradeRequest req,
-                                         Store& store, Clock& clock, const EventHub& hub);
+                                         Authenticator& auth, const EventHub& hub);
 
 }  // namespace gpufleet::api

@@ -48,12 +48,12 @@ asio::awaitable<void> StreamReader(websocket::stream<beast::tcp_stream>& ws,
 }
 
 // Who the first message's token belongs to.
-Result<Principal> Hello(const std::string& first, Store& store, Clock& clock) {
+Result<Principal> Hello(const std::string& first, Authenticator& auth) {
   boost::system::error_code jec;
   auto parsed = boost::json::parse(first, jec);
   if (!jec && parsed.is_object()) {
     if (const auto* token = parsed.as_object().if_contains("token"); token && token->is_string()) {
-      return Authenticate(store, clock, "Bearer " + std::string(token->as_string()));
+      return auth.Check("Bearer " + std::string(token->as_string()));
     }
   }
   return MakeError(ErrorCode::kUnauthenticated, "the first message must be {\"token\": \"...\"}");
@@ -61,8 +61,8 @@ Result<Principal> Hello(const std::string& first, Store& store, Clock& clock) {
 
 }  // namespace
 
-asio::awaitable<void> ServeStream(beast::tcp_stream stream, UpgradeRequest req, Store& store,
-                                  Clock& clock, const EventHub& hub) {
+asio::awaitable<void> ServeStream(beast::tcp_stream stream, UpgradeRequest req, Authenticator& auth,
+                                  const EventHub& hub) {
   websocket::stream<beast::tcp_stream> ws(std::move(stream));
   ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
   ws.read_message_max(64 * 1024);
@@ -71,7 +71,7 @@ asio::awaitable<void> ServeStream(beast::tcp_stream stream, UpgradeRequest req, 
   beast::flat_buffer buf;
   auto [hec, hn] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
   if (hec) co_return;
-  Result<Principal> who = Hello(beast::buffers_to_string(buf.data()), store, clock);
+  Result<Principal> who = Hello(beast::buffers_to_string(buf.data()), auth);
   buf.consume(buf.size());
   std::string out;
   ws.text(true);

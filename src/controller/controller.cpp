@@ -52,8 +52,9 @@ std::string CycleEvent(int64_t now, const std::vector<health::NodeHealth>& repor
 
 // GPU events (XID errors) from an agent or a scrape: a durable, queryable record each, and the
 // GPU's "last XID" gauge. False when the records could not be stored.
-bool RecordGpuEvents(Store& store, TelemetryStore& telemetry, health::HealthService& health,
-                     const std::string& node, const std::vector<std::string>& uuids,
+bool RecordGpuEvents(store::FleetStore& store, TelemetryStore& telemetry,
+                     health::HealthService& health, const std::string& node,
+                     const std::vector<std::string>& uuids,
                      const std::vector<proto::GpuEvent>& events) {
   std::vector<GpuEventRecord> records;
   proto::Samples xids;
@@ -86,7 +87,7 @@ bool RecordGpuEvents(Store& store, TelemetryStore& telemetry, health::HealthServ
 // the telemetry store (acknowledged once they are in its write-ahead log).
 class AgentRouter : public proto::AgentHandler {
  public:
-  AgentRouter(FleetService& fleet, TelemetryStore& telemetry, Store& store,
+  AgentRouter(FleetService& fleet, TelemetryStore& telemetry, store::FleetStore& store,
               health::HealthService& health)
       : fleet_(fleet), telemetry_(telemetry), store_(store), health_(health) {}
   Result<proto::Welcome> OnHello(const proto::Hello& hello, const std::string& remote) override {
@@ -122,14 +123,14 @@ class AgentRouter : public proto::AgentHandler {
  private:
   FleetService& fleet_;
   TelemetryStore& telemetry_;
-  Store& store_;
+  store::FleetStore& store_;
   health::HealthService& health_;
 };
 
 // Scrape mode's sink: a dcgm-exporter page registers or refreshes its node and is stored like an
 // agent's batch. dcgm-exporter shows only the last XID per GPU, so a change of that value to a
 // non-zero one is recorded as an XID event (a repeat of the same XID cannot be told apart).
-Status IngestScrape(FleetService& fleet, TelemetryStore& telemetry, Store& store,
+Status IngestScrape(FleetService& fleet, TelemetryStore& telemetry, store::FleetStore& store,
                     health::HealthService& health, const scrape::ScrapeTarget& target, int64_t now,
                     const scrape::DcgmReading& reading) {
   auto pool = fleet.FindPool(target.pool);
@@ -198,7 +199,7 @@ struct Controller::Impl {
   ControllerOptions options;
   std::shared_ptr<Clock> clock = RealClock();
   std::shared_ptr<const GpuCatalog> catalog;
-  std::unique_ptr<Store> store;
+  store::Stores stores;
   std::unique_ptr<FleetService> fleet;
   std::unique_ptr<TelemetryStore> telemetry;
   std::unique_ptr<health::HealthService> health;
@@ -247,17 +248,19 @@ Status Controller::Start() {
     if (!c.ok()) return c.error();
     impl_->catalog = c.value();
   }
-  auto store = OpenStore(o.store_url);
-  if (!store.ok()) return store.error();
-  impl_->store = std::move(store.value());
-  auto wrote = api::BootstrapAdminToken(*impl_->store, *impl_->clock, admin_token_path());
+  auto stores = store::Open(o.store_url, {o.store_connections});
+  if (!stores.ok()) return stores.error();
+  impl_->stores = std::move(stores.value());
+  auto& db = impl_->stores;
+  auto wrote = api::BootstrapAdminToken(*db.tokens, *impl_->clock, admin_token_path());
   if (!wrote.ok()) return wrote.error();
   if (wrote.value()) spdlog::info("wrote the bootstrap admin token to {}", admin_token_path());
 
   FleetOptions fo;
   fo.heartbeat_interval_ms = o.heartbeat_interval_ms;
   fo.heartbeat_timeout_ms = o.heartbeat_timeout_ms;
-  impl_->fleet = std::make_unique<FleetService>(*impl_->store, impl_->catalog, impl_->clock, fo);
+  impl_->fleet =
+      std::make_unique<FleetService>(*db.fleet, *db.tokens, impl_->catalog, impl_->clock, fo);
   GF_TRY(impl_->fleet->Load());
   auto telemetry = TelemetryStore::Open({o.data_dir + "/tsdb", {}});
   if (!telemetry.ok()) return telemetry.error();
@@ -275,9 +278,9 @@ Status Controller::Start() {
     xids = loaded.value();
   }
   impl_->health = std::make_unique<health::HealthService>(
-      *impl_->fleet, *impl_->telemetry, *impl_->store, impl_->catalog, xids, impl_->clock);
+      *impl_->fleet, *impl_->telemetry, *db.fleet, *db.audit, impl_->catalog, xids, impl_->clock);
   GF_TRY(impl_->health->Load());
-  impl_->jobs = std::make_unique<workload::JobService>(*impl_->fleet, *impl_->store, impl_->clock,
+  impl_->jobs = std::make_unique<workload::JobService>(*impl_->fleet, *db.jobs, impl_->clock,
                                                        o.drain_timeout_ms, o.job_retention_ms,
                                                        o.reserve_after_ms);
   GF_TRY(impl_->jobs->Load());
@@ -285,18 +288,19 @@ Status Controller::Start() {
       [jobs = impl_->jobs.get()](const std::string& node) { return jobs->Busy(node); });
   scaling::ScalingOptions so;
   so.sim = o.sim_actuator;
-  impl_->scaling = std::make_unique<scaling::ScalingService>(*impl_->fleet, *impl_->jobs,
-                                                             *impl_->store, impl_->clock, so);
+  impl_->scaling = std::make_unique<scaling::ScalingService>(
+      *impl_->fleet, *impl_->jobs, *db.scaling, *db.audit, impl_->clock, so);
   GF_TRY(impl_->scaling->Load());
-  impl_->notifier = std::make_unique<alerting::Notifier>(*impl_->store, impl_->clock, "");
+  impl_->notifier = std::make_unique<alerting::Notifier>(*db.alerting, impl_->clock, "");
   GF_TRY(impl_->notifier->Load());
   impl_->series_reader = alerting::MakeTelemetryReader(*impl_->telemetry);
-  impl_->agents = std::make_unique<AgentRouter>(*impl_->fleet, *impl_->telemetry, *impl_->store,
-                                                *impl_->health);
+  impl_->agents =
+      std::make_unique<AgentRouter>(*impl_->fleet, *impl_->telemetry, *db.fleet, *impl_->health);
   impl_->scraper = std::make_unique<scrape::Scraper>(
       impl_->clock, [impl = impl_.get()](const scrape::ScrapeTarget& t, int64_t now,
                                          const scrape::DcgmReading& r) {
-        return IngestScrape(*impl->fleet, *impl->telemetry, *impl->store, *impl->health, t, now, r);
+        return IngestScrape(*impl->fleet, *impl->telemetry, *impl->stores.fleet, *impl->health, t,
+                            now, r);
       });
   impl_->scraper->SetTargets(ScrapeTargets(*impl_->fleet));
 
@@ -305,7 +309,7 @@ Status Controller::Start() {
   ao.max_body_bytes = o.max_body_bytes;
   ao.threads = o.threads;
   impl_->server = std::make_unique<api::ApiServer>(
-      ao, api::ApiDeps{*impl_->fleet, *impl_->store, impl_->catalog, impl_->clock,
+      ao, api::ApiDeps{*impl_->fleet, impl_->stores, impl_->catalog, impl_->clock,
                        *impl_->telemetry, *impl_->agents,
                        [s = impl_->scraper.get()] { return s->Targets(); }, impl_->health.get(),
                        impl_->notifier.get(), impl_->jobs.get(), impl_->scaling.get()});
@@ -387,7 +391,8 @@ Status Controller::Start() {
       lock.lock();
     }
   });
-  spdlog::info("controller listening on http://{} (store {})", impl_->address, o.store_url);
+  spdlog::info("controller listening on http://{} (store {})", impl_->address,
+               db.database->location());
   return {};
 }
 

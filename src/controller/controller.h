@@ -17,6 +17,7 @@ struct ControllerOptions {
   std::string listen = "127.0.0.1:8080";
   std::string data_dir;
   std::string store_url;                        // default: sqlite:<data_dir>/gpufleet.db
+  int store_connections = 8;                    // PostgreSQL's connection pool
   std::string gpu_catalog;                      // default: the built-in catalogue
   std::string xid_catalog;                      // default: the built-in data/xid-catalog.yaml
   int health_interval_ms = 5'000;               // how often the health model re-evaluates the fleet

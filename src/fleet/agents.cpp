@@ -37,6 +37,21 @@ int FleetService::CheckHeartbeats() {
     }
     ++changed;
   }
+  // Changes whose write failed while the database was away, oldest state first: written now.
+  // The first failure ends the round: the store is still away, and each try may wait for its
+  // connect timeout.
+  int retried = 0, left = 0;
+  for (auto& [_, e] : nodes_) {
+    if (!e.unsaved) continue;
+    if (left == 0 && Save(e, {}).ok()) {
+      ++retried;
+    } else {
+      ++left;
+    }
+  }
+  if (retried)
+    spdlog::info("fleet: wrote {} node change(s) kept while the store was away", retried);
+  if (left) spdlog::warn("fleet: {} node change(s) still wait for the store", left);
   return changed;
 }
 
@@ -70,7 +85,7 @@ Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const st
     if (hello.join_token.empty()) {
       return MakeError(ErrorCode::kUnauthenticated, "no valid node token and no join token");
     }
-    auto jt = store_.FindJoinToken(Sha256Hex(hello.join_token));
+    auto jt = tokens_.FindJoinToken(Sha256Hex(hello.join_token));
     if (!jt.ok()) return MakeError(ErrorCode::kUnauthenticated, "unknown join token");
     if (jt->revoked)
       return MakeError(ErrorCode::kUnauthenticated, "join token " + jt->id + " was revoked");
@@ -124,7 +139,7 @@ Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const st
          (before.state == NodeState::kUnreachable ? "agent reconnected; " : "") + why, "agent",
          events);
   }
-  if (auto s = Save(it->second, events); !s.ok()) {
+  if (auto s = Save(it->second, events, /*retry=*/false); !s.ok()) {
     if (created) {
       nodes_.erase(it);
     } else {

@@ -11,9 +11,14 @@
 
 namespace gpufleet {
 
-FleetService::FleetService(Store& store, std::shared_ptr<const GpuCatalog> catalog,
-                           std::shared_ptr<Clock> clock, FleetOptions options)
-    : store_(store), catalog_(std::move(catalog)), clock_(std::move(clock)), options_(options) {}
+FleetService::FleetService(store::FleetStore& store, store::TokenStore& tokens,
+                           std::shared_ptr<const GpuCatalog> catalog, std::shared_ptr<Clock> clock,
+                           FleetOptions options)
+    : store_(store),
+      tokens_(tokens),
+      catalog_(std::move(catalog)),
+      clock_(std::move(clock)),
+      options_(options) {}
 
 Status FleetService::Load() {
   auto nodes = store_.LoadNodes();
@@ -31,8 +36,30 @@ Status FleetService::Load() {
   return {};
 }
 
-Result<Pool> FleetService::FindPool(const std::string& name) {
+Status FleetService::ReadTopologyLocked() {
+  if (topology_) return {};
+  auto clusters = store_.ListClusters();
+  if (!clusters.ok()) return clusters.error();
   auto pools = store_.ListPools();
+  if (!pools.ok()) return pools.error();
+  topology_ = Topology{std::move(clusters.value()), std::move(pools.value())};
+  return {};
+}
+
+Result<std::vector<Cluster>> FleetService::Clusters() {
+  std::lock_guard lock(topology_mu_);
+  GF_TRY(ReadTopologyLocked());
+  return topology_->clusters;
+}
+
+Result<std::vector<Pool>> FleetService::Pools() {
+  std::lock_guard lock(topology_mu_);
+  GF_TRY(ReadTopologyLocked());
+  return topology_->pools;
+}
+
+Result<Pool> FleetService::FindPool(const std::string& name) {
+  auto pools = Pools();
   if (!pools.ok()) return pools.error();
   for (auto& p : pools.value()) {
     if (p.name == name) return p;
@@ -97,7 +124,12 @@ Result<ApplyCounts> FleetService::Apply(const FleetSpec& spec) {
       ++counts.pools_unchanged;
     }
   }
-  GF_TRY(store_.ApplyFleet(new_clusters, new_pools));
+  {
+    // Under the lock, so that no reader keeps what the store held before this write.
+    std::lock_guard lock(topology_mu_);
+    GF_TRY(store_.ApplyFleet(new_clusters, new_pools));
+    topology_.reset();  // read again, in the store's order, on the next call
+  }
 
   // A pool's profile changed: judge its nodes again.
   std::lock_guard lock(mu_);
@@ -193,9 +225,24 @@ NodeList FleetService::NodesJson(const NodeFilter& filter, size_t offset, size_t
   return out;
 }
 
-Status FleetService::Save(Entry& entry, const std::vector<NodeEvent>& events) {
+Status FleetService::Save(Entry& entry, const std::vector<NodeEvent>& events, bool retry) {
   entry.summary.clear();
-  return store_.SaveNode(entry.node, events);
+  if (!entry.unsaved) return Keep(entry, store_.SaveNode(entry.node, events), events, retry);
+  std::vector<NodeEvent> all = entry.unsaved_events;
+  all.insert(all.end(), events.begin(), events.end());
+  return Keep(entry, store_.SaveNode(entry.node, all), events, retry);
+}
+
+Status FleetService::Keep(Entry& entry, Status saved, const std::vector<NodeEvent>& events,
+                          bool retry) {
+  if (saved.ok()) {
+    entry.unsaved = false;
+    entry.unsaved_events.clear();
+  } else if (retry) {
+    entry.unsaved = true;
+    entry.unsaved_events.insert(entry.unsaved_events.end(), events.begin(), events.end());
+  }
+  return saved;
 }
 
 Result<Node> FleetService::GetNode(const std::string& name) const {
@@ -441,7 +488,7 @@ Result<IssuedJoinToken> FleetService::CreateJoinToken(const std::string& pool, i
   out.token.created_by = actor;
   out.token.created_ms = clock_->NowMs();
   out.token.expires_ms = ttl_ms > 0 ? out.token.created_ms + ttl_ms : 0;
-  GF_TRY(store_.CreateJoinToken(out.token));
+  GF_TRY(tokens_.CreateJoinToken(out.token));
   return out;
 }
 

@@ -56,16 +56,19 @@ struct IssuedJoinToken {
 
 class FleetService : public proto::AgentHandler {
  public:
-  FleetService(Store& store, std::shared_ptr<const GpuCatalog> catalog,
-               std::shared_ptr<Clock> clock, FleetOptions options);
+  FleetService(store::FleetStore& store, store::TokenStore& tokens,
+               std::shared_ptr<const GpuCatalog> catalog, std::shared_ptr<Clock> clock,
+               FleetOptions options);
 
   // Loads the nodes from the store. Nodes start disconnected; those that do not come back within
   // the heartbeat timeout turn unreachable.
   Status Load();
 
   Result<ApplyCounts> Apply(const FleetSpec& spec);
-  Result<std::vector<Cluster>> Clusters() { return store_.ListClusters(); }
-  Result<std::vector<Pool>> Pools() { return store_.ListPools(); }
+  // From memory once read (Apply() reads them again), so jobs and API reads go on while the
+  // store is away.
+  Result<std::vector<Cluster>> Clusters();
+  Result<std::vector<Pool>> Pools();
   Result<Pool> FindPool(const std::string& name);
 
   std::vector<Node> Nodes(const NodeFilter& filter) const;
@@ -137,6 +140,10 @@ class FleetService : public proto::AgentHandler {
     int64_t silence_ms = 0;   // allowed silence before unreachable; 0: the heartbeat timeout
     Verdict_ judged{NodeState::kReady, ""};  // the last pool match (Judge)
     Verdict_ health{NodeState::kReady, ""};  // the health model's last verdict (SetHealth)
+    // A change whose write failed (the database was away): kept, with its events, until a
+    // later Save() or the heartbeat check's retry writes it.
+    bool unsaved = false;
+    std::vector<NodeEvent> unsaved_events;
   };
   static Verdict_ Worst(const Verdict_& a, const Verdict_& b);
   // Judges the node against its pool and combines that with its health verdict.
@@ -144,14 +151,25 @@ class FleetService : public proto::AgentHandler {
 
   static bool Matches(const Node& node, const NodeFilter& filter);
   // Writes the node and its events; every persisted change goes through here, which is what
-  // keeps Entry::summary honest. Caller holds mu_.
-  Status Save(Entry& entry, const std::vector<NodeEvent>& events);
+  // keeps Entry::summary honest. A failed write is kept for a retry unless `retry` is false
+  // (the caller undoes the change instead). Caller holds mu_.
+  Status Save(Entry& entry, const std::vector<NodeEvent>& events, bool retry = true);
+  Status Keep(Entry& entry, Status saved, const std::vector<NodeEvent>& events, bool retry);
 
   // Moves the node to `next`, recording an event; caller holds mu_ and saves.
   void Move(Node& node, NodeStatus next, const std::string& reason, const std::string& actor,
             std::vector<NodeEvent>& events);
 
-  Store& store_;
+  store::FleetStore& store_;
+  store::TokenStore& tokens_;
+  // The clusters and pools as the store last listed them; empty until read, cleared by Apply.
+  struct Topology {
+    std::vector<Cluster> clusters;
+    std::vector<Pool> pools;
+  };
+  std::mutex topology_mu_;            // after mu_ when both are held; mu_ is never taken under it
+  std::optional<Topology> topology_;  // guarded by topology_mu_
+  Status ReadTopologyLocked();        // fills topology_ from the store when empty
   std::shared_ptr<const GpuCatalog> catalog_;
   std::shared_ptr<Clock> clock_;
   FleetOptions options_;

@@ -19,13 +19,15 @@ std::optional<double> Rate(const TelemetryStore& telemetry, const std::string& u
 
 }  // namespace
 
-HealthService::HealthService(FleetService& fleet, TelemetryStore& telemetry, Store& store,
+HealthService::HealthService(FleetService& fleet, TelemetryStore& telemetry,
+                             store::FleetStore& store, store::AuditLog& audit,
                              std::shared_ptr<const GpuCatalog> gpus,
                              std::shared_ptr<const XidCatalog> xids, std::shared_ptr<Clock> clock,
                              Thresholds thresholds)
     : fleet_(fleet),
       telemetry_(telemetry),
       store_(store),
+      audit_(audit),
       gpus_(std::move(gpus)),
       xids_(std::move(xids)),
       clock_(std::move(clock)),
@@ -179,7 +181,7 @@ int HealthService::Remediate(const std::vector<NodeHealth>& reports) {
       a.result = after.ok() ? "ok" : after.error().message;
       a.before = "{\"state\":\"unhealthy\"}";
       a.after = after.ok() ? "{\"state\":\"" + std::string(ToString(after->state)) + "\"}" : "";
-      (void)store_.AppendAudit(a);
+      (void)audit_.AppendAudit(a);
       if (!after.ok()) {
         spdlog::error("remediation: {} {}: {}", ToString(action), n.name, after.error().message);
         continue;
@@ -247,7 +249,7 @@ int HealthService::AskAgent(const Cluster& cluster, const Node& node, const Node
     a.status = sent.ok() ? 202 : 503;
     a.result = sent.ok() ? "asked the agent (command " + std::to_string(cmd.id) + ")"
                          : sent.error().message;
-    (void)store_.AppendAudit(a);
+    (void)audit_.AppendAudit(a);
     spdlog::warn("remediation: asked {} to {} GPU {}: {}", node.name, action, g.index, a.result);
     ++asked;
   }
@@ -264,7 +266,7 @@ void HealthService::OnActionResult(const std::string& node, const proto::Command
   a.target = "node/" + node;
   a.status = result.ok ? 200 : 500;
   a.result = (result.ok ? "ok: " : "failed: ") + result.message.substr(0, 500);
-  (void)store_.AppendAudit(a);
+  (void)audit_.AppendAudit(a);
   if (!result.ok) {
     spdlog::error("remediation: {} of GPU {} on {} failed: {}", result.action, result.gpu, node,
                   result.message);

@@ -23,9 +23,10 @@ namespace gpufleet::health {
 
 class HealthService {
  public:
-  HealthService(FleetService& fleet, TelemetryStore& telemetry, Store& store,
-                std::shared_ptr<const GpuCatalog> gpus, std::shared_ptr<const XidCatalog> xids,
-                std::shared_ptr<Clock> clock, Thresholds thresholds = {});
+  HealthService(FleetService& fleet, TelemetryStore& telemetry, store::FleetStore& store,
+                store::AuditLog& audit, std::shared_ptr<const GpuCatalog> gpus,
+                std::shared_ptr<const XidCatalog> xids, std::shared_ptr<Clock> clock,
+                Thresholds thresholds = {});
 
   // Loads the XIDs still within their hold from the store.
   Status Load();
@@ -63,7 +64,8 @@ class HealthService {
  private:
   FleetService& fleet_;
   TelemetryStore& telemetry_;
-  Store& store_;
+  store::FleetStore& store_;  // GPU events
+  store::AuditLog& audit_;
   std::shared_ptr<const GpuCatalog> gpus_;
   std::shared_ptr<const XidCatalog> xids_;
   std::shared_ptr<Clock> clock_;

@@ -37,11 +37,13 @@ bool Live(NodeState s) { return s != NodeState::kRetired && s != NodeState::kDec
 
 }  // namespace
 
-ScalingService::ScalingService(FleetService& fleet, workload::JobService& jobs, Store& store,
+ScalingService::ScalingService(FleetService& fleet, workload::JobService& jobs,
+                               store::ScalingStore& store, store::AuditLog& audit,
                                std::shared_ptr<Clock> clock, ScalingOptions options)
     : fleet_(fleet),
       jobs_(jobs),
       store_(store),
+      audit_(audit),
       clock_(std::move(clock)),
       options_(std::move(options)),
       command_(MakeCommandActuator()) {}
@@ -377,7 +379,7 @@ std::string ScalingService::RecordEvent(const std::string& pool, const std::stri
     a.status = failed ? 502 : 200;
     a.result = failed ? detail : "ok";
     a.after = JsonText(o);
-    if (auto s = store_.AppendAudit(a); !s.ok()) {
+    if (auto s = audit_.AppendAudit(a); !s.ok()) {
       spdlog::error("scaling: audit record not stored: {}", s.error().message);
     }
   }

@@ -134,8 +134,8 @@ struct ScaleRequest {
 
 class ScalingService {
  public:
-  ScalingService(FleetService& fleet, workload::JobService& jobs, Store& store,
-                 std::shared_ptr<Clock> clock, ScalingOptions options);
+  ScalingService(FleetService& fleet, workload::JobService& jobs, store::ScalingStore& store,
+                 store::AuditLog& audit, std::shared_ptr<Clock> clock, ScalingOptions options);
   ~ScalingService();
 
   Status Load();  // the policies, and each pool's history into its forecaster
@@ -241,7 +241,8 @@ class ScalingService {
 
   FleetService& fleet_;
   workload::JobService& jobs_;
-  Store& store_;
+  store::ScalingStore& store_;
+  store::AuditLog& audit_;
   std::shared_ptr<Clock> clock_;
   ScalingOptions options_;
   std::unique_ptr<Actuator> command_;

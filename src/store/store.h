@@ -1,7 +1,8 @@
 #pragma once
-// Store: the controller's durable state (clusters, pools, nodes and GPUs, node events, tokens,
-// audit log) behind one interface. `OpenStore("sqlite:PATH")` gives the embedded SQLite store;
-// the SQL is kept portable so a PostgreSQL backend can follow. Implementations are thread-safe.
+// The controller's durable state, one interface per capability: the fleet (clusters, pools,
+// nodes, GPUs, node and GPU events), tokens, the audit log, alerting, jobs and scaling.
+// `store::Open(url)` gives the set for `sqlite:PATH` (embedded) or `postgresql://...` (a libpq
+// URI). Every implementation is thread-safe; a database that cannot be reached is kUnavailable.
 
 #include <memory>
 #include <string>
@@ -141,41 +142,53 @@ struct GpuEventRecord {
   int64_t value = 0;
 };
 
-class Store {
- public:
-  virtual ~Store() = default;
+namespace store {
 
+class FleetStore {
+ public:
+  virtual ~FleetStore() = default;
   // Creates or updates every cluster and pool in one transaction (nothing is deleted).
   virtual Status ApplyFleet(const std::vector<Cluster>& clusters,
                             const std::vector<Pool>& pools) = 0;
   virtual Result<std::vector<Cluster>> ListClusters() = 0;
   virtual Result<std::vector<Pool>> ListPools() = 0;
-
   // Writes the node, replaces its GPUs and appends the events, in one transaction.
   virtual Status SaveNode(const Node& node, const std::vector<NodeEvent>& events) = 0;
   virtual Result<std::vector<Node>> LoadNodes() = 0;
   virtual Result<std::vector<NodeEvent>> ListNodeEvents(const std::string& node, int limit) = 0;
-
-  virtual Status CreateJoinToken(const JoinToken& token) = 0;
-  virtual Result<std::vector<JoinToken>> ListJoinTokens() = 0;
-  virtual Result<JoinToken> FindJoinToken(const std::string& hash) = 0;
-  virtual Status RevokeJoinToken(const std::string& id) = 0;
-
-  virtual Status CreateApiToken(const ApiToken& token) = 0;
-  virtual Result<std::vector<ApiToken>> ListApiTokens() = 0;
-  virtual Result<ApiToken> FindApiToken(const std::string& hash) = 0;
-  virtual Status RevokeApiToken(const std::string& id) = 0;
-
   // Appends events; one already recorded (same GPU, time, kind and value: a re-sent batch)
   // is skipped.
   virtual Status AppendGpuEvents(const std::vector<GpuEventRecord>& events) = 0;
   // Newest first; empty `node` or `kind` matches all.
   virtual Result<std::vector<GpuEventRecord>> ListGpuEvents(const std::string& node,
                                                             const std::string& kind, int limit) = 0;
+};
 
+class TokenStore {
+ public:
+  virtual ~TokenStore() = default;
+  virtual Status CreateJoinToken(const JoinToken& token) = 0;
+  virtual Result<std::vector<JoinToken>> ListJoinTokens() = 0;
+  virtual Result<JoinToken> FindJoinToken(const std::string& hash) = 0;
+  virtual Status RevokeJoinToken(const std::string& id) = 0;
+  virtual Status CreateApiToken(const ApiToken& token) = 0;
+  virtual Result<std::vector<ApiToken>> ListApiTokens() = 0;
+  virtual Result<ApiToken> FindApiToken(const std::string& hash) = 0;
+  virtual Status RevokeApiToken(const std::string& id) = 0;
+};
+
+class AuditLog {
+ public:
+  virtual ~AuditLog() = default;
   virtual Status AppendAudit(const AuditRecord& record) = 0;
+  // Newest first; `before_id` > 0 pages backwards.
+  virtual Result<std::vector<AuditRecord>> ListAudit(int64_t before_id, int limit) = 0;
+};
 
-  // Alert delivery. Channel names are unique (kConflict).
+class AlertStore {
+ public:
+  virtual ~AlertStore() = default;
+  // Channel names are unique (kConflict).
   virtual Status CreateChannel(const Channel& channel) = 0;
   virtual Result<std::vector<Channel>> ListChannels() = 0;
   virtual Status DeleteChannel(const std::string& name) = 0;  // and its queued notifications
@@ -193,14 +206,28 @@ class Store {
   // User alert rules: upserts and removals by name in one transaction.
   virtual Status SaveRules(const std::vector<RuleRecord>& upsert,
                            const std::vector<std::string>& remove) = 0;
-  virtual Result<std::vector<RuleRecord>> ListRules() = 0;          // by name
+  virtual Result<std::vector<RuleRecord>> ListRules() = 0;  // by name
+  virtual Status CreateSilence(const SilenceRecord& silence) = 0;
+  virtual Result<std::vector<SilenceRecord>> ListSilences() = 0;  // newest first
+  // Ends a silence now (ends_ms = now) if it has not ended; kNotFound for an unknown id.
+  virtual Status ExpireSilence(const std::string& id, int64_t now) = 0;
+};
+
+class JobStore {
+ public:
+  virtual ~JobStore() = default;
   virtual Status SaveJobs(const std::vector<JobRecord>& jobs) = 0;  // upserts, one transaction
   virtual Result<std::vector<JobRecord>> ListJobs() = 0;            // by id
   // Removes the completed and cancelled jobs last saved before `updated_ms`, except the job with
   // the highest id: the next job's id follows it, so no id is used twice after a restart.
   virtual Status DeleteEndedJobsBefore(int64_t updated_ms) = 0;
-  // Autoscaling. DeleteScalingPolicy: kNotFound when the pool has none.
+};
+
+class ScalingStore {
+ public:
+  virtual ~ScalingStore() = default;
   virtual Status SaveScalingPolicy(const ScalingRecord& policy) = 0;  // upsert
+  // kNotFound when the pool has none.
   virtual Status DeleteScalingPolicy(const std::string& pool) = 0;
   virtual Result<std::vector<ScalingRecord>> ListScalingPolicies() = 0;         // by pool
   virtual Result<int64_t> AppendScaleEvent(const ScaleEventRecord& event) = 0;  // its id
@@ -212,15 +239,51 @@ class Store {
   virtual Result<std::vector<ScalingSampleRecord>> ListScalingSamples(const std::string& pool,
                                                                       int64_t since_ms) = 0;
   virtual Status DeleteScalingSamplesBefore(int64_t time_ms) = 0;
-  virtual Status CreateSilence(const SilenceRecord& silence) = 0;
-  virtual Result<std::vector<SilenceRecord>> ListSilences() = 0;  // newest first
-  // Ends a silence now (ends_ms = now) if it has not ended; kNotFound for an unknown id.
-  virtual Status ExpireSilence(const std::string& id, int64_t now) = 0;
-  // Newest first; `before_id` > 0 pages backwards.
-  virtual Result<std::vector<AuditRecord>> ListAudit(int64_t before_id, int limit) = 0;
 };
 
-// url: "sqlite:PATH" (or a bare PATH). Creates the schema on first use.
-Result<std::unique_ptr<Store>> OpenStore(const std::string& url);
+// The database itself: what /healthz and `gpufleet store` ask of it.
+class Database {
+ public:
+  virtual ~Database() = default;
+  virtual std::string_view backend() const = 0;     // "sqlite" or "postgresql"
+  virtual const std::string& location() const = 0;  // the URL without its password
+  virtual Status Ping() = 0;                        // one round trip
+  virtual Result<int> SchemaVersion() = 0;          // the newest migration applied
+};
+
+// One database seen through each capability's interface (all share one object).
+struct Stores {
+  std::shared_ptr<FleetStore> fleet;
+  std::shared_ptr<TokenStore> tokens;
+  std::shared_ptr<AuditLog> audit;
+  std::shared_ptr<AlertStore> alerting;
+  std::shared_ptr<JobStore> jobs;
+  std::shared_ptr<ScalingStore> scaling;
+  std::shared_ptr<Database> database;
+};
+
+struct OpenOptions {
+  int connections = 8;  // PostgreSQL: the size of the connection pool (SQLite uses one)
+};
+
+// url: "sqlite:PATH" (or a bare PATH), "postgresql://..." or "postgres://..." (libpq's URI).
+// Applies the migrations this build knows; a database whose schema is newer is refused.
+Result<Stores> Open(const std::string& url, const OpenOptions& options = {});
+
+// The newest schema version this build knows.
+int KnownSchemaVersion();
+
+// `gpufleet store copy`: every table from one database to another, one transaction per table,
+// each table's row count checked after. Refused (kConflict) unless every target table is empty.
+struct TableCopy {
+  std::string table;
+  int64_t rows = 0;
+};
+Result<std::vector<TableCopy>> Copy(const std::string& from_url, const std::string& to_url);
+
+// "postgresql://gpufleet:secret@db/x" -> "postgresql://gpufleet:***@db/x", for messages and logs.
+std::string RedactUrl(const std::string& url);
+
+}  // namespace store
 
 }  // namespace gpufleet

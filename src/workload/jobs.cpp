@@ -130,7 +130,7 @@ std::string_view ToString(JobState s) {
 
 static_assert(JobService::kDefaultReserveAfterMs == sched::Queue::kDefaultReserveAfterS * 1000);
 
-JobService::JobService(FleetService& fleet, Store& store, std::shared_ptr<Clock> clock,
+JobService::JobService(FleetService& fleet, store::JobStore& store, std::shared_ptr<Clock> clock,
                        int64_t drain_timeout_ms, int64_t retention_ms, int64_t reserve_after_ms)
     : fleet_(fleet),
       store_(store),
@@ -181,19 +181,26 @@ Status JobService::Load() {
 }
 
 void JobService::Persist(const std::vector<int64_t>& ids) {
-  if (ids.empty()) return;
   std::vector<JobRecord> records;
+  std::set<int64_t> seen;
   {
     std::lock_guard lock(mu_);
-    std::set<int64_t> seen;
-    for (int64_t id : ids) {
-      if (!seen.insert(id).second) continue;
-      const Job& j = jobs_.at(id);
+    if (ids.empty() && unsaved_.empty()) return;
+    // Changes whose write failed while the store was away go with these.
+    seen.swap(unsaved_);
+    seen.insert(ids.begin(), ids.end());
+    for (int64_t id : seen) {
+      auto it = jobs_.find(id);
+      if (it == jobs_.end()) continue;
+      const Job& j = it->second;
       records.push_back({j.id, std::string(ToString(j.state)), ToDoc(j), clock_->NowMs()});
     }
   }
   if (auto s = store_.SaveJobs(records); !s.ok()) {
-    spdlog::error("jobs: saving {} job(s) failed: {}", records.size(), s.error().message);
+    spdlog::error("jobs: saving {} job(s) failed, kept for a retry: {}", records.size(),
+                  s.error().message);
+    std::lock_guard lock(mu_);
+    unsaved_.insert(seen.begin(), seen.end());
   }
 }
 
@@ -270,15 +277,21 @@ Result<Job> JobService::Submit(JobSpec spec) {
   spec.gpu_model = pool->gpu_model;
   int64_t now = clock_->NowMs();
   std::vector<int64_t> changed;
-  int64_t id;
+  Job j;
   {
     std::lock_guard lock(mu_);
-    id = next_id_++;
-    Job j;
-    j.id = id;
-    j.spec = std::move(spec);
-    j.submit_ms = j.queued_ms = now;
-    j.reason = Waiting(j.spec.gpus);
+    j.id = next_id_++;
+  }
+  const int64_t id = j.id;
+  j.spec = std::move(spec);
+  j.submit_ms = j.queued_ms = now;
+  j.reason = Waiting(j.spec.gpus);
+  // Stored before it is acknowledged: a job the API accepted survives the store going away.
+  if (auto s = store_.SaveJobs({{id, std::string(ToString(j.state)), ToDoc(j), now}}); !s.ok()) {
+    return MakeError(s.error().code, "job not submitted: " + s.error().message);
+  }
+  {
+    std::lock_guard lock(mu_);
     live_[id] = &(jobs_[id] = std::move(j));
     changed.push_back(id);
     ScheduleLocked(now, changed);

@@ -85,7 +85,7 @@ class JobService {
   // `drain_timeout_ms`: how long a drain waits for a node's jobs before requeueing them;
   // `retention_ms`: how long an ended job is kept after its end; `reserve_after_ms`: how long
   // a job that does not fit waits before nodes are kept for it (sched::Queue).
-  JobService(FleetService& fleet, Store& store, std::shared_ptr<Clock> clock,
+  JobService(FleetService& fleet, store::JobStore& store, std::shared_ptr<Clock> clock,
              int64_t drain_timeout_ms = 10 * 60'000, int64_t retention_ms = kDefaultRetentionMs,
              int64_t reserve_after_ms = kDefaultReserveAfterMs);
   static constexpr int64_t kDefaultRetentionMs = 7 * 86'400'000LL;
@@ -145,11 +145,12 @@ class JobService {
   int ScheduleLocked(int64_t now, std::vector<int64_t>& changed);
   void UpdateBusyLocked(int64_t now);
   std::vector<std::string> IdleLocked(const std::string& pool, int64_t idle_ms, int64_t now) const;
+  // Saves these jobs and any whose earlier save failed; a failure keeps them all for the next.
   void Persist(const std::vector<int64_t>& ids);
   void EndLocked(Job& job, JobState state, int64_t now, const std::string& reason);
 
   FleetService& fleet_;
-  Store& store_;
+  store::JobStore& store_;
   std::shared_ptr<Clock> clock_;
   mutable std::mutex mu_;
   int64_t drain_timeout_ms_;
@@ -161,6 +162,7 @@ class JobService {
   // jobs_ for the retention time (a week: hundreds of thousands on a busy fleet).
   std::map<int64_t, Job*> live_;                   // guarded by mu_
   int64_t next_id_ = 1;                            // guarded by mu_
+  std::set<int64_t> unsaved_;                      // jobs whose last save failed; guarded by mu_
   std::map<std::string, int64_t> last_busy_ms_;    // node -> last seen running a job; mu_
   std::map<std::string, int64_t> light_since_ms_;  // node -> lightly used since; mu_
   mutable std::mutex busy_mu_;                     // taken last, never while calling out

@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -11,6 +13,7 @@
 #include <thread>
 
 #include "fixture.h"
+#include "tests/support/postgres.h"
 
 namespace gpufleet::e2e {
 namespace {
@@ -78,7 +81,24 @@ TEST_F(E2E, AStoppedAgentTurnsUnreachableAndReadyAgain) {
             std::string::npos);
 }
 
-TEST_F(E2E, ControllerRestartKeepsNodesGpusAndAudit) {
+// The tests that must hold on either store: SQLite in the data directory, or a new database on
+// the test binary's PostgreSQL server (tests/support/postgres.h).
+class Backends : public E2E, public ::testing::WithParamInterface<std::string> {
+ protected:
+  std::vector<std::string> StoreFlags() override {
+    if (GetParam() != "postgresql") return {};
+    auto& pg = testing::SharedPostgres();
+    EXPECT_TRUE(pg.ok()) << pg.error();
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    name = "e2e_" + name.substr(0, name.find('/'));
+    for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(c) : '_';
+    std::string url = pg.CreateDatabase(name.substr(0, 60));
+    EXPECT_FALSE(url.empty()) << pg.error();
+    return {"--store", url};
+  }
+};
+
+TEST_P(Backends, ControllerRestartKeepsNodesGpusJobsTokensEventsAndAudit) {
   Apply();
   std::string token = JoinToken("h100");
   Sim(token, "keep", 2, "H100-SXM5-80GB", 8);
@@ -87,10 +107,32 @@ TEST_F(E2E, ControllerRestartKeepsNodesGpusAndAudit) {
   auto gpus_before = controller_->Call("GET", "/api/v1/gpus?node=keep-0001").second.at("items");
   auto audit_before =
       controller_->Call("GET", "/api/v1/audit").second.at("items").as_array().size();
-  ASSERT_GE(audit_before, 3u);  // apply, token, cordon
+  auto [js, job] =
+      controller_->Call("POST", "/api/v1/jobs", R"({"team": "nlp", "pool": "h100", "gpus": 8})");
+  ASSERT_EQ(js, 201) << job;
+  auto [ts, viewer] =
+      controller_->Call("POST", "/api/v1/api-tokens", R"({"name": "dash", "role": "viewer"})");
+  ASSERT_EQ(ts, 201) << viewer;
+  auto events_before = controller_->Call("GET", "/api/v1/nodes/keep-0000/events").second;
+  auto tokens_before = controller_->Call("GET", "/api/v1/api-tokens").second.at("items");
+  audit_before = controller_->Call("GET", "/api/v1/audit").second.at("items").as_array().size();
+  ASSERT_GE(audit_before, 5u);  // apply, join token, cordon, job, API token
 
   controller_->Stop();
   controller_->Start();
+  // Newest first; the agent may already have reconnected, adding one: the old ones end the list.
+  auto before = events_before.at("items").as_array();
+  auto after =
+      controller_->Call("GET", "/api/v1/nodes/keep-0000/events").second.at("items").as_array();
+  ASSERT_GE(after.size(), before.size());
+  ASSERT_FALSE(before.empty());
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), after.end() - before.size()));
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/api-tokens").second.at("items"), tokens_before);
+  auto kept = controller_->Call("GET", "/api/v1/jobs/" + std::to_string(job.at("id").as_int64()));
+  EXPECT_EQ(kept.first, 200);
+  EXPECT_EQ(kept.second.at("team"), "nlp");
+  std::string vt(viewer.at("token").as_string());
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/nodes", "", &vt).first, 200);
   EXPECT_EQ(State("keep-0000"), "cordoned");
   EXPECT_EQ(controller_->Call("GET", "/api/v1/gpus?node=keep-0001").second.at("items"),
             gpus_before);
@@ -112,7 +154,7 @@ TEST_F(E2E, ControllerRestartKeepsNodesGpusAndAudit) {
   EXPECT_EQ(State("keep-0000"), "cordoned");
 }
 
-TEST_F(E2E, ApiRefusesBadRequestsWithClearErrors) {
+TEST_P(Backends, ApiRefusesBadRequestsWithClearErrors) {
   Apply();
   std::string none;
   auto [s401, e401] = controller_->Call("GET", "/api/v1/nodes", "", &none);
@@ -169,6 +211,9 @@ TEST_F(E2E, ApiRefusesBadRequestsWithClearErrors) {
     saw_403 = saw_403 || (a.at("status").as_int64() == 403 && a.at("actor").as_string() == "dash");
   EXPECT_TRUE(saw_403);
 }
+
+INSTANTIATE_TEST_SUITE_P(Store, Backends, ::testing::Values("sqlite", "postgresql"),
+                         [](const auto& info) { return info.param; });
 
 TEST_F(E2E, BadFleetFileIsRefusedWholeAndChangesNothing) {
   Apply();

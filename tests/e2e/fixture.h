@@ -24,8 +24,10 @@ inline const std::string kNvmlFixtures = std::string(GPUFLEET_SOURCE_DIR) + "/te
 class E2E : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    controller_ = std::make_unique<ControllerProcess>(dir_ + "/data");
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& c : name) c = c == '/' ? '-' : c;  // a parameterised test's "Name/param"
+    dir_ = TempDir(name);
+    controller_ = std::make_unique<ControllerProcess>(dir_ + "/data", StoreFlags());
     std::filesystem::create_directories(dir_ + "/data");
     controller_->Start();
   }
@@ -34,6 +36,9 @@ class E2E : public ::testing::Test {
     controller_->Stop();
     if (!HasFailure()) std::filesystem::remove_all(dir_);
   }
+
+  // The controller's store flags (none: SQLite in its data directory).
+  virtual std::vector<std::string> StoreFlags() { return {}; }
 
   RunResult Cli(std::vector<std::string> args) {
     std::vector<std::string> full{"--data-dir", controller_->data_dir()};

@@ -27,18 +27,19 @@ TEST(Notifier, AGroupingWebhookGetsOneNotificationPerGroupAndRoutesFilter) {
   auto dir = std::filesystem::temp_directory_path() / ("gf-notifier-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  auto store = std::move(OpenStore("sqlite:" + (dir / "db").string()).value());
+  auto db = store::Open("sqlite:" + (dir / "db").string()).value();
   auto clock = std::make_shared<ManualClock>(1'800'000'000'000);
-  ASSERT_TRUE(store
+  ASSERT_TRUE(db.alerting
                   ->CreateChannel(
                       {"grouped", "webhook", "http://127.0.0.1:9", "", 0, "", "alertname,cluster"})
                   .ok());
-  ASSERT_TRUE(store->CreateChannel({"each", "webhook", "http://127.0.0.1:9", "", 0, "", ""}).ok());
-  ASSERT_TRUE(store
+  ASSERT_TRUE(
+      db.alerting->CreateChannel({"each", "webhook", "http://127.0.0.1:9", "", 0, "", ""}).ok());
+  ASSERT_TRUE(db.alerting
                   ->CreateChannel({"other", "webhook", "http://127.0.0.1:9", "", 0,
                                    R"([{"name":"cluster","value":"infer"}])", ""})
                   .ok());
-  Notifier notifier(*store, clock, "http://ctl");
+  Notifier notifier(*db.alerting, clock, "http://ctl");
   ASSERT_TRUE(notifier.Load().ok());
 
   health::NodeHealth n;
@@ -57,7 +58,7 @@ TEST(Notifier, AGroupingWebhookGetsOneNotificationPerGroupAndRoutesFilter) {
   NoSeries reader;
   ASSERT_TRUE(notifier.Cycle({n}, snap, reader).ok());
 
-  auto due = store->DueNotifications(clock->NowMs(), 100);
+  auto due = db.alerting->DueNotifications(clock->NowMs(), 100);
   ASSERT_TRUE(due.ok());
   std::map<std::string, std::vector<std::string>> bodies;
   for (const auto& d : due.value()) bodies[d.channel].push_back(d.body);

@@ -36,7 +36,7 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                                          "'state' must be pending, firing or resolved"));
         }
         std::string fingerprint = req.Param("fingerprint");
-        auto silences = ctx.store.ListSilences();
+        auto silences = ctx.store.alerting->ListSilences();
         if (!silences.ok()) return ErrorResponse(silences.error());
         alerting::ActiveSilences active(silences.value(), ctx.clock.NowMs());
         json::array items;
@@ -127,7 +127,7 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
         }
         while (!c.url.empty() && c.url.back() == '/') c.url.pop_back();
         c.created_ms = ctx.clock.NowMs();
-        if (auto s = ctx.store.CreateChannel(c); !s.ok()) return ErrorResponse(s.error());
+        if (auto s = ctx.store.alerting->CreateChannel(c); !s.ok()) return ErrorResponse(s.error());
         boost::system::error_code ec;
         json::value route =
             c.matchers.empty() ? json::value(json::array()) : json::parse(c.matchers, ec);
@@ -143,9 +143,9 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
              [&ctx](const Request& req, const Principal&) {
                auto page = ParsePage(req);
                if (!page.ok()) return ErrorResponse(page.error());
-               auto channels = ctx.store.ListChannels();
+               auto channels = ctx.store.alerting->ListChannels();
                if (!channels.ok()) return ErrorResponse(channels.error());
-               auto counts = ctx.store.OutboxCounts();
+               auto counts = ctx.store.alerting->OutboxCounts();
                if (!counts.ok()) return ErrorResponse(counts.error());
                json::array items;
                for (const auto& c : channels.value()) {
@@ -208,7 +208,8 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                s.created_ms = now;
                s.starts_ms = now;
                s.ends_ms = now + ms;
-               if (auto st = ctx.store.CreateSilence(s); !st.ok()) return ErrorResponse(st.error());
+               if (auto st = ctx.store.alerting->CreateSilence(s); !st.ok())
+                 return ErrorResponse(st.error());
                return ObjectResponse(201, {{"id", s.id},
                                            {"starts_at", FormatTime(s.starts_ms)},
                                            {"ends_at", FormatTime(s.ends_ms)}});
@@ -218,7 +219,7 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
              [&ctx](const Request& req, const Principal&) {
                auto page = ParsePage(req);
                if (!page.ok()) return ErrorResponse(page.error());
-               auto silences = ctx.store.ListSilences();
+               auto silences = ctx.store.alerting->ListSilences();
                if (!silences.ok()) return ErrorResponse(silences.error());
                int64_t now = ctx.clock.NowMs();
                json::array items;
@@ -239,18 +240,19 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                return ListResponse(std::move(items), page.value());
              });
 
-  router.Add("DELETE", "/api/v1/silences/{id}", Role::kOperator,
-             [&ctx](const Request& req, const Principal&) {
-               if (auto s = ctx.store.ExpireSilence(req.params.at("id"), ctx.clock.NowMs());
-                   !s.ok()) {
-                 return ErrorResponse(s.error());
-               }
-               return ObjectResponse(200, {{"expired", req.params.at("id")}});
-             });
+  router.Add(
+      "DELETE", "/api/v1/silences/{id}", Role::kOperator,
+      [&ctx](const Request& req, const Principal&) {
+        if (auto s = ctx.store.alerting->ExpireSilence(req.params.at("id"), ctx.clock.NowMs());
+            !s.ok()) {
+          return ErrorResponse(s.error());
+        }
+        return ObjectResponse(200, {{"expired", req.params.at("id")}});
+      });
 
   router.Add("DELETE", "/api/v1/channels/{name}", Role::kAdmin,
              [&ctx](const Request& req, const Principal&) {
-               if (auto s = ctx.store.DeleteChannel(req.params.at("name")); !s.ok()) {
+               if (auto s = ctx.store.alerting->DeleteChannel(req.params.at("name")); !s.ok()) {
                  return ErrorResponse(s.error());
                }
                return ObjectResponse(200, {{"deleted", req.params.at("name")}});

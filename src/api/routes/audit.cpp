@@ -20,7 +20,7 @@ void AddAuditRoutes(Router& router, ApiContext& ctx) {
       }
       before = std::stoll(it->second);
     }
-    auto records = ctx.store.ListAudit(before, static_cast<int>(page->limit));
+    auto records = ctx.store.audit->ListAudit(before, static_cast<int>(page->limit));
     if (!records.ok()) return ErrorResponse(records.error());
     json::array items;
     for (const auto& r : records.value()) {

@@ -46,9 +46,21 @@ json::object WithCounts(json::object o, const Counts& c) {
 }  // namespace
 
 void AddClusterRoutes(Router& router, ApiContext& ctx) {
+  // Public: says whether this controller can serve, not what it holds. A store that does not
+  // answer makes it 503, so a load balancer or a supervisor sees it.
   router.Add(
       "GET", "/healthz", Role::kViewer,
-      [](const Request&, const Principal&) { return JsonResponse(200, R"({"status":"ok"})"); },
+      [&ctx](const Request&, const Principal&) {
+        json::object o;
+        json::object store{{"backend", ctx.store.database->backend()}};
+        auto ping = ctx.store.database->Ping();
+        store["ok"] = ping.ok();
+        // Not the error itself: it names the database's host, and this route is public.
+        if (!ping.ok()) store["error"] = "the store does not answer";
+        o["status"] = ping.ok() ? "ok" : "unavailable";
+        o["store"] = std::move(store);
+        return JsonResponse(ping.ok() ? 200 : 503, json::serialize(o));
+      },
       /*public_route=*/true);
 
   router.Add("GET", "/api/v1/clusters", Role::kViewer,

@@ -14,8 +14,8 @@ void AddEventRoutes(Router& router, ApiContext& ctx) {
              [&ctx](const Request& req, const Principal& who) {
                auto page = ParsePage(req);
                if (!page.ok()) return ErrorResponse(page.error());
-               auto events = ctx.store.ListGpuEvents(req.Param("node"), req.Param("kind"),
-                                                     static_cast<int>(page->limit));
+               auto events = ctx.store.fleet->ListGpuEvents(req.Param("node"), req.Param("kind"),
+                                                            static_cast<int>(page->limit));
                if (!events.ok()) return ErrorResponse(events.error());
                json::array items;
                for (const auto& e : events.value()) {

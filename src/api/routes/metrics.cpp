@@ -129,8 +129,8 @@ Response Metrics(ApiContext& ctx, const Request& req, const Principal& who) {
     }
   }
   // Delivery status per channel: notifications written and not yet acknowledged.
-  auto channels = ctx.store.ListChannels();
-  auto outbox = ctx.store.OutboxCounts();
+  auto channels = ctx.store.alerting->ListChannels();
+  auto outbox = ctx.store.alerting->OutboxCounts();
   if (channels.ok() && outbox.ok() && !channels->empty()) {
     AppendFamily(out, "gpufleet_notifications_pending", "gauge",
                  "Alert notifications waiting for their receiver's acknowledgement.");

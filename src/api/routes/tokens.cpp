@@ -112,7 +112,7 @@ void AddTokenRoutes(Router& router, ApiContext& ctx) {
              [&ctx](const Request& req, const Principal&) {
                auto page = ParsePage(req);
                if (!page.ok()) return ErrorResponse(page.error());
-               auto tokens = ctx.store.ListJoinTokens();
+               auto tokens = ctx.store.tokens->ListJoinTokens();
                if (!tokens.ok()) return ErrorResponse(tokens.error());
                json::array items;
                for (const auto& t : tokens.value())
@@ -124,7 +124,7 @@ void AddTokenRoutes(Router& router, ApiContext& ctx) {
              [&ctx](const Request& req, const Principal&) {
                const std::string& id = req.params.at("id");
                Response r = [&] {
-                 if (auto s = ctx.store.RevokeJoinToken(id); !s.ok())
+                 if (auto s = ctx.store.tokens->RevokeJoinToken(id); !s.ok())
                    return ErrorResponse(s.error());
                  return ObjectResponse(200, {{"id", id}, {"revoked", true}});
                }();
@@ -141,7 +141,7 @@ void AddTokenRoutes(Router& router, ApiContext& ctx) {
                std::string secret = "gfa_" + RandomHex(24);
                token->id = "tok-" + RandomHex(6);
                token->hash = Sha256Hex(secret);
-               if (auto s = ctx.store.CreateApiToken(token.value()); !s.ok())
+               if (auto s = ctx.store.tokens->CreateApiToken(token.value()); !s.ok())
                  return ErrorResponse(s.error());
                json::object o = ApiTokenJson(token.value());
                json::object with = o;
@@ -156,7 +156,7 @@ void AddTokenRoutes(Router& router, ApiContext& ctx) {
              [&ctx](const Request& req, const Principal&) {
                auto page = ParsePage(req);
                if (!page.ok()) return ErrorResponse(page.error());
-               auto tokens = ctx.store.ListApiTokens();
+               auto tokens = ctx.store.tokens->ListApiTokens();
                if (!tokens.ok()) return ErrorResponse(tokens.error());
                json::array items;
                for (const auto& t : tokens.value()) items.push_back(ApiTokenJson(t));
@@ -167,7 +167,7 @@ void AddTokenRoutes(Router& router, ApiContext& ctx) {
              [&ctx](const Request& req, const Principal&) {
                const std::string& id = req.params.at("id");
                Response r = [&] {
-                 if (auto s = ctx.store.RevokeApiToken(id); !s.ok())
+                 if (auto s = ctx.store.tokens->RevokeApiToken(id); !s.ok())
                    return ErrorResponse(s.error());
                  return ObjectResponse(200, {{"id", id}, {"revoked", true}});
                }();

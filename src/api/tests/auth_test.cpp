@@ -19,18 +19,18 @@ class AuthTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
-    store_ = std::move(OpenStore("sqlite:" + (dir_ / "db").string()).value());
+    store_ = store::Open("sqlite:" + (dir_ / "db").string()).value();
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::filesystem::path dir_;
-  std::unique_ptr<Store> store_;
+  store::Stores store_;
   ManualClock clock_;
 };
 
 TEST_F(AuthTest, BootstrapWritesAnAdminTokenOnceWithMode0600) {
   std::string path = (dir_ / "admin.token").string();
-  auto wrote = BootstrapAdminToken(*store_, clock_, path);
+  auto wrote = BootstrapAdminToken(*store_.tokens, clock_, path);
   ASSERT_TRUE(wrote.ok());
   EXPECT_TRUE(wrote.value());
   struct stat st {};
@@ -38,15 +38,15 @@ TEST_F(AuthTest, BootstrapWritesAnAdminTokenOnceWithMode0600) {
   EXPECT_EQ(st.st_mode & 0777, 0600);
   std::string secret;
   std::getline(std::ifstream(path), secret);
-  auto who = Authenticate(*store_, clock_, "Bearer " + secret);
+  auto who = Authenticate(*store_.tokens, clock_, "Bearer " + secret);
   ASSERT_TRUE(who.ok()) << who.error().message;
   EXPECT_EQ(who->role, Role::kAdmin);
   // Stored hashed: the secret itself is nowhere in the token table.
-  for (const auto& t : store_->ListApiTokens().value()) {
+  for (const auto& t : store_.tokens->ListApiTokens().value()) {
     EXPECT_EQ(t.hash, Sha256Hex(secret));
     EXPECT_NE(t.hash, secret);
   }
-  EXPECT_FALSE(BootstrapAdminToken(*store_, clock_, path).value());  // not again
+  EXPECT_FALSE(BootstrapAdminToken(*store_.tokens, clock_, path).value());  // not again
 }
 
 TEST_F(AuthTest, RefusesMissingMalformedUnknownExpiredAndRevokedTokens) {
@@ -56,21 +56,83 @@ TEST_F(AuthTest, RefusesMissingMalformedUnknownExpiredAndRevokedTokens) {
   t.role = Role::kViewer;
   t.hash = Sha256Hex("secret");
   t.expires_ms = clock_.NowMs() + 1000;
-  ASSERT_TRUE(store_->CreateApiToken(t).ok());
-  EXPECT_TRUE(Authenticate(*store_, clock_, "Bearer secret").ok());
-  EXPECT_EQ(Authenticate(*store_, clock_, "").error().code, ErrorCode::kUnauthenticated);
-  EXPECT_EQ(Authenticate(*store_, clock_, "Basic abc").error().code, ErrorCode::kUnauthenticated);
-  EXPECT_EQ(Authenticate(*store_, clock_, "Bearer other").error().message, "invalid token");
+  ASSERT_TRUE(store_.tokens->CreateApiToken(t).ok());
+  EXPECT_TRUE(Authenticate(*store_.tokens, clock_, "Bearer secret").ok());
+  EXPECT_EQ(Authenticate(*store_.tokens, clock_, "").error().code, ErrorCode::kUnauthenticated);
+  EXPECT_EQ(Authenticate(*store_.tokens, clock_, "Basic abc").error().code,
+            ErrorCode::kUnauthenticated);
+  EXPECT_EQ(Authenticate(*store_.tokens, clock_, "Bearer other").error().message, "invalid token");
   clock_.Advance(2000);
-  EXPECT_EQ(Authenticate(*store_, clock_, "Bearer secret").error().message, "token has expired");
+  EXPECT_EQ(Authenticate(*store_.tokens, clock_, "Bearer secret").error().message,
+            "token has expired");
   ApiToken r = t;
   r.id = "tok-2";
   r.hash = Sha256Hex("secret2");
   r.expires_ms = 0;
-  ASSERT_TRUE(store_->CreateApiToken(r).ok());
-  ASSERT_TRUE(store_->RevokeApiToken("tok-2").ok());
-  EXPECT_EQ(Authenticate(*store_, clock_, "Bearer secret2").error().message,
+  ASSERT_TRUE(store_.tokens->CreateApiToken(r).ok());
+  ASSERT_TRUE(store_.tokens->RevokeApiToken("tok-2").ok());
+  EXPECT_EQ(Authenticate(*store_.tokens, clock_, "Bearer secret2").error().message,
             "token has been revoked");
+}
+
+// The SQLite store's tokens behind a switch that makes the database unavailable.
+class SwitchedTokens : public store::TokenStore {
+ public:
+  explicit SwitchedTokens(store::TokenStore& real) : real_(real) {}
+  bool down = false;
+  Status CreateJoinToken(const JoinToken& t) override { return real_.CreateJoinToken(t); }
+  Result<std::vector<JoinToken>> ListJoinTokens() override { return real_.ListJoinTokens(); }
+  Result<JoinToken> FindJoinToken(const std::string& h) override { return real_.FindJoinToken(h); }
+  Status RevokeJoinToken(const std::string& id) override { return real_.RevokeJoinToken(id); }
+  Status CreateApiToken(const ApiToken& t) override { return real_.CreateApiToken(t); }
+  Result<std::vector<ApiToken>> ListApiTokens() override { return real_.ListApiTokens(); }
+  Result<ApiToken> FindApiToken(const std::string& hash) override {
+    if (down) return MakeError(ErrorCode::kUnavailable, "store: the database is away");
+    return real_.FindApiToken(hash);
+  }
+  Status RevokeApiToken(const std::string& id) override { return real_.RevokeApiToken(id); }
+
+ private:
+  store::TokenStore& real_;
+};
+
+TEST_F(AuthTest, AnOutageIsBridgedByTheLastLookupAndARevocationStillCounts) {
+  SwitchedTokens tokens(*store_.tokens);
+  Authenticator auth(tokens, clock_);
+  for (const char* id : {"tok-a", "tok-b"}) {
+    ApiToken t;
+    t.id = id;
+    t.name = id;
+    t.role = Role::kOperator;
+    t.hash = Sha256Hex(std::string("secret-") + id);
+    ASSERT_TRUE(tokens.CreateApiToken(t).ok());
+  }
+  ASSERT_TRUE(auth.Check("Bearer secret-tok-a").ok());
+  ASSERT_TRUE(auth.Check("Bearer secret-tok-b").ok());
+  tokens.down = true;
+  auto bridged = auth.Check("Bearer secret-tok-a");
+  ASSERT_TRUE(bridged.ok());
+  EXPECT_EQ(bridged->role, Role::kOperator);
+  // A token it has not seen is not let in on trust: the caller is told the store is away.
+  EXPECT_EQ(auth.Check("Bearer never-seen").error().code, ErrorCode::kUnavailable);
+  // Back up: a revocation counts on the next request, and stays counted through the next outage.
+  tokens.down = false;
+  ASSERT_TRUE(tokens.RevokeApiToken("tok-b").ok());
+  EXPECT_EQ(auth.Check("Bearer secret-tok-b").error().message, "token has been revoked");
+  tokens.down = true;
+  EXPECT_EQ(auth.Check("Bearer secret-tok-b").error().message, "token has been revoked");
+  // An expiry passes during an outage too.
+  tokens.down = false;
+  ApiToken e;
+  e.id = "tok-e";
+  e.name = "e";
+  e.hash = Sha256Hex("secret-e");
+  e.expires_ms = clock_.NowMs() + 1000;
+  ASSERT_TRUE(tokens.CreateApiToken(e).ok());
+  ASSERT_TRUE(auth.Check("Bearer secret-e").ok());
+  tokens.down = true;
+  clock_.Advance(2000);
+  EXPECT_EQ(auth.Check("Bearer secret-e").error().message, "token has expired");
 }
 
 TEST(Paging, ParsesAndBoundsLimitAndOffset) {

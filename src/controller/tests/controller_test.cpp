@@ -39,11 +39,11 @@ clusters:
 
 // The pool's scale events' kinds, newest first, read from the controller's own SQLite file.
 std::vector<std::string> EventKinds(const std::string& dir) {
-  auto store = OpenStore("sqlite:" + dir + "/gpufleet.db");
-  EXPECT_TRUE(store.ok()) << store.error().message;
+  auto db = store::Open("sqlite:" + dir + "/gpufleet.db");
+  EXPECT_TRUE(db.ok()) << db.error().message;
   std::vector<std::string> kinds;
-  if (!store.ok()) return kinds;
-  auto events = store.value()->ListScaleEvents("b200", 100);
+  if (!db.ok()) return kinds;
+  auto events = db.value().scaling->ListScaleEvents("b200", 100);
   EXPECT_TRUE(events.ok());
   for (const auto& e : events.value()) {
     kinds.emplace_back(boost::json::parse(e.doc).at("kind").as_string());

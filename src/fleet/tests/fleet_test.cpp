@@ -44,17 +44,18 @@ class FleetTest : public ::testing::Test {
   }
   void TearDown() override {
     fleet_.reset();
-    store_.reset();
+    store_ = {};
     std::filesystem::remove_all(dir_);
   }
   void Start() {
     fleet_.reset();
-    store_.reset();
-    store_ = std::move(OpenStore("sqlite:" + (dir_ / "db").string()).value());
+    store_ = {};
+    store_ = store::Open("sqlite:" + (dir_ / "db").string()).value();
     FleetOptions o;
     o.heartbeat_interval_ms = 1000;
     o.heartbeat_timeout_ms = 5000;
-    fleet_ = std::make_unique<FleetService>(*store_, GpuCatalog::Builtin(), clock_, o);
+    fleet_ = std::make_unique<FleetService>(*store_.fleet, *store_.tokens, GpuCatalog::Builtin(),
+                                            clock_, o);
     ASSERT_TRUE(fleet_->Load().ok());
   }
 
@@ -74,7 +75,7 @@ class FleetTest : public ::testing::Test {
 
   std::filesystem::path dir_;
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
-  std::unique_ptr<Store> store_;
+  store::Stores store_;
   std::unique_ptr<FleetService> fleet_;
   std::string join_;
 };
@@ -131,7 +132,7 @@ TEST_F(FleetTest, BadTokensAreRefused) {
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("expired"), std::string::npos);
   auto revoked = fleet_->CreateJoinToken("h100", 0, "test");
-  ASSERT_TRUE(store_->RevokeJoinToken(revoked->token.id).ok());
+  ASSERT_TRUE(store_.tokens->RevokeJoinToken(revoked->token.id).ok());
   h.join_token = revoked->secret;
   EXPECT_NE(fleet_->OnHello(h, "x").error().message.find("revoked"), std::string::npos);
   EXPECT_FALSE(fleet_->GetNode("gpu-e").ok());

@@ -269,7 +269,7 @@ TEST_F(ScalingTest, ScheduledTuneAppliesTheCheaperSettingAndSaysWhatItFound) {
   EXPECT_NE(applied.find(want), std::string::npos) << applied;
   EXPECT_EQ(scaling_->Get("h100")->scaling.tune.every_s, 3600) << "the schedule stays";
   // The change is audited as the autoscaler's.
-  auto audit = store_->ListAudit(0, 1000);
+  auto audit = store_.audit->ListAudit(0, 1000);
   ASSERT_TRUE(audit.ok());
   bool found = false;
   for (const auto& a : audit.value()) found |= a.actor == "autoscaler" && a.action == "tune 0";

@@ -110,20 +110,22 @@ class ScalingTest : public ::testing::Test {
     jobs_.reset();
     fleet_ptr_ = nullptr;
     fleet_.reset();
-    store_.reset();
+    store_ = {};
   }
   void Start() {
-    store_ = std::move(OpenStore("sqlite:" + (dir_ / "db").string()).value());
-    fleet_ = std::make_unique<FleetService>(*store_, GpuCatalog::Builtin(), clock_, FleetOptions{});
+    store_ = store::Open("sqlite:" + (dir_ / "db").string()).value();
+    fleet_ = std::make_unique<FleetService>(*store_.fleet, *store_.tokens, GpuCatalog::Builtin(),
+                                            clock_, FleetOptions{});
     ASSERT_TRUE(fleet_->Load().ok());
     fleet_ptr_ = fleet_.get();
-    jobs_ = std::make_unique<workload::JobService>(*fleet_, *store_, clock_);
+    jobs_ = std::make_unique<workload::JobService>(*fleet_, *store_.jobs, clock_);
     ASSERT_TRUE(jobs_->Load().ok());
     fleet_->set_busy_check([j = jobs_.get()](const std::string& n) { return j->Busy(n); });
     ScalingOptions o;
     o.controller_url = "http://127.0.0.1:1";
     o.sim = actuator_;
-    scaling_ = std::make_unique<ScalingService>(*fleet_, *jobs_, *store_, clock_, o);
+    scaling_ = std::make_unique<ScalingService>(*fleet_, *jobs_, *store_.scaling, *store_.audit,
+                                                clock_, o);
     ASSERT_TRUE(scaling_->Load().ok());
     scaling_->Start();
   }
@@ -167,7 +169,7 @@ class ScalingTest : public ::testing::Test {
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
   FleetService* fleet_ptr_ = nullptr;
   std::shared_ptr<JoiningActuator> actuator_ = std::make_shared<JoiningActuator>(fleet_ptr_);
-  std::unique_ptr<Store> store_;
+  store::Stores store_;
   std::unique_ptr<FleetService> fleet_;
   std::unique_ptr<workload::JobService> jobs_;
   std::unique_ptr<ScalingService> scaling_;

@@ -76,7 +76,7 @@ TEST_F(ScalingTest, GrowsForTheQueueAndShrinksIdleNodesButNeverABusyOne) {
     EXPECT_EQ(actuator_->stopped.size(), 2u);
   }
   // The autoscaler's actions are audited.
-  auto audit = store_->ListAudit(0, 10);
+  auto audit = store_.audit->ListAudit(0, 10);
   ASSERT_TRUE(audit.ok());
   int by_autoscaler = 0;
   for (const auto& r : audit.value()) by_autoscaler += r.actor == "autoscaler";

@@ -95,7 +95,7 @@ CREATE INDEX jobs_state ON jobs(state)
 CREATE TABLE scaling_policies (
   pool TEXT PRIMARY KEY, doc TEXT NOT NULL, updated_ms BIGINT NOT NULL);
 CREATE TABLE scale_events (
-  id INTEGER PRIMARY KEY AUTOINCREMENT, time_ms BIGINT NOT NULL, pool TEXT NOT NULL,
+  id {ID}, time_ms BIGINT NOT NULL, pool TEXT NOT NULL,
   doc TEXT NOT NULL);
 CREATE INDEX scale_events_pool ON scale_events(pool, id);
 CREATE TABLE scaling_samples (

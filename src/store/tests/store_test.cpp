@@ -1,35 +1,53 @@
 #include "store/store.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
+
+#include "store/migrations/migrations.h"
+#include "tests/support/postgres.h"
 
 namespace gpufleet {
 namespace {
 
-class StoreTest : public ::testing::Test {
+// Each test runs on both backends: a new SQLite file, or a new database on the test binary's
+// PostgreSQL server (tests/support/postgres.h).
+class StoreTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(c) : '_';
     dir_ = std::filesystem::temp_directory_path() /
-           ("gf-store-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("gf-store-" + std::to_string(::getpid()) + "-" + name);
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
+    if (GetParam() == "postgresql") {
+      auto& pg = testing::SharedPostgres();
+      ASSERT_TRUE(pg.ok()) << pg.error();
+      url_ = pg.CreateDatabase("t_" + name.substr(0, 50));
+      ASSERT_FALSE(url_.empty()) << pg.error();
+    } else {
+      url_ = "sqlite:" + (dir_ / "db").string();
+    }
     Reopen();
   }
   void TearDown() override {
-    store_.reset();
+    store_ = {};
     std::filesystem::remove_all(dir_);
   }
   void Reopen() {
-    store_.reset();
-    auto s = OpenStore("sqlite:" + (dir_ / "db").string());
+    store_ = {};
+    auto s = store::Open(url_);
     ASSERT_TRUE(s.ok()) << s.error().message;
     store_ = std::move(s.value());
   }
 
   std::filesystem::path dir_;
-  std::unique_ptr<Store> store_;
+  std::string url_;
+  store::Stores store_;
 };
 
 Node MakeNode(const std::string& name, int gpus) {
@@ -56,23 +74,23 @@ Node MakeNode(const std::string& name, int gpus) {
   return n;
 }
 
-TEST_F(StoreTest, FleetApplyUpsertsAndSurvivesReopen) {
+TEST_P(StoreTest, FleetApplyUpsertsAndSurvivesReopen) {
   Cluster c{"c1", ClusterType::kEdge, "s1", {{"team", "a"}}, 1, 1};
   Pool p{"p1", "c1", "L4", 1, 4, {}, 1, 1};
-  ASSERT_TRUE(store_->ApplyFleet({c}, {p}).ok());
+  ASSERT_TRUE(store_.fleet->ApplyFleet({c}, {p}).ok());
   c.site = "s2";
   p.size = 8;
   p.exporters = {{"legacy-01", "http://10.0.0.5:9400/metrics"}};
   p.scrape_interval_ms = 30'000;
-  ASSERT_TRUE(store_->ApplyFleet({c}, {p}).ok());
+  ASSERT_TRUE(store_.fleet->ApplyFleet({c}, {p}).ok());
   Reopen();
-  auto clusters = store_->ListClusters();
+  auto clusters = store_.fleet->ListClusters();
   ASSERT_TRUE(clusters.ok());
   ASSERT_EQ(clusters->size(), 1u);
   EXPECT_EQ(clusters->at(0).site, "s2");
   EXPECT_EQ(clusters->at(0).labels.at("team"), "a");
   EXPECT_EQ(clusters->at(0).type, ClusterType::kEdge);
-  auto pools = store_->ListPools();
+  auto pools = store_.fleet->ListPools();
   ASSERT_EQ(pools->size(), 1u);
   EXPECT_EQ(pools->at(0).size, 8);
   ASSERT_EQ(pools->at(0).exporters.size(), 1u);
@@ -81,22 +99,23 @@ TEST_F(StoreTest, FleetApplyUpsertsAndSurvivesReopen) {
   EXPECT_EQ(pools->at(0).scrape_interval_ms, 30'000);
 }
 
-TEST_F(StoreTest, PoolNeedsItsCluster) {
+TEST_P(StoreTest, PoolNeedsItsCluster) {
   Pool p{"p1", "nowhere", "L4", 1, 4, {}, 1, 1};
-  EXPECT_FALSE(store_->ApplyFleet({}, {p}).ok());
-  EXPECT_TRUE(store_->ListPools()->empty());  // the transaction left nothing behind
+  EXPECT_FALSE(store_.fleet->ApplyFleet({}, {p}).ok());
+  EXPECT_TRUE(store_.fleet->ListPools()->empty());  // the transaction left nothing behind
 }
 
-TEST_F(StoreTest, NodesWithGpusAndEventsPersist) {
+TEST_P(StoreTest, NodesWithGpusAndEventsPersist) {
   Node n = MakeNode("n1", 2);
   NodeEvent e{0, "n1", 5, "joining", "ready", "2 x L4", "agent"};
-  ASSERT_TRUE(store_->SaveNode(n, {e}).ok());
+  ASSERT_TRUE(store_.fleet->SaveNode(n, {e}).ok());
   n.gpus.pop_back();
   n.state = NodeState::kDegraded;
   ASSERT_TRUE(
-      store_->SaveNode(n, {NodeEvent{0, "n1", 6, "ready", "degraded", "lost one", "agent"}}).ok());
+      store_.fleet->SaveNode(n, {NodeEvent{0, "n1", 6, "ready", "degraded", "lost one", "agent"}})
+          .ok());
   Reopen();
-  auto nodes = store_->LoadNodes();
+  auto nodes = store_.fleet->LoadNodes();
   ASSERT_TRUE(nodes.ok()) << nodes.error().message;
   ASSERT_EQ(nodes->size(), 1u);
   EXPECT_EQ(nodes->at(0).state, NodeState::kDegraded);
@@ -105,49 +124,49 @@ TEST_F(StoreTest, NodesWithGpusAndEventsPersist) {
   ASSERT_EQ(nodes->at(0).gpus.size(), 1u);
   EXPECT_EQ(nodes->at(0).gpus[0].memory_total_bytes, 24ull << 30);
   EXPECT_EQ(nodes->at(0).gpus[0].mig_mode, -1);
-  auto events = store_->ListNodeEvents("n1", 10);
+  auto events = store_.fleet->ListNodeEvents("n1", 10);
   ASSERT_EQ(events->size(), 2u);
   EXPECT_EQ(events->at(0).to, "degraded");  // newest first
   EXPECT_EQ(events->at(1).to, "ready");
 }
 
-TEST_F(StoreTest, GpuMovingBetweenNodesKeepsOneRow) {
+TEST_P(StoreTest, GpuMovingBetweenNodesKeepsOneRow) {
   Node a = MakeNode("a", 1);
   Node b = MakeNode("b", 0);
-  ASSERT_TRUE(store_->SaveNode(a, {}).ok());
+  ASSERT_TRUE(store_.fleet->SaveNode(a, {}).ok());
   b.gpus = a.gpus;  // the card was moved
-  ASSERT_TRUE(store_->SaveNode(b, {}).ok());
-  auto nodes = store_->LoadNodes();
+  ASSERT_TRUE(store_.fleet->SaveNode(b, {}).ok());
+  auto nodes = store_.fleet->LoadNodes();
   size_t total = 0;
   for (const auto& n : nodes.value()) total += n.gpus.size();
   EXPECT_EQ(total, 1u);
 }
 
-TEST_F(StoreTest, TokensAreFoundByHashAndRevoked) {
-  ASSERT_TRUE(store_->CreateJoinToken({"jt-1", "p1", "h1", "me", 1, 0, false}).ok());
+TEST_P(StoreTest, TokensAreFoundByHashAndRevoked) {
+  ASSERT_TRUE(store_.tokens->CreateJoinToken({"jt-1", "p1", "h1", "me", 1, 0, false}).ok());
   ApiToken t;
   t.id = "tok-1";
   t.name = "ops";
   t.role = Role::kOperator;
   t.clusters = {"c1", "c2"};
   t.hash = "h2";
-  ASSERT_TRUE(store_->CreateApiToken(t).ok());
-  EXPECT_EQ(store_->FindJoinToken("h1")->pool, "p1");
-  EXPECT_EQ(store_->FindJoinToken("nope").error().code, ErrorCode::kNotFound);
-  auto api = store_->FindApiToken("h2");
+  ASSERT_TRUE(store_.tokens->CreateApiToken(t).ok());
+  EXPECT_EQ(store_.tokens->FindJoinToken("h1")->pool, "p1");
+  EXPECT_EQ(store_.tokens->FindJoinToken("nope").error().code, ErrorCode::kNotFound);
+  auto api = store_.tokens->FindApiToken("h2");
   ASSERT_TRUE(api.ok());
   EXPECT_EQ(api->role, Role::kOperator);
   EXPECT_EQ(api->clusters, (std::vector<std::string>{"c1", "c2"}));
-  EXPECT_EQ(store_->ListJoinTokens()->size(), 1u);
-  ASSERT_TRUE(store_->RevokeJoinToken("jt-1").ok());
-  EXPECT_TRUE(store_->FindJoinToken("h1")->revoked);
-  EXPECT_EQ(store_->RevokeApiToken("tok-nope").error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(store_.tokens->ListJoinTokens()->size(), 1u);
+  ASSERT_TRUE(store_.tokens->RevokeJoinToken("jt-1").ok());
+  EXPECT_TRUE(store_.tokens->FindJoinToken("h1")->revoked);
+  EXPECT_EQ(store_.tokens->RevokeApiToken("tok-nope").error().code, ErrorCode::kNotFound);
   // A second token with the same hash is a conflict, not a crash.
-  EXPECT_EQ(store_->CreateJoinToken({"jt-2", "p1", "h1", "me", 1, 0, false}).error().code,
+  EXPECT_EQ(store_.tokens->CreateJoinToken({"jt-2", "p1", "h1", "me", 1, 0, false}).error().code,
             ErrorCode::kConflict);
 }
 
-TEST_F(StoreTest, AuditPagesNewestFirst) {
+TEST_P(StoreTest, AuditPagesNewestFirst) {
   for (int i = 0; i < 5; ++i) {
     AuditRecord r;
     r.time_ms = i;
@@ -155,38 +174,351 @@ TEST_F(StoreTest, AuditPagesNewestFirst) {
     r.action = "POST /x/" + std::to_string(i);
     r.status = 200;
     r.result = "ok";
-    ASSERT_TRUE(store_->AppendAudit(r).ok());
+    ASSERT_TRUE(store_.audit->AppendAudit(r).ok());
   }
   Reopen();
-  auto first = store_->ListAudit(0, 2);
+  auto first = store_.audit->ListAudit(0, 2);
   ASSERT_EQ(first->size(), 2u);
   EXPECT_EQ(first->at(0).action, "POST /x/4");
-  auto next = store_->ListAudit(first->back().id, 10);
+  auto next = store_.audit->ListAudit(first->back().id, 10);
   ASSERT_EQ(next->size(), 3u);
   EXPECT_EQ(next->at(0).action, "POST /x/2");
 }
 
-TEST_F(StoreTest, GpuEventsAreKeptOnceAndListedNewestFirst) {
+TEST_P(StoreTest, GpuEventsAreKeptOnceAndListedNewestFirst) {
   GpuEventRecord a{0, 1000, "n1", 2, "GPU-x", "xid", 79};
   GpuEventRecord b{0, 2000, "n1", 2, "GPU-x", "xid", 48};
   GpuEventRecord c{0, 3000, "n2", 0, "GPU-y", "xid", 13};
-  ASSERT_TRUE(store_->AppendGpuEvents({a, b}).ok());
-  ASSERT_TRUE(store_->AppendGpuEvents({b, c}).ok());  // b again: a re-sent batch
+  ASSERT_TRUE(store_.fleet->AppendGpuEvents({a, b}).ok());
+  ASSERT_TRUE(store_.fleet->AppendGpuEvents({b, c}).ok());  // b again: a re-sent batch
   Reopen();
-  auto all = store_->ListGpuEvents("", "", 10);
+  auto all = store_.fleet->ListGpuEvents("", "", 10);
   ASSERT_TRUE(all.ok()) << all.error().message;
   ASSERT_EQ(all->size(), 3u);
   EXPECT_EQ(all->at(0).value, 13);
-  auto n1 = store_->ListGpuEvents("n1", "xid", 10);
+  auto n1 = store_.fleet->ListGpuEvents("n1", "xid", 10);
   ASSERT_EQ(n1->size(), 2u);
   EXPECT_EQ(n1->at(0).value, 48);
   EXPECT_EQ(n1->at(1).uuid, "GPU-x");
-  EXPECT_TRUE(store_->ListGpuEvents("n3", "", 10)->empty());
+  EXPECT_TRUE(store_.fleet->ListGpuEvents("n3", "", 10)->empty());
 }
 
+TEST_P(StoreTest, AlertingChannelsOutboxAndAlertStates) {
+  ASSERT_TRUE(
+      store_.alerting
+          ->CreateChannel({"hook", "webhook", "http://127.0.0.1:9/x", "key", 1, "[]", "alertname"})
+          .ok());
+  EXPECT_EQ(
+      store_.alerting->CreateChannel({"hook", "webhook", "http://x", "", 1, "", ""}).error().code,
+      ErrorCode::kConflict);
+  ASSERT_TRUE(store_.alerting
+                  ->RecordAlertChanges({{"fp1", R"({"state":"firing"})"}},
+                                       {Notification{0, "hook", "fp1", "body-1", 5, 0, 5, ""}})
+                  .ok());
+  Reopen();
+  auto channels = store_.alerting->ListChannels();
+  ASSERT_EQ(channels->size(), 1u);
+  EXPECT_EQ(channels->at(0).secret, "key");
+  EXPECT_EQ(channels->at(0).group_by, "alertname");
+  EXPECT_EQ(store_.alerting->LoadAlertDocs().value(),
+            (std::vector<std::string>{R"({"state":"firing"})"}));
+  auto due = store_.alerting->DueNotifications(10, 10);
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ(due->at(0).body, "body-1");
+  ASSERT_TRUE(store_.alerting->DeferNotification(due->at(0).id, 100, "refused").ok());
+  EXPECT_TRUE(store_.alerting->DueNotifications(10, 10)->empty());
+  auto later = store_.alerting->DueNotifications(100, 10);
+  ASSERT_EQ(later->size(), 1u);
+  EXPECT_EQ(later->at(0).attempts, 1);
+  auto counts = store_.alerting->OutboxCounts();
+  ASSERT_EQ(counts->size(), 1u);
+  EXPECT_EQ(counts->at(0).pending, 1);
+  EXPECT_EQ(counts->at(0).oldest_ms, 5);
+  EXPECT_EQ(counts->at(0).last_error, "refused");
+  ASSERT_TRUE(store_.alerting->AckNotification(later->at(0).id).ok());
+  EXPECT_TRUE(store_.alerting->DueNotifications(1000, 10)->empty());
+  ASSERT_TRUE(store_.alerting->DeleteAlertDoc("fp1").ok());
+  EXPECT_TRUE(store_.alerting->LoadAlertDocs()->empty());
+  // Deleting a channel drops what was queued for it.
+  ASSERT_TRUE(store_.alerting
+                  ->RecordAlertChanges({}, {Notification{0, "hook", "fp2", "body-2", 6, 0, 6, ""}})
+                  .ok());
+  ASSERT_TRUE(store_.alerting->DeleteChannel("hook").ok());
+  EXPECT_TRUE(store_.alerting->DueNotifications(1000, 10)->empty());
+  EXPECT_EQ(store_.alerting->DeleteChannel("hook").error().code, ErrorCode::kNotFound);
+}
+
+TEST_P(StoreTest, RulesAndSilences) {
+  ASSERT_TRUE(store_.alerting->SaveRules({{"r2", "g", "{}", 1}, {"r1", "g", "{}", 1}}, {}).ok());
+  ASSERT_TRUE(store_.alerting->SaveRules({{"r1", "g2", R"({"x":1})", 2}}, {"r2"}).ok());
+  Reopen();
+  auto rules = store_.alerting->ListRules();
+  ASSERT_EQ(rules->size(), 1u);
+  EXPECT_EQ(rules->at(0).group, "g2");
+  EXPECT_EQ(rules->at(0).doc, R"({"x":1})");
+  ASSERT_TRUE(store_.alerting->CreateSilence({"s1", "[]", 0, 1000, "me", "one", 1}).ok());
+  ASSERT_TRUE(store_.alerting->CreateSilence({"s2", "[]", 0, 1000, "me", "two", 2}).ok());
+  ASSERT_TRUE(store_.alerting->ExpireSilence("s1", 50).ok());
+  auto silences = store_.alerting->ListSilences();
+  ASSERT_EQ(silences->size(), 2u);
+  EXPECT_EQ(silences->at(0).id, "s2");  // newest first
+  EXPECT_EQ(silences->at(1).ends_ms, 50);
+  EXPECT_EQ(store_.alerting->ExpireSilence("nope", 50).error().code, ErrorCode::kNotFound);
+}
+
+TEST_P(StoreTest, JobsUpsertAndPruneKeepingTheHighestId) {
+  ASSERT_TRUE(
+      store_.jobs
+          ->SaveJobs(
+              {{1, "queued", "{}", 10}, {2, "completed", "{}", 10}, {3, "cancelled", "{}", 10}})
+          .ok());
+  ASSERT_TRUE(store_.jobs->SaveJobs({{1, "running", R"({"v":2})", 20}}).ok());
+  Reopen();
+  auto jobs = store_.jobs->ListJobs();
+  ASSERT_EQ(jobs->size(), 3u);
+  EXPECT_EQ(jobs->at(0).state, "running");
+  EXPECT_EQ(jobs->at(0).doc, R"({"v":2})");
+  ASSERT_TRUE(store_.jobs->DeleteEndedJobsBefore(15).ok());
+  std::vector<int64_t> ids;
+  for (const auto& j : store_.jobs->ListJobs().value()) ids.push_back(j.id);
+  EXPECT_EQ(ids, (std::vector<int64_t>{1, 3}));
+}
+
+TEST_P(StoreTest, ScalingPoliciesEventsAndSamples) {
+  ASSERT_TRUE(store_.scaling->SaveScalingPolicy({"p1", "{}", 1}).ok());
+  ASSERT_TRUE(store_.scaling->SaveScalingPolicy({"p1", R"({"min":2})", 2}).ok());
+  ASSERT_TRUE(store_.scaling->SaveScalingPolicy({"p0", "{}", 1}).ok());
+  auto policies = store_.scaling->ListScalingPolicies();
+  ASSERT_EQ(policies->size(), 2u);
+  EXPECT_EQ(policies->at(1).doc, R"({"min":2})");
+  ASSERT_TRUE(store_.scaling->DeleteScalingPolicy("p0").ok());
+  EXPECT_EQ(store_.scaling->DeleteScalingPolicy("p0").error().code, ErrorCode::kNotFound);
+  auto a = store_.scaling->AppendScaleEvent({0, 10, "p1", "a"});
+  auto b = store_.scaling->AppendScaleEvent({0, 20, "p2", "b"});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_LT(a.value(), b.value());
+  Reopen();
+  auto p1 = store_.scaling->ListScaleEvents("p1", 10);
+  ASSERT_EQ(p1->size(), 1u);
+  EXPECT_EQ(p1->at(0).id, a.value());
+  EXPECT_EQ(store_.scaling->ListScaleEvents("", 10)->at(0).doc, "b");  // newest first
+  for (int64_t t : {100, 200, 300}) {
+    ASSERT_TRUE(store_.scaling->AppendScalingSample({"p1", t, "s"}).ok());
+  }
+  ASSERT_TRUE(store_.scaling->AppendScalingSample({"p1", 200, "s2"}).ok());  // upsert
+  auto samples = store_.scaling->ListScalingSamples("p1", 150);
+  ASSERT_EQ(samples->size(), 2u);
+  EXPECT_EQ(samples->at(0).doc, "s2");
+  ASSERT_TRUE(store_.scaling->DeleteScalingSamplesBefore(250).ok());
+  EXPECT_EQ(store_.scaling->ListScalingSamples("p1", 0)->size(), 1u);
+}
+
+TEST_P(StoreTest, ListsSortByBytesOnEveryBackend) {
+  std::vector<Cluster> clusters;
+  for (const char* name : {"b", "a-c", "B", "ab"}) {
+    clusters.push_back({name, ClusterType::kEdge, "s", {}, 1, 1});
+  }
+  ASSERT_TRUE(store_.fleet->ApplyFleet(clusters, {}).ok());
+  std::vector<std::string> names;
+  for (const auto& c : store_.fleet->ListClusters().value()) names.push_back(c.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"B", "a-c", "ab", "b"}));
+}
+
+TEST_P(StoreTest, DatabaseSaysWhatItIs) {
+  EXPECT_EQ(store_.database->backend(), GetParam());
+  EXPECT_TRUE(store_.database->Ping().ok());
+  EXPECT_EQ(store_.database->SchemaVersion().value(), store::KnownSchemaVersion());
+  EXPECT_EQ(store_.database->location().find("postgresql://gpufleet@/"),
+            GetParam() == "postgresql" ? 0u : std::string::npos);
+}
+
+// Runs SQL outside the store, as an older gpufleet or an operator would have.
+bool RawSql(const std::string& url, const std::string& sql) {
+  if (url.rfind("sqlite:", 0) == 0) {
+    sqlite3* db = nullptr;
+    bool ok = sqlite3_open(url.substr(7).c_str(), &db) == SQLITE_OK &&
+              sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK;
+    sqlite3_close(db);
+    return ok;
+  }
+  std::string name = url.substr(url.find("@/") + 2);
+  return testing::SharedPostgres().Sql(name.substr(0, name.find('?')), sql);
+}
+
+TEST_P(StoreTest, RefusesASchemaNewerThanItKnows) {
+  store_ = {};
+  ASSERT_TRUE(RawSql(url_, "INSERT INTO schema_migrations (version) VALUES (999)"));
+  auto s = store::Open(url_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("schema version 999, newer than this gpufleet knows"),
+            std::string::npos)
+      << s.error().message;
+}
+
+TEST_P(StoreTest, MigratesAVersionOneDatabaseKeepingItsRows) {
+  store_ = {};
+  std::string fresh =
+      GetParam() == "postgresql"
+          ? testing::SharedPostgres().CreateDatabase("t_v1_" + std::to_string(::getpid()))
+          : "sqlite:" + (dir_ / "v1.db").string();
+  std::string v1(migrations::All().front().sql);
+  const char* id =
+      GetParam() == "postgresql" ? "BIGSERIAL PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT";
+  for (size_t pos; (pos = v1.find("{ID}")) != std::string::npos;) v1.replace(pos, 4, id);
+  ASSERT_TRUE(
+      RawSql(fresh, v1 + ";\nCREATE TABLE schema_migrations (version BIGINT PRIMARY KEY);\n"
+                         "INSERT INTO schema_migrations (version) VALUES (1);\n"
+                         "INSERT INTO clusters VALUES ('c1', 'edge', 's1', '{}', 1, 1);\n"
+                         "INSERT INTO pools VALUES ('p1', 'c1', 'L4', 1, 2, '{}', 1, 1);\n"
+                         "INSERT INTO audit (time_ms, actor, action, target, status, result, "
+                         "before_doc, after_doc) VALUES (1, 'a', 'b', 'c', 200, 'ok', '', '');"));
+  auto s = store::Open(fresh);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->database->SchemaVersion().value(), store::KnownSchemaVersion());
+  auto pools = s->fleet->ListPools();
+  ASSERT_EQ(pools->size(), 1u);
+  EXPECT_EQ(pools->at(0).scrape_interval_ms, 15000);  // migration 3's default
+  EXPECT_EQ(s->audit->ListAudit(0, 10)->size(), 1u);
+  // The id sequence of a version-1 table goes on after its rows.
+  ASSERT_TRUE(s->audit->AppendAudit({0, 2, "a", "b", "c", 200, "ok", "", ""}).ok());
+  auto audit = s->audit->ListAudit(0, 10);
+  ASSERT_EQ(audit->size(), 2u);
+  EXPECT_GT(audit->at(0).id, audit->at(1).id);
+}
+
+TEST_P(StoreTest, ConnectsAgainWhenTheServerComesBack) {
+  if (GetParam() != "postgresql") GTEST_SKIP() << "an embedded file has no server to lose";
+  auto& pg = testing::SharedPostgres();
+  Cluster c{"c1", ClusterType::kEdge, "s1", {}, 1, 1};
+  ASSERT_TRUE(store_.fleet->ApplyFleet({c}, {}).ok());
+  ASSERT_TRUE(pg.Stop()) << pg.error();
+  c.name = "c2";
+  auto down = store_.fleet->ApplyFleet({c}, {});
+  ASSERT_FALSE(down.ok());
+  EXPECT_EQ(down.error().code, ErrorCode::kUnavailable);  // the API's 503
+  EXPECT_FALSE(store_.database->Ping().ok());
+  ASSERT_TRUE(pg.Start()) << pg.error();
+  // The first call after the server returns succeeds: its session connects again.
+  ASSERT_TRUE(store_.fleet->ApplyFleet({c}, {}).ok());
+  EXPECT_EQ(store_.fleet->ListClusters()->size(), 2u);
+  EXPECT_TRUE(store_.database->Ping().ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values("sqlite", "postgresql"),
+                         [](const auto& info) { return info.param; });
+
 TEST(StoreOpen, RefusesWhatItCannotOpen) {
-  EXPECT_EQ(OpenStore("postgresql://x").error().code, ErrorCode::kInvalidArgument);
-  EXPECT_FALSE(OpenStore("sqlite:/nonexistent-dir/sub/db").ok());
+  EXPECT_FALSE(store::Open("sqlite:/nonexistent-dir/sub/db").ok());
+  EXPECT_EQ(store::Open("mysql://x/y").error().code, ErrorCode::kInvalidArgument);
+  auto& pg = testing::SharedPostgres();
+  ASSERT_TRUE(pg.ok()) << pg.error();
+  auto missing = store::Open(pg.Url("no_such_db"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(missing.error().message.find("cannot open store postgresql://"), std::string::npos);
+  EXPECT_NE(missing.error().message.find("no_such_db"), std::string::npos);
+  auto nobody = store::Open("postgresql://nobody@/postgres?host=/nonexistent-socket-dir");
+  ASSERT_FALSE(nobody.ok());
+  EXPECT_EQ(nobody.error().code, ErrorCode::kUnavailable);
+}
+
+TEST(StoreOpen, RedactsPasswords) {
+  EXPECT_EQ(store::RedactUrl("postgresql://u:secret@db:5432/x?password=p2&sslmode=require"),
+            "postgresql://u:***@db:5432/x?password=***&sslmode=require");
+  EXPECT_EQ(store::RedactUrl("postgresql://u@db/x"), "postgresql://u@db/x");
+  EXPECT_EQ(store::RedactUrl("sqlite:/var/lib/a:b@c"), "sqlite:/var/lib/a:b@c");
+}
+
+// Every table a SQLite database has, from its catalogue.
+std::vector<std::string> SqliteTables(const std::string& path) {
+  std::vector<std::string> out;
+  sqlite3* db = nullptr;
+  sqlite3_open(path.c_str(), &db);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db,
+                     "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN "
+                     "('schema_migrations', 'sqlite_sequence') ORDER BY name",
+                     -1, &st, nullptr);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return out;
+}
+
+TEST(StoreCopy, MovesEveryTableToAnEmptyDatabaseAndRefusesAFullOne) {
+  auto dir = std::filesystem::temp_directory_path() / ("gf-copy-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::string from = "sqlite:" + (dir / "db").string();
+  {
+    auto s = store::Open(from).value();
+    ASSERT_TRUE(s.fleet
+                    ->ApplyFleet({{"c1", ClusterType::kEdge, "s1", {{"team", "a"}}, 1, 1}},
+                                 {{"p1", "c1", "L4", 1, 4, {}, 1, 1}})
+                    .ok());
+    ASSERT_TRUE(
+        s.fleet->SaveNode(MakeNode("n1", 2), {{0, "n1", 5, "joining", "ready", "ok", "a"}}).ok());
+    ASSERT_TRUE(s.fleet->AppendGpuEvents({{0, 1000, "n1", 1, "n1-gpu-1", "xid", 79}}).ok());
+    ASSERT_TRUE(s.tokens->CreateJoinToken({"jt-1", "p1", "h1", "me", 1, 0, false}).ok());
+    ApiToken t;
+    t.id = "tok-1";
+    t.name = "ops";
+    t.hash = "h2";
+    ASSERT_TRUE(s.tokens->CreateApiToken(t).ok());
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(s.audit->AppendAudit({0, i, "a", "POST /x", "x", 200, "ok", "", ""}).ok());
+    }
+    ASSERT_TRUE(s.alerting->CreateChannel({"hook", "webhook", "http://x", "k", 1, "", ""}).ok());
+    ASSERT_TRUE(
+        s.alerting->RecordAlertChanges({{"fp", "{}"}}, {{0, "hook", "fp", "body", 1, 0, 1, ""}})
+            .ok());
+    ASSERT_TRUE(s.alerting->SaveRules({{"r1", "g", "{}", 1}}, {}).ok());
+    ASSERT_TRUE(s.alerting->CreateSilence({"s1", "[]", 0, 9, "me", "c", 1}).ok());
+    ASSERT_TRUE(s.jobs->SaveJobs({{7, "queued", "{}", 1}}).ok());
+    ASSERT_TRUE(s.scaling->SaveScalingPolicy({"p1", "{}", 1}).ok());
+    ASSERT_TRUE(s.scaling->AppendScaleEvent({0, 1, "p1", "e"}).ok());
+    ASSERT_TRUE(s.scaling->AppendScalingSample({"p1", 1, "s"}).ok());
+  }
+  auto& pg = testing::SharedPostgres();
+  ASSERT_TRUE(pg.ok()) << pg.error();
+  std::string to = pg.CreateDatabase("t_copy");
+  auto copied = store::Copy(from, to);
+  ASSERT_TRUE(copied.ok()) << copied.error().message;
+  std::vector<std::string> names;
+  for (const auto& c : copied.value()) {
+    names.push_back(c.table);
+    // Every table had rows, but the outbox has its one and alerts theirs.
+    EXPECT_GT(c.rows, 0) << c.table;
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, SqliteTables((dir / "db").string()));  // no table left behind
+
+  auto a = store::Open(from).value();
+  auto b = store::Open(to).value();
+  auto na = a.fleet->LoadNodes().value(), nb = b.fleet->LoadNodes().value();
+  ASSERT_EQ(nb.size(), 1u);
+  EXPECT_EQ(nb[0].gpus.size(), 2u);
+  EXPECT_EQ(nb[0].facts.driver_version, na[0].facts.driver_version);
+  EXPECT_EQ(b.fleet->ListNodeEvents("n1", 10)->size(), 1u);
+  EXPECT_EQ(b.tokens->FindApiToken("h2")->name, "ops");
+  EXPECT_EQ(b.alerting->ListChannels()->at(0).secret, "k");
+  auto audit = b.audit->ListAudit(0, 10).value();
+  ASSERT_EQ(audit.size(), 3u);
+  EXPECT_EQ(audit[0].id, a.audit->ListAudit(0, 1)->at(0).id);
+  // New rows on the target get ids after the copied ones.
+  ASSERT_TRUE(b.audit->AppendAudit({0, 9, "a", "POST /y", "y", 200, "ok", "", ""}).ok());
+  EXPECT_GT(b.audit->ListAudit(0, 1)->at(0).id, audit[0].id);
+  auto event = b.scaling->AppendScaleEvent({0, 2, "p1", "f"});
+  ASSERT_TRUE(event.ok()) << event.error().message;
+  EXPECT_EQ(b.scaling->ListScaleEvents("p1", 10)->size(), 2u);
+
+  auto again = store::Copy(from, to);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, ErrorCode::kConflict);
+  EXPECT_NE(again.error().message.find("not empty"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

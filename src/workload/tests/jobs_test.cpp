@@ -44,16 +44,17 @@ class JobsTest : public ::testing::Test {
   }
   // A controller (re)start: the store, the fleet and the jobs loaded from it.
   void Open() {
-    store_ = std::move(OpenStore("sqlite:" + (dir_ / "db").string()).value());
-    fleet_ = std::make_unique<FleetService>(*store_, GpuCatalog::Builtin(), clock_, FleetOptions{});
+    store_ = store::Open("sqlite:" + (dir_ / "db").string()).value();
+    fleet_ = std::make_unique<FleetService>(*store_.fleet, *store_.tokens, GpuCatalog::Builtin(),
+                                            clock_, FleetOptions{});
     ASSERT_TRUE(fleet_->Load().ok());
-    jobs_ = std::make_unique<JobService>(*fleet_, *store_, clock_, 10 * 60'000, kHour);
+    jobs_ = std::make_unique<JobService>(*fleet_, *store_.jobs, clock_, 10 * 60'000, kHour);
     ASSERT_TRUE(jobs_->Load().ok());
   }
   void Close() {
     jobs_.reset();
     fleet_.reset();
-    store_.reset();
+    store_ = {};
   }
   // A job for the pool, which has no nodes: it stays queued until cancelled.
   // A job of `gpus` on pool h100, for team llm beyond a node's GPUs, else vision.
@@ -70,7 +71,7 @@ class JobsTest : public ::testing::Test {
   int64_t Submit() { return Submit(2).id; }
   std::vector<int64_t> Stored() {
     std::vector<int64_t> ids;
-    for (const auto& r : store_->ListJobs().value()) ids.push_back(r.id);
+    for (const auto& r : store_.jobs->ListJobs().value()) ids.push_back(r.id);
     return ids;
   }
 
@@ -95,7 +96,7 @@ class JobsTest : public ::testing::Test {
 
   std::filesystem::path dir_;
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
-  std::unique_ptr<Store> store_;
+  store::Stores store_;
   std::unique_ptr<FleetService> fleet_;
   std::unique_ptr<JobService> jobs_;
 };
@@ -184,7 +185,8 @@ TEST_F(JobsTest, AJobLargerThanThePoolKeepsNoNodesFromOtherJobs) {
 
 // The wait before nodes are kept is the controller's (--reserve-after), and the reason says it.
 TEST_F(JobsTest, TheWaitBeforeNodesAreKeptIsTheControllers) {
-  jobs_ = std::make_unique<JobService>(*fleet_, *store_, clock_, 10 * 60'000, kHour, 2 * 60'000);
+  jobs_ =
+      std::make_unique<JobService>(*fleet_, *store_.jobs, clock_, 10 * 60'000, kHour, 2 * 60'000);
   ASSERT_TRUE(jobs_->Load().ok());
   AddNodes({"n0", "n1"});
   Submit(4);

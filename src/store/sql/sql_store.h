@@ -1,33 +1,58 @@
 #pragma once
-// The embedded store's class, shared by the files that implement it (sqlite_store.cpp: the
-// fleet, nodes, tokens, GPU events and audit; sqlite_alerting.cpp: channels, alerts, the
-// outbox, rules and silences; sqlite_workload.cpp: jobs and scaling). Not included elsewhere:
-// OpenStore() in store.h is the way in.
+// The SQL store: every store interface over SOCI, for both backends (the SQL is portable; the
+// backends differ in how a session is opened and in a few words of the schema). Private to
+// this library: store::Open() in store.h is the way in. Files: sql_store.cpp (sessions,
+// migrations, the database), fleet.cpp (fleet, tokens, audit), alerting.cpp, workload.cpp
+// (jobs and scaling).
 
 #include <soci/soci.h>
 
 #include <boost/json/value.hpp>
-#include <mutex>
+#include <functional>
+#include <memory>
 #include <string>
+#include <type_traits>
 
 #include "store/store.h"
 
-namespace gpufleet::sqlite_store {
+namespace gpufleet::store::sql {
+
+enum class Dialect { kSqlite, kPostgres };
 
 // Labels, exporters and remediation policies are stored as their JSON (model/json.h).
 boost::json::value ParseOrNull(const std::string& text);
+// A unique-key violation is kConflict; anything else (the database is down, the disk is
+// full...) is kUnavailable: the API answers 503 and the caller may try again.
 Error StoreError(const std::exception& e);
 
-class SqliteStore : public Store {
+// Thread-safe. Each call leases one session of the pool for its duration: SQLite has one (its
+// writers are serialised anyway), PostgreSQL `sessions`, so API calls do not queue behind one.
+// No method calls another through Run(): a pool of one would deadlock.
+class SqlStore final : public FleetStore,
+                       public TokenStore,
+                       public AuditLog,
+                       public AlertStore,
+                       public JobStore,
+                       public ScalingStore,
+                       public Database {
  public:
-  explicit SqliteStore(const std::string& path) : path_(path) {}
+  // Opens (or opens again) one session: the backend, its connection string, its settings.
+  using Connect = std::function<void(soci::session&)>;
+  SqlStore(Dialect dialect, std::string location, Connect connect, size_t sessions);
+  ~SqlStore() override;
+  // Connects every session and applies the migrations this build knows.
   Status Open();
+
   Status ApplyFleet(const std::vector<Cluster>& clusters, const std::vector<Pool>& pools) override;
   Result<std::vector<Cluster>> ListClusters() override;
   Result<std::vector<Pool>> ListPools() override;
   Status SaveNode(const Node& n, const std::vector<NodeEvent>& events) override;
   Result<std::vector<Node>> LoadNodes() override;
   Result<std::vector<NodeEvent>> ListNodeEvents(const std::string& node, int limit) override;
+  Status AppendGpuEvents(const std::vector<GpuEventRecord>& events) override;
+  Result<std::vector<GpuEventRecord>> ListGpuEvents(const std::string& node,
+                                                    const std::string& kind, int limit) override;
+
   Status CreateJoinToken(const JoinToken& t) override;
   Result<std::vector<JoinToken>> ListJoinTokens() override { return QueryJoinTokens(""); }
   Result<JoinToken> FindJoinToken(const std::string& hash) override;
@@ -36,10 +61,10 @@ class SqliteStore : public Store {
   Result<std::vector<ApiToken>> ListApiTokens() override { return QueryApiTokens(""); }
   Result<ApiToken> FindApiToken(const std::string& hash) override;
   Status RevokeApiToken(const std::string& id) override;
-  Status AppendGpuEvents(const std::vector<GpuEventRecord>& events) override;
-  Result<std::vector<GpuEventRecord>> ListGpuEvents(const std::string& node,
-                                                    const std::string& kind, int limit) override;
+
   Status AppendAudit(const AuditRecord& r) override;
+  Result<std::vector<AuditRecord>> ListAudit(int64_t before_id, int limit) override;
+
   Status CreateChannel(const Channel& c) override;
   Result<std::vector<Channel>> ListChannels() override;
   Status DeleteChannel(const std::string& name) override;
@@ -54,8 +79,14 @@ class SqliteStore : public Store {
   Status SaveRules(const std::vector<RuleRecord>& upsert,
                    const std::vector<std::string>& remove) override;
   Result<std::vector<RuleRecord>> ListRules() override;
+  Status CreateSilence(const SilenceRecord& s) override;
+  Result<std::vector<SilenceRecord>> ListSilences() override;
+  Status ExpireSilence(const std::string& id, int64_t now) override;
+
   Status SaveJobs(const std::vector<JobRecord>& jobs) override;
   Result<std::vector<JobRecord>> ListJobs() override;
+  Status DeleteEndedJobsBefore(int64_t updated_ms) override;
+
   Status SaveScalingPolicy(const ScalingRecord& r) override;
   Status DeleteScalingPolicy(const std::string& pool) override;
   Result<std::vector<ScalingRecord>> ListScalingPolicies() override;
@@ -65,23 +96,45 @@ class SqliteStore : public Store {
   Status AppendScalingSample(const ScalingSampleRecord& r) override;
   Result<std::vector<ScalingSampleRecord>> ListScalingSamples(const std::string& pool,
                                                               int64_t since_ms) override;
-  Status DeleteEndedJobsBefore(int64_t updated_ms) override;
   Status DeleteScalingSamplesBefore(int64_t time_ms) override;
-  Status CreateSilence(const SilenceRecord& s) override;
-  Result<std::vector<SilenceRecord>> ListSilences() override;
-  Status ExpireSilence(const std::string& id, int64_t now) override;
-  Result<std::vector<AuditRecord>> ListAudit(int64_t before_id, int limit) override;
+
+  std::string_view backend() const override;
+  const std::string& location() const override { return location_; }
+  Status Ping() override;
+  Result<int> SchemaVersion() override;
+
+  Dialect dialect() const { return dialect_; }
+
+  // Runs f(session) on a leased session and turns SOCI's exceptions into errors. A session
+  // whose connection the server dropped (a restart, a failover) is connected again and f run
+  // once more, so the first call after the database returns succeeds.
+  template <class F>
+  auto Run(F&& f) -> std::invoke_result_t<F&, soci::session&> {
+    soci::session sql(*pool_);
+    for (int attempt = 0;; ++attempt) {
+      try {
+        return f(sql);
+      } catch (const std::exception& e) {
+        if (attempt == 0 && Reconnect(sql)) continue;
+        return StoreError(e);
+      }
+    }
+  }
 
  private:
-  Status Migrate();
-
+  Status Migrate(soci::session& sql);
+  // True when the session's connection was lost and is open again.
+  bool Reconnect(soci::session& sql);
   // All tokens, or the one with this hash when `hash` is not empty.
   Result<std::vector<JoinToken>> QueryJoinTokens(const std::string& hash);
   Result<std::vector<ApiToken>> QueryApiTokens(const std::string& hash);
   Status Revoke(const char* query, const std::string& id, const char* what);
-  std::string path_;
-  std::mutex mu_;
-  soci::session sql_;  // guarded by mu_
+
+  const Dialect dialect_;
+  const std::string location_;
+  const Connect connect_;
+  const size_t sessions_;
+  std::unique_ptr<soci::connection_pool> pool_;  // thread-safe itself
 };
 
-}  // namespace gpufleet::sqlite_store
+}  // namespace gpufleet::store::sql

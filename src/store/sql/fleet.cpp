@@ -1,0 +1,402 @@
+// The SQL store: the fleet (clusters, pools, nodes, GPUs, node and GPU events), tokens and the
+// audit log.
+
+#include <spdlog/spdlog.h>
+
+#include <boost/json.hpp>
+
+#include "common/json_text.h"
+#include "common/strings.h"
+#include "model/json.h"
+#include "store/sql/sql_store.h"
+
+namespace json = boost::json;
+
+namespace gpufleet::store::sql {
+
+Status SqlStore::ApplyFleet(const std::vector<Cluster>& clusters, const std::vector<Pool>& pools) {
+  return Run([&](soci::session& sql) -> Status {
+    soci::transaction tx(sql);
+    for (const auto& c : clusters) {
+      std::string type(ToString(c.type)), labels = JsonText(ToJson(c.labels));
+      std::string remediation = JsonText(ToJson(c.remediation));
+      long long created = c.created_ms, updated = c.updated_ms;
+      sql << "INSERT INTO clusters (name, type, site, labels, remediation, created_ms, "
+             "updated_ms) VALUES (:n, :t, :s, :l, :r, :c, :u) ON CONFLICT (name) DO UPDATE "
+             "SET type = excluded.type, site = excluded.site, labels = excluded.labels, "
+             "remediation = excluded.remediation, updated_ms = excluded.updated_ms",
+          soci::use(c.name), soci::use(type), soci::use(c.site), soci::use(labels),
+          soci::use(remediation), soci::use(created), soci::use(updated);
+    }
+    for (const auto& p : pools) {
+      std::string labels = JsonText(ToJson(p.labels)), exporters = JsonText(ToJson(p.exporters));
+      long long gpn = p.gpus_per_node, size = p.size, created = p.created_ms,
+                updated = p.updated_ms, interval = p.scrape_interval_ms;
+      sql << "INSERT INTO pools (name, cluster, gpu_model, gpus_per_node, size, labels, "
+             "exporters, scrape_interval_ms, created_ms, updated_ms) "
+             "VALUES (:n, :c, :m, :g, :s, :l, :e, :i, :cr, :u) "
+             "ON CONFLICT (name) DO UPDATE SET cluster = excluded.cluster, "
+             "gpu_model = excluded.gpu_model, gpus_per_node = excluded.gpus_per_node, "
+             "size = excluded.size, labels = excluded.labels, exporters = excluded.exporters, "
+             "scrape_interval_ms = excluded.scrape_interval_ms, "
+             "updated_ms = excluded.updated_ms",
+          soci::use(p.name), soci::use(p.cluster), soci::use(p.gpu_model), soci::use(gpn),
+          soci::use(size), soci::use(labels), soci::use(exporters), soci::use(interval),
+          soci::use(created), soci::use(updated);
+    }
+    tx.commit();
+    return {};
+  });
+}
+
+Result<std::vector<Cluster>> SqlStore::ListClusters() {
+  return Run([&](soci::session& sql) -> Result<std::vector<Cluster>> {
+    std::vector<Cluster> out;
+    Cluster c;
+    std::string type, labels, remediation;
+    long long created = 0, updated = 0;
+    soci::statement st =
+        (sql.prepare << "SELECT name, type, site, labels, remediation, created_ms, "
+                        "updated_ms FROM clusters ORDER BY name COLLATE \"binary\"",
+         soci::into(c.name), soci::into(type), soci::into(c.site), soci::into(labels),
+         soci::into(remediation), soci::into(created), soci::into(updated));
+    st.execute();
+    while (st.fetch()) {
+      c.type = ParseClusterType(type).value_or(ClusterType::kTraining);
+      c.labels = LabelsFromJson(ParseOrNull(labels));
+      c.remediation = RemediationFromJson(ParseOrNull(remediation));
+      c.created_ms = created;
+      c.updated_ms = updated;
+      out.push_back(c);
+    }
+    return out;
+  });
+}
+
+Result<std::vector<Pool>> SqlStore::ListPools() {
+  return Run([&](soci::session& sql) -> Result<std::vector<Pool>> {
+    std::vector<Pool> out;
+    Pool p;
+    std::string labels, exporters;
+    long long gpn = 0, size = 0, created = 0, updated = 0, interval = 0;
+    soci::statement st =
+        (sql.prepare << "SELECT name, cluster, gpu_model, gpus_per_node, size, labels, "
+                        "exporters, scrape_interval_ms, created_ms, updated_ms FROM pools "
+                        "ORDER BY cluster COLLATE \"binary\", name COLLATE \"binary\"",
+         soci::into(p.name), soci::into(p.cluster), soci::into(p.gpu_model), soci::into(gpn),
+         soci::into(size), soci::into(labels), soci::into(exporters), soci::into(interval),
+         soci::into(created), soci::into(updated));
+    st.execute();
+    while (st.fetch()) {
+      p.gpus_per_node = static_cast<int>(gpn);
+      p.size = static_cast<int>(size);
+      p.labels = LabelsFromJson(ParseOrNull(labels));
+      p.exporters = ExportersFromJson(ParseOrNull(exporters));
+      p.scrape_interval_ms = interval;
+      p.created_ms = created;
+      p.updated_ms = updated;
+      out.push_back(p);
+    }
+    return out;
+  });
+}
+
+Status SqlStore::SaveNode(const Node& n, const std::vector<NodeEvent>& events) {
+  return Run([&](soci::session& sql) -> Status {
+    soci::transaction tx(sql);
+    std::string state(ToString(n.state)), resume(ToString(n.resume_state));
+    std::string facts = JsonText(ToJson(n.facts));
+    long long simulated = n.simulated ? 1 : 0, registered = n.registered_ms, seen = n.last_seen_ms,
+              since = n.state_since_ms;
+    sql << "INSERT INTO nodes (name, cluster, pool, state, resume_state, reason, facts, "
+           "simulated, registered_ms, last_seen_ms, state_since_ms, token_hash) VALUES "
+           "(:n, :c, :p, :s, :r, :re, :f, :si, :rg, :ls, :ss, :t) ON CONFLICT (name) DO UPDATE "
+           "SET cluster = excluded.cluster, pool = excluded.pool, state = excluded.state, "
+           "resume_state = excluded.resume_state, reason = excluded.reason, "
+           "facts = excluded.facts, simulated = excluded.simulated, "
+           "registered_ms = excluded.registered_ms, last_seen_ms = excluded.last_seen_ms, "
+           "state_since_ms = excluded.state_since_ms, token_hash = excluded.token_hash",
+        soci::use(n.name), soci::use(n.cluster), soci::use(n.pool), soci::use(state),
+        soci::use(resume), soci::use(n.reason), soci::use(facts), soci::use(simulated),
+        soci::use(registered), soci::use(seen), soci::use(since), soci::use(n.token_hash);
+    sql << "DELETE FROM gpus WHERE node = :n", soci::use(n.name);
+    for (const auto& g : n.gpus) {
+      long long idx = g.index, mem = static_cast<long long>(g.memory_total_bytes), mig = g.mig_mode;
+      // A GPU moved between nodes keeps its UUID: the newest report wins.
+      sql << "DELETE FROM gpus WHERE uuid = :u", soci::use(g.uuid);
+      sql << "INSERT INTO gpus (uuid, node, idx, serial, name, model, pci_bus_id, "
+             "memory_total, vbios, inforom, mig_mode, error) VALUES "
+             "(:u, :n, :i, :s, :na, :m, :p, :mem, :v, :inf, :mig, :e)",
+          soci::use(g.uuid), soci::use(n.name), soci::use(idx), soci::use(g.serial),
+          soci::use(g.name), soci::use(g.model), soci::use(g.pci_bus_id), soci::use(mem),
+          soci::use(g.vbios_version), soci::use(g.inforom_version), soci::use(mig),
+          soci::use(g.error);
+    }
+    for (const auto& e : events) {
+      long long t = e.time_ms;
+      sql << "INSERT INTO node_events (node, time_ms, from_state, to_state, reason, actor) "
+             "VALUES (:n, :t, :f, :to, :r, :a)",
+          soci::use(e.node), soci::use(t), soci::use(e.from), soci::use(e.to), soci::use(e.reason),
+          soci::use(e.actor);
+    }
+    tx.commit();
+    return {};
+  });
+}
+
+Result<std::vector<Node>> SqlStore::LoadNodes() {
+  return Run([&](soci::session& sql) -> Result<std::vector<Node>> {
+    std::vector<Node> out;
+    std::map<std::string, size_t> by_name;
+    {
+      Node n;
+      std::string state, resume, facts;
+      long long simulated = 0, registered = 0, seen = 0, since = 0;
+      soci::statement st =
+          (sql.prepare << "SELECT name, cluster, pool, state, resume_state, reason, facts, "
+                          "simulated, registered_ms, last_seen_ms, state_since_ms, token_hash "
+                          "FROM nodes ORDER BY name COLLATE \"binary\"",
+           soci::into(n.name), soci::into(n.cluster), soci::into(n.pool), soci::into(state),
+           soci::into(resume), soci::into(n.reason), soci::into(facts), soci::into(simulated),
+           soci::into(registered), soci::into(seen), soci::into(since), soci::into(n.token_hash));
+      st.execute();
+      while (st.fetch()) {
+        n.state = ParseNodeState(state).value_or(NodeState::kUnreachable);
+        n.resume_state = ParseNodeState(resume).value_or(NodeState::kReady);
+        boost::system::error_code ec;
+        auto fv = json::parse(facts, ec);
+        if (!ec) {
+          if (auto f = FactsFromJson(fv); f.ok()) n.facts = f.value();
+        }
+        n.simulated = simulated != 0;
+        n.registered_ms = registered;
+        n.last_seen_ms = seen;
+        n.state_since_ms = since;
+        by_name[n.name] = out.size();
+        out.push_back(n);
+      }
+    }
+    Gpu g;
+    std::string node;
+    long long idx = 0, mem = 0, mig = 0;
+    soci::statement st = (sql.prepare << "SELECT node, uuid, idx, serial, name, model, pci_bus_id, "
+                                         "memory_total, vbios, inforom, mig_mode, error FROM gpus "
+                                         "ORDER BY node COLLATE \"binary\", idx",
+                          soci::into(node), soci::into(g.uuid), soci::into(idx),
+                          soci::into(g.serial), soci::into(g.name), soci::into(g.model),
+                          soci::into(g.pci_bus_id), soci::into(mem), soci::into(g.vbios_version),
+                          soci::into(g.inforom_version), soci::into(mig), soci::into(g.error));
+    st.execute();
+    while (st.fetch()) {
+      g.index = static_cast<int>(idx);
+      g.memory_total_bytes = static_cast<uint64_t>(mem);
+      g.mig_mode = static_cast<int>(mig);
+      auto it = by_name.find(node);
+      if (it != by_name.end()) out[it->second].gpus.push_back(g);
+    }
+    return out;
+  });
+}
+
+Result<std::vector<NodeEvent>> SqlStore::ListNodeEvents(const std::string& node, int limit) {
+  return Run([&](soci::session& sql) -> Result<std::vector<NodeEvent>> {
+    std::vector<NodeEvent> out;
+    NodeEvent e;
+    long long id = 0, t = 0, lim = limit;
+    soci::statement st =
+        (sql.prepare << "SELECT id, node, time_ms, from_state, to_state, reason, actor FROM "
+                        "node_events WHERE node = :n ORDER BY id DESC LIMIT :l",
+         soci::into(id), soci::into(e.node), soci::into(t), soci::into(e.from), soci::into(e.to),
+         soci::into(e.reason), soci::into(e.actor), soci::use(node), soci::use(lim));
+    st.execute();
+    while (st.fetch()) {
+      e.id = id;
+      e.time_ms = t;
+      out.push_back(e);
+    }
+    return out;
+  });
+}
+
+Status SqlStore::CreateJoinToken(const JoinToken& t) {
+  return Run([&](soci::session& sql) -> Status {
+    long long created = t.created_ms, expires = t.expires_ms, revoked = t.revoked;
+    sql << "INSERT INTO join_tokens (id, pool, hash, created_by, created_ms, expires_ms, "
+           "revoked) VALUES (:i, :p, :h, :b, :c, :e, :r)",
+        soci::use(t.id), soci::use(t.pool), soci::use(t.hash), soci::use(t.created_by),
+        soci::use(created), soci::use(expires), soci::use(revoked);
+    return {};
+  });
+}
+
+Result<JoinToken> SqlStore::FindJoinToken(const std::string& hash) {
+  auto found = QueryJoinTokens(hash);
+  if (!found.ok()) return found.error();
+  if (found->empty()) return MakeError(ErrorCode::kNotFound, "unknown join token");
+  return found->front();
+}
+
+Status SqlStore::RevokeJoinToken(const std::string& id) {
+  return Revoke("UPDATE join_tokens SET revoked = 1 WHERE id = :i", id, "join token");
+}
+
+Status SqlStore::CreateApiToken(const ApiToken& t) {
+  return Run([&](soci::session& sql) -> Status {
+    std::string role(ToString(t.role)), clusters;
+    for (const auto& c : t.clusters) clusters += (clusters.empty() ? "" : ",") + c;
+    long long created = t.created_ms, expires = t.expires_ms, revoked = t.revoked;
+    sql << "INSERT INTO api_tokens (id, name, role, clusters, hash, created_ms, expires_ms, "
+           "revoked) VALUES (:i, :n, :r, :c, :h, :cr, :e, :rv)",
+        soci::use(t.id), soci::use(t.name), soci::use(role), soci::use(clusters), soci::use(t.hash),
+        soci::use(created), soci::use(expires), soci::use(revoked);
+    return {};
+  });
+}
+
+Result<ApiToken> SqlStore::FindApiToken(const std::string& hash) {
+  auto found = QueryApiTokens(hash);
+  if (!found.ok()) return found.error();
+  if (found->empty()) return MakeError(ErrorCode::kNotFound, "unknown API token");
+  return found->front();
+}
+
+Status SqlStore::RevokeApiToken(const std::string& id) {
+  return Revoke("UPDATE api_tokens SET revoked = 1 WHERE id = :i", id, "API token");
+}
+
+Status SqlStore::AppendGpuEvents(const std::vector<GpuEventRecord>& events) {
+  return Run([&](soci::session& sql) -> Status {
+    soci::transaction tx(sql);
+    for (const auto& e : events) {
+      long long t = e.time_ms, gpu = e.gpu, value = e.value;
+      sql << "INSERT INTO gpu_events (time_ms, node, gpu, uuid, kind, value) VALUES "
+             "(:t, :n, :g, :u, :k, :v) ON CONFLICT DO NOTHING",
+          soci::use(t), soci::use(e.node), soci::use(gpu), soci::use(e.uuid), soci::use(e.kind),
+          soci::use(value);
+    }
+    tx.commit();
+    return {};
+  });
+}
+
+Result<std::vector<GpuEventRecord>> SqlStore::ListGpuEvents(const std::string& node,
+                                                            const std::string& kind, int limit) {
+  return Run([&](soci::session& sql) -> Result<std::vector<GpuEventRecord>> {
+    std::vector<GpuEventRecord> out;
+    GpuEventRecord e;
+    long long id = 0, t = 0, gpu = 0, value = 0, lim = limit;
+    soci::statement st =
+        (sql.prepare << "SELECT id, time_ms, node, gpu, uuid, kind, value FROM gpu_events "
+                        "WHERE (node = :n OR :n2 = '') AND (kind = :k OR :k2 = '') "
+                        "ORDER BY id DESC LIMIT :l",
+         soci::into(id), soci::into(t), soci::into(e.node), soci::into(gpu), soci::into(e.uuid),
+         soci::into(e.kind), soci::into(value), soci::use(node), soci::use(node), soci::use(kind),
+         soci::use(kind), soci::use(lim));
+    st.execute();
+    while (st.fetch()) {
+      e.id = id;
+      e.time_ms = t;
+      e.gpu = static_cast<int>(gpu);
+      e.value = value;
+      out.push_back(e);
+    }
+    return out;
+  });
+}
+
+Status SqlStore::AppendAudit(const AuditRecord& r) {
+  return Run([&](soci::session& sql) -> Status {
+    long long t = r.time_ms, status = r.status;
+    sql << "INSERT INTO audit (time_ms, actor, action, target, status, result, before_doc, "
+           "after_doc) VALUES (:t, :a, :ac, :ta, :s, :r, :b, :af)",
+        soci::use(t), soci::use(r.actor), soci::use(r.action), soci::use(r.target),
+        soci::use(status), soci::use(r.result), soci::use(r.before), soci::use(r.after);
+    return {};
+  });
+}
+
+Result<std::vector<AuditRecord>> SqlStore::ListAudit(int64_t before_id, int limit) {
+  return Run([&](soci::session& sql) -> Result<std::vector<AuditRecord>> {
+    std::vector<AuditRecord> out;
+    AuditRecord r;
+    long long id = 0, t = 0, status = 0, before = before_id > 0 ? before_id : INT64_MAX,
+              lim = limit;
+    soci::statement st =
+        (sql.prepare << "SELECT id, time_ms, actor, action, target, status, result, "
+                        "before_doc, after_doc FROM audit WHERE id < :b ORDER BY id DESC "
+                        "LIMIT :l",
+         soci::into(id), soci::into(t), soci::into(r.actor), soci::into(r.action),
+         soci::into(r.target), soci::into(status), soci::into(r.result), soci::into(r.before),
+         soci::into(r.after), soci::use(before), soci::use(lim));
+    st.execute();
+    while (st.fetch()) {
+      r.id = id;
+      r.time_ms = t;
+      r.status = static_cast<int>(status);
+      out.push_back(r);
+    }
+    return out;
+  });
+}
+
+Result<std::vector<JoinToken>> SqlStore::QueryJoinTokens(const std::string& hash) {
+  return Run([&](soci::session& sql) -> Result<std::vector<JoinToken>> {
+    std::vector<JoinToken> out;
+    JoinToken t;
+    long long created = 0, expires = 0, revoked = 0, all = hash.empty() ? 1 : 0;
+    std::string q =
+        "SELECT id, pool, hash, created_by, created_ms, expires_ms, revoked FROM "
+        "join_tokens WHERE (hash = :h OR :all = 1) ORDER BY created_ms, id COLLATE \"binary\"";
+    soci::statement st =
+        (sql.prepare << q, soci::into(t.id), soci::into(t.pool), soci::into(t.hash),
+         soci::into(t.created_by), soci::into(created), soci::into(expires), soci::into(revoked),
+         soci::use(hash), soci::use(all));
+    st.execute();
+    while (st.fetch()) {
+      t.created_ms = created;
+      t.expires_ms = expires;
+      t.revoked = revoked != 0;
+      out.push_back(t);
+    }
+    return out;
+  });
+}
+
+Result<std::vector<ApiToken>> SqlStore::QueryApiTokens(const std::string& hash) {
+  return Run([&](soci::session& sql) -> Result<std::vector<ApiToken>> {
+    std::vector<ApiToken> out;
+    ApiToken t;
+    std::string role, clusters;
+    long long created = 0, expires = 0, revoked = 0, all = hash.empty() ? 1 : 0;
+    std::string q =
+        "SELECT id, name, role, clusters, hash, created_ms, expires_ms, revoked "
+        "FROM api_tokens WHERE (hash = :h OR :all = 1) ORDER BY created_ms, id COLLATE \"binary\"";
+    soci::statement st =
+        (sql.prepare << q, soci::into(t.id), soci::into(t.name), soci::into(role),
+         soci::into(clusters), soci::into(t.hash), soci::into(created), soci::into(expires),
+         soci::into(revoked), soci::use(hash), soci::use(all));
+    st.execute();
+    while (st.fetch()) {
+      t.role = ParseRole(role).value_or(Role::kViewer);
+      t.clusters = clusters.empty() ? std::vector<std::string>{} : Split(clusters, ',');
+      t.created_ms = created;
+      t.expires_ms = expires;
+      t.revoked = revoked != 0;
+      out.push_back(t);
+    }
+    return out;
+  });
+}
+
+Status SqlStore::Revoke(const char* query, const std::string& id, const char* what) {
+  return Run([&](soci::session& sql) -> Status {
+    soci::statement st = (sql.prepare << query, soci::use(id));
+    st.execute(true);
+    if (st.get_affected_rows() == 0) {
+      return MakeError(ErrorCode::kNotFound, std::string("no ") + what + " '" + id + "'");
+    }
+    return {};
+  });
+}
+
+}  // namespace gpufleet::store::sql
