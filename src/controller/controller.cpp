@@ -15,6 +15,7 @@
 #include "config/fleet_spec.h"
 #include "fleet/fleet.h"
 #include "health/service.h"
+#include "ingest/ingest.h"
 #include "scaling/scaling.h"
 #include "scrape/scraper.h"
 #include "store/store.h"
@@ -48,129 +49,6 @@ std::string CycleEvent(int64_t now, const std::vector<health::NodeHealth>& repor
                 "{\"type\":\"cycle\",\"time_ms\":%lld,\"health\":\"%zx\",\"alerts\":\"%zx\"}",
                 static_cast<long long>(now), health, firing);
   return buf;
-}
-
-// GPU events (XID errors) from an agent or a scrape: a durable, queryable record each, and the
-// GPU's "last XID" gauge. False when the records could not be stored.
-bool RecordGpuEvents(store::FleetStore& store, TelemetryStore& telemetry,
-                     health::HealthService& health, const std::string& node,
-                     const std::vector<std::string>& uuids,
-                     const std::vector<proto::GpuEvent>& events) {
-  std::vector<GpuEventRecord> records;
-  proto::Samples xids;
-  for (const auto& e : events) {
-    std::string uuid = e.gpu >= 0 && e.gpu < static_cast<int>(uuids.size()) ? uuids[e.gpu] : "";
-    records.push_back({0, e.time_ms, node, e.gpu, uuid, e.kind, e.value});
-    spdlog::warn("{} GPU {} ({}): {} {}", node, e.gpu, uuid, e.kind, e.value);
-    if (e.kind == "xid") {
-      proto::SampleRow row;
-      row.time_ms = e.time_ms;
-      row.gpu = e.gpu;
-      row.set(Field::kXidLast, static_cast<double>(e.value));
-      xids.rows.push_back(row);
-    }
-  }
-  if (auto s = store.AppendGpuEvents(records); !s.ok()) {
-    spdlog::error("events from {} not stored: {}", node, s.error().message);
-    return false;
-  }
-  if (!xids.rows.empty()) (void)telemetry.Ingest(uuids, xids);
-  for (const auto& e : events) {
-    if (e.kind == "xid" && e.gpu >= 0 && e.gpu < static_cast<int>(uuids.size())) {
-      health.OnXid(uuids[e.gpu], e.time_ms, static_cast<int>(e.value));
-    }
-  }
-  return true;
-}
-
-// The agent channel's receiver: registration and liveness go to the fleet, sample batches to
-// the telemetry store (acknowledged once they are in its write-ahead log).
-class AgentRouter : public proto::AgentHandler {
- public:
-  AgentRouter(FleetService& fleet, TelemetryStore& telemetry, store::FleetStore& store,
-              health::HealthService& health)
-      : fleet_(fleet), telemetry_(telemetry), store_(store), health_(health) {}
-  Result<proto::Welcome> OnHello(const proto::Hello& hello, const std::string& remote) override {
-    return fleet_.OnHello(hello, remote);
-  }
-  uint64_t OnConnected(const std::string& node) override { return fleet_.OnConnected(node); }
-  void OnClosed(const std::string& node, uint64_t connection) override {
-    fleet_.OnClosed(node, connection);
-  }
-  std::optional<proto::Message> OnMessage(const std::string& node,
-                                          const proto::Message& message) override {
-    fleet_.OnMessage(node, message);
-    if (const auto* result = std::get_if<proto::CommandResult>(&message)) {
-      health_.OnActionResult(node, *result);
-      return std::nullopt;
-    }
-    const auto* samples = std::get_if<proto::Samples>(&message);
-    if (!samples) return std::nullopt;
-    std::vector<std::string> uuids = fleet_.GpuUuids(node);
-    if (!samples->events.empty() &&
-        !RecordGpuEvents(store_, telemetry_, health_, node, uuids, samples->events)) {
-      return std::nullopt;
-    }
-    auto stored = telemetry_.Ingest(uuids, *samples);
-    if (!stored.ok()) {
-      // No ack: the agent keeps the batch and sends it again.
-      spdlog::error("telemetry from {} not stored: {}", node, stored.error().message);
-      return std::nullopt;
-    }
-    return proto::Message(proto::Ack{samples->seq});
-  }
-
- private:
-  FleetService& fleet_;
-  TelemetryStore& telemetry_;
-  store::FleetStore& store_;
-  health::HealthService& health_;
-};
-
-// Scrape mode's sink: a dcgm-exporter page registers or refreshes its node and is stored like an
-// agent's batch. dcgm-exporter shows only the last XID per GPU, so a change of that value to a
-// non-zero one is recorded as an XID event (a repeat of the same XID cannot be told apart).
-Status IngestScrape(FleetService& fleet, TelemetryStore& telemetry, store::FleetStore& store,
-                    health::HealthService& health, const scrape::ScrapeTarget& target, int64_t now,
-                    const scrape::DcgmReading& reading) {
-  auto pool = fleet.FindPool(target.pool);
-  if (!pool.ok()) return pool.error();
-  // Three missed scrapes (and a little slack) before the node turns unreachable.
-  GF_TRY(fleet.ObserveExporter(target.node, pool.value(), reading.facts, reading.gpus,
-                               3 * target.interval_ms + 5'000));
-  std::vector<std::string> uuids = fleet.GpuUuids(target.node);
-  proto::Samples batch;
-  std::vector<proto::GpuEvent> events;
-  for (proto::SampleRow row : reading.rows) {
-    row.time_ms = now;
-    if (row.has(Field::kXidLast) && row.gpu < static_cast<int>(uuids.size())) {
-      double xid = row.values[static_cast<size_t>(Field::kXidLast)];
-      auto last = telemetry.Latest(uuids[row.gpu], Field::kXidLast);
-      if (xid != 0 && (!last || last->v != xid)) {
-        events.push_back({now, row.gpu, "xid", static_cast<int64_t>(xid)});
-      }
-    }
-    batch.rows.push_back(row);
-  }
-  if (!events.empty() && !RecordGpuEvents(store, telemetry, health, target.node, uuids, events)) {
-    return MakeError(ErrorCode::kUnavailable, "XID events of " + target.node + " not stored");
-  }
-  auto stored = telemetry.Ingest(uuids, batch);
-  if (!stored.ok()) return stored.error();
-  return {};
-}
-
-// Every pool's exporters, as scrape targets.
-std::vector<scrape::ScrapeTarget> ScrapeTargets(FleetService& fleet) {
-  std::vector<scrape::ScrapeTarget> targets;
-  auto pools = fleet.Pools();
-  if (!pools.ok()) return targets;
-  for (const auto& p : pools.value()) {
-    for (const auto& e : p.exporters) {
-      targets.push_back({e.node, p.name, e.url, p.scrape_interval_ms});
-    }
-  }
-  return targets;
 }
 
 // The demo workload over the pools that have a size (null while there are none).
@@ -208,7 +86,7 @@ struct Controller::Impl {
   std::unique_ptr<workload::WorkloadGenerator> generator;  // the monitor thread's
   std::unique_ptr<alerting::Notifier> notifier;
   std::unique_ptr<alerting::SeriesReader> series_reader;  // the monitor thread's
-  std::unique_ptr<AgentRouter> agents;
+  std::unique_ptr<ingest::Ingest> ingest;  // the agent channel's handler, the scraper's sink
   std::unique_ptr<scrape::Scraper> scraper;
   std::unique_ptr<api::ApiServer> server;
   std::string address;
@@ -294,15 +172,14 @@ Status Controller::Start() {
   impl_->notifier = std::make_unique<alerting::Notifier>(*db.alerting, impl_->clock, "");
   GF_TRY(impl_->notifier->Load());
   impl_->series_reader = alerting::MakeTelemetryReader(*impl_->telemetry);
-  impl_->agents =
-      std::make_unique<AgentRouter>(*impl_->fleet, *impl_->telemetry, *db.fleet, *impl_->health);
+  impl_->ingest =
+      std::make_unique<ingest::Ingest>(*impl_->fleet, *impl_->telemetry, *db.fleet, *impl_->health);
   impl_->scraper = std::make_unique<scrape::Scraper>(
-      impl_->clock, [impl = impl_.get()](const scrape::ScrapeTarget& t, int64_t now,
-                                         const scrape::DcgmReading& r) {
-        return IngestScrape(*impl->fleet, *impl->telemetry, *impl->stores.fleet, *impl->health, t,
-                            now, r);
+      impl_->clock, [ingest = impl_->ingest.get()](const scrape::ScrapeTarget& t, int64_t now,
+                                                   const scrape::DcgmReading& r) {
+        return ingest->OnScrape(t, now, r);
       });
-  impl_->scraper->SetTargets(ScrapeTargets(*impl_->fleet));
+  impl_->scraper->SetTargets(ingest::ScrapeTargets(*impl_->fleet));
 
   api::ApiOptions ao;
   ao.listen = o.listen;
@@ -310,7 +187,7 @@ Status Controller::Start() {
   ao.threads = o.threads;
   impl_->server = std::make_unique<api::ApiServer>(
       ao, api::ApiDeps{*impl_->fleet, impl_->stores, impl_->catalog, impl_->clock,
-                       *impl_->telemetry, *impl_->agents,
+                       *impl_->telemetry, *impl_->ingest,
                        [s = impl_->scraper.get()] { return s->Targets(); }, impl_->health.get(),
                        impl_->notifier.get(), impl_->jobs.get(), impl_->scaling.get()});
   auto addr = impl_->server->Start();
@@ -361,7 +238,7 @@ Status Controller::Start() {
       // Pools change through apply; pick up their exporters within a few seconds.
       if (now >= next_targets) {
         next_targets = now + 5'000;
-        impl_->scraper->SetTargets(ScrapeTargets(*impl_->fleet));
+        impl_->scraper->SetTargets(ingest::ScrapeTargets(*impl_->fleet));
       }
       if (now >= next_health) {
         next_health = now + impl_->options.health_interval_ms;

@@ -46,6 +46,17 @@ Result<IngestResult> TelemetryStore::Ingest(const std::vector<std::string>& gpu_
       if (row.present & (1u << f)) points.push_back({ids[f], row.time_ms, row.values[f]});
     }
   }
+  // The batch's XID events set each GPU's "last XID" gauge, in the same append as its rows.
+  const size_t xid = static_cast<size_t>(Field::kXidLast);
+  std::vector<std::pair<GpuSeries*, tsdb::Sample>> xids;
+  for (const auto& e : samples.events) {
+    if (e.kind != "xid" || e.gpu < 0 || e.gpu >= static_cast<int>(gpu_uuids.size())) continue;
+    GpuSeries* gpu = nullptr;
+    GF_TRY_ASSIGN(gpu, IdsFor(gpu_uuids[e.gpu]));
+    double value = static_cast<double>(e.value);
+    points.push_back({gpu->ids[xid], e.time_ms, value});
+    xids.push_back({gpu, {e.time_ms, value}});
+  }
   if (points.empty()) return result;
   auto batch = engine_->Append(points);
   if (!batch.ok()) return batch.error();
@@ -63,6 +74,9 @@ Result<IngestResult> TelemetryStore::Ingest(const std::vector<std::string>& gpu_
       if ((row.present & (1u << f)) && row.time_ms > latest.t)
         latest = {row.time_ms, row.values[f]};
     }
+  }
+  for (const auto& [gpu, sample] : xids) {
+    if (sample.t > gpu->latest[xid].t) gpu->latest[xid] = sample;
   }
   return result;
 }

@@ -35,8 +35,9 @@ class TelemetryStore {
  public:
   static Result<std::unique_ptr<TelemetryStore>> Open(TelemetryOptions options);
 
-  // `gpu_uuids[i]` is the UUID of the node's GPU with index i. Returns once the batch is in the
-  // write-ahead log (safe to acknowledge).
+  // `gpu_uuids[i]` is the UUID of the node's GPU with index i. The batch's XID events set the
+  // GPUs' kXidLast gauge (in the same append). Returns once the batch is in the write-ahead log
+  // (safe to acknowledge).
   Result<IngestResult> Ingest(const std::vector<std::string>& gpu_uuids,
                               const proto::Samples& samples);
 

@@ -1,0 +1,102 @@
+#include "ingest/ingest.h"
+
+#include <spdlog/spdlog.h>
+
+namespace gpufleet::ingest {
+
+Result<proto::Welcome> Ingest::OnHello(const proto::Hello& hello, const std::string& remote) {
+  return fleet_.OnHello(hello, remote);
+}
+
+uint64_t Ingest::OnConnected(const std::string& node) { return fleet_.OnConnected(node); }
+
+void Ingest::OnClosed(const std::string& node, uint64_t connection) {
+  fleet_.OnClosed(node, connection);
+}
+
+std::optional<proto::Message> Ingest::OnMessage(const std::string& node,
+                                                const proto::Message& message) {
+  fleet_.OnMessage(node, message);
+  if (const auto* result = std::get_if<proto::CommandResult>(&message)) {
+    health_.OnActionResult(node, *result);
+    return std::nullopt;
+  }
+  const auto* samples = std::get_if<proto::Samples>(&message);
+  if (!samples) return std::nullopt;
+  std::vector<std::string> uuids = fleet_.GpuUuids(node);
+  if (!samples->events.empty() && !RecordGpuEvents(node, uuids, samples->events)) {
+    return std::nullopt;
+  }
+  // One append for the rows and the XID gauge of the events (TelemetryStore::Ingest).
+  auto stored = telemetry_.Ingest(uuids, *samples);
+  if (!stored.ok()) {
+    spdlog::error("telemetry from {} not stored: {}", node, stored.error().message);
+    return std::nullopt;
+  }
+  return proto::Message(proto::Ack{samples->seq});
+}
+
+bool Ingest::RecordGpuEvents(const std::string& node, const std::vector<std::string>& uuids,
+                             const std::vector<proto::GpuEvent>& events) {
+  std::vector<GpuEventRecord> records;
+  records.reserve(events.size());
+  for (const auto& e : events) {
+    bool known = e.gpu >= 0 && e.gpu < static_cast<int>(uuids.size());
+    records.push_back({0, e.time_ms, node, e.gpu, known ? uuids[e.gpu] : "", e.kind, e.value});
+    spdlog::warn("{} GPU {} ({}): {} {}", node, e.gpu, records.back().uuid, e.kind, e.value);
+  }
+  if (auto s = store_.AppendGpuEvents(records); !s.ok()) {
+    spdlog::error("events from {} not stored: {}", node, s.error().message);
+    return false;
+  }
+  for (const auto& r : records) {
+    if (r.kind == "xid" && !r.uuid.empty()) {
+      health_.OnXid(r.uuid, r.time_ms, static_cast<int>(r.value));
+    }
+  }
+  return true;
+}
+
+Status Ingest::OnScrape(const scrape::ScrapeTarget& target, int64_t now,
+                        const scrape::DcgmReading& reading) {
+  auto pool = fleet_.FindPool(target.pool);
+  if (!pool.ok()) return pool.error();
+  // Three missed scrapes (and a little slack) before the node turns unreachable.
+  GF_TRY(fleet_.ObserveExporter(target.node, pool.value(), reading.facts, reading.gpus,
+                                3 * target.interval_ms + 5'000));
+  std::vector<std::string> uuids = fleet_.GpuUuids(target.node);
+  proto::Samples batch;
+  std::vector<proto::GpuEvent> events;
+  for (proto::SampleRow row : reading.rows) {
+    row.time_ms = now;
+    if (row.has(Field::kXidLast) && row.gpu < static_cast<int>(uuids.size())) {
+      double xid = row.values[static_cast<size_t>(Field::kXidLast)];
+      auto last = telemetry_.Latest(uuids[row.gpu], Field::kXidLast);
+      if (xid != 0 && (!last || last->v != xid)) {
+        events.push_back({now, row.gpu, "xid", static_cast<int64_t>(xid)});
+      }
+    }
+    batch.rows.push_back(row);
+  }
+  // The rows carry the XID gauge already: the events go to the store and health only.
+  if (!events.empty() && !RecordGpuEvents(target.node, uuids, events)) {
+    return MakeError(ErrorCode::kUnavailable, "XID events of " + target.node + " not stored");
+  }
+  auto stored = telemetry_.Ingest(uuids, batch);
+  if (!stored.ok()) return stored.error();
+  return {};
+}
+
+std::vector<scrape::ScrapeTarget> ScrapeTargets(FleetService& fleet) {
+  std::vector<scrape::ScrapeTarget> targets;
+  auto pools = fleet.Pools();
+  if (!pools.ok()) return targets;
+  for (const auto& p : pools.value()) {
+    for (const auto& e : p.exporters) {
+      targets.push_back({e.node, p.name, e.url, p.scrape_interval_ms});
+    }
+  }
+  return targets;
+}
+
+}  // namespace gpufleet::ingest

@@ -1,0 +1,168 @@
+// Ingest over the real fleet, store, telemetry store and health model: what an agent's batch
+// and a scraped page leave in each.
+
+#include "ingest/ingest.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "config/fleet_spec.h"
+
+namespace gpufleet::ingest {
+namespace {
+
+class IngestTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gf-ingest-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    store_ = store::Open("sqlite:" + (dir_ / "db").string()).value();
+    fleet_ = std::make_unique<FleetService>(*store_.fleet, *store_.tokens, GpuCatalog::Builtin(),
+                                            clock_, FleetOptions{});
+    ASSERT_TRUE(fleet_->Load().ok());
+    auto spec = ParseFleetSpec(R"(apiVersion: gpufleet/v1
+kind: Fleet
+clusters:
+  - name: train
+    type: training
+    site: s1
+    pools:
+      - {name: h100, gpu_model: H100-SXM5-80GB, gpus_per_node: 2}
+)",
+                               "fleet.yaml", *GpuCatalog::Builtin());
+    ASSERT_TRUE(spec.ok()) << spec.error().message;
+    ASSERT_TRUE(fleet_->Apply(spec.value()).ok());
+    telemetry_ = std::move(TelemetryStore::Open({(dir_ / "tsdb").string(), {}}).value());
+    health_ = std::make_unique<health::HealthService>(*fleet_, *telemetry_, *store_.fleet,
+                                                      *store_.audit, GpuCatalog::Builtin(),
+                                                      XidCatalog::Builtin(), clock_);
+    ingest_ = std::make_unique<Ingest>(*fleet_, *telemetry_, *store_.fleet, *health_);
+    proto::Hello h;
+    h.join_token = fleet_->CreateJoinToken("h100", 3'600'000, "test")->secret;
+    h.facts.hostname = "n1";
+    for (int i = 0; i < 2; ++i) {
+      Gpu g;
+      g.index = i;
+      g.uuid = "GPU-n1-" + std::to_string(i);
+      g.name = "NVIDIA H100 80GB HBM3";
+      h.gpus.push_back(g);
+    }
+    ASSERT_TRUE(ingest_->OnHello(h, "10.0.0.1").ok());
+  }
+  void TearDown() override {
+    ingest_.reset();
+    health_.reset();
+    telemetry_.reset();
+    fleet_.reset();
+    store_ = {};
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::filesystem::path dir_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(1'800'000'000'000);
+  store::Stores store_;
+  std::unique_ptr<FleetService> fleet_;
+  std::unique_ptr<TelemetryStore> telemetry_;
+  std::unique_ptr<health::HealthService> health_;
+  std::unique_ptr<Ingest> ingest_;
+};
+
+TEST_F(IngestTest, ABatchWithAnXidIsStoredOnceEverywhereAndAcknowledged) {
+  const int64_t t = clock_->NowMs();
+  proto::Samples batch;
+  batch.seq = 7;
+  for (int gpu = 0; gpu < 2; ++gpu) {
+    proto::SampleRow row;
+    row.time_ms = t;
+    row.gpu = gpu;
+    row.set(Field::kGpuUtil, 50 + gpu);
+    batch.rows.push_back(row);
+  }
+  batch.events.push_back({t + 1, 1, "xid", 79});
+  uint64_t before = telemetry_->samples_ingested();
+  auto reply = ingest_->OnMessage("n1", proto::Message(batch));
+  ASSERT_TRUE(reply.has_value());
+  ASSERT_TRUE(std::holds_alternative<proto::Ack>(*reply));
+  EXPECT_EQ(std::get<proto::Ack>(*reply).seq, 7);
+  // Two utilisation points and one XID gauge point, in one append.
+  EXPECT_EQ(telemetry_->samples_ingested() - before, 3u);
+  auto gauge = telemetry_->Latest("GPU-n1-1", Field::kXidLast);
+  ASSERT_TRUE(gauge.has_value());
+  EXPECT_EQ(gauge->v, 79);
+  EXPECT_EQ(gauge->t, t + 1);
+  EXPECT_FALSE(telemetry_->Latest("GPU-n1-0", Field::kXidLast).has_value());
+  auto events = store_.fleet->ListGpuEvents("n1", "xid", 10);
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ(events->at(0).uuid, "GPU-n1-1");
+  EXPECT_EQ(events->at(0).value, 79);
+  auto seen = health_->RecentXids();
+  ASSERT_EQ(seen["GPU-n1-1"].size(), 1u);
+  EXPECT_EQ(seen["GPU-n1-1"][0].xid, 79);
+  // The agent sends the batch again (its ack was lost): nothing is stored twice.
+  ASSERT_TRUE(ingest_->OnMessage("n1", proto::Message(batch)).has_value());
+  EXPECT_EQ(telemetry_->samples_ingested() - before, 3u);
+  EXPECT_EQ(store_.fleet->ListGpuEvents("n1", "xid", 10)->size(), 1u);
+}
+
+TEST_F(IngestTest, AScrapedXidChangeIsOneEventAndTheGaugeComesFromThePage) {
+  scrape::ScrapeTarget target{"legacy-1", "h100", "http://127.0.0.1:9/metrics", 15'000};
+  scrape::DcgmReading reading;
+  reading.facts.hostname = "legacy-1";
+  for (int i = 0; i < 2; ++i) {
+    Gpu g;
+    g.index = i;
+    g.uuid = "GPU-legacy-" + std::to_string(i);
+    g.name = "NVIDIA H100 80GB HBM3";
+    reading.gpus.push_back(g);
+    proto::SampleRow row;
+    row.gpu = i;
+    row.set(Field::kXidLast, i == 0 ? 0 : 48);
+    reading.rows.push_back(row);
+  }
+  const int64_t t = clock_->NowMs();
+  ASSERT_TRUE(ingest_->OnScrape(target, t, reading).ok());
+  ASSERT_TRUE(ingest_->OnScrape(target, t + 15'000, reading).ok());  // the same XID: no event
+  auto events = store_.fleet->ListGpuEvents("legacy-1", "xid", 10);
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ(events->at(0).value, 48);
+  EXPECT_EQ(telemetry_->Latest("GPU-legacy-1", Field::kXidLast)->v, 48);
+  EXPECT_EQ(fleet_->GetNode("legacy-1")->pool, "h100");
+}
+
+TEST(ScrapeTargets, ComeFromEveryPoolsExporters) {
+  auto dir = std::filesystem::temp_directory_path() / ("gf-ingest-t-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto stores = store::Open("sqlite:" + (dir / "db").string()).value();
+  FleetService fleet(*stores.fleet, *stores.tokens, GpuCatalog::Builtin(),
+                     std::make_shared<ManualClock>(), FleetOptions{});
+  auto spec = ParseFleetSpec(R"(apiVersion: gpufleet/v1
+kind: Fleet
+clusters:
+  - name: c
+    type: inference
+    site: s
+    pools:
+      - name: l4
+        gpu_model: L4
+        gpus_per_node: 1
+        scrape_interval: 30s
+        exporters: [{node: a, url: "http://10.0.0.1:9400/metrics"}]
+)",
+                             "fleet.yaml", *GpuCatalog::Builtin());
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  ASSERT_TRUE(fleet.Apply(spec.value()).ok());
+  auto targets = ScrapeTargets(fleet);
+  ASSERT_EQ(targets.size(), 1u);
+  EXPECT_EQ(targets[0].node, "a");
+  EXPECT_EQ(targets[0].pool, "l4");
+  EXPECT_EQ(targets[0].interval_ms, 30'000);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpufleet::ingest
