@@ -1,4 +1,5 @@
-// Telemetry reads: GET /api/v1/query (the latest value of a field for every selected GPU) and
+// Telemetry reads: GET /api/v1/query (the latest value of a field for every selected GPU),
+// GET /api/v1/query_range (parsing and rendering; the query is telemetry/query.h) and
 // GET /metrics (Prometheus text format 0.0.4 under dcgm-exporter's names, plus the
 // controller's own gauges and counters).
 
@@ -10,6 +11,7 @@
 
 #include "api/json_util.h"
 #include "model/json.h"
+#include "telemetry/query.h"
 
 namespace json = boost::json;
 
@@ -170,56 +172,6 @@ Result<int64_t> TimeParam(const Request& req, const char* key, int64_t now, int6
   return std::stoll(v);
 }
 
-// The 95th percentile by nearest rank (the value at rank ceil(0.95 n)); sorts `values`.
-double P95(std::vector<double>& values) {
-  size_t rank = (values.size() * 95 + 99) / 100;
-  std::nth_element(values.begin(), values.begin() + (rank - 1), values.end());
-  return values[rank - 1];
-}
-
-// One step's aggregate: of a GPU's samples (by=gpu) or of the GPUs' step values (by=group).
-struct StepAcc {
-  double min = 0, max = 0, sum = 0, count = 0;
-  std::vector<double> values;  // kept for p95 only
-  void Add(double mn, double mx, double s, double c, double v, bool keep) {
-    min = count ? std::min(min, mn) : mn;
-    max = count ? std::max(max, mx) : mx;
-    sum += s;
-    count += c;
-    if (keep) values.push_back(v);
-  }
-  double Value(const std::string& agg) {
-    if (agg == "min") return min;
-    if (agg == "max") return max;
-    if (agg == "sum") return sum;
-    if (agg == "p95") return P95(values);
-    return sum / count;
-  }
-};
-
-// Tier buckets on a grid of steps over [start, start + n*step).
-std::vector<StepAcc> Grid(const std::vector<tsdb::Bucket>& buckets, int64_t start, int64_t step,
-                          size_t n, bool p95) {
-  std::vector<StepAcc> grid(n);
-  for (const auto& b : buckets) {
-    if (b.start < start || b.count <= 0) continue;
-    size_t i = static_cast<size_t>((b.start - start) / step);
-    if (i >= n) continue;
-    grid[i].Add(b.min, b.max, b.sum, b.count, b.sum / b.count, p95);
-  }
-  return grid;
-}
-
-json::array Points(std::vector<StepAcc>& grid, int64_t start, int64_t step,
-                   const std::string& agg) {
-  json::array points;
-  for (size_t i = 0; i < grid.size(); ++i) {
-    if (grid[i].count <= 0) continue;
-    points.push_back(json::array{start + static_cast<int64_t>(i) * step, grid[i].Value(agg)});
-  }
-  return points;
-}
-
 // What a telemetry read needs of a selected GPU, copied out of the registry so that the read
 // itself runs without holding the fleet's lock.
 struct GpuRef {
@@ -269,98 +221,58 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx) {
         if (!end.ok()) return ErrorResponse(end.error());
         auto start = TimeParam(req, "start", now, end.value() - 3'600'000);
         if (!start.ok()) return ErrorResponse(start.error());
+        // Checked by QueryRange (-1: not a duration).
         int64_t step = req.Param("step").empty() ? 60'000 : ParseDurationMs(req.Param("step"));
-        if (step <= 0)
-          return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
-                                         "'step' must be a duration such as 1s, 1m, 1h"));
-        if (start.value() >= end.value())
-          return ErrorResponse(
-              MakeError(ErrorCode::kInvalidArgument, "'start' must be before 'end'"));
-        if ((end.value() - start.value()) / step > 11'000) {
-          return ErrorResponse(
-              MakeError(ErrorCode::kInvalidArgument,
-                        "too many points: at most 11000 steps per series; use a larger step"));
-        }
         std::string agg = req.Param("agg").empty() ? "avg" : req.Param("agg");
-        if (agg != "avg" && agg != "min" && agg != "max" && agg != "sum" && agg != "p95") {
+        auto parsed_agg = ParseRangeAgg(agg);
+        if (!parsed_agg) {
           return ErrorResponse(
               MakeError(ErrorCode::kInvalidArgument, "'agg' must be avg, min, max, sum or p95"));
         }
         std::string by = req.Param("by").empty() ? "gpu" : req.Param("by");
-        if (by != "gpu" && by != "node" && by != "pool" && by != "cluster") {
+        auto parsed_by = ParseRangeBy(by);
+        if (!parsed_by) {
           return ErrorResponse(
               MakeError(ErrorCode::kInvalidArgument, "'by' must be gpu, node, pool or cluster"));
         }
-        tsdb::Resolution resolution = step >= 3'600'000 ? tsdb::Resolution::kHour
-                                      : step >= 60'000  ? tsdb::Resolution::kMinute
-                                                        : tsdb::Resolution::kRaw;
-        size_t steps = static_cast<size_t>((end.value() - start.value() + step - 1) / step);
+        std::vector<RangeGpu> gpus;
+        for (GpuRef& g : SelectGpus(ctx, req, who)) {
+          gpus.push_back({std::move(g.node), std::move(g.cluster), std::move(g.pool),
+                          std::move(g.uuid), g.index});
+        }
+        RangeQuery query{*field, start.value(), end.value(), step, *parsed_agg, *parsed_by};
+        auto result = QueryRange(ctx.telemetry, query, gpus);
+        if (!result.ok()) return ErrorResponse(result.error());
         json::array series;
-        // by=node|pool|cluster: each GPU is first reduced to one value per step (its min for
-        // agg=min, its max for max, else its mean), then `agg` runs across the group's GPUs:
-        // sum is e.g. a pool's power, p95 the hot tail of its GPUs.
-        struct Group {
-          json::object labels;
-          std::vector<StepAcc> grid;
-          int gpus = 0;
-        };
-        std::map<std::string, Group> groups;
-        // One reply holds at most this many points (about 40 MB of JSON, or of accumulators).
-        constexpr size_t kMaxPoints = 2'000'000;
-        bool too_many = false;
-        for (const GpuRef& g : SelectGpus(ctx, req, who)) {
-          if (too_many) break;
-          if ((std::max(series.size(), groups.size()) + 1) * steps > kMaxPoints) {
-            too_many = true;
-            break;
+        for (const RangeSeries& s : result->series) {
+          json::array points;
+          for (const auto& [t, v] : s.points) points.push_back(json::array{t, v});
+          const RangeGpu& l = s.labels;
+          json::object o;
+          switch (query.by) {
+            case RangeBy::kGpu:
+              o = {{"node", l.node},
+                   {"gpu", l.index},
+                   {"uuid", l.uuid},
+                   {"cluster", l.cluster},
+                   {"pool", l.pool}};
+              break;
+            case RangeBy::kNode:
+              o = {{"node", l.node}, {"cluster", l.cluster}, {"pool", l.pool}, {"gpus", s.gpus}};
+              break;
+            case RangeBy::kPool:
+              o = {{"pool", l.pool}, {"cluster", l.cluster}, {"gpus", s.gpus}};
+              break;
+            case RangeBy::kCluster:
+              o = {{"cluster", l.cluster}, {"gpus", s.gpus}};
+              break;
           }
-          auto buckets =
-              ctx.telemetry.Range(g.uuid, *field, resolution, start.value(), end.value());
-          if (by == "gpu") {
-            auto grid = Grid(buckets, start.value(), step, steps, agg == "p95");
-            series.push_back(json::object{{"node", g.node},
-                                          {"gpu", g.index},
-                                          {"uuid", g.uuid},
-                                          {"cluster", g.cluster},
-                                          {"pool", g.pool},
-                                          {"points", Points(grid, start.value(), step, agg)}});
-            continue;
-          }
-          const std::string& key = by == "node" ? g.node : by == "pool" ? g.pool : g.cluster;
-          Group& group = groups[key];
-          if (group.grid.empty()) {
-            group.grid.resize(steps);
-            group.labels =
-                by == "node"
-                    ? json::object{{"node", g.node}, {"cluster", g.cluster}, {"pool", g.pool}}
-                : by == "pool" ? json::object{{"pool", g.pool}, {"cluster", g.cluster}}
-                               : json::object{{"cluster", g.cluster}};
-          }
-          ++group.gpus;
-          std::string per_gpu = agg == "min" || agg == "max" ? agg : "avg";
-          auto grid = Grid(buckets, start.value(), step, steps, false);
-          for (size_t i = 0; i < steps; ++i) {
-            if (grid[i].count <= 0) continue;
-            double v = grid[i].Value(per_gpu);
-            group.grid[i].Add(v, v, v, 1, v, agg == "p95");
-          }
-        }
-        if (too_many) {
-          return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
-                                         "too many points: at most " + std::to_string(kMaxPoints) +
-                                             " series x steps (" + std::to_string(steps) +
-                                             " steps each); narrow the selection, group it with "
-                                             "'by', or use a larger step"));
-        }
-        for (auto& [_, group] : groups) {
-          json::object o = std::move(group.labels);
-          o["gpus"] = group.gpus;
-          o["points"] = Points(group.grid, start.value(), step, agg);
+          o["points"] = std::move(points);
           series.push_back(std::move(o));
         }
-        const char* tier = resolution == tsdb::Resolution::kHour     ? "1h"
-                           : resolution == tsdb::Resolution::kMinute ? "1m"
-                                                                     : "raw";
+        const char* tier = result->tier == tsdb::Resolution::kHour     ? "1h"
+                           : result->tier == tsdb::Resolution::kMinute ? "1m"
+                                                                       : "raw";
         return ObjectResponse(200, {{"metric", Info(*field).name},
                                     {"unit", Info(*field).unit},
                                     {"start", start.value()},
