@@ -180,6 +180,66 @@ TEST_F(FleetTest, CordonSurvivesAnOutage) {
   EXPECT_EQ(fleet_->Act("nope", NodeAction::kCordon, "a").error().code, ErrorCode::kNotFound);
 }
 
+// The SQLite store's fleet tables behind a switch that makes writes of nodes fail, as a
+// database that went away would.
+class SwitchedFleetStore : public store::FleetStore {
+ public:
+  explicit SwitchedFleetStore(store::FleetStore& real) : real_(real) {}
+  bool down = false;
+  Status ApplyFleet(const std::vector<Cluster>& c, const std::vector<Pool>& p) override {
+    return real_.ApplyFleet(c, p);
+  }
+  Result<std::vector<Cluster>> ListClusters() override { return real_.ListClusters(); }
+  Result<std::vector<Pool>> ListPools() override { return real_.ListPools(); }
+  Status SaveNode(const Node& n, const std::vector<NodeEvent>& e) override {
+    if (down) return MakeError(ErrorCode::kUnavailable, "store: the database is away");
+    return real_.SaveNode(n, e);
+  }
+  Result<std::vector<Node>> LoadNodes() override { return real_.LoadNodes(); }
+  Result<std::vector<NodeEvent>> ListNodeEvents(const std::string& n, int limit) override {
+    return real_.ListNodeEvents(n, limit);
+  }
+  Status AppendGpuEvents(const std::vector<GpuEventRecord>& e) override {
+    return real_.AppendGpuEvents(e);
+  }
+  Result<std::vector<GpuEventRecord>> ListGpuEvents(const std::string& n, const std::string& k,
+                                                    int limit) override {
+    return real_.ListGpuEvents(n, k, limit);
+  }
+
+ private:
+  store::FleetStore& real_;
+};
+
+TEST_F(FleetTest, AChangeWhoseWriteFailedIsWrittenWhenTheStoreReturns) {
+  SwitchedFleetStore switched(*store_.fleet);
+  FleetOptions o;
+  o.heartbeat_interval_ms = 1000;
+  o.heartbeat_timeout_ms = 5000;
+  FleetService fleet(switched, *store_.tokens, GpuCatalog::Builtin(), clock_, o);
+  ASSERT_TRUE(fleet.Load().ok());
+  ASSERT_TRUE(fleet.OnHello(Hello("gpu-r", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
+  switched.down = true;
+  clock_->Advance(10'000);
+  EXPECT_EQ(fleet.CheckHeartbeats(), 1);
+  EXPECT_EQ(fleet.GetNode("gpu-r")->state, NodeState::kUnreachable);     // in memory at once
+  EXPECT_EQ(store_.fleet->LoadNodes()->at(0).state, NodeState::kReady);  // not yet stored
+  // A new node is refused while its registration cannot be stored, and not retried later.
+  EXPECT_EQ(fleet.OnHello(Hello("gpu-s", 8, "NVIDIA H100 80GB HBM3"), "x").error().code,
+            ErrorCode::kUnavailable);
+  EXPECT_FALSE(fleet.GetNode("gpu-s").ok());
+  fleet.CheckHeartbeats();  // still away: kept
+  switched.down = false;
+  fleet.CheckHeartbeats();  // back: written, with the event of the change
+  auto stored = store_.fleet->LoadNodes();
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ(stored->at(0).state, NodeState::kUnreachable);
+  auto events = store_.fleet->ListNodeEvents("gpu-r", 10);
+  ASSERT_EQ(events->size(), 3u);  // joining, ready, unreachable
+  EXPECT_EQ(events->at(0).to, "unreachable");
+  EXPECT_NE(events->at(0).reason.find("no heartbeat"), std::string::npos);
+}
+
 TEST_F(FleetTest, RestartKeepsNodesAndGivesThemTimeToReconnect) {
   ASSERT_TRUE(fleet_->OnHello(Hello("gpu-i", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
   clock_->Advance(60'000);  // the controller was down a minute

@@ -26,6 +26,23 @@ clusters:
 
 constexpr int64_t kHour = 3'600'000;
 
+// The SQLite store's jobs behind a switch that makes it unavailable, as a database that went
+// away would; every JobsTest goes through it (up, it only forwards).
+class SwitchedJobStore : public store::JobStore {
+ public:
+  explicit SwitchedJobStore(store::JobStore& real) : real_(real) {}
+  bool down = false;
+  Status SaveJobs(const std::vector<JobRecord>& jobs) override {
+    if (down) return MakeError(ErrorCode::kUnavailable, "store: the database is away");
+    return real_.SaveJobs(jobs);
+  }
+  Result<std::vector<JobRecord>> ListJobs() override { return real_.ListJobs(); }
+  Status DeleteEndedJobsBefore(int64_t t) override { return real_.DeleteEndedJobsBefore(t); }
+
+ private:
+  store::JobStore& real_;
+};
+
 class JobsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -48,11 +65,13 @@ class JobsTest : public ::testing::Test {
     fleet_ = std::make_unique<FleetService>(*store_.fleet, *store_.tokens, GpuCatalog::Builtin(),
                                             clock_, FleetOptions{});
     ASSERT_TRUE(fleet_->Load().ok());
-    jobs_ = std::make_unique<JobService>(*fleet_, *store_.jobs, clock_, 10 * 60'000, kHour);
+    switched_ = std::make_unique<SwitchedJobStore>(*store_.jobs);
+    jobs_ = std::make_unique<JobService>(*fleet_, *switched_, clock_, 10 * 60'000, kHour);
     ASSERT_TRUE(jobs_->Load().ok());
   }
   void Close() {
     jobs_.reset();
+    switched_.reset();
     fleet_.reset();
     store_ = {};
   }
@@ -98,8 +117,35 @@ class JobsTest : public ::testing::Test {
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
   store::Stores store_;
   std::unique_ptr<FleetService> fleet_;
+  std::unique_ptr<SwitchedJobStore> switched_;
   std::unique_ptr<JobService> jobs_;
 };
+
+TEST_F(JobsTest, AStoreOutageRefusesNewJobsAndKeepsOtherChangesUntilItReturns) {
+  AddNodes({"n1"});
+  switched_->down = true;
+  JobSpec s;
+  s.team = "vision";
+  s.pool = "h100";
+  s.gpus = 2;
+  auto refused = jobs_->Submit(s);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kUnavailable);  // the API's 503
+  EXPECT_EQ(refused.error().message.rfind("job not submitted: ", 0), 0u);
+  EXPECT_TRUE(Stored().empty());
+  switched_->down = false;
+  Job a = Submit(2);  // stored before it is acknowledged, then placed
+  EXPECT_EQ(a.state, JobState::kRunning);
+  EXPECT_FALSE(jobs_->Get(a.id - 1).ok());  // the refused one was never queued
+  switched_->down = true;
+  ASSERT_TRUE(jobs_->Cancel(a.id).ok());  // applied; its write fails and is kept
+  jobs_->Tick();                          // still away
+  switched_->down = false;
+  jobs_->Tick();  // written now
+  Close();
+  Open();
+  EXPECT_EQ(jobs_->Get(a.id)->state, JobState::kCancelled);
+}
 
 // Live, the same queue keeps nodes for a job that has waited long (sched::Queue): its reason
 // names them, a small job submitted then waits instead of landing there, and the wide job
