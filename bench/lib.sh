@@ -18,12 +18,15 @@ bench_synthetic_traces() {
   done
 }
 
-# bench_controller DIR: starts `gpufleet serve` on DIR and applies the bench fleet; sets `ctl`
-# (its pid), `addr` and `token` (a join token for pool h100).
+# bench_controller DIR [STORE_URL]: starts `gpufleet serve` on DIR (its store: SQLite in DIR, or
+# STORE_URL) and applies the bench fleet; sets `ctl` (its pid), `addr` and `token` (a join token
+# for pool h100).
 bench_controller() {
   local dir=$1
+  local store=()
+  [[ -n "${2:-}" ]] && store=(--store "$2")
   mkdir -p "$dir"
-  $bin --data-dir "$dir" serve --listen 127.0.0.1:0 --log-level warn >"$dir/serve.log" 2>&1 &
+  $bin --data-dir "$dir" serve --listen 127.0.0.1:0 --log-level warn "${store[@]}" >"$dir/serve.log" 2>&1 &
   ctl=$!
   for _ in $(seq 100); do [[ -s $dir/controller.addr ]] && break; sleep 0.1; done
   addr=$(cat "$dir/controller.addr")

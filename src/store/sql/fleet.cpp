@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 
 #include "common/json_text.h"
@@ -101,6 +102,69 @@ Result<std::vector<Pool>> SqlStore::ListPools() {
   });
 }
 
+namespace {
+
+// The node's GPUs replace its old ones in two statements whatever their number (over a network
+// each statement is a round trip, and a registration storm saves every node). A GPU moved
+// between nodes keeps its UUID: the newest report wins. At most 64 GPUs a statement keeps the
+// parameters within SQLite's oldest limit (999).
+void ReplaceGpus(soci::session& sql, const Node& n) {
+  constexpr size_t kChunk = 64;
+  for (size_t from = 0; from == 0 || from < n.gpus.size(); from += kChunk) {
+    size_t to = std::min(n.gpus.size(), from + kChunk);
+    std::vector<long long> ints;  // idx, memory, MIG mode per GPU; its addresses are bound
+    ints.reserve(3 * (to - from));
+    soci::statement del(sql);
+    del.alloc();
+    std::string uuids;
+    if (from == 0) del.exchange(soci::use(n.name));
+    for (size_t i = from; i < to; ++i) {
+      uuids += (uuids.empty() ? ":u" : ", :u") + std::to_string(i);
+      del.exchange(soci::use(n.gpus[i].uuid));
+    }
+    std::string where = from == 0 ? "node = :n" : "";
+    if (!uuids.empty()) where += (where.empty() ? "uuid IN (" : " OR uuid IN (") + uuids + ")";
+    del.prepare("DELETE FROM gpus WHERE " + where);
+    del.define_and_bind();
+    del.execute(true);
+    if (from == to) return;
+    soci::statement ins(sql);
+    ins.alloc();
+    std::string rows;
+    for (size_t i = from; i < to; ++i) {
+      const Gpu& g = n.gpus[i];
+      ints.push_back(g.index);
+      ints.push_back(static_cast<long long>(g.memory_total_bytes));
+      ints.push_back(g.mig_mode);
+      const long long* v = &ints[ints.size() - 3];
+      std::string k = std::to_string(i);
+      rows += (rows.empty() ? "(" : ", (") + (":u" + k) + ", :n" + k + ", :i" + k + ", :s" + k +
+              ", :na" + k + ", :m" + k + ", :p" + k + ", :mem" + k + ", :v" + k + ", :inf" + k +
+              ", :mig" + k + ", :e" + k + ")";
+      ins.exchange(soci::use(g.uuid));
+      ins.exchange(soci::use(n.name));
+      ins.exchange(soci::use(v[0]));
+      ins.exchange(soci::use(g.serial));
+      ins.exchange(soci::use(g.name));
+      ins.exchange(soci::use(g.model));
+      ins.exchange(soci::use(g.pci_bus_id));
+      ins.exchange(soci::use(v[1]));
+      ins.exchange(soci::use(g.vbios_version));
+      ins.exchange(soci::use(g.inforom_version));
+      ins.exchange(soci::use(v[2]));
+      ins.exchange(soci::use(g.error));
+    }
+    ins.prepare(
+        "INSERT INTO gpus (uuid, node, idx, serial, name, model, pci_bus_id, memory_total, "
+        "vbios, inforom, mig_mode, error) VALUES " +
+        rows);
+    ins.define_and_bind();
+    ins.execute(true);
+  }
+}
+
+}  // namespace
+
 Status SqlStore::SaveNode(const Node& n, const std::vector<NodeEvent>& events) {
   return Run([&](soci::session& sql) -> Status {
     soci::transaction tx(sql);
@@ -119,19 +183,7 @@ Status SqlStore::SaveNode(const Node& n, const std::vector<NodeEvent>& events) {
         soci::use(n.name), soci::use(n.cluster), soci::use(n.pool), soci::use(state),
         soci::use(resume), soci::use(n.reason), soci::use(facts), soci::use(simulated),
         soci::use(registered), soci::use(seen), soci::use(since), soci::use(n.token_hash);
-    sql << "DELETE FROM gpus WHERE node = :n", soci::use(n.name);
-    for (const auto& g : n.gpus) {
-      long long idx = g.index, mem = static_cast<long long>(g.memory_total_bytes), mig = g.mig_mode;
-      // A GPU moved between nodes keeps its UUID: the newest report wins.
-      sql << "DELETE FROM gpus WHERE uuid = :u", soci::use(g.uuid);
-      sql << "INSERT INTO gpus (uuid, node, idx, serial, name, model, pci_bus_id, "
-             "memory_total, vbios, inforom, mig_mode, error) VALUES "
-             "(:u, :n, :i, :s, :na, :m, :p, :mem, :v, :inf, :mig, :e)",
-          soci::use(g.uuid), soci::use(n.name), soci::use(idx), soci::use(g.serial),
-          soci::use(g.name), soci::use(g.model), soci::use(g.pci_bus_id), soci::use(mem),
-          soci::use(g.vbios_version), soci::use(g.inforom_version), soci::use(mig),
-          soci::use(g.error);
-    }
+    ReplaceGpus(sql, n);
     for (const auto& e : events) {
       long long t = e.time_ms;
       sql << "INSERT INTO node_events (node, time_ms, from_state, to_state, reason, actor) "

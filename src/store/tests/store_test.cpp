@@ -142,6 +142,22 @@ TEST_P(StoreTest, GpuMovingBetweenNodesKeepsOneRow) {
   EXPECT_EQ(total, 1u);
 }
 
+TEST_P(StoreTest, ManyGpusAreWrittenInChunksAndReplacedWhole) {
+  Node n = MakeNode("big", 130);  // three statements of at most 64 GPUs
+  ASSERT_TRUE(store_.fleet->SaveNode(n, {}).ok());
+  Reopen();
+  auto nodes = store_.fleet->LoadNodes();
+  ASSERT_EQ(nodes->at(0).gpus.size(), 130u);
+  EXPECT_EQ(nodes->at(0).gpus[129].uuid, "big-gpu-129");
+  EXPECT_EQ(nodes->at(0).gpus[129].index, 129);
+  n.gpus.resize(1);
+  ASSERT_TRUE(store_.fleet->SaveNode(n, {}).ok());
+  EXPECT_EQ(store_.fleet->LoadNodes()->at(0).gpus.size(), 1u);
+  n.gpus.clear();
+  ASSERT_TRUE(store_.fleet->SaveNode(n, {}).ok());
+  EXPECT_TRUE(store_.fleet->LoadNodes()->at(0).gpus.empty());
+}
+
 TEST_P(StoreTest, TokensAreFoundByHashAndRevoked) {
   ASSERT_TRUE(store_.tokens->CreateJoinToken({"jt-1", "p1", "h1", "me", 1, 0, false}).ok());
   ApiToken t;
