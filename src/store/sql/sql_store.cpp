@@ -37,19 +37,25 @@ std::string Short(std::string what) {
   return what;
 }
 
+// For the log: the statement but not its bound values (`... with :s="a webhook secret"`).
+std::string WithoutValues(std::string what) {
+  if (auto pos = what.find("\" with :"); pos != std::string::npos) what.resize(pos + 1);
+  return what;
+}
+
 }  // namespace
 
 Error StoreError(const std::exception& e) {
   std::string what = e.what();
-  // The whole text goes to the log; the caller (and so an API client) gets the short one.
+  // The statement goes to the log; the caller (and so an API client) gets the short text.
   // SQLite: "UNIQUE constraint failed"; PostgreSQL: "duplicate key value violates unique
   // constraint".
   if (what.find("UNIQUE constraint") != std::string::npos ||
       what.find("duplicate key value") != std::string::npos) {
-    spdlog::debug("store: {}", what);
+    spdlog::debug("store: {}", WithoutValues(what));
     return MakeError(ErrorCode::kConflict, "already exists: " + Short(what));
   }
-  spdlog::warn("store: {}", what);
+  spdlog::warn("store: {}", WithoutValues(what));
   return MakeError(ErrorCode::kUnavailable, "store: " + Short(what));
 }
 

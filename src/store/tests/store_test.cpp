@@ -1,6 +1,8 @@
 #include "store/store.h"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -262,6 +264,29 @@ TEST_P(StoreTest, AlertingChannelsOutboxAndAlertStates) {
   ASSERT_TRUE(store_.alerting->DeleteChannel("hook").ok());
   EXPECT_TRUE(store_.alerting->DueNotifications(1000, 10)->empty());
   EXPECT_EQ(store_.alerting->DeleteChannel("hook").error().code, ErrorCode::kNotFound);
+}
+
+TEST_P(StoreTest, ErrorsAndLogsNameNoBoundValue) {
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(16);
+  spdlog::default_logger()->sinks().push_back(sink);
+  auto level = spdlog::get_level();
+  spdlog::set_level(spdlog::level::debug);
+  Channel c{"hook", "webhook", "http://x", "hunter2-webhook-key", 1, "", ""};
+  ASSERT_TRUE(store_.alerting->CreateChannel(c).ok());
+  auto again = store_.alerting->CreateChannel(c);
+  spdlog::set_level(level);
+  auto& sinks = spdlog::default_logger()->sinks();
+  sinks.erase(std::find(sinks.begin(), sinks.end(), sink));
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, ErrorCode::kConflict);
+  EXPECT_EQ(again.error().message.find("hunter2"), std::string::npos) << again.error().message;
+  EXPECT_EQ(again.error().message.find("INSERT"), std::string::npos) << again.error().message;
+  bool logged = false;
+  for (const auto& line : sink->last_formatted()) {
+    EXPECT_EQ(line.find("hunter2"), std::string::npos) << line;
+    logged = logged || line.find("INSERT INTO channels") != std::string::npos;
+  }
+  EXPECT_TRUE(logged);  // the statement is logged, for the operator
 }
 
 TEST_P(StoreTest, RulesAndSilences) {
