@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Checks that every route the API registers (router.Add in src/api/routes/ and the agent
-# channel) is described in docs/openapi.yaml with its method. Prints each one missing; exits 1
+# Checks that every route the API registers (router.Add and router.AddSlow in src/api/routes/)
+# is described in docs/openapi.yaml with its method. Prints each one missing; exits 1
 # if there is any. Runs as the `openapi_check` test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +17,7 @@ while IFS= read -r route; do
     bad=1
   fi
 done < <(cat src/api/routes/*.cpp | tr '\n' ' ' |
-           grep -oE 'router\.Add\(\s*"[A-Z]+",\s*"[^"]+"' |
-           sed -E 's/router\.Add\(\s*"([A-Z]+)",\s*"([^"]+)"/\1 \2/' | sort -u)
+           grep -oE 'router\.Add(Slow)?\(\s*"[A-Z]+",\s*"[^"]+"' |
+           sed -E 's/router\.Add(Slow)?\(\s*"([A-Z]+)",\s*"([^"]+)"/\2 \3/' | sort -u)
 [[ $bad == 0 ]] && echo "every route is in docs/openapi.yaml"
 exit $bad
