@@ -8,7 +8,7 @@
 #include "common/strings.h"
 #include "common/url.h"
 #include "config/yaml_errors.h"
-#include "sched/policy_json.h"
+#include "model/scaling_policy.h"
 
 namespace gpufleet {
 namespace {
@@ -215,13 +215,14 @@ class Validator {
     return {};
   }
 
-  // scaling: the policy, read as JSON by sched's parser; an error points at the field's line.
-  Result<sched::PoolScaling> Scaling(const YAML::Node& v, const std::string& path) const {
+  // scaling: the policy, read as JSON by the policy's parser (model/scaling_policy.h); an error
+  // points at the field's line.
+  Result<PoolScaling> Scaling(const YAML::Node& v, const std::string& path) const {
     if (!v.IsMap()) return Fail(v, path, "must be a mapping");
     std::string text;
     ToJson(v, text);
     std::string field;
-    auto parsed = sched::ParsePoolScaling(text, &field);
+    auto parsed = ParsePoolScaling(text, &field);
     if (parsed.ok()) return parsed;
     // The node the error is about: follow the path ("schedule[1].to") as far as it goes.
     YAML::Node at = v;

@@ -2,7 +2,7 @@
 // Fleet as code: parses and validates a fleet YAML file (apiVersion gpufleet/v1, kind Fleet)
 // into clusters and pools. Validation is strict (unknown fields are errors) and every error names
 // the file, the line and the field path, e.g. "fleet.yaml:12: clusters[1].pools[0].gpu_model: ...".
-// A pool's `scaling:` block is read by sched's policy parser (src/sched/policy_json.h), the one
+// A pool's `scaling:` block is read by the policy's parser (src/model/scaling_policy.h), the one
 // the API's scaling objects go through.
 
 #include <string>
@@ -11,15 +11,15 @@
 
 #include "common/result.h"
 #include "model/catalog.h"
+#include "model/scaling_policy.h"
 #include "model/types.h"
-#include "sched/autoscaler.h"
 
 namespace gpufleet {
 
 struct FleetSpec {
   std::vector<Cluster> clusters;
   std::vector<Pool> pools;
-  std::vector<sched::PoolScaling> scaling;  // the pools with a `scaling:` block
+  std::vector<PoolScaling> scaling;  // the pools with a `scaling:` block
 };
 
 Result<FleetSpec> ParseFleetSpec(std::string_view yaml, std::string_view filename,

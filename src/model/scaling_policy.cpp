@@ -1,5 +1,6 @@
-#include "sched/policy_json.h"
+#include "model/scaling_policy.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cmath>
 #include <cstdio>
@@ -7,7 +8,80 @@
 #include "common/clock.h"
 #include "common/json_text.h"
 
-namespace gpufleet::sched {
+namespace gpufleet {
+
+const char* ToString(ScaleMode m) {
+  switch (m) {
+    case ScaleMode::kReactive:
+      return "reactive";
+    case ScaleMode::kPredictive:
+      return "predictive";
+    case ScaleMode::kOracle:
+      return "oracle";
+  }
+  return "?";
+}
+
+std::string ScalePolicy::Validate() const {
+  if (min_nodes < 0) return "min_nodes must be 0 or more";
+  if (max_nodes < min_nodes) return "max_nodes must be at least min_nodes";
+  if (max_nodes > 100'000) return "max_nodes must be at most 100000";
+  if (!(target_share > 0 && target_share <= 1)) return "target_share must be in (0, 1]";
+  if (step_up < 1) return "step_up must be at least 1";
+  if (step_down < 1) return "step_down must be at least 1";
+  if (up_cooldown_s < 0 || down_cooldown_s < 0) return "cooldowns must not be negative";
+  if (!(lead_time_s >= 0 && lead_time_s <= 86'400)) return "lead_time must be 0 to 1d";
+  if (idle_before_remove_s < 0) return "idle_before_remove must not be negative";
+  if (!(interval_s >= 1 && interval_s <= 86'400)) return "interval must be 1s to 1d";
+  if (!(forecast_margin >= 0 && forecast_margin <= 10)) return "forecast_margin must be in [0, 10]";
+  if (!(consolidate_below >= 0 && consolidate_below <= 1)) {
+    return "consolidate_below must be in [0, 1] (0: never)";
+  }
+  for (const auto& s : schedule) {
+    if (s.nodes < 0 || s.from_hour < 0 || s.to_hour > 24 || s.from_hour >= s.to_hour) {
+      return "schedule: nodes >= 0 and 0 <= from < to <= 24";
+    }
+    if (s.nodes > max_nodes) return "schedule: nodes must be at most max_nodes";
+  }
+  return "";
+}
+
+std::string PoolScaling::Validate() const {
+  if (policy.mode == ScaleMode::kOracle)
+    return "mode must be reactive or predictive (oracle is for replays)";
+  if (auto e = policy.Validate(); !e.empty()) return e;
+  if (actuator.type == "command") {
+    if (actuator.provision.empty() || actuator.deprovision.empty()) {
+      return "actuator: a command actuator needs both provision and deprovision";
+    }
+  } else if (actuator.type != "sim") {
+    return "actuator.type must be sim or command";
+  }
+  if (!(actuator.timeout_s > 0)) return "actuator.timeout must be positive";
+  if (!(tune.every_s == 0 || tune.every_s >= 60)) {
+    return "tune.every must be 0 (never) or at least 1m";
+  }
+  if (!(tune.wait_p95_s >= 0)) return "tune.wait_p95 must be 0 or more";
+  if (!(tune.window_s > 0 && tune.window_s <= 30 * 86400)) {
+    return "tune.window must be positive and at most 30d";
+  }
+  return "";
+}
+
+int ScalePolicy::MinimumAt(double t_s) const {
+  int m = min_nodes;
+  auto secs = static_cast<int64_t>(std::floor(t_s));
+  int hour = static_cast<int>((secs / 3600) % 24);
+  // Day 0 of the epoch (1970-01-01) was a Thursday: 0 = Monday.
+  int weekday = static_cast<int>((secs / 86400 + 3) % 7);
+  for (const auto& s : schedule) {
+    if (hour < s.from_hour || hour >= s.to_hour) continue;
+    if (s.weekdays_only && weekday >= 5) continue;
+    m = std::max(m, s.nodes);
+  }
+  return std::min(m, max_nodes);
+}
+
 namespace {
 
 namespace json = boost::json;
@@ -272,4 +346,4 @@ std::string PoolScalingJson(const PoolScaling& s) {
   return JsonText(o);
 }
 
-}  // namespace gpufleet::sched
+}  // namespace gpufleet
