@@ -227,20 +227,17 @@ NodeList FleetService::NodesJson(const NodeFilter& filter, size_t offset, size_t
 
 Status FleetService::Save(Entry& entry, const std::vector<NodeEvent>& events, bool retry) {
   entry.summary.clear();
-  if (!entry.unsaved) return Keep(entry, store_.SaveNode(entry.node, events), events, retry);
-  std::vector<NodeEvent> all = entry.unsaved_events;
-  all.insert(all.end(), events.begin(), events.end());
-  return Keep(entry, store_.SaveNode(entry.node, all), events, retry);
-}
-
-Status FleetService::Keep(Entry& entry, Status saved, const std::vector<NodeEvent>& events,
-                          bool retry) {
+  // The events of earlier changes whose write failed go first.
+  const size_t kept = entry.unsaved_events.size();
+  entry.unsaved_events.insert(entry.unsaved_events.end(), events.begin(), events.end());
+  Status saved = store_.SaveNode(entry.node, entry.unsaved_events);
   if (saved.ok()) {
     entry.unsaved = false;
     entry.unsaved_events.clear();
   } else if (retry) {
     entry.unsaved = true;
-    entry.unsaved_events.insert(entry.unsaved_events.end(), events.begin(), events.end());
+  } else {
+    entry.unsaved_events.resize(kept);  // the caller undoes the change
   }
   return saved;
 }

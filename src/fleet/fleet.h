@@ -154,7 +154,6 @@ class FleetService : public proto::AgentHandler {
   // keeps Entry::summary honest. A failed write is kept for a retry unless `retry` is false
   // (the caller undoes the change instead). Caller holds mu_.
   Status Save(Entry& entry, const std::vector<NodeEvent>& events, bool retry = true);
-  Status Keep(Entry& entry, Status saved, const std::vector<NodeEvent>& events, bool retry);
 
   // Moves the node to `next`, recording an event; caller holds mu_ and saves.
   void Move(Node& node, NodeStatus next, const std::string& reason, const std::string& actor,

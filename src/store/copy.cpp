@@ -3,7 +3,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <variant>
 
 #include "store/sql/backends.h"
@@ -35,7 +34,7 @@ int64_t CopyTable(soci::session& from, soci::session& to, sql::Dialect to_dialec
   soci::transaction read(from);
   soci::rowset<soci::row> rows = (from.prepare << "SELECT * FROM " + table);
   soci::transaction write(to);
-  std::vector<std::string> names;
+  bool has_id = false;
   std::vector<Value> values;
   std::vector<soci::indicator> nulls;
   std::unique_ptr<soci::statement> insert;
@@ -44,8 +43,9 @@ int64_t CopyTable(soci::session& from, soci::session& to, sql::Dialect to_dialec
     if (!insert) {
       std::string cols, params;
       for (size_t i = 0; i < r.size(); ++i) {
-        names.push_back(r.get_properties(i).get_name());
-        cols += (i ? ", " : "") + names.back();
+        const std::string& name = r.get_properties(i).get_name();
+        has_id = has_id || name == "id";
+        cols += (i ? ", " : "") + name;
         params += (i ? ", :c" : ":c") + std::to_string(i);
         bool text = r.get_properties(i).get_data_type() == soci::dt_string;
         values.push_back(text ? Value(std::string()) : Value(0LL));
@@ -88,8 +88,7 @@ int64_t CopyTable(soci::session& from, soci::session& to, sql::Dialect to_dialec
     ++copied;
   }
   // PostgreSQL's sequences do not follow explicit ids: the next id must come after the copied.
-  if (to_dialect == sql::Dialect::kPostgres &&
-      std::find(names.begin(), names.end(), "id") != names.end()) {
+  if (to_dialect == sql::Dialect::kPostgres && has_id) {
     std::string sequence;
     soci::indicator ind = soci::i_null;
     to << "SELECT pg_get_serial_sequence('" + table + "', 'id')", soci::into(sequence, ind);

@@ -293,7 +293,7 @@ Result<Job> JobService::Submit(JobSpec spec) {
   {
     std::lock_guard lock(mu_);
     live_[id] = &(jobs_[id] = std::move(j));
-    changed.push_back(id);
+    // Stored as queued already: a placement or a new reason adds it to `changed`.
     ScheduleLocked(now, changed);
     UpdateBusyLocked(now);
   }

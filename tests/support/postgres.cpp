@@ -66,8 +66,8 @@ TestPostgres::~TestPostgres() {
   }
 }
 
-bool TestPostgres::Run(const std::string& command) {
-  std::string full = as_ + command + " >> " + Quote(dir_ + "/log") + " 2>&1";
+bool TestPostgres::Run(const std::string& command, bool as_server) {
+  std::string full = (as_server ? as_ : "") + command + " >> " + Quote(dir_ + "/log") + " 2>&1";
   if (std::system(full.c_str()) == 0) return true;
   std::ifstream log(dir_ + "/log");
   std::stringstream text;
@@ -103,11 +103,7 @@ bool TestPostgres::Sql(const std::string& database, const std::string& statement
   std::string command = bin_ + "/psql -X -q -v ON_ERROR_STOP=1 -h " + Quote(dir_) + " -p " +
                         std::to_string(port_) + " -U gpufleet -d " + Quote(database) + " -f " +
                         Quote(file);
-  std::string as = as_;
-  as_.clear();
-  bool ok = Run(command);
-  as_ = as;
-  return ok;
+  return Run(command, /*as_server=*/false);
 }
 
 std::string TestPostgres::CreateDatabase(const std::string& name) {

@@ -31,10 +31,11 @@ class TestPostgres {
   bool Start();
 
  private:
-  bool Run(const std::string& command);  // as the server's user, output appended to the log
-  std::string bin_;                      // /usr/lib/postgresql/N/bin
-  std::string dir_;                      // the temporary directory: data/, the socket, log
-  std::string as_;                       // "runuser -u postgres -- " as root, "" otherwise
+  // Output appended to the log; as the server's user unless `as_server` is false.
+  bool Run(const std::string& command, bool as_server = true);
+  std::string bin_;  // /usr/lib/postgresql/N/bin
+  std::string dir_;  // the temporary directory: data/, the socket, log
+  std::string as_;   // "runuser -u postgres -- " as root, "" otherwise
   std::string error_;
   int port_ = 0;  // names the socket file; nothing listens on TCP
 };

@@ -104,62 +104,57 @@ Result<std::vector<Pool>> SqlStore::ListPools() {
 
 namespace {
 
-// The node's GPUs replace its old ones in two statements whatever their number (over a network
-// each statement is a round trip, and a registration storm saves every node). A GPU moved
-// between nodes keeps its UUID: the newest report wins. At most 64 GPUs a statement keeps the
-// parameters within SQLite's oldest limit (999).
+// Up to 64 of a node's GPUs in one statement (12 parameters each: within SQLite's oldest limit
+// of 999). A GPU moved between nodes keeps its UUID, the primary key: the newest report wins.
+void UpsertGpus(soci::session& sql, const Node& n, size_t from, size_t to) {
+  std::vector<long long> ints;  // idx, memory, MIG mode per GPU; their addresses are bound
+  ints.reserve(3 * (to - from));
+  soci::statement ins(sql);
+  ins.alloc();
+  std::string rows;
+  for (size_t i = from; i < to; ++i) {
+    const Gpu& g = n.gpus[i];
+    ints.push_back(g.index);
+    ints.push_back(static_cast<long long>(g.memory_total_bytes));
+    ints.push_back(g.mig_mode);
+    const long long* v = &ints[ints.size() - 3];
+    std::string k = std::to_string(i);
+    rows += (rows.empty() ? "(" : ", (") + (":u" + k) + ", :n" + k + ", :i" + k + ", :s" + k +
+            ", :na" + k + ", :m" + k + ", :p" + k + ", :mem" + k + ", :v" + k + ", :inf" + k +
+            ", :mig" + k + ", :e" + k + ")";
+    ins.exchange(soci::use(g.uuid));
+    ins.exchange(soci::use(n.name));
+    ins.exchange(soci::use(v[0]));
+    ins.exchange(soci::use(g.serial));
+    ins.exchange(soci::use(g.name));
+    ins.exchange(soci::use(g.model));
+    ins.exchange(soci::use(g.pci_bus_id));
+    ins.exchange(soci::use(v[1]));
+    ins.exchange(soci::use(g.vbios_version));
+    ins.exchange(soci::use(g.inforom_version));
+    ins.exchange(soci::use(v[2]));
+    ins.exchange(soci::use(g.error));
+  }
+  ins.prepare(
+      "INSERT INTO gpus (uuid, node, idx, serial, name, model, pci_bus_id, memory_total, "
+      "vbios, inforom, mig_mode, error) VALUES " +
+      rows +
+      " ON CONFLICT (uuid) DO UPDATE SET node = excluded.node, idx = excluded.idx, "
+      "serial = excluded.serial, name = excluded.name, model = excluded.model, "
+      "pci_bus_id = excluded.pci_bus_id, memory_total = excluded.memory_total, "
+      "vbios = excluded.vbios, inforom = excluded.inforom, mig_mode = excluded.mig_mode, "
+      "error = excluded.error");
+  ins.define_and_bind();
+  ins.execute(true);
+}
+
+// The node's GPUs replace its old ones: two statements for up to 64 GPUs, whatever their number
+// (over a network each statement is a round trip, and a registration storm saves every node).
 void ReplaceGpus(soci::session& sql, const Node& n) {
+  sql << "DELETE FROM gpus WHERE node = :n", soci::use(n.name);
   constexpr size_t kChunk = 64;
-  for (size_t from = 0; from == 0 || from < n.gpus.size(); from += kChunk) {
-    size_t to = std::min(n.gpus.size(), from + kChunk);
-    std::vector<long long> ints;  // idx, memory, MIG mode per GPU; its addresses are bound
-    ints.reserve(3 * (to - from));
-    soci::statement del(sql);
-    del.alloc();
-    std::string uuids;
-    if (from == 0) del.exchange(soci::use(n.name));
-    for (size_t i = from; i < to; ++i) {
-      uuids += (uuids.empty() ? ":u" : ", :u") + std::to_string(i);
-      del.exchange(soci::use(n.gpus[i].uuid));
-    }
-    std::string where = from == 0 ? "node = :n" : "";
-    if (!uuids.empty()) where += (where.empty() ? "uuid IN (" : " OR uuid IN (") + uuids + ")";
-    del.prepare("DELETE FROM gpus WHERE " + where);
-    del.define_and_bind();
-    del.execute(true);
-    if (from == to) return;
-    soci::statement ins(sql);
-    ins.alloc();
-    std::string rows;
-    for (size_t i = from; i < to; ++i) {
-      const Gpu& g = n.gpus[i];
-      ints.push_back(g.index);
-      ints.push_back(static_cast<long long>(g.memory_total_bytes));
-      ints.push_back(g.mig_mode);
-      const long long* v = &ints[ints.size() - 3];
-      std::string k = std::to_string(i);
-      rows += (rows.empty() ? "(" : ", (") + (":u" + k) + ", :n" + k + ", :i" + k + ", :s" + k +
-              ", :na" + k + ", :m" + k + ", :p" + k + ", :mem" + k + ", :v" + k + ", :inf" + k +
-              ", :mig" + k + ", :e" + k + ")";
-      ins.exchange(soci::use(g.uuid));
-      ins.exchange(soci::use(n.name));
-      ins.exchange(soci::use(v[0]));
-      ins.exchange(soci::use(g.serial));
-      ins.exchange(soci::use(g.name));
-      ins.exchange(soci::use(g.model));
-      ins.exchange(soci::use(g.pci_bus_id));
-      ins.exchange(soci::use(v[1]));
-      ins.exchange(soci::use(g.vbios_version));
-      ins.exchange(soci::use(g.inforom_version));
-      ins.exchange(soci::use(v[2]));
-      ins.exchange(soci::use(g.error));
-    }
-    ins.prepare(
-        "INSERT INTO gpus (uuid, node, idx, serial, name, model, pci_bus_id, memory_total, "
-        "vbios, inforom, mig_mode, error) VALUES " +
-        rows);
-    ins.define_and_bind();
-    ins.execute(true);
+  for (size_t from = 0; from < n.gpus.size(); from += kChunk) {
+    UpsertGpus(sql, n, from, std::min(n.gpus.size(), from + kChunk));
   }
 }
 
