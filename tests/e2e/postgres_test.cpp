@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -181,6 +182,7 @@ TEST(StoreCopy, ServeAndCopyRefuseADatabaseTheyCannotReach) {
   EXPECT_NE(serve.exit_code, 0);
   EXPECT_EQ(serve.err.rfind("error: cannot open store postgresql://gpufleet@/nowhere", 0), 0u)
       << serve.err;
+  EXPECT_EQ(std::count(serve.err.begin(), serve.err.end(), '\n'), 1) << serve.err;  // one line
   RunResult copy = RunGpufleet({"--data-dir", dir, "store", "copy", "--to", bad});
   EXPECT_EQ(copy.exit_code, 1);
   EXPECT_NE(copy.err.find("error: cannot open store"), std::string::npos) << copy.err;

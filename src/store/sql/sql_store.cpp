@@ -37,6 +37,19 @@ std::string Short(std::string what) {
   return what;
 }
 
+// libpq's message on one line: "Cannot establish connection...\nconnection to server on socket
+// ... failed: ...\n\tIs the server running...": a refused start is one line of the CLI's.
+std::string OneLine(const std::string& what) {
+  std::string out;
+  for (char c : what) {
+    bool space = c == '\n' || c == '\t' || c == ' ';
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out += space ? ' ' : c;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
 // For the log: the statement but not its bound values (`... with :s="a webhook secret"`).
 std::string WithoutValues(std::string what) {
   if (auto pos = what.find("\" with :"); pos != std::string::npos) what.resize(pos + 1);
@@ -74,9 +87,8 @@ Status SqlStore::Open() {
     soci::session sql(*pool_);
     return Migrate(sql);
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
-    return MakeError(ErrorCode::kUnavailable, "cannot open store " + location_ + ": " + what);
+    return MakeError(ErrorCode::kUnavailable,
+                     "cannot open store " + location_ + ": " + OneLine(e.what()));
   }
 }
 
