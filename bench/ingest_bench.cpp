@@ -50,7 +50,7 @@ Batches Encode(int nodes, int seconds) {
       batch.seq = s + 1;
       for (int g = 0; g < kGpus; ++g) {
         models[n * kGpus + g].Next(v);
-        proto::SampleRow row;
+        SampleRow row;
         row.time_ms = t0 + 1000LL * s;
         row.gpu = g;
         for (int f = 0; f < bench::kBenchFields; ++f) row.set(kMap[f], v[f]);

@@ -48,7 +48,7 @@ class Fleet10k {
         gpu.pci_bus_id = "00000000:" + std::to_string(10 + g) + ":00.0";
         node.gpus.push_back(gpu);
         uuids.push_back(gpu.uuid);
-        proto::SampleRow row;
+        SampleRow row;
         row.time_ms = now;
         row.gpu = g;
         // A healthy fleet but for one GPU in a hundred with a double-bit ECC error.

@@ -58,7 +58,7 @@ class Fleet {
       }
       for (int s = kHistory; s > 0; --s) {
         for (int g = 0; g < kGpus; ++g) {
-          proto::SampleRow row;
+          SampleRow row;
           row.time_ms = now_ - s * 1000;
           row.gpu = g;
           double phase = (n * 31 + g * 7 + s / 10) % 100;

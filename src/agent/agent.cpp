@@ -227,7 +227,7 @@ class Session : public std::enable_shared_from_this<Session> {
       Batch b;
       b.seq = ++batch_seq_;
       for (size_t i = 0; i < gpu_count; ++i) {
-        proto::SampleRow row = backend_->Sample(static_cast<int>(i), next);
+        SampleRow row = backend_->Sample(static_cast<int>(i), next);
         if (row.present) b.rows.push_back(row);
       }
       b.events = backend_->Events(next);
@@ -384,7 +384,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // Telemetry waiting for its ack; touched only on this session's strand.
   struct Batch {
     int64_t seq = 0;
-    std::vector<proto::SampleRow> rows;
+    std::vector<SampleRow> rows;
     std::vector<proto::GpuEvent> events;
   };
   bool inventory_due_ = false;                // a command changed the GPUs: report inventory now

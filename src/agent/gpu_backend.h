@@ -30,7 +30,7 @@ class GpuBackend {
   virtual Result<std::vector<Gpu>> Inventory() = 0;
   // Reads every telemetry field of GPU `index`, stamped `time_ms`. A field the GPU does not
   // support (or that fails) is left absent, never reported as zero.
-  virtual proto::SampleRow Sample(int index, int64_t time_ms) = 0;
+  virtual SampleRow Sample(int index, int64_t time_ms) = 0;
   // Events since the last call (XID errors), stamped `time_ms` when the source has no time.
   virtual std::vector<proto::GpuEvent> Events(int64_t time_ms) { return {}; }
   // Fault injection, for simulated GPUs only.

@@ -67,7 +67,7 @@ Status Ingest::OnScrape(const scrape::ScrapeTarget& target, int64_t now,
   std::vector<std::string> uuids = fleet_.GpuUuids(target.node);
   proto::Samples batch;
   std::vector<proto::GpuEvent> events;
-  for (proto::SampleRow row : reading.rows) {
+  for (SampleRow row : reading.rows) {
     row.time_ms = now;
     if (row.has(Field::kXidLast) && row.gpu < static_cast<int>(uuids.size())) {
       double xid = row.values[static_cast<size_t>(Field::kXidLast)];

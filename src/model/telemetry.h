@@ -4,6 +4,7 @@
 // (scaled to dcgm-exporter's units). The order is the wire order of protocol version 1.
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -54,5 +55,19 @@ struct FieldInfo {
 const std::array<FieldInfo, kFieldCount>& Fields();
 const FieldInfo& Info(Field f);
 std::optional<Field> ParseField(std::string_view name);
+
+// One GPU's fields at one time; `present` has bit i set when field i was read (a field the GPU
+// does not support is absent, never zero).
+struct SampleRow {
+  int64_t time_ms = 0;
+  int gpu = 0;  // index on the node
+  uint32_t present = 0;
+  std::array<double, kFieldCount> values{};
+  bool has(Field f) const { return present & (1u << static_cast<int>(f)); }
+  void set(Field f, double v) {
+    present |= 1u << static_cast<int>(f);
+    values[static_cast<size_t>(f)] = v;
+  }
+};
 
 }  // namespace gpufleet

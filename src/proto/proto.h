@@ -48,20 +48,6 @@ struct Inventory {
   std::vector<Gpu> gpus;
 };
 
-// One GPU's fields at one time; `present` has bit i set when field i was read (a field the GPU
-// does not support is absent, never zero).
-struct SampleRow {
-  int64_t time_ms = 0;
-  int gpu = 0;  // index on the node
-  uint32_t present = 0;
-  std::array<double, kFieldCount> values{};
-  bool has(Field f) const { return present & (1u << static_cast<int>(f)); }
-  void set(Field f, double v) {
-    present |= 1u << static_cast<int>(f);
-    values[static_cast<size_t>(f)] = v;
-  }
-};
-
 // Something that happened on a GPU at a time, e.g. an XID error: an event, not a sample.
 struct GpuEvent {
   int64_t time_ms = 0;

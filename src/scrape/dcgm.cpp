@@ -94,7 +94,7 @@ Result<DcgmReading> ReadDcgm(const std::vector<ExpoSample>& samples) {
       g.vbios_version = std::string(s.Label("DCGM_FI_DEV_VBIOS_VERSION"));
       g.inforom_version = std::string(s.Label("DCGM_FI_DEV_INFOROM_IMAGE_VER"));
       out.gpus.push_back(std::move(g));
-      proto::SampleRow row;
+      SampleRow row;
       row.gpu = *index;
       out.rows.push_back(row);
     } else if (!uuid.empty() && !out.gpus[it->second].uuid.empty() &&

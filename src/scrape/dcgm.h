@@ -7,18 +7,18 @@
 #include <vector>
 
 #include "common/result.h"
+#include "model/telemetry.h"
 #include "model/types.h"
-#include "proto/proto.h"
 #include "scrape/exposition.h"
 
 namespace gpufleet::scrape {
 
 struct DcgmReading {
-  NodeFacts facts;                     // hostname, driver and CUDA version from the labels
-  std::vector<Gpu> gpus;               // by index
-  std::vector<proto::SampleRow> rows;  // one per GPU, time_ms left 0 for the caller
-  size_t samples = 0;                  // values taken
-  size_t skipped = 0;                  // DCGM's "blank" values (not supported / not found)
+  NodeFacts facts;              // hostname, driver and CUDA version from the labels
+  std::vector<Gpu> gpus;        // by index
+  std::vector<SampleRow> rows;  // one per GPU, time_ms left 0 for the caller
+  size_t samples = 0;           // values taken
+  size_t skipped = 0;           // DCGM's "blank" values (not supported / not found)
 };
 
 // Series without a `gpu` label, MIG instances (GPU_I_ID) and fields gpufleet does not keep are

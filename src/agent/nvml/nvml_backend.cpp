@@ -145,8 +145,8 @@ class NvmlBackend : public GpuBackend {
     return gpus;
   }
 
-  proto::SampleRow Sample(int index, int64_t time_ms) override {
-    proto::SampleRow row;
+  SampleRow Sample(int index, int64_t time_ms) override {
+    SampleRow row;
     row.time_ms = time_ms;
     row.gpu = index;
     nvmlDevice_t dev = nullptr;

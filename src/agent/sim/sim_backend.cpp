@@ -56,8 +56,8 @@ class SimGpu {
   bool lost() const { return lost_; }
   std::vector<int> TakeXids() { return std::exchange(pending_xids_, {}); }
 
-  proto::SampleRow Sample(int index, int64_t now) {
-    if (lost_) return proto::SampleRow{now, index};  // a lost GPU answers nothing
+  SampleRow Sample(int index, int64_t now) {
+    if (lost_) return SampleRow{now, index};  // a lost GPU answers nothing
     double dt = last_ms_ ? std::clamp((now - last_ms_) / 1000.0, 0.0, 3600.0) : 1.0;
     last_ms_ = now;
     if (now >= phase_end_ms_) {
@@ -76,7 +76,7 @@ class SimGpu {
     temp_ += (target - temp_) * (1 - std::exp(-dt / 45.0));  // ~45 s thermal time constant
     energy_mj_ += power * dt;
     double total_mib = model_.memory_gib * 1024;
-    proto::SampleRow row;
+    SampleRow row;
     row.time_ms = now;
     row.gpu = index;
     row.set(Field::kGpuUtil, std::round(util_));
@@ -168,9 +168,8 @@ class SimBackend : public GpuBackend {
     }
     return out;
   }
-  proto::SampleRow Sample(int index, int64_t time_ms) override {
-    if (index < 0 || index >= static_cast<int>(gpus_.size()))
-      return proto::SampleRow{time_ms, index};
+  SampleRow Sample(int index, int64_t time_ms) override {
+    if (index < 0 || index >= static_cast<int>(gpus_.size())) return SampleRow{time_ms, index};
     return gpus_[index].Sample(index, time_ms);
   }
   std::string Name() const override { return "sim"; }

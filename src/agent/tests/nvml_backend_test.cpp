@@ -44,7 +44,7 @@ TEST(NvmlBackend, SamplesExactlyTheScriptedTelemetryAndLeavesTheRestAbsent) {
   setenv("FAKE_NVML_SCRIPT", Fixture("l4x1.json").c_str(), 1);
   auto backend = OpenNvmlBackend(FAKE_NVML_PATH);
   ASSERT_TRUE(backend.ok()) << backend.error().message;
-  proto::SampleRow row = backend.value()->Sample(0, 5000);
+  SampleRow row = backend.value()->Sample(0, 5000);
   EXPECT_EQ(row.time_ms, 5000);
   auto v = [&](Field f) { return row.values[static_cast<size_t>(f)]; };
   EXPECT_EQ(v(Field::kGpuUtil), 87);

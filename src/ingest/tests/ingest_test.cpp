@@ -76,7 +76,7 @@ TEST_F(IngestTest, ABatchWithAnXidIsStoredOnceEverywhereAndAcknowledged) {
   proto::Samples batch;
   batch.seq = 7;
   for (int gpu = 0; gpu < 2; ++gpu) {
-    proto::SampleRow row;
+    SampleRow row;
     row.time_ms = t;
     row.gpu = gpu;
     row.set(Field::kGpuUtil, 50 + gpu);
@@ -118,7 +118,7 @@ TEST_F(IngestTest, AScrapedXidChangeIsOneEventAndTheGaugeComesFromThePage) {
     g.uuid = "GPU-legacy-" + std::to_string(i);
     g.name = "NVIDIA H100 80GB HBM3";
     reading.gpus.push_back(g);
-    proto::SampleRow row;
+    SampleRow row;
     row.gpu = i;
     row.set(Field::kXidLast, i == 0 ? 0 : 48);
     reading.rows.push_back(row);

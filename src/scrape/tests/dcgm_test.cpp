@@ -21,7 +21,7 @@ std::string Fixture(const std::string& name) {
   return ss.str();
 }
 
-double Value(const proto::SampleRow& row, Field f) {
+double Value(const SampleRow& row, Field f) {
   EXPECT_TRUE(row.has(f)) << Info(f).name;
   return row.values[static_cast<size_t>(f)];
 }

@@ -23,7 +23,7 @@ class QueryRangeTest : public ::testing::Test {
     for (int i = 0; i < 4; ++i) {
       proto::Samples s;
       for (int t = 0; t < 6; ++t) {
-        proto::SampleRow r;
+        SampleRow r;
         r.time_ms = kT0 + 1000 * t;
         r.gpu = 0;
         r.set(Field::kGpuUtil, 10 * (i + 1) + t);

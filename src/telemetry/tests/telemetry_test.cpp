@@ -19,7 +19,7 @@ TEST(Telemetry, IngestsRowsAndReadsThemBack) {
     s.seq = 1;
     for (int t = 0; t < 3; ++t) {
       for (int gpu = 0; gpu < 2; ++gpu) {
-        proto::SampleRow r;
+        SampleRow r;
         r.time_ms = 1'000'000 + 1000 * t;
         r.gpu = gpu;
         r.set(Field::kGpuUtil, 10 * t + gpu);
@@ -27,7 +27,7 @@ TEST(Telemetry, IngestsRowsAndReadsThemBack) {
         s.rows.push_back(r);
       }
     }
-    proto::SampleRow stray;
+    SampleRow stray;
     stray.gpu = 7;  // the node has no GPU 7
     stray.set(Field::kGpuUtil, 1);
     s.rows.push_back(stray);
