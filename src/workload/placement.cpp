@@ -64,9 +64,19 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
     if (pool == pools->end()) continue;
     const int g = pool->gpus_per_node;
     // The pool as the allocator sees it: its ready nodes with the GPUs running jobs hold.
+    // Only what placement reads, not copies of the nodes with their GPUs: this runs on every
+    // submission, over every node of the pool.
+    struct Candidate {
+      std::string name;
+      NodeState state;
+      int gpus;
+    };
+    std::vector<Candidate> nodes;
     NodeFilter filter;
     filter.pool = pool_name;
-    std::vector<Node> nodes = fleet_.Nodes(filter);
+    fleet_.ForEachNode(filter, [&](const Node& n) {
+      nodes.push_back({n.name, n.state, static_cast<int>(n.gpus.size())});
+    });
     std::map<std::string, std::vector<int64_t>> used;  // node -> job id per GPU index
     std::map<std::string, double> ends;  // node -> when its jobs are expected to have ended
     for (const auto& [id, job] : live_) {
@@ -79,14 +89,16 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
       for (const auto& p : j.placement) ends[p.node] = std::max(ends[p.node], end);
     }
     sched::Pool live(g);
-    std::vector<const Node*> index;  // sched node index -> fleet node
+    std::vector<const Candidate*> index;  // sched node index -> fleet node
     for (const auto& n : nodes) {
-      if (n.state != NodeState::kReady || static_cast<int>(n.gpus.size()) != g) continue;
+      if (n.state != NodeState::kReady || n.gpus != g) continue;
       int i = live.AddNode(0, 0);
       live.MarkReady(i, 0);
       index.push_back(&n);
       int busy = 0;
-      for (int64_t holder : used[n.name]) busy += holder != 0;
+      if (auto u = used.find(n.name); u != used.end()) {
+        for (int64_t holder : u->second) busy += holder != 0;
+      }
       if (busy) live.Take(i, busy, ends[n.name]);
     }
     // Nodes on their way count for whether the pool can hold a job (a job larger than the
@@ -119,7 +131,7 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
       Job& j = jobs_.at(s->id);
       int per_node = live.PerNode(*s);
       for (int ni : s->nodes) {
-        const Node* n = index[static_cast<size_t>(ni)];
+        const Candidate* n = index[static_cast<size_t>(ni)];
         j.placement.push_back(Claim(used[n->name], n->name, g, per_node, j.id));
       }
       j.state = JobState::kRunning;

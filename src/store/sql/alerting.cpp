@@ -21,10 +21,11 @@ Result<std::vector<Channel>> SqlStore::ListChannels() {
     Channel c;
     long long created = 0;
     soci::statement st =
-        (sql.prepare << "SELECT name, type, url, secret, created_ms, matchers, group_by FROM "
-                        "channels ORDER BY name COLLATE \"binary\"",
-         soci::into(c.name), soci::into(c.type), soci::into(c.url), soci::into(c.secret),
-         soci::into(created), soci::into(c.matchers), soci::into(c.group_by));
+        Once(sql,
+             "SELECT name, type, url, secret, created_ms, matchers, group_by FROM "
+             "channels ORDER BY name COLLATE \"binary\"",
+             soci::into(c.name), soci::into(c.type), soci::into(c.url), soci::into(c.secret),
+             soci::into(created), soci::into(c.matchers), soci::into(c.group_by));
     st.execute();
     while (st.fetch()) {
       c.created_ms = created;
@@ -72,7 +73,7 @@ Result<std::vector<std::string>> SqlStore::LoadAlertDocs() {
   return Run([&](soci::session& sql) -> Result<std::vector<std::string>> {
     std::vector<std::string> out;
     std::string doc;
-    soci::statement st = (sql.prepare << "SELECT doc FROM alerts", soci::into(doc));
+    soci::statement st = Once(sql, "SELECT doc FROM alerts", soci::into(doc));
     st.execute();
     while (st.fetch()) out.push_back(doc);
     return out;
@@ -92,11 +93,12 @@ Result<std::vector<Notification>> SqlStore::DueNotifications(int64_t now, int li
     Notification n;
     long long id = 0, created = 0, attempts = 0, next = 0, t = now, lim = limit;
     soci::statement st =
-        (sql.prepare << "SELECT id, channel, fingerprint, body, created_ms, attempts, next_ms, "
-                        "last_error FROM outbox WHERE next_ms <= :t ORDER BY id LIMIT :l",
-         soci::into(id), soci::into(n.channel), soci::into(n.fingerprint), soci::into(n.body),
-         soci::into(created), soci::into(attempts), soci::into(next), soci::into(n.last_error),
-         soci::use(t), soci::use(lim));
+        Once(sql,
+             "SELECT id, channel, fingerprint, body, created_ms, attempts, next_ms, "
+             "last_error FROM outbox WHERE next_ms <= :t ORDER BY id LIMIT :l",
+             soci::into(id), soci::into(n.channel), soci::into(n.fingerprint), soci::into(n.body),
+             soci::into(created), soci::into(attempts), soci::into(next), soci::into(n.last_error),
+             soci::use(t), soci::use(lim));
     st.execute();
     while (st.fetch()) {
       n.id = id;
@@ -132,10 +134,11 @@ Result<std::vector<OutboxCount>> SqlStore::OutboxCounts() {
     std::vector<OutboxCount> out;
     OutboxCount c;
     long long pending = 0, oldest = 0;
-    soci::statement st =
-        (sql.prepare << "SELECT channel, COUNT(*), MIN(created_ms), MAX(last_error) FROM outbox "
-                        "GROUP BY channel ORDER BY channel COLLATE \"binary\"",
-         soci::into(c.channel), soci::into(pending), soci::into(oldest), soci::into(c.last_error));
+    soci::statement st = Once(
+        sql,
+        "SELECT channel, COUNT(*), MIN(created_ms), MAX(last_error) FROM outbox "
+        "GROUP BY channel ORDER BY channel COLLATE \"binary\"",
+        soci::into(c.channel), soci::into(pending), soci::into(oldest), soci::into(c.last_error));
     st.execute();
     while (st.fetch()) {
       c.pending = pending;
@@ -171,9 +174,10 @@ Result<std::vector<RuleRecord>> SqlStore::ListRules() {
     RuleRecord r;
     long long t = 0;
     soci::statement st =
-        (sql.prepare << "SELECT name, grp, doc, updated_ms FROM alert_rules ORDER BY name COLLATE "
-                        "\"binary\"",
-         soci::into(r.name), soci::into(r.group), soci::into(r.doc), soci::into(t));
+        Once(sql,
+             "SELECT name, grp, doc, updated_ms FROM alert_rules ORDER BY name COLLATE "
+             "\"binary\"",
+             soci::into(r.name), soci::into(r.group), soci::into(r.doc), soci::into(t));
     st.execute();
     while (st.fetch()) {
       r.updated_ms = t;
@@ -200,10 +204,11 @@ Result<std::vector<SilenceRecord>> SqlStore::ListSilences() {
     SilenceRecord s;
     long long starts = 0, ends = 0, created = 0;
     soci::statement st =
-        (sql.prepare << "SELECT id, matchers, starts_ms, ends_ms, created_by, comment, "
-                        "created_ms FROM silences ORDER BY created_ms DESC",
-         soci::into(s.id), soci::into(s.matchers), soci::into(starts), soci::into(ends),
-         soci::into(s.created_by), soci::into(s.comment), soci::into(created));
+        Once(sql,
+             "SELECT id, matchers, starts_ms, ends_ms, created_by, comment, "
+             "created_ms FROM silences ORDER BY created_ms DESC",
+             soci::into(s.id), soci::into(s.matchers), soci::into(starts), soci::into(ends),
+             soci::into(s.created_by), soci::into(s.comment), soci::into(created));
     st.execute();
     while (st.fetch()) {
       s.starts_ms = starts;

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <deque>
+#include <string_view>
 
 #include "common/json_text.h"
 #include "common/strings.h"
@@ -57,10 +59,11 @@ Result<std::vector<Cluster>> SqlStore::ListClusters() {
     std::string type, labels, remediation;
     long long created = 0, updated = 0;
     soci::statement st =
-        (sql.prepare << "SELECT name, type, site, labels, remediation, created_ms, "
-                        "updated_ms FROM clusters ORDER BY name COLLATE \"binary\"",
-         soci::into(c.name), soci::into(type), soci::into(c.site), soci::into(labels),
-         soci::into(remediation), soci::into(created), soci::into(updated));
+        Once(sql,
+             "SELECT name, type, site, labels, remediation, created_ms, "
+             "updated_ms FROM clusters ORDER BY name COLLATE \"binary\"",
+             soci::into(c.name), soci::into(type), soci::into(c.site), soci::into(labels),
+             soci::into(remediation), soci::into(created), soci::into(updated));
     st.execute();
     while (st.fetch()) {
       c.type = ParseClusterType(type).value_or(ClusterType::kTraining);
@@ -81,12 +84,13 @@ Result<std::vector<Pool>> SqlStore::ListPools() {
     std::string labels, exporters;
     long long gpn = 0, size = 0, created = 0, updated = 0, interval = 0;
     soci::statement st =
-        (sql.prepare << "SELECT name, cluster, gpu_model, gpus_per_node, size, labels, "
-                        "exporters, scrape_interval_ms, created_ms, updated_ms FROM pools "
-                        "ORDER BY cluster COLLATE \"binary\", name COLLATE \"binary\"",
-         soci::into(p.name), soci::into(p.cluster), soci::into(p.gpu_model), soci::into(gpn),
-         soci::into(size), soci::into(labels), soci::into(exporters), soci::into(interval),
-         soci::into(created), soci::into(updated));
+        Once(sql,
+             "SELECT name, cluster, gpu_model, gpus_per_node, size, labels, "
+             "exporters, scrape_interval_ms, created_ms, updated_ms FROM pools "
+             "ORDER BY cluster COLLATE \"binary\", name COLLATE \"binary\"",
+             soci::into(p.name), soci::into(p.cluster), soci::into(p.gpu_model), soci::into(gpn),
+             soci::into(size), soci::into(labels), soci::into(exporters), soci::into(interval),
+             soci::into(created), soci::into(updated));
     st.execute();
     while (st.fetch()) {
       p.gpus_per_node = static_cast<int>(gpn);
@@ -104,88 +108,129 @@ Result<std::vector<Pool>> SqlStore::ListPools() {
 
 namespace {
 
-// Up to 64 of a node's GPUs in one statement (12 parameters each: within SQLite's oldest limit
-// of 999). A GPU moved between nodes keeps its UUID, the primary key: the newest report wins.
-void UpsertGpus(soci::session& sql, const Node& n, size_t from, size_t to) {
-  std::vector<long long> ints;  // idx, memory, MIG mode per GPU; their addresses are bound
-  ints.reserve(3 * (to - from));
-  soci::statement ins(sql);
-  ins.alloc();
-  std::string rows;
-  for (size_t i = from; i < to; ++i) {
-    const Gpu& g = n.gpus[i];
-    ints.push_back(g.index);
-    ints.push_back(static_cast<long long>(g.memory_total_bytes));
-    ints.push_back(g.mig_mode);
-    const long long* v = &ints[ints.size() - 3];
-    std::string k = std::to_string(i);
-    rows += (rows.empty() ? "(" : ", (") + (":u" + k) + ", :n" + k + ", :i" + k + ", :s" + k +
-            ", :na" + k + ", :m" + k + ", :p" + k + ", :mem" + k + ", :v" + k + ", :inf" + k +
-            ", :mig" + k + ", :e" + k + ")";
-    ins.exchange(soci::use(g.uuid));
-    ins.exchange(soci::use(n.name));
-    ins.exchange(soci::use(v[0]));
-    ins.exchange(soci::use(g.serial));
-    ins.exchange(soci::use(g.name));
-    ins.exchange(soci::use(g.model));
-    ins.exchange(soci::use(g.pci_bus_id));
-    ins.exchange(soci::use(v[1]));
-    ins.exchange(soci::use(g.vbios_version));
-    ins.exchange(soci::use(g.inforom_version));
-    ins.exchange(soci::use(v[2]));
-    ins.exchange(soci::use(g.error));
-  }
-  ins.prepare(
-      "INSERT INTO gpus (uuid, node, idx, serial, name, model, pci_bus_id, memory_total, "
-      "vbios, inforom, mig_mode, error) VALUES " +
-      rows +
-      " ON CONFLICT (uuid) DO UPDATE SET node = excluded.node, idx = excluded.idx, "
-      "serial = excluded.serial, name = excluded.name, model = excluded.model, "
-      "pci_bus_id = excluded.pci_bus_id, memory_total = excluded.memory_total, "
-      "vbios = excluded.vbios, inforom = excluded.inforom, mig_mode = excluded.mig_mode, "
-      "error = excluded.error");
-  ins.define_and_bind();
-  ins.execute(true);
-}
+constexpr const char* kNodeColumns =
+    "INSERT INTO nodes (name, cluster, pool, state, resume_state, reason, facts, simulated, "
+    "registered_ms, last_seen_ms, state_since_ms, token_hash) VALUES (";
+constexpr const char* kNodeConflict =
+    ") ON CONFLICT (name) DO UPDATE SET cluster = excluded.cluster, pool = excluded.pool, "
+    "state = excluded.state, resume_state = excluded.resume_state, reason = excluded.reason, "
+    "facts = excluded.facts, simulated = excluded.simulated, "
+    "registered_ms = excluded.registered_ms, last_seen_ms = excluded.last_seen_ms, "
+    "state_since_ms = excluded.state_since_ms, token_hash = excluded.token_hash";
+constexpr const char* kGpuColumns =
+    "INSERT INTO gpus (uuid, node, idx, serial, name, model, pci_bus_id, memory_total, vbios, "
+    "inforom, mig_mode, error) VALUES ";
+// A GPU moved between nodes keeps its UUID, the primary key: the newest report wins.
+constexpr const char* kGpuConflict =
+    " ON CONFLICT (uuid) DO UPDATE SET node = excluded.node, idx = excluded.idx, "
+    "serial = excluded.serial, name = excluded.name, model = excluded.model, "
+    "pci_bus_id = excluded.pci_bus_id, memory_total = excluded.memory_total, "
+    "vbios = excluded.vbios, inforom = excluded.inforom, mig_mode = excluded.mig_mode, "
+    "error = excluded.error";
+constexpr const char* kEventColumns =
+    "INSERT INTO node_events (node, time_ms, from_state, to_state, reason, actor) VALUES ";
 
-// The node's GPUs replace its old ones: two statements for up to 64 GPUs, whatever their number
-// (over a network each statement is a round trip, and a registration storm saves every node).
-void ReplaceGpus(soci::session& sql, const Node& n) {
-  sql << "DELETE FROM gpus WHERE node = :n", soci::use(n.name);
-  constexpr size_t kChunk = 64;
-  for (size_t from = 0; from < n.gpus.size(); from += kChunk) {
-    UpsertGpus(sql, n, from, std::min(n.gpus.size(), from + kChunk));
+// One statement's text and its bound values, in the order their placeholders appear (SOCI binds
+// them by position). The values live here until the statement has run.
+class Builder {
+ public:
+  explicit Builder(soci::session& sql) : st_(sql) { st_.alloc(); }
+  Builder& Text(std::string_view text) {
+    query_ += text;
+    return *this;
   }
-}
+  Builder& Bind(const std::string& value) {
+    Placeholder();
+    st_.exchange(soci::use(value));
+    return *this;
+  }
+  Builder& Bind(long long value) {
+    Placeholder();
+    st_.exchange(soci::use(ints_.emplace_back(value)));
+    return *this;
+  }
+  Builder& Node(const gpufleet::Node& n) {
+    strings_.emplace_back(ToString(n.state));
+    const std::string& state = strings_.back();
+    strings_.emplace_back(ToString(n.resume_state));
+    const std::string& resume = strings_.back();
+    const std::string& facts = strings_.emplace_back(JsonText(ToJson(n.facts)));
+    Text(kNodeColumns).Bind(n.name).Text(", ").Bind(n.cluster).Text(", ").Bind(n.pool);
+    Text(", ").Bind(state).Text(", ").Bind(resume).Text(", ").Bind(n.reason).Text(", ");
+    Bind(facts).Text(", ").Bind(n.simulated ? 1 : 0).Text(", ").Bind(n.registered_ms);
+    Text(", ").Bind(n.last_seen_ms).Text(", ").Bind(n.state_since_ms).Text(", ");
+    return Bind(n.token_hash).Text(kNodeConflict);
+  }
+  Builder& Gpus(const gpufleet::Node& n, size_t from, size_t to) {
+    Text(kGpuColumns);
+    for (size_t i = from; i < to; ++i) {
+      const Gpu& g = n.gpus[i];
+      Text(i == from ? "(" : ", (").Bind(g.uuid).Text(", ").Bind(n.name).Text(", ");
+      Bind(g.index).Text(", ").Bind(g.serial).Text(", ").Bind(g.name).Text(", ").Bind(g.model);
+      Text(", ").Bind(g.pci_bus_id).Text(", ");
+      Bind(static_cast<long long>(g.memory_total_bytes)).Text(", ").Bind(g.vbios_version);
+      Text(", ").Bind(g.inforom_version).Text(", ").Bind(g.mig_mode).Text(", ").Bind(g.error);
+      Text(")");
+    }
+    return Text(kGpuConflict);
+  }
+  Builder& Events(const std::vector<NodeEvent>& events) {
+    Text(kEventColumns);
+    for (size_t i = 0; i < events.size(); ++i) {
+      const NodeEvent& e = events[i];
+      Text(i == 0 ? "(" : ", (").Bind(e.node).Text(", ").Bind(e.time_ms).Text(", ").Bind(e.from);
+      Text(", ").Bind(e.to).Text(", ").Bind(e.reason).Text(", ").Bind(e.actor).Text(")");
+    }
+    return *this;
+  }
+  // Runs it once: one round trip on PostgreSQL (see Once()).
+  void Run() {
+    st_.prepare(query_, soci::details::st_one_time_query);
+    st_.define_and_bind();
+    st_.execute(true);
+  }
+
+ private:
+  void Placeholder() { query_ += ":v" + std::to_string(count_++); }
+  std::string query_;
+  int count_ = 0;
+  std::deque<long long> ints_;  // deques: bound addresses stay put as they grow
+  std::deque<std::string> strings_;
+  soci::statement st_;  // last: it goes before the values it binds
+};
 
 }  // namespace
 
+// The node, its GPUs (which replace its old ones) and its events, atomically.
+//  - PostgreSQL: one statement of data-modifying CTEs, so one round trip and no BEGIN/COMMIT:
+//    a registration storm saves every node, and over a network each statement is a round trip.
+//    The DELETE spares the GPUs the upsert writes (one statement may not change a row twice).
+//  - SQLite (no data-modifying CTEs, and no round trips): a transaction of the same statements,
+//    up to 64 GPUs each (12 parameters a GPU: within SQLite's oldest limit of 999).
 Status SqlStore::SaveNode(const Node& n, const std::vector<NodeEvent>& events) {
   return Run([&](soci::session& sql) -> Status {
-    soci::transaction tx(sql);
-    std::string state(ToString(n.state)), resume(ToString(n.resume_state));
-    std::string facts = JsonText(ToJson(n.facts));
-    long long simulated = n.simulated ? 1 : 0, registered = n.registered_ms, seen = n.last_seen_ms,
-              since = n.state_since_ms;
-    sql << "INSERT INTO nodes (name, cluster, pool, state, resume_state, reason, facts, "
-           "simulated, registered_ms, last_seen_ms, state_since_ms, token_hash) VALUES "
-           "(:n, :c, :p, :s, :r, :re, :f, :si, :rg, :ls, :ss, :t) ON CONFLICT (name) DO UPDATE "
-           "SET cluster = excluded.cluster, pool = excluded.pool, state = excluded.state, "
-           "resume_state = excluded.resume_state, reason = excluded.reason, "
-           "facts = excluded.facts, simulated = excluded.simulated, "
-           "registered_ms = excluded.registered_ms, last_seen_ms = excluded.last_seen_ms, "
-           "state_since_ms = excluded.state_since_ms, token_hash = excluded.token_hash",
-        soci::use(n.name), soci::use(n.cluster), soci::use(n.pool), soci::use(state),
-        soci::use(resume), soci::use(n.reason), soci::use(facts), soci::use(simulated),
-        soci::use(registered), soci::use(seen), soci::use(since), soci::use(n.token_hash);
-    ReplaceGpus(sql, n);
-    for (const auto& e : events) {
-      long long t = e.time_ms;
-      sql << "INSERT INTO node_events (node, time_ms, from_state, to_state, reason, actor) "
-             "VALUES (:n, :t, :f, :to, :r, :a)",
-          soci::use(e.node), soci::use(t), soci::use(e.from), soci::use(e.to), soci::use(e.reason),
-          soci::use(e.actor);
+    if (dialect_ == Dialect::kPostgres) {
+      Builder b(sql);
+      b.Text("WITH node AS (").Node(n).Text("), gone AS (DELETE FROM gpus WHERE node = ");
+      b.Bind(n.name);
+      for (size_t i = 0; i < n.gpus.size(); ++i) {
+        b.Text(i == 0 ? " AND uuid NOT IN (" : ", ").Bind(n.gpus[i].uuid);
+      }
+      b.Text(n.gpus.empty() ? ")" : "))");
+      if (!n.gpus.empty()) b.Text(", gpus AS (").Gpus(n, 0, n.gpus.size()).Text(")");
+      if (!events.empty()) b.Text(", events AS (").Events(events).Text(")");
+      b.Text(" SELECT 1");
+      b.Run();
+      return {};
     }
+    soci::transaction tx(sql);
+    Builder(sql).Node(n).Run();
+    sql << "DELETE FROM gpus WHERE node = :n", soci::use(n.name);
+    constexpr size_t kChunk = 64;
+    for (size_t from = 0; from < n.gpus.size(); from += kChunk) {
+      Builder(sql).Gpus(n, from, std::min(n.gpus.size(), from + kChunk)).Run();
+    }
+    if (!events.empty()) Builder(sql).Events(events).Run();
     tx.commit();
     return {};
   });
@@ -199,13 +244,14 @@ Result<std::vector<Node>> SqlStore::LoadNodes() {
       Node n;
       std::string state, resume, facts;
       long long simulated = 0, registered = 0, seen = 0, since = 0;
-      soci::statement st =
-          (sql.prepare << "SELECT name, cluster, pool, state, resume_state, reason, facts, "
-                          "simulated, registered_ms, last_seen_ms, state_since_ms, token_hash "
-                          "FROM nodes ORDER BY name COLLATE \"binary\"",
-           soci::into(n.name), soci::into(n.cluster), soci::into(n.pool), soci::into(state),
-           soci::into(resume), soci::into(n.reason), soci::into(facts), soci::into(simulated),
-           soci::into(registered), soci::into(seen), soci::into(since), soci::into(n.token_hash));
+      soci::statement st = Once(
+          sql,
+          "SELECT name, cluster, pool, state, resume_state, reason, facts, "
+          "simulated, registered_ms, last_seen_ms, state_since_ms, token_hash "
+          "FROM nodes ORDER BY name COLLATE \"binary\"",
+          soci::into(n.name), soci::into(n.cluster), soci::into(n.pool), soci::into(state),
+          soci::into(resume), soci::into(n.reason), soci::into(facts), soci::into(simulated),
+          soci::into(registered), soci::into(seen), soci::into(since), soci::into(n.token_hash));
       st.execute();
       while (st.fetch()) {
         n.state = ParseNodeState(state).value_or(NodeState::kUnreachable);
@@ -226,13 +272,15 @@ Result<std::vector<Node>> SqlStore::LoadNodes() {
     Gpu g;
     std::string node;
     long long idx = 0, mem = 0, mig = 0;
-    soci::statement st = (sql.prepare << "SELECT node, uuid, idx, serial, name, model, pci_bus_id, "
-                                         "memory_total, vbios, inforom, mig_mode, error FROM gpus "
-                                         "ORDER BY node COLLATE \"binary\", idx",
-                          soci::into(node), soci::into(g.uuid), soci::into(idx),
-                          soci::into(g.serial), soci::into(g.name), soci::into(g.model),
-                          soci::into(g.pci_bus_id), soci::into(mem), soci::into(g.vbios_version),
-                          soci::into(g.inforom_version), soci::into(mig), soci::into(g.error));
+    soci::statement st =
+        Once(sql,
+             "SELECT node, uuid, idx, serial, name, model, pci_bus_id, "
+             "memory_total, vbios, inforom, mig_mode, error FROM gpus "
+             "ORDER BY node COLLATE \"binary\", idx",
+             soci::into(node), soci::into(g.uuid), soci::into(idx), soci::into(g.serial),
+             soci::into(g.name), soci::into(g.model), soci::into(g.pci_bus_id), soci::into(mem),
+             soci::into(g.vbios_version), soci::into(g.inforom_version), soci::into(mig),
+             soci::into(g.error));
     st.execute();
     while (st.fetch()) {
       g.index = static_cast<int>(idx);
@@ -250,11 +298,12 @@ Result<std::vector<NodeEvent>> SqlStore::ListNodeEvents(const std::string& node,
     std::vector<NodeEvent> out;
     NodeEvent e;
     long long id = 0, t = 0, lim = limit;
-    soci::statement st =
-        (sql.prepare << "SELECT id, node, time_ms, from_state, to_state, reason, actor FROM "
-                        "node_events WHERE node = :n ORDER BY id DESC LIMIT :l",
-         soci::into(id), soci::into(e.node), soci::into(t), soci::into(e.from), soci::into(e.to),
-         soci::into(e.reason), soci::into(e.actor), soci::use(node), soci::use(lim));
+    soci::statement st = Once(sql,
+                              "SELECT id, node, time_ms, from_state, to_state, reason, actor FROM "
+                              "node_events WHERE node = :n ORDER BY id DESC LIMIT :l",
+                              soci::into(id), soci::into(e.node), soci::into(t), soci::into(e.from),
+                              soci::into(e.to), soci::into(e.reason), soci::into(e.actor),
+                              soci::use(node), soci::use(lim));
     st.execute();
     while (st.fetch()) {
       e.id = id;
@@ -333,12 +382,13 @@ Result<std::vector<GpuEventRecord>> SqlStore::ListGpuEvents(const std::string& n
     GpuEventRecord e;
     long long id = 0, t = 0, gpu = 0, value = 0, lim = limit;
     soci::statement st =
-        (sql.prepare << "SELECT id, time_ms, node, gpu, uuid, kind, value FROM gpu_events "
-                        "WHERE (node = :n OR :n2 = '') AND (kind = :k OR :k2 = '') "
-                        "ORDER BY id DESC LIMIT :l",
-         soci::into(id), soci::into(t), soci::into(e.node), soci::into(gpu), soci::into(e.uuid),
-         soci::into(e.kind), soci::into(value), soci::use(node), soci::use(node), soci::use(kind),
-         soci::use(kind), soci::use(lim));
+        Once(sql,
+             "SELECT id, time_ms, node, gpu, uuid, kind, value FROM gpu_events "
+             "WHERE (node = :n OR :n2 = '') AND (kind = :k OR :k2 = '') "
+             "ORDER BY id DESC LIMIT :l",
+             soci::into(id), soci::into(t), soci::into(e.node), soci::into(gpu), soci::into(e.uuid),
+             soci::into(e.kind), soci::into(value), soci::use(node), soci::use(node),
+             soci::use(kind), soci::use(kind), soci::use(lim));
     st.execute();
     while (st.fetch()) {
       e.id = id;
@@ -369,12 +419,13 @@ Result<std::vector<AuditRecord>> SqlStore::ListAudit(int64_t before_id, int limi
     long long id = 0, t = 0, status = 0, before = before_id > 0 ? before_id : INT64_MAX,
               lim = limit;
     soci::statement st =
-        (sql.prepare << "SELECT id, time_ms, actor, action, target, status, result, "
-                        "before_doc, after_doc FROM audit WHERE id < :b ORDER BY id DESC "
-                        "LIMIT :l",
-         soci::into(id), soci::into(t), soci::into(r.actor), soci::into(r.action),
-         soci::into(r.target), soci::into(status), soci::into(r.result), soci::into(r.before),
-         soci::into(r.after), soci::use(before), soci::use(lim));
+        Once(sql,
+             "SELECT id, time_ms, actor, action, target, status, result, "
+             "before_doc, after_doc FROM audit WHERE id < :b ORDER BY id DESC "
+             "LIMIT :l",
+             soci::into(id), soci::into(t), soci::into(r.actor), soci::into(r.action),
+             soci::into(r.target), soci::into(status), soci::into(r.result), soci::into(r.before),
+             soci::into(r.after), soci::use(before), soci::use(lim));
     st.execute();
     while (st.fetch()) {
       r.id = id;
@@ -394,10 +445,9 @@ Result<std::vector<JoinToken>> SqlStore::QueryJoinTokens(const std::string& hash
     std::string q =
         "SELECT id, pool, hash, created_by, created_ms, expires_ms, revoked FROM "
         "join_tokens WHERE (hash = :h OR :all = 1) ORDER BY created_ms, id COLLATE \"binary\"";
-    soci::statement st =
-        (sql.prepare << q, soci::into(t.id), soci::into(t.pool), soci::into(t.hash),
-         soci::into(t.created_by), soci::into(created), soci::into(expires), soci::into(revoked),
-         soci::use(hash), soci::use(all));
+    soci::statement st = Once(sql, q, soci::into(t.id), soci::into(t.pool), soci::into(t.hash),
+                              soci::into(t.created_by), soci::into(created), soci::into(expires),
+                              soci::into(revoked), soci::use(hash), soci::use(all));
     st.execute();
     while (st.fetch()) {
       t.created_ms = created;
@@ -419,9 +469,9 @@ Result<std::vector<ApiToken>> SqlStore::QueryApiTokens(const std::string& hash) 
         "SELECT id, name, role, clusters, hash, created_ms, expires_ms, revoked "
         "FROM api_tokens WHERE (hash = :h OR :all = 1) ORDER BY created_ms, id COLLATE \"binary\"";
     soci::statement st =
-        (sql.prepare << q, soci::into(t.id), soci::into(t.name), soci::into(role),
-         soci::into(clusters), soci::into(t.hash), soci::into(created), soci::into(expires),
-         soci::into(revoked), soci::use(hash), soci::use(all));
+        Once(sql, q, soci::into(t.id), soci::into(t.name), soci::into(role), soci::into(clusters),
+             soci::into(t.hash), soci::into(created), soci::into(expires), soci::into(revoked),
+             soci::use(hash), soci::use(all));
     st.execute();
     while (st.fetch()) {
       t.role = ParseRole(role).value_or(Role::kViewer);
@@ -437,7 +487,7 @@ Result<std::vector<ApiToken>> SqlStore::QueryApiTokens(const std::string& hash) 
 
 Status SqlStore::Revoke(const char* query, const std::string& id, const char* what) {
   return Run([&](soci::session& sql) -> Status {
-    soci::statement st = (sql.prepare << query, soci::use(id));
+    soci::statement st = Once(sql, query, soci::use(id));
     st.execute(true);
     if (st.get_affected_rows() == 0) {
       return MakeError(ErrorCode::kNotFound, std::string("no ") + what + " '" + id + "'");

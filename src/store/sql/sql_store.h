@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "store/store.h"
 
@@ -24,6 +25,19 @@ boost::json::value ParseOrNull(const std::string& text);
 // A unique-key violation is kConflict; anything else (the database is down, the disk is
 // full...) is kUnavailable: the API answers 503 and the caller may try again.
 Error StoreError(const std::exception& e);
+
+// A statement that runs once, with its into()/use() elements: on PostgreSQL one round trip
+// (PQexecParams), where `sql.prepare << …` takes three (prepare, execute, deallocate). What the
+// hot paths (a registration storm, authentication, the outbox poll) pay per statement.
+template <typename... Elements>
+soci::statement Once(soci::session& sql, const std::string& query, Elements&&... elements) {
+  soci::statement st(sql);
+  (st.exchange(std::forward<Elements>(elements)), ...);
+  st.alloc();
+  st.prepare(query, soci::details::st_one_time_query);
+  st.define_and_bind();
+  return st;
+}
 
 // Thread-safe. Each call leases one session of the pool for its duration: SQLite has one (its
 // writers are serialised anyway), PostgreSQL `sessions`, so API calls do not queue behind one.

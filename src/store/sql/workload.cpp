@@ -24,8 +24,9 @@ Result<std::vector<JobRecord>> SqlStore::ListJobs() {
     std::vector<JobRecord> out;
     JobRecord j;
     long long id = 0, t = 0;
-    soci::statement st = (sql.prepare << "SELECT id, state, doc, updated_ms FROM jobs ORDER BY id",
-                          soci::into(id), soci::into(j.state), soci::into(j.doc), soci::into(t));
+    soci::statement st =
+        Once(sql, "SELECT id, state, doc, updated_ms FROM jobs ORDER BY id", soci::into(id),
+             soci::into(j.state), soci::into(j.doc), soci::into(t));
     st.execute();
     while (st.fetch()) {
       j.id = id;
@@ -49,8 +50,7 @@ Status SqlStore::SaveScalingPolicy(const ScalingRecord& r) {
 
 Status SqlStore::DeleteScalingPolicy(const std::string& pool) {
   return Run([&](soci::session& sql) -> Status {
-    soci::statement st =
-        (sql.prepare << "DELETE FROM scaling_policies WHERE pool = :p", soci::use(pool));
+    soci::statement st = Once(sql, "DELETE FROM scaling_policies WHERE pool = :p", soci::use(pool));
     st.execute(true);
     if (st.get_affected_rows() == 0) {
       return MakeError(ErrorCode::kNotFound, "pool '" + pool + "' has no scaling policy");
@@ -64,9 +64,10 @@ Result<std::vector<ScalingRecord>> SqlStore::ListScalingPolicies() {
     std::vector<ScalingRecord> out;
     ScalingRecord r;
     long long t = 0;
-    soci::statement st = (sql.prepare << "SELECT pool, doc, updated_ms FROM scaling_policies ORDER "
-                                         "BY pool COLLATE \"binary\"",
-                          soci::into(r.pool), soci::into(r.doc), soci::into(t));
+    soci::statement st = Once(sql,
+                              "SELECT pool, doc, updated_ms FROM scaling_policies ORDER "
+                              "BY pool COLLATE \"binary\"",
+                              soci::into(r.pool), soci::into(r.doc), soci::into(t));
     st.execute();
     while (st.fetch()) {
       r.updated_ms = t;
@@ -92,10 +93,11 @@ Result<std::vector<ScaleEventRecord>> SqlStore::ListScaleEvents(const std::strin
     std::vector<ScaleEventRecord> out;
     ScaleEventRecord r;
     long long id = 0, t = 0, lim = limit;
-    soci::statement st = (sql.prepare << "SELECT id, time_ms, pool, doc FROM scale_events "
-                                         "WHERE (pool = :p OR :p2 = '') ORDER BY id DESC LIMIT :l",
-                          soci::into(id), soci::into(t), soci::into(r.pool), soci::into(r.doc),
-                          soci::use(pool), soci::use(pool), soci::use(lim));
+    soci::statement st = Once(sql,
+                              "SELECT id, time_ms, pool, doc FROM scale_events "
+                              "WHERE (pool = :p OR :p2 = '') ORDER BY id DESC LIMIT :l",
+                              soci::into(id), soci::into(t), soci::into(r.pool), soci::into(r.doc),
+                              soci::use(pool), soci::use(pool), soci::use(lim));
     st.execute();
     while (st.fetch()) {
       r.id = id;
@@ -122,10 +124,11 @@ Result<std::vector<ScalingSampleRecord>> SqlStore::ListScalingSamples(const std:
     std::vector<ScalingSampleRecord> out;
     ScalingSampleRecord r;
     long long t = 0, since = since_ms;
-    soci::statement st =
-        (sql.prepare << "SELECT pool, time_ms, doc FROM scaling_samples "
-                        "WHERE pool = :p AND time_ms >= :s ORDER BY time_ms",
-         soci::into(r.pool), soci::into(t), soci::into(r.doc), soci::use(pool), soci::use(since));
+    soci::statement st = Once(sql,
+                              "SELECT pool, time_ms, doc FROM scaling_samples "
+                              "WHERE pool = :p AND time_ms >= :s ORDER BY time_ms",
+                              soci::into(r.pool), soci::into(t), soci::into(r.doc), soci::use(pool),
+                              soci::use(since));
     st.execute();
     while (st.fetch()) {
       r.time_ms = t;
