@@ -1,6 +1,7 @@
 #include "harness.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +21,8 @@
 #include <sstream>
 #include <string_view>
 #include <thread>
+
+#include "openapi.h"
 
 extern "C" char** environ;
 
@@ -207,6 +210,10 @@ std::pair<int, boost::json::value> ControllerProcess::Call(const std::string& me
   if (!reply.ok()) return {0, boost::json::value(reply.error().message)};
   boost::system::error_code ec;
   auto v = boost::json::parse(reply->body, ec);
+  // Every response an end-to-end test gets is one docs/openapi.yaml describes.
+  for (const auto& problem : CheckResponse(method, target, reply->status, ec ? nullptr : &v)) {
+    ADD_FAILURE() << "docs/openapi.yaml: " << problem;
+  }
   return {reply->status, ec ? boost::json::value(reply->body) : v};
 }
 
