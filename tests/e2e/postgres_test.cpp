@@ -192,6 +192,33 @@ TEST(StoreCopy, ServeAndCopyRefuseADatabaseTheyCannotReach) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(StoreCopy, AWrongPasswordIsOneLineThatDoesNotShowIt) {
+  using testing::TestPostgres;
+  std::string dir = TempDir("store-password");
+  ASSERT_TRUE(Server().Sql(
+      "postgres", std::string("CREATE DATABASE e2e_password OWNER ") + TestPostgres::kPasswordUser))
+      << Server().error();
+  const std::string user = TestPostgres::kPasswordUser;
+  RunResult wrong = RunGpufleet({"--data-dir", dir, "serve", "--listen", "127.0.0.1:0", "--store",
+                                 Server().Url("e2e_password", user + ":not-it")});
+  EXPECT_NE(wrong.exit_code, 0);
+  EXPECT_EQ(wrong.err.rfind("error: cannot open store postgresql://" + user + ":***@/", 0), 0u)
+      << wrong.err;
+  EXPECT_NE(wrong.err.find("password authentication failed"), std::string::npos) << wrong.err;
+  EXPECT_EQ(wrong.err.find("not-it"), std::string::npos) << wrong.err;
+  EXPECT_EQ(std::count(wrong.err.begin(), wrong.err.end(), '\n'), 1) << wrong.err;
+
+  // The right one opens it.
+  ControllerProcess c(
+      dir + "/data",
+      {"--store", Server().Url("e2e_password", user + ":" + TestPostgres::kPassword)});
+  std::filesystem::create_directories(dir + "/data");
+  c.Start();
+  EXPECT_EQ(c.Call("GET", "/healthz").first, 200);
+  c.Stop();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Up, RunsTheExampleFleetOnPostgres) {
   std::string dir = TempDir("up-postgres");
   std::string url = Server().CreateDatabase("e2e_up");

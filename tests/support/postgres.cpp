@@ -50,11 +50,22 @@ TestPostgres::TestPostgres() {
       return;
     }
   }
-  // Trust on the socket only: the directory is the server user's and mode 0700.
+  // Trust on the socket only: the directory is the server user's and mode 0700. The role
+  // `kPasswordUser` alone must give its password (SCRAM), so a test can be refused one.
   if (!Run(bin_ + "/initdb -D " + Quote(dir_ + "/data") +
-           " -A trust -U gpufleet -E UTF8 --locale=C --no-sync") ||
-      !Start()) {
-    if (error_.empty()) error_ = "initdb or pg_ctl start failed";
+           " -A trust -U gpufleet -E UTF8 --locale=C --no-sync")) {
+    error_ = "initdb failed";
+    return;
+  }
+  {
+    const std::string hba = dir_ + "/data/pg_hba.conf";
+    std::stringstream rest;
+    rest << std::ifstream(hba).rdbuf();
+    std::ofstream(hba) << "local all " << kPasswordUser << " scram-sha-256\n" << rest.str();
+  }
+  if (!Start() || !Sql("postgres", "CREATE ROLE " + std::string(kPasswordUser) +
+                                       " LOGIN CREATEDB PASSWORD '" + kPassword + "'")) {
+    if (error_.empty()) error_ = "pg_ctl start failed";
   }
 }
 
@@ -91,8 +102,9 @@ bool TestPostgres::Stop() {
   return Run(bin_ + "/pg_ctl -D " + Quote(dir_ + "/data") + " -m fast -w stop");
 }
 
-std::string TestPostgres::Url(const std::string& database) const {
-  return "postgresql://gpufleet@/" + database + "?host=" + dir_ + "&port=" + std::to_string(port_);
+std::string TestPostgres::Url(const std::string& database, const std::string& user) const {
+  return "postgresql://" + user + "@/" + database + "?host=" + dir_ +
+         "&port=" + std::to_string(port_);
 }
 
 bool TestPostgres::Sql(const std::string& database, const std::string& statement) {

@@ -21,8 +21,11 @@ class TestPostgres {
 
   // Creates an empty database and returns its postgresql:// URI.
   std::string CreateDatabase(const std::string& name);
-  // The URI of a database (which need not exist).
-  std::string Url(const std::string& database) const;
+  // The URI of a database (which need not exist), as `user` ("name" or "name:password").
+  std::string Url(const std::string& database, const std::string& user = "gpufleet") const;
+  // A role that must give its password; every other one is trusted on the socket.
+  static constexpr const char* kPasswordUser = "withpassword";
+  static constexpr const char* kPassword = "s3cret-pw";
   // Runs one SQL statement in `database` through psql; false (and the output in error()) when
   // it fails.
   bool Sql(const std::string& database, const std::string& statement);
