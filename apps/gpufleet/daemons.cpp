@@ -178,7 +178,7 @@ struct AgentFlags {
 
 int RunAgent(AgentFlags& f) {
   SetLogLevel(f.log_level);
-  if (auto url = ParseHttpUrl(f.controller, "8080"); !url.ok()) {
+  if (auto url = ParsePlainUrl(f.controller, "8080"); !url.ok()) {
     return Fail(MakeError(ErrorCode::kInvalidArgument, "--controller " + url.error().message));
   }
   if (f.join_token.empty()) {
@@ -472,7 +472,7 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
       g.exit_code = 2;
       return;
     }
-    if (auto url = ParseHttpUrl(sim.pool.controller, "8080"); !url.ok()) {
+    if (auto url = ParsePlainUrl(sim.pool.controller, "8080"); !url.ok()) {
       std::fprintf(stderr, "error: --controller %s\n", url.error().message.c_str());
       g.exit_code = 2;
       return;

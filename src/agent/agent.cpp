@@ -87,7 +87,7 @@ class Session : public std::enable_shared_from_this<Session> {
     bool welcomed = false;
     bool counted = false;
     try {
-      auto parsed = ParseHttpUrl(options_.controller, "8080");
+      auto parsed = ParsePlainUrl(options_.controller, "8080");
       if (!parsed.ok()) throw std::invalid_argument(parsed.error().message);
       HttpUrl ep = std::move(parsed).value();
       tcp::resolver resolver(ex_);

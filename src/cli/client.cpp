@@ -32,7 +32,7 @@ struct HttpClient::Impl {
 };
 
 HttpClient::HttpClient(std::string server, std::string token) : impl_(std::make_unique<Impl>()) {
-  auto url = ParseHttpUrl(server, "8080");
+  auto url = ParsePlainUrl(server, "8080");
   if (url.ok()) {
     impl_->host = url->host;
     impl_->port = url->port;

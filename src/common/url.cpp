@@ -61,4 +61,16 @@ Result<HttpUrl> ParseHttpUrl(std::string_view text, std::string_view default_por
   return url;
 }
 
+Result<HttpUrl> ParsePlainUrl(std::string_view text, std::string_view default_port) {
+  auto url = ParseHttpUrl(text, default_port);
+  if (url.ok() && url->scheme == "https") {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "'" + std::string(text) +
+                         "' is https://, and this gpufleet has no TLS client: nothing was sent "
+                         "(a token is never sent in clear); use http:// on loopback or a "
+                         "trusted network");
+  }
+  return url;
+}
+
 }  // namespace gpufleet

@@ -320,6 +320,28 @@ TEST_F(E2E, AgentWithoutNvmlExitsWithOneClearLine) {
       << r.err;
 }
 
+// A client given an https:// URL must not speak plain HTTP to it with the token in clear (it
+// did: the scheme was accepted and ignored). The listener proves nothing reached it.
+TEST(Clients, RefuseAnHttpsUrlAndSendNothing) {
+  PageServer listener("{}");
+  const std::string url = "https://127.0.0.1:" + std::to_string(listener.port());
+  RunResult cli = RunGpufleet({"--server", url, "nodes", "list"}, {{"GPUFLEET_TOKEN", "gfa_x"}});
+  EXPECT_EQ(cli.exit_code, 1);
+  EXPECT_NE(cli.err.find("is https://, and this gpufleet has no TLS client: nothing was sent"),
+            std::string::npos)
+      << cli.err;
+  EXPECT_EQ(std::count(cli.err.begin(), cli.err.end(), '\n'), 1) << cli.err;
+  RunResult agent = RunGpufleet({"agent", "--controller", url, "--join-token", "gfj_x"});
+  EXPECT_NE(agent.exit_code, 0);
+  EXPECT_NE(agent.err.find("no TLS client"), std::string::npos) << agent.err;
+  RunResult sim =
+      RunGpufleet({"sim", "--controller", url, "--join-token", "gfj_x", "--nodes", "1"});
+  EXPECT_NE(sim.exit_code, 0);
+  EXPECT_NE(sim.err.find("no TLS client"), std::string::npos) << sim.err;
+  EXPECT_EQ(listener.requests(), 0);
+  EXPECT_TRUE(listener.heads().empty());
+}
+
 }  // namespace
 }  // namespace gpufleet::e2e
 

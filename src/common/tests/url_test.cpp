@@ -27,6 +27,16 @@ TEST(ParseHttpUrl, DefaultsAndBareHost) {
   EXPECT_EQ(ParseHttpUrl("ws://x:1/a", "8080")->target, "/a");
 }
 
+TEST(ParsePlainUrl, RefusesHttpsAndTakesTheRest) {
+  auto u = ParsePlainUrl("https://ctl.example.org", "8080");
+  ASSERT_FALSE(u.ok());
+  EXPECT_NE(u.error().message.find("no TLS client: nothing was sent"), std::string::npos)
+      << u.error().message;
+  EXPECT_EQ(ParsePlainUrl("http://ctl:8080", "8080")->port, "8080");
+  EXPECT_EQ(ParsePlainUrl("ctl", "8080")->scheme, "http");
+  EXPECT_FALSE(ParsePlainUrl("ftp://x", "8080").ok());
+}
+
 TEST(ParseHttpUrl, Ipv6) {
   auto u = ParseHttpUrl("http://[::1]:9400/metrics", "80");
   ASSERT_TRUE(u.ok());
