@@ -18,8 +18,8 @@ int FleetService::CheckHeartbeats() {
   for (auto& [_, e] : nodes_) {
     Node& n = e.node;
     if (n.state == NodeState::kUnreachable || n.state == NodeState::kRetired ||
-        n.state == NodeState::kProvisioning) {
-      continue;
+        n.state == NodeState::kProvisioning || e.writing) {
+      continue;  // (a node being registered has just been heard from)
     }
     int64_t silent = now - n.last_seen_ms;
     int64_t limit = e.silence_ms ? e.silence_ms : options_.heartbeat_timeout_ms;
@@ -42,7 +42,7 @@ int FleetService::CheckHeartbeats() {
   // connect timeout.
   int retried = 0, left = 0;
   for (auto& [_, e] : nodes_) {
-    if (!e.unsaved) continue;
+    if (!e.unsaved || e.writing) continue;
     if (left == 0 && Save(e, {}).ok()) {
       ++retried;
     } else {
@@ -98,7 +98,7 @@ Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const st
   auto pool = FindPool(pool_name);
   if (!pool.ok()) return pool.error();
 
-  std::lock_guard lock(mu_);
+  auto lock = LockFor(name);
   int64_t now = clock_->NowMs();
   auto [it, created] = nodes_.try_emplace(name);
   Node& node = it->second.node;
@@ -139,14 +139,30 @@ Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const st
          (before.state == NodeState::kUnreachable ? "agent reconnected; " : "") + why, "agent",
          events);
   }
-  if (auto s = Save(it->second, events, /*retry=*/false); !s.ok()) {
+  // Written outside mu_, with the events of earlier changes whose write failed first; other
+  // changes of this node wait (LockFor), so the entry is as this registration left it.
+  Entry& entry = it->second;
+  entry.summary.clear();
+  entry.writing = true;
+  const Node snapshot = node;
+  std::vector<NodeEvent> all = entry.unsaved_events;
+  all.insert(all.end(), events.begin(), events.end());
+  lock.unlock();
+  Status saved = store_.SaveNode(snapshot, all);
+  lock.lock();
+  entry.writing = false;  // the entry stayed: nothing erases a node that is being written
+  written_.notify_all();
+  if (!saved.ok()) {
     if (created) {
       nodes_.erase(it);
     } else {
       node = before;
+      entry.summary.clear();  // a reader may have rendered the change meanwhile
     }
-    return s.error();
+    return saved.error();
   }
+  entry.unsaved = false;
+  entry.unsaved_events.clear();
   welcome.node = node.name;
   welcome.cluster = node.cluster;
   welcome.pool = node.pool;
@@ -157,7 +173,7 @@ Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const st
 Status FleetService::ObserveExporter(const std::string& name, const Pool& pool,
                                      const NodeFacts& facts, std::vector<Gpu> gpus,
                                      int64_t silence_ms) {
-  std::lock_guard lock(mu_);
+  auto lock = LockFor(name);
   int64_t now = clock_->NowMs();
   auto [it, created] = nodes_.try_emplace(name);
   Entry& entry = it->second;
@@ -211,7 +227,7 @@ Status FleetService::ObserveExporter(const std::string& name, const Pool& pool,
   } else {
     Move(node, OnHealth({node.state, node.resume_state}, health), why, "controller", events);
   }
-  if (auto s = Save(entry, events); !s.ok()) {
+  if (auto s = Save(entry, events, /*retry=*/false); !s.ok()) {
     if (created) {
       nodes_.erase(it);
     } else {
@@ -254,7 +270,7 @@ std::vector<std::string> FleetService::GpuUuids(const std::string& node) const {
 
 std::optional<proto::Message> FleetService::OnMessage(const std::string& name,
                                                       const proto::Message& message) {
-  std::unique_lock lock(mu_);
+  auto lock = LockFor(name);
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return std::nullopt;
   Node& node = it->second.node;
@@ -266,6 +282,7 @@ std::optional<proto::Message> FleetService::OnMessage(const std::string& name,
   lock.unlock();
   auto pool = FindPool(pool_name);
   lock.lock();
+  AwaitWrite(lock, name);
   it = nodes_.find(name);
   if (!pool.ok() || it == nodes_.end()) return std::nullopt;
   Node& n = it->second.node;

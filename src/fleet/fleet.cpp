@@ -139,7 +139,8 @@ Result<ApplyCounts> FleetService::Apply(const FleetSpec& spec) {
       if (p.name == name) pool = &p;
     }
     for (auto& [_, e] : nodes_) {
-      if (e.node.pool != name) continue;
+      // A node being registered is judged by its registration, against the pool it read.
+      if (e.node.pool != name || e.writing) continue;
       auto [health, why] = Verdict(e, *pool);
       std::vector<NodeEvent> events;
       Move(e.node, OnHealth({e.node.state, e.node.resume_state}, health),
@@ -242,6 +243,19 @@ Status FleetService::Save(Entry& entry, const std::vector<NodeEvent>& events, bo
   return saved;
 }
 
+void FleetService::AwaitWrite(std::unique_lock<std::mutex>& lock, const std::string& name) {
+  written_.wait(lock, [&] {
+    auto it = nodes_.find(name);
+    return it == nodes_.end() || !it->second.writing;
+  });
+}
+
+std::unique_lock<std::mutex> FleetService::LockFor(const std::string& name) {
+  std::unique_lock lock(mu_);
+  AwaitWrite(lock, name);
+  return lock;
+}
+
 Result<Node> FleetService::GetNode(const std::string& name) const {
   std::lock_guard lock(mu_);
   auto it = nodes_.find(name);
@@ -290,7 +304,7 @@ FleetService::Verdict_ FleetService::Verdict(Entry& entry, const Pool& pool) {
 
 Result<bool> FleetService::SetHealth(const std::string& name, NodeState health,
                                      const std::string& reason) {
-  std::lock_guard lock(mu_);
+  auto lock = LockFor(name);
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return MakeError(ErrorCode::kNotFound, "no node '" + name + "'");
   Entry& e = it->second;
@@ -342,7 +356,7 @@ std::pair<NodeState, std::string> FleetService::Judge(const Pool& pool,
 
 Result<Node> FleetService::Act(const std::string& name, NodeAction action,
                                const std::string& actor) {
-  std::lock_guard lock(mu_);
+  auto lock = LockFor(name);
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return MakeError(ErrorCode::kNotFound, "no node '" + name + "'");
   Entry& entry = it->second;
@@ -368,7 +382,7 @@ Result<Node> FleetService::Act(const std::string& name, NodeAction action,
       if (done.ok()) Move(node, done.value(), "drain complete: no jobs to wait for", actor, events);
     }
   }
-  if (auto s = Save(entry, events); !s.ok()) {
+  if (auto s = Save(entry, events, /*retry=*/false); !s.ok()) {
     node = before;
     return s.error();
   }
@@ -383,7 +397,7 @@ Result<Node> FleetService::Provision(const std::string& pool_name, const std::st
   }
   auto pool = FindPool(pool_name);
   if (!pool.ok()) return pool.error();
-  std::lock_guard lock(mu_);
+  auto lock = LockFor(name);
   auto [it, created] = nodes_.try_emplace(name);
   Entry& entry = it->second;
   Node& node = entry.node;
@@ -419,7 +433,7 @@ Result<Node> FleetService::Provision(const std::string& pool_name, const std::st
   entry.health = {NodeState::kReady, ""};
   entry.judged = {NodeState::kReady, ""};
   Move(node, {NodeState::kProvisioning, NodeState::kProvisioning}, reason, actor, events);
-  if (auto s = Save(entry, events); !s.ok()) {
+  if (auto s = Save(entry, events, /*retry=*/false); !s.ok()) {
     if (created) {
       nodes_.erase(it);
     } else {
@@ -432,7 +446,7 @@ Result<Node> FleetService::Provision(const std::string& pool_name, const std::st
 
 Status FleetService::Retire(const std::string& name, const std::string& reason,
                             const std::string& actor) {
-  std::lock_guard lock(mu_);
+  auto lock = LockFor(name);
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return MakeError(ErrorCode::kNotFound, "no node '" + name + "'");
   Entry& entry = it->second;
@@ -447,7 +461,7 @@ Status FleetService::Retire(const std::string& name, const std::string& reason,
     }
     Move(node, next.value(), reason, actor, events);
   }
-  if (auto s = Save(entry, events); !s.ok()) {
+  if (auto s = Save(entry, events, /*retry=*/false); !s.ok()) {
     node = before;
     return s.error();
   }
@@ -455,7 +469,7 @@ Status FleetService::Retire(const std::string& name, const std::string& reason,
 }
 
 Status FleetService::FinishDrain(const std::string& name, const std::string& reason) {
-  std::lock_guard lock(mu_);
+  auto lock = LockFor(name);
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return MakeError(ErrorCode::kNotFound, "no node '" + name + "'");
   Entry& entry = it->second;
@@ -466,7 +480,7 @@ Status FleetService::FinishDrain(const std::string& name, const std::string& rea
   auto done = ApplyAction({node.state, node.resume_state}, NodeAction::kDrainDone, node.state);
   if (!done.ok()) return done.error();
   Move(node, done.value(), reason, "workload", events);
-  if (auto s = Save(entry, events); !s.ok()) {
+  if (auto s = Save(entry, events, /*retry=*/false); !s.ok()) {
     node = before;
     return s.error();
   }

@@ -2,8 +2,11 @@
 // The fleet component: clusters and pools (fleet as code), the node registry and its state
 // machine, node registration through join tokens, heartbeats and the unreachable monitor.
 // FleetService is thread-safe: the registry is guarded by mu_, and every change of a node is
-// written through to the Store (with its events) before it becomes visible.
+// written through to the Store (with its events) before it is acknowledged. A registration
+// writes its node outside mu_ (so a storm of them on PostgreSQL goes at the database's pace,
+// not one round trip at a time); any other change of that node waits for the write to end.
 
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -144,7 +147,12 @@ class FleetService : public proto::AgentHandler {
     // later Save() or the heartbeat check's retry writes it.
     bool unsaved = false;
     std::vector<NodeEvent> unsaved_events;
+    // A registration (OnHello) is writing this node outside mu_: no other change until it ends.
+    bool writing = false;
   };
+  // mu_, once no registration is writing node `name` (LockFor's wait is on written_).
+  std::unique_lock<std::mutex> LockFor(const std::string& name);
+  void AwaitWrite(std::unique_lock<std::mutex>& lock, const std::string& name);
   static Verdict_ Worst(const Verdict_& a, const Verdict_& b);
   // Judges the node against its pool and combines that with its health verdict.
   Verdict_ Verdict(Entry& entry, const Pool& pool);
@@ -175,6 +183,7 @@ class FleetService : public proto::AgentHandler {
   mutable std::mutex mu_;
   std::function<bool(const std::string&)> busy_;  // set before serving
   std::map<std::string, Entry> nodes_;            // guarded by mu_
+  std::condition_variable written_;               // an Entry::writing ended
   uint64_t next_connection_ = 1;                  // guarded by mu_
 };
 

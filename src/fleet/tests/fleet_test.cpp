@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/json.hpp>
+#include <condition_variable>
 #include <filesystem>
+#include <set>
+#include <thread>
 
 namespace gpufleet {
 namespace {
@@ -220,6 +224,9 @@ TEST_F(FleetTest, AChangeWhoseWriteFailedIsWrittenWhenTheStoreReturns) {
   ASSERT_TRUE(fleet.Load().ok());
   ASSERT_TRUE(fleet.OnHello(Hello("gpu-r", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
   switched.down = true;
+  // A change that is refused (503) is undone, and leaves no event to be written later.
+  EXPECT_EQ(fleet.Act("gpu-r", NodeAction::kCordon, "alice").error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(fleet.GetNode("gpu-r")->state, NodeState::kReady);
   clock_->Advance(10'000);
   EXPECT_EQ(fleet.CheckHeartbeats(), 1);
   EXPECT_EQ(fleet.GetNode("gpu-r")->state, NodeState::kUnreachable);     // in memory at once
@@ -317,6 +324,129 @@ TEST_F(FleetTest, NodeListJsonFollowsEveryChange) {
   ASSERT_EQ(page.size(), 1u);
   EXPECT_EQ(page[0].at("name").as_string(), "gpu-n");
   EXPECT_EQ(page_total, 2u);
+}
+
+constexpr char kH100[] = "NVIDIA H100 80GB HBM3";
+
+// A FleetStore that holds SaveNode of chosen nodes until released, and records the states it
+// was given in order: what the registration's write outside the lock is tested with.
+class GatedStore : public store::FleetStore {
+ public:
+  explicit GatedStore(store::FleetStore& real) : real_(real) {}
+  void Hold(const std::string& node) {
+    std::lock_guard lock(mu_);
+    held_.insert(node);
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    held_.clear();
+    cv_.notify_all();
+  }
+  // Waits until `n` writes are being held.
+  bool WaitHolding(size_t n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return holding_ >= n; });
+  }
+  std::vector<std::string> saves() {
+    std::lock_guard lock(mu_);
+    return saves_;
+  }
+
+  Status SaveNode(const Node& n, const std::vector<NodeEvent>& events) override {
+    {
+      std::unique_lock lock(mu_);
+      saves_.push_back(n.name + ":" + std::string(ToString(n.state)));
+      if (held_.count(n.name)) {
+        ++holding_;
+        cv_.notify_all();
+        cv_.wait(lock, [&] { return !held_.count(n.name); });
+        --holding_;
+      }
+    }
+    return real_.SaveNode(n, events);
+  }
+  Status ApplyFleet(const std::vector<Cluster>& c, const std::vector<Pool>& p) override {
+    return real_.ApplyFleet(c, p);
+  }
+  Result<std::vector<Cluster>> ListClusters() override { return real_.ListClusters(); }
+  Result<std::vector<Pool>> ListPools() override { return real_.ListPools(); }
+  Result<std::vector<Node>> LoadNodes() override { return real_.LoadNodes(); }
+  Result<std::vector<NodeEvent>> ListNodeEvents(const std::string& node, int limit) override {
+    return real_.ListNodeEvents(node, limit);
+  }
+  Status AppendGpuEvents(const std::vector<GpuEventRecord>& events) override {
+    return real_.AppendGpuEvents(events);
+  }
+  Result<std::vector<GpuEventRecord>> ListGpuEvents(const std::string& node,
+                                                    const std::string& kind, int limit) override {
+    return real_.ListGpuEvents(node, kind, limit);
+  }
+
+ private:
+  store::FleetStore& real_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::set<std::string> held_;
+  size_t holding_ = 0;
+  std::vector<std::string> saves_;
+};
+
+class GatedFleetTest : public FleetTest {
+ protected:
+  void SetUp() override {
+    FleetTest::SetUp();
+    gated_ = std::make_unique<GatedStore>(*store_.fleet);
+    FleetOptions o;
+    o.heartbeat_interval_ms = 1000;
+    o.heartbeat_timeout_ms = 5000;
+    fleet_ =
+        std::make_unique<FleetService>(*gated_, *store_.tokens, GpuCatalog::Builtin(), clock_, o);
+    ASSERT_TRUE(fleet_->Load().ok());
+  }
+  void TearDown() override {
+    gated_->Release();
+    fleet_.reset();
+    FleetTest::TearDown();
+  }
+  std::unique_ptr<GatedStore> gated_;
+};
+
+// Registrations write outside the registry's lock: two of them are in the store at once (on
+// PostgreSQL, a storm goes at the database's pace instead of one commit at a time).
+TEST_F(GatedFleetTest, TwoRegistrationsWriteAtTheSameTime) {
+  gated_->Hold("gpu-a");
+  gated_->Hold("gpu-b");
+  std::thread a([&] { EXPECT_TRUE(fleet_->OnHello(Hello("gpu-a", 8, kH100), "x").ok()); });
+  std::thread b([&] { EXPECT_TRUE(fleet_->OnHello(Hello("gpu-b", 8, kH100), "x").ok()); });
+  EXPECT_TRUE(gated_->WaitHolding(2));
+  // Meanwhile the registry answers.
+  EXPECT_EQ(fleet_->Nodes(NodeFilter{}).size(), 2u);
+  gated_->Release();
+  a.join();
+  b.join();
+  EXPECT_EQ(fleet_->GetNode("gpu-a")->state, NodeState::kReady);
+  EXPECT_EQ(store_.fleet->LoadNodes()->size(), 2u);
+}
+
+// Any other change of a node waits for its registration's write, so the store gets the node's
+// changes in the order they were made.
+TEST_F(GatedFleetTest, AChangeOfANodeWaitsForItsRegistrationsWrite) {
+  gated_->Hold("gpu-a");
+  std::thread a([&] { EXPECT_TRUE(fleet_->OnHello(Hello("gpu-a", 8, kH100), "x").ok()); });
+  ASSERT_TRUE(gated_->WaitHolding(1));
+  std::atomic<bool> cordoned = false;
+  std::thread b([&] {
+    EXPECT_TRUE(fleet_->Act("gpu-a", NodeAction::kCordon, "alice").ok());
+    cordoned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(cordoned);
+  EXPECT_EQ(gated_->saves(), std::vector<std::string>{"gpu-a:ready"});
+  gated_->Release();
+  a.join();
+  b.join();
+  EXPECT_EQ(gated_->saves(), (std::vector<std::string>{"gpu-a:ready", "gpu-a:cordoned"}));
+  EXPECT_EQ(store_.fleet->LoadNodes()->at(0).state, NodeState::kCordoned);
 }
 
 }  // namespace
