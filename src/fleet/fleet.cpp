@@ -29,8 +29,9 @@ Status FleetService::Load() {
     n.connected = false;
     // Give every agent a full timeout to reconnect after a controller restart.
     n.last_seen_ms = std::max(n.last_seen_ms, now);
-    std::string name = n.name;  // not n.name: the right side is evaluated (and moved) first
-    nodes_[name] = Entry{std::move(n), 0, {}};
+    std::string name = n.name;
+    Entry& entry = nodes_[name] = Entry();
+    entry.node = std::move(n);
   }
   spdlog::info("fleet: loaded {} nodes", nodes_.size());
   return {};

@@ -206,10 +206,14 @@ class Builder {
 //    a registration storm saves every node, and over a network each statement is a round trip.
 //    The DELETE spares the GPUs the upsert writes (one statement may not change a row twice).
 //  - SQLite (no data-modifying CTEs, and no round trips): a transaction of the same statements,
-//    up to 64 GPUs each (12 parameters a GPU: within SQLite's oldest limit of 999).
+//    up to 64 GPUs or events each (12 parameters a GPU: within SQLite's oldest limit of 999).
 Status SqlStore::SaveNode(const Node& n, const std::vector<NodeEvent>& events) {
   return Run([&](soci::session& sql) -> Status {
-    if (dialect_ == Dialect::kPostgres) {
+    // Within PostgreSQL's 65,535 parameters of one statement (13 a GPU, 6 an event), else the
+    // transaction below, which works on both.
+    constexpr size_t kOneStatement = 1000;
+    if (dialect_ == Dialect::kPostgres && n.gpus.size() <= kOneStatement &&
+        events.size() <= kOneStatement) {
       Builder b(sql);
       b.Text("WITH node AS (").Node(n).Text("), gone AS (DELETE FROM gpus WHERE node = ");
       b.Bind(n.name);
@@ -230,7 +234,10 @@ Status SqlStore::SaveNode(const Node& n, const std::vector<NodeEvent>& events) {
     for (size_t from = 0; from < n.gpus.size(); from += kChunk) {
       Builder(sql).Gpus(n, from, std::min(n.gpus.size(), from + kChunk)).Run();
     }
-    if (!events.empty()) Builder(sql).Events(events).Run();
+    for (size_t from = 0; from < events.size(); from += kChunk) {
+      const size_t to = std::min(events.size(), from + kChunk);
+      Builder(sql).Events({events.begin() + from, events.begin() + to}).Run();
+    }
     tx.commit();
     return {};
   });

@@ -160,6 +160,22 @@ TEST_P(StoreTest, ManyGpusAreWrittenInChunksAndReplacedWhole) {
   EXPECT_TRUE(store_.fleet->LoadNodes()->at(0).gpus.empty());
 }
 
+// Past one statement's parameter limits (SQLite's chunks of 64; PostgreSQL's one-statement
+// save falls back to the transaction): a node of 1,100 GPUs with 150 events kept from an outage.
+TEST_P(StoreTest, ASaveOfAnySizeFitsTheStatementLimits) {
+  Node n = MakeNode("huge", 1100);
+  std::vector<NodeEvent> events;
+  for (int i = 0; i < 150; ++i) {
+    events.push_back(
+        NodeEvent{0, "huge", i, "ready", "degraded", "flap " + std::to_string(i), "controller"});
+  }
+  ASSERT_TRUE(store_.fleet->SaveNode(n, events).ok());
+  EXPECT_EQ(store_.fleet->LoadNodes()->at(0).gpus.size(), 1100u);
+  auto listed = store_.fleet->ListNodeEvents("huge", 500);
+  ASSERT_EQ(listed->size(), 150u);
+  EXPECT_EQ(listed->at(0).reason, "flap 149");  // newest first
+}
+
 TEST_P(StoreTest, TokensAreFoundByHashAndRevoked) {
   ASSERT_TRUE(store_.tokens->CreateJoinToken({"jt-1", "p1", "h1", "me", 1, 0, false}).ok());
   ApiToken t;
