@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,6 +49,35 @@ Result<Principal> Authenticator::Check(const std::string& authorization) {
     return MakeError(ErrorCode::kUnauthenticated, "token has expired");
   }
   return Principal{token->name, token->role, token->clusters};
+}
+
+int64_t SignInLimiter::RetryAfterS(const std::string& remote, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  auto it = by_address_.find(remote);
+  if (it == by_address_.end() || it->second.failures < kMaxFailures) return 0;
+  const int64_t left_ms = it->second.start_ms + kWindowMs - now_ms;
+  if (left_ms <= 0) {
+    by_address_.erase(it);
+    return 0;
+  }
+  return (left_ms + 999) / 1000;
+}
+
+void SignInLimiter::Failed(const std::string& remote, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  if (by_address_.size() >= kMaxAddresses && !by_address_.count(remote)) {
+    std::erase_if(by_address_,
+                  [&](const auto& e) { return e.second.start_ms + kWindowMs <= now_ms; });
+    if (by_address_.size() >= kMaxAddresses) by_address_.clear();  // a flood of addresses
+  }
+  Window& w = by_address_[remote];
+  if (w.start_ms + kWindowMs <= now_ms) w = Window{now_ms, 0};
+  if (++w.failures == kMaxFailures) {
+    spdlog::warn(
+        "api: {} failed sign-ins from {} within a minute: refusing it for the rest of "
+        "the minute",
+        kMaxFailures, remote);
+  }
 }
 
 Result<bool> BootstrapAdminToken(store::TokenStore& store, Clock& clock, const std::string& path) {

@@ -68,6 +68,29 @@ class Authenticator {
   std::map<std::string, ApiToken> known_;  // by hash, the last lookups; guarded by mu_
 };
 
+// Failed sign-ins per source address: after kMaxFailures within a minute the address is refused
+// (429 with Retry-After) until that minute is over, whatever token it sends, so tokens cannot
+// be guessed at speed. A valid token costs one map lookup. Thread-safe; at most kMaxAddresses
+// are remembered (the oldest windows go first).
+class SignInLimiter {
+ public:
+  static constexpr int kMaxFailures = 20;
+  static constexpr int64_t kWindowMs = 60'000;
+  static constexpr size_t kMaxAddresses = 100'000;
+  // 0 when `remote` may try; else the seconds until it may.
+  int64_t RetryAfterS(const std::string& remote, int64_t now_ms);
+  // Counts a failed sign-in; logs the one that starts the refusal.
+  void Failed(const std::string& remote, int64_t now_ms);
+
+ private:
+  struct Window {
+    int64_t start_ms = 0;
+    int failures = 0;
+  };
+  std::mutex mu_;
+  std::map<std::string, Window> by_address_;  // guarded by mu_
+};
+
 // One lookup, with nothing remembered.
 Result<Principal> Authenticate(store::TokenStore& store, Clock& clock,
                                const std::string& authorization);

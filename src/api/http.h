@@ -39,6 +39,7 @@ struct Response {
   std::string audit_target;
   std::string audit_before;
   std::string audit_after;
+  int64_t retry_after_s = 0;  // sent as Retry-After when set (429)
 };
 
 struct Principal {

@@ -3,6 +3,8 @@
 // (Prometheus histogram, default buckets). Thread-safe.
 
 #include <array>
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -18,6 +20,9 @@ class HttpMetrics {
   // The q-quantile of every request since the last call (interpolated within the histogram's
   // buckets, as histogram_quantile does), then starts over; NaN when there was no request.
   double TakeRecentQuantile(double q);
+  // Failed sign-ins, and requests refused because their address failed too often.
+  void CountSignInFailure() { sign_in_failures_.fetch_add(1, std::memory_order_relaxed); }
+  void CountSignInRefused() { sign_in_refused_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   struct Histogram {
@@ -28,6 +33,8 @@ class HttpMetrics {
   mutable std::mutex mu_;
   std::map<std::pair<std::string, std::string>, Histogram> by_route_;  // guarded by mu_
   Histogram recent_;                                                   // guarded by mu_
+  std::atomic<uint64_t> sign_in_failures_{0};
+  std::atomic<uint64_t> sign_in_refused_{0};
 };
 
 }  // namespace gpufleet::api

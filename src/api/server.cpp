@@ -10,6 +10,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/json.hpp>
 #include <boost/url/parse.hpp>
 #include <chrono>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "api/context.h"
 #include "api/gzip.h"
 #include "api/sessions.h"
+#include "common/json_text.h"
 #include "proto/proto.h"
 
 namespace asio = boost::asio;
@@ -48,6 +50,7 @@ struct ApiServer::Impl {
   FleetService& fleet;
   store::Stores& store;
   Authenticator auth;  // every request's, and the dashboard stream's
+  SignInLimiter sign_ins;
   std::shared_ptr<const GpuCatalog> catalog;
   std::shared_ptr<Clock> clock;
   proto::AgentHandler& agents;
@@ -137,8 +140,25 @@ struct ApiServer::Impl {
     req.params = std::move(match.params);
     Principal principal{"anonymous", Role::kViewer, {}};
     if (!match.public_route) {
+      if (int64_t wait = sign_ins.RetryAfterS(req.remote, clock->NowMs()); wait > 0) {
+        http_metrics.CountSignInRefused();
+        Response r = JsonResponse(
+            429, JsonText(boost::json::object{
+                     {"error",
+                      {{"code", "too_many_requests"},
+                       {"message", "too many failed sign-ins from " + req.remote +
+                                       ": try again in " + std::to_string(wait) + " s"}}}}));
+        r.retry_after_s = wait;
+        return r;
+      }
       auto who = auth.Check(req.authorization);
-      if (!who.ok()) return ErrorResponse(who.error());
+      if (!who.ok()) {
+        if (who.error().code == ErrorCode::kUnauthenticated) {
+          http_metrics.CountSignInFailure();
+          sign_ins.Failed(req.remote, clock->NowMs());
+        }
+        return ErrorResponse(who.error());
+      }
       principal = who.value();
       if (principal.role < match.min_role) {
         Response r = ErrorResponse(MakeError(
@@ -200,6 +220,7 @@ struct ApiServer::Impl {
     res.set(http::field::content_type, r.content_type);
     res.set(http::field::cache_control, "no-store");
     if (r.status == 401) res.set(http::field::www_authenticate, "Bearer");
+    if (r.retry_after_s > 0) res.set(http::field::retry_after, std::to_string(r.retry_after_s));
     res.keep_alive(keep_alive);
     if (r.body.size() >= kGzipMinBytes) {
       res.set(http::field::vary, "Accept-Encoding");

@@ -320,6 +320,33 @@ TEST_F(E2E, AgentWithoutNvmlExitsWithOneClearLine) {
       << r.err;
 }
 
+// Twenty failed sign-ins from one address within a minute, and it is refused (429 with
+// Retry-After) for the rest of the minute, whatever token it sends; both are counted.
+TEST_F(E2E, FailedSignInsAreRateLimitedPerAddress) {
+  const std::string bad = "gfa_not-a-token";
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(controller_->Call("GET", "/api/v1/nodes", "", &bad).first, 401);
+  }
+  auto [status, metrics] = controller_->Call("GET", "/metrics");
+  ASSERT_EQ(status, 200);
+  EXPECT_NE(metrics.as_string().find("gpufleet_http_sign_in_failures_total 5\n"),
+            std::string::npos);
+  for (int i = 0; i < 15; ++i) {
+    EXPECT_EQ(controller_->Call("GET", "/api/v1/nodes", "", &bad).first, 401);
+  }
+  std::string reply = RawHttp(controller_->address(),
+                              "GET /api/v1/nodes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                                  controller_->admin_token() + "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(reply.rfind("HTTP/1.1 429", 0), 0u) << reply;
+  EXPECT_NE(reply.find("Retry-After: "), std::string::npos) << reply;
+  EXPECT_NE(reply.find("too many failed sign-ins from 127.0.0.1"), std::string::npos) << reply;
+  auto [refused, body] = controller_->Call("GET", "/api/v1/clusters");  // a valid token too
+  EXPECT_EQ(refused, 429);
+  EXPECT_EQ(body.at("error").at("code"), "too_many_requests");
+  // Public routes are not refused.
+  EXPECT_EQ(controller_->Call("GET", "/healthz").first, 200);
+}
+
 // A client given an https:// URL must not speak plain HTTP to it with the token in clear (it
 // did: the scheme was accepted and ignored). The listener proves nothing reached it.
 TEST(Clients, RefuseAnHttpsUrlAndSendNothing) {

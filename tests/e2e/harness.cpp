@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <boost/asio/buffers_iterator.hpp>
+#include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
@@ -219,6 +220,19 @@ std::pair<int, boost::json::value> ControllerProcess::Call(const std::string& me
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
+
+std::string RawHttp(const std::string& address, const std::string& request) {
+  asio::io_context io;
+  tcp::socket socket(io);
+  const size_t colon = address.rfind(':');
+  tcp::resolver resolver(io);
+  asio::connect(socket, resolver.resolve(address.substr(0, colon), address.substr(colon + 1)));
+  asio::write(socket, asio::buffer(request));
+  std::string out;
+  boost::system::error_code ec;
+  asio::read(socket, asio::dynamic_buffer(out), ec);  // until the server closes
+  return out;
+}
 
 struct PageServer::Impl {
   std::mutex mu;

@@ -69,6 +69,10 @@ class PageServer {
   std::unique_ptr<Impl> impl_;
 };
 
+// Sends `request` (a whole HTTP/1.1 request, with Connection: close) to address "host:port" and
+// returns everything the server answered, head and body: for tests that read headers.
+std::string RawHttp(const std::string& address, const std::string& request);
+
 // A recorded dcgm-exporter page from tests/fixtures/dcgm/.
 std::string DcgmPage(const std::string& name);
 

@@ -135,6 +135,20 @@ TEST_F(AuthTest, AnOutageIsBridgedByTheLastLookupAndARevocationStillCounts) {
   EXPECT_EQ(auth.Check("Bearer secret-e").error().message, "token has expired");
 }
 
+TEST(SignInLimiter, RefusesAnAddressAfterTwentyFailuresForTheRestOfTheMinute) {
+  SignInLimiter limiter;
+  const int64_t t0 = 1'000'000;
+  for (int i = 0; i < SignInLimiter::kMaxFailures - 1; ++i) limiter.Failed("10.0.0.9", t0 + i);
+  EXPECT_EQ(limiter.RetryAfterS("10.0.0.9", t0 + 100), 0);  // 19: may still try
+  limiter.Failed("10.0.0.9", t0 + 100);
+  EXPECT_EQ(limiter.RetryAfterS("10.0.0.9", t0 + 1000), 59);   // the window began at t0
+  EXPECT_EQ(limiter.RetryAfterS("10.0.0.8", t0 + 1000), 0);    // another address is not refused
+  EXPECT_EQ(limiter.RetryAfterS("10.0.0.9", t0 + 60'000), 0);  // the minute is over
+  // A failure after the window starts a new one.
+  limiter.Failed("10.0.0.9", t0 + 61'000);
+  EXPECT_EQ(limiter.RetryAfterS("10.0.0.9", t0 + 61'001), 0);
+}
+
 TEST(Paging, ParsesAndBoundsLimitAndOffset) {
   Request req;
   EXPECT_EQ(ParsePage(req)->limit, 500u);
