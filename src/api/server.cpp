@@ -219,6 +219,16 @@ struct ApiServer::Impl {
     res.set(http::field::server, "gpufleet");
     res.set(http::field::content_type, r.content_type);
     res.set(http::field::cache_control, "no-store");
+    // On every answer, the dashboard's pages above all: scripts only from this server (the
+    // dashboard has no inline script; its markup has inline styles), no framing, no sniffing,
+    // no referrer (no URL carries a token, but none needs to leave either).
+    res.set("Content-Security-Policy",
+            "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+            "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+            "form-action 'self'; frame-ancestors 'none'");
+    res.set("X-Content-Type-Options", "nosniff");
+    res.set("X-Frame-Options", "DENY");
+    res.set("Referrer-Policy", "no-referrer");
     if (r.status == 401) res.set(http::field::www_authenticate, "Bearer");
     if (r.retry_after_s > 0) res.set(http::field::retry_after, std::to_string(r.retry_after_s));
     res.keep_alive(keep_alive);

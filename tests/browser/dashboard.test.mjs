@@ -103,6 +103,22 @@ test('the live stream refuses a bad token with a message and closes', async () =
   await context.close();
 });
 
+test('every answer carries the security headers, and the page works under its policy', async () => {
+  for (const path of ['/', '/ui/app.js', '/healthz', '/api/v1/nodes']) {
+    const res = await fetch(fleet.base + path);
+    const csp = res.headers.get('content-security-policy');
+    assert.match(csp, /script-src 'self'(;|$)/, path);  // no inline script, no eval
+    assert.match(csp, /frame-ancestors 'none'/, path);
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff', path);
+    assert.equal(res.headers.get('referrer-policy'), 'no-referrer', path);
+  }
+  // signedIn() counts what the policy blocks among the page's errors.
+  const page = await signedIn(browser, fleet.base, fleet.token);
+  await page.waitForSelector('.card[data-cluster]');
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+});
+
 test('a bad token is refused at the login form', async () => {
   const context = await browser.newContext();
   const page = await context.newPage();

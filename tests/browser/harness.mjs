@@ -139,6 +139,10 @@ export async function signedIn(browser, base, token, viewport = { width: 1280, h
   const page = await context.newPage();
   page.errors = [];
   page.on('pageerror', (e) => page.errors.push(e.message));
+  // What the Content-Security-Policy blocks is an error too: it only shows in the console.
+  page.on('console', (m) => {
+    if (m.type() === 'error' && /Content Security Policy/.test(m.text())) page.errors.push(m.text());
+  });
   await page.goto(base + '/');
   await page.fill('input[name=token]', token);
   await page.click('#login button[type=submit]');
