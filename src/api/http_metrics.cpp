@@ -48,19 +48,18 @@ void HttpMetrics::Render(std::string& out) const {
     auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
     out.append(buf, ec == std::errc() ? end : buf);
   };
-  out +=
-      "# HELP gpufleet_http_sign_in_failures_total Requests whose token was missing, "
-      "malformed, unknown, revoked or expired.\n";
-  out += "# TYPE gpufleet_http_sign_in_failures_total counter\n";
-  out += "gpufleet_http_sign_in_failures_total ";
-  num(static_cast<double>(sign_in_failures_.load(std::memory_order_relaxed)));
-  out +=
-      "\n# HELP gpufleet_http_sign_in_refused_total Requests refused (429) because their "
-      "address failed to sign in too often.\n";
-  out += "# TYPE gpufleet_http_sign_in_refused_total counter\n";
-  out += "gpufleet_http_sign_in_refused_total ";
-  num(static_cast<double>(sign_in_refused_.load(std::memory_order_relaxed)));
-  out += '\n';
+  auto counter = [&](const char* name, const char* help, const std::atomic<uint64_t>& value) {
+    out +=
+        std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" + name + " ";
+    num(static_cast<double>(value.load(std::memory_order_relaxed)));
+    out += '\n';
+  };
+  counter("gpufleet_http_sign_in_failures_total",
+          "Requests whose token was missing, malformed, unknown, revoked or expired.",
+          sign_in_failures_);
+  counter("gpufleet_http_sign_in_refused_total",
+          "Requests refused (429) because their address failed to sign in too often.",
+          sign_in_refused_);
   const char* name = "gpufleet_http_request_duration_seconds";
   out += "# HELP gpufleet_http_request_duration_seconds Time to answer an API request, by route.\n";
   out += "# TYPE gpufleet_http_request_duration_seconds histogram\n";
