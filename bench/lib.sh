@@ -20,13 +20,18 @@ bench_synthetic_traces() {
 
 # bench_controller DIR [STORE_URL]: starts `gpufleet serve` on DIR (its store: SQLite in DIR, or
 # STORE_URL) and applies the bench fleet; sets `ctl` (its pid), `addr` and `token` (a join token
-# for pool h100).
+# for pool h100). With BENCH_TLS=1 it serves HTTPS with a CA made in DIR/tls (`addr` is then
+# https://…; the CLI with --data-dir trusts it).
 bench_controller() {
   local dir=$1
-  local store=()
+  local store=() tls=()
   [[ -n "${2:-}" ]] && store=(--store "$2")
   mkdir -p "$dir"
-  $bin --data-dir "$dir" serve --listen 127.0.0.1:0 --log-level warn "${store[@]}" >"$dir/serve.log" 2>&1 &
+  if [[ -n "${BENCH_TLS:-}" ]]; then
+    $bin tls init --dir "$dir/tls" --host 127.0.0.1 >/dev/null
+    tls=(--tls-cert "$dir/tls/controller.pem" --tls-key "$dir/tls/controller.key")
+  fi
+  $bin --data-dir "$dir" serve --listen 127.0.0.1:0 --log-level warn "${store[@]}" "${tls[@]}" >>"$dir/serve.log" 2>&1 &
   ctl=$!
   for _ in $(seq 100); do [[ -s $dir/controller.addr ]] && break; sleep 0.1; done
   addr=$(cat "$dir/controller.addr")

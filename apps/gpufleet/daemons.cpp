@@ -26,6 +26,7 @@
 #include "common/url.h"
 #include "config/fleet_spec.h"
 #include "controller/controller.h"
+#include "net/certs.h"
 #include "sim/sim.h"
 #include "workload/generator.h"
 
@@ -37,15 +38,31 @@ std::string_view example_fleet();
 namespace app {
 namespace {
 
-// Blocks SIGINT and SIGTERM in this thread and every thread started after it, so that
-// WaitForSignal() alone receives them.
-sigset_t BlockStopSignals() {
+// Blocks SIGINT and SIGTERM (and SIGHUP for a controller, which reloads its certificate on
+// it) in this thread and every thread started after it, so that WaitForSignal() alone
+// receives them.
+sigset_t BlockStopSignals(bool hup = false) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  if (hup) sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
+}
+
+// Until SIGINT or SIGTERM; each SIGHUP re-reads the controller's TLS certificate and key.
+int WaitForStop(const sigset_t& set, Controller& controller) {
+  for (;;) {
+    int sig = 0;
+    sigwait(&set, &sig);
+    if (sig != SIGHUP) return sig;
+    if (auto s = controller.ReloadTls(); s.ok()) {
+      spdlog::info("SIGHUP: TLS certificate and key re-read; new connections use them");
+    } else {
+      spdlog::error("SIGHUP: {}; the certificate in use stays", s.error().message);
+    }
+  }
 }
 
 int WaitForSignal(const sigset_t& set) {
@@ -110,6 +127,31 @@ void AddControllerFlags(CLI::App* cmd, ServeFlags& f) {
   cmd->add_option("--threads", f.options.threads, "API I/O threads");
   cmd->add_option("--max-body", f.options.max_body_bytes, "largest request body in bytes");
   cmd->add_option("--log-level", f.log_level, "trace, debug, info, warn, error");
+  cmd->add_option("--tls-cert", f.options.tls.cert_file,
+                  "PEM certificate (and chain): serve HTTPS and WSS; re-read on SIGHUP");
+  cmd->add_option("--tls-key", f.options.tls.key_file, "PEM private key of --tls-cert");
+  cmd->add_option("--client-ca", f.options.tls.client_ca,
+                  "PEM CA: agents must present a client certificate signed by it");
+  cmd->add_flag("--insecure-plaintext", f.options.insecure_plaintext,
+                "allow plain HTTP on an address that is not loopback (tokens in clear)");
+}
+
+// The TLS context of a client of `url` (null for http://): --ca-file, $GPUFLEET_CA_FILE or the
+// system's store, and a client certificate when given.
+Result<net::TlsContext> ClientContext(const std::string& url, const cli::Globals& g,
+                                      const std::string& cert = "", const std::string& key = "") {
+  auto parsed = ParseHttpUrl(url, "8080");
+  if (!parsed.ok()) {
+    return MakeError(ErrorCode::kInvalidArgument, "--controller " + parsed.error().message);
+  }
+  if (!parsed->tls()) return net::TlsContext{};
+  auto o = net::ClientOptionsFromEnv(g.ca_file, g.insecure_skip_verify);
+  o.cert_file = cert;
+  o.key_file = key;
+  if (g.insecure_skip_verify) {
+    spdlog::warn("--insecure-skip-verify: the certificate of {} is not checked", url);
+  }
+  return net::MakeClientContext(o);
 }
 
 Status Finish(ServeFlags& f, const cli::Globals& g) {
@@ -146,7 +188,7 @@ Status Finish(ServeFlags& f, const cli::Globals& g) {
 
 int RunServe(ServeFlags& f, const cli::Globals& g) {
   if (auto s = Finish(f, g); !s.ok()) return Fail(s.error());
-  sigset_t set = BlockStopSignals();
+  sigset_t set = BlockStopSignals(true);
   // Pools whose scaling policy says `actuator: {type: sim}` get simulated nodes from here.
   SimFleet sim(GpuCatalog::Builtin());
   std::thread io([&] { sim.Run(1); });
@@ -158,7 +200,7 @@ int RunServe(ServeFlags& f, const cli::Globals& g) {
     if (auto s = controller.Start(); !s.ok()) {
       rc = Fail(s.error());
     } else {
-      int sig = WaitForSignal(set);
+      int sig = WaitForStop(set, controller);
       spdlog::info("signal {}: stopping", sig);
     }
     controller.Stop();
@@ -174,13 +216,13 @@ struct AgentFlags {
   int sim_gpus = 8;
   std::string log_level = "info";
   std::string reset_gpu_command, reboot_command;
+  std::string client_cert, client_key;  // for a controller with --client-ca
 };
 
-int RunAgent(AgentFlags& f) {
+int RunAgent(AgentFlags& f, const cli::Globals& g) {
   SetLogLevel(f.log_level);
-  if (auto url = ParsePlainUrl(f.controller, "8080"); !url.ok()) {
-    return Fail(MakeError(ErrorCode::kInvalidArgument, "--controller " + url.error().message));
-  }
+  auto tls = ClientContext(f.controller, g, f.client_cert, f.client_key);
+  if (!tls.ok()) return Fail(tls.error());
   if (f.join_token.empty()) {
     if (const char* t = std::getenv("GPUFLEET_JOIN_TOKEN"); t && *t) f.join_token = t;
   }
@@ -201,6 +243,7 @@ int RunAgent(AgentFlags& f) {
   }
   AgentOptions o;
   o.controller = f.controller;
+  o.tls = tls.value();
   o.join_token = f.join_token;
   o.hostname = f.hostname;
   o.reset_gpu_command = f.reset_gpu_command;
@@ -244,8 +287,9 @@ struct SimFlags {
 
 // The demo workload on the simulated pool, through the API (POST /api/v1/jobs) with `token`:
 // the pool is the first node's, its capacity the simulated nodes' GPUs. Runs until `done`.
-void SimWorkload(const SimFlags& f, const std::string& token, const std::atomic<bool>& done) {
-  cli::HttpClient client(f.pool.controller, token);
+void SimWorkload(const SimFlags& f, const std::string& token, const cli::Globals& g,
+                 const std::atomic<bool>& done) {
+  cli::HttpClient client(f.pool.controller, token, cli::ClientTls(g, false));
   char first[128];
   std::snprintf(first, sizeof first, "%s-%04d", f.pool.name_prefix.c_str(), f.pool.first_index);
   auto node = client.Send("GET", "/api/v1/nodes/" + std::string(first));
@@ -291,6 +335,9 @@ void SimWorkload(const SimFlags& f, const std::string& token, const std::atomic<
 
 int RunSim(SimFlags& f, const cli::Globals& g) {
   SetLogLevel(f.log_level);
+  auto tls = ClientContext(f.pool.controller, g);
+  if (!tls.ok()) return Fail(tls.error());
+  f.pool.tls = tls.value();
   sigset_t set = BlockStopSignals();
   SimFleet fleet(GpuCatalog::Builtin());
   if (auto s = fleet.AddPool(f.pool); !s.ok()) return Fail(s.error());
@@ -314,7 +361,7 @@ int RunSim(SimFlags& f, const cli::Globals& g) {
             std::printf("sim: no API token (--token, GPUFLEET_TOKEN or --data-dir): no workload\n");
             std::fflush(stdout);
           } else {
-            SimWorkload(f, token, done);
+            SimWorkload(f, token, g, done);
           }
         }
       }
@@ -332,7 +379,27 @@ struct UpFlags {
   ServeFlags serve;
   std::string fleet_file;
   std::string workload = "on";
+  bool tls = false;
 };
+
+// `up --tls`: the data directory's own CA and certificate (made on the first run, kept after),
+// served by the controller and trusted by the simulated agents.
+Result<net::TlsContext> UpTls(ServeFlags& f) {
+  std::string dir = f.options.data_dir + "/tls";
+  auto files = net::TlsFiles::In(dir);
+  if (!std::filesystem::exists(files.cert)) {
+    std::vector<std::string> hosts{"localhost", "127.0.0.1", "::1"};
+    std::string name = HostFacts().hostname;
+    if (!name.empty() && name != "localhost") hosts.push_back(name);
+    auto made = net::InitTls(dir, hosts, true);
+    if (!made.ok()) return made.error();
+  }
+  f.options.tls.cert_file = files.cert;
+  f.options.tls.key_file = files.key;
+  net::TlsClientOptions trust;
+  trust.ca_file = files.ca_cert;
+  return net::MakeClientContext(trust);
+}
 
 int RunUp(UpFlags& f, const cli::Globals& g) {
   if (auto s = Finish(f.serve, g); !s.ok()) return Fail(s.error());
@@ -352,12 +419,18 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
   auto catalog = GpuCatalog::Builtin();
   auto spec = ParseFleetSpec(yaml, filename, *catalog);
   if (!spec.ok()) return Fail(spec.error());
+  net::TlsContext agent_tls;
+  if (f.tls) {
+    auto tls = UpTls(f.serve);
+    if (!tls.ok()) return Fail(tls.error());
+    agent_tls = tls.value();
+  }
 
-  sigset_t set = BlockStopSignals();
+  sigset_t set = BlockStopSignals(true);
   // One simulated fleet: the pools' initial nodes, and what their autoscalers start.
   SimFleet sim(catalog);
   ControllerOptions options = f.serve.options;  // destroyed before `sim`, with its actuator
-  options.sim_actuator = MakeSimActuator(sim);
+  options.sim_actuator = MakeSimActuator(sim, agent_tls);
   options.demo_workload = f.workload == "on";
   options.defer_scaling = true;  // started below, once the pools' own nodes have registered
   Controller controller(options);
@@ -369,7 +442,8 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
     auto token = controller.IssueJoinToken(pool.name);
     if (!token.ok()) return Fail(token.error());
     SimPoolOptions o;
-    o.controller = controller.address();
+    o.controller = controller.url();
+    o.tls = agent_tls;
     o.join_token = token.value();
     o.name_prefix = pool.name;
     o.nodes = pool.size;
@@ -395,7 +469,8 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
   });
   std::printf(
       "\ngpufleet is up: %zu clusters, %zu pools, %d simulated nodes with %d GPUs (from %s)\n\n"
-      "  Dashboard and API:  http://%s/\n"
+      "  Dashboard and API:  %s/\n"
+      "%s"
       "  Admin token:        %s\n"
       "  Try:                gpufleet --data-dir %s nodes list\n"
       "  Workload:           %s\n"
@@ -403,13 +478,17 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
       "  Autoscaled pools:   %zu (gpufleet scaling list; gpufleet scaling tune POOL)\n\n"
       "Press Ctrl-C to stop.\n",
       spec->clusters.size(), spec->pools.size(), nodes, gpus, filename.c_str(),
-      controller.address().c_str(), controller.admin_token_path().c_str(),
-      f.serve.options.data_dir.c_str(),
+      controller.url().c_str(),
+      f.tls ? ("  TLS:                a private CA, " + f.serve.options.data_dir +
+               "/tls/ca.pem: import it into the browser, or accept its warning once\n")
+                  .c_str()
+            : "",
+      controller.admin_token_path().c_str(), f.serve.options.data_dir.c_str(),
       options.demo_workload ? "teams submit jobs with a daily rhythm (--workload off: none)"
                             : "none (--workload on: teams submit jobs with a daily rhythm)",
       spec->scaling.size());
   std::fflush(stdout);
-  WaitForSignal(set);
+  WaitForStop(set, controller);
   stopping = true;
   scaling_start.join();
   std::printf("stopping...\n");
@@ -446,7 +525,10 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
                 "'nvidia-smi --gpu-reset -i {index}' (default: refuse)");
   a->add_option("--reboot-command", agent.reboot_command,
                 "remediation: how to reboot the node, e.g. 'systemctl reboot' (default: refuse)");
-  a->callback([&g] { g.exit_code = RunAgent(agent); });
+  a->add_option("--client-cert", agent.client_cert,
+                "PEM client certificate, for a controller with --client-ca (gpufleet tls issue)");
+  a->add_option("--client-key", agent.client_key, "PEM private key of --client-cert");
+  a->callback([&g] { g.exit_code = RunAgent(agent, g); });
 
   static SimFlags sim;
   auto* m = app.add_subcommand("sim", "Run a simulated fleet of agents");
@@ -472,11 +554,6 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
       g.exit_code = 2;
       return;
     }
-    if (auto url = ParsePlainUrl(sim.pool.controller, "8080"); !url.ok()) {
-      std::fprintf(stderr, "error: --controller %s\n", url.error().message.c_str());
-      g.exit_code = 2;
-      return;
-    }
     g.exit_code = RunSim(sim, g);
   });
 
@@ -487,6 +564,9 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
   u->add_option("--workload", up.workload,
                 "on: teams submit jobs with a daily rhythm (default); off: an idle fleet")
       ->check(CLI::IsMember({"on", "off"}));
+  u->add_flag("--tls", up.tls,
+              "serve HTTPS with a private CA made in DATA_DIR/tls (kept across runs); the "
+              "simulated agents trust it");
   u->callback([&g] { g.exit_code = RunUp(up, g); });
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// The long-running subcommands: serve, agent, sim and up.
+// The long-running subcommands: serve, agent, sim and up; and tls, which makes their files.
 
 namespace CLI {
 class App;
@@ -12,5 +12,7 @@ struct Globals;
 namespace gpufleet::app {
 
 void AddDaemonCommands(CLI::App& app, cli::Globals& globals);
+// tls init|issue (tls_commands.cpp)
+void AddTlsCommands(CLI::App& app, cli::Globals& globals);
 
 }  // namespace gpufleet::app

@@ -17,11 +17,17 @@ int main(int argc, char** argv) {
                  "API token (env GPUFLEET_TOKEN; default DATA_DIR/admin.token)");
   app.add_option("--data-dir", globals.data_dir,
                  "controller data directory (env GPUFLEET_DATA_DIR)");
+  app.add_option("--ca-file", globals.ca_file,
+                 "PEM CA bundle that https:// controllers are checked against (env "
+                 "GPUFLEET_CA_FILE; default: the system's store)");
+  app.add_flag("--insecure-skip-verify", globals.insecure_skip_verify,
+               "https://: accept any certificate and host name (never the default)");
   app.add_option("-o,--output", globals.output, "output format: table or json")
       ->check(CLI::IsMember({"table", "json"}));
   app.fallthrough();
 
   gpufleet::app::AddDaemonCommands(app, globals);
+  gpufleet::app::AddTlsCommands(app, globals);
   gpufleet::app::AddStoreCommands(app, globals);
   gpufleet::cli::AddFleetCommands(app, globals);
   gpufleet::cli::AddAdminCommands(app, globals);

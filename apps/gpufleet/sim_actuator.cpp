@@ -13,7 +13,8 @@ namespace {
 
 class SimActuator : public scaling::Actuator {
  public:
-  explicit SimActuator(SimFleet& fleet) : fleet_(fleet), timer_([this] { Loop(); }) {}
+  SimActuator(SimFleet& fleet, net::TlsContext tls)
+      : fleet_(fleet), tls_(std::move(tls)), timer_([this] { Loop(); }) {}
   ~SimActuator() override {
     {
       std::lock_guard lock(mu_);
@@ -27,6 +28,7 @@ class SimActuator : public scaling::Actuator {
     SimPoolOptions o;
     o.controller = r.controller;
     o.join_token = r.join_token;
+    o.tls = tls_;
     o.gpus_per_node = r.gpus_per_node;
     o.model = r.gpu_model;
     auto due = std::chrono::steady_clock::now() +
@@ -74,6 +76,7 @@ class SimActuator : public scaling::Actuator {
   }
 
   SimFleet& fleet_;
+  net::TlsContext tls_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
@@ -83,8 +86,8 @@ class SimActuator : public scaling::Actuator {
 
 }  // namespace
 
-std::shared_ptr<scaling::Actuator> MakeSimActuator(SimFleet& fleet) {
-  return std::make_shared<SimActuator>(fleet);
+std::shared_ptr<scaling::Actuator> MakeSimActuator(SimFleet& fleet, net::TlsContext tls) {
+  return std::make_shared<SimActuator>(fleet, std::move(tls));
 }
 
 }  // namespace gpufleet::app

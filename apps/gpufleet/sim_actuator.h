@@ -10,6 +10,7 @@
 namespace gpufleet::app {
 
 // `fleet` must outlive the actuator, and be running (SimFleet::Run) for the nodes to connect.
-std::shared_ptr<scaling::Actuator> MakeSimActuator(SimFleet& fleet);
+// `tls`: whom the nodes trust when the controller is https:// (null: the system's store).
+std::shared_ptr<scaling::Actuator> MakeSimActuator(SimFleet& fleet, net::TlsContext tls = nullptr);
 
 }  // namespace gpufleet::app

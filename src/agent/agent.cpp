@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/command.h"
 #include "common/url.h"
+#include "net/stream.h"
 #include "proto/proto.h"
 
 namespace asio = boost::asio;
@@ -22,6 +23,13 @@ using tcp = asio::ip::tcp;
 
 namespace gpufleet {
 namespace {
+
+// A connection that failed its TLS handshake or was declined by the controller: logged as an
+// error (a certificate problem is an operator's to fix), where other failures are the
+// network's and logged at debug.
+struct TlsFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // One agent's life: connect, register, heartbeat, reconnect. Runs on its own strand.
 class Session : public std::enable_shared_from_this<Session> {
@@ -87,15 +95,32 @@ class Session : public std::enable_shared_from_this<Session> {
     bool welcomed = false;
     bool counted = false;
     try {
-      auto parsed = ParsePlainUrl(options_.controller, "8080");
+      auto parsed = ParseHttpUrl(options_.controller, "8080");
       if (!parsed.ok()) throw std::invalid_argument(parsed.error().message);
       HttpUrl ep = std::move(parsed).value();
+      net::TlsContext tls;
+      if (ep.tls()) {
+        tls = options_.tls;
+        if (!tls) {
+          auto fallback = net::DefaultClientContext();
+          if (!fallback.ok()) throw std::invalid_argument(fallback.error().message);
+          tls = fallback.value();
+        }
+      }
       tcp::resolver resolver(ex_);
       auto results = co_await resolver.async_resolve(ep.host, ep.port, asio::use_awaitable);
-      ws_ = std::make_unique<websocket::stream<beast::tcp_stream>>(ex_);
+      ws_ = std::make_unique<websocket::stream<net::Stream>>(beast::tcp_stream(ex_), tls);
       beast::get_lowest_layer(*ws_).expires_after(std::chrono::seconds(10));
       co_await beast::get_lowest_layer(*ws_).async_connect(results, asio::use_awaitable);
-      co_await ws_->async_handshake(ep.host + ":" + ep.port, "/api/v1/agent", asio::use_awaitable);
+      if (tls) co_await TlsHandshake(ep);
+      websocket::response_type upgrade;
+      auto [hec] = co_await ws_->async_handshake(upgrade, ep.host + ":" + ep.port, "/api/v1/agent",
+                                                 asio::as_tuple(asio::use_awaitable));
+      if (hec == websocket::error::upgrade_declined) {  // e.g. 403: no client certificate
+        throw TlsFailure(options_.controller + " declined the agent channel: HTTP " +
+                         std::to_string(upgrade.result_int()) + " " + upgrade.body());
+      }
+      if (hec) throw boost::system::system_error(hec);
       beast::get_lowest_layer(*ws_).expires_never();
       ws_->set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
 
@@ -137,6 +162,12 @@ class Session : public std::enable_shared_from_this<Session> {
       spdlog::debug("agent {}: registered as {} in pool {}", hello.facts.hostname, welcome->node,
                     welcome->pool);
       co_await Serve(std::max(100, welcome->heartbeat_interval_ms));
+    } catch (const TlsFailure& e) {
+      // Said once per streak, not on every retry: the same failure comes back until fixed.
+      if (!Stopping() && last_tls_failure_ != e.what()) {
+        spdlog::error("agent {}: {}", options_.hostname, e.what());
+      }
+      last_tls_failure_ = e.what();
     } catch (const std::exception& e) {
       if (!Stopping()) spdlog::debug("agent: connection ended: {}", e.what());
     }
@@ -352,6 +383,24 @@ class Session : public std::enable_shared_from_this<Session> {
     return f;
   }
 
+  // Before anything is written: a failed check leaves the token unsent.
+  asio::awaitable<void> TlsHandshake(const HttpUrl& ep) {
+    std::string where = "https://" + ep.host + ":" + ep.port;
+    net::Stream& stream = ws_->next_layer();
+    std::string why;
+    if (!net::PrepareClient(stream, ep.host, why)) throw TlsFailure(where + ": TLS: " + why);
+    auto [ec] = co_await stream.tls_stream().async_handshake(asio::ssl::stream_base::client,
+                                                             asio::as_tuple(asio::use_awaitable));
+    if (ec) throw TlsFailure(where + ": TLS: " + net::DescribeTlsError(stream, ec));
+    if (!net::Verifies(options_.tls) && options_.tls) {
+      spdlog::debug(
+          "agent {}: connected to {} without checking its certificate "
+          "(--insecure-skip-verify)",
+          options_.hostname, where);
+    }
+    last_tls_failure_.clear();
+  }
+
   // Callers pass a named message: GCC 12 mishandles temporaries with destructors inside a
   // co_await expression (a use-after-free that ASan caught here).
   asio::awaitable<void> Send(const proto::Message& m) {
@@ -377,7 +426,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::atomic<bool> removed_{false};  // this agent's alone (Remove)
   std::mt19937_64 rng_;
   asio::steady_timer timer_{ex_};
-  std::unique_ptr<websocket::stream<beast::tcp_stream>> ws_;
+  std::unique_ptr<websocket::stream<net::Stream>> ws_;
+  std::string last_tls_failure_;
   std::vector<Gpu> last_inventory_;
   std::string out_;
 

@@ -10,11 +10,15 @@
 #include <string>
 
 #include "agent/gpu_backend.h"
+#include "net/tls.h"
 
 namespace gpufleet {
 
 struct AgentOptions {
-  std::string controller;  // "http://127.0.0.1:8080" or "127.0.0.1:8080"
+  std::string controller;  // "http://127.0.0.1:8080", "127.0.0.1:8080" or "https://ctl:8443"
+  // For an https:// controller: whom to trust (net::MakeClientContext); shared by every agent
+  // of a runner. Null: net::DefaultClientContext().
+  net::TlsContext tls;
   std::string join_token;
   std::string node_token;  // from an earlier welcome; tried before the join token
   std::string hostname;    // overrides the host's name (the simulator sets one per node)

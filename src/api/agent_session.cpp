@@ -60,7 +60,7 @@ namespace {
 
 // Sends what is queued for one agent, in order, until the connection closes.
 asio::awaitable<void> AgentWriter(std::shared_ptr<AgentConn> conn,
-                                  websocket::stream<beast::tcp_stream>& ws) {
+                                  websocket::stream<net::Stream>& ws) {
   while (true) {
     while (!conn->outbox.empty()) {
       std::string text = std::move(conn->outbox.front());
@@ -80,9 +80,9 @@ asio::awaitable<void> AgentWriter(std::shared_ptr<AgentConn> conn,
 
 }  // namespace
 
-asio::awaitable<void> ServeAgent(beast::tcp_stream stream, UpgradeRequest req, std::string remote,
+asio::awaitable<void> ServeAgent(net::Stream stream, UpgradeRequest req, std::string remote,
                                  proto::AgentHandler& agents, AgentRegistry& registry) {
-  websocket::stream<beast::tcp_stream> ws(std::move(stream));
+  websocket::stream<net::Stream> ws(std::move(stream));
   ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
   ws.read_message_max(1 << 20);
   auto [aec] = co_await ws.async_accept(req, asio::as_tuple(asio::use_awaitable));

@@ -12,6 +12,7 @@
 #include "fleet/fleet.h"
 #include "health/service.h"
 #include "model/catalog.h"
+#include "net/tls.h"
 #include "proto/agent_handler.h"
 #include "scaling/scaling.h"
 #include "scrape/scraper.h"
@@ -25,6 +26,10 @@ struct ApiOptions {
   std::string listen = "127.0.0.1:8080";  // host:port; port 0 picks a free one
   size_t max_body_bytes = 4 << 20;        // larger bodies get 413
   int threads = 2;
+  // HTTPS and WSS on the one port when set; re-read by ReloadTls().
+  net::TlsServerOptions tls;
+  // Plain HTTP on an address that is not loopback, which Start() otherwise refuses.
+  bool insecure_plaintext = false;
 };
 
 // What the server serves; all outlive it.
@@ -48,8 +53,13 @@ class ApiServer {
  public:
   ApiServer(ApiOptions options, ApiDeps deps);
   ~ApiServer();
-  // Returns the bound address, "127.0.0.1:43121".
+  // Returns the bound address, "127.0.0.1:43121". Refuses plain HTTP on an address that is
+  // not loopback unless ApiOptions::insecure_plaintext.
   Result<std::string> Start();
+  // Re-reads the TLS certificate and key (SIGHUP): new connections get them, open ones keep
+  // theirs. On an error the old ones stay in use.
+  Status ReloadTls();
+  bool tls() const;
   void Stop();
   // The API's p99 request duration since the last call, in seconds; NaN without requests.
   double TakeRecentP99();

@@ -20,6 +20,7 @@
 #include "api/gzip.h"
 #include "api/sessions.h"
 #include "common/json_text.h"
+#include "net/stream.h"
 #include "proto/proto.h"
 
 namespace asio = boost::asio;
@@ -60,6 +61,9 @@ struct ApiServer::Impl {
   // `Connection: close`. Before `io`: a connection's frame, destroyed with it, counts down.
   std::atomic<int> in_flight{0};
   std::atomic<bool> stopping{false};
+  // The TLS context new connections get; null for plain HTTP. Replaced by ReloadTls().
+  std::mutex tls_mu;
+  net::TlsContext tls;
   // Before the connections, so that it is destroyed after them: their timers need it.
   asio::io_context io;
   // The acceptor's coroutine runs here, and Stop() closes the acceptor here: an acceptor is not
@@ -213,7 +217,7 @@ struct ApiServer::Impl {
     return req;
   }
 
-  asio::awaitable<void> WriteSimple(beast::tcp_stream& stream, Response r, unsigned version,
+  asio::awaitable<void> WriteSimple(net::Stream& stream, Response r, unsigned version,
                                     bool keep_alive, bool gzip_ok = false) {
     http::response<http::string_body> res{static_cast<http::status>(r.status), version};
     res.set(http::field::server, "gpufleet");
@@ -251,31 +255,66 @@ struct ApiServer::Impl {
 
   // A lingering close: after an early reply (413), read and drop what the client still sends
   // for a moment, so the kernel does not reset the connection before it reads our reply.
-  asio::awaitable<void> DrainAndClose(beast::tcp_stream& stream) {
+  asio::awaitable<void> DrainAndClose(net::Stream& stream) {
     beast::error_code ec;
-    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    auto& tcp_stream = stream.next_layer();
+    tcp_stream.socket().shutdown(tcp::socket::shutdown_send, ec);
     std::array<char, 64 * 1024> sink;
     size_t total = 0;
-    stream.expires_after(std::chrono::seconds(2));
+    tcp_stream.expires_after(std::chrono::seconds(2));
     while (total < (64u << 20)) {
       auto [rec, n] =
           co_await stream.async_read_some(asio::buffer(sink), asio::as_tuple(asio::use_awaitable));
       if (rec) break;
       total += n;
     }
-    stream.socket().close(ec);
+    tcp_stream.socket().close(ec);
+  }
+
+  net::TlsContext CurrentTls() {
+    std::lock_guard lock(tls_mu);
+    return tls;
+  }
+
+  // A client that sent plain HTTP to the TLS port gets a plain answer that says so (OpenSSL
+  // recognises the request line), so that `curl http://` does not just see a reset.
+  asio::awaitable<bool> Handshake(net::Stream& stream, const std::string& remote) {
+    auto& tcp_stream = stream.next_layer();
+    tcp_stream.expires_after(std::chrono::seconds(10));
+    auto [ec] = co_await stream.tls_stream().async_handshake(asio::ssl::stream_base::server,
+                                                             asio::as_tuple(asio::use_awaitable));
+    if (!ec) co_return true;
+    if (ec.category() == asio::error::get_ssl_category() &&
+        ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == SSL_R_HTTP_REQUEST) {
+      static const std::string kBody =
+          R"({"error":{"code":"invalid_argument","message":"this port speaks https://, not http://"}})"
+          "\n";
+      static const std::string kPlain =
+          "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\n"
+          "Content-Length: " +
+          std::to_string(kBody.size()) + "\r\n\r\n" + kBody;
+      co_await asio::async_write(tcp_stream, asio::buffer(kPlain),
+                                 asio::as_tuple(asio::use_awaitable));
+    } else {
+      spdlog::debug("api: TLS handshake with {} failed: {}", remote,
+                    net::DescribeTlsError(stream, ec));
+    }
+    beast::error_code ignored;
+    tcp_stream.socket().close(ignored);
+    co_return false;
   }
 
   asio::awaitable<void> Serve(tcp::socket socket) {
     beast::error_code ec;
     std::string remote = socket.remote_endpoint(ec).address().to_string();
-    beast::tcp_stream stream(std::move(socket));
+    net::Stream stream(beast::tcp_stream(std::move(socket)), CurrentTls());
+    if (stream.tls() && !co_await Handshake(stream, remote)) co_return;
     beast::flat_buffer buffer;
     for (;;) {
       http::request_parser<http::string_body> parser;
       parser.body_limit(options.max_body_bytes);
       parser.header_limit(64 * 1024);
-      stream.expires_after(std::chrono::seconds(60));
+      stream.next_layer().expires_after(std::chrono::seconds(60));
       auto [rec, n] =
           co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
       if (rec == http::error::body_limit) {
@@ -297,13 +336,23 @@ struct ApiServer::Impl {
       if (rec) break;
       auto& in = parser.get();
       if (websocket::is_upgrade(in) && in.target() == "/api/v1/agent") {
-        stream.expires_never();
+        if (!options.tls.client_ca.empty() && !net::PeerVerified(stream)) {
+          spdlog::warn("agent from {} refused: no client certificate signed by --client-ca",
+                       remote);
+          Response refused = ErrorResponse(MakeError(
+              ErrorCode::kPermissionDenied,
+              "this controller requires agents to present a client certificate signed by its "
+              "--client-ca"));
+          co_await WriteSimple(stream, std::move(refused), in.version(), false);
+          break;
+        }
+        stream.next_layer().expires_never();
         auto upgrade = parser.release();
         co_await ServeAgent(std::move(stream), std::move(upgrade), remote, agents, agent_conns);
         co_return;
       }
       if (websocket::is_upgrade(in) && in.target() == "/api/v1/stream") {
-        stream.expires_never();
+        stream.next_layer().expires_never();
         auto upgrade = parser.release();
         co_await ServeStream(std::move(stream), std::move(upgrade), auth, hub);
         co_return;
@@ -326,7 +375,11 @@ struct ApiServer::Impl {
       co_await WriteSimple(stream, std::move(r), in.version(), keep, gzip_ok);
       if (!keep) break;
     }
-    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (stream.tls()) {  // close_notify, then the TCP half-close
+      stream.next_layer().expires_after(std::chrono::seconds(2));
+      co_await stream.tls_stream().async_shutdown(asio::as_tuple(asio::use_awaitable));
+    }
+    stream.next_layer().socket().shutdown(tcp::socket::shutdown_send, ec);
   }
 
   asio::awaitable<void> Accept() {
@@ -366,10 +419,21 @@ Result<std::string> ApiServer::Start() {
   std::string host = listen.substr(0, colon);
   if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
   std::string port = listen.substr(colon + 1);
+  if (impl_->options.tls.enabled()) {
+    auto tls = net::MakeServerContext(impl_->options.tls);
+    if (!tls.ok()) return tls.error();
+    impl_->tls = tls.value();
+  }
   try {
     tcp::resolver resolver(impl_->io);
     auto results = resolver.resolve(host, port);
     tcp::endpoint ep = results.begin()->endpoint();
+    if (!impl_->tls && !ep.address().is_loopback() && !impl_->options.insecure_plaintext) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "refusing plain HTTP on " + listen +
+                           ", which is not loopback: give --tls-cert and --tls-key (gpufleet tls "
+                           "init makes them), or --insecure-plaintext to accept tokens in clear");
+    }
     impl_->acceptor.emplace(impl_->io);
     impl_->acceptor->open(ep.protocol());
     impl_->acceptor->set_option(asio::socket_base::reuse_address(true));
@@ -388,6 +452,19 @@ Result<std::string> ApiServer::Start() {
                      "cannot listen on " + listen + ": " + e.code().message());
   }
 }
+
+Status ApiServer::ReloadTls() {
+  if (!impl_->options.tls.enabled()) {
+    return MakeError(ErrorCode::kInvalidArgument, "this controller serves plain HTTP");
+  }
+  auto tls = net::MakeServerContext(impl_->options.tls);
+  if (!tls.ok()) return tls.error();
+  std::lock_guard lock(impl_->tls_mu);
+  impl_->tls = tls.value();
+  return {};
+}
+
+bool ApiServer::tls() const { return impl_->options.tls.enabled(); }
 
 void ApiServer::Stop() {
   // First no new connections, then the requests under way are answered (for at most

@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "net/stream.h"
 #include "proto/agent_handler.h"
 #include "proto/proto.h"
 #include "store/store.h"
@@ -62,12 +63,11 @@ class Authenticator;  // context.h
 // An agent's WebSocket from its hello until it closes: registered in `registry` while open,
 // its messages handed to `agents`.
 
-boost::asio::awaitable<void> ServeAgent(boost::beast::tcp_stream stream, UpgradeRequest req,
-                                        std::string remote, proto::AgentHandler& agents,
-                                        AgentRegistry& registry);
+boost::asio::awaitable<void> ServeAgent(net::Stream stream, UpgradeRequest req, std::string remote,
+                                        proto::AgentHandler& agents, AgentRegistry& registry);
 
 // The dashboard's live stream, authenticated by its first message, then fed from `hub`.
-boost::asio::awaitable<void> ServeStream(boost::beast::tcp_stream stream, UpgradeRequest req,
+boost::asio::awaitable<void> ServeStream(net::Stream stream, UpgradeRequest req,
                                          Authenticator& auth, const EventHub& hub);
 
 }  // namespace gpufleet::api

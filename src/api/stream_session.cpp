@@ -35,8 +35,8 @@ namespace {
 
 // Reads (and drops) what a stream client sends until it closes. A function, not a lambda:
 // a coroutine lambda's captures die with the lambda, its parameters live in the frame.
-asio::awaitable<void> StreamReader(websocket::stream<beast::tcp_stream>& ws,
-                                   std::shared_ptr<bool> closed, std::shared_ptr<bool> done) {
+asio::awaitable<void> StreamReader(websocket::stream<net::Stream>& ws, std::shared_ptr<bool> closed,
+                                   std::shared_ptr<bool> done) {
   beast::flat_buffer buf;
   for (;;) {
     auto [ec, n] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
@@ -61,9 +61,9 @@ Result<Principal> Hello(const std::string& first, Authenticator& auth) {
 
 }  // namespace
 
-asio::awaitable<void> ServeStream(beast::tcp_stream stream, UpgradeRequest req, Authenticator& auth,
+asio::awaitable<void> ServeStream(net::Stream stream, UpgradeRequest req, Authenticator& auth,
                                   const EventHub& hub) {
-  websocket::stream<beast::tcp_stream> ws(std::move(stream));
+  websocket::stream<net::Stream> ws(std::move(stream));
   ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
   ws.read_message_max(64 * 1024);
   auto [aec] = co_await ws.async_accept(req, asio::as_tuple(asio::use_awaitable));

@@ -17,6 +17,10 @@ struct Globals {
   std::string server;    // --server, $GPUFLEET_SERVER, <data-dir>/controller.addr, 127.0.0.1:8080
   std::string token;     // --token, $GPUFLEET_TOKEN, <data-dir>/admin.token
   std::string data_dir;  // --data-dir, default DefaultDataDir()
+  // For an https:// server: --ca-file, else $GPUFLEET_CA_FILE, else <data-dir>/tls/ca.pem when
+  // the server came from <data-dir>/controller.addr, else the system's store.
+  std::string ca_file;
+  bool insecure_skip_verify = false;  // --insecure-skip-verify
   std::string output = "table";
   int exit_code = 0;
 };

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "net/tls.h"
 
 namespace gpufleet::cli {
 
@@ -16,8 +17,9 @@ struct HttpReply {
 
 class HttpClient {
  public:
-  // server: "http://host:port" or "host:port".
-  HttpClient(std::string server, std::string token);
+  // server: "http://host:port", "host:port" or "https://host:port"; for https, `tls` says whom
+  // to trust. Nothing is sent before the server's certificate and name have been checked.
+  HttpClient(std::string server, std::string token, net::TlsClientOptions tls = {});
   ~HttpClient();
   Result<HttpReply> Send(const std::string& method, const std::string& target,
                          const std::string& body = "",

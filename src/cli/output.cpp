@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -144,6 +145,18 @@ std::string Str(const json::value& v) {
   return JsonText(v);
 }
 
+net::TlsClientOptions ClientTls(const Globals& g, bool local_controller) {
+  auto o = net::ClientOptionsFromEnv(g.ca_file, g.insecure_skip_verify);
+  std::string own = (g.data_dir.empty() ? DefaultDataDir() : g.data_dir) + "/tls/ca.pem";
+  if (o.ca_file.empty() && local_controller && std::filesystem::exists(own)) o.ca_file = own;
+  if (o.insecure_skip_verify) {
+    std::fprintf(stderr,
+                 "warning: --insecure-skip-verify: the controller's certificate is not "
+                 "checked\n");
+  }
+  return o;
+}
+
 std::string ResolveToken(const Globals& g) {
   if (!g.token.empty()) return g.token;
   if (const char* t = std::getenv("GPUFLEET_TOKEN"); t && *t) return t;
@@ -157,10 +170,14 @@ std::optional<json::value> Call(Globals& g, const std::string& method, const std
   if (server.empty()) {
     if (const char* s = std::getenv("GPUFLEET_SERVER"); s && *s) server = s;
   }
-  if (server.empty()) server = ReadFirstLine(dir + "/controller.addr");
+  bool local = false;  // the data directory's own controller
+  if (server.empty()) {
+    server = ReadFirstLine(dir + "/controller.addr");
+    local = !server.empty();
+  }
   if (server.empty()) server = "127.0.0.1:8080";
   std::string token = ResolveToken(g);
-  HttpClient client(server, token);
+  HttpClient client(server, token, ClientTls(g, local));
   auto reply = client.Send(method, target, body, content_type);
   if (!reply.ok()) {
     std::fprintf(stderr, "error: %s\n", reply.error().message.c_str());

@@ -34,6 +34,9 @@ std::string Str(const boost::json::value& v);  // a scalar as text; "" for null
 
 // The API token: --token, $GPUFLEET_TOKEN, or <data-dir>/admin.token; empty when none.
 std::string ResolveToken(const Globals& g);
+// Whom an https:// controller is checked against (Globals::ca_file); `local_controller` when
+// the address came from the data directory, whose tls/ca.pem is then trusted.
+net::TlsClientOptions ClientTls(const Globals& g, bool local_controller);
 
 // Sends the request with the globals' server and token. On success returns the parsed JSON body;
 // on failure prints "error: ..." to stderr, sets g.exit_code and returns nullopt.

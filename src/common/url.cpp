@@ -14,8 +14,9 @@ Result<HttpUrl> ParseHttpUrl(std::string_view text, std::string_view default_por
   if (auto sep = rest.find("://"); sep != std::string_view::npos) {
     url.scheme = std::string(rest.substr(0, sep));
     rest.remove_prefix(sep + 3);
-    if (url.scheme != "http" && url.scheme != "https" && url.scheme != "ws") {
-      return bad("has scheme '" + url.scheme + "'; use http");
+    if (url.scheme != "http" && url.scheme != "https" && url.scheme != "ws" &&
+        url.scheme != "wss") {
+      return bad("has scheme '" + url.scheme + "'; use http or https");
     }
   } else {
     url.scheme = "http";
@@ -46,7 +47,7 @@ Result<HttpUrl> ParseHttpUrl(std::string_view text, std::string_view default_por
   if (!host_ok) return bad("has a host with characters a host name cannot have");
   if (port.empty() && authority.back() == ':') return bad("has an empty port");
   if (port.empty()) {
-    url.port = url.scheme == "https" ? "443" : std::string(default_port);
+    url.port = url.tls() ? "443" : std::string(default_port);
   } else {
     bool digits = port.size() <= 5 && std::all_of(port.begin(), port.end(),
                                                   [](unsigned char c) { return std::isdigit(c); });
@@ -57,18 +58,6 @@ Result<HttpUrl> ParseHttpUrl(std::string_view text, std::string_view default_por
   }
   for (unsigned char c : url.target) {
     if (c <= ' ' || c == 0x7f) return bad("has a space or control character in its path");
-  }
-  return url;
-}
-
-Result<HttpUrl> ParsePlainUrl(std::string_view text, std::string_view default_port) {
-  auto url = ParseHttpUrl(text, default_port);
-  if (url.ok() && url->scheme == "https") {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "'" + std::string(text) +
-                         "' is https://, and this gpufleet has no TLS client: nothing was sent "
-                         "(a token is never sent in clear); use http:// on loopback or a "
-                         "trusted network");
   }
   return url;
 }

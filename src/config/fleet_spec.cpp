@@ -207,8 +207,9 @@ class Validator {
       GF_TRY_ASSIGN(t.url, Str(e, epath, "url", true));
       auto url = ParseHttpUrl(t.url, "9400");
       if (!url.ok()) return Fail(e["url"], epath + ".url", url.error().message);
-      if (url->scheme != "http") {
-        return Fail(e["url"], epath + ".url", "'" + t.url + "': only http:// is scraped");
+      if (url->scheme != "http" && url->scheme != "https") {
+        return Fail(e["url"], epath + ".url",
+                    "'" + t.url + "': only http:// and https:// are scraped");
       }
       pool.exporters.push_back(std::move(t));
     }

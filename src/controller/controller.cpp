@@ -185,6 +185,8 @@ Status Controller::Start() {
   ao.listen = o.listen;
   ao.max_body_bytes = o.max_body_bytes;
   ao.threads = o.threads;
+  ao.tls = o.tls;
+  ao.insecure_plaintext = o.insecure_plaintext;
   impl_->server = std::make_unique<api::ApiServer>(
       ao, api::ApiDeps{*impl_->fleet, impl_->stores, impl_->catalog, impl_->clock,
                        *impl_->telemetry, *impl_->ingest,
@@ -199,16 +201,17 @@ Status Controller::Start() {
         return server->SendToAgent(node, proto::Message(cmd));
       });
   impl_->address = addr.value();
-  impl_->notifier->set_external_url("http://" + impl_->address);
+  impl_->notifier->set_external_url(url());
   impl_->notifier->Start();
-  impl_->scaling->set_controller_url("http://" + impl_->address);
+  impl_->scaling->set_controller_url(url());
   if (!o.defer_scaling) StartScaling();
-  // Write where we listen, so scripts and tests that asked for port 0 can find us.
+  // Write where we listen, so scripts and tests that asked for port 0 can find us: the bare
+  // address for plain HTTP, the https:// URL for TLS (so the CLI dials it with TLS).
   {
     std::string tmp = o.data_dir + "/controller.addr.tmp";
     FILE* f = std::fopen(tmp.c_str(), "w");
     if (f) {
-      std::fprintf(f, "%s\n", impl_->address.c_str());
+      std::fprintf(f, "%s\n", (o.tls.enabled() ? url() : impl_->address).c_str());
       std::fclose(f);
       std::filesystem::rename(tmp, o.data_dir + "/controller.addr", ec);
     }
@@ -268,8 +271,13 @@ Status Controller::Start() {
       lock.lock();
     }
   });
-  spdlog::info("controller listening on http://{} (store {})", impl_->address,
-               db.database->location());
+  spdlog::info("controller listening on {} (store {})", url(), db.database->location());
+  if (!o.tls.enabled() && o.insecure_plaintext) {
+    spdlog::warn(
+        "controller: plain HTTP on {} (--insecure-plaintext): tokens cross the network "
+        "in clear",
+        impl_->address);
+  }
   return {};
 }
 
@@ -294,6 +302,15 @@ void Controller::Stop() {
 }
 
 const std::string& Controller::address() const { return impl_->address; }
+
+std::string Controller::url() const {
+  return (impl_->options.tls.enabled() ? "https://" : "http://") + impl_->address;
+}
+
+Status Controller::ReloadTls() {
+  if (!impl_->server) return MakeError(ErrorCode::kUnavailable, "the controller is not started");
+  return impl_->server->ReloadTls();
+}
 
 void Controller::StartScaling() {
   if (!impl_->scaling) return;

@@ -6,6 +6,7 @@
 
 #include "common/paths.h"
 #include "common/result.h"
+#include "net/tls.h"
 
 namespace gpufleet {
 
@@ -28,6 +29,8 @@ struct ControllerOptions {
   int heartbeat_timeout_ms = 30'000;
   size_t max_body_bytes = 4 << 20;
   int threads = 2;
+  net::TlsServerOptions tls;                   // HTTPS and WSS when its certificate is set
+  bool insecure_plaintext = false;             // plain HTTP on an address that is not loopback
   int64_t checkpoint_interval_ms = 600'000;    // telemetry snapshot, which truncates the log
   uint64_t wal_checkpoint_bytes = 256u << 20;  // ...or when the log is this large
   // Autoscaling's `sim` actuator (simulated nodes started in this process); null: pools may
@@ -49,7 +52,10 @@ class Controller {
   ~Controller();
   Status Start();
   void Stop();
-  const std::string& address() const;    // "127.0.0.1:8080", valid after Start
+  const std::string& address() const;  // "127.0.0.1:8080", valid after Start
+  std::string url() const;             // "http://127.0.0.1:8080" or "https://..."
+  // Re-reads the TLS certificate and key (SIGHUP); the old ones stay on an error.
+  Status ReloadTls();
   std::string admin_token_path() const;  // <data_dir>/admin.token
   // Applies a fleet YAML document directly (used by `gpufleet up`), scaling policies included.
   Status ApplyFleetYaml(const std::string& yaml, const std::string& filename);

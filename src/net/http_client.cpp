@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "common/url.h"
+#include "net/stream.h"
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -20,13 +21,24 @@ Result<HttpResult> Send(const HttpCall& call) {
   const std::string& url = call.url;
   auto parsed = ParseHttpUrl(url, "80");
   if (!parsed.ok()) return parsed.error();
-  if (parsed->scheme != "http") {
-    return MakeError(ErrorCode::kInvalidArgument, url + ": only http:// is supported");
+  if (parsed->scheme != "http" && parsed->scheme != "https") {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     url + ": only http:// and https:// are supported");
+  }
+  TlsContext tls;
+  if (parsed->scheme == "https") {
+    tls = call.tls;
+    if (!tls) {
+      auto fallback = DefaultClientContext();
+      if (!fallback.ok()) return fallback.error();
+      tls = fallback.value();
+    }
   }
   // Asynchronous operations on a private context so that one deadline covers every stage.
   asio::io_context io;
   tcp::resolver resolver(io);
-  beast::tcp_stream stream(io);
+  Stream stream(beast::tcp_stream(io), tls);
+  auto& tcp_stream = stream.next_layer();
   beast::flat_buffer buffer;
   http::request<http::string_body> req{http::string_to_verb(call.method), parsed->target, 11};
   req.set(http::field::host, parsed->host + ":" + parsed->port);
@@ -37,30 +49,45 @@ Result<HttpResult> Send(const HttpCall& call) {
   http::response_parser<http::string_body> parser;
   parser.body_limit(call.max_body_bytes);
   beast::error_code failure;
+  std::string tls_failure;  // a handshake's failure in words
   std::string stage = "resolve";
   auto deadline = std::chrono::milliseconds(call.timeout_ms);
-  stream.expires_after(deadline);
+  tcp_stream.expires_after(deadline);
   resolver.async_resolve(parsed->host, parsed->port, [&](beast::error_code ec, auto results) {
     if (ec) {
       failure = ec;
       return;
     }
     stage = "connect";
-    stream.async_connect(results, [&](beast::error_code ec, const tcp::endpoint&) {
+    tcp_stream.async_connect(results, [&](beast::error_code ec, const tcp::endpoint&) {
       if (ec) {
         failure = ec;
         return;
       }
-      stage = "send";
-      http::async_write(stream, req, [&](beast::error_code ec, size_t) {
-        if (ec) {
-          failure = ec;
-          return;
-        }
-        stage = "read";
-        http::async_read(stream, buffer, parser,
-                         [&](beast::error_code ec, size_t) { failure = ec; });
-      });
+      auto send = [&] {
+        stage = "send";
+        http::async_write(stream, req, [&](beast::error_code ec, size_t) {
+          if (ec) {
+            failure = ec;
+            return;
+          }
+          stage = "read";
+          http::async_read(stream, buffer, parser,
+                           [&](beast::error_code ec, size_t) { failure = ec; });
+        });
+      };
+      if (!stream.tls()) return send();
+      stage = "tls";
+      if (!PrepareClient(stream, parsed->host, tls_failure)) return;
+      stream.tls_stream().async_handshake(asio::ssl::stream_base::client,
+                                          [&, send](beast::error_code ec) {
+                                            if (ec) {
+                                              failure = ec;
+                                              tls_failure = DescribeTlsError(stream, ec);
+                                              return;
+                                            }
+                                            send();
+                                          });
     });
   });
   // The resolver has no deadline of its own; the stream's timer covers the rest.
@@ -70,6 +97,9 @@ Result<HttpResult> Send(const HttpCall& call) {
         ErrorCode::kUnavailable,
         url + ": no answer within " + std::to_string(call.timeout_ms) + " ms (" + stage + ")");
   }
+  if (!tls_failure.empty()) {
+    return MakeError(ErrorCode::kUnavailable, url + ": TLS: " + tls_failure);
+  }
   if (failure) {
     std::string what = failure == beast::error::timeout
                            ? "timed out after " + std::to_string(call.timeout_ms) + " ms"
@@ -77,7 +107,7 @@ Result<HttpResult> Send(const HttpCall& call) {
     return MakeError(ErrorCode::kUnavailable, url + ": " + stage + ": " + what);
   }
   beast::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  tcp_stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
   auto& res = parser.get();
   return HttpResult{static_cast<int>(res.result_int()), std::move(res.body())};
 }

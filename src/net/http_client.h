@@ -1,6 +1,8 @@
 #pragma once
 // One HTTP/1.1 request to a URL with a single deadline covering resolve, connect, send and
-// read: how the controller scrapes exporters and delivers notifications. Plain http only.
+// read: how the controller scrapes exporters and delivers notifications. An https:// URL is
+// TLS with the server's certificate and name verified (the call's context, else the system's
+// store or $GPUFLEET_CA_FILE); nothing is sent when the handshake fails.
 
 #include <cstdint>
 #include <string>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "net/tls.h"
 
 namespace gpufleet::net {
 
@@ -23,10 +26,11 @@ struct HttpCall {
   std::vector<std::pair<std::string, std::string>> headers;
   int64_t timeout_ms = 10'000;
   size_t max_body_bytes = 32 << 20;
+  TlsContext tls;  // for https://; null: DefaultClientContext()
 };
 
 // Any HTTP status is a result; errors are failures to get one (with the stage: resolve,
-// connect, send, read).
+// connect, tls, send, read).
 Result<HttpResult> Send(const HttpCall& call);
 
 }  // namespace gpufleet::net

@@ -41,6 +41,7 @@ Status SimFleet::AddNode(const SimPoolOptions& o, const std::string& name) {
   AgentOptions ao;
   ao.controller = o.controller;
   ao.join_token = o.join_token;
+  ao.tls = o.tls;
   ao.hostname = name;
   runner_.Add(std::move(ao), MakeSimBackend(spec));
   ++nodes_;

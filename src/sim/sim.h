@@ -18,6 +18,7 @@ struct SimPoolOptions {
   int gpus_per_node = 8;
   std::string model = "H100-SXM5-80GB";  // catalogue id
   int first_index = 0;
+  net::TlsContext tls;  // for an https:// controller (AgentOptions::tls)
 };
 
 // Thread-safe: AddPool and Stop may be called from any thread while Run runs.

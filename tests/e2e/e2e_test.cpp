@@ -5,8 +5,11 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <atomic>
+#include <boost/asio.hpp>
 #include <cctype>
 #include <filesystem>
+#include <mutex>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -85,7 +88,7 @@ TEST_F(E2E, AStoppedAgentTurnsUnreachableAndReadyAgain) {
 // the test binary's PostgreSQL server (tests/support/postgres.h).
 class Backends : public E2E, public ::testing::WithParamInterface<std::string> {
  protected:
-  std::vector<std::string> StoreFlags() override {
+  std::vector<std::string> ControllerFlags() override {
     if (GetParam() != "postgresql") return {};
     auto& pg = testing::SharedPostgres();
     EXPECT_TRUE(pg.ok()) << pg.error();
@@ -348,25 +351,69 @@ TEST_F(E2E, FailedSignInsAreRateLimitedPerAddress) {
 }
 
 // A client given an https:// URL must not speak plain HTTP to it with the token in clear (it
-// did: the scheme was accepted and ignored). The listener proves nothing reached it.
-TEST(Clients, RefuseAnHttpsUrlAndSendNothing) {
-  PageServer listener("{}");
-  const std::string url = "https://127.0.0.1:" + std::to_string(listener.port());
+// once did: the scheme was accepted and ignored). Here the URL leads to a plain listener, which
+// records what each connection sends first and closes it: a TLS ClientHello, never a request.
+TEST(Clients, AnHttpsUrlToAPlainListenerSendsNoCredential) {
+  namespace asio = boost::asio;
+  using tcp = asio::ip::tcp;
+  asio::io_context io;
+  tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+  std::mutex mu;
+  std::vector<std::string> received;
+  std::atomic<bool> closing{false};
+  std::thread sink([&] {
+    while (!closing) {
+      tcp::socket socket(io);
+      boost::system::error_code ec;
+      acceptor.accept(socket, ec);
+      if (ec || closing) continue;
+      std::string first(16 * 1024, '\0');
+      size_t n = socket.read_some(asio::buffer(first), ec);
+      std::lock_guard lock(mu);
+      received.push_back(first.substr(0, n));
+    }
+  });
+  const std::string url = "https://127.0.0.1:" + std::to_string(acceptor.local_endpoint().port());
+  std::string dir = TempDir("https-to-plain");
   RunResult cli = RunGpufleet({"--server", url, "nodes", "list"}, {{"GPUFLEET_TOKEN", "gfa_x"}});
   EXPECT_EQ(cli.exit_code, 1);
-  EXPECT_NE(cli.err.find("is https://, and this gpufleet has no TLS client: nothing was sent"),
+  EXPECT_NE(cli.err.find(url + ": TLS: the server closed the connection during the TLS handshake"),
             std::string::npos)
       << cli.err;
   EXPECT_EQ(std::count(cli.err.begin(), cli.err.end(), '\n'), 1) << cli.err;
-  RunResult agent = RunGpufleet({"agent", "--controller", url, "--join-token", "gfj_x"});
-  EXPECT_NE(agent.exit_code, 0);
-  EXPECT_NE(agent.err.find("no TLS client"), std::string::npos) << agent.err;
-  RunResult sim =
-      RunGpufleet({"sim", "--controller", url, "--join-token", "gfj_x", "--nodes", "1"});
-  EXPECT_NE(sim.exit_code, 0);
-  EXPECT_NE(sim.err.find("no TLS client"), std::string::npos) << sim.err;
-  EXPECT_EQ(listener.requests(), 0);
-  EXPECT_TRUE(listener.heads().empty());
+  {
+    Process agent({GPUFLEET_BIN, "agent", "--backend", "sim", "--controller", url, "--join-token",
+                   "gfj_x", "--hostname", "n1"},
+                  {}, dir + "/agent.log");
+    Process sim({GPUFLEET_BIN, "sim", "--controller", url, "--join-token", "gfj_y", "--nodes", "1",
+                 "--log-level", "info"},
+                {}, dir + "/sim.log");
+    for (const char* log : {"/agent.log", "/sim.log"}) {
+      EXPECT_TRUE(WaitFor(
+          [&] { return ReadFile(dir + log).find(": TLS: the server closed") != std::string::npos; },
+          10000))
+          << log << ": " << ReadFile(dir + log);
+    }
+  }
+  closing = true;
+  {
+    tcp::socket wake(io);  // unblocks accept()
+    boost::system::error_code ec;
+    wake.connect(acceptor.local_endpoint(), ec);
+  }
+  sink.join();
+  std::lock_guard lock(mu);
+  EXPECT_GE(received.size(), 3u);
+  for (const auto& bytes : received) {
+    EXPECT_EQ(bytes.find("gfa_x"), std::string::npos);
+    EXPECT_EQ(bytes.find("gfj_"), std::string::npos);
+    EXPECT_EQ(bytes.find("GET "), std::string::npos);
+    // A TLS handshake record, 0x16, or nothing (the wake-up connection).
+    if (!bytes.empty()) {
+      EXPECT_EQ(bytes[0], '\x16');
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

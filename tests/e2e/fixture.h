@@ -27,7 +27,7 @@ class E2E : public ::testing::Test {
     std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     for (char& c : name) c = c == '/' ? '-' : c;  // a parameterised test's "Name/param"
     dir_ = TempDir(name);
-    controller_ = std::make_unique<ControllerProcess>(dir_ + "/data", StoreFlags());
+    controller_ = std::make_unique<ControllerProcess>(dir_ + "/data", ControllerFlags());
     std::filesystem::create_directories(dir_ + "/data");
     controller_->Start();
   }
@@ -37,8 +37,8 @@ class E2E : public ::testing::Test {
     if (!HasFailure()) std::filesystem::remove_all(dir_);
   }
 
-  // The controller's store flags (none: SQLite in its data directory).
-  virtual std::vector<std::string> StoreFlags() { return {}; }
+  // The controller's extra flags: a store (none: SQLite in its data directory), TLS.
+  virtual std::vector<std::string> ControllerFlags() { return {}; }
 
   RunResult Cli(std::vector<std::string> args) {
     std::vector<std::string> full{"--data-dir", controller_->data_dir()};
@@ -69,12 +69,16 @@ class E2E : public ::testing::Test {
 
   Process& Sim(const std::string& token, const std::string& prefix, int nodes,
                const std::string& model, int gpus) {
-    agents_.push_back(std::make_unique<Process>(
-        std::vector<std::string>{GPUFLEET_BIN, "sim", "--controller", controller_->address(),
-                                 "--join-token", token, "--prefix", prefix, "--workload", "off",
-                                 "--nodes", std::to_string(nodes), "--model", model,
-                                 "--gpus-per-node", std::to_string(gpus)},
-        std::map<std::string, std::string>{}, dir_ + "/sim-" + prefix + ".log"));
+    std::vector<std::string> args{GPUFLEET_BIN};
+    if (std::filesystem::exists(controller_->data_dir() + "/tls/ca.pem")) {
+      args.insert(args.end(), {"--ca-file", controller_->data_dir() + "/tls/ca.pem"});
+    }
+    args.insert(args.end(),
+                {"sim", "--controller", controller_->address(), "--join-token", token, "--prefix",
+                 prefix, "--workload", "off", "--nodes", std::to_string(nodes), "--model", model,
+                 "--gpus-per-node", std::to_string(gpus)});
+    agents_.push_back(std::make_unique<Process>(args, std::map<std::string, std::string>{},
+                                                dir_ + "/sim-" + prefix + ".log"));
     return *agents_.back();
   }
 

@@ -157,6 +157,7 @@ void ControllerProcess::Start() {
   std::filesystem::remove(addr_file);
   // A restart listens where the first start did, so agents find it again.
   std::string listen = address_.empty() ? "127.0.0.1:0" : address_;
+  if (auto scheme = listen.find("://"); scheme != std::string::npos) listen.erase(0, scheme + 3);
   std::vector<std::string> args{GPUFLEET_BIN,
                                 "--data-dir",
                                 data_dir_,
@@ -206,7 +207,9 @@ std::pair<int, boost::json::value> ControllerProcess::Call(const std::string& me
                                                            const std::string& body,
                                                            const std::string* token,
                                                            const std::string& content_type) {
-  cli::HttpClient client(address_, token ? *token : admin_token_);
+  net::TlsClientOptions tls;
+  if (std::filesystem::exists(data_dir_ + "/tls/ca.pem")) tls.ca_file = data_dir_ + "/tls/ca.pem";
+  cli::HttpClient client(address_, token ? *token : admin_token_, tls);
   auto reply = client.Send(method, target, body, content_type);
   if (!reply.ok()) return {0, boost::json::value(reply.error().message)};
   boost::system::error_code ec;

@@ -24,7 +24,7 @@ testing::TestPostgres& Server() {
 
 class OnPostgres : public E2E {
  protected:
-  std::vector<std::string> StoreFlags() override {
+  std::vector<std::string> ControllerFlags() override {
     url_ = Server().CreateDatabase("e2e_outage");
     EXPECT_FALSE(url_.empty()) << Server().error();
     return {"--store", url_};

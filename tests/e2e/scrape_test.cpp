@@ -152,7 +152,7 @@ TEST_F(Scrape, BadExporterEntriesAreRefusedWithTheField) {
                      "apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n"
                      "  - name: legacy\n    type: training\n    site: lab\n    pools:\n"
                      "      - name: p\n        gpu_model: T4\n        exporters:\n"
-                     "          - node: n1\n            url: https://10.0.0.1:9400/metrics\n");
+                     "          - node: n1\n            url: ftp://10.0.0.1:9400/metrics\n");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("bad.yaml:12: clusters[0].pools[0].exporters[0].url"), std::string::npos)
       << r.err;

@@ -121,9 +121,9 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
         }
         auto parsed = ParseHttpUrl(c.url, "80");
         if (!parsed.ok()) return ErrorResponse(parsed.error());
-        if (parsed->scheme != "http") {
-          return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
-                                         "'url': only http:// receivers are supported"));
+        if (parsed->scheme != "http" && parsed->scheme != "https") {
+          return ErrorResponse(
+              MakeError(ErrorCode::kInvalidArgument, "'url': a receiver is http:// or https://"));
         }
         while (!c.url.empty() && c.url.back() == '/') c.url.pop_back();
         c.created_ms = ctx.clock.NowMs();

@@ -27,14 +27,13 @@ TEST(ParseHttpUrl, DefaultsAndBareHost) {
   EXPECT_EQ(ParseHttpUrl("ws://x:1/a", "8080")->target, "/a");
 }
 
-TEST(ParsePlainUrl, RefusesHttpsAndTakesTheRest) {
-  auto u = ParsePlainUrl("https://ctl.example.org", "8080");
-  ASSERT_FALSE(u.ok());
-  EXPECT_NE(u.error().message.find("no TLS client: nothing was sent"), std::string::npos)
-      << u.error().message;
-  EXPECT_EQ(ParsePlainUrl("http://ctl:8080", "8080")->port, "8080");
-  EXPECT_EQ(ParsePlainUrl("ctl", "8080")->scheme, "http");
-  EXPECT_FALSE(ParsePlainUrl("ftp://x", "8080").ok());
+TEST(ParseHttpUrl, SaysWhetherTheSchemeIsTls) {
+  EXPECT_TRUE(ParseHttpUrl("https://ctl.example.org", "8080")->tls());
+  EXPECT_TRUE(ParseHttpUrl("wss://ctl:8443", "8080")->tls());
+  EXPECT_EQ(ParseHttpUrl("wss://ctl", "8080")->port, "443");
+  EXPECT_FALSE(ParseHttpUrl("http://ctl:8080", "8080")->tls());
+  EXPECT_FALSE(ParseHttpUrl("ctl", "8080")->tls());
+  EXPECT_FALSE(ParseHttpUrl("ftp://x", "8080").ok());
 }
 
 TEST(ParseHttpUrl, Ipv6) {
