@@ -99,6 +99,7 @@ struct ServeFlags {
   std::string drain_timeout = "10m";
   std::string job_retention = "7d";
   std::string reserve_after = "10m";
+  std::string header_timeout = "30s";
   std::string log_level = "info";
 };
 
@@ -134,6 +135,11 @@ void AddControllerFlags(CLI::App* cmd, ServeFlags& f) {
                   "PEM CA: agents must present a client certificate signed by it");
   cmd->add_flag("--insecure-plaintext", f.options.insecure_plaintext,
                 "allow plain HTTP on an address that is not loopback (tokens in clear)");
+  cmd->add_option("--max-connections", f.options.max_connections,
+                  "open connections at most; more are closed at once (default 16384)")
+      ->check(CLI::Range(1, 1'000'000));
+  cmd->add_option("--header-timeout", f.header_timeout,
+                  "a connection that sends no request headers this long is closed (default 30s)");
 }
 
 // The TLS context of a client of `url` (null for http://): --ca-file, $GPUFLEET_CA_FILE or the
@@ -173,6 +179,11 @@ Status Finish(ServeFlags& f, const cli::Globals& g) {
   f.options.job_retention_ms = ParseDurationMs(f.job_retention);
   if (f.options.job_retention_ms <= 0) {
     return MakeError(ErrorCode::kInvalidArgument, "--job-retention must be a duration, e.g. 7d");
+  }
+  f.options.header_timeout_ms = static_cast<int>(ParseDurationMs(f.header_timeout));
+  if (f.options.header_timeout_ms < 100 || f.options.header_timeout_ms > 3'600'000) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "--header-timeout must be a duration from 100ms to 1h, e.g. 30s");
   }
   f.options.reserve_after_ms = ParseDurationMs(f.reserve_after);
   if (f.options.reserve_after_ms < 0) {

@@ -122,7 +122,9 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       if (hec) throw boost::system::system_error(hec);
       beast::get_lowest_layer(*ws_).expires_never();
-      ws_->set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
+      // Pings when the controller is silent; a half-open connection is dropped in 90 s.
+      ws_->set_option(websocket::stream_base::timeout{std::chrono::seconds(30),
+                                                      std::chrono::seconds(90), true});
 
       proto::Hello hello;
       hello.node_token = options_.node_token;

@@ -153,6 +153,11 @@ void Notifier::set_external_url(std::string url) {
   external_url_ = std::move(url);
 }
 
+void Notifier::set_secret_key(std::string key) {
+  std::lock_guard lock(mu_);
+  secret_key_ = std::move(key);
+}
+
 Status Notifier::Load() {
   auto records = store_.ListRules();
   if (!records.ok()) return records.error();
@@ -440,8 +445,18 @@ int Notifier::Deliver() {
     call.headers = {{"Content-Type", "application/json"},
                     {"X-Gpufleet-Notification-Id", std::to_string(n.id)}};
     if (!channel->secret.empty()) {
+      std::string key;
+      {
+        std::lock_guard lock(mu_);
+        key = secret_key_;
+      }
+      auto secret = OpenSecret(key, channel->secret);
+      if (!secret.ok()) {  // not sent unsigned: the receiver would refuse it, or worse, not
+        spdlog::error("alerting: channel {}: {}", channel->name, secret.error().message);
+        continue;
+      }
       call.headers.push_back(
-          {"X-Gpufleet-Signature", "sha256=" + HmacSha256Hex(channel->secret, n.body)});
+          {"X-Gpufleet-Signature", "sha256=" + HmacSha256Hex(secret.value(), n.body)});
     }
     auto reply = net::Send(call);
     if (reply.ok() && reply->status >= 200 && reply->status < 300) {

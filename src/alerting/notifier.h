@@ -48,6 +48,8 @@ class Notifier {
   Status Load();  // the user rules and the alert states of the last run
   // Where generatorURL links point: the controller's own address, known once it listens.
   void set_external_url(std::string url);
+  // The data directory's secret.key: channels' signing keys are stored sealed under it.
+  void set_secret_key(std::string key);
   void Start();  // the sender thread
   void Stop();
 
@@ -88,6 +90,7 @@ class Notifier {
   std::shared_ptr<Clock> clock_;
   mutable std::mutex mu_;
   std::string external_url_;  // guarded by mu_
+  std::string secret_key_;    // guarded by mu_
   Engine engine_;             // guarded by mu_
   const std::vector<Rule> base_rules_;
   std::vector<Rule> user_rules_;              // guarded by mu_; by name

@@ -83,7 +83,9 @@ asio::awaitable<void> AgentWriter(std::shared_ptr<AgentConn> conn,
 asio::awaitable<void> ServeAgent(net::Stream stream, UpgradeRequest req, std::string remote,
                                  proto::AgentHandler& agents, AgentRegistry& registry) {
   websocket::stream<net::Stream> ws(std::move(stream));
-  ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+  // A ping after 30 s of silence; closed when nothing, not even the pong, comes in 60 s.
+  ws.set_option(
+      websocket::stream_base::timeout{std::chrono::seconds(30), std::chrono::seconds(60), true});
   ws.read_message_max(1 << 20);
   auto [aec] = co_await ws.async_accept(req, asio::as_tuple(asio::use_awaitable));
   if (aec) co_return;

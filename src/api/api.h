@@ -30,6 +30,13 @@ struct ApiOptions {
   net::TlsServerOptions tls;
   // Plain HTTP on an address that is not loopback, which Start() otherwise refuses.
   bool insecure_plaintext = false;
+  // Connections beyond this many are closed as soon as they are accepted.
+  int max_connections = 16384;
+  // A connection must send a request's headers (and, for TLS, its handshake) within this long
+  // of opening or of its previous answer, else it is closed: idle keep-alive connections and
+  // clients that send nothing do not hold sockets. The body then has body_timeout_ms.
+  int header_timeout_ms = 30'000;
+  int body_timeout_ms = 60'000;
 };
 
 // What the server serves; all outlive it.
@@ -46,6 +53,7 @@ struct ApiDeps {
   alerting::Notifier* alerts = nullptr;        // GET /api/v1/alerts; absent: 503
   workload::JobService* jobs = nullptr;        // /api/v1/jobs; absent: 503
   scaling::ScalingService* scaling = nullptr;  // /api/v1/scaling, pools' scaling; absent: 503
+  std::string secret_key;                      // the data directory's secret.key (common/crypto.h)
 };
 
 // Owns its I/O threads. Start() binds and serves; Stop() closes and joins. Thread-safe.
@@ -60,6 +68,9 @@ class ApiServer {
   // theirs. On an error the old ones stay in use.
   Status ReloadTls();
   bool tls() const;
+  // Writes the API tokens' last-use times gathered in memory (the controller does it each
+  // minute and at stop; a token list does it first).
+  void FlushTokenUse();
   void Stop();
   // The API's p99 request duration since the last call, in seconds; NaN without requests.
   double TakeRecentP99();

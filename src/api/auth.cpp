@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <ctime>
 
 #include "api/api.h"
 #include "api/context.h"
@@ -45,10 +46,33 @@ Result<Principal> Authenticator::Check(const std::string& authorization) {
     return token.error();
   }
   if (token->revoked) return MakeError(ErrorCode::kUnauthenticated, "token has been revoked");
-  if (token->expires_ms && token->expires_ms < clock_.NowMs()) {
+  const int64_t now = clock_.NowMs();
+  if (token->expires_ms && token->expires_ms < now) {
     return MakeError(ErrorCode::kUnauthenticated, "token has expired");
   }
+  if (token->hash != hash && token->previous_expires_ms <= now) {
+    return MakeError(ErrorCode::kUnauthenticated,
+                     "token '" + token->name + "' was rotated; its old secret is no longer valid");
+  }
+  {
+    std::lock_guard lock(mu_);
+    used_[token->id] = now;
+  }
   return Principal{token->name, token->role, token->clusters};
+}
+
+Status Authenticator::FlushUse() {
+  std::map<std::string, int64_t> used;
+  {
+    std::lock_guard lock(mu_);
+    used.swap(used_);
+  }
+  auto s = store_.TouchApiTokens(used);
+  if (!s.ok()) {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, ms] : used) used_.emplace(id, ms);  // newer entries win
+  }
+  return s;
 }
 
 int64_t SignInLimiter::RetryAfterS(const std::string& remote, int64_t now_ms) {
@@ -90,6 +114,7 @@ Result<bool> BootstrapAdminToken(store::TokenStore& store, Clock& clock, const s
   t.name = "bootstrap-admin";
   t.role = Role::kAdmin;
   t.hash = Sha256Hex(secret);
+  t.prefix = SecretPrefix(secret);
   t.created_ms = clock.NowMs();
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0) return MakeError(ErrorCode::kUnavailable, "cannot write " + path);
@@ -107,6 +132,49 @@ Status RequireFleetWide(const Principal& who) {
   return MakeError(
       ErrorCode::kPermissionDenied,
       "token '" + who.name + "' is limited to some clusters; alert rules cover the whole fleet");
+}
+
+Result<int64_t> TimeParam(const Request& req, const char* key, int64_t now, int64_t fallback) {
+  auto it = req.query.find(key);
+  if (it == req.query.end() || it->second.empty()) return fallback;
+  const std::string& v = it->second;
+  auto bad = [&] {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string("'") + key +
+                         "' must be milliseconds since the epoch, -DURATION or an RFC 3339 time "
+                         "such as 2026-12-01T00:00:00Z");
+  };
+  if (v[0] == '-') {
+    int64_t ago = ParseDurationMs(v.substr(1));
+    if (ago < 0) return bad();
+    return now - ago;
+  }
+  if (v.find_first_not_of("0123456789") == std::string::npos) {
+    if (v.size() > 15) return bad();
+    return std::stoll(v);
+  }
+  std::tm tm{};
+  int ms = 0;
+  char zone = 0;
+  int fields = 0;
+  if (v.size() == 20) {
+    fields = std::sscanf(v.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &tm.tm_year, &tm.tm_mon,
+                         &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &zone);
+    if (fields != 7) return bad();
+  } else if (v.size() == 24) {
+    fields = std::sscanf(v.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d%c", &tm.tm_year, &tm.tm_mon,
+                         &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms, &zone);
+    if (fields != 8) return bad();
+  } else {
+    return bad();
+  }
+  if (zone != 'Z' || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
+      tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60) {
+    return bad();
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<int64_t>(timegm(&tm)) * 1000 + ms;
 }
 
 Result<Page> ParsePage(const Request& req) {

@@ -33,6 +33,10 @@ struct ApiContext {
   alerting::Notifier* alerts = nullptr;        // may be null
   workload::JobService* jobs = nullptr;        // may be null
   scaling::ScalingService* scaling = nullptr;  // may be null
+  // The data directory's secret.key (64 hex digits): signs the audit anchor, seals secrets.
+  std::string secret_key;
+  // Writes the API tokens' last-use times kept in memory (Authenticator::FlushUse).
+  std::function<void()> flush_token_use = [] {};
 };
 
 // Each routes/<resource>.cpp registers its handlers.
@@ -56,16 +60,22 @@ void AddScalingRoutes(Router& router, ApiContext& ctx);    // autoscaling
 // it answers from the last successful lookup of the same token (its role, expiry and revocation
 // as they were then), so reads go on during a database outage; whenever the store answers it is
 // asked, so a revocation counts from the next request. Thread-safe.
+// Every request's token is looked up in the store, so a revocation or a rotation's end takes
+// effect on the next request; the last lookups are kept only to go on while the store is away.
+// Last use is kept in memory and written in batches (FlushUse), not once per request.
 class Authenticator {
  public:
   Authenticator(store::TokenStore& store, Clock& clock) : store_(store), clock_(clock) {}
   Result<Principal> Check(const std::string& authorization);
+  // Writes the last-use times gathered since the last flush; kept for the next one on error.
+  Status FlushUse();
 
  private:
   store::TokenStore& store_;
   Clock& clock_;
   std::mutex mu_;
   std::map<std::string, ApiToken> known_;  // by hash, the last lookups; guarded by mu_
+  std::map<std::string, int64_t> used_;    // by token id, not yet written; guarded by mu_
 };
 
 // Failed sign-ins per source address: after kMaxFailures within a minute the address is refused
@@ -101,6 +111,10 @@ struct Page {
   size_t offset = 0;
 };
 Result<Page> ParsePage(const Request& req);
+// A time in the query string: milliseconds since the epoch, relative to now ("-1h", "-30m"),
+// or RFC 3339 in UTC ("2026-12-01T00:00:00Z", with optional milliseconds); `fallback` when the
+// parameter is absent or empty.
+Result<int64_t> TimeParam(const Request& req, const char* key, int64_t now, int64_t fallback);
 // Alert rules cover the whole fleet: a token limited to some clusters may not change them.
 Status RequireFleetWide(const Principal& who);
 

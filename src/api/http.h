@@ -63,17 +63,29 @@ class Router {
   // A call that takes seconds (a tune's replays): the server runs it on its worker thread, so
   // that its I/O threads go on serving the other requests meanwhile.
   void AddSlow(std::string method, std::string pattern, Role min_role, Handler handler);
+  // The route added last takes a YAML body (a fleet or rule file) whatever its Content-Type;
+  // every other route's body must be a JSON object.
+  void TakesYaml() { routes_.back().yaml_body = true; }
 
   struct Match {
     const Handler* handler = nullptr;
     Role min_role = Role::kViewer;
     bool public_route = false;
-    bool slow = false;  // AddSlow
+    bool slow = false;       // AddSlow
+    bool yaml_body = false;  // TakesYaml
     std::map<std::string, std::string> params;
     bool path_known = false;  // some route has this path (for 405 vs 404)
     std::string pattern;      // the matched route, "/api/v1/nodes/{name}"
   };
   Match Find(const std::string& method, const std::string& path) const;
+
+  // The table itself, for GET /api/v1/routes (and the test that calls every route).
+  struct Entry {
+    std::string method, pattern;
+    Role min_role;
+    bool public_route;
+  };
+  std::vector<Entry> Entries() const;
 
  private:
   struct Route {
@@ -84,6 +96,7 @@ class Router {
     Handler handler;
     bool public_route;
     bool slow = false;
+    bool yaml_body = false;
   };
   std::vector<Route> routes_;
 };

@@ -60,6 +60,16 @@ void HttpMetrics::Render(std::string& out) const {
   counter("gpufleet_http_sign_in_refused_total",
           "Requests refused (429) because their address failed to sign in too often.",
           sign_in_refused_);
+  counter("gpufleet_http_connections_refused_total",
+          "Connections closed at once because --max-connections were open.", connections_refused_);
+  counter("gpufleet_http_header_timeouts_total",
+          "Connections closed because no request header arrived within --header-timeout.",
+          header_timeouts_);
+  out +=
+      "# HELP gpufleet_http_connections_open Open connections: HTTP, agents, dashboards.\n"
+      "# TYPE gpufleet_http_connections_open gauge\ngpufleet_http_connections_open ";
+  num(open_connections_.load(std::memory_order_relaxed));
+  out += '\n';
   const char* name = "gpufleet_http_request_duration_seconds";
   out += "# HELP gpufleet_http_request_duration_seconds Time to answer an API request, by route.\n";
   out += "# TYPE gpufleet_http_request_duration_seconds histogram\n";

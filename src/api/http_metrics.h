@@ -23,6 +23,10 @@ class HttpMetrics {
   // Failed sign-ins, and requests refused because their address failed too often.
   void CountSignInFailure() { sign_in_failures_.fetch_add(1, std::memory_order_relaxed); }
   void CountSignInRefused() { sign_in_refused_.fetch_add(1, std::memory_order_relaxed); }
+  void CountConnectionRefused() { connections_refused_.fetch_add(1, std::memory_order_relaxed); }
+  void CountHeaderTimeout() { header_timeouts_.fetch_add(1, std::memory_order_relaxed); }
+  // Open connections (HTTP, agents' and the dashboard's WebSockets), kept by the server.
+  std::atomic<int>& open_connections() { return open_connections_; }
 
  private:
   struct Histogram {
@@ -35,6 +39,9 @@ class HttpMetrics {
   Histogram recent_;                                                   // guarded by mu_
   std::atomic<uint64_t> sign_in_failures_{0};
   std::atomic<uint64_t> sign_in_refused_{0};
+  std::atomic<uint64_t> connections_refused_{0};
+  std::atomic<uint64_t> header_timeouts_{0};
+  std::atomic<int> open_connections_{0};
 };
 
 }  // namespace gpufleet::api

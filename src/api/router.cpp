@@ -29,6 +29,12 @@ void Router::Add(std::string method, std::string pattern, Role min_role, Handler
                           std::move(handler), public_route});
 }
 
+std::vector<Router::Entry> Router::Entries() const {
+  std::vector<Entry> out;
+  for (const auto& r : routes_) out.push_back({r.method, r.pattern, r.min_role, r.public_route});
+  return out;
+}
+
 void Router::AddSlow(std::string method, std::string pattern, Role min_role, Handler handler) {
   Add(std::move(method), std::move(pattern), min_role, std::move(handler));
   routes_.back().slow = true;
@@ -57,6 +63,7 @@ Router::Match Router::Find(const std::string& method, const std::string& path) c
     m.min_role = r.min_role;
     m.public_route = r.public_route;
     m.slow = r.slow;
+    m.yaml_body = r.yaml_body;
     m.pattern = r.pattern;
     m.params = std::move(params);
     return m;

@@ -18,6 +18,7 @@
 #include "api/api.h"
 #include "api/context.h"
 #include "api/gzip.h"
+#include "api/json_util.h"
 #include "api/sessions.h"
 #include "common/json_text.h"
 #include "net/stream.h"
@@ -102,7 +103,13 @@ struct ApiServer::Impl {
             d.health,
             d.alerts,
             d.jobs,
-            d.scaling} {
+            d.scaling,
+            d.secret_key} {
+    ctx.flush_token_use = [this] {
+      if (auto s = auth.FlushUse(); !s.ok()) {
+        spdlog::warn("api: cannot write tokens' last use: {}", s.error().message);
+      }
+    };
     AddClusterRoutes(router, ctx);
     AddNodeRoutes(router, ctx);
     AddTokenRoutes(router, ctx);
@@ -118,6 +125,17 @@ struct ApiServer::Impl {
     AddDashboardRoutes(router, ctx);
     AddJobRoutes(router, ctx);
     AddScalingRoutes(router, ctx);
+    // Last, so that it lists every route, itself included.
+    router.Add("GET", "/api/v1/routes", Role::kViewer, [this](const Request&, const Principal&) {
+      boost::json::array items;
+      for (const auto& e : router.Entries()) {
+        items.push_back(boost::json::object{{"method", e.method},
+                                            {"path", e.pattern},
+                                            {"role", ToString(e.min_role)},
+                                            {"public", e.public_route}});
+      }
+      return ListResponse(std::move(items), Page{5000, 0});
+    });
   }
 
   // Latency is measured on the steady clock (an interval, not a time of day).
@@ -157,11 +175,15 @@ struct ApiServer::Impl {
       }
       auto who = auth.Check(req.authorization);
       if (!who.ok()) {
+        Response refused = ErrorResponse(who.error());
         if (who.error().code == ErrorCode::kUnauthenticated) {
           http_metrics.CountSignInFailure();
           sign_ins.Failed(req.remote, clock->NowMs());
+          // In the audit log too (at most kMaxFailures a minute from one address: then 429).
+          refused.audit_target = "sign-in/" + req.remote;
+          Audit(req, Principal{"unauthenticated", Role::kViewer, {}}, refused, true);
         }
-        return ErrorResponse(who.error());
+        return refused;
       }
       principal = who.value();
       if (principal.role < match.min_role) {
@@ -172,6 +194,11 @@ struct ApiServer::Impl {
         Audit(req, principal, r);
         return r;
       }
+    }
+    if (Status s = CheckBody(req, match.yaml_body); !s.ok()) {
+      Response bad = ErrorResponse(s.error());
+      if (!match.public_route) Audit(req, principal, bad);
+      return bad;
     }
     Response r;
     try {
@@ -184,8 +211,26 @@ struct ApiServer::Impl {
     return r;
   }
 
-  void Audit(const Request& req, const Principal& who, const Response& r) {
-    if (req.method == "GET" || req.method == "HEAD") return;
+  // A body sent with POST, PUT or PATCH is a JSON object, or YAML where the route takes it
+  // (apply, rule files: Router::TakesYaml): an action that ignores its body must not take
+  // garbage as a yes.
+  static Status CheckBody(const Request& req, bool yaml_route) {
+    if (req.body.empty() || yaml_route ||
+        (req.method != "POST" && req.method != "PUT" && req.method != "PATCH")) {
+      return {};
+    }
+    boost::system::error_code ec;
+    auto v = boost::json::parse(req.body, ec);
+    if (ec) return MakeError(ErrorCode::kInvalidArgument, "malformed JSON: " + ec.message());
+    if (!v.is_object()) {
+      return MakeError(ErrorCode::kInvalidArgument, "the body must be a JSON object");
+    }
+    return {};
+  }
+
+  // Mutating calls are audited; a failed sign-in is, whatever the method (`always`).
+  void Audit(const Request& req, const Principal& who, const Response& r, bool always = false) {
+    if (!always && (req.method == "GET" || req.method == "HEAD")) return;
     AuditRecord rec;
     rec.time_ms = clock->NowMs();
     rec.actor = who.name;
@@ -280,7 +325,7 @@ struct ApiServer::Impl {
   // recognises the request line), so that `curl http://` does not just see a reset.
   asio::awaitable<bool> Handshake(net::Stream& stream, const std::string& remote) {
     auto& tcp_stream = stream.next_layer();
-    tcp_stream.expires_after(std::chrono::seconds(10));
+    tcp_stream.expires_after(std::chrono::milliseconds(options.header_timeout_ms));
     auto [ec] = co_await stream.tls_stream().async_handshake(asio::ssl::stream_base::server,
                                                              asio::as_tuple(asio::use_awaitable));
     if (!ec) co_return true;
@@ -305,6 +350,7 @@ struct ApiServer::Impl {
   }
 
   asio::awaitable<void> Serve(tcp::socket socket) {
+    InFlight open(http_metrics.open_connections());  // until this connection closes
     beast::error_code ec;
     std::string remote = socket.remote_endpoint(ec).address().to_string();
     net::Stream stream(beast::tcp_stream(std::move(socket)), CurrentTls());
@@ -314,9 +360,19 @@ struct ApiServer::Impl {
       http::request_parser<http::string_body> parser;
       parser.body_limit(options.max_body_bytes);
       parser.header_limit(64 * 1024);
-      stream.next_layer().expires_after(std::chrono::seconds(60));
-      auto [rec, n] =
-          co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+      // The headers within the header timeout, then the body within its own.
+      stream.next_layer().expires_after(std::chrono::milliseconds(options.header_timeout_ms));
+      auto [rec, n] = co_await http::async_read_header(stream, buffer, parser,
+                                                       asio::as_tuple(asio::use_awaitable));
+      if (rec == beast::error::timeout) {
+        http_metrics.CountHeaderTimeout();
+        break;
+      }
+      if (!rec && !parser.is_done()) {
+        stream.next_layer().expires_after(std::chrono::milliseconds(options.body_timeout_ms));
+        std::tie(rec, n) =
+            co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+      }
       if (rec == http::error::body_limit) {
         // Named, not a temporary inside co_await: see Send() in agent.cpp (a GCC 12 bug).
         Response too_large = ErrorResponse(
@@ -390,6 +446,12 @@ struct ApiServer::Impl {
         if (ec == asio::error::operation_aborted || !acceptor->is_open()) co_return;
         continue;  // e.g. EMFILE: keep serving the connections we have
       }
+      if (http_metrics.open_connections().load() >= options.max_connections) {
+        http_metrics.CountConnectionRefused();
+        beast::error_code ignored;
+        socket.close(ignored);
+        continue;
+      }
       auto ex = socket.get_executor();
       asio::co_spawn(ex, Serve(std::move(socket)), asio::detached);
     }
@@ -452,6 +514,8 @@ Result<std::string> ApiServer::Start() {
                      "cannot listen on " + listen + ": " + e.code().message());
   }
 }
+
+void ApiServer::FlushTokenUse() { impl_->ctx.flush_token_use(); }
 
 Status ApiServer::ReloadTls() {
   if (!impl_->options.tls.enabled()) {

@@ -64,7 +64,9 @@ Result<Principal> Hello(const std::string& first, Authenticator& auth) {
 asio::awaitable<void> ServeStream(net::Stream stream, UpgradeRequest req, Authenticator& auth,
                                   const EventHub& hub) {
   websocket::stream<net::Stream> ws(std::move(stream));
-  ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+  // A ping after 30 s of silence; closed when nothing, not even the pong, comes in 60 s.
+  ws.set_option(
+      websocket::stream_base::timeout{std::chrono::seconds(30), std::chrono::seconds(60), true});
   ws.read_message_max(64 * 1024);
   auto [aec] = co_await ws.async_accept(req, asio::as_tuple(asio::use_awaitable));
   if (aec) co_return;

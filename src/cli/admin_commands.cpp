@@ -80,23 +80,48 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
       if (!v) return;
       Show(g, *v, [](const json::value& v) {
         if (api) {
-          Table t({"ID", "NAME", "ROLE", "CLUSTERS", "CREATED", "EXPIRES", "REVOKED"});
+          Table t({"ID", "NAME", "PREFIX", "ROLE", "CLUSTERS", "CREATED", "LAST USED", "EXPIRES",
+                   "REVOKED"});
           for (const auto& x : v.at("items").as_array()) {
             std::string cs;
             for (const auto& c : x.at("clusters").as_array())
               cs += (cs.empty() ? "" : ",") + Str(c);
-            t.Row({Field(x, "id"), Field(x, "name"), Field(x, "role"), cs.empty() ? "*" : cs,
-                   Field(x, "created_at"), Field(x, "expires_at"), Field(x, "revoked")});
+            std::string prefix = Field(x, "prefix");
+            t.Row({Field(x, "id"), Field(x, "name"), prefix.empty() ? "-" : prefix + "…",
+                   Field(x, "role"), cs.empty() ? "*" : cs, Field(x, "created_at"),
+                   Field(x, "last_used_at").empty() ? "never" : Field(x, "last_used_at"),
+                   Field(x, "expires_at"), Field(x, "revoked")});
           }
           t.Print();
         } else {
-          Table t({"ID", "POOL", "CREATED BY", "CREATED", "EXPIRES", "VALID"});
+          Table t({"ID", "POOL", "PREFIX", "CREATED BY", "CREATED", "EXPIRES", "VALID"});
           for (const auto& x : v.at("items").as_array()) {
-            t.Row({Field(x, "id"), Field(x, "pool"), Field(x, "created_by"), Field(x, "created_at"),
-                   Field(x, "expires_at"), Field(x, "valid")});
+            std::string prefix = Field(x, "prefix");
+            t.Row({Field(x, "id"), Field(x, "pool"), prefix.empty() ? "-" : prefix + "…",
+                   Field(x, "created_by"), Field(x, "created_at"), Field(x, "expires_at"),
+                   Field(x, "valid")});
           }
           t.Print();
         }
+      });
+    });
+
+    auto* rotate = tokens->add_subcommand(
+        "rotate", "A new secret for an API token; the old one works for a grace period");
+    static std::string rotate_id, grace = "1h";
+    rotate->add_option("id", rotate_id, "API token id (tok-…)")->required();
+    rotate->add_option("--grace", grace,
+                       "how long the old secret still works (default 1h; 0s: not at all)");
+    rotate->callback([&g] {
+      auto v = Call(g, "POST", "/api/v1/api-tokens/" + UrlEncode(rotate_id) + "/rotate",
+                    JsonText(json::object{{"grace", grace}}));
+      if (!v) return;
+      Show(g, *v, [](const json::value& t) {
+        std::printf("%s\n", Field(t, "token").c_str());
+        std::string until = Field(t, "previous_valid_until");
+        std::fprintf(stderr, "rotated %s; the old secret %s; the new one is shown only once\n",
+                     Field(t, "id").c_str(),
+                     until.empty() ? "no longer works" : ("works until " + until).c_str());
       });
     });
 
@@ -163,11 +188,32 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
 
   {
     auto* audit = app.add_subcommand("audit", "The audit log")->require_subcommand(1);
+    // The filters `list` and `export` share.
+    static std::string actor, action, target, result, since, until;
+    auto filters = [](CLI::App* c) {
+      c->add_option("--actor", actor, "who: a token's name, or a node's");
+      c->add_option("--action", action, "part of the action, e.g. cordon or 'POST /api/v1/jobs'");
+      c->add_option("--target", target, "what: node/n1, or a prefix ending in / (node/)");
+      c->add_option("--result", result, "ok or error")->check(CLI::IsMember({"ok", "error"}));
+      c->add_option("--since", since, "from: -24h, -7d or 2026-12-01T00:00:00Z");
+      c->add_option("--until", until, "before: the same forms");
+    };
+    auto query = [] {
+      return QueryString({{"actor", actor},
+                          {"action", action},
+                          {"target", target},
+                          {"result", result},
+                          {"since", since},
+                          {"until", until}});
+    };
     auto* list = audit->add_subcommand("list", "Every change made through the API, newest first");
     static std::string limit = "50";
     list->add_option("--limit", limit, "at most this many (default 50)");
-    list->callback([&g] {
-      auto v = Call(g, "GET", "/api/v1/audit?limit=" + UrlEncode(limit));
+    filters(list);
+    list->callback([&g, query] {
+      std::string q = query();
+      auto v = Call(g, "GET",
+                    "/api/v1/audit" + (q.empty() ? "?" : q + "&") + "limit=" + UrlEncode(limit));
       if (!v) return;
       Show(g, *v, [](const json::value& v) {
         Table t({"ID", "TIME", "ACTOR", "ACTION", "TARGET", "STATUS"});
@@ -176,6 +222,63 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
                  Field(r, "target"), Field(r, "status")});
         }
         t.Print();
+      });
+    });
+
+    auto* exp = audit->add_subcommand(
+        "export", "Matching records, oldest first, as JSON lines (for a SIEM), page by page");
+    filters(exp);
+    exp->callback([&g, query] {
+      std::string q = query();
+      int64_t after = 0;
+      for (;;) {
+        auto v = Call(g, "GET",
+                      "/api/v1/audit" + (q.empty() ? "?" : q + "&") +
+                          "order=asc&limit=5000&after=" + std::to_string(after));
+        if (!v) return;
+        const auto& items = v->at("items").as_array();
+        for (const auto& r : items) std::printf("%s\n", JsonText(r).c_str());
+        std::fflush(stdout);
+        if (items.size() < 5000) return;
+        after = items.back().at("id").to_number<int64_t>();
+      }
+    });
+
+    auto* verify = audit->add_subcommand(
+        "verify", "Walk the hash chain: exit 0 with the count, or 1 naming the first bad record");
+    verify->callback([&g] {
+      auto v = Call(g, "GET", "/api/v1/audit/verify");
+      if (!v) return;
+      bool ok = v->at("ok").as_bool();
+      Show(g, *v, [ok](const json::value& v) {
+        if (ok) {
+          std::printf("audit log verified: %s records chained", Field(v, "verified").c_str());
+          if (v.at("unchained").to_number<int64_t>() > 0) {
+            std::printf(", %s older ones from before the chain", Field(v, "unchained").c_str());
+          }
+          if (v.at("anchor_id").to_number<int64_t>() > 0) {
+            std::printf(", from the anchor at record %s", Field(v, "anchor_id").c_str());
+          }
+          std::printf("\n");
+        } else {
+          std::fprintf(stderr, "audit log broken at record %s: %s\n",
+                       Field(v, "first_bad_id").c_str(), Field(v, "problem").c_str());
+        }
+      });
+      if (!ok) g.exit_code = 1;
+    });
+
+    auto* prune = audit->add_subcommand(
+        "prune", "Delete records older than a duration (from the oldest on), keeping the chain");
+    static std::string older_than;
+    prune->add_option("--older-than", older_than, "e.g. 400d (at least 1d)")->required();
+    prune->callback([&g] {
+      auto v = Call(g, "POST", "/api/v1/audit/prune",
+                    JsonText(json::object{{"older_than", older_than}}));
+      if (!v) return;
+      Show(g, *v, [](const json::value& v) {
+        std::printf("pruned %s records from before %s\n", Field(v, "pruned").c_str(),
+                    Field(v, "before").c_str());
       });
     });
   }

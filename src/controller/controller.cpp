@@ -12,6 +12,7 @@
 
 #include "alerting/notifier.h"
 #include "api/api.h"
+#include "common/crypto.h"
 #include "config/fleet_spec.h"
 #include "fleet/fleet.h"
 #include "health/service.h"
@@ -119,6 +120,10 @@ Status Controller::Start() {
                      "cannot create data dir " + o.data_dir + ": " + ec.message());
   ::chmod(o.data_dir.c_str(), 0700);
   if (o.store_url.empty()) o.store_url = "sqlite:" + o.data_dir + "/gpufleet.db";
+  // Signs the audit log's anchor and seals the secrets the store keeps: without this file a
+  // copied database discloses no secret.
+  auto key = LoadOrCreateKey(o.data_dir + "/secret.key");
+  if (!key.ok()) return key.error();
   if (o.gpu_catalog.empty()) {
     impl_->catalog = GpuCatalog::Builtin();
   } else {
@@ -161,6 +166,7 @@ Status Controller::Start() {
   impl_->jobs = std::make_unique<workload::JobService>(*impl_->fleet, *db.jobs, impl_->clock,
                                                        o.drain_timeout_ms, o.job_retention_ms,
                                                        o.reserve_after_ms);
+  impl_->jobs->set_audit(db.audit.get());  // allocations, from the first placement on
   GF_TRY(impl_->jobs->Load());
   impl_->fleet->set_busy_check(
       [jobs = impl_->jobs.get()](const std::string& node) { return jobs->Busy(node); });
@@ -172,8 +178,8 @@ Status Controller::Start() {
   impl_->notifier = std::make_unique<alerting::Notifier>(*db.alerting, impl_->clock, "");
   GF_TRY(impl_->notifier->Load());
   impl_->series_reader = alerting::MakeTelemetryReader(*impl_->telemetry);
-  impl_->ingest =
-      std::make_unique<ingest::Ingest>(*impl_->fleet, *impl_->telemetry, *db.fleet, *impl_->health);
+  impl_->ingest = std::make_unique<ingest::Ingest>(*impl_->fleet, *impl_->telemetry, *db.fleet,
+                                                   *impl_->health, *db.audit);
   impl_->scraper = std::make_unique<scrape::Scraper>(
       impl_->clock, [ingest = impl_->ingest.get()](const scrape::ScrapeTarget& t, int64_t now,
                                                    const scrape::DcgmReading& r) {
@@ -187,11 +193,14 @@ Status Controller::Start() {
   ao.threads = o.threads;
   ao.tls = o.tls;
   ao.insecure_plaintext = o.insecure_plaintext;
+  ao.max_connections = o.max_connections;
+  ao.header_timeout_ms = o.header_timeout_ms;
   impl_->server = std::make_unique<api::ApiServer>(
-      ao, api::ApiDeps{*impl_->fleet, impl_->stores, impl_->catalog, impl_->clock,
-                       *impl_->telemetry, *impl_->ingest,
-                       [s = impl_->scraper.get()] { return s->Targets(); }, impl_->health.get(),
-                       impl_->notifier.get(), impl_->jobs.get(), impl_->scaling.get()});
+      ao,
+      api::ApiDeps{*impl_->fleet, impl_->stores, impl_->catalog, impl_->clock, *impl_->telemetry,
+                   *impl_->ingest, [s = impl_->scraper.get()] { return s->Targets(); },
+                   impl_->health.get(), impl_->notifier.get(), impl_->jobs.get(),
+                   impl_->scaling.get(), key.value()});
   auto addr = impl_->server->Start();
   if (!addr.ok()) return addr.error();
   // Remediation actions go to agents over their connections (the monitor thread asks; it is
@@ -202,6 +211,7 @@ Status Controller::Start() {
       });
   impl_->address = addr.value();
   impl_->notifier->set_external_url(url());
+  impl_->notifier->set_secret_key(key.value());
   impl_->notifier->Start();
   impl_->scaling->set_controller_url(url());
   if (!o.defer_scaling) StartScaling();
@@ -258,6 +268,7 @@ Status Controller::Start() {
       }
       if (now >= next_retain) {
         next_retain = now + 60'000;
+        impl_->server->FlushTokenUse();  // tokens' last use, once a minute
         impl_->telemetry->Retain(now);
       }
       // Checkpoint on a timer, and sooner when the log grows large (a big fleet writes fast).
@@ -292,7 +303,10 @@ void Controller::Stop() {
   if (impl_->scraper) impl_->scraper->Stop();
   if (impl_->notifier) impl_->notifier->Stop();
   if (impl_->scaling) impl_->scaling->Stop();
-  if (impl_->server) impl_->server->Stop();
+  if (impl_->server) {
+    impl_->server->Stop();
+    impl_->server->FlushTokenUse();
+  }
   // A checkpoint now makes the next start quick; the log alone would lose nothing either.
   if (impl_->telemetry) {
     if (auto s = impl_->telemetry->Checkpoint(); !s.ok()) {

@@ -31,6 +31,8 @@ struct ControllerOptions {
   int threads = 2;
   net::TlsServerOptions tls;                   // HTTPS and WSS when its certificate is set
   bool insecure_plaintext = false;             // plain HTTP on an address that is not loopback
+  int max_connections = 16384;                 // more are closed as soon as they are accepted
+  int header_timeout_ms = 30'000;              // a request's headers must arrive within this long
   int64_t checkpoint_interval_ms = 600'000;    // telemetry snapshot, which truncates the log
   uint64_t wal_checkpoint_bytes = 256u << 20;  // ...or when the log is this large
   // Autoscaling's `sim` actuator (simulated nodes started in this process); null: pools may

@@ -497,6 +497,7 @@ Result<IssuedJoinToken> FleetService::CreateJoinToken(const std::string& pool, i
   out.token.id = "jt-" + RandomHex(6);
   out.token.pool = pool;
   out.token.hash = Sha256Hex(out.secret);
+  out.token.prefix = SecretPrefix(out.secret);
   out.token.created_by = actor;
   out.token.created_ms = clock_->NowMs();
   out.token.expires_ms = ttl_ms > 0 ? out.token.created_ms + ttl_ms : 0;

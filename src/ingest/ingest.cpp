@@ -2,10 +2,59 @@
 
 #include <spdlog/spdlog.h>
 
+#include <boost/json.hpp>
+#include <map>
+
+#include "common/clock.h"
+#include "common/json_text.h"
+
 namespace gpufleet::ingest {
 
+namespace {
+
+// The versions a rollout acts on, by what they belong to ("driver", "GPU-… vbios").
+std::map<std::string, std::string> Versions(const NodeFacts& facts, const std::vector<Gpu>& gpus) {
+  std::map<std::string, std::string> v{{"driver", facts.driver_version},
+                                       {"cuda_driver", facts.cuda_driver_version}};
+  for (const auto& g : gpus) {
+    v[g.uuid + " vbios"] = g.vbios_version;
+    v[g.uuid + " inforom"] = g.inforom_version;
+  }
+  return v;
+}
+
+}  // namespace
+
 Result<proto::Welcome> Ingest::OnHello(const proto::Hello& hello, const std::string& remote) {
-  return fleet_.OnHello(hello, remote);
+  auto before = fleet_.GetNode(hello.facts.hostname);
+  auto welcome = fleet_.OnHello(hello, remote);
+  if (!welcome.ok() || !before.ok() || before->name != welcome->node) return welcome;
+  auto was = Versions(before->facts, before->gpus);
+  auto now = Versions(hello.facts, hello.gpus);
+  boost::json::object from, to;
+  for (const auto& [what, version] : now) {
+    auto it = was.find(what);
+    // A GPU new to the node is an inventory change, not a version change.
+    if (it == was.end() || it->second == version || it->second.empty()) continue;
+    from[what] = it->second;
+    to[what] = version;
+  }
+  if (from.empty()) return welcome;
+  AuditRecord rec;
+  rec.time_ms = RealClock()->NowMs();
+  rec.actor = "node/" + welcome->node;
+  rec.action = "versions changed";
+  rec.target = "node/" + welcome->node;
+  rec.status = 200;
+  rec.result = "ok";
+  rec.before = JsonText(from);
+  rec.after = JsonText(to);
+  if (auto s = audit_.AppendAudit(rec); !s.ok()) {
+    spdlog::error("ingest: audit of {}'s versions failed: {}", welcome->node, s.error().message);
+  } else {
+    spdlog::info("node {} reports new versions: {}", welcome->node, rec.after);
+  }
+  return welcome;
 }
 
 uint64_t Ingest::OnConnected(const std::string& node) { return fleet_.OnConnected(node); }

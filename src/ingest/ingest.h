@@ -21,9 +21,11 @@ namespace gpufleet::ingest {
 class Ingest : public proto::AgentHandler {
  public:
   Ingest(FleetService& fleet, TelemetryStore& telemetry, store::FleetStore& store,
-         health::HealthService& health)
-      : fleet_(fleet), telemetry_(telemetry), store_(store), health_(health) {}
+         health::HealthService& health, store::AuditLog& audit)
+      : fleet_(fleet), telemetry_(telemetry), store_(store), health_(health), audit_(audit) {}
 
+  // A registration; a node whose driver, CUDA, VBIOS or InfoROM version differs from what it
+  // last reported is audited, with the node as the actor (an upgrade done outside gpufleet).
   Result<proto::Welcome> OnHello(const proto::Hello& hello, const std::string& remote) override;
   uint64_t OnConnected(const std::string& node) override;
   void OnClosed(const std::string& node, uint64_t connection) override;
@@ -47,6 +49,7 @@ class Ingest : public proto::AgentHandler {
   TelemetryStore& telemetry_;
   store::FleetStore& store_;
   health::HealthService& health_;
+  store::AuditLog& audit_;
 };
 
 // Every pool's exporters, as scrape targets.

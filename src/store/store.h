@@ -4,6 +4,7 @@
 // `store::Open(url)` gives the set for `sqlite:PATH` (embedded) or `postgresql://...` (a libpq
 // URI). Every implementation is thread-safe; a database that cannot be reached is kUnavailable.
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,7 +27,15 @@ struct ApiToken {
   int64_t created_ms = 0;
   int64_t expires_ms = 0;  // 0: never
   bool revoked = false;
+  std::string prefix;        // the secret's first characters, what lists show ("gfa_3f2a")
+  int64_t last_used_ms = 0;  // 0: never (written in batches, not on every request)
+  // After a rotation: the old secret's hash, accepted until previous_expires_ms.
+  std::string previous_hash;
+  int64_t previous_expires_ms = 0;
 };
+
+// What lists show of a secret: enough to tell tokens apart, nothing to sign in with.
+inline std::string SecretPrefix(const std::string& secret) { return secret.substr(0, 8); }
 
 struct JoinToken {
   std::string id;
@@ -36,6 +45,7 @@ struct JoinToken {
   int64_t created_ms = 0;
   int64_t expires_ms = 0;
   bool revoked = false;
+  std::string prefix;  // the secret's first characters
 };
 
 struct AuditRecord {
@@ -48,6 +58,9 @@ struct AuditRecord {
   std::string result;  // "ok" or the error message
   std::string before;  // JSON of the target before, when known
   std::string after;   // JSON after
+  // The chain (set by AppendAudit): the previous record's hash, and this one's, AuditHash().
+  std::string prev_hash;
+  std::string hash;
 };
 
 // Where alert notifications go: "alertmanager" (its v2 API) or "webhook" (JSON, HMAC-signed).
@@ -144,6 +157,35 @@ struct GpuEventRecord {
 
 namespace store {
 
+// SHA-256 (hex) over a canonical encoding of the record's fields (each as its length and its
+// bytes, so no two records encode alike) followed by the previous record's hash.
+std::string AuditHash(const AuditRecord& r, const std::string& prev_hash);
+
+// Which audit records to read; every filter that is set must match.
+struct AuditFilter {
+  std::string actor;       // exact
+  std::string action;      // a substring of "METHOD /path"
+  std::string target;      // exact, or every target under a prefix that ends in '/' ("node/")
+  std::string result;      // "ok", "error" or "" (both)
+  int64_t since_ms = 0;    // time_ms >= since (0: no bound)
+  int64_t until_ms = 0;    // time_ms < until (0: no bound)
+  bool ascending = false;  // oldest first, ids above `after_id`; else newest first, below
+  int64_t after_id = 0;
+  int64_t before_id = 0;  // 0: from the newest
+  int limit = 500;
+};
+
+// Where the chain starts after the oldest records were pruned: the last pruned record's id and
+// hash, signed (HMAC-SHA-256 with the controller's secret.key) so that it cannot be moved.
+struct AuditAnchor {
+  int64_t last_id = 0;
+  std::string last_hash;
+  int64_t pruned = 0;  // records pruned in all
+  int64_t time_ms = 0;
+  std::string signature;
+};
+std::string AuditAnchorSignature(const AuditAnchor& a, const std::string& key);
+
 class FleetStore {
  public:
   virtual ~FleetStore() = default;
@@ -173,17 +215,48 @@ class TokenStore {
   virtual Status RevokeJoinToken(const std::string& id) = 0;
   virtual Status CreateApiToken(const ApiToken& token) = 0;
   virtual Result<std::vector<ApiToken>> ListApiTokens() = 0;
+  // The token whose secret, or whose previous secret (after a rotation), has this hash.
   virtual Result<ApiToken> FindApiToken(const std::string& hash) = 0;
   virtual Status RevokeApiToken(const std::string& id) = 0;
+  // A new secret for the token `id`; its current one stays valid until `previous_expires_ms`
+  // (0: not at all). kNotFound for no such token, kConflict for a revoked one.
+  virtual Status RotateApiToken(const std::string& id, const std::string& hash,
+                                const std::string& prefix, int64_t previous_expires_ms) = 0;
+  // Last-use times by token id, each kept only if later than the stored one.
+  virtual Status TouchApiTokens(const std::map<std::string, int64_t>& last_used_ms) = 0;
 };
 
 class AuditLog {
  public:
   virtual ~AuditLog() = default;
+  // Appends `record` chained to the newest one (its prev_hash and hash are set here).
   virtual Status AppendAudit(const AuditRecord& record) = 0;
+  virtual Result<std::vector<AuditRecord>> QueryAudit(const AuditFilter& filter) = 0;
   // Newest first; `before_id` > 0 pages backwards.
-  virtual Result<std::vector<AuditRecord>> ListAudit(int64_t before_id, int limit) = 0;
+  Result<std::vector<AuditRecord>> ListAudit(int64_t before_id, int limit) {
+    AuditFilter f;
+    f.before_id = before_id;
+    f.limit = limit;
+    return QueryAudit(f);
+  }
+  // The anchor left by pruning; kNotFound when nothing was ever pruned.
+  virtual Result<AuditAnchor> FindAuditAnchor() = 0;
+  // Deletes the records older than `before_ms` (from the oldest on) and replaces the anchor
+  // with one at the last deleted record, signed with `key`, in one transaction. Returns how
+  // many it deleted.
+  virtual Result<int64_t> PruneAudit(int64_t before_ms, const std::string& key) = 0;
 };
+
+// Walks the whole chain from the anchor (or the first record) to the newest record.
+struct AuditVerification {
+  bool ok = true;
+  int64_t verified = 0;   // records whose hashes checked out
+  int64_t unchained = 0;  // records from before the chain existed (no hash), all at the start
+  int64_t first_bad_id = 0;
+  std::string problem;  // what is wrong at first_bad_id, in words
+  int64_t anchor_id = 0;
+};
+Result<AuditVerification> VerifyAudit(AuditLog& log, const std::string& key);
 
 class AlertStore {
  public:

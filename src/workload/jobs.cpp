@@ -112,6 +112,16 @@ bool Evicts(NodeState s) {
   }
 }
 
+// A job's state with the nodes and GPUs it holds: what its allocation audit records follow.
+std::string AllocationKey(const Job& j) {
+  std::string key(ToString(j.state));
+  for (const auto& p : j.placement) {
+    key += " " + p.node + ":";
+    for (int g : p.gpus) key += std::to_string(g) + ",";
+  }
+  return key;
+}
+
 }  // namespace
 
 std::string_view ToString(JobState s) {
@@ -171,7 +181,10 @@ Status JobService::Load() {
       next_id_ = std::max(next_id_, j.id + 1);
       int64_t id = j.id;
       Job& kept = jobs_[id] = std::move(j);
-      if (kept.state == JobState::kQueued || kept.state == JobState::kRunning) live_[id] = &kept;
+      if (kept.state == JobState::kQueued || kept.state == JobState::kRunning) {
+        live_[id] = &kept;
+        audited_[id] = AllocationKey(kept);  // recorded before the restart
+      }
     } catch (const std::exception& e) {
       spdlog::error("jobs: stored job {} is unreadable: {}", r.id, e.what());
     }
@@ -182,6 +195,7 @@ Status JobService::Load() {
 
 void JobService::Persist(const std::vector<int64_t>& ids) {
   std::vector<JobRecord> records;
+  std::vector<AuditRecord> allocations;
   std::set<int64_t> seen;
   {
     std::lock_guard lock(mu_);
@@ -194,6 +208,34 @@ void JobService::Persist(const std::vector<int64_t>& ids) {
       if (it == jobs_.end()) continue;
       const Job& j = it->second;
       records.push_back({j.id, std::string(ToString(j.state)), ToDoc(j), clock_->NowMs()});
+      if (!audit_) continue;
+      // The allocation's changes, once each: the state with the nodes and GPUs it holds.
+      std::string key = AllocationKey(j);
+      auto& last = audited_[id];
+      if (last == key) continue;
+      bool requeued = j.state == JobState::kQueued && !last.empty();
+      last = key;
+      AuditRecord a;
+      a.time_ms = clock_->NowMs();
+      a.actor = "scheduler";
+      a.action = j.state == JobState::kRunning  ? "job started"
+                 : requeued                     ? "job requeued"
+                 : j.state == JobState::kQueued ? "job queued"
+                                                : "job ended";
+      a.target = "job/" + std::to_string(id);
+      a.status = 200;
+      a.result = j.state == JobState::kRunning || j.state == JobState::kQueued ? "ok" : j.reason;
+      if (a.result.empty()) a.result = std::string(ToString(j.state));
+      json::object after = json::parse(records.back().doc).as_object();
+      after["state"] = ToString(j.state);
+      a.after = JsonText(after);
+      allocations.push_back(std::move(a));
+      if (j.state != JobState::kQueued && j.state != JobState::kRunning) audited_.erase(id);
+    }
+  }
+  for (const auto& a : allocations) {
+    if (auto s = audit_->AppendAudit(a); !s.ok()) {
+      spdlog::error("jobs: audit of {} failed: {}", a.target, s.error().message);
     }
   }
   if (auto s = store_.SaveJobs(records); !s.ok()) {

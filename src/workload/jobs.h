@@ -94,6 +94,9 @@ class JobService {
   static constexpr int64_t kMaxDurationMs = 365 * 86'400'000LL;  // a job's `duration`
 
   Status Load();  // the stored jobs; running ones keep their GPUs
+  // Where each job's allocation is recorded (queued, started on its nodes and GPUs, requeued,
+  // ended), with "scheduler" as the actor; none when null. Set before Tick runs.
+  void set_audit(store::AuditLog* audit) { audit_ = audit; }
   // Checks the request (a known pool, GPUs that fit the pool's nodes), queues it and tries to
   // place it at once.
   Result<Job> Submit(JobSpec spec);
@@ -160,9 +163,12 @@ class JobService {
   std::map<int64_t, Job> jobs_;  // guarded by mu_
   // The queued and running ones of jobs_, by id: what every pass walks. Ended jobs stay in
   // jobs_ for the retention time (a week: hundreds of thousands on a busy fleet).
-  std::map<int64_t, Job*> live_;                   // guarded by mu_
-  int64_t next_id_ = 1;                            // guarded by mu_
-  std::set<int64_t> unsaved_;                      // jobs whose last save failed; guarded by mu_
+  std::map<int64_t, Job*> live_;  // guarded by mu_
+  int64_t next_id_ = 1;           // guarded by mu_
+  std::set<int64_t> unsaved_;     // jobs whose last save failed; guarded by mu_
+  store::AuditLog* audit_ = nullptr;
+  // What was last audited of each live job: its state and placement.
+  std::map<int64_t, std::string> audited_;         // guarded by mu_
   std::map<std::string, int64_t> last_busy_ms_;    // node -> last seen running a job; mu_
   std::map<std::string, int64_t> light_since_ms_;  // node -> lightly used since; mu_
   mutable std::mutex busy_mu_;                     // taken last, never while calling out

@@ -124,6 +124,12 @@ TEST_F(Alerting, AWebhookThatWasDownGetsEveryStateChangeOnceAcrossARestart) {
   StartSim();
   CreateChannel(R"({"name": "ops", "type": "webhook", "url": "http://127.0.0.1:)" +
                 std::to_string(port) + R"(/hook", "secret": "s3cret"})");
+  {  // Sealed at rest: neither the database nor its log holds the secret in clear.
+    std::string db = ReadFile(controller_->data_dir() + "/gpufleet.db") +
+                     ReadFile(controller_->data_dir() + "/gpufleet.db-wal");
+    EXPECT_NE(db.find("enc:v1:"), std::string::npos);
+    EXPECT_EQ(db.find("s3cret"), std::string::npos);
+  }
   ASSERT_EQ(Inject(1, R"({"lost": true})"), 202);
   auto pending = [&] {
     auto v = controller_->Call("GET", "/api/v1/channels").second;

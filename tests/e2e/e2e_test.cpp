@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -117,7 +118,13 @@ TEST_P(Backends, ControllerRestartKeepsNodesGpusJobsTokensEventsAndAudit) {
       controller_->Call("POST", "/api/v1/api-tokens", R"({"name": "dash", "role": "viewer"})");
   ASSERT_EQ(ts, 201) << viewer;
   auto events_before = controller_->Call("GET", "/api/v1/nodes/keep-0000/events").second;
-  auto tokens_before = controller_->Call("GET", "/api/v1/api-tokens").second.at("items");
+  // Without last_used_at, which each call moves on.
+  auto tokens = [&] {
+    auto items = controller_->Call("GET", "/api/v1/api-tokens").second.at("items");
+    for (auto& t : items.as_array()) t.as_object().erase("last_used_at");
+    return items;
+  };
+  auto tokens_before = tokens();
   audit_before = controller_->Call("GET", "/api/v1/audit").second.at("items").as_array().size();
   ASSERT_GE(audit_before, 5u);  // apply, join token, cordon, job, API token
 
@@ -130,7 +137,7 @@ TEST_P(Backends, ControllerRestartKeepsNodesGpusJobsTokensEventsAndAudit) {
   ASSERT_GE(after.size(), before.size());
   ASSERT_FALSE(before.empty());
   EXPECT_TRUE(std::equal(before.begin(), before.end(), after.end() - before.size()));
-  EXPECT_EQ(controller_->Call("GET", "/api/v1/api-tokens").second.at("items"), tokens_before);
+  EXPECT_EQ(tokens(), tokens_before);
   auto kept = controller_->Call("GET", "/api/v1/jobs/" + std::to_string(job.at("id").as_int64()));
   EXPECT_EQ(kept.first, 200);
   EXPECT_EQ(kept.second.at("team"), "nlp");
@@ -477,6 +484,175 @@ TEST(Up, RunsTheExampleFleetAndStopsOnCtrlC) {
   EXPECT_NE(page->body.find("input name=\"token\""), std::string::npos);
   up.Signal(SIGINT);
   EXPECT_EQ(up.Wait(15000), 0) << ReadFile(dir + "/up.log");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpufleet::e2e
+
+namespace gpufleet::e2e {
+namespace {
+
+// The audit log through the CLI: filters, an export for a SIEM, the chain verified and pruned,
+// failed sign-ins recorded; API tokens show a prefix and their last use, and rotate.
+TEST_F(E2E, AuditIsFilteredExportedAndVerifiedAndTokensRotate) {
+  Apply();
+  JoinToken("h100");
+  EXPECT_EQ(Cli({"tokens", "revoke", "tok-none"}).exit_code, 1);  // a refused change
+  auto bad = RunGpufleet(
+      {"--server", controller_->address(), "--token", "gfa_wrong", "nodes", "cordon", "n1"});
+  EXPECT_EQ(bad.exit_code, 1);
+
+  auto errors = Cli({"-o", "json", "audit", "list", "--result", "error"});
+  ASSERT_EQ(errors.exit_code, 0) << errors.err;
+  auto items = json::parse(errors.out).at("items").as_array();
+  ASSERT_EQ(items.size(), 2u) << errors.out;
+  EXPECT_EQ(items[0].at("actor"), "unauthenticated");  // newest first
+  EXPECT_EQ(items[0].at("target").as_string().rfind("sign-in/", 0), 0u);
+  EXPECT_EQ(items[1].at("action"), "DELETE /api/v1/api-tokens/tok-none");
+  auto applies = Cli({"-o", "json", "audit", "list", "--action", "APPLY", "--since", "-1h"});
+  EXPECT_EQ(json::parse(applies.out).at("items").as_array().size(), 1u) << applies.out;
+  EXPECT_EQ(Cli({"audit", "list", "--since", "yesterday"}).exit_code, 1);
+
+  auto exported = Cli({"audit", "export"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  std::istringstream lines(exported.out);
+  std::string line;
+  int64_t last = 0, n = 0;
+  while (std::getline(lines, line)) {
+    auto record = json::parse(line);
+    EXPECT_GT(record.at("id").to_number<int64_t>(), last);  // oldest first
+    EXPECT_EQ(record.at("hash").as_string().size(), 64u);
+    last = record.at("id").to_number<int64_t>();
+    ++n;
+  }
+  EXPECT_GE(n, 4);
+
+  auto verified = Cli({"audit", "verify"});
+  EXPECT_EQ(verified.exit_code, 0) << verified.err;
+  EXPECT_NE(verified.out.find("audit log verified: " + std::to_string(n) + " records chained"),
+            std::string::npos)
+      << verified.out;
+  auto pruned = Cli({"audit", "prune", "--older-than", "1d"});
+  EXPECT_EQ(pruned.exit_code, 0) << pruned.err;
+  EXPECT_NE(pruned.out.find("pruned 0 records"), std::string::npos) << pruned.out;
+  EXPECT_EQ(Cli({"audit", "prune", "--older-than", "1h"}).exit_code, 1);  // under a day
+  EXPECT_EQ(Cli({"audit", "verify"}).exit_code, 0);
+
+  // An API token: its prefix and last use in the list, and a rotation without grace.
+  auto created = Cli({"tokens", "create", "--role", "viewer", "--name", "ci"});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  std::string secret = created.out.substr(0, created.out.find('\n'));
+  auto as_ci = [&](const std::string& token) {
+    return RunGpufleet({"--server", controller_->address(), "--token", token, "clusters", "list"})
+        .exit_code;
+  };
+  EXPECT_EQ(as_ci(secret), 0);
+  auto listed = Cli({"tokens", "list", "--api"});
+  EXPECT_NE(listed.out.find(secret.substr(0, 8) + "…"), std::string::npos) << listed.out;
+  EXPECT_EQ(listed.out.find(secret), std::string::npos);  // never the secret itself
+  auto tokens = json::parse(Cli({"-o", "json", "tokens", "list", "--api"}).out);
+  std::string id;
+  for (const auto& t : tokens.at("items").as_array()) {
+    if (t.at("name") == "ci") {
+      id = std::string(t.at("id").as_string());
+      EXPECT_FALSE(t.at("last_used_at").as_string().empty()) << t;
+    }
+  }
+  ASSERT_FALSE(id.empty());
+  auto rotated = Cli({"tokens", "rotate", id, "--grace", "0s"});
+  ASSERT_EQ(rotated.exit_code, 0) << rotated.err;
+  std::string fresh = rotated.out.substr(0, rotated.out.find('\n'));
+  EXPECT_NE(rotated.err.find("the old secret no longer works"), std::string::npos) << rotated.err;
+  EXPECT_EQ(as_ci(secret), 1);
+  EXPECT_EQ(as_ci(fresh), 0);
+  EXPECT_EQ(Cli({"tokens", "rotate", id, "--grace", "soon"}).exit_code, 1);
+  // The same through the API, each answer checked against docs/openapi.yaml.
+  auto [vs, v] = controller_->Call("GET", "/api/v1/audit/verify");
+  EXPECT_EQ(vs, 200);
+  EXPECT_TRUE(v.at("ok").as_bool()) << v;
+  auto [rs, r] =
+      controller_->Call("POST", "/api/v1/api-tokens/" + id + "/rotate", R"({"grace": "10m"})");
+  EXPECT_EQ(rs, 200) << r;
+  EXPECT_FALSE(r.at("previous_valid_until").as_string().empty());
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/api-tokens").first, 200);
+  EXPECT_EQ(
+      controller_->Call("GET", "/api/v1/audit?order=asc&after=1&target=token/&result=ok").first,
+      200);
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/audit?order=asc&before=5").first, 400);
+  EXPECT_EQ(controller_->Call("POST", "/api/v1/audit/prune", R"({"older_than": "400d"})").first,
+            200);
+}
+
+}  // namespace
+}  // namespace gpufleet::e2e
+
+namespace gpufleet::e2e {
+namespace {
+
+// Opens `n` TCP connections to `address` ("127.0.0.1:PORT") that send nothing.
+std::vector<boost::asio::ip::tcp::socket> IdleConnections(boost::asio::io_context& io,
+                                                          const std::string& address, int n) {
+  using tcp = boost::asio::ip::tcp;
+  const size_t colon = address.rfind(':');
+  tcp::endpoint at(boost::asio::ip::make_address(address.substr(0, colon)),
+                   static_cast<unsigned short>(std::stoi(address.substr(colon + 1))));
+  std::vector<tcp::socket> out;
+  for (int i = 0; i < n; ++i) {
+    out.emplace_back(io);
+    out.back().connect(at);
+    out.back().non_blocking(true);
+  }
+  return out;
+}
+
+// How many of `sockets` the other end has closed (a read says end of file, or reset).
+int ClosedByServer(std::vector<boost::asio::ip::tcp::socket>& sockets) {
+  int closed = 0;
+  for (auto& s : sockets) {
+    char byte;
+    boost::system::error_code ec;
+    s.read_some(boost::asio::buffer(&byte, 1), ec);
+    if (ec && ec != boost::asio::error::would_block) ++closed;
+  }
+  return closed;
+}
+
+int64_t Metric(ControllerProcess& c, const std::string& name) {
+  std::string page(c.Call("GET", "/metrics").second.as_string());
+  auto at = page.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stoll(page.substr(at + name.size() + 2));
+}
+
+// A thousand clients that connect and send nothing are closed by the header deadline, the API
+// answering all the while; past --max-connections a new connection is closed at once.
+TEST(Connections, IdleOnesAreClosedByTheHeaderDeadlineAndTheCapHolds) {
+  rlimit lim{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &lim), 0);
+  lim.rlim_cur = lim.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &lim);
+  ASSERT_GE(lim.rlim_cur, 2500u);
+  std::string dir = TempDir("connections");
+  ControllerProcess c(dir, {"--header-timeout", "2s", "--max-connections", "1100"});
+  c.Start();
+  boost::asio::io_context io;
+  auto idle = IdleConnections(io, c.address(), 1000);
+  EXPECT_TRUE(WaitFor([&] { return Metric(c, "gpufleet_http_connections_open") >= 1000; }, 5000));
+  EXPECT_EQ(c.Call("GET", "/api/v1/clusters").first, 200);  // served beside them
+  EXPECT_TRUE(WaitFor([&] { return ClosedByServer(idle) == 1000; }, 10000))
+      << ClosedByServer(idle) << " of 1000 closed";
+  EXPECT_GE(Metric(c, "gpufleet_http_header_timeouts_total"), 1000);
+  EXPECT_EQ(c.Call("GET", "/api/v1/clusters").first, 200);
+  idle.clear();
+
+  // Full: 1100 open, the next one is closed without an answer, then the deadline frees them.
+  ASSERT_TRUE(WaitFor([&] { return Metric(c, "gpufleet_http_connections_open") <= 1; }, 5000));
+  auto full = IdleConnections(io, c.address(), 1100);
+  auto extra = IdleConnections(io, c.address(), 1);
+  EXPECT_TRUE(WaitFor([&] { return ClosedByServer(extra) == 1; }, 1000));
+  EXPECT_TRUE(WaitFor([&] { return ClosedByServer(full) == 1100; }, 10000));
+  EXPECT_GE(Metric(c, "gpufleet_http_connections_refused_total"), 1);
+  c.Stop();
   std::filesystem::remove_all(dir);
 }
 

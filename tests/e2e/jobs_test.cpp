@@ -25,6 +25,35 @@ class Jobs : public E2E {
   std::string JobState(int64_t id) { return std::string(Job(id).at("state").as_string()); }
 };
 
+// Each allocation is in the audit log, the scheduler its actor: started on its node's GPUs,
+// and ended (here cancelled), with the job's document after each change.
+TEST_F(Jobs, EveryAllocationIsAuditedWithItsNodesAndGpus) {
+  Apply();
+  Sim(JoinToken("h100"), "aud", 1, "H100-SXM5-80GB", 8);
+  ASSERT_TRUE(WaitState("aud-0000", "ready"));
+  auto job = Submit(R"({"team": "nlp", "pool": "h100", "gpus": 4})");
+  std::string id = std::to_string(job.at("id").as_int64());
+  ASSERT_TRUE(WaitFor([&] { return JobState(job.at("id").as_int64()) == "running"; }, 10000));
+  EXPECT_EQ(controller_->Call("DELETE", "/api/v1/jobs/" + id).first, 200);
+  json::array items;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r =
+            Cli({"-o", "json", "audit", "list", "--actor", "scheduler", "--target", "job/" + id});
+        items = json::parse(r.out).at("items").as_array();
+        return items.size() >= 2;
+      },
+      10000));
+  ASSERT_EQ(items.size(), 2u) << json::serialize(items);
+  EXPECT_EQ(items[1].at("action"), "job started");  // newest first
+  const auto& placement = items[1].at("after").at("placement").as_array();
+  ASSERT_EQ(placement.size(), 1u);
+  EXPECT_EQ(placement[0].at("node"), "aud-0000");
+  EXPECT_EQ(placement[0].at("gpus").as_array().size(), 4u);
+  EXPECT_EQ(items[0].at("action"), "job ended");
+  EXPECT_EQ(items[0].at("after").at("state"), "cancelled");
+}
+
 TEST_F(Jobs, PlacedOnReadyGpusQueuedReleasedCancelledAndRequeuedWhenTheNodeFails) {
   Apply();
   Sim(JoinToken("h100"), "h100", 2, "H100-SXM5-80GB", 8);

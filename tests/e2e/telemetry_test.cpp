@@ -251,3 +251,47 @@ TEST_F(Telemetry, RealGpusRefuseInjectionAndReportTheirOwnXids) {
 
 }  // namespace
 }  // namespace gpufleet::e2e
+
+namespace gpufleet::e2e {
+namespace {
+
+// A driver upgraded outside gpufleet: the node's next registration reports other versions,
+// and the audit log records the change with the node as the actor.
+TEST_F(E2E, ANodesNewDriverAndVbiosAreAuditedWithTheNodeAsActor) {
+  Apply();
+  std::string token = JoinToken("l4");
+  auto start = [&](const std::string& script) {
+    agents_.push_back(std::make_unique<Process>(
+        std::vector<std::string>{GPUFLEET_BIN, "agent", "--controller", controller_->address(),
+                                 "--join-token", token, "--backend", "nvml", "--nvml-library",
+                                 FAKE_NVML_PATH, "--hostname", "up-l4", "--state-dir",
+                                 dir_ + "/agent-state"},
+        std::map<std::string, std::string>{{"FAKE_NVML_SCRIPT", script}},
+        dir_ + "/agent-" + std::to_string(agents_.size()) + ".log"));
+  };
+  start(kNvmlFixtures + "l4x1.json");
+  ASSERT_TRUE(WaitState("up-l4", "ready"));
+  agents_.clear();  // the agent stops; the node is upgraded
+  std::string script = ReadFile(kNvmlFixtures + "l4x1.json");
+  for (auto [from, to] :
+       {std::pair{"535.104.05", "550.90.07"}, std::pair{"95.04.5C.00.01", "95.04.6A.00.02"}}) {
+    script.replace(script.find(from), std::string(from).size(), to);
+  }
+  std::ofstream(dir_ + "/upgraded.json") << script;
+  start(dir_ + "/upgraded.json");
+  ASSERT_TRUE(WaitFor([&] { return Node("up-l4").at("facts").at("driver_version") == "550.90.07"; },
+                      15000));
+  auto r = Cli({"-o", "json", "audit", "list", "--actor", "node/up-l4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto items = json::parse(r.out).at("items").as_array();
+  ASSERT_EQ(items.size(), 1u) << r.out;
+  EXPECT_EQ(items[0].at("action"), "versions changed");
+  EXPECT_EQ(items[0].at("before").at("driver"), "535.104.05");
+  EXPECT_EQ(items[0].at("after").at("driver"), "550.90.07");
+  EXPECT_EQ(items[0].at("after").at("GPU-aaaabbbb-cccc-dddd-eeee-ffff00001111 vbios"),
+            "95.04.6A.00.02");
+  EXPECT_FALSE(items[0].at("before").as_object().contains("cuda_driver"));  // unchanged
+}
+
+}  // namespace
+}  // namespace gpufleet::e2e

@@ -102,6 +102,7 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
         if (r.status == 200) r.audit_after = r.body;
         return r;
       });
+  router.TakesYaml();  // a fleet or rule file, as YAML
 }
 
 }  // namespace gpufleet::api

@@ -38,14 +38,15 @@ void AddEventRoutes(Router& router, ApiContext& ctx) {
                const std::string& name = req.params.at("name");
                const std::string& index = req.params.at("index");
                Response r = [&] {
-                 auto body = ParseObject(req.body);
-                 if (!body.ok()) return ErrorResponse(body.error());
-                 auto inject = proto::InjectionFromJson(body.value());
-                 if (!inject.ok()) return ErrorResponse(inject.error());
+                 // The node first: a caller who may not see it learns nothing from the body.
                  auto node = ctx.fleet.GetNode(name);
                  if (!node.ok() || !who.CanSeeCluster(node->cluster)) {
                    return ErrorResponse(MakeError(ErrorCode::kNotFound, "no node '" + name + "'"));
                  }
+                 auto body = ParseObject(req.body);
+                 if (!body.ok()) return ErrorResponse(body.error());
+                 auto inject = proto::InjectionFromJson(body.value());
+                 if (!inject.ok()) return ErrorResponse(inject.error());
                  if (!node->simulated) {
                    return ErrorResponse(MakeError(ErrorCode::kConflict,
                                                   "node '" + name +

@@ -153,25 +153,6 @@ Response Metrics(ApiContext& ctx, const Request& req, const Principal& who) {
   return r;
 }
 
-Result<int64_t> TimeParam(const Request& req, const char* key, int64_t now, int64_t fallback) {
-  auto it = req.query.find(key);
-  if (it == req.query.end() || it->second.empty()) return fallback;
-  const std::string& v = it->second;
-  // Milliseconds since the epoch, or relative to now: "-1h", "-30m".
-  if (v[0] == '-') {
-    int64_t ago = ParseDurationMs(v.substr(1));
-    if (ago < 0)
-      return MakeError(ErrorCode::kInvalidArgument, std::string("'") + key + "' is not a time");
-    return now - ago;
-  }
-  if (v.size() > 15 || v.find_first_not_of("0123456789") != std::string::npos) {
-    return MakeError(
-        ErrorCode::kInvalidArgument,
-        std::string("'") + key + "' must be milliseconds since the epoch or -DURATION");
-  }
-  return std::stoll(v);
-}
-
 // What a telemetry read needs of a selected GPU, copied out of the registry so that the read
 // itself runs without holding the fleet's lock.
 struct GpuRef {

@@ -130,6 +130,7 @@ void AddRuleRoutes(Router& router, ApiContext& ctx) {
                all.limit = 1000;
                return ListResponse(std::move(items), all);
              });
+  router.TakesYaml();  // a rule file
 }
 
 }  // namespace gpufleet::api

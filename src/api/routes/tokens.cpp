@@ -30,7 +30,8 @@ json::object JoinTokenJson(const JoinToken& t, int64_t now) {
           {"created_at", FormatTime(t.created_ms)},
           {"expires_at", FormatTime(t.expires_ms)},
           {"revoked", t.revoked},
-          {"valid", !t.revoked && (t.expires_ms == 0 || t.expires_ms > now)}};
+          {"valid", !t.revoked && (t.expires_ms == 0 || t.expires_ms > now)},
+          {"prefix", t.prefix}};
 }
 
 json::object ApiTokenJson(const ApiToken& t) {
@@ -42,7 +43,10 @@ json::object ApiTokenJson(const ApiToken& t) {
           {"clusters", clusters},
           {"created_at", FormatTime(t.created_ms)},
           {"expires_at", FormatTime(t.expires_ms)},
-          {"revoked", t.revoked}};
+          {"revoked", t.revoked},
+          {"prefix", t.prefix},
+          {"last_used_at", FormatTime(t.last_used_ms)},
+          {"previous_valid_until", FormatTime(t.previous_expires_ms)}};
 }
 
 Result<ApiToken> ApiTokenFrom(const json::object& o, Clock& clock) {
@@ -141,6 +145,7 @@ void AddTokenRoutes(Router& router, ApiContext& ctx) {
                std::string secret = "gfa_" + RandomHex(24);
                token->id = "tok-" + RandomHex(6);
                token->hash = Sha256Hex(secret);
+               token->prefix = SecretPrefix(secret);
                if (auto s = ctx.store.tokens->CreateApiToken(token.value()); !s.ok())
                  return ErrorResponse(s.error());
                json::object o = ApiTokenJson(token.value());
@@ -156,11 +161,56 @@ void AddTokenRoutes(Router& router, ApiContext& ctx) {
              [&ctx](const Request& req, const Principal&) {
                auto page = ParsePage(req);
                if (!page.ok()) return ErrorResponse(page.error());
+               ctx.flush_token_use();  // so that last_used_at is up to date
                auto tokens = ctx.store.tokens->ListApiTokens();
                if (!tokens.ok()) return ErrorResponse(tokens.error());
                json::array items;
                for (const auto& t : tokens.value()) items.push_back(ApiTokenJson(t));
                return ListResponse(std::move(items), page.value());
+             });
+
+  router.Add("POST", "/api/v1/api-tokens/{id}/rotate", Role::kAdmin,
+             [&ctx](const Request& req, const Principal&) {
+               const std::string& id = req.params.at("id");
+               Response r = [&] {
+                 json::object o;
+                 if (!req.body.empty()) {
+                   auto body = ParseObject(req.body);
+                   if (!body.ok()) return ErrorResponse(body.error());
+                   o = std::move(body.value());
+                 }
+                 if (auto s = OnlyFields(o, {"grace"}); !s.ok()) return ErrorResponse(s.error());
+                 auto grace_text = GetString(o, "grace", std::string("1h"));
+                 if (!grace_text.ok()) return ErrorResponse(grace_text.error());
+                 int64_t grace =
+                     grace_text.value() == "0" ? 0 : ParseDurationMs(grace_text.value());
+                 if (grace < 0 || grace > 30 * 86'400'000LL) {
+                   return ErrorResponse(MakeError(
+                       ErrorCode::kInvalidArgument,
+                       "field 'grace' must be a duration from 0s to 30d, such as 1h (default 1h)"));
+                 }
+                 std::string secret = "gfa_" + RandomHex(24);
+                 int64_t until = grace ? ctx.clock.NowMs() + grace : 0;
+                 if (auto s = ctx.store.tokens->RotateApiToken(id, Sha256Hex(secret),
+                                                               SecretPrefix(secret), until);
+                     !s.ok()) {
+                   return ErrorResponse(s.error());
+                 }
+                 auto tokens = ctx.store.tokens->ListApiTokens();
+                 if (!tokens.ok()) return ErrorResponse(tokens.error());
+                 for (const auto& t : tokens.value()) {
+                   if (t.id != id) continue;
+                   json::object with = ApiTokenJson(t);
+                   Response done = ObjectResponse(200, with);
+                   done.audit_after = JsonText(with);
+                   with["token"] = secret;
+                   done.body = JsonText(with);
+                   return done;
+                 }
+                 return ErrorResponse(MakeError(ErrorCode::kNotFound, "no API token '" + id + "'"));
+               }();
+               r.audit_target = "api-token/" + id;
+               return r;
              });
 
   router.Add("DELETE", "/api/v1/api-tokens/{id}", Role::kAdmin,

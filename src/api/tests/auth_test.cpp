@@ -91,10 +91,67 @@ class SwitchedTokens : public store::TokenStore {
     return real_.FindApiToken(hash);
   }
   Status RevokeApiToken(const std::string& id) override { return real_.RevokeApiToken(id); }
+  Status RotateApiToken(const std::string& id, const std::string& hash, const std::string& prefix,
+                        int64_t until) override {
+    return real_.RotateApiToken(id, hash, prefix, until);
+  }
+  Status TouchApiTokens(const std::map<std::string, int64_t>& used) override {
+    ++touches;
+    if (down) return MakeError(ErrorCode::kUnavailable, "store: the database is away");
+    return real_.TouchApiTokens(used);
+  }
+  int touches = 0;
 
  private:
   store::TokenStore& real_;
 };
+
+TEST_F(AuthTest, RotationKeepsTheOldSecretForTheGraceOnlyAndLastUseIsWrittenInBatches) {
+  SwitchedTokens tokens(*store_.tokens);
+  Authenticator auth(tokens, clock_);
+  ApiToken t;
+  t.id = "tok-r";
+  t.name = "ci";
+  t.role = Role::kOperator;
+  t.hash = Sha256Hex("old-secret");
+  t.prefix = SecretPrefix("old-secret");
+  ASSERT_TRUE(tokens.CreateApiToken(t).ok());
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(auth.Check("Bearer old-secret").ok());
+  EXPECT_EQ(tokens.touches, 0);  // no write per request
+  EXPECT_EQ(tokens.ListApiTokens()->at(0).last_used_ms, 0);
+  ASSERT_TRUE(auth.FlushUse().ok());
+  EXPECT_EQ(tokens.touches, 1);
+  EXPECT_EQ(tokens.ListApiTokens()->at(0).last_used_ms, clock_.NowMs());
+  EXPECT_EQ(tokens.ListApiTokens()->at(0).prefix, "old-secr");
+  // A failed write keeps the times for the next flush.
+  clock_.Advance(1000);
+  ASSERT_TRUE(auth.Check("Bearer old-secret").ok());
+  tokens.down = true;
+  EXPECT_FALSE(auth.FlushUse().ok());
+  tokens.down = false;
+  ASSERT_TRUE(auth.FlushUse().ok());
+  EXPECT_EQ(tokens.ListApiTokens()->at(0).last_used_ms, clock_.NowMs());
+
+  // Rotated with a minute's grace: both secrets work, then only the new one.
+  ASSERT_TRUE(tokens
+                  .RotateApiToken("tok-r", Sha256Hex("new-secret"), SecretPrefix("new-secret"),
+                                  clock_.NowMs() + 60'000)
+                  .ok());
+  EXPECT_EQ(auth.Check("Bearer new-secret")->name, "ci");
+  EXPECT_EQ(auth.Check("Bearer old-secret")->name, "ci");
+  clock_.Advance(60'001);
+  EXPECT_EQ(auth.Check("Bearer old-secret").error().message,
+            "token 'ci' was rotated; its old secret is no longer valid");
+  EXPECT_TRUE(auth.Check("Bearer new-secret").ok());
+  // Without grace the old secret stops at once; a revoked token cannot be rotated.
+  ASSERT_TRUE(tokens.RotateApiToken("tok-r", Sha256Hex("third"), "third", 0).ok());
+  EXPECT_FALSE(auth.Check("Bearer new-secret").ok());
+  ASSERT_TRUE(tokens.RevokeApiToken("tok-r").ok());
+  EXPECT_EQ(tokens.RotateApiToken("tok-r", Sha256Hex("x"), "x", 0).error().code,
+            ErrorCode::kConflict);
+  EXPECT_EQ(tokens.RotateApiToken("tok-none", Sha256Hex("x"), "x", 0).error().code,
+            ErrorCode::kNotFound);
+}
 
 TEST_F(AuthTest, AnOutageIsBridgedByTheLastLookupAndARevocationStillCounts) {
   SwitchedTokens tokens(*store_.tokens);

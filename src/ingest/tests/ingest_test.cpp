@@ -40,7 +40,8 @@ clusters:
     health_ = std::make_unique<health::HealthService>(*fleet_, *telemetry_, *store_.fleet,
                                                       *store_.audit, GpuCatalog::Builtin(),
                                                       XidCatalog::Builtin(), clock_);
-    ingest_ = std::make_unique<Ingest>(*fleet_, *telemetry_, *store_.fleet, *health_);
+    ingest_ =
+        std::make_unique<Ingest>(*fleet_, *telemetry_, *store_.fleet, *health_, *store_.audit);
     proto::Hello h;
     h.join_token = fleet_->CreateJoinToken("h100", 3'600'000, "test")->secret;
     h.facts.hostname = "n1";

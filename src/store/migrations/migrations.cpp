@@ -101,6 +101,20 @@ CREATE INDEX scale_events_pool ON scale_events(pool, id);
 CREATE TABLE scaling_samples (
   pool TEXT NOT NULL, time_ms BIGINT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (pool, time_ms))
 )SQL"},
+      // Security: the audit log's hash chain and the anchor pruning leaves; API tokens' shown
+      // prefix, last use and rotation (the previous secret and until when it is accepted).
+      {11, R"SQL(
+ALTER TABLE audit ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE audit ADD COLUMN hash TEXT NOT NULL DEFAULT '';
+CREATE TABLE audit_anchor (
+  id BIGINT PRIMARY KEY, last_id BIGINT NOT NULL, last_hash TEXT NOT NULL,
+  pruned BIGINT NOT NULL, time_ms BIGINT NOT NULL, signature TEXT NOT NULL);
+ALTER TABLE api_tokens ADD COLUMN prefix TEXT NOT NULL DEFAULT '';
+ALTER TABLE api_tokens ADD COLUMN last_used_ms BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE api_tokens ADD COLUMN previous_hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE api_tokens ADD COLUMN previous_expires_ms BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE join_tokens ADD COLUMN prefix TEXT NOT NULL DEFAULT ''
+)SQL"},
   };
   return kAll;
 }

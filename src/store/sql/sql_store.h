@@ -10,6 +10,8 @@
 #include <boost/json/value.hpp>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -74,10 +76,15 @@ class SqlStore final : public FleetStore,
   Status CreateApiToken(const ApiToken& t) override;
   Result<std::vector<ApiToken>> ListApiTokens() override { return QueryApiTokens(""); }
   Result<ApiToken> FindApiToken(const std::string& hash) override;
+  Status RotateApiToken(const std::string& id, const std::string& hash, const std::string& prefix,
+                        int64_t previous_expires_ms) override;
+  Status TouchApiTokens(const std::map<std::string, int64_t>& last_used_ms) override;
   Status RevokeApiToken(const std::string& id) override;
 
   Status AppendAudit(const AuditRecord& r) override;
-  Result<std::vector<AuditRecord>> ListAudit(int64_t before_id, int limit) override;
+  Result<std::vector<AuditRecord>> QueryAudit(const AuditFilter& filter) override;
+  Result<AuditAnchor> FindAuditAnchor() override;
+  Result<int64_t> PruneAudit(int64_t before_ms, const std::string& key) override;
 
   Status CreateChannel(const Channel& c) override;
   Result<std::vector<Channel>> ListChannels() override;
@@ -149,6 +156,10 @@ class SqlStore final : public FleetStore,
   const Connect connect_;
   const size_t sessions_;
   std::unique_ptr<soci::connection_pool> pool_;  // thread-safe itself
+  // Appends to the audit chain one at a time, and the newest record's hash (empty optional:
+  // read it from the database first). One controller writes a database.
+  std::mutex audit_mu_;
+  std::optional<std::string> audit_head_;
 };
 
 }  // namespace gpufleet::store::sql
