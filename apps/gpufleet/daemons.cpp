@@ -86,11 +86,6 @@ void SetLogLevel(const std::string& level) {
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
 }
 
-int Fail(const Error& e) {
-  std::fprintf(stderr, "error: %s\n", e.message.c_str());
-  return 1;
-}
-
 struct ServeFlags {
   ControllerOptions options;
   std::string heartbeat_interval = "5s";
@@ -199,6 +194,16 @@ Status Finish(ServeFlags& f, const cli::Globals& g) {
 
 int RunServe(ServeFlags& f, const cli::Globals& g) {
   if (auto s = Finish(f, g); !s.ok()) return Fail(s.error());
+  // What the scraper and the notifier trust: --ca-file, else $GPUFLEET_CA_FILE or the system's.
+  if (!g.ca_file.empty() || g.insecure_skip_verify) {
+    if (g.insecure_skip_verify) {
+      spdlog::warn(
+          "--insecure-skip-verify: the certificates of exporters and channels are not "
+          "checked");
+    }
+    auto trust = net::ClientOptionsFromEnv(g.ca_file, g.insecure_skip_verify);
+    if (auto s = net::SetDefaultClientOptions(trust); !s.ok()) return Fail(s.error());
+  }
   sigset_t set = BlockStopSignals(true);
   // Pools whose scaling policy says `actuator: {type: sim}` get simulated nodes from here.
   SimFleet sim(GpuCatalog::Builtin());
@@ -511,6 +516,11 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
 }
 
 }  // namespace
+
+int Fail(const Error& e) {
+  std::fprintf(stderr, "error: %s\n", e.message.c_str());
+  return 1;
+}
 
 void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
   static ServeFlags serve;

@@ -19,11 +19,6 @@ std::string Day(int64_t unix_s) {
   return buf;
 }
 
-int Fail(const Error& e) {
-  std::fprintf(stderr, "error: %s\n", e.message.c_str());
-  return 1;
-}
-
 }  // namespace
 
 void AddTlsCommands(CLI::App& app, cli::Globals& g) {

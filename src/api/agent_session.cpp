@@ -81,7 +81,8 @@ asio::awaitable<void> AgentWriter(std::shared_ptr<AgentConn> conn,
 }  // namespace
 
 asio::awaitable<void> ServeAgent(net::Stream stream, UpgradeRequest req, std::string remote,
-                                 proto::AgentHandler& agents, AgentRegistry& registry) {
+                                 proto::AgentHandler& agents, AgentRegistry& registry,
+                                 SignInGate gate) {
   websocket::stream<net::Stream> ws(std::move(stream));
   // A ping after 30 s of silence; closed when nothing, not even the pong, comes in 60 s.
   ws.set_option(
@@ -95,14 +96,29 @@ asio::awaitable<void> ServeAgent(net::Stream stream, UpgradeRequest req, std::st
   auto first = proto::Decode(beast::buffers_to_string(buf.data()));
   buf.consume(buf.size());
   Result<proto::Welcome> welcome = MakeError(ErrorCode::kInvalidArgument, "");
+  int64_t wait = 0;
   if (!first.ok()) {
     welcome = first.error();
   } else if (auto* hello = std::get_if<proto::Hello>(&first.value())) {
-    welcome = agents.OnHello(*hello, remote);
+    if (wait = gate.Wait(remote); wait == 0) {
+      welcome = agents.OnHello(*hello, remote);
+      if (!welcome.ok() && welcome.error().code == ErrorCode::kUnauthenticated) {
+        gate.Failed(remote);
+      }
+    }
   } else {
     welcome = MakeError(ErrorCode::kInvalidArgument, "the first message must be a hello");
   }
   std::string out;
+  if (wait > 0) {  // refused before its token is looked at; the limiter has logged the address
+    out =
+        proto::Encode(proto::ErrorMessage{"too_many_requests", SignInGate::Message(remote, wait)});
+    ws.text(true);
+    co_await ws.async_write(asio::buffer(out), asio::as_tuple(asio::use_awaitable));
+    co_await ws.async_close(websocket::close_code::try_again_later,
+                            asio::as_tuple(asio::use_awaitable));
+    co_return;
+  }
   if (!welcome.ok()) {
     spdlog::warn("agent from {} refused: {}", remote, welcome.error().message);
     out = proto::Encode(proto::ErrorMessage{std::string(ErrorCodeName(welcome.error().code)),

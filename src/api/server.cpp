@@ -165,11 +165,10 @@ struct ApiServer::Impl {
       if (int64_t wait = sign_ins.RetryAfterS(req.remote, clock->NowMs()); wait > 0) {
         http_metrics.CountSignInRefused();
         Response r = JsonResponse(
-            429, JsonText(boost::json::object{
-                     {"error",
-                      {{"code", "too_many_requests"},
-                       {"message", "too many failed sign-ins from " + req.remote +
-                                       ": try again in " + std::to_string(wait) + " s"}}}}));
+            429,
+            JsonText(boost::json::object{{"error",
+                                          {{"code", "too_many_requests"},
+                                           {"message", SignInGate::Message(req.remote, wait)}}}}));
         r.retry_after_s = wait;
         return r;
       }
@@ -404,13 +403,15 @@ struct ApiServer::Impl {
         }
         stream.next_layer().expires_never();
         auto upgrade = parser.release();
-        co_await ServeAgent(std::move(stream), std::move(upgrade), remote, agents, agent_conns);
+        co_await ServeAgent(std::move(stream), std::move(upgrade), remote, agents, agent_conns,
+                            {sign_ins, http_metrics, *clock});
         co_return;
       }
       if (websocket::is_upgrade(in) && in.target() == "/api/v1/stream") {
         stream.next_layer().expires_never();
         auto upgrade = parser.release();
-        co_await ServeStream(std::move(stream), std::move(upgrade), auth, hub);
+        co_await ServeStream(std::move(stream), std::move(upgrade), remote, auth, hub,
+                             {sign_ins, http_metrics, *clock});
         co_return;
       }
       // Counted from here until its answer is written: a request whose work is done (a job

@@ -59,15 +59,31 @@ class EventHub {
 using UpgradeRequest = boost::beast::http::request<boost::beast::http::string_body>;
 
 class Authenticator;  // context.h
+class SignInLimiter;  // context.h
+class HttpMetrics;    // http_metrics.h
+
+// The failed sign-in limit of the HTTP routes, applied to the WebSocket hellos too: a dashboard
+// stream's token and an agent's join token or node token count against the same address.
+struct SignInGate {
+  SignInLimiter& limiter;
+  HttpMetrics& metrics;
+  Clock& clock;
+  // 0 when `remote` may try; else the seconds until it may (counted as a refusal).
+  int64_t Wait(const std::string& remote);
+  void Failed(const std::string& remote);
+  // "too many failed sign-ins from ADDRESS: try again in N s"
+  static std::string Message(const std::string& remote, int64_t wait_s);
+};
 
 // An agent's WebSocket from its hello until it closes: registered in `registry` while open,
 // its messages handed to `agents`.
 
 boost::asio::awaitable<void> ServeAgent(net::Stream stream, UpgradeRequest req, std::string remote,
-                                        proto::AgentHandler& agents, AgentRegistry& registry);
+                                        proto::AgentHandler& agents, AgentRegistry& registry,
+                                        SignInGate gate);
 
 // The dashboard's live stream, authenticated by its first message, then fed from `hub`.
-boost::asio::awaitable<void> ServeStream(net::Stream stream, UpgradeRequest req,
-                                         Authenticator& auth, const EventHub& hub);
+boost::asio::awaitable<void> ServeStream(net::Stream stream, UpgradeRequest req, std::string remote,
+                                         Authenticator& auth, const EventHub& hub, SignInGate gate);
 
 }  // namespace gpufleet::api

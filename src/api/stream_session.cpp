@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "api/context.h"
+#include "api/http_metrics.h"
 #include "api/sessions.h"
 #include "common/json_text.h"
 
@@ -61,8 +62,24 @@ Result<Principal> Hello(const std::string& first, Authenticator& auth) {
 
 }  // namespace
 
-asio::awaitable<void> ServeStream(net::Stream stream, UpgradeRequest req, Authenticator& auth,
-                                  const EventHub& hub) {
+int64_t SignInGate::Wait(const std::string& remote) {
+  int64_t wait = limiter.RetryAfterS(remote, clock.NowMs());
+  if (wait > 0) metrics.CountSignInRefused();
+  return wait;
+}
+
+void SignInGate::Failed(const std::string& remote) {
+  metrics.CountSignInFailure();
+  limiter.Failed(remote, clock.NowMs());
+}
+
+std::string SignInGate::Message(const std::string& remote, int64_t wait_s) {
+  return "too many failed sign-ins from " + remote + ": try again in " + std::to_string(wait_s) +
+         " s";
+}
+
+asio::awaitable<void> ServeStream(net::Stream stream, UpgradeRequest req, std::string remote,
+                                  Authenticator& auth, const EventHub& hub, SignInGate gate) {
   websocket::stream<net::Stream> ws(std::move(stream));
   // A ping after 30 s of silence; closed when nothing, not even the pong, comes in 60 s.
   ws.set_option(
@@ -73,7 +90,13 @@ asio::awaitable<void> ServeStream(net::Stream stream, UpgradeRequest req, Authen
   beast::flat_buffer buf;
   auto [hec, hn] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
   if (hec) co_return;
-  Result<Principal> who = Hello(beast::buffers_to_string(buf.data()), auth);
+  Result<Principal> who = MakeError(ErrorCode::kUnauthenticated, "");
+  if (int64_t wait = gate.Wait(remote); wait > 0) {
+    who = MakeError(ErrorCode::kUnauthenticated, SignInGate::Message(remote, wait));
+  } else {
+    who = Hello(beast::buffers_to_string(buf.data()), auth);
+    if (!who.ok() && who.error().code == ErrorCode::kUnauthenticated) gate.Failed(remote);
+  }
   buf.consume(buf.size());
   std::string out;
   ws.text(true);

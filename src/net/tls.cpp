@@ -7,6 +7,8 @@
 
 #include <boost/asio/ip/address.hpp>
 #include <cstdlib>
+#include <mutex>
+#include <optional>
 
 #include "net/stream.h"
 
@@ -72,9 +74,23 @@ TlsClientOptions ClientOptionsFromEnv(std::string ca_file, bool insecure_skip_ve
   return o;
 }
 
+namespace {
+std::mutex default_mu;
+std::optional<Result<TlsContext>> default_context;  // guarded by default_mu
+}  // namespace
+
 Result<TlsContext> DefaultClientContext() {
-  static const Result<TlsContext> context = MakeClientContext(ClientOptionsFromEnv("", false));
-  return context;
+  std::lock_guard lock(default_mu);
+  if (!default_context) default_context = MakeClientContext(ClientOptionsFromEnv("", false));
+  return *default_context;
+}
+
+Status SetDefaultClientOptions(const TlsClientOptions& options) {
+  auto context = MakeClientContext(options);
+  if (!context.ok()) return context.error();
+  std::lock_guard lock(default_mu);
+  default_context = std::move(context);
+  return {};
 }
 
 Result<TlsContext> MakeServerContext(const TlsServerOptions& options) {

@@ -31,9 +31,13 @@ struct TlsClientOptions {
 // unless insecure_skip_verify. Errors name the file that could not be used.
 Result<TlsContext> MakeClientContext(const TlsClientOptions& options);
 
-// The client context of calls given none: the system's store, or $GPUFLEET_CA_FILE when set.
-// Made once; an unusable $GPUFLEET_CA_FILE is an error on every call that needs it.
+// The client context of calls given none (the controller's scraper and notifier): the one
+// SetDefaultClientOptions made, else the system's store or $GPUFLEET_CA_FILE when set. Made once;
+// an unusable $GPUFLEET_CA_FILE is an error on every call that needs it.
 Result<TlsContext> DefaultClientContext();
+// `gpufleet --ca-file F serve`: the scraper and the notifier trust F. Call before any client
+// starts; an unusable file is an error here, at start.
+Status SetDefaultClientOptions(const TlsClientOptions& options);
 
 // The client options from a --ca-file flag, falling back to $GPUFLEET_CA_FILE.
 TlsClientOptions ClientOptionsFromEnv(std::string ca_file, bool insecure_skip_verify);

@@ -26,35 +26,37 @@ std::optional<JobState> ParseState(std::string_view s) {
   return std::nullopt;
 }
 
-std::string ToDoc(const Job& j) {
+json::object DocObject(const Job& j) {
   json::array placement;
   for (const auto& p : j.placement) {
     json::array gpus;
     for (int g : p.gpus) gpus.push_back(g);
     placement.push_back(json::object{{"node", p.node}, {"gpus", std::move(gpus)}});
   }
-  return JsonText(json::object{{"team", j.spec.team},
-                               {"project", j.spec.project},
-                               {"cluster", j.spec.cluster},
-                               {"pool", j.spec.pool},
-                               {"gpu_model", j.spec.gpu_model},
-                               {"gpus", j.spec.gpus},
-                               {"priority", j.spec.priority},
-                               {"duration_ms", j.spec.duration_ms},
-                               {"submit_ms", j.submit_ms},
-                               {"queued_ms", j.queued_ms},
-                               {"start_ms", j.start_ms},
-                               {"end_ms", j.end_ms},
-                               {"wait_ms", j.wait_ms},
-                               {"gpu_hours", j.gpu_hours},
-                               {"requeues", j.requeues},
-                               {"movable", j.spec.movable},
-                               {"gpus_per_node", j.spec.gpus_per_node},
-                               {"moves", j.moves},
-                               {"done_ms", j.done_ms},
-                               {"reason", j.reason},
-                               {"placement", std::move(placement)}});
+  return json::object{{"team", j.spec.team},
+                      {"project", j.spec.project},
+                      {"cluster", j.spec.cluster},
+                      {"pool", j.spec.pool},
+                      {"gpu_model", j.spec.gpu_model},
+                      {"gpus", j.spec.gpus},
+                      {"priority", j.spec.priority},
+                      {"duration_ms", j.spec.duration_ms},
+                      {"submit_ms", j.submit_ms},
+                      {"queued_ms", j.queued_ms},
+                      {"start_ms", j.start_ms},
+                      {"end_ms", j.end_ms},
+                      {"wait_ms", j.wait_ms},
+                      {"gpu_hours", j.gpu_hours},
+                      {"requeues", j.requeues},
+                      {"movable", j.spec.movable},
+                      {"gpus_per_node", j.spec.gpus_per_node},
+                      {"moves", j.moves},
+                      {"done_ms", j.done_ms},
+                      {"reason", j.reason},
+                      {"placement", std::move(placement)}};
 }
+
+std::string ToDoc(const Job& j) { return JsonText(DocObject(j)); }
 
 Job FromRecord(const JobRecord& r) {
   Job j;
@@ -226,7 +228,7 @@ void JobService::Persist(const std::vector<int64_t>& ids) {
       a.status = 200;
       a.result = j.state == JobState::kRunning || j.state == JobState::kQueued ? "ok" : j.reason;
       if (a.result.empty()) a.result = std::string(ToString(j.state));
-      json::object after = json::parse(records.back().doc).as_object();
+      json::object after = DocObject(j);
       after["state"] = ToString(j.state);
       a.after = JsonText(after);
       allocations.push_back(std::move(a));

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
 #include <cctype>
 #include <filesystem>
 #include <mutex>
@@ -17,6 +19,7 @@
 #include <thread>
 
 #include "fixture.h"
+#include "proto/proto.h"
 #include "tests/support/postgres.h"
 
 namespace gpufleet::e2e {
@@ -355,6 +358,59 @@ TEST_F(E2E, FailedSignInsAreRateLimitedPerAddress) {
   EXPECT_EQ(body.at("error").at("code"), "too_many_requests");
   // Public routes are not refused.
   EXPECT_EQ(controller_->Call("GET", "/healthz").first, 200);
+}
+
+// The first reply of a WebSocket at `target` of the plain controller at "127.0.0.1:PORT" to
+// the message `text`.
+std::string WebSocketReply(const std::string& address, const std::string& target,
+                           const std::string& text) {
+  namespace asio = boost::asio;
+  namespace websocket = boost::beast::websocket;
+  asio::io_context io;
+  websocket::stream<asio::ip::tcp::socket> ws(io);
+  const size_t colon = address.rfind(':');
+  ws.next_layer().connect({asio::ip::make_address(address.substr(0, colon)),
+                           static_cast<unsigned short>(std::stoi(address.substr(colon + 1)))});
+  ws.handshake(address, target);
+  ws.text(true);
+  ws.write(asio::buffer(text));
+  boost::beast::flat_buffer buf;
+  ws.read(buf);
+  return boost::beast::buffers_to_string(buf.data());
+}
+
+// The dashboard stream's token and an agent's join token count against the same per-address
+// limit as the API's tokens: failures of both add up, and then all three are refused.
+TEST_F(E2E, WebSocketSignInsShareTheFailedSignInLimit) {
+  Apply();
+  const std::string join = JoinToken("h100");
+  proto::Hello hello;
+  hello.facts.hostname = "limited";
+  hello.simulated = true;
+  auto agent_hello = [&](const std::string& token) {
+    hello.join_token = token;
+    return WebSocketReply(controller_->address(), "/api/v1/agent", proto::Encode(hello));
+  };
+  const std::string addr = controller_->address();
+  for (int i = 0; i < 10; ++i) {
+    std::string reply = WebSocketReply(addr, "/api/v1/stream", R"({"token": "gfa_wrong"})");
+    ASSERT_NE(reply.find(R"("type":"error")"), std::string::npos) << reply;
+    if (i == 9) {  // /metrics needs a token too: read before the twentieth failure
+      auto [status, metrics] = controller_->Call("GET", "/metrics");
+      ASSERT_EQ(status, 200);
+      EXPECT_NE(metrics.as_string().find("gpufleet_http_sign_in_failures_total 19\n"),
+                std::string::npos);
+    }
+    reply = agent_hello("gfj_wrong");
+    ASSERT_NE(reply.find("unknown join token"), std::string::npos) << reply;
+  }
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/clusters").first, 429);  // the admin token too
+  std::string reply = WebSocketReply(addr, "/api/v1/stream",
+                                     R"({"token": ")" + controller_->admin_token() + R"("})");
+  EXPECT_NE(reply.find("too many failed sign-ins from 127.0.0.1"), std::string::npos) << reply;
+  reply = agent_hello(join);  // a valid join token, refused before it is looked at
+  EXPECT_NE(reply.find("too_many_requests"), std::string::npos) << reply;
+  EXPECT_NE(reply.find("too many failed sign-ins from 127.0.0.1"), std::string::npos) << reply;
 }
 
 // A client given an https:// URL must not speak plain HTTP to it with the token in clear (it

@@ -3,9 +3,11 @@
 // is checked against the route's declared role and scope, and each refused change is shown to
 // have changed nothing (the state read before and after) but for its own audit record. Then each
 // POST, PUT and PATCH route gets a body that is not JSON, one of the wrong shape and one over the
-// size limit: a 4xx with a message each, and nothing changed.
+// size limit: a 4xx with a message each, and nothing changed. Both walks run twice: over plain
+// HTTP and over HTTPS, so the TLS path is tested as a whole.
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 
 #include "fixture.h"
 
@@ -13,14 +15,25 @@ namespace gpufleet::e2e {
 namespace {
 
 namespace asio = boost::asio;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
 // One request from the source address `from` (127.0.0.N), so that the refusals of the walk
-// spread over addresses and stay under the failed sign-in limit of each.
-int RawStatus(const std::string& address, const std::string& from, const std::string& method,
-              const std::string& path, const std::string& authorization) {
+// spread over addresses and stay under the failed sign-in limit of each. `address` is
+// "127.0.0.1:PORT" or "https://127.0.0.1:PORT", whose certificate `ca_file` verifies.
+int RawStatus(std::string address, const std::string& ca_file, const std::string& from,
+              const std::string& method, const std::string& path,
+              const std::string& authorization) {
+  const bool tls = address.rfind("https://", 0) == 0;
+  if (tls) address = address.substr(8);
   asio::io_context io;
-  tcp::socket socket(io);
+  ssl::context context(ssl::context::tls_client);
+  if (tls) {
+    context.load_verify_file(ca_file);
+    context.set_verify_mode(ssl::verify_peer);
+  }
+  ssl::stream<tcp::socket> stream(io, context);
+  tcp::socket& socket = stream.next_layer();
   const size_t colon = address.rfind(':');
   socket.open(tcp::v4());
   socket.bind({asio::ip::make_address(from), 0});
@@ -29,10 +42,16 @@ int RawStatus(const std::string& address, const std::string& from, const std::st
   std::string request = method + " " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n";
   if (!authorization.empty()) request += "Authorization: " + authorization + "\r\n";
   request += "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
-  asio::write(socket, asio::buffer(request));
   std::string out;
   boost::system::error_code ec;
-  asio::read(socket, asio::dynamic_buffer(out), ec);
+  if (tls) {
+    stream.handshake(ssl::stream_base::client);
+    asio::write(stream, asio::buffer(request));
+    asio::read(stream, asio::dynamic_buffer(out), ec);
+  } else {
+    asio::write(socket, asio::buffer(request));
+    asio::read(socket, asio::dynamic_buffer(out), ec);
+  }
   if (out.rfind("HTTP/1.1 ", 0) != 0) return 0;
   return std::stoi(out.substr(9, 3));
 }
@@ -56,9 +75,20 @@ std::string Fill(std::string path, const std::string& node) {
   return path;
 }
 
-class Routes : public E2E {
+// The parameter: whether the controller serves HTTPS (a certificate from `gpufleet tls init`).
+class Routes : public E2E, public ::testing::WithParamInterface<bool> {
  protected:
-  std::vector<std::string> ControllerFlags() override { return {"--max-body", "65536"}; }
+  std::vector<std::string> ControllerFlags() override {
+    std::vector<std::string> flags{"--max-body", "65536"};
+    if (!GetParam()) return flags;
+    const std::string tls = dir_ + "/data/tls";
+    auto r = RunGpufleet({"tls", "init", "--dir", tls, "--host", "127.0.0.1"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    flags.insert(flags.end(),
+                 {"--tls-cert", tls + "/controller.pem", "--tls-key", tls + "/controller.key"});
+    return flags;
+  }
+  std::string Ca() const { return controller_->data_dir() + "/tls/ca.pem"; }
 
   std::string Token(const std::string& role, const std::string& name,
                     const std::string& cluster = "") {
@@ -100,7 +130,7 @@ class Routes : public E2E {
   }
 };
 
-TEST_F(Routes, EveryRouteAnswersEachRoleAsDeclaredAndARefusalChangesNothing) {
+TEST_P(Routes, EveryRouteAnswersEachRoleAsDeclaredAndARefusalChangesNothing) {
   Apply();
   Sim(JoinToken("h100"), "walk", 1, "H100-SXM5-80GB", 8);
   ASSERT_TRUE(WaitState("walk-0000", "ready"));
@@ -113,6 +143,7 @@ TEST_F(Routes, EveryRouteAnswersEachRoleAsDeclaredAndARefusalChangesNothing) {
   const auto& routes = table.at("items").as_array();
   ASSERT_GE(routes.size(), 60u);
   const std::string host = controller_->address();
+  ASSERT_EQ(host.rfind("https://", 0) == 0, GetParam()) << host;
   int source = 2, raw_calls = 0;
   auto from = [&] {  // ten refusals per address at most, under the limit of twenty a minute
     if (++raw_calls % 10 == 0) ++source;
@@ -145,11 +176,11 @@ TEST_F(Routes, EveryRouteAnswersEachRoleAsDeclaredAndARefusalChangesNothing) {
       return [&, token] { return controller_->Call(method, path, "{}", &token).first; };
     };
     if (is_public) {
-      EXPECT_NE(RawStatus(host, from(), method, path, ""), 401) << what;
+      EXPECT_NE(RawStatus(host, Ca(), from(), method, path, ""), 401) << what;
     } else {
-      refused("nobody", [&] { return RawStatus(host, from(), method, path, ""); }, {401});
+      refused("nobody", [&] { return RawStatus(host, Ca(), from(), method, path, ""); }, {401});
       refused("a bad token",
-              [&] { return RawStatus(host, from(), method, path, "Bearer gfa_not_a_token"); },
+              [&] { return RawStatus(host, Ca(), from(), method, path, "Bearer gfa_not_a_token"); },
               {401});
       if (need > 0) refused("a viewer", as(viewer), {403});
       if (need > 1) {
@@ -178,7 +209,7 @@ TEST_F(Routes, EveryRouteAnswersEachRoleAsDeclaredAndARefusalChangesNothing) {
   EXPECT_GE(checked, 60);
 }
 
-TEST_F(Routes, EveryBodyTakingRouteRefusesABadBodyWithAMessageAndChangesNothing) {
+TEST_P(Routes, EveryBodyTakingRouteRefusesABadBodyWithAMessageAndChangesNothing) {
   Apply();
   Sim(JoinToken("h100"), "body", 1, "H100-SXM5-80GB", 8);
   ASSERT_TRUE(WaitState("body-0000", "ready"));
@@ -205,6 +236,9 @@ TEST_F(Routes, EveryBodyTakingRouteRefusesABadBodyWithAMessageAndChangesNothing)
   }
   EXPECT_GE(checked, 15);
 }
+
+INSTANTIATE_TEST_SUITE_P(Http, Routes, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Https" : "Plain"; });
 
 }  // namespace
 }  // namespace gpufleet::e2e

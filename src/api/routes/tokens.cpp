@@ -196,18 +196,14 @@ void AddTokenRoutes(Router& router, ApiContext& ctx) {
                      !s.ok()) {
                    return ErrorResponse(s.error());
                  }
-                 auto tokens = ctx.store.tokens->ListApiTokens();
-                 if (!tokens.ok()) return ErrorResponse(tokens.error());
-                 for (const auto& t : tokens.value()) {
-                   if (t.id != id) continue;
-                   json::object with = ApiTokenJson(t);
-                   Response done = ObjectResponse(200, with);
-                   done.audit_after = JsonText(with);
-                   with["token"] = secret;
-                   done.body = JsonText(with);
-                   return done;
-                 }
-                 return ErrorResponse(MakeError(ErrorCode::kNotFound, "no API token '" + id + "'"));
+                 auto rotated = ctx.store.tokens->FindApiToken(Sha256Hex(secret));
+                 if (!rotated.ok()) return ErrorResponse(rotated.error());
+                 json::object with = ApiTokenJson(rotated.value());
+                 Response done = ObjectResponse(200, with);
+                 done.audit_after = JsonText(with);
+                 with["token"] = secret;
+                 done.body = JsonText(with);
+                 return done;
                }();
                r.audit_target = "api-token/" + id;
                return r;

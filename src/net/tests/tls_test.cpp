@@ -150,6 +150,32 @@ TEST_F(TlsTest, HttpsWithTheRightCaAnswersAndCarriesTheRequest) {
   EXPECT_NE(server.received().find("Bearer gft_secret_never_in_clear"), std::string::npos);
 }
 
+// A call given no context (the controller's scraper and notifier) trusts the system's store,
+// or what `gpufleet --ca-file F serve` set.
+TEST_F(TlsTest, CallsWithoutAContextTrustTheDefaultThatWasSet) {
+  {
+    OneShotServer server(Server(files_.cert, files_.key));
+    auto r = Get(server.url(), nullptr);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("certificate verify failed"), std::string::npos)
+        << r.error().message;
+  }
+  TlsClientOptions trust;
+  trust.ca_file = files_.ca_cert;
+  ASSERT_TRUE(SetDefaultClientOptions(trust).ok());
+  {
+    OneShotServer server(Server(files_.cert, files_.key));
+    auto r = Get(server.url(), nullptr);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->status, 200);
+  }
+  trust.ca_file = dir_ + "/missing.pem";
+  auto bad = SetDefaultClientOptions(trust);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("missing.pem"), std::string::npos) << bad.error().message;
+  ASSERT_TRUE(SetDefaultClientOptions({}).ok());  // the system's store again
+}
+
 TEST_F(TlsTest, AWrongCaFailsInOneLineAndTheTokenIsNeverSent) {
   std::string other = TempDir();
   auto theirs = InitTls(other, {"127.0.0.1"}, false);
