@@ -11,6 +11,7 @@
 #include "common/result.h"
 #include "fleet/fleet.h"
 #include "health/service.h"
+#include "lifecycle/compat_service.h"
 #include "model/catalog.h"
 #include "net/tls.h"
 #include "proto/agent_handler.h"
@@ -54,6 +55,7 @@ struct ApiDeps {
   workload::JobService* jobs = nullptr;        // /api/v1/jobs; absent: 503
   scaling::ScalingService* scaling = nullptr;  // /api/v1/scaling, pools' scaling; absent: 503
   std::string secret_key;                      // the data directory's secret.key (common/crypto.h)
+  lifecycle::CompatService* compat = nullptr;  // /api/v1/compat; absent: 503
 };
 
 // Owns its I/O threads. Start() binds and serves; Stop() closes and joins. Thread-safe.

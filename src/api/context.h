@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "fleet/fleet.h"
 #include "health/service.h"
+#include "lifecycle/compat_service.h"
 #include "model/catalog.h"
 #include "proto/proto.h"
 #include "scaling/scaling.h"
@@ -37,6 +38,7 @@ struct ApiContext {
   std::string secret_key;
   // Writes the API tokens' last-use times kept in memory (Authenticator::FlushUse).
   std::function<void()> flush_token_use = [] {};
+  lifecycle::CompatService* compat = nullptr;  // may be null
 };
 
 // Each routes/<resource>.cpp registers its handlers.
@@ -55,6 +57,7 @@ void AddRuleRoutes(Router& router, ApiContext& ctx);       // alert rules
 void AddDashboardRoutes(Router& router, ApiContext& ctx);  // whoami, heatmap
 void AddJobRoutes(Router& router, ApiContext& ctx);        // jobs
 void AddScalingRoutes(Router& router, ApiContext& ctx);    // autoscaling
+void AddCompatRoutes(Router& router, ApiContext& ctx);     // the compatibility matrix
 
 // Authenticates "Bearer <token>" against the stored API tokens. While the store is unavailable
 // it answers from the last successful lookup of the same token (its role, expiry and revocation

@@ -105,6 +105,7 @@ struct ApiServer::Impl {
             d.jobs,
             d.scaling,
             d.secret_key} {
+    ctx.compat = d.compat;
     ctx.flush_token_use = [this] {
       if (auto s = auth.FlushUse(); !s.ok()) {
         spdlog::warn("api: cannot write tokens' last use: {}", s.error().message);
@@ -125,6 +126,7 @@ struct ApiServer::Impl {
     AddDashboardRoutes(router, ctx);
     AddJobRoutes(router, ctx);
     AddScalingRoutes(router, ctx);
+    AddCompatRoutes(router, ctx);
     // Last, so that it lists every route, itself included.
     router.Add("GET", "/api/v1/routes", Role::kViewer, [this](const Request&, const Principal&) {
       boost::json::array items;

@@ -36,7 +36,8 @@ void AddReplayCommand(CLI::App& app, Globals& g);  // replay (trace, scheduler, 
 // A tune's result (sched::TuneJson, with the pool's fields when it has them) as tables: the
 // current setting against the cheapest that meets the objective; with `all`, every setting.
 void PrintTune(const boost::json::value& v, bool all);
-void AddHealthCommands(CLI::App& app, Globals& g);  // health, xids, alerts, channels, silences
-void AddRuleCommands(CLI::App& app, Globals& g);    // rules list|test|delete|metrics
+void AddHealthCommands(CLI::App& app, Globals& g);     // health, xids, alerts, channels, silences
+void AddRuleCommands(CLI::App& app, Globals& g);       // rules list|test|delete|metrics
+void AddLifecycleCommands(CLI::App& app, Globals& g);  // compat check|show|apply|reset|export
 
 }  // namespace gpufleet::cli

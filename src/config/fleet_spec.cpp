@@ -8,6 +8,7 @@
 #include "common/strings.h"
 #include "common/url.h"
 #include "config/yaml_errors.h"
+#include "model/compat.h"
 #include "model/scaling_policy.h"
 
 namespace gpufleet {
@@ -40,7 +41,9 @@ class Validator {
       const YAML::Node c = clusters[i];
       std::string path = "clusters[" + std::to_string(i) + "]";
       if (!c.IsMap()) return Fail(c, path, "must be a mapping");
-      GF_TRY(Keys(c, path, {"name", "type", "site", "labels", "remediation", "pools"}));
+      GF_TRY(Keys(c, path,
+                  {"name", "type", "site", "labels", "remediation", "tier", "requires",
+                   "driver_branch", "pools"}));
       Cluster cluster;
       GF_TRY_ASSIGN(cluster.name, Name(c, path));
       if (!cluster_names.insert(cluster.name).second) {
@@ -57,6 +60,7 @@ class Validator {
       GF_TRY_ASSIGN(cluster.site, Str(c, path, "site", true));
       GF_TRY_ASSIGN(cluster.labels, LabelMap(c, path));
       GF_TRY(RemediationPolicy(c, path, cluster.remediation));
+      GF_TRY(LifecycleFields(c, path, cluster.lifecycle));
       auto pools = c["pools"];
       if (pools && !pools.IsSequence()) return Fail(pools, path + ".pools", "must be a list");
       for (size_t j = 0; pools && j < pools.size(); ++j) {
@@ -65,7 +69,7 @@ class Validator {
         if (!p.IsMap()) return Fail(p, ppath, "must be a mapping");
         GF_TRY(Keys(p, ppath,
                     {"name", "gpu_model", "gpus_per_node", "size", "labels", "exporters",
-                     "scrape_interval", "scaling"}));
+                     "scrape_interval", "scaling", "tier", "requires", "driver_branch"}));
         Pool pool;
         pool.cluster = cluster.name;
         GF_TRY_ASSIGN(pool.name, Name(p, ppath));
@@ -84,6 +88,7 @@ class Validator {
         GF_TRY_ASSIGN(pool.size, Int(p, ppath, "size", 0, kMaxPoolSize, 0));
         GF_TRY_ASSIGN(pool.labels, LabelMap(p, ppath));
         GF_TRY(Exporters(p, ppath, pool, node_names));
+        GF_TRY(LifecycleFields(p, ppath, pool.lifecycle));
         if (auto sc = p["scaling"]) {
           auto parsed = Scaling(sc, ppath + ".scaling");
           if (!parsed.ok()) return parsed.error();
@@ -172,6 +177,29 @@ class Validator {
         return Fail(s, rpath + ".max_share", "must be a number from 0 to 1");
       }
     }
+    return {};
+  }
+
+  // tier, requires: {cuda, gpu_operator, kubernetes} and driver_branch: what the workloads need
+  // of their drivers (model/compat.h checks a driver against them). The branch is kept as "R580".
+  Status LifecycleFields(const YAML::Node& m, const std::string& path, Lifecycle& l) const {
+    GF_TRY_ASSIGN(l.tier, Str(m, path, "tier", false));
+    GF_TRY_ASSIGN(l.driver_branch, Str(m, path, "driver_branch", false));
+    if (auto r = m["requires"]) {
+      if (!r.IsMap()) return Fail(r, path + ".requires", "must be a mapping");
+      GF_TRY(Keys(r, path + ".requires", {"cuda", "gpu_operator", "kubernetes"}));
+      GF_TRY_ASSIGN(l.cuda, Str(r, path + ".requires", "cuda", false));
+      GF_TRY_ASSIGN(l.gpu_operator, Str(r, path + ".requires", "gpu_operator", false));
+      GF_TRY_ASSIGN(l.kubernetes, Str(r, path + ".requires", "kubernetes", false));
+    }
+    CompatNeeds needs = ToNeeds(l);
+    if (std::string why = ValidateNeeds(needs); !why.empty()) {
+      const size_t colon = why.find(": ");
+      const std::string field = why.substr(0, colon);
+      YAML::Node at = field.rfind("requires.", 0) == 0 ? m["requires"][field.substr(9)] : m[field];
+      return Fail(at, path + "." + field, why.substr(colon + 2));
+    }
+    if (!l.driver_branch.empty()) l.driver_branch = NormalizeBranch(l.driver_branch);
     return {};
   }
 

@@ -17,6 +17,7 @@
 #include "fleet/fleet.h"
 #include "health/service.h"
 #include "ingest/ingest.h"
+#include "lifecycle/compat_service.h"
 #include "scaling/scaling.h"
 #include "scrape/scraper.h"
 #include "store/store.h"
@@ -84,6 +85,7 @@ struct Controller::Impl {
   std::unique_ptr<health::HealthService> health;
   std::unique_ptr<workload::JobService> jobs;
   std::unique_ptr<scaling::ScalingService> scaling;
+  std::unique_ptr<lifecycle::CompatService> compat;
   std::unique_ptr<workload::WorkloadGenerator> generator;  // the monitor thread's
   std::unique_ptr<alerting::Notifier> notifier;
   std::unique_ptr<alerting::SeriesReader> series_reader;  // the monitor thread's
@@ -175,6 +177,9 @@ Status Controller::Start() {
   impl_->scaling = std::make_unique<scaling::ScalingService>(
       *impl_->fleet, *impl_->jobs, *db.scaling, *db.audit, impl_->clock, so);
   GF_TRY(impl_->scaling->Load());
+  impl_->compat = std::make_unique<lifecycle::CompatService>(*impl_->fleet, *db.settings,
+                                                             impl_->catalog, impl_->clock);
+  GF_TRY(impl_->compat->Load());
   impl_->notifier = std::make_unique<alerting::Notifier>(*db.alerting, impl_->clock, "");
   GF_TRY(impl_->notifier->Load());
   impl_->series_reader = alerting::MakeTelemetryReader(*impl_->telemetry);
@@ -200,7 +205,7 @@ Status Controller::Start() {
       api::ApiDeps{*impl_->fleet, impl_->stores, impl_->catalog, impl_->clock, *impl_->telemetry,
                    *impl_->ingest, [s = impl_->scraper.get()] { return s->Targets(); },
                    impl_->health.get(), impl_->notifier.get(), impl_->jobs.get(),
-                   impl_->scaling.get(), key.value()});
+                   impl_->scaling.get(), key.value(), impl_->compat.get()});
   auto addr = impl_->server->Start();
   if (!addr.ok()) return addr.error();
   // Remediation actions go to agents over their connections (the monitor thread asks; it is

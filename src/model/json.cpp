@@ -75,12 +75,38 @@ Remediation RemediationFromJson(const json::value& v) {
   return r;
 }
 
+json::object ToJson(const Lifecycle& l) {
+  return {{"tier", l.tier},
+          {"requires",
+           {{"cuda", l.cuda}, {"gpu_operator", l.gpu_operator}, {"kubernetes", l.kubernetes}}},
+          {"driver_branch", l.driver_branch}};
+}
+
+Lifecycle LifecycleFromJson(const json::value& v) {
+  Lifecycle l;
+  if (!v.is_object()) return l;
+  const auto& o = v.as_object();
+  auto str = [](const json::object& from, const char* key) {
+    const auto* s = from.if_contains(key);
+    return s && s->is_string() ? std::string(s->as_string()) : std::string();
+  };
+  l.tier = str(o, "tier");
+  l.driver_branch = str(o, "driver_branch");
+  if (const auto* r = o.if_contains("requires"); r && r->is_object()) {
+    l.cuda = str(r->as_object(), "cuda");
+    l.gpu_operator = str(r->as_object(), "gpu_operator");
+    l.kubernetes = str(r->as_object(), "kubernetes");
+  }
+  return l;
+}
+
 json::object ToJson(const Cluster& c) {
   return {{"name", c.name},
           {"type", ToString(c.type)},
           {"site", c.site},
           {"labels", ToJson(c.labels)},
           {"remediation", ToJson(c.remediation)},
+          {"lifecycle", ToJson(c.lifecycle)},
           {"created_at", FormatTime(c.created_ms)},
           {"updated_at", FormatTime(c.updated_ms)}};
 }
@@ -94,6 +120,7 @@ json::object ToJson(const Pool& p) {
           {"labels", ToJson(p.labels)},
           {"exporters", ToJson(p.exporters)},
           {"scrape_interval_ms", p.scrape_interval_ms},
+          {"lifecycle", ToJson(p.lifecycle)},
           {"created_at", FormatTime(p.created_ms)},
           {"updated_at", FormatTime(p.updated_ms)}};
 }

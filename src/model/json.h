@@ -26,6 +26,9 @@ boost::json::object ToJson(const Remediation& r);
 Labels LabelsFromJson(const boost::json::value& v);
 std::vector<ExporterTarget> ExportersFromJson(const boost::json::value& v);
 Remediation RemediationFromJson(const boost::json::value& v);
+// {"tier", "requires": {"cuda", "gpu_operator", "kubernetes"}, "driver_branch"}
+boost::json::object ToJson(const Lifecycle& l);
+Lifecycle LifecycleFromJson(const boost::json::value& v);
 
 Result<Gpu> GpuFromJson(const boost::json::value& v);
 Result<NodeFacts> FactsFromJson(const boost::json::value& v);

@@ -30,6 +30,18 @@ struct Remediation {
   bool operator==(const Remediation&) const = default;
 };
 
+// What a cluster's or a pool's workloads need of their drivers (fleet file `tier`, `requires`,
+// `driver_branch`): empty fields are inherited, a pool's from its cluster's; model/compat.h
+// checks a driver against them.
+struct Lifecycle {
+  std::string tier;  // "production", "staging", "development"; empty: inherited (production)
+  std::string cuda;  // requires.cuda: "12.8"
+  std::string gpu_operator;   // requires.gpu_operator: "v25.10.1"
+  std::string kubernetes;     // requires.kubernetes: "1.33"
+  std::string driver_branch;  // pinned: "R580"
+  bool operator==(const Lifecycle&) const = default;
+};
+
 struct Cluster {
   std::string name;
   ClusterType type = ClusterType::kTraining;
@@ -38,6 +50,7 @@ struct Cluster {
   int64_t created_ms = 0;
   int64_t updated_ms = 0;
   Remediation remediation{};
+  Lifecycle lifecycle{};
 };
 
 // A node that runs NVIDIA's dcgm-exporter instead of the gpufleet agent: the controller scrapes
@@ -59,6 +72,7 @@ struct Pool {
   int64_t updated_ms = 0;
   std::vector<ExporterTarget> exporters{};  // nodes watched through dcgm-exporter
   int64_t scrape_interval_ms = 15'000;
+  Lifecycle lifecycle{};
 };
 
 enum class NodeState {

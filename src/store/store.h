@@ -314,6 +314,17 @@ class ScalingStore {
   virtual Status DeleteScalingSamplesBefore(int64_t time_ms) = 0;
 };
 
+// Documents the controller keeps by name, one each, replaced whole: today the applied
+// compatibility matrix ("compat", its YAML).
+class SettingStore {
+ public:
+  virtual ~SettingStore() = default;
+  virtual Status PutSetting(const std::string& name, const std::string& doc, int64_t now_ms) = 0;
+  // Empty when there is none.
+  virtual Result<std::optional<std::string>> GetSetting(const std::string& name) = 0;
+  virtual Status DeleteSetting(const std::string& name) = 0;  // none is not an error
+};
+
 // The database itself: what /healthz and `gpufleet store` ask of it.
 class Database {
  public:
@@ -333,6 +344,7 @@ struct Stores {
   std::shared_ptr<JobStore> jobs;
   std::shared_ptr<ScalingStore> scaling;
   std::shared_ptr<Database> database;
+  std::shared_ptr<SettingStore> settings;
 };
 
 struct OpenOptions {

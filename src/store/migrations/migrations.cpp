@@ -115,6 +115,14 @@ ALTER TABLE api_tokens ADD COLUMN previous_hash TEXT NOT NULL DEFAULT '';
 ALTER TABLE api_tokens ADD COLUMN previous_expires_ms BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE join_tokens ADD COLUMN prefix TEXT NOT NULL DEFAULT ''
 )SQL"},
+      // Driver lifecycle: what a cluster's or pool's workloads need of their drivers (tier,
+      // requires, driver_branch), a JSON document each; named documents (the applied
+      // compatibility matrix).
+      {12, R"SQL(
+ALTER TABLE clusters ADD COLUMN lifecycle TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE pools ADD COLUMN lifecycle TEXT NOT NULL DEFAULT '{}';
+CREATE TABLE settings (name TEXT PRIMARY KEY, doc TEXT NOT NULL, updated_ms BIGINT NOT NULL)
+)SQL"},
   };
   return kAll;
 }

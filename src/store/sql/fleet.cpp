@@ -23,29 +23,33 @@ Status SqlStore::ApplyFleet(const std::vector<Cluster>& clusters, const std::vec
     for (const auto& c : clusters) {
       std::string type(ToString(c.type)), labels = JsonText(ToJson(c.labels));
       std::string remediation = JsonText(ToJson(c.remediation));
+      std::string lifecycle = JsonText(ToJson(c.lifecycle));
       long long created = c.created_ms, updated = c.updated_ms;
-      sql << "INSERT INTO clusters (name, type, site, labels, remediation, created_ms, "
-             "updated_ms) VALUES (:n, :t, :s, :l, :r, :c, :u) ON CONFLICT (name) DO UPDATE "
+      sql << "INSERT INTO clusters (name, type, site, labels, remediation, lifecycle, "
+             "created_ms, updated_ms) VALUES (:n, :t, :s, :l, :r, :lc, :c, :u) "
+             "ON CONFLICT (name) DO UPDATE "
              "SET type = excluded.type, site = excluded.site, labels = excluded.labels, "
-             "remediation = excluded.remediation, updated_ms = excluded.updated_ms",
+             "remediation = excluded.remediation, lifecycle = excluded.lifecycle, "
+             "updated_ms = excluded.updated_ms",
           soci::use(c.name), soci::use(type), soci::use(c.site), soci::use(labels),
-          soci::use(remediation), soci::use(created), soci::use(updated);
+          soci::use(remediation), soci::use(lifecycle), soci::use(created), soci::use(updated);
     }
     for (const auto& p : pools) {
       std::string labels = JsonText(ToJson(p.labels)), exporters = JsonText(ToJson(p.exporters));
+      std::string lifecycle = JsonText(ToJson(p.lifecycle));
       long long gpn = p.gpus_per_node, size = p.size, created = p.created_ms,
                 updated = p.updated_ms, interval = p.scrape_interval_ms;
       sql << "INSERT INTO pools (name, cluster, gpu_model, gpus_per_node, size, labels, "
-             "exporters, scrape_interval_ms, created_ms, updated_ms) "
-             "VALUES (:n, :c, :m, :g, :s, :l, :e, :i, :cr, :u) "
+             "exporters, scrape_interval_ms, lifecycle, created_ms, updated_ms) "
+             "VALUES (:n, :c, :m, :g, :s, :l, :e, :i, :lc, :cr, :u) "
              "ON CONFLICT (name) DO UPDATE SET cluster = excluded.cluster, "
              "gpu_model = excluded.gpu_model, gpus_per_node = excluded.gpus_per_node, "
              "size = excluded.size, labels = excluded.labels, exporters = excluded.exporters, "
              "scrape_interval_ms = excluded.scrape_interval_ms, "
-             "updated_ms = excluded.updated_ms",
+             "lifecycle = excluded.lifecycle, updated_ms = excluded.updated_ms",
           soci::use(p.name), soci::use(p.cluster), soci::use(p.gpu_model), soci::use(gpn),
           soci::use(size), soci::use(labels), soci::use(exporters), soci::use(interval),
-          soci::use(created), soci::use(updated);
+          soci::use(lifecycle), soci::use(created), soci::use(updated);
     }
     tx.commit();
     return {};
@@ -56,19 +60,20 @@ Result<std::vector<Cluster>> SqlStore::ListClusters() {
   return Run([&](soci::session& sql) -> Result<std::vector<Cluster>> {
     std::vector<Cluster> out;
     Cluster c;
-    std::string type, labels, remediation;
+    std::string type, labels, remediation, lifecycle;
     long long created = 0, updated = 0;
-    soci::statement st =
-        Once(sql,
-             "SELECT name, type, site, labels, remediation, created_ms, "
-             "updated_ms FROM clusters ORDER BY name COLLATE \"binary\"",
-             soci::into(c.name), soci::into(type), soci::into(c.site), soci::into(labels),
-             soci::into(remediation), soci::into(created), soci::into(updated));
+    soci::statement st = Once(
+        sql,
+        "SELECT name, type, site, labels, remediation, lifecycle, created_ms, "
+        "updated_ms FROM clusters ORDER BY name COLLATE \"binary\"",
+        soci::into(c.name), soci::into(type), soci::into(c.site), soci::into(labels),
+        soci::into(remediation), soci::into(lifecycle), soci::into(created), soci::into(updated));
     st.execute();
     while (st.fetch()) {
       c.type = ParseClusterType(type).value_or(ClusterType::kTraining);
       c.labels = LabelsFromJson(ParseOrNull(labels));
       c.remediation = RemediationFromJson(ParseOrNull(remediation));
+      c.lifecycle = LifecycleFromJson(ParseOrNull(lifecycle));
       c.created_ms = created;
       c.updated_ms = updated;
       out.push_back(c);
@@ -81,16 +86,16 @@ Result<std::vector<Pool>> SqlStore::ListPools() {
   return Run([&](soci::session& sql) -> Result<std::vector<Pool>> {
     std::vector<Pool> out;
     Pool p;
-    std::string labels, exporters;
+    std::string labels, exporters, lifecycle;
     long long gpn = 0, size = 0, created = 0, updated = 0, interval = 0;
     soci::statement st =
         Once(sql,
              "SELECT name, cluster, gpu_model, gpus_per_node, size, labels, "
-             "exporters, scrape_interval_ms, created_ms, updated_ms FROM pools "
+             "exporters, scrape_interval_ms, lifecycle, created_ms, updated_ms FROM pools "
              "ORDER BY cluster COLLATE \"binary\", name COLLATE \"binary\"",
              soci::into(p.name), soci::into(p.cluster), soci::into(p.gpu_model), soci::into(gpn),
              soci::into(size), soci::into(labels), soci::into(exporters), soci::into(interval),
-             soci::into(created), soci::into(updated));
+             soci::into(lifecycle), soci::into(created), soci::into(updated));
     st.execute();
     while (st.fetch()) {
       p.gpus_per_node = static_cast<int>(gpn);
@@ -98,6 +103,7 @@ Result<std::vector<Pool>> SqlStore::ListPools() {
       p.labels = LabelsFromJson(ParseOrNull(labels));
       p.exporters = ExportersFromJson(ParseOrNull(exporters));
       p.scrape_interval_ms = interval;
+      p.lifecycle = LifecycleFromJson(ParseOrNull(lifecycle));
       p.created_ms = created;
       p.updated_ms = updated;
       out.push_back(p);

@@ -50,6 +50,7 @@ class SqlStore final : public FleetStore,
                        public AlertStore,
                        public JobStore,
                        public ScalingStore,
+                       public SettingStore,
                        public Database {
  public:
   // Opens (or opens again) one session: the backend, its connection string, its settings.
@@ -118,6 +119,10 @@ class SqlStore final : public FleetStore,
   Result<std::vector<ScalingSampleRecord>> ListScalingSamples(const std::string& pool,
                                                               int64_t since_ms) override;
   Status DeleteScalingSamplesBefore(int64_t time_ms) override;
+
+  Status PutSetting(const std::string& name, const std::string& doc, int64_t now_ms) override;
+  Result<std::optional<std::string>> GetSetting(const std::string& name) override;
+  Status DeleteSetting(const std::string& name) override;
 
   std::string_view backend() const override;
   const std::string& location() const override { return location_; }

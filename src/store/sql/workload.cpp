@@ -37,6 +37,33 @@ Result<std::vector<JobRecord>> SqlStore::ListJobs() {
   });
 }
 
+Status SqlStore::PutSetting(const std::string& name, const std::string& doc, int64_t now_ms) {
+  return Run([&](soci::session& sql) -> Status {
+    long long t = now_ms;
+    sql << "INSERT INTO settings (name, doc, updated_ms) VALUES (:n, :d, :t) "
+           "ON CONFLICT (name) DO UPDATE SET doc = excluded.doc, updated_ms = excluded.updated_ms",
+        soci::use(name), soci::use(doc), soci::use(t);
+    return {};
+  });
+}
+
+Result<std::optional<std::string>> SqlStore::GetSetting(const std::string& name) {
+  return Run([&](soci::session& sql) -> Result<std::optional<std::string>> {
+    std::string doc;
+    soci::indicator found = soci::i_null;
+    sql << "SELECT doc FROM settings WHERE name = :n", soci::use(name), soci::into(doc, found);
+    if (!sql.got_data() || found != soci::i_ok) return std::optional<std::string>();
+    return std::optional<std::string>(std::move(doc));
+  });
+}
+
+Status SqlStore::DeleteSetting(const std::string& name) {
+  return Run([&](soci::session& sql) -> Status {
+    sql << "DELETE FROM settings WHERE name = :n", soci::use(name);
+    return {};
+  });
+}
+
 Status SqlStore::SaveScalingPolicy(const ScalingRecord& r) {
   return Run([&](soci::session& sql) -> Status {
     long long t = r.updated_ms;

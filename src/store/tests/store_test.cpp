@@ -87,6 +87,8 @@ TEST_P(StoreTest, FleetApplyUpsertsAndSurvivesReopen) {
   p.size = 8;
   p.exporters = {{"legacy-01", "http://10.0.0.5:9400/metrics"}};
   p.scrape_interval_ms = 30'000;
+  c.lifecycle.tier = "staging";
+  p.lifecycle = {"", "12.8", "v25.10.1", "1.33", "R580"};
   ASSERT_TRUE(store_.fleet->ApplyFleet({c}, {p}).ok());
   Reopen();
   auto clusters = store_.fleet->ListClusters();
@@ -102,6 +104,21 @@ TEST_P(StoreTest, FleetApplyUpsertsAndSurvivesReopen) {
   EXPECT_EQ(pools->at(0).exporters[0].node, "legacy-01");
   EXPECT_EQ(pools->at(0).exporters[0].url, "http://10.0.0.5:9400/metrics");
   EXPECT_EQ(pools->at(0).scrape_interval_ms, 30'000);
+  EXPECT_EQ(clusters->at(0).lifecycle.tier, "staging");
+  EXPECT_EQ(pools->at(0).lifecycle, p.lifecycle);
+}
+
+TEST_P(StoreTest, SettingsAreReplacedWholeAndSurviveReopen) {
+  auto none = store_.settings->GetSetting("compat");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  ASSERT_TRUE(store_.settings->PutSetting("compat", "version: 1", 1).ok());
+  ASSERT_TRUE(store_.settings->PutSetting("compat", "version: 1\nbranches: {}", 2).ok());
+  Reopen();
+  EXPECT_EQ(store_.settings->GetSetting("compat")->value_or(""), "version: 1\nbranches: {}");
+  ASSERT_TRUE(store_.settings->DeleteSetting("compat").ok());
+  ASSERT_TRUE(store_.settings->DeleteSetting("compat").ok());  // none: not an error
+  EXPECT_FALSE(store_.settings->GetSetting("compat")->has_value());
 }
 
 TEST_P(StoreTest, PoolNeedsItsCluster) {
@@ -675,6 +692,7 @@ TEST(StoreCopy, MovesEveryTableToAnEmptyDatabaseAndRefusesAFullOne) {
     ASSERT_TRUE(s.scaling->SaveScalingPolicy({"p1", "{}", 1}).ok());
     ASSERT_TRUE(s.scaling->AppendScaleEvent({0, 1, "p1", "e"}).ok());
     ASSERT_TRUE(s.scaling->AppendScalingSample({"p1", 1, "s"}).ok());
+    ASSERT_TRUE(s.settings->PutSetting("compat", "version: 1", 1).ok());
   }
   auto& pg = testing::SharedPostgres();
   ASSERT_TRUE(pg.ok()) << pg.error();
