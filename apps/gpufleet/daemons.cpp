@@ -232,6 +232,7 @@ struct AgentFlags {
   int sim_gpus = 8;
   std::string log_level = "info";
   std::string reset_gpu_command, reboot_command;
+  std::string sysfs_root = "/sys";
   std::string client_cert, client_key;  // for a controller with --client-ca
 };
 
@@ -264,6 +265,7 @@ int RunAgent(AgentFlags& f, const cli::Globals& g) {
   o.hostname = f.hostname;
   o.reset_gpu_command = f.reset_gpu_command;
   o.reboot_command = f.reboot_command;
+  o.sysfs_root = f.sysfs_root;
   std::string token_file = f.state_dir.empty() ? "" : f.state_dir + "/node.token";
   if (!token_file.empty()) {
     std::ifstream in(token_file);
@@ -546,6 +548,9 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
                 "'nvidia-smi --gpu-reset -i {index}' (default: refuse)");
   a->add_option("--reboot-command", agent.reboot_command,
                 "remediation: how to reboot the node, e.g. 'systemctl reboot' (default: refuse)");
+  a->add_option("--sysfs-root", agent.sysfs_root,
+                "where sysfs is mounted: NIC firmware is read from ROOT/class/infiniband/*/fw_ver "
+                "and board_id (default /sys)");
   a->add_option("--client-cert", agent.client_cert,
                 "PEM client certificate, for a controller with --client-ca (gpufleet tls issue)");
   a->add_option("--client-key", agent.client_key, "PEM private key of --client-cert");

@@ -378,6 +378,7 @@ class Session : public std::enable_shared_from_this<Session> {
     NodeFacts f = HostFacts();
     if (!options_.hostname.empty()) f.hostname = options_.hostname;
     f.backend = backend_->Name();
+    if (!backend_->Simulated()) f.nics = ReadNics(options_.sysfs_root);
     if (auto d = backend_->Driver(); d.ok()) {
       f.driver_version = d->driver_version;
       f.cuda_driver_version = d->cuda_driver_version;

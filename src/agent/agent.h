@@ -31,6 +31,9 @@ struct AgentOptions {
   std::string reset_gpu_command;
   std::string reboot_command;  // e.g. "systemctl reboot"
   int command_timeout_ms = 300'000;
+  // Where sysfs is (NIC firmware: SYSFS/class/infiniband); tests point it at a fixture tree.
+  // Simulated nodes read none.
+  std::string sysfs_root = "/sys";
   int backoff_initial_ms = 500;
   int backoff_max_ms = 30'000;
   // Called (on the I/O thread) when the controller issues a node token.

@@ -1,6 +1,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -23,6 +25,34 @@ NodeFacts HostFacts() {
   }
   f.agent_version = GPUFLEET_VERSION;
   return f;
+}
+
+namespace {
+
+std::string FirstLine(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+  return line;
+}
+
+}  // namespace
+
+std::vector<Nic> ReadNics(const std::string& sysfs_root) {
+  std::vector<Nic> out;
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::path(sysfs_root) / "class" / "infiniband";
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    Nic n;
+    n.name = entry.path().filename().string();
+    n.fw_version = FirstLine(entry.path() / "fw_ver");
+    n.board_id = FirstLine(entry.path() / "board_id");
+    n.hca_type = FirstLine(entry.path() / "hca_type");
+    out.push_back(std::move(n));
+  }
+  std::sort(out.begin(), out.end(), [](const Nic& a, const Nic& b) { return a.name < b.name; });
+  return out;
 }
 
 }  // namespace gpufleet

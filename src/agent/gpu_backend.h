@@ -59,5 +59,9 @@ std::unique_ptr<GpuBackend> MakeSimBackend(SimNodeSpec spec);
 
 // Facts about this host that do not come from the GPU backend.
 NodeFacts HostFacts();
+// The InfiniBand / RoCE adapters under SYSFS/class/infiniband (sysfs_root is "/sys" on a real
+// node, a fixture tree in tests), by name: each one's fw_ver, board_id and hca_type, trimmed; a
+// file that cannot be read is left empty (unknown). None when the directory is absent.
+std::vector<Nic> ReadNics(const std::string& sysfs_root);
 
 }  // namespace gpufleet

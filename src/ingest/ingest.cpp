@@ -19,7 +19,9 @@ std::map<std::string, std::string> Versions(const NodeFacts& facts, const std::v
   for (const auto& g : gpus) {
     v[g.uuid + " vbios"] = g.vbios_version;
     v[g.uuid + " inforom"] = g.inforom_version;
+    v[g.uuid + " gsp"] = g.gsp_firmware_version;
   }
+  for (const auto& n : facts.nics) v["nic " + n.name + " firmware"] = n.fw_version;
   return v;
 }
 

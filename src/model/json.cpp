@@ -134,7 +134,11 @@ json::object ToJson(const Gpu& g) {
                  {"pci_bus_id", g.pci_bus_id},
                  {"memory_total_bytes", g.memory_total_bytes},
                  {"vbios_version", g.vbios_version},
-                 {"inforom_version", g.inforom_version}};
+                 {"inforom_version", g.inforom_version},
+                 {"inforom_oem", g.inforom_oem},
+                 {"inforom_ecc", g.inforom_ecc},
+                 {"inforom_power", g.inforom_power},
+                 {"gsp_firmware_version", g.gsp_firmware_version}};
   o["mig_mode"] =
       g.mig_mode < 0 ? json::value(nullptr) : json::value(g.mig_mode == 1 ? "enabled" : "disabled");
   o["error"] = g.error;
@@ -142,13 +146,21 @@ json::object ToJson(const Gpu& g) {
 }
 
 json::object ToJson(const NodeFacts& f) {
+  json::array nics;
+  for (const auto& n : f.nics) {
+    nics.push_back(json::object{{"name", n.name},
+                                {"fw_version", n.fw_version},
+                                {"board_id", n.board_id},
+                                {"hca_type", n.hca_type}});
+  }
   return {{"hostname", f.hostname},
           {"os", f.os},
           {"kernel", f.kernel},
           {"driver_version", f.driver_version},
           {"cuda_driver_version", f.cuda_driver_version},
           {"agent_version", f.agent_version},
-          {"backend", f.backend}};
+          {"backend", f.backend},
+          {"nics", std::move(nics)}};
 }
 
 json::object ToJson(const Node& n, bool with_gpus) {
@@ -263,6 +275,10 @@ Result<Gpu> GpuFromJson(const json::value& v) {
   g.memory_total_bytes = static_cast<uint64_t>(mem);
   GF_TRY_ASSIGN(g.vbios_version, GetString(o, "vbios_version", ""));
   GF_TRY_ASSIGN(g.inforom_version, GetString(o, "inforom_version", ""));
+  GF_TRY_ASSIGN(g.inforom_oem, GetString(o, "inforom_oem", ""));
+  GF_TRY_ASSIGN(g.inforom_ecc, GetString(o, "inforom_ecc", ""));
+  GF_TRY_ASSIGN(g.inforom_power, GetString(o, "inforom_power", ""));
+  GF_TRY_ASSIGN(g.gsp_firmware_version, GetString(o, "gsp_firmware_version", ""));
   std::string mig;
   GF_TRY_ASSIGN(mig, GetString(o, "mig_mode", ""));
   g.mig_mode = mig == "enabled" ? 1 : mig == "disabled" ? 0 : -1;
@@ -281,6 +297,18 @@ Result<NodeFacts> FactsFromJson(const json::value& v) {
   GF_TRY_ASSIGN(f.cuda_driver_version, GetString(o, "cuda_driver_version", ""));
   GF_TRY_ASSIGN(f.agent_version, GetString(o, "agent_version", ""));
   GF_TRY_ASSIGN(f.backend, GetString(o, "backend", ""));
+  if (const auto* list = o.if_contains("nics")) {
+    if (!list->is_array()) return MakeError(ErrorCode::kInvalidArgument, "'nics' must be a list");
+    for (const auto& e : list->as_array()) {
+      if (!e.is_object()) return MakeError(ErrorCode::kInvalidArgument, "a NIC must be an object");
+      Nic n;
+      GF_TRY_ASSIGN(n.name, GetString(e.as_object(), "name"));
+      GF_TRY_ASSIGN(n.fw_version, GetString(e.as_object(), "fw_version", ""));
+      GF_TRY_ASSIGN(n.board_id, GetString(e.as_object(), "board_id", ""));
+      GF_TRY_ASSIGN(n.hca_type, GetString(e.as_object(), "hca_type", ""));
+      f.nics.push_back(std::move(n));
+    }
+  }
   return f;
 }
 

@@ -101,9 +101,22 @@ struct Gpu {
   std::string pci_bus_id;
   uint64_t memory_total_bytes = 0;
   std::string vbios_version;
-  std::string inforom_version;
+  std::string inforom_version;  // the InfoROM image, "G520.0200.00.05"
+  // The InfoROM's object versions (OEM, ECC, power: they say which features it has) and the
+  // GSP firmware; empty when the GPU cannot tell (GSP off, no such object).
+  std::string inforom_oem, inforom_ecc, inforom_power;
+  std::string gsp_firmware_version;
   int mig_mode = -1;  // -1 not supported, 0 disabled, 1 enabled
   std::string error;  // last NVML error on this GPU, e.g. "GPU_IS_LOST"; empty when healthy
+};
+
+// An InfiniBand / RoCE adapter as sysfs shows it (/sys/class/infiniband/NAME).
+struct Nic {
+  std::string name;        // "mlx5_0"
+  std::string fw_version;  // fw_ver, "28.41.1000"
+  std::string board_id;    // the PSID, "MT_0000000834"
+  std::string hca_type;    // "MT4129"
+  bool operator==(const Nic&) const = default;
 };
 
 struct NodeFacts {
@@ -114,6 +127,7 @@ struct NodeFacts {
   std::string cuda_driver_version;  // "12.4"
   std::string agent_version;
   std::string backend;  // "nvml" or "sim"
+  std::vector<Nic> nics;
 };
 
 struct Node {

@@ -255,30 +255,48 @@ TEST_F(Telemetry, RealGpusRefuseInjectionAndReportTheirOwnXids) {
 namespace gpufleet::e2e {
 namespace {
 
-// A driver upgraded outside gpufleet: the node's next registration reports other versions,
-// and the audit log records the change with the node as the actor.
+// A driver, VBIOS and NIC firmware upgraded outside gpufleet: the node's next registration
+// reports other versions, and the audit log records the change with the node as the actor.
 TEST_F(E2E, ANodesNewDriverAndVbiosAreAuditedWithTheNodeAsActor) {
   Apply();
   std::string token = JoinToken("l4");
-  auto start = [&](const std::string& script) {
+  auto start = [&](const std::string& script, const std::string& sysfs) {
     agents_.push_back(std::make_unique<Process>(
         std::vector<std::string>{GPUFLEET_BIN, "agent", "--controller", controller_->address(),
                                  "--join-token", token, "--backend", "nvml", "--nvml-library",
                                  FAKE_NVML_PATH, "--hostname", "up-l4", "--state-dir",
-                                 dir_ + "/agent-state"},
+                                 dir_ + "/agent-state", "--sysfs-root", sysfs},
         std::map<std::string, std::string>{{"FAKE_NVML_SCRIPT", script}},
         dir_ + "/agent-" + std::to_string(agents_.size()) + ".log"));
   };
-  start(kNvmlFixtures + "l4x1.json");
+  const std::string sysfs = std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/sysfs";
+  start(kNvmlFixtures + "l4x1.json", sysfs);
   ASSERT_TRUE(WaitState("up-l4", "ready"));
+  // What a rollout acts on: the GPU's firmware and the node's NICs.
+  auto node = Node("up-l4");
+  const auto& gpu = node.at("gpus").at(0);
+  EXPECT_EQ(gpu.at("inforom_oem"), "2.1");
+  EXPECT_EQ(gpu.at("inforom_ecc"), "6.16");
+  EXPECT_EQ(gpu.at("inforom_power"), "");
+  EXPECT_EQ(gpu.at("gsp_firmware_version"), "535.104.05");
+  const auto& nics = node.at("facts").at("nics").as_array();
+  ASSERT_EQ(nics.size(), 2u) << node;
+  EXPECT_EQ(nics[0].at("name"), "mlx5_0");
+  EXPECT_EQ(nics[0].at("fw_version"), "28.41.1000");
+  EXPECT_EQ(nics[0].at("board_id"), "MT_0000000834");
+  EXPECT_EQ(nics[1].at("board_id"), "");
   agents_.clear();  // the agent stops; the node is upgraded
   std::string script = ReadFile(kNvmlFixtures + "l4x1.json");
   for (auto [from, to] :
-       {std::pair{"535.104.05", "550.90.07"}, std::pair{"95.04.5C.00.01", "95.04.6A.00.02"}}) {
+       {std::pair{"535.104.05", "550.90.07"}, std::pair{"535.104.05", "550.90.07"},
+        std::pair{"95.04.5C.00.01", "95.04.6A.00.02"}}) {
     script.replace(script.find(from), std::string(from).size(), to);
   }
   std::ofstream(dir_ + "/upgraded.json") << script;
-  start(dir_ + "/upgraded.json");
+  const std::string flashed = dir_ + "/sysfs";
+  std::filesystem::copy(sysfs, flashed, std::filesystem::copy_options::recursive);
+  std::ofstream(flashed + "/class/infiniband/mlx5_0/fw_ver") << "28.42.1000\n";
+  start(dir_ + "/upgraded.json", flashed);
   ASSERT_TRUE(WaitFor([&] { return Node("up-l4").at("facts").at("driver_version") == "550.90.07"; },
                       15000));
   auto r = Cli({"-o", "json", "audit", "list", "--actor", "node/up-l4"});
@@ -290,7 +308,11 @@ TEST_F(E2E, ANodesNewDriverAndVbiosAreAuditedWithTheNodeAsActor) {
   EXPECT_EQ(items[0].at("after").at("driver"), "550.90.07");
   EXPECT_EQ(items[0].at("after").at("GPU-aaaabbbb-cccc-dddd-eeee-ffff00001111 vbios"),
             "95.04.6A.00.02");
-  EXPECT_FALSE(items[0].at("before").as_object().contains("cuda_driver"));  // unchanged
+  EXPECT_EQ(items[0].at("after").at("GPU-aaaabbbb-cccc-dddd-eeee-ffff00001111 gsp"), "550.90.07");
+  EXPECT_EQ(items[0].at("before").at("nic mlx5_0 firmware"), "28.41.1000");
+  EXPECT_EQ(items[0].at("after").at("nic mlx5_0 firmware"), "28.42.1000");
+  EXPECT_FALSE(items[0].at("before").as_object().contains("nic mlx5_1 firmware"));  // unchanged
+  EXPECT_FALSE(items[0].at("before").as_object().contains("cuda_driver"));          // unchanged
 }
 
 }  // namespace

@@ -154,6 +154,17 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetInforomImageVer
   return CopyString(Index(d), "nvmlDeviceGetInforomImageVersion", "inforom", b, n);
 }
 
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetInforomVersion(nvmlDevice_t d,
+                                                                                int object, char* b,
+                                                                                unsigned n) {
+  const char* key = object == 0 ? "inforom_oem" : object == 1 ? "inforom_ecc" : "inforom_power";
+  return CopyString(Index(d), "nvmlDeviceGetInforomVersion", key, b, n);
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetGspFirmwareVersion(nvmlDevice_t d,
+                                                                                    char* b) {
+  return CopyString(Index(d), "nvmlDeviceGetGspFirmwareVersion", "gsp_firmware", b, 0x40);
+}
+
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d,
                                                                             nvmlPciInfo_t* pci) {
   std::memset(pci, 0, sizeof *pci);

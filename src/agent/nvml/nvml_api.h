@@ -32,6 +32,9 @@ constexpr unsigned kNvmlDeviceNameBufferSize = 96;
 constexpr unsigned kNvmlSerialBufferSize = 30;
 constexpr unsigned kNvmlVbiosBufferSize = 32;
 constexpr unsigned kNvmlInforomBufferSize = 16;
+constexpr unsigned kNvmlGspFirmwareBufferSize = 0x40;
+// nvmlInforomObject_t: which InfoROM object's version nvmlDeviceGetInforomVersion reads.
+enum nvmlInforomObject_t { NVML_INFOROM_OEM = 0, NVML_INFOROM_ECC = 1, NVML_INFOROM_POWER = 2 };
 constexpr unsigned kNvmlDriverBufferSize = 80;
 
 typedef struct nvmlPciInfo_st {
@@ -93,6 +96,10 @@ using NvmlSystemGetCudaDriverVersionFn = nvmlReturn_t (*)(int*);
 using NvmlDeviceGetCountFn = nvmlReturn_t (*)(unsigned*);
 using NvmlDeviceGetHandleByIndexFn = nvmlReturn_t (*)(unsigned, nvmlDevice_t*);
 using NvmlDeviceGetStringFn = nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned);
+using NvmlDeviceGetInforomVersionFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlInforomObject_t, char*,
+                                                       unsigned);
+// The buffer is NVML_GSP_FIRMWARE_VERSION_BUF_SIZE (0x40) bytes; no length is passed.
+using NvmlDeviceGetGspFirmwareVersionFn = nvmlReturn_t (*)(nvmlDevice_t, char*);
 using NvmlDeviceGetPciInfoFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlPciInfo_t*);
 using NvmlDeviceGetMemoryInfoFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlMemory_t*);
 using NvmlDeviceGetMigModeFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned*, unsigned*);

@@ -78,6 +78,8 @@ class NvmlBackend : public GpuBackend {
     serial_ = Sym<NvmlDeviceGetStringFn>({"nvmlDeviceGetSerial"});
     vbios_ = Sym<NvmlDeviceGetStringFn>({"nvmlDeviceGetVbiosVersion"});
     inforom_ = Sym<NvmlDeviceGetStringFn>({"nvmlDeviceGetInforomImageVersion"});
+    inforom_object_ = Sym<NvmlDeviceGetInforomVersionFn>({"nvmlDeviceGetInforomVersion"});
+    gsp_ = Sym<NvmlDeviceGetGspFirmwareVersionFn>({"nvmlDeviceGetGspFirmwareVersion"});
     pci_ = Sym<NvmlDeviceGetPciInfoFn>(
         {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo"});
     memory_ = Sym<NvmlDeviceGetMemoryInfoFn>({"nvmlDeviceGetMemoryInfo"});
@@ -328,6 +330,18 @@ class NvmlBackend : public GpuBackend {
     note(ReadString(serial_, dev, kNvmlSerialBufferSize, g.serial));
     note(ReadString(vbios_, dev, kNvmlVbiosBufferSize, g.vbios_version));
     note(ReadString(inforom_, dev, kNvmlInforomBufferSize, g.inforom_version));
+    if (inforom_object_) {
+      for (auto [object, out] : {std::pair{NVML_INFOROM_OEM, &g.inforom_oem},
+                                 {NVML_INFOROM_ECC, &g.inforom_ecc},
+                                 {NVML_INFOROM_POWER, &g.inforom_power}}) {
+        char buf[kNvmlInforomBufferSize] = {};
+        if (note(inforom_object_(dev, object, buf, sizeof buf)) == NVML_SUCCESS) *out = buf;
+      }
+    }
+    if (gsp_) {  // NOT_SUPPORTED when GSP firmware is off: left empty, not an error
+      char buf[kNvmlGspFirmwareBufferSize] = {};
+      if (note(gsp_(dev, buf)) == NVML_SUCCESS) g.gsp_firmware_version = buf;
+    }
     if (pci_) {
       nvmlPciInfo_t pci{};
       if (note(pci_(dev, &pci)) == NVML_SUCCESS) g.pci_bus_id = pci.busId;
@@ -355,6 +369,8 @@ class NvmlBackend : public GpuBackend {
   NvmlDeviceGetHandleByIndexFn handle_ = nullptr;
   NvmlDeviceGetStringFn uuid_ = nullptr, name_ = nullptr, serial_ = nullptr, vbios_ = nullptr,
                         inforom_ = nullptr;
+  NvmlDeviceGetInforomVersionFn inforom_object_ = nullptr;
+  NvmlDeviceGetGspFirmwareVersionFn gsp_ = nullptr;
   NvmlDeviceGetPciInfoFn pci_ = nullptr;
   NvmlDeviceGetMemoryInfoFn memory_ = nullptr;
   NvmlDeviceGetMigModeFn mig_ = nullptr;

@@ -36,6 +36,10 @@ TEST(NvmlBackend, ReadsExactlyTheScriptedGpus) {
   EXPECT_EQ(g.memory_total_bytes, 24152899584ull);
   EXPECT_EQ(g.vbios_version, "95.04.5C.00.01");
   EXPECT_EQ(g.inforom_version, "G193.0200.00.01");
+  EXPECT_EQ(g.inforom_oem, "2.1");
+  EXPECT_EQ(g.inforom_ecc, "6.16");
+  EXPECT_EQ(g.inforom_power, "");  // NOT_SUPPORTED: unknown, not an error
+  EXPECT_EQ(g.gsp_firmware_version, "535.104.05");
   EXPECT_EQ(g.mig_mode, -1);  // NOT_SUPPORTED is "no MIG", not an error
   EXPECT_EQ(g.error, "");
 }

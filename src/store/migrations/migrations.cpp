@@ -117,11 +117,12 @@ ALTER TABLE join_tokens ADD COLUMN prefix TEXT NOT NULL DEFAULT ''
 )SQL"},
       // Driver lifecycle: what a cluster's or pool's workloads need of their drivers (tier,
       // requires, driver_branch), a JSON document each; named documents (the applied
-      // compatibility matrix).
+      // compatibility matrix); a GPU's InfoROM object and GSP firmware versions, as JSON.
       {12, R"SQL(
 ALTER TABLE clusters ADD COLUMN lifecycle TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE pools ADD COLUMN lifecycle TEXT NOT NULL DEFAULT '{}';
-CREATE TABLE settings (name TEXT PRIMARY KEY, doc TEXT NOT NULL, updated_ms BIGINT NOT NULL)
+CREATE TABLE settings (name TEXT PRIMARY KEY, doc TEXT NOT NULL, updated_ms BIGINT NOT NULL);
+ALTER TABLE gpus ADD COLUMN firmware TEXT NOT NULL DEFAULT '{}'
 )SQL"},
   };
   return kAll;

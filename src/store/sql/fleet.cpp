@@ -123,16 +123,36 @@ constexpr const char* kNodeConflict =
     "facts = excluded.facts, simulated = excluded.simulated, "
     "registered_ms = excluded.registered_ms, last_seen_ms = excluded.last_seen_ms, "
     "state_since_ms = excluded.state_since_ms, token_hash = excluded.token_hash";
+// A GPU's InfoROM object and GSP firmware versions: one JSON column.
+std::string FirmwareJson(const Gpu& g) {
+  return JsonText(json::object{{"inforom_oem", g.inforom_oem},
+                               {"inforom_ecc", g.inforom_ecc},
+                               {"inforom_power", g.inforom_power},
+                               {"gsp", g.gsp_firmware_version}});
+}
+
+void ReadFirmware(const std::string& text, Gpu& g) {
+  json::value v = ParseOrNull(text);
+  auto str = [&](const char* key) {
+    const auto* s = v.is_object() ? v.as_object().if_contains(key) : nullptr;
+    return s && s->is_string() ? std::string(s->as_string()) : std::string();
+  };
+  g.inforom_oem = str("inforom_oem");
+  g.inforom_ecc = str("inforom_ecc");
+  g.inforom_power = str("inforom_power");
+  g.gsp_firmware_version = str("gsp");
+}
+
 constexpr const char* kGpuColumns =
     "INSERT INTO gpus (uuid, node, idx, serial, name, model, pci_bus_id, memory_total, vbios, "
-    "inforom, mig_mode, error) VALUES ";
+    "inforom, mig_mode, error, firmware) VALUES ";
 // A GPU moved between nodes keeps its UUID, the primary key: the newest report wins.
 constexpr const char* kGpuConflict =
     " ON CONFLICT (uuid) DO UPDATE SET node = excluded.node, idx = excluded.idx, "
     "serial = excluded.serial, name = excluded.name, model = excluded.model, "
     "pci_bus_id = excluded.pci_bus_id, memory_total = excluded.memory_total, "
     "vbios = excluded.vbios, inforom = excluded.inforom, mig_mode = excluded.mig_mode, "
-    "error = excluded.error";
+    "error = excluded.error, firmware = excluded.firmware";
 constexpr const char* kEventColumns =
     "INSERT INTO node_events (node, time_ms, from_state, to_state, reason, actor) VALUES ";
 
@@ -176,7 +196,7 @@ class Builder {
       Text(", ").Bind(g.pci_bus_id).Text(", ");
       Bind(static_cast<long long>(g.memory_total_bytes)).Text(", ").Bind(g.vbios_version);
       Text(", ").Bind(g.inforom_version).Text(", ").Bind(g.mig_mode).Text(", ").Bind(g.error);
-      Text(")");
+      Text(", ").Bind(strings_.emplace_back(FirmwareJson(g))).Text(")");
     }
     return Text(kGpuConflict);
   }
@@ -215,7 +235,7 @@ class Builder {
 //    up to 64 GPUs or events each (12 parameters a GPU: within SQLite's oldest limit of 999).
 Status SqlStore::SaveNode(const Node& n, const std::vector<NodeEvent>& events) {
   return Run([&](soci::session& sql) -> Status {
-    // Within PostgreSQL's 65,535 parameters of one statement (13 a GPU, 6 an event), else the
+    // Within PostgreSQL's 65,535 parameters of one statement (14 a GPU, 6 an event), else the
     // transaction below, which works on both.
     constexpr size_t kOneStatement = 1000;
     if (dialect_ == Dialect::kPostgres && n.gpus.size() <= kOneStatement &&
@@ -283,19 +303,20 @@ Result<std::vector<Node>> SqlStore::LoadNodes() {
       }
     }
     Gpu g;
-    std::string node;
+    std::string node, firmware;
     long long idx = 0, mem = 0, mig = 0;
     soci::statement st =
         Once(sql,
              "SELECT node, uuid, idx, serial, name, model, pci_bus_id, "
-             "memory_total, vbios, inforom, mig_mode, error FROM gpus "
+             "memory_total, vbios, inforom, mig_mode, error, firmware FROM gpus "
              "ORDER BY node COLLATE \"binary\", idx",
              soci::into(node), soci::into(g.uuid), soci::into(idx), soci::into(g.serial),
              soci::into(g.name), soci::into(g.model), soci::into(g.pci_bus_id), soci::into(mem),
              soci::into(g.vbios_version), soci::into(g.inforom_version), soci::into(mig),
-             soci::into(g.error));
+             soci::into(g.error), soci::into(firmware));
     st.execute();
     while (st.fetch()) {
+      ReadFirmware(firmware, g);
       g.index = static_cast<int>(idx);
       g.memory_total_bytes = static_cast<uint64_t>(mem);
       g.mig_mode = static_cast<int>(mig);

@@ -133,6 +133,9 @@ TEST_P(StoreTest, NodesWithGpusAndEventsPersist) {
   ASSERT_TRUE(store_.fleet->SaveNode(n, {e}).ok());
   n.gpus.pop_back();
   n.state = NodeState::kDegraded;
+  n.gpus[0].inforom_oem = "2.1";
+  n.gpus[0].gsp_firmware_version = "550.54.15";
+  n.facts.nics = {{"mlx5_0", "28.41.1000", "MT_0000000834", "MT4129"}};
   ASSERT_TRUE(
       store_.fleet->SaveNode(n, {NodeEvent{0, "n1", 6, "ready", "degraded", "lost one", "agent"}})
           .ok());
@@ -146,6 +149,10 @@ TEST_P(StoreTest, NodesWithGpusAndEventsPersist) {
   ASSERT_EQ(nodes->at(0).gpus.size(), 1u);
   EXPECT_EQ(nodes->at(0).gpus[0].memory_total_bytes, 24ull << 30);
   EXPECT_EQ(nodes->at(0).gpus[0].mig_mode, -1);
+  EXPECT_EQ(nodes->at(0).gpus[0].inforom_oem, "2.1");
+  EXPECT_EQ(nodes->at(0).gpus[0].inforom_ecc, "");
+  EXPECT_EQ(nodes->at(0).gpus[0].gsp_firmware_version, "550.54.15");
+  EXPECT_EQ(nodes->at(0).facts.nics, n.facts.nics);
   auto events = store_.fleet->ListNodeEvents("n1", 10);
   ASSERT_EQ(events->size(), 2u);
   EXPECT_EQ(events->at(0).to, "degraded");  // newest first
