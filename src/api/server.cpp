@@ -164,8 +164,8 @@ struct ApiServer::Impl {
     req.params = std::move(match.params);
     Principal principal{"anonymous", Role::kViewer, {}};
     if (!match.public_route) {
-      if (int64_t wait = sign_ins.RetryAfterS(req.remote, clock->NowMs()); wait > 0) {
-        http_metrics.CountSignInRefused();
+      SignInGate gate{sign_ins, http_metrics, *clock};
+      if (int64_t wait = gate.Wait(req.remote); wait > 0) {
         Response r = JsonResponse(
             429,
             JsonText(boost::json::object{{"error",
@@ -178,8 +178,7 @@ struct ApiServer::Impl {
       if (!who.ok()) {
         Response refused = ErrorResponse(who.error());
         if (who.error().code == ErrorCode::kUnauthenticated) {
-          http_metrics.CountSignInFailure();
-          sign_ins.Failed(req.remote, clock->NowMs());
+          gate.Failed(req.remote);
           // In the audit log too (at most kMaxFailures a minute from one address: then 429).
           refused.audit_target = "sign-in/" + req.remote;
           Audit(req, Principal{"unauthenticated", Role::kViewer, {}}, refused, true);

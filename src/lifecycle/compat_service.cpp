@@ -30,6 +30,8 @@ Status CompatService::Load() {
   return {};
 }
 
+std::string CompatService::today() const { return FormatTime(clock_->NowMs()).substr(0, 10); }
+
 MatrixInEffect CompatService::current() const {
   std::lock_guard lock(mu_);
   return current_;
@@ -89,7 +91,7 @@ CompatResult CompatService::Check(const Cluster& cluster, const Pool& pool,
       q.architectures.push_back(spec->architecture);
     }
   }
-  q.today = FormatTime(clock_->NowMs()).substr(0, 10);
+  q.today = today();
   return current().matrix->Check(q);
 }
 

@@ -30,6 +30,7 @@ class CompatService {
   // error: the controller does not start on a matrix it cannot read.
   Status Load();
   MatrixInEffect current() const;
+  std::string today() const;  // "YYYY-MM-DD" in UTC, the day end of life is judged on
   // Replaces the matrix with `yaml` (checked whole first: a bad file changes nothing).
   Status Apply(const std::string& yaml, const std::string& filename);
   Status Reset();  // back to the built-in matrix

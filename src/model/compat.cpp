@@ -76,6 +76,22 @@ class Reader {
     return v;
   }
 
+  // Each row of table `name` as a mapping with only `keys`, handed to `each` with its path.
+  template <class F>
+  Status Rows(const YAML::Node& root, const char* name, std::string& source,
+              std::initializer_list<std::string_view> keys, F each) const {
+    YAML::Node rows;
+    GF_TRY_ASSIGN(rows, Table(root, name, source));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const YAML::Node e = rows[i];
+      std::string at = std::string(name) + ".rows[" + std::to_string(i) + "]";
+      if (!e.IsMap()) return Bad(e, at, "must be a mapping");
+      GF_TRY(Keys(e, at, keys));
+      GF_TRY(each(e, at));
+    }
+    return {};
+  }
+
   // The table's rows, after checking it is {source, rows: [...]}.
   Result<YAML::Node> Table(const YAML::Node& root, const char* name, std::string& source) const {
     auto t = root[name];
@@ -184,114 +200,103 @@ Result<std::shared_ptr<const CompatMatrix>> CompatMatrix::Parse(std::string_view
     if (root["version"].as<std::string>("") != "1") {
       return r.Bad(root["version"], "version", "must be 1");
     }
-    YAML::Node rows;
-    GF_TRY_ASSIGN(rows, r.Table(root, "branches", m->branches_source_));
     std::set<std::string> seen;
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const YAML::Node e = rows[i];
-      std::string at = "branches.rows[" + std::to_string(i) + "]";
-      if (!e.IsMap()) return r.Bad(e, at, "must be a mapping");
-      GF_TRY(r.Keys(e, at, {"branch", "type", "eol", "cuda_major"}));
-      CompatBranch b;
-      std::string name;
-      GF_TRY_ASSIGN(name, r.Str(e, at, "branch", true));
-      b.branch = NormalizeBranch(name);
-      if (b.branch.empty())
-        return r.Bad(e["branch"], at + ".branch", "'" + name + "' must be R and digits");
-      if (!seen.insert(b.branch).second)
-        return r.Bad(e["branch"], at + ".branch", b.branch + " is listed twice");
-      GF_TRY_ASSIGN(b.type, r.Str(e, at, "type", true));
-      if (b.type != "pb" && b.type != "ltsb" && b.type != "nfb") {
-        return r.Bad(e["type"], at + ".type", "'" + b.type + "' is not one of pb, ltsb, nfb");
-      }
-      if (auto eol = e["eol"]) {
-        std::string v = eol.as<std::string>("");
-        if (v == "true") {
-          b.eol_undated = true;
-        } else if (v.size() != 7 || v[4] != '-' || !AllDigits(v.substr(0, 4)) ||
-                   !AllDigits(v.substr(5))) {
-          return r.Bad(eol, at + ".eol", "'" + v + "' must be YYYY-MM or true");
-        } else {
-          b.eol = v;
-        }
-      }
-      if (auto c = e["cuda_major"]) b.cuda_major = c.as<int>(0);
-      m->branches_.push_back(std::move(b));
-    }
-    GF_TRY_ASSIGN(rows, r.Table(root, "cuda", m->cuda_source_));
+    GF_TRY(r.Rows(
+        root, "branches", m->branches_source_, {"branch", "type", "eol", "cuda_major"},
+        [&](const YAML::Node& e, const std::string& at) -> Status {
+          CompatBranch b;
+          std::string name;
+          GF_TRY_ASSIGN(name, r.Str(e, at, "branch", true));
+          b.branch = NormalizeBranch(name);
+          if (b.branch.empty())
+            return r.Bad(e["branch"], at + ".branch", "'" + name + "' must be R and digits");
+          if (!seen.insert(b.branch).second)
+            return r.Bad(e["branch"], at + ".branch", b.branch + " is listed twice");
+          GF_TRY_ASSIGN(b.type, r.Str(e, at, "type", true));
+          if (b.type != "pb" && b.type != "ltsb" && b.type != "nfb") {
+            return r.Bad(e["type"], at + ".type", "'" + b.type + "' is not one of pb, ltsb, nfb");
+          }
+          if (auto eol = e["eol"]) {
+            std::string v = eol.as<std::string>("");
+            if (v == "true") {
+              b.eol_undated = true;
+            } else if (v.size() != 7 || v[4] != '-' || !AllDigits(v.substr(0, 4)) ||
+                       !AllDigits(v.substr(5))) {
+              return r.Bad(eol, at + ".eol", "'" + v + "' must be YYYY-MM or true");
+            } else {
+              b.eol = v;
+            }
+          }
+          if (auto c = e["cuda_major"]) b.cuda_major = c.as<int>(0);
+          m->branches_.push_back(std::move(b));
+          return {};
+        }));
     seen.clear();
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const YAML::Node e = rows[i];
-      std::string at = "cuda.rows[" + std::to_string(i) + "]";
-      if (!e.IsMap()) return r.Bad(e, at, "must be a mapping");
-      GF_TRY(r.Keys(e, at, {"cuda", "min_driver"}));
-      CompatCuda c;
-      GF_TRY_ASSIGN(c.cuda, r.Version(e, at, "cuda", true));
-      GF_TRY_ASSIGN(c.min_driver, r.Version(e, at, "min_driver", true));
-      if (!seen.insert(c.cuda).second)
-        return r.Bad(e["cuda"], at + ".cuda", c.cuda + " is listed twice");
-      m->cuda_.push_back(std::move(c));
-    }
-    GF_TRY_ASSIGN(rows, r.Table(root, "architectures", m->architectures_source_));
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const YAML::Node e = rows[i];
-      std::string at = "architectures.rows[" + std::to_string(i) + "]";
-      if (!e.IsMap()) return r.Bad(e, at, "must be a mapping");
-      GF_TRY(r.Keys(e, at, {"architecture", "min_driver", "last_branch"}));
-      CompatArchitecture a;
-      GF_TRY_ASSIGN(a.architecture, r.Str(e, at, "architecture", true));
-      GF_TRY_ASSIGN(a.min_driver, r.Version(e, at, "min_driver", false));
-      std::string last;
-      GF_TRY_ASSIGN(last, r.Str(e, at, "last_branch", false));
-      if (!last.empty()) {
-        a.last_branch = NormalizeBranch(last);
-        if (a.last_branch.empty()) {
-          return r.Bad(e["last_branch"], at + ".last_branch",
-                       "'" + last + "' must be R and digits");
-        }
-      }
-      m->architectures_.push_back(std::move(a));
-    }
-    GF_TRY_ASSIGN(rows, r.Table(root, "models", m->models_source_));
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const YAML::Node e = rows[i];
-      std::string at = "models.rows[" + std::to_string(i) + "]";
-      if (!e.IsMap()) return r.Bad(e, at, "must be a mapping");
-      GF_TRY(r.Keys(e, at, {"model", "min_driver", "min_vbios", "min_inforom"}));
-      CompatModel mo;
-      GF_TRY_ASSIGN(mo.model, r.Str(e, at, "model", true));
-      GF_TRY_ASSIGN(mo.min_driver, r.Version(e, at, "min_driver", false));
-      GF_TRY_ASSIGN(mo.min_vbios, r.Str(e, at, "min_vbios", false));
-      GF_TRY_ASSIGN(mo.min_inforom, r.Str(e, at, "min_inforom", false));
-      m->models_.push_back(std::move(mo));
-    }
-    GF_TRY_ASSIGN(rows, r.Table(root, "gpu_operator", m->operators_source_));
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const YAML::Node e = rows[i];
-      std::string at = "gpu_operator.rows[" + std::to_string(i) + "]";
-      if (!e.IsMap()) return r.Bad(e, at, "must be a mapping");
-      GF_TRY(r.Keys(e, at, {"version", "drivers", "container_toolkit", "kubernetes"}));
-      CompatOperator o;
-      GF_TRY_ASSIGN(o.version, r.Str(e, at, "version", true));
-      auto drivers = e["drivers"];
-      if (!drivers || !drivers.IsSequence() || drivers.size() == 0) {
-        return r.Bad(drivers ? drivers : e, at + ".drivers", "must be a non-empty list");
-      }
-      for (const auto& d : drivers) {
-        std::string v = d.as<std::string>("");
-        if (!DottedNumber(v))
-          return r.Bad(d, at + ".drivers", "'" + v + "' is not a driver version");
-        o.drivers.push_back(v);
-      }
-      GF_TRY_ASSIGN(o.container_toolkit, r.Version(e, at, "container_toolkit", false));
-      if (auto k = e["kubernetes"]) {
-        if (!k.IsMap()) return r.Bad(k, at + ".kubernetes", "must be {min, max}");
-        GF_TRY(r.Keys(k, at + ".kubernetes", {"min", "max"}));
-        GF_TRY_ASSIGN(o.kubernetes_min, r.Version(k, at + ".kubernetes", "min", true));
-        GF_TRY_ASSIGN(o.kubernetes_max, r.Version(k, at + ".kubernetes", "max", true));
-      }
-      m->operators_.push_back(std::move(o));
-    }
+    GF_TRY(r.Rows(root, "cuda", m->cuda_source_, {"cuda", "min_driver"},
+                  [&](const YAML::Node& e, const std::string& at) -> Status {
+                    CompatCuda c;
+                    GF_TRY_ASSIGN(c.cuda, r.Version(e, at, "cuda", true));
+                    GF_TRY_ASSIGN(c.min_driver, r.Version(e, at, "min_driver", true));
+                    if (!seen.insert(c.cuda).second)
+                      return r.Bad(e["cuda"], at + ".cuda", c.cuda + " is listed twice");
+                    m->cuda_.push_back(std::move(c));
+                    return {};
+                  }));
+    GF_TRY(r.Rows(root, "architectures", m->architectures_source_,
+                  {"architecture", "min_driver", "last_branch"},
+                  [&](const YAML::Node& e, const std::string& at) -> Status {
+                    CompatArchitecture a;
+                    GF_TRY_ASSIGN(a.architecture, r.Str(e, at, "architecture", true));
+                    GF_TRY_ASSIGN(a.min_driver, r.Version(e, at, "min_driver", false));
+                    std::string last;
+                    GF_TRY_ASSIGN(last, r.Str(e, at, "last_branch", false));
+                    if (!last.empty()) {
+                      a.last_branch = NormalizeBranch(last);
+                      if (a.last_branch.empty()) {
+                        return r.Bad(e["last_branch"], at + ".last_branch",
+                                     "'" + last + "' must be R and digits");
+                      }
+                    }
+                    m->architectures_.push_back(std::move(a));
+                    return {};
+                  }));
+    GF_TRY(r.Rows(root, "models", m->models_source_,
+                  {"model", "min_driver", "min_vbios", "min_inforom"},
+                  [&](const YAML::Node& e, const std::string& at) -> Status {
+                    CompatModel mo;
+                    GF_TRY_ASSIGN(mo.model, r.Str(e, at, "model", true));
+                    GF_TRY_ASSIGN(mo.min_driver, r.Version(e, at, "min_driver", false));
+                    GF_TRY_ASSIGN(mo.min_vbios, r.Str(e, at, "min_vbios", false));
+                    GF_TRY_ASSIGN(mo.min_inforom, r.Str(e, at, "min_inforom", false));
+                    m->models_.push_back(std::move(mo));
+                    return {};
+                  }));
+    GF_TRY(
+        r.Rows(root, "gpu_operator", m->operators_source_,
+               {"version", "drivers", "container_toolkit", "kubernetes"},
+               [&](const YAML::Node& e, const std::string& at) -> Status {
+                 CompatOperator o;
+                 GF_TRY_ASSIGN(o.version, r.Str(e, at, "version", true));
+                 auto drivers = e["drivers"];
+                 if (!drivers || !drivers.IsSequence() || drivers.size() == 0) {
+                   return r.Bad(drivers ? drivers : e, at + ".drivers", "must be a non-empty list");
+                 }
+                 for (const auto& d : drivers) {
+                   std::string v = d.as<std::string>("");
+                   if (!DottedNumber(v))
+                     return r.Bad(d, at + ".drivers", "'" + v + "' is not a driver version");
+                   o.drivers.push_back(v);
+                 }
+                 GF_TRY_ASSIGN(o.container_toolkit, r.Version(e, at, "container_toolkit", false));
+                 if (auto k = e["kubernetes"]) {
+                   if (!k.IsMap()) return r.Bad(k, at + ".kubernetes", "must be {min, max}");
+                   GF_TRY(r.Keys(k, at + ".kubernetes", {"min", "max"}));
+                   GF_TRY_ASSIGN(o.kubernetes_min, r.Version(k, at + ".kubernetes", "min", true));
+                   GF_TRY_ASSIGN(o.kubernetes_max, r.Version(k, at + ".kubernetes", "max", true));
+                 }
+                 m->operators_.push_back(std::move(o));
+                 return {};
+               }));
   } catch (const YAML::Exception& e) {
     return MakeError(ErrorCode::kInvalidArgument,
                      std::string(source) + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
@@ -363,11 +368,9 @@ CompatResult CompatMatrix::Check(const CompatQuery& q) const {
     rule(false, "branch-known", branch + " is not in the compatibility matrix", "branches");
   } else {
     rule(true, "branch-known", branch + " is a known branch (" + b->type + ")", "branches");
-    // End of life: a dated one is supported through its month.
-    if (b->eol_undated) {
-      rule(false, "branch-eol", branch + " is end of life", "branches");
-    } else if (!b->eol.empty() && q.today.substr(0, 7) > b->eol) {
-      rule(false, "branch-eol", branch + " is end of life (" + b->eol + ")", "branches");
+    if (b->EndOfLife(q.today)) {
+      rule(false, "branch-eol",
+           branch + " is end of life" + (b->eol.empty() ? "" : " (" + b->eol + ")"), "branches");
     } else {
       rule(true, "branch-eol",
            branch +

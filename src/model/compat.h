@@ -30,6 +30,11 @@ struct CompatBranch {
   std::string eol;           // "2028-06"; empty when none is published
   bool eol_undated = false;  // listed as end of life without a date
   int cuda_major = 0;        // highest CUDA major without the forward-compat package; 0 unknown
+  // Whether it is end of life on `today` ("YYYY-MM-DD"): a dated one is supported through its
+  // month.
+  bool EndOfLife(std::string_view today) const {
+    return eol_undated || (!eol.empty() && today.substr(0, 7) > eol);
+  }
 };
 
 struct CompatCuda {

@@ -43,14 +43,16 @@ int RawStatus(std::string address, const std::string& ca_file, const std::string
   if (!authorization.empty()) request += "Authorization: " + authorization + "\r\n";
   request += "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
   std::string out;
-  boost::system::error_code ec;
+  auto exchange = [&](auto& s) {
+    boost::system::error_code ec;
+    asio::write(s, asio::buffer(request));
+    asio::read(s, asio::dynamic_buffer(out), ec);  // to the close
+  };
   if (tls) {
     stream.handshake(ssl::stream_base::client);
-    asio::write(stream, asio::buffer(request));
-    asio::read(stream, asio::dynamic_buffer(out), ec);
+    exchange(stream);
   } else {
-    asio::write(socket, asio::buffer(request));
-    asio::read(socket, asio::dynamic_buffer(out), ec);
+    exchange(socket);
   }
   if (out.rfind("HTTP/1.1 ", 0) != 0) return 0;
   return std::stoi(out.substr(9, 3));

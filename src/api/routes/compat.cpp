@@ -28,15 +28,14 @@ json::array RulesJson(const std::vector<CompatRule>& rules) {
 
 // A branch today: "supported", "end_of_life" or "new_feature" (no end of life: not for
 // production).
-std::string BranchStatus(const CompatBranch& b, const std::string& month) {
-  if (b.eol_undated || (!b.eol.empty() && month > b.eol)) return "end_of_life";
+std::string BranchStatus(const CompatBranch& b, const std::string& today) {
+  if (b.EndOfLife(today)) return "end_of_life";
   if (b.type == "nfb") return "new_feature";
   return "supported";
 }
 
 json::object MatrixJson(const lifecycle::MatrixInEffect& in, const std::string& today) {
   const CompatMatrix& m = *in.matrix;
-  const std::string month = today.substr(0, 7);
   json::array branches, cuda, archs, models, operators;
   for (const auto& b : m.branches()) {
     branches.push_back(json::object{{"branch", b.branch},
@@ -45,7 +44,7 @@ json::object MatrixJson(const lifecycle::MatrixInEffect& in, const std::string& 
                                             : b.eol.empty() ? json::value(nullptr)
                                                             : json::value(b.eol)},
                                     {"cuda_major", b.cuda_major},
-                                    {"status", BranchStatus(b, month)}});
+                                    {"status", BranchStatus(b, today)}});
   }
   for (const auto& c : m.cuda()) {
     cuda.push_back(json::object{{"cuda", c.cuda}, {"min_driver", c.min_driver}});
@@ -95,7 +94,7 @@ std::string AuditSummary(const lifecycle::MatrixInEffect& in) {
 }  // namespace
 
 void AddCompatRoutes(Router& router, ApiContext& ctx) {
-  auto today = [&ctx] { return FormatTime(ctx.clock.NowMs()).substr(0, 10); };
+  auto today = [&ctx] { return ctx.compat->today(); };  // called once ctx.compat is checked
   router.Add("GET", "/api/v1/compat", Role::kViewer,
              [&ctx, today](const Request&, const Principal&) {
                if (!ctx.compat) return CompatUnavailable();
