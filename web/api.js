@@ -17,7 +17,7 @@ export function can(role) {
 }
 
 export class ApiError extends Error {
-  constructor(status, message) { super(message); this.status = status; }
+  constructor(status, message, body) { super(message); this.status = status; this.body = body; }
 }
 
 let onUnauthorized = () => {};
@@ -34,7 +34,7 @@ export async function api(path, { method = 'GET', body } = {}) {
   if (!r.ok) {
     const message = data?.error?.message || `${method} ${path}: HTTP ${r.status}`;
     if (r.status === 401) onUnauthorized(message);
-    throw new ApiError(r.status, message);
+    throw new ApiError(r.status, message, data);
   }
   return data;
 }

@@ -7,7 +7,8 @@ import { startLive, stopLive, onLive } from './live.js';
 
 const $ = (id) => document.getElementById(id);
 
-// #/ overview; #/clusters; #/cluster/NAME; #/node/NAME; #/alerts; #/scaling[/POOL]; #/jobs; later
+// #/ overview; #/clusters; #/cluster/NAME; #/node/NAME; #/alerts; #/scaling[/POOL]; #/jobs;
+// #/rollouts[/ID]; later
 // capabilities by name.
 const routes = [
   [/^#?\/?$/, 'overview', () => ({})],
@@ -17,7 +18,8 @@ const routes = [
   [/^#\/alerts$/, 'alerts', () => ({})],
   [/^#\/scaling(?:\/([^/]+))?$/, 'scaling', (m) => ({ pool: m[1] ? decodeURIComponent(m[1]) : '' })],
   [/^#\/jobs$/, 'jobs', () => ({})],
-  [/^#\/(rollouts|inventory|reports)$/, 'later', (m) => ({ page: m[1] })],
+  [/^#\/rollouts(?:\/(\d+))?$/, 'rollouts', (m) => ({ id: m[1] || '' })],
+  [/^#\/(inventory|reports)$/, 'later', (m) => ({ page: m[1] })],
 ];
 const modules = {
   overview: () => import('./overview.js'),
@@ -26,6 +28,7 @@ const modules = {
   alerts: () => import('./alerts.js'),
   scaling: () => import('./scaling.js'),
   jobs: () => import('./jobs.js'),
+  rollouts: () => import('./rollouts.js'),
   later: () => import('./later.js'),
 };
 

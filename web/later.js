@@ -4,7 +4,6 @@
 import { esc } from './api.js';
 
 const PAGES = {
-  rollouts: ['Rollouts', 'Driver and firmware rollouts: canary, confidence period, batches, rollback, against the compatibility matrix.'],
   inventory: ['Inventory', 'Models, serials, locations, age and warranty; configuration drift; security bulletins.'],
   reports: ['Reports', 'Utilization, cost per team, compliance and capacity plans.'],
 };

@@ -1,6 +1,8 @@
-// Node view: facts, the actions the role allows (cordon, uncordon, drain), each GPU with its
-// health, per-GPU charts over a chosen range (drag to zoom, double-click to reset), the node's
-// alerts and its recent events (state changes and GPU events).
+// Node view: facts, the actions the role allows (cordon, uncordon, drain; reboot, reset a GPU,
+// maintenance, decommission: each drains first and is carried out by the node's agent), each
+// GPU with its health, per-GPU charts over a chosen range (drag to zoom, double-click to
+// reset), the node's alerts, its versions and the rollouts that changed them, its operations,
+// and its recent events (state changes and GPU events).
 
 import { api, can, esc, ago, fmtTime, simPill } from './api.js';
 import { lineChart, destroyChart, toColumns } from './charts.js';
@@ -21,6 +23,8 @@ export function mount(el, params) {
     <div class="row"><h3>Telemetry</h3><span class="spacer"></span><label>Range <select id="range" aria-label="range">${Object.keys(RANGES).map((r) => `<option${r === '1h' ? ' selected' : ''}>${r}</option>`).join('')}</select></label></div>
     <div class="charts" id="charts"></div>
     <div class="panel"><h3 style="margin-top:0">Alerts</h3><div id="node-alerts" class="muted">loading…</div></div>
+    <div class="panel"><h3 style="margin-top:0">Versions</h3><div id="versions" class="table-wrap muted">loading…</div></div>
+    <div class="panel"><h3 style="margin-top:0">Operations</h3><div id="operations" class="table-wrap muted">loading…</div></div>
     <div class="panel"><h3 style="margin-top:0">Recent events</h3><div id="events" class="table-wrap muted">loading…</div></div>`;
   const $ = (id) => document.getElementById(id);
 
@@ -28,9 +32,31 @@ export function mount(el, params) {
     const box = $('actions');
     if (!can('operator')) { box.innerHTML = '<span class="muted">read-only (viewer)</span>'; return; }
     const cordoned = ['cordoned', 'draining', 'drained'].includes(node.state);
+    const retiring = ['decommissioning', 'retired'].includes(node.state);
     box.innerHTML = `${cordoned ? '<button data-action="uncordon">Uncordon</button>' : '<button data-action="cordon">Cordon</button>'}
-      ${node.state === 'drained' || node.state === 'draining' ? '' : '<button class="danger" data-action="drain">Drain</button>'}`;
-    for (const b of box.querySelectorAll('button')) {
+      ${node.state === 'drained' || node.state === 'draining' ? '' : '<button class="danger" data-action="drain">Drain</button>'}
+      ${retiring ? '' : `<button data-op="reboot" title="drain, reboot through its agent, put back">Reboot</button>
+      <button data-op="reset-gpu" title="drain, reset one GPU, put back">Reset GPU…</button>
+      ${node.state === 'maintenance' ? '<button data-op="maintenance" data-mode="leave">Leave maintenance</button>' : '<button data-op="maintenance" data-mode="enter" title="drain, then maintenance">Maintenance</button>'}
+      <button class="danger" data-op="decommission">Decommission</button>`}`;
+    for (const b of box.querySelectorAll('button[data-op]')) {
+      b.addEventListener('click', async () => {
+        const body = { action: b.dataset.op };
+        if (b.dataset.mode) body.mode = b.dataset.mode;
+        if (b.dataset.op === 'reset-gpu') {
+          const idx = prompt(`Reset which GPU of ${name}? (index 0..${node.gpus.length - 1})`, '0');
+          if (idx === null) return;
+          body.gpu = Number(idx);
+        } else if (!confirm(`${b.textContent.trim()} ${name}? Its jobs are drained first.`)) return;
+        b.disabled = true;
+        try {
+          await api(`/api/v1/nodes/${encodeURIComponent(name)}/actions`, { method: 'POST', body });
+          $('node-error').textContent = '';
+          await load();
+        } catch (e) { $('node-error').textContent = e.message; b.disabled = false; }
+      });
+    }
+    for (const b of box.querySelectorAll('button[data-action]')) {
       b.addEventListener('click', async () => {
         b.disabled = true;
         try {
@@ -70,12 +96,28 @@ export function mount(el, params) {
         <td class="lv-${esc(h?.health)}">${esc(h?.health ?? '—')}</td><td class="num">${lv[0].get(g.index) ?? '—'}</td><td class="num">${lv[1].get(g.index) ?? '—'}</td>
         <td class="num">${power == null ? '—' : Math.round(power / 1000)}</td><td>${esc((h?.reasons || []).map((r) => r.message).join('; '))}</td></tr>`;
     }).join('')}</tbody></table>`;
+    loadVersions().catch(() => {});
     const rows = [
       ...events.items.map((e) => ({ t: e.time, what: `state ${e.from} → ${e.to}`, detail: e.reason, by: e.actor })),
       ...gpuEvents.items.map((e) => ({ t: e.time, what: `GPU ${e.gpu} ${e.kind}${e.kind === 'xid' ? ' ' + e.value : ''}`, detail: e.uuid, by: '' })),
     ].sort((a, b) => (a.t < b.t ? 1 : -1)).slice(0, 30);
     $('events').innerHTML = rows.length ? `<table><thead><tr><th>When</th><th>What</th><th>Detail</th><th>By</th></tr></thead><tbody>${rows.map((r) =>
       `<tr><td title="${esc(fmtTime(r.t))}">${esc(ago(r.t))}</td><td>${esc(r.what)}</td><td>${esc(r.detail)}</td><td>${esc(r.by)}</td></tr>`).join('')}</tbody></table>` : 'No events.';
+  }
+
+  async function loadVersions() {
+    const [v, ops] = await Promise.all([
+      api(`/api/v1/nodes/${encodeURIComponent(name)}/versions`),
+      api(`/api/v1/nodes/${encodeURIComponent(name)}/actions`),
+    ]);
+    if (gone) return;
+    $('versions').innerHTML = `<p>Driver <code>${esc(v.driver)}</code> (CUDA ${esc(v.cuda_driver)}), VBIOS <code>${esc(v.vbios || '—')}</code>, NIC firmware <code>${esc(v.nic_firmware || '—')}</code></p>
+      ${v.history.length ? `<table><thead><tr><th>Rollout</th><th>Kind</th><th>From</th><th>To</th><th>State</th><th>Ended</th><th>Message</th></tr></thead><tbody>${v.history.map((h) =>
+        `<tr><td><a href="#/rollouts/${h.rollout}">${h.rollout}</a></td><td>${esc(h.kind)}</td><td><code>${esc(h.from)}</code></td><td><code>${esc(h.to)}</code></td>
+        <td class="ro-${esc(h.state)}">${esc(h.state)}</td><td>${esc(h.ended_at ? ago(h.ended_at) : '')}</td><td>${esc(h.message)}</td></tr>`).join('')}</tbody></table>` : '<p class="muted">No rollout has changed this node.</p>'}`;
+    $('operations').innerHTML = ops.items.length ? `<table><thead><tr><th>#</th><th>Action</th><th>State</th><th>By</th><th>Started</th><th>Message</th></tr></thead><tbody>${ops.items.map((o) =>
+      `<tr data-op-id="${o.id}"><td>${o.id}</td><td>${esc(o.action)}${o.gpu !== undefined ? ` GPU ${o.gpu}` : ''}${o.mode ? ` ${esc(o.mode)}` : ''}</td><td>${esc(o.state)}</td><td>${esc(o.actor)}</td>
+      <td>${esc(ago(o.created_at))}</td><td>${esc(o.message)}</td></tr>`).join('')}</tbody></table>` : 'No operation on this node since the controller started.';
   }
 
   async function loadAlerts() {

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "agent/agent.h"
 #include "apps/gpufleet/sim_actuator.h"
@@ -226,6 +228,41 @@ int RunServe(ServeFlags& f, const cli::Globals& g) {
   return rc;
 }
 
+// How long simulated node actions take (`up`, `sim`, `agent --backend sim`), as flags.
+struct SimActionFlags {
+  std::string install = "10s", flash = "20s", reboot = "15s", reset = "2s", validate = "5s";
+  double failure_rate = 0;
+  std::string action_log;
+  void Add(CLI::App* app) {
+    app->add_option("--sim-install-time", install, "how long a simulated driver install takes");
+    app->add_option("--sim-flash-time", flash, "how long a simulated firmware flash takes");
+    app->add_option("--sim-reboot-time", reboot, "how long a simulated node is off to reboot");
+    app->add_option("--sim-reset-time", reset, "how long a simulated GPU reset takes");
+    app->add_option("--sim-validate-time", validate, "how long a simulated diagnostic takes");
+    app->add_option("--sim-action-failure-rate", failure_rate,
+                    "share of simulated node actions that fail, 0..1")
+        ->check(CLI::Range(0.0, 1.0));
+    app->add_option("--action-log", action_log,
+                    "record every node action an agent runs in this file, a JSON line each");
+  }
+  Result<SimNodeSpec::ActionTimes> Times() const {
+    SimNodeSpec::ActionTimes t;
+    for (auto [flag, text, into] : {std::tuple{"--sim-install-time", &install, &t.install_ms},
+                                    std::tuple{"--sim-flash-time", &flash, &t.flash_ms},
+                                    std::tuple{"--sim-reboot-time", &reboot, &t.reboot_ms},
+                                    std::tuple{"--sim-reset-time", &reset, &t.reset_ms},
+                                    std::tuple{"--sim-validate-time", &validate, &t.validate_ms}}) {
+      *into = ParseDurationMs(*text);
+      if (*into < 0 || *into > 24 * 3'600'000LL) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         std::string(flag) + " must be a duration up to 24h, e.g. 10s");
+      }
+    }
+    t.failure_rate = failure_rate;
+    return t;
+  }
+};
+
 struct AgentFlags {
   std::string controller, join_token, backend = "nvml", nvml_library, hostname, state_dir;
   std::string sim_model = "H100-SXM5-80GB";
@@ -234,6 +271,8 @@ struct AgentFlags {
   std::string reset_gpu_command, reboot_command;
   std::string sysfs_root = "/sys";
   std::string client_cert, client_key;  // for a controller with --client-ca
+  std::string action_dir, action_timeout = "1h";
+  SimActionFlags sim_actions;
 };
 
 int RunAgent(AgentFlags& f, const cli::Globals& g) {
@@ -256,6 +295,9 @@ int RunAgent(AgentFlags& f, const cli::Globals& g) {
     spec.hostname = f.hostname.empty() ? HostFacts().hostname : f.hostname;
     spec.model = model;
     spec.gpu_count = f.sim_gpus;
+    auto times = f.sim_actions.Times();
+    if (!times.ok()) return Fail(times.error());
+    spec.actions = times.value();
     backend = MakeSimBackend(spec);
   }
   AgentOptions o;
@@ -266,6 +308,17 @@ int RunAgent(AgentFlags& f, const cli::Globals& g) {
   o.reset_gpu_command = f.reset_gpu_command;
   o.reboot_command = f.reboot_command;
   o.sysfs_root = f.sysfs_root;
+  o.action_dir = f.action_dir;
+  o.action_log = f.sim_actions.action_log;
+  o.action_timeout_ms = ParseDurationMs(f.action_timeout);
+  if (o.action_timeout_ms < 1000) {
+    return Fail(MakeError(ErrorCode::kInvalidArgument,
+                          "--action-timeout must be a duration of 1s or more, e.g. 1h"));
+  }
+  if (!o.action_dir.empty() && !std::filesystem::is_directory(o.action_dir)) {
+    return Fail(
+        MakeError(ErrorCode::kNotFound, "--action-dir " + o.action_dir + " is not a directory"));
+  }
   std::string token_file = f.state_dir.empty() ? "" : f.state_dir + "/node.token";
   if (!token_file.empty()) {
     std::ifstream in(token_file);
@@ -298,6 +351,7 @@ int RunAgent(AgentFlags& f, const cli::Globals& g) {
 
 struct SimFlags {
   SimPoolOptions pool;
+  SimActionFlags actions;
   int threads = 1;
   std::string log_level = "warn";
   std::string workload = "on";
@@ -358,6 +412,9 @@ int RunSim(SimFlags& f, const cli::Globals& g) {
   f.pool.tls = tls.value();
   sigset_t set = BlockStopSignals();
   SimFleet fleet(GpuCatalog::Builtin());
+  auto times = f.actions.Times();
+  if (!times.ok()) return Fail(times.error());
+  fleet.SetActions(times.value(), f.actions.action_log);
   if (auto s = fleet.AddPool(f.pool); !s.ok()) return Fail(s.error());
   auto clock = RealClock();
   int64_t start = clock->NowMs();
@@ -395,6 +452,7 @@ int RunSim(SimFlags& f, const cli::Globals& g) {
 
 struct UpFlags {
   ServeFlags serve;
+  SimActionFlags actions;
   std::string fleet_file;
   std::string workload = "on";
   bool tls = false;
@@ -447,6 +505,9 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
   sigset_t set = BlockStopSignals(true);
   // One simulated fleet: the pools' initial nodes, and what their autoscalers start.
   SimFleet sim(catalog);
+  auto times = f.actions.Times();
+  if (!times.ok()) return Fail(times.error());
+  sim.SetActions(times.value(), f.actions.action_log);
   ControllerOptions options = f.serve.options;  // destroyed before `sim`, with its actuator
   options.sim_actuator = MakeSimActuator(sim, agent_tls);
   options.demo_workload = f.workload == "on";
@@ -485,6 +546,16 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
     }
     if (!stopping) controller.StartScaling();
   });
+  // The pool a rollout demo suggests: a development cluster's, where a new driver goes first.
+  auto in_development = [&](const Pool& p) {
+    return p.size > 0 && std::any_of(spec->clusters.begin(), spec->clusters.end(), [&](auto& c) {
+             return c.name == p.cluster && c.type == ClusterType::kDevelopment;
+           });
+  };
+  auto dev = std::find_if(spec->pools.begin(), spec->pools.end(), in_development);
+  std::string demo_pool = dev != spec->pools.end() ? dev->name
+                          : spec->pools.empty()    ? "POOL"
+                                                   : spec->pools.front().name;
   std::printf(
       "\ngpufleet is up: %zu clusters, %zu pools, %d simulated nodes with %d GPUs (from %s)\n\n"
       "  Dashboard and API:  %s/\n"
@@ -493,7 +564,10 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
       "  Try:                gpufleet --data-dir %s nodes list\n"
       "  Workload:           %s\n"
       "  Jobs:               gpufleet jobs list (and the dashboard's Jobs page)\n"
-      "  Autoscaled pools:   %zu (gpufleet scaling list; gpufleet scaling tune POOL)\n\n"
+      "  Autoscaled pools:   %zu (gpufleet scaling list; gpufleet scaling tune POOL)\n"
+      "  Rollouts:           the simulated nodes run driver 550.54.15: gpufleet rollouts plan\n"
+      "                      --target 580.95.05 --pools %s (then rollouts start, and the\n"
+      "                      dashboard's Rollouts page)\n\n"
       "Press Ctrl-C to stop.\n",
       spec->clusters.size(), spec->pools.size(), nodes, gpus, filename.c_str(),
       controller.url().c_str(),
@@ -504,7 +578,7 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
       controller.admin_token_path().c_str(), f.serve.options.data_dir.c_str(),
       options.demo_workload ? "teams submit jobs with a daily rhythm (--workload off: none)"
                             : "none (--workload on: teams submit jobs with a daily rhythm)",
-      spec->scaling.size());
+      spec->scaling.size(), demo_pool.c_str());
   std::fflush(stdout);
   WaitForStop(set, controller);
   stopping = true;
@@ -554,6 +628,13 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
   a->add_option("--client-cert", agent.client_cert,
                 "PEM client certificate, for a controller with --client-ca (gpufleet tls issue)");
   a->add_option("--client-key", agent.client_key, "PEM private key of --client-cert");
+  a->add_option("--action-dir", agent.action_dir,
+                "node actions: a directory of programs named install-driver, "
+                "flash-gpu-firmware, flash-nic-firmware, reboot, reset-gpu and validate, run "
+                "with the version and package (or GPU index) as arguments (default: refuse)");
+  a->add_option("--action-timeout", agent.action_timeout,
+                "deadline of a node action when the controller gives none (default 1h)");
+  agent.sim_actions.Add(a);
   a->callback([&g] { g.exit_code = RunAgent(agent, g); });
 
   static SimFlags sim;
@@ -566,6 +647,7 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
   m->add_option("--prefix", sim.pool.name_prefix, "node name prefix");
   m->add_option("--first-index", sim.pool.first_index, "number of the first node");
   m->add_option("--threads", sim.threads, "I/O threads");
+  sim.actions.Add(m);
   m->add_option("--log-level", sim.log_level, "trace, debug, info, warn, error");
   m->add_option("--workload", sim.workload,
                 "on: teams submit jobs to the pool with a daily rhythm, through the API with "
@@ -573,8 +655,9 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
       ->check(CLI::IsMember({"on", "off"}));
   m->require_subcommand(0, 1);
   cli::AddSimInjectCommand(*m, g);
+  cli::AddSimFaultyCommand(*m, g);
   m->callback([&g, m] {
-    if (!m->get_subcommands().empty()) return;  // `sim inject` ran instead
+    if (!m->get_subcommands().empty()) return;  // `sim inject` (or faulty-version) ran instead
     if (sim.pool.controller.empty() || sim.pool.join_token.empty()) {
       std::fprintf(stderr, "error: sim needs --controller and --join-token\n");
       g.exit_code = 2;
@@ -590,6 +673,7 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
   u->add_option("--workload", up.workload,
                 "on: teams submit jobs with a daily rhythm (default); off: an idle fleet")
       ->check(CLI::IsMember({"on", "off"}));
+  up.actions.Add(u);
   u->add_flag("--tls", up.tls,
               "serve HTTPS with a private CA made in DATA_DIR/tls (kept across runs); the "
               "simulated agents trust it");

@@ -6,12 +6,16 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/json.hpp>
+#include <cstdio>
 #include <deque>
+#include <mutex>
 #include <random>
 #include <thread>
 
 #include "common/clock.h"
 #include "common/command.h"
+#include "common/json_text.h"
 #include "common/url.h"
 #include "net/stream.h"
 #include "proto/proto.h"
@@ -78,6 +82,15 @@ class Session : public std::enable_shared_from_this<Session> {
     while (!Stopping()) {
       bool welcomed = co_await ConnectOnce();
       if (Stopping()) break;
+      if (reboot_for_ms_ > 0) {  // off for the reboot, then up with what was installed
+        rebooting_ = true;
+        timer_.expires_after(std::chrono::milliseconds(std::exchange(reboot_for_ms_, 0)));
+        co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+        backend_->Boot();
+        rebooting_ = false;
+        attempt = 0;
+        continue;
+      }
       if (welcomed) attempt = 0;
       stats_.failures += welcomed ? 0 : 1;
       // Full jitter over an exponentially growing, capped window.
@@ -214,6 +227,7 @@ class Session : public std::enable_shared_from_this<Session> {
         results_.pop_front();
         co_await Send(result);
       }
+      if (reboot_for_ms_ > 0) break;  // a simulated reboot: the node goes away
       timer_.expires_after(std::chrono::milliseconds(tick));
       co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
       if (*done || Stopping() || ws_.get() != ws) break;
@@ -253,6 +267,7 @@ class Session : public std::enable_shared_from_this<Session> {
       sample_timer_.expires_after(std::chrono::milliseconds(next - now));
       co_await sample_timer_.async_wait(asio::as_tuple(asio::use_awaitable));
       if (Stopping()) break;
+      if (rebooting_) continue;  // a node that is off samples nothing
       if (gpu_count == 0 || next % 60'000 == 0) {
         auto gpus = backend_->Inventory();
         gpu_count = gpus.ok() ? gpus->size() : 0;
@@ -299,6 +314,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // A command from the controller (fault injection on a simulated GPU). The effect shows in
   // the next samples, events and inventory.
   void Run(const proto::Command& cmd) {
+    if (proto::IsNodeAction(cmd.action)) {
+      NodeAction(cmd);
+      return;
+    }
     if (!cmd.action.empty()) {
       Remediate(cmd);
       return;
@@ -354,6 +373,92 @@ class Session : public std::enable_shared_from_this<Session> {
     }).detach();
   }
 
+  // A node action: a simulated backend does it itself (taking its simulated time; a reboot
+  // takes the node away); a real node runs the program of its --action-dir, on a thread of its
+  // own, with the deadline, and reports the exit code and the end of the output. A missing
+  // program is a refusal, never a success.
+  void NodeAction(const proto::Command& cmd) {
+    proto::CommandResult result{cmd.id, cmd.gpu, cmd.action, false, ""};
+    if (backend_->Simulated()) {
+      auto sim = backend_->Simulate(cmd);
+      if (!sim) {
+        result.message = "the simulated node does not do " + cmd.action;
+        results_.push_back(std::move(result));
+        return;
+      }
+      Record(cmd);
+      result.ok = sim->ok;
+      result.exit_code = sim->ok ? 0 : 1;
+      result.message = sim->message;
+      if (sim->reboot) {  // it answers, then goes away
+        results_.push_back(std::move(result));
+        reboot_for_ms_ = sim->duration_ms;
+        return;
+      }
+      result.duration_ms = sim->duration_ms;
+      asio::co_spawn(
+          ex_,
+          [self = shared_from_this(), result = std::move(result),
+           wait = sim->duration_ms]() mutable -> asio::awaitable<void> {
+            asio::steady_timer t(self->ex_, std::chrono::milliseconds(wait));
+            co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+            self->results_.push_back(std::move(result));
+            self->inventory_due_ = true;
+          },
+          asio::detached);
+      return;
+    }
+    if (options_.action_dir.empty()) {
+      result.message = "not allowed on this node: the agent has no --action-dir";
+      results_.push_back(std::move(result));
+      return;
+    }
+    std::string program = options_.action_dir + "/" + cmd.action;
+    int64_t timeout = cmd.timeout_ms > 0 ? cmd.timeout_ms : options_.action_timeout_ms;
+    Record(cmd);
+    spdlog::warn("agent: node action {} (command {}): running {}", cmd.action, cmd.id, program);
+    std::thread([self = shared_from_this(), result, program, args = cmd.args, timeout]() mutable {
+      auto start = std::chrono::steady_clock::now();
+      auto outcome =
+          RunProgram(program, args, static_cast<int>(std::min<int64_t>(timeout, INT32_MAX)));
+      result.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now() - start)
+                               .count();
+      if (!outcome.ok()) {
+        result.message = "refused: " + outcome.error().message;
+      } else {
+        result.exit_code = outcome->exit_code;
+        result.ok = outcome->exit_code == 0;
+        result.message = outcome->timed_out ? "timed out after " + std::to_string(timeout / 1000) +
+                                                  " s: " + outcome->output
+                                            : outcome->output;
+      }
+      asio::post(self->ex_, [self, result = std::move(result)]() mutable {
+        self->results_.push_back(std::move(result));
+        self->inventory_due_ = true;
+      });
+    }).detach();
+  }
+
+  // The agent's own record of the actions it ran (AgentOptions::action_log).
+  void Record(const proto::Command& cmd) {
+    if (options_.action_log.empty()) return;
+    boost::json::array args;
+    for (const auto& a : cmd.args) args.emplace_back(a);
+    std::string line = JsonText(boost::json::object{{"time_ms", RealClock()->NowMs()},
+                                                    {"node", options_.hostname},
+                                                    {"id", cmd.id},
+                                                    {"action", cmd.action},
+                                                    {"args", std::move(args)}}) +
+                       "\n";
+    static std::mutex mu;
+    std::lock_guard lock(mu);
+    if (FILE* f = std::fopen(options_.action_log.c_str(), "a")) {
+      std::fwrite(line.data(), 1, line.size(), f);
+      std::fclose(f);
+    }
+  }
+
   void Acked(int64_t seq) {
     acked_seq_ = std::max(acked_seq_, seq);
     while (!pending_.empty() && pending_.front().seq <= seq) {
@@ -378,7 +483,8 @@ class Session : public std::enable_shared_from_this<Session> {
     NodeFacts f = HostFacts();
     if (!options_.hostname.empty()) f.hostname = options_.hostname;
     f.backend = backend_->Name();
-    if (!backend_->Simulated()) f.nics = ReadNics(options_.sysfs_root);
+    auto nics = backend_->Nics();
+    f.nics = nics ? std::move(*nics) : ReadNics(options_.sysfs_root);
     if (auto d = backend_->Driver(); d.ok()) {
       f.driver_version = d->driver_version;
       f.cuda_driver_version = d->cuda_driver_version;
@@ -441,7 +547,9 @@ class Session : public std::enable_shared_from_this<Session> {
     std::vector<proto::GpuEvent> events;
   };
   bool inventory_due_ = false;                // a command changed the GPUs: report inventory now
-  std::deque<proto::CommandResult> results_;  // remediation outcomes to report
+  std::deque<proto::CommandResult> results_;  // remediation and node action outcomes
+  int64_t reboot_for_ms_ = 0;  // a simulated reboot asked: the connection ends, off this long
+  bool rebooting_ = false;
   asio::steady_timer sample_timer_{ex_};
   std::deque<Batch> pending_;
   size_t pending_rows_ = 0;

@@ -31,6 +31,15 @@ struct AgentOptions {
   std::string reset_gpu_command;
   std::string reboot_command;  // e.g. "systemctl reboot"
   int command_timeout_ms = 300'000;
+  // Node actions (proto::kNodeActions): the programs of this directory, each named for its
+  // action (install-driver, flash-gpu-firmware, flash-nic-firmware, reboot, reset-gpu,
+  // validate) and run with the controller's arguments (the version and package, or the GPU
+  // index). Empty: every node action is refused. Simulated nodes carry them out themselves.
+  std::string action_dir;
+  int64_t action_timeout_ms = 3'600'000;  // when the controller gives no deadline
+  // Where each node action is recorded as it starts (a JSON line: time, node, id, action,
+  // args); empty: nowhere. Several agents of one runner may share the file.
+  std::string action_log;
   // Where sysfs is (NIC firmware: SYSFS/class/infiniband); tests point it at a fixture tree.
   // Simulated nodes read none.
   std::string sysfs_root = "/sys";

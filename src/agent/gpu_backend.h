@@ -4,6 +4,7 @@
 // A backend is used from one thread at a time.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,22 @@ class GpuBackend {
   virtual Result<std::string> Remediate(int gpu, const std::string& action) {
     return MakeError(ErrorCode::kConflict, "this backend does not remediate by itself");
   }
+  // The node's InfiniBand / RoCE adapters, where the backend knows them itself (simulated
+  // nodes); nullopt: read them from sysfs (ReadNics).
+  virtual std::optional<std::vector<Nic>> Nics() { return std::nullopt; }
+  // A node action (proto::kNodeActions) that a simulated backend carries out itself: what it
+  // will report and how long it takes. A reboot's effects (a new driver or firmware becoming
+  // the running one) wait for Boot(). Real backends: nullopt (the agent runs its programs).
+  struct SimulatedAction {
+    int64_t duration_ms = 0;
+    bool ok = true;
+    std::string message;
+    bool reboot = false;  // the node goes away for duration_ms, then Boot()
+  };
+  virtual std::optional<SimulatedAction> Simulate(const proto::Command& command) {
+    return std::nullopt;
+  }
+  virtual void Boot() {}
 };
 
 // Loads NVML from `library_path` (empty: $GPUFLEET_NVML_LIBRARY, then libnvidia-ml.so.1) and
@@ -54,6 +71,15 @@ struct SimNodeSpec {
   int gpu_count = 8;
   std::string driver_version = "550.54.15";
   std::string cuda_driver_version = "12.4";
+  // How long simulated node actions take, and the share of them that fail (0..1).
+  struct ActionTimes {
+    int64_t install_ms = 10000;  // install-driver
+    int64_t flash_ms = 20000;    // flash-gpu-firmware, flash-nic-firmware
+    int64_t reboot_ms = 15000;   // offline time of a reboot
+    int64_t reset_ms = 2000;     // reset-gpu
+    int64_t validate_ms = 5000;  // validate
+    double failure_rate = 0;
+  } actions;
 };
 std::unique_ptr<GpuBackend> MakeSimBackend(SimNodeSpec spec);
 

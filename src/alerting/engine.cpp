@@ -105,6 +105,11 @@ const std::vector<Rule>& BuiltinRules() {
                30'000, "{{ $labels.Hostname }} last reported {{ $value }} s ago"),
       ExprRule("ApiLatencyHigh", "api_request_duration_p99_seconds > 1", "warning", 300'000,
                "The API's p99 request duration is {{ $value }} s"),
+      // Rollouts: one that halted or rolled back, and each node that failed its update.
+      ExprRule("RolloutHalted", "rollouts_halted > 0", "critical", 0,
+               "{{ $value }} rollout(s) halted or rolled back: gpufleet rollouts list"),
+      ExprRule("RolloutNodeFailed", "node_rollout_failed == 1", "warning", 0,
+               "{{ $labels.Hostname }} failed its update in a rollout"),
       // Capacity: a pool with no GPU a job could use, or with a tenth of its GPUs unhealthy.
       ExprRule("PoolNoAvailableGpus", "sum by (cluster, pool) (gpu_available) == 0", "critical",
                300'000, "{{ $labels.cluster }}/{{ $labels.pool }} has no available GPU"),

@@ -226,8 +226,14 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Select(const Expr& e) {
           v = static_cast<double>(snap_.now_ms - snap_.nodes[r].last_seen_ms) / 1000.0;
         }
         break;
+      case Special::kNodeRolloutFailed:
+        v = snap_.nodes[r].rollout_failed ? 1 : 0;
+        break;
       case Special::kApiP99:
         v = snap_.api_p99_s;
+        break;
+      case Special::kRolloutsHalted:
+        v = snap_.rollouts_halted;
         break;
       case Special::kXidEvents:
         break;  // a range: counted by RangeCall

@@ -40,6 +40,7 @@ struct Snapshot {
     int health = 0;  // 0 ready, 1 degraded, 2 unhealthy
     bool cordoned = false;
     int64_t last_seen_ms = 0;
+    bool rollout_failed = false;  // set by the controller from the rollouts
   };
   struct GpuRow {
     uint32_t node = 0;  // index into nodes
@@ -57,6 +58,7 @@ struct Snapshot {
   std::vector<GpuRow> gpus;
   std::unordered_map<size_t, std::vector<Xid>> xids;  // by GPU row
   double api_p99_s = NAN;                             // NaN: no requests since the last cycle
+  double rollouts_halted = 0;                         // set by the controller from the rollouts
 };
 
 // From the health model's reports (which carry every node, its state and its GPUs), the recent

@@ -21,8 +21,12 @@ const std::vector<MetricDef>& Specials() {
        "1 when the node is cordoned or draining, else 0."},
       {"node_report_age_seconds", RowKind::kNode, Special::kNodeReportAge, Field::kGpuUtil, 1,
        "Seconds since the node's last heartbeat or scrape."},
+      {"node_rollout_failed", RowKind::kNode, Special::kNodeRolloutFailed, Field::kGpuUtil, 1,
+       "1 when the node failed its update in a rollout (not ended, or ended within the hour)."},
       {"api_request_duration_p99_seconds", RowKind::kController, Special::kApiP99, Field::kGpuUtil,
        1, "The 99th percentile of the API's request durations since the last evaluation."},
+      {"rollouts_halted", RowKind::kController, Special::kRolloutsHalted, Field::kGpuUtil, 1,
+       "Rollouts halted or rolling back, and those rolled back within the last hour."},
   };
   return kSpecials;
 }

@@ -9,8 +9,10 @@
 // - xid_events: the GPU's XID errors, a range only, for count_over_time; matchers on xid,
 //   severity and action select events (from the XID catalogue), the others select GPUs;
 // - per node (Hostname, cluster, pool): node_up (heartbeat or scrape within the limit),
-//   node_health (0 ready, 1 degraded, 2 unhealthy), node_cordoned, node_report_age_seconds;
-// - the controller's own (no labels): api_request_duration_p99_seconds over the last cycle.
+//   node_health (0 ready, 1 degraded, 2 unhealthy), node_cordoned, node_report_age_seconds,
+//   node_rollout_failed (1: the node failed its update in a rollout, within the last hour);
+// - the controller's own (no labels): api_request_duration_p99_seconds over the last cycle,
+//   rollouts_halted (rollouts halted, rolling back, or rolled back within the last hour).
 
 #include <optional>
 #include <string_view>
@@ -32,7 +34,9 @@ enum class Special {
   kNodeHealth,
   kNodeCordoned,
   kNodeReportAge,
+  kNodeRolloutFailed,
   kApiP99,
+  kRolloutsHalted,
 };
 
 struct MetricDef {

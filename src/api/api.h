@@ -12,6 +12,7 @@
 #include "fleet/fleet.h"
 #include "health/service.h"
 #include "lifecycle/compat_service.h"
+#include "lifecycle/rollout_service.h"
 #include "model/catalog.h"
 #include "net/tls.h"
 #include "proto/agent_handler.h"
@@ -56,6 +57,7 @@ struct ApiDeps {
   scaling::ScalingService* scaling = nullptr;  // /api/v1/scaling, pools' scaling; absent: 503
   std::string secret_key;                      // the data directory's secret.key (common/crypto.h)
   lifecycle::CompatService* compat = nullptr;  // /api/v1/compat; absent: 503
+  lifecycle::RolloutService* rollouts = nullptr;  // /api/v1/rollouts, node actions; absent: 503
 };
 
 // Owns its I/O threads. Start() binds and serves; Stop() closes and joins. Thread-safe.

@@ -9,6 +9,7 @@
 #include "fleet/fleet.h"
 #include "health/service.h"
 #include "lifecycle/compat_service.h"
+#include "lifecycle/rollout_service.h"
 #include "model/catalog.h"
 #include "proto/proto.h"
 #include "scaling/scaling.h"
@@ -38,7 +39,8 @@ struct ApiContext {
   std::string secret_key;
   // Writes the API tokens' last-use times kept in memory (Authenticator::FlushUse).
   std::function<void()> flush_token_use = [] {};
-  lifecycle::CompatService* compat = nullptr;  // may be null
+  lifecycle::CompatService* compat = nullptr;     // may be null
+  lifecycle::RolloutService* rollouts = nullptr;  // may be null
 };
 
 // Each routes/<resource>.cpp registers its handlers.
@@ -58,6 +60,7 @@ void AddDashboardRoutes(Router& router, ApiContext& ctx);  // whoami, heatmap
 void AddJobRoutes(Router& router, ApiContext& ctx);        // jobs
 void AddScalingRoutes(Router& router, ApiContext& ctx);    // autoscaling
 void AddCompatRoutes(Router& router, ApiContext& ctx);     // the compatibility matrix
+void AddRolloutRoutes(Router& router, ApiContext& ctx);    // rollouts, node actions
 
 // Authenticates "Bearer <token>" against the stored API tokens. While the store is unavailable
 // it answers from the last successful lookup of the same token (its role, expiry and revocation

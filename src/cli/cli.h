@@ -29,6 +29,7 @@ void AddFleetCommands(CLI::App& app, Globals& g);     // clusters, pools, nodes,
 void AddAdminCommands(CLI::App& app, Globals& g);     // tokens, apply, audit
 void AddMetricsCommands(CLI::App& app, Globals& g);   // metrics query|range, top, scrape targets
 void AddSimInjectCommand(CLI::App& sim, Globals& g);  // sim inject (fault injection)
+void AddSimFaultyCommand(CLI::App& sim, Globals& g);  // sim faulty-version
 void AddJobCommands(CLI::App& app, Globals& g);       // jobs submit|list|cancel
 // pools scale, scaling list|show|events|set|delete (after AddFleetCommands: it adds to `pools`)
 void AddScalingCommands(CLI::App& app, Globals& g);
@@ -36,8 +37,9 @@ void AddReplayCommand(CLI::App& app, Globals& g);  // replay (trace, scheduler, 
 // A tune's result (sched::TuneJson, with the pool's fields when it has them) as tables: the
 // current setting against the cheapest that meets the objective; with `all`, every setting.
 void PrintTune(const boost::json::value& v, bool all);
-void AddHealthCommands(CLI::App& app, Globals& g);     // health, xids, alerts, channels, silences
-void AddRuleCommands(CLI::App& app, Globals& g);       // rules list|test|delete|metrics
-void AddLifecycleCommands(CLI::App& app, Globals& g);  // compat check|show|apply|reset|export
+void AddHealthCommands(CLI::App& app, Globals& g);  // health, xids, alerts, channels, silences
+void AddRuleCommands(CLI::App& app, Globals& g);    // rules list|test|delete|metrics
+// compat, rollouts, node actions (nodes reboot|reset-gpu|maintenance|decommission|delete)
+void AddLifecycleCommands(CLI::App& app, Globals& g);
 
 }  // namespace gpufleet::cli

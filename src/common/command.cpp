@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,9 +15,16 @@ extern char** environ;
 
 namespace gpufleet {
 
-Result<CommandOutcome> RunShellCommand(
-    const std::string& command, int timeout_ms,
-    const std::vector<std::pair<std::string, std::string>>& env) {
+namespace {
+
+constexpr size_t kMaxOutput = 4096;
+
+// Runs `file` with `argv` (argv[0] first), capturing at most kMaxOutput bytes of what it
+// prints: the first ones, or the last ones when `keep_tail`.
+Result<CommandOutcome> Run(const std::string& file, const std::vector<std::string>& argv_in,
+                           int timeout_ms,
+                           const std::vector<std::pair<std::string, std::string>>& env,
+                           bool keep_tail) {
   // The child's environment is built before the fork: a forked child of a threaded process may
   // only make async-signal-safe calls.
   std::vector<std::string> vars;
@@ -33,6 +41,10 @@ Result<CommandOutcome> RunShellCommand(
   std::vector<char*> envp;
   for (auto& v : vars) envp.push_back(v.data());
   envp.push_back(nullptr);
+  std::vector<std::string> args = argv_in;
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
   int fds[2];
   if (::pipe(fds) != 0) {
     return MakeError(ErrorCode::kInternal, std::string("pipe: ") + std::strerror(errno));
@@ -49,8 +61,7 @@ Result<CommandOutcome> RunShellCommand(
     ::dup2(fds[1], 2);
     ::close(fds[0]);
     ::close(fds[1]);
-    const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
-    ::execve("/bin/sh", const_cast<char* const*>(argv), envp.data());
+    ::execve(file.c_str(), argv.data(), envp.data());
     ::_exit(127);
   }
   ::close(fds[1]);
@@ -72,8 +83,12 @@ Result<CommandOutcome> RunShellCommand(
     if (r <= 0) continue;
     ssize_t n = ::read(fds[0], buf, sizeof buf);
     if (n <= 0) break;  // the command closed its output: it is ending
-    if (out.output.size() < 4096) {
-      out.output.append(buf, static_cast<size_t>(std::min<ssize_t>(n, 4096 - out.output.size())));
+    if (keep_tail) {
+      out.output.append(buf, static_cast<size_t>(n));
+      if (out.output.size() > kMaxOutput) out.output.erase(0, out.output.size() - kMaxOutput);
+    } else if (out.output.size() < kMaxOutput) {
+      out.output.append(buf,
+                        static_cast<size_t>(std::min<ssize_t>(n, kMaxOutput - out.output.size())));
     }
   }
   ::close(fds[0]);
@@ -82,6 +97,28 @@ Result<CommandOutcome> RunShellCommand(
   }
   if (!out.timed_out && WIFEXITED(status)) out.exit_code = WEXITSTATUS(status);
   return out;
+}
+
+}  // namespace
+
+Result<CommandOutcome> RunShellCommand(
+    const std::string& command, int timeout_ms,
+    const std::vector<std::pair<std::string, std::string>>& env) {
+  return Run("/bin/sh", {"sh", "-c", command}, timeout_ms, env, false);
+}
+
+Result<CommandOutcome> RunProgram(const std::string& path, const std::vector<std::string>& args,
+                                  int timeout_ms) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return MakeError(ErrorCode::kNotFound, path + ": " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode) || ::access(path.c_str(), X_OK) != 0) {
+    return MakeError(ErrorCode::kNotFound, path + ": not an executable file");
+  }
+  std::vector<std::string> argv{path};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Run(path, argv, timeout_ms, {}, true);
 }
 
 std::string ExpandCommand(std::string tmpl, int index, const std::string& uuid) {

@@ -22,6 +22,12 @@ Result<CommandOutcome> RunShellCommand(
     const std::string& command, int timeout_ms,
     const std::vector<std::pair<std::string, std::string>>& env = {});
 
+// `path` run directly (no shell) with `args` as its arguments, in its own process group, with
+// a deadline; `output` keeps the last 4 KiB it printed (where a diagnostic's verdict is).
+// kNotFound when `path` is not an executable file.
+Result<CommandOutcome> RunProgram(const std::string& path, const std::vector<std::string>& args,
+                                  int timeout_ms);
+
 // "{index}" and "{uuid}" in `tmpl` replaced.
 std::string ExpandCommand(std::string tmpl, int index, const std::string& uuid);
 

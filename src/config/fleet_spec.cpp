@@ -43,7 +43,7 @@ class Validator {
       if (!c.IsMap()) return Fail(c, path, "must be a mapping");
       GF_TRY(Keys(c, path,
                   {"name", "type", "site", "labels", "remediation", "tier", "requires",
-                   "driver_branch", "pools"}));
+                   "driver_branch", "maintenance_windows", "pools"}));
       Cluster cluster;
       GF_TRY_ASSIGN(cluster.name, Name(c, path));
       if (!cluster_names.insert(cluster.name).second) {
@@ -67,9 +67,10 @@ class Validator {
         const YAML::Node p = pools[j];
         std::string ppath = path + ".pools[" + std::to_string(j) + "]";
         if (!p.IsMap()) return Fail(p, ppath, "must be a mapping");
-        GF_TRY(Keys(p, ppath,
-                    {"name", "gpu_model", "gpus_per_node", "size", "labels", "exporters",
-                     "scrape_interval", "scaling", "tier", "requires", "driver_branch"}));
+        GF_TRY(Keys(
+            p, ppath,
+            {"name", "gpu_model", "gpus_per_node", "size", "labels", "exporters", "scrape_interval",
+             "scaling", "tier", "requires", "driver_branch", "maintenance_windows"}));
         Pool pool;
         pool.cluster = cluster.name;
         GF_TRY_ASSIGN(pool.name, Name(p, ppath));
@@ -200,6 +201,41 @@ class Validator {
       return Fail(at, path + "." + field, why.substr(colon + 2));
     }
     if (!l.driver_branch.empty()) l.driver_branch = NormalizeBranch(l.driver_branch);
+    return Windows(m, path, l.windows);
+  }
+
+  // maintenance_windows: [{days: [sat, sun], from: "02:00", to: "06:00", timezone: UTC}]
+  Status Windows(const YAML::Node& m, const std::string& path,
+                 std::vector<MaintenanceWindow>& out) const {
+    auto list = m["maintenance_windows"];
+    if (!list) return {};
+    std::string lpath = path + ".maintenance_windows";
+    if (!list.IsSequence()) return Fail(list, lpath, "must be a list");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const YAML::Node w = list[i];
+      std::string wpath = lpath + "[" + std::to_string(i) + "]";
+      if (!w.IsMap()) return Fail(w, wpath, "must be a mapping");
+      GF_TRY(Keys(w, wpath, {"days", "from", "to", "timezone"}));
+      std::vector<std::string> days;
+      auto d = w["days"];
+      if (!d || !d.IsSequence()) return Fail(d ? d : w, wpath + ".days", "must be a list of days");
+      for (const auto& day : d) {
+        if (!day.IsScalar()) return Fail(day, wpath + ".days", "must be a list of days");
+        days.push_back(day.as<std::string>());
+      }
+      std::string from, to, zone;
+      GF_TRY_ASSIGN(from, Str(w, wpath, "from", true));
+      GF_TRY_ASSIGN(to, Str(w, wpath, "to", true));
+      GF_TRY_ASSIGN(zone, Str(w, wpath, "timezone", false));
+      auto made = MakeWindow(days, from, to, zone);
+      if (!made.ok()) {
+        const std::string& why = made.error().message;
+        const size_t colon = why.find(": ");
+        const std::string field = why.substr(0, colon);
+        return Fail(w[field] ? w[field] : w, wpath + "." + field, why.substr(colon + 2));
+      }
+      out.push_back(std::move(made).value());
+    }
     return {};
   }
 

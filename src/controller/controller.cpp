@@ -18,6 +18,7 @@
 #include "health/service.h"
 #include "ingest/ingest.h"
 #include "lifecycle/compat_service.h"
+#include "lifecycle/rollout_service.h"
 #include "scaling/scaling.h"
 #include "scrape/scraper.h"
 #include "store/store.h"
@@ -86,6 +87,7 @@ struct Controller::Impl {
   std::unique_ptr<workload::JobService> jobs;
   std::unique_ptr<scaling::ScalingService> scaling;
   std::unique_ptr<lifecycle::CompatService> compat;
+  std::unique_ptr<lifecycle::RolloutService> rollouts;
   std::unique_ptr<workload::WorkloadGenerator> generator;  // the monitor thread's
   std::unique_ptr<alerting::Notifier> notifier;
   std::unique_ptr<alerting::SeriesReader> series_reader;  // the monitor thread's
@@ -180,6 +182,9 @@ Status Controller::Start() {
   impl_->compat = std::make_unique<lifecycle::CompatService>(*impl_->fleet, *db.settings,
                                                              impl_->catalog, impl_->clock);
   GF_TRY(impl_->compat->Load());
+  impl_->rollouts = std::make_unique<lifecycle::RolloutService>(
+      *impl_->fleet, impl_->compat.get(), *db.rollouts, *db.audit, impl_->clock);
+  GF_TRY(impl_->rollouts->Load());
   impl_->notifier = std::make_unique<alerting::Notifier>(*db.alerting, impl_->clock, "");
   GF_TRY(impl_->notifier->Load());
   impl_->series_reader = alerting::MakeTelemetryReader(*impl_->telemetry);
@@ -205,7 +210,7 @@ Status Controller::Start() {
       api::ApiDeps{*impl_->fleet, impl_->stores, impl_->catalog, impl_->clock, *impl_->telemetry,
                    *impl_->ingest, [s = impl_->scraper.get()] { return s->Targets(); },
                    impl_->health.get(), impl_->notifier.get(), impl_->jobs.get(),
-                   impl_->scaling.get(), key.value(), impl_->compat.get()});
+                   impl_->scaling.get(), key.value(), impl_->compat.get(), impl_->rollouts.get()});
   auto addr = impl_->server->Start();
   if (!addr.ok()) return addr.error();
   // Remediation actions go to agents over their connections (the monitor thread asks; it is
@@ -214,6 +219,51 @@ Status Controller::Start() {
       [server = impl_->server.get()](const std::string& node, const proto::Command& cmd) {
         return server->SendToAgent(node, proto::Message(cmd));
       });
+  // Rollouts and node actions: commands to agents, their answers from the agent channel, and
+  // what their gates watch (the health model's XIDs, the alerts firing).
+  {
+    lifecycle::RolloutHooks hooks;
+    hooks.send = [server = impl_->server.get()](const std::string& node,
+                                                const proto::Command& cmd) {
+      return server->SendToAgent(node, proto::Message(cmd));
+    };
+    hooks.busy = [jobs = impl_->jobs.get()](const std::string& node) { return jobs->Busy(node); };
+    hooks.drain_timeout = [jobs = impl_->jobs.get()](const std::string& node, int64_t ms) {
+      jobs->SetDrainTimeout(node, ms);
+    };
+    hooks.last_xid = [health = impl_->health.get(), fleet = impl_->fleet.get()] {
+      std::map<std::string, std::string> node_of;  // GPU UUID -> node
+      fleet->ForEachNode({}, [&](const Node& n) {
+        for (const auto& g : n.gpus) node_of[g.uuid] = n.name;
+      });
+      std::map<std::string, int64_t> out;
+      for (const auto& [uuid, seen] : health->RecentXids()) {
+        auto node = node_of.find(uuid);
+        if (node == node_of.end()) continue;
+        for (const auto& x : seen) out[node->second] = std::max(out[node->second], x.time_ms);
+      }
+      return out;
+    };
+    hooks.alerting = [notifier = impl_->notifier.get()] {
+      std::map<std::string, std::string> out;
+      for (const auto& a : notifier->Alerts()) {
+        auto host = a.labels.find("Hostname");
+        if (a.state == alerting::State::kFiring && host != a.labels.end()) {
+          out.emplace(host->second, a.rule);
+        }
+      }
+      return out;
+    };
+    hooks.gpu_reset = [health = impl_->health.get()](const std::string& node, int gpu) {
+      health->OnReset(node, gpu);
+    };
+    impl_->rollouts->set_hooks(std::move(hooks));
+    impl_->ingest->set_action_results(
+        [rollouts = impl_->rollouts.get()](const std::string& node,
+                                           const proto::CommandResult& result) {
+          rollouts->OnCommandResult(node, result);
+        });
+  }
   impl_->address = addr.value();
   impl_->notifier->set_external_url(url());
   impl_->notifier->set_secret_key(key.value());
@@ -252,6 +302,8 @@ Status Controller::Start() {
       impl_->jobs->Tick();
       // Autoscaling: the decisions that are due, from the demand the jobs just showed.
       if (impl_->scaling_on) impl_->scaling->Tick();
+      // Rollouts and node actions: each node's next step.
+      impl_->rollouts->Tick();
       int64_t now = impl_->clock->NowMs();
       // Pools change through apply; pick up their exporters within a few seconds.
       if (now >= next_targets) {
@@ -262,9 +314,15 @@ Status Controller::Start() {
         next_health = now + impl_->options.health_interval_ms;
         std::vector<health::NodeHealth> reports;
         impl_->health->Apply(&reports);
-        auto snapshot = std::make_shared<const alerting::Snapshot>(alerting::MakeSnapshot(
-            reports, impl_->health->RecentXids(), impl_->health->xid_catalog(), now,
-            impl_->server->TakeRecentP99()));
+        alerting::Snapshot snap = alerting::MakeSnapshot(reports, impl_->health->RecentXids(),
+                                                         impl_->health->xid_catalog(), now,
+                                                         impl_->server->TakeRecentP99());
+        // What the rollout rules read (RolloutHalted, RolloutNodeFailed).
+        snap.rollouts_halted = static_cast<double>(impl_->rollouts->Alarms().size());
+        if (auto failed = impl_->rollouts->FailedNodes(); !failed.empty()) {
+          for (auto& n : snap.nodes) n.rollout_failed = failed.count(n.name) > 0;
+        }
+        auto snapshot = std::make_shared<const alerting::Snapshot>(std::move(snap));
         if (auto s = impl_->notifier->Cycle(reports, std::move(snapshot), *impl_->series_reader);
             !s.ok()) {
           spdlog::error("alerting: {}", s.error().message);

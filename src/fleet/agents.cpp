@@ -127,6 +127,7 @@ Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const st
   node.gpus = hello.gpus;
   node.last_seen_ms = now;
   node.connected = true;
+  node.connected_ms = now;
   auto [health, why] = Verdict(it->second, pool.value());
   if (node.state == NodeState::kProvisioning) {
     Move(node, {NodeState::kJoining, NodeState::kJoining},

@@ -470,6 +470,26 @@ Status FleetService::Retire(const std::string& name, const std::string& reason,
   return {};
 }
 
+Status FleetService::Delete(const std::string& name) {
+  auto lock = LockFor(name);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return MakeError(ErrorCode::kNotFound, "no node '" + name + "'");
+  const Node& node = it->second.node;
+  bool gone = node.state == NodeState::kRetired ||
+              (node.state == NodeState::kDecommissioning && !node.connected);
+  if (!gone) {
+    return MakeError(ErrorCode::kConflict,
+                     "node " + name + " is " + std::string(ToString(node.state)) +
+                         ": only a retired node (or a decommissioning one whose agent is gone) "
+                         "can be deleted; decommission it first");
+  }
+  if (auto s = store_.DeleteNode(name); !s.ok() && s.error().code != ErrorCode::kNotFound) {
+    return s.error();
+  }
+  nodes_.erase(it);
+  return {};
+}
+
 Status FleetService::FinishDrain(const std::string& name, const std::string& reason) {
   auto lock = LockFor(name);
   auto it = nodes_.find(name);

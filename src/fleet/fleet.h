@@ -98,6 +98,9 @@ class FleetService : public proto::AgentHandler {
                          const std::string& reason, const std::string& actor);
   // Decommissions and retires a node in one step (a scaled-down or failed-to-start node).
   Status Retire(const std::string& name, const std::string& reason, const std::string& actor);
+  // Forgets a retired (or decommissioning, disconnected) node: its record and GPUs leave the
+  // store; its events stay. kConflict for any other node.
+  Status Delete(const std::string& name);
   // A draining node whose jobs have ended (or been requeued) becomes drained.
   Status FinishDrain(const std::string& name, const std::string& reason);
   Result<std::vector<NodeEvent>> Events(const std::string& node, int limit);

@@ -274,11 +274,16 @@ void HealthService::OnActionResult(const std::string& node, const proto::Command
   }
   spdlog::warn("remediation: {} of GPU {} on {} done: {}", result.action, result.gpu, node,
                result.message);
+  OnReset(node, result.action == "reset_gpu" ? result.gpu : -1);
+}
+
+void HealthService::OnReset(const std::string& node, int gpu) {
+  int64_t now = clock_->NowMs();
   // Stored as a GPU event too, so that after a restart the XIDs before it still do not count.
   std::vector<std::string> uuids = fleet_.GpuUuids(node);
   std::vector<GpuEventRecord> events;
   for (size_t i = 0; i < uuids.size(); ++i) {
-    if (result.action == "reset_gpu" && static_cast<int>(i) != result.gpu) continue;
+    if (gpu >= 0 && static_cast<int>(i) != gpu) continue;
     events.push_back({0, now, node, static_cast<int>(i), uuids[i], "reset", 1});
   }
   (void)store_.AppendGpuEvents(events);

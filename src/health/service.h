@@ -56,6 +56,9 @@ class HealthService {
   // The agent's answer: an audit record; a GPU that was reset (or a node rebooted) is judged
   // afresh: the XIDs it had before no longer count against it.
   void OnActionResult(const std::string& node, const proto::CommandResult& result);
+  // A GPU (`gpu` -1: every GPU of the node, a reboot) was reset by other means (an operator's
+  // node action): the XIDs it had before no longer count against it.
+  void OnReset(const std::string& node, int gpu);
 
   const XidCatalog& xid_catalog() const { return *xids_; }
   // Clusters whose remediation circuit breaker held an action back in the last cycle.

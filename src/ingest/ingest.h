@@ -6,6 +6,7 @@
 // refreshed like an agent's, its readings stored like a batch). Thread-safe as its parts are:
 // the API's I/O threads and the scraper's thread call it at once.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,11 @@ class Ingest : public proto::AgentHandler {
   Status OnScrape(const scrape::ScrapeTarget& target, int64_t now,
                   const scrape::DcgmReading& reading);
 
+  // Where the answers to node actions (proto::kNodeActions) go: the rollouts. Set before
+  // serving; remediation's answers go to the health service.
+  using ActionResults = std::function<void(const std::string& node, const proto::CommandResult&)>;
+  void set_action_results(ActionResults sink) { action_results_ = std::move(sink); }
+
  private:
   // The durable, queryable record of each event, then the health model's view of its XIDs.
   // False when the records could not be stored.
@@ -49,6 +55,7 @@ class Ingest : public proto::AgentHandler {
   TelemetryStore& telemetry_;
   store::FleetStore& store_;
   health::HealthService& health_;
+  ActionResults action_results_;
   store::AuditLog& audit_;
 };
 

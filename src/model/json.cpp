@@ -75,11 +75,25 @@ Remediation RemediationFromJson(const json::value& v) {
   return r;
 }
 
+json::array ToJson(const std::vector<MaintenanceWindow>& windows) {
+  json::array out;
+  for (const auto& w : windows) {
+    json::array days;
+    for (int d : w.days) days.emplace_back(WeekdayName(d));
+    out.push_back(json::object{{"days", std::move(days)},
+                               {"from", FormatClock(w.from_minute)},
+                               {"to", FormatClock(w.to_minute)},
+                               {"timezone", w.timezone}});
+  }
+  return out;
+}
+
 json::object ToJson(const Lifecycle& l) {
   return {{"tier", l.tier},
           {"requires",
            {{"cuda", l.cuda}, {"gpu_operator", l.gpu_operator}, {"kubernetes", l.kubernetes}}},
-          {"driver_branch", l.driver_branch}};
+          {"driver_branch", l.driver_branch},
+          {"maintenance_windows", ToJson(l.windows)}};
 }
 
 Lifecycle LifecycleFromJson(const json::value& v) {
@@ -97,8 +111,33 @@ Lifecycle LifecycleFromJson(const json::value& v) {
     l.gpu_operator = str(r->as_object(), "gpu_operator");
     l.kubernetes = str(r->as_object(), "kubernetes");
   }
+  // Stored windows were checked when applied; one that no longer reads (a zone removed from
+  // the tz database) is dropped here, and the apply of the same file names the problem.
+  if (const auto* ws = o.if_contains("maintenance_windows"); ws && ws->is_array()) {
+    for (const auto& v : ws->as_array()) {
+      if (!v.is_object()) continue;
+      std::vector<std::string> days;
+      if (const auto* d = v.as_object().if_contains("days"); d && d->is_array()) {
+        for (const auto& day : d->as_array()) {
+          if (day.is_string()) days.emplace_back(day.as_string());
+        }
+      }
+      auto w = MakeWindow(days, str(v.as_object(), "from"), str(v.as_object(), "to"),
+                          str(v.as_object(), "timezone"));
+      if (w.ok()) l.windows.push_back(std::move(w).value());
+    }
+  }
   return l;
 }
+
+namespace {
+// A cluster's or pool's lifecycle, its windows shown beside it (`maintenance_windows`).
+json::object LifecycleJson(const Lifecycle& l) {
+  json::object o = ToJson(l);
+  o.erase("maintenance_windows");
+  return o;
+}
+}  // namespace
 
 json::object ToJson(const Cluster& c) {
   return {{"name", c.name},
@@ -106,7 +145,8 @@ json::object ToJson(const Cluster& c) {
           {"site", c.site},
           {"labels", ToJson(c.labels)},
           {"remediation", ToJson(c.remediation)},
-          {"lifecycle", ToJson(c.lifecycle)},
+          {"lifecycle", LifecycleJson(c.lifecycle)},
+          {"maintenance_windows", ToJson(c.lifecycle.windows)},
           {"created_at", FormatTime(c.created_ms)},
           {"updated_at", FormatTime(c.updated_ms)}};
 }
@@ -120,7 +160,8 @@ json::object ToJson(const Pool& p) {
           {"labels", ToJson(p.labels)},
           {"exporters", ToJson(p.exporters)},
           {"scrape_interval_ms", p.scrape_interval_ms},
-          {"lifecycle", ToJson(p.lifecycle)},
+          {"lifecycle", LifecycleJson(p.lifecycle)},
+          {"maintenance_windows", ToJson(p.lifecycle.windows)},
           {"created_at", FormatTime(p.created_ms)},
           {"updated_at", FormatTime(p.updated_ms)}};
 }

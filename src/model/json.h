@@ -26,8 +26,11 @@ boost::json::object ToJson(const Remediation& r);
 Labels LabelsFromJson(const boost::json::value& v);
 std::vector<ExporterTarget> ExportersFromJson(const boost::json::value& v);
 Remediation RemediationFromJson(const boost::json::value& v);
-// {"tier", "requires": {"cuda", "gpu_operator", "kubernetes"}, "driver_branch"}
+// {"tier", "requires": {"cuda", "gpu_operator", "kubernetes"}, "driver_branch",
+//  "maintenance_windows": [...]}; a cluster's and a pool's JSON carry the windows beside it.
 boost::json::object ToJson(const Lifecycle& l);
+// {"days": ["sat", "sun"], "from": "02:00", "to": "06:00", "timezone": "UTC"}
+boost::json::array ToJson(const std::vector<MaintenanceWindow>& windows);
 Lifecycle LifecycleFromJson(const boost::json::value& v);
 
 Result<Gpu> GpuFromJson(const boost::json::value& v);

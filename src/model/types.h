@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/window.h"
+
 namespace gpufleet {
 
 using Labels = std::map<std::string, std::string>;
@@ -39,6 +41,9 @@ struct Lifecycle {
   std::string gpu_operator;   // requires.gpu_operator: "v25.10.1"
   std::string kubernetes;     // requires.kubernetes: "1.33"
   std::string driver_branch;  // pinned: "R580"
+  // When disruptive work may start (fleet file `maintenance_windows`); a pool with none uses
+  // its cluster's, and none at all means any time.
+  std::vector<MaintenanceWindow> windows;
   bool operator==(const Lifecycle&) const = default;
 };
 
@@ -144,6 +149,9 @@ struct Node {
   int64_t registered_ms = 0;
   int64_t last_seen_ms = 0;
   int64_t state_since_ms = 0;
+  // When its agent last registered (a hello): a reboot is over when this is after it began.
+  // Kept in memory only.
+  int64_t connected_ms = 0;
   std::string token_hash;  // the node credential's SHA-256; never leaves the controller
 };
 

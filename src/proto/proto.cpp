@@ -1,11 +1,18 @@
 #include "proto/proto.h"
 
+#include <algorithm>
+
 #include "common/json_text.h"
 #include "model/json.h"
 
 namespace json = boost::json;
 
 namespace gpufleet::proto {
+
+bool IsNodeAction(std::string_view action) {
+  return std::find(kNodeActions.begin(), kNodeActions.end(), action) != kNodeActions.end();
+}
+
 namespace {
 
 json::array GpusJson(const std::vector<Gpu>& gpus) {
@@ -88,11 +95,24 @@ struct Encoder {
     } else {
       o["action"] = m.action;
     }
+    if (!m.args.empty()) {
+      json::array args;
+      for (const auto& a : m.args) args.emplace_back(a);
+      o["args"] = std::move(args);
+    }
+    if (m.timeout_ms > 0) o["timeout_ms"] = m.timeout_ms;
+    if (m.sim_faulty) o["sim_faulty"] = true;
     return o;
   }
   json::object operator()(const CommandResult& m) const {
-    return {{"type", "command_result"}, {"id", m.id}, {"gpu", m.gpu},
-            {"action", m.action},       {"ok", m.ok}, {"message", m.message}};
+    return {{"type", "command_result"},
+            {"id", m.id},
+            {"gpu", m.gpu},
+            {"action", m.action},
+            {"ok", m.ok},
+            {"message", m.message},
+            {"exit_code", m.exit_code},
+            {"duration_ms", m.duration_ms}};
   }
   json::object operator()(const Ack& m) const { return {{"type", "ack"}, {"seq", m.seq}}; }
   json::object operator()(const ErrorMessage& m) const {
@@ -234,10 +254,24 @@ Result<Message> Decode(std::string_view text) {
     GF_TRY_ASSIGN(gpu, GetInt(o, "gpu"));
     m.gpu = static_cast<int>(gpu);
     GF_TRY_ASSIGN(m.action, GetString(o, "action", ""));
-    if (!m.action.empty() && m.action != "reset_gpu" && m.action != "reboot_node") {
+    if (!m.action.empty() && m.action != "reset_gpu" && m.action != "reboot_node" &&
+        !IsNodeAction(m.action)) {
       return MakeError(ErrorCode::kInvalidArgument,
-                       "unknown action '" + m.action + "': reset_gpu or reboot_node");
+                       "unknown action '" + m.action +
+                           "': reset_gpu, reboot_node, install-driver, flash-gpu-firmware, "
+                           "flash-nic-firmware, reboot, reset-gpu or validate");
     }
+    if (auto* args = o.if_contains("args")) {
+      if (!args->is_array()) return MakeError(ErrorCode::kInvalidArgument, "'args' must be a list");
+      for (const auto& a : args->as_array()) {
+        if (!a.is_string()) {
+          return MakeError(ErrorCode::kInvalidArgument, "'args' must be a list of strings");
+        }
+        m.args.emplace_back(a.as_string());
+      }
+    }
+    GF_TRY_ASSIGN(m.timeout_ms, GetInt(o, "timeout_ms", 0));
+    GF_TRY_ASSIGN(m.sim_faulty, GetBool(o, "sim_faulty", false));
     if (!m.action.empty()) return Message(std::move(m));
     auto in = o.find("inject");
     if (in == o.end() || !in->value().is_object()) {
@@ -259,6 +293,10 @@ Result<Message> Decode(std::string_view text) {
       return MakeError(ErrorCode::kInvalidArgument, "a command result needs 'ok'");
     }
     m.ok = ok->value().as_bool();
+    int64_t exit_code = -1;
+    GF_TRY_ASSIGN(exit_code, GetInt(o, "exit_code", -1));
+    m.exit_code = static_cast<int>(exit_code);
+    GF_TRY_ASSIGN(m.duration_ms, GetInt(o, "duration_ms", 0));
     return Message(std::move(m));
   }
   if (type == "ack") {

@@ -73,22 +73,37 @@ struct Injection {
   bool clear = false;                // end every injected fault
 };
 
-// controller -> agent: fault injection on a simulated GPU, or a remediation action (the
-// health model's recommended action, where the cluster's policy allows it).
+// The node actions an agent runs through the programs of its --action-dir (each named so), for
+// operators' node actions and for rollouts.
+inline constexpr std::array<std::string_view, 6> kNodeActions{
+    "install-driver", "flash-gpu-firmware", "flash-nic-firmware",
+    "reboot",         "reset-gpu",          "validate"};
+bool IsNodeAction(std::string_view action);
+
+// controller -> agent: fault injection on a simulated GPU, a remediation action (the health
+// model's recommended action, where the cluster's policy allows it), or a node action.
 struct Command {
   int64_t id = 0;
   int gpu = 0;
   Injection inject;
-  std::string action;  // "reset_gpu" or "reboot_node"; empty: an injection
+  // "reset_gpu" or "reboot_node" (remediation), one of kNodeActions, or empty: an injection.
+  std::string action;
+  std::vector<std::string> args;  // a node action's arguments: the version, the package path
+  int64_t timeout_ms = 0;         // a node action's deadline; 0: the agent's default
+  // Simulated nodes only: the version this action installs is marked faulty (the simulator's
+  // GPUs raise XIDs once it runs). Real agents ignore it.
+  bool sim_faulty = false;
 };
 
-// agent -> controller: how a remediation action went.
+// agent -> controller: how a remediation or node action went.
 struct CommandResult {
   int64_t id = 0;
   int gpu = 0;
   std::string action;
   bool ok = false;
-  std::string message;  // what the command printed, or why it was not run
+  std::string message;  // what the command printed (its end), or why it was not run
+  int exit_code = -1;   // the program's exit code; -1: not run, killed or timed out
+  int64_t duration_ms = 0;
 };
 
 struct Ack {

@@ -39,6 +39,11 @@ Status SimFleet::AddNode(const SimPoolOptions& o, const std::string& name) {
   spec.model = catalog_->Find(o.model);
   spec.gpu_count = o.gpus_per_node;
   AgentOptions ao;
+  {
+    std::lock_guard lock(mu_);
+    spec.actions = actions_;
+    ao.action_log = action_log_;
+  }
   ao.controller = o.controller;
   ao.join_token = o.join_token;
   ao.tls = o.tls;
@@ -52,6 +57,12 @@ bool SimFleet::RemoveNode(const std::string& name) {
   if (!runner_.Remove(name)) return false;
   --nodes_;
   return true;
+}
+
+void SimFleet::SetActions(const SimNodeSpec::ActionTimes& times, const std::string& action_log) {
+  std::lock_guard lock(mu_);
+  actions_ = times;
+  action_log_ = action_log;
 }
 
 void SimFleet::Run(int threads) { runner_.Run(threads); }

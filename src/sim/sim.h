@@ -3,6 +3,7 @@
 // connection, hostname and GPU identities. Every node it reports is marked simulated.
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "agent/agent.h"
@@ -31,6 +32,9 @@ class SimFleet {
   Status AddNode(const SimPoolOptions& options, const std::string& name);
   // Stops the node's agent; false when this fleet does not run it.
   bool RemoveNode(const std::string& name);
+  // How long the node actions of nodes added from now on take, and where they record them
+  // (AgentOptions::action_log; empty: nowhere).
+  void SetActions(const SimNodeSpec::ActionTimes& times, const std::string& action_log);
   void Run(int threads = 1);  // until Stop()
   void Stop();
   const AgentStats& stats() const { return runner_.stats(); }
@@ -40,6 +44,9 @@ class SimFleet {
   std::shared_ptr<const GpuCatalog> catalog_;
   AgentRunner runner_;
   std::atomic<int> nodes_{0};
+  std::mutex mu_;
+  SimNodeSpec::ActionTimes actions_;  // guarded by mu_
+  std::string action_log_;            // guarded by mu_
 };
 
 }  // namespace gpufleet

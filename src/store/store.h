@@ -197,6 +197,9 @@ class FleetStore {
   // Writes the node, replaces its GPUs and appends the events, in one transaction.
   virtual Status SaveNode(const Node& node, const std::vector<NodeEvent>& events) = 0;
   virtual Result<std::vector<Node>> LoadNodes() = 0;
+  // Removes a node and its GPUs (a retired node an operator deletes); its events stay, for
+  // the record. kNotFound when there is none.
+  virtual Status DeleteNode(const std::string& name) = 0;
   virtual Result<std::vector<NodeEvent>> ListNodeEvents(const std::string& node, int limit) = 0;
   // Appends events; one already recorded (same GPU, time, kind and value: a re-sent batch)
   // is skipped.
@@ -325,6 +328,45 @@ class SettingStore {
   virtual Status DeleteSetting(const std::string& name) = 0;  // none is not an error
 };
 
+// Rollouts (src/lifecycle): each one a JSON document, its nodes' steps one document each
+// (upserted as they change), and its events. The documents' shape is the lifecycle
+// component's.
+struct RolloutRecord {
+  int64_t id = 0;
+  std::string state;
+  std::string doc;
+  int64_t created_ms = 0, updated_ms = 0;
+};
+struct RolloutNodeRecord {
+  std::string node;
+  std::string doc;
+  int64_t updated_ms = 0;
+};
+struct RolloutEventRecord {
+  int64_t id = 0;
+  int64_t rollout = 0;
+  int64_t time_ms = 0;
+  std::string node;  // empty: the rollout's own
+  std::string kind;  // "started", "drain", "install", "failed", "halted", ...
+  std::string message;
+};
+class RolloutStore {
+ public:
+  virtual ~RolloutStore() = default;
+  virtual Result<int64_t> CreateRollout(const RolloutRecord& r) = 0;  // its id
+  virtual Status UpdateRollout(const RolloutRecord& r) = 0;           // kNotFound: no such id
+  // The rollout's record and changed nodes in one transaction.
+  virtual Status SaveRolloutNodes(const RolloutRecord& r,
+                                  const std::vector<RolloutNodeRecord>& nodes) = 0;
+  virtual Result<std::vector<RolloutRecord>> ListRollouts() = 0;  // by id
+  virtual Result<std::vector<RolloutNodeRecord>> ListRolloutNodes(int64_t rollout) = 0;
+  virtual Status AppendRolloutEvents(const std::vector<RolloutEventRecord>& events) = 0;
+  // Oldest first, id > after_id, at most `limit`.
+  virtual Result<std::vector<RolloutEventRecord>> ListRolloutEvents(int64_t rollout,
+                                                                    int64_t after_id,
+                                                                    int limit) = 0;
+};
+
 // The database itself: what /healthz and `gpufleet store` ask of it.
 class Database {
  public:
@@ -345,6 +387,7 @@ struct Stores {
   std::shared_ptr<ScalingStore> scaling;
   std::shared_ptr<Database> database;
   std::shared_ptr<SettingStore> settings;
+  std::shared_ptr<RolloutStore> rollouts;
 };
 
 struct OpenOptions {

@@ -419,6 +419,11 @@ void JobService::EndLocked(Job& j, JobState state, int64_t now, const std::strin
   j.placement.clear();
 }
 
+void JobService::SetDrainTimeout(const std::string& node, int64_t timeout_ms) {
+  std::lock_guard lock(mu_);
+  drain_timeouts_[node] = timeout_ms;
+}
+
 int JobService::Tick() {
   int64_t now = clock_->NowMs();
   std::map<std::string, NodeState> states;
@@ -456,12 +461,14 @@ int JobService::Tick() {
       for (const auto& p : j.placement) {
         auto st = states.find(p.node);
         auto drain = draining_since.find(p.node);
-        bool timed_out = drain != draining_since.end() && now - drain->second >= drain_timeout_ms_;
+        auto own = drain_timeouts_.find(p.node);
+        int64_t timeout = own != drain_timeouts_.end() ? own->second : drain_timeout_ms_;
+        bool timed_out = drain != draining_since.end() && now - drain->second >= timeout;
         if (st != states.end() && !Evicts(st->second) && !timed_out) continue;
-        std::string why = st == states.end() ? "was removed"
-                          : timed_out        ? "did not finish draining within " +
-                                            std::to_string(drain_timeout_ms_ / 1000) + " s"
-                                      : "is " + std::string(ToString(st->second));
+        std::string why =
+            st == states.end() ? "was removed"
+            : timed_out ? "did not finish draining within " + std::to_string(timeout / 1000) + " s"
+                        : "is " + std::string(ToString(st->second));
         j.gpu_hours += RunHours(j, now);
         j.state = JobState::kQueued;
         j.queued_ms = now;
@@ -474,6 +481,12 @@ int JobService::Tick() {
         break;
       }
     }
+    std::erase_if(drain_timeouts_, [&](const auto& kv) {
+      auto st = states.find(kv.first);
+      return st == states.end() ||
+             (st->second != NodeState::kDraining && st->second != NodeState::kReady &&
+              st->second != NodeState::kDegraded && st->second != NodeState::kCordoned);
+    });
     count = static_cast<int>(changed.size());
     count += ScheduleLocked(now, changed);
     UpdateBusyLocked(now);

@@ -119,6 +119,9 @@ class JobService {
   // Whether a node runs a job (what the fleet asks before completing a drain). Reads a set kept
   // apart from the jobs, so the fleet may call it under its own lock.
   bool Busy(const std::string& node) const;
+  // The next drain of `node` requeues its jobs after `timeout_ms` instead of the service's
+  // drain timeout (a rollout's strategy.drain_timeout); forgotten once the drain is over.
+  void SetDrainTimeout(const std::string& node, int64_t timeout_ms);
 
   // Autoscaling. Demand per pool (pools with no jobs are absent).
   std::map<std::string, PoolDemand> Demand() const;
@@ -157,6 +160,7 @@ class JobService {
   std::shared_ptr<Clock> clock_;
   mutable std::mutex mu_;
   int64_t drain_timeout_ms_;
+  std::map<std::string, int64_t> drain_timeouts_;  // by node; guarded by mu_
   int64_t retention_ms_;
   int64_t reserve_after_ms_;
   int64_t last_prune_ms_ = 0;    // guarded by mu_

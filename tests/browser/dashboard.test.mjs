@@ -266,7 +266,7 @@ test('every page fits 1280x800 and a 390-px phone', async () => {
     const page = await signedIn(browser, fleet.base, fleet.token, viewport);
     for (const [name, hash, ready] of [['overview', '#/', '.card'], ['cluster', '#/cluster/train-use1', '#heat canvas[data-cells]'],
       ['node', '#/node/h100-sxm-0001', '.chart .uplot'], ['alerts', '#/alerts', '#alert-list'], ['scaling', '#/scaling', '#scaling-charts .uplot'],
-      ['jobs', '#/jobs', '#jobs-summary:not(:empty)']]) {
+      ['jobs', '#/jobs', '#jobs-summary:not(:empty)'], ['rollouts', '#/rollouts', '#rollout-list:not(:empty)']]) {
       await page.goto(fleet.base + '/' + hash);
       await page.waitForSelector(ready, { timeout: 30000 });
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
@@ -427,6 +427,52 @@ test('the jobs page lists a spread job with its nodes; an operator cancels it; a
   assert.deepEqual(viewer.errors, []);
   await viewer.context().close();
   assert.equal((await call(fleet.base, fleet.token, 'DELETE', `/api/v1/jobs/${other.body.id}`)).status, 200);
+});
+
+test('the rollouts page: an operator plans and starts a rollout and watches it end live; the node page shows the new driver', async () => {
+  const page = await signedIn(browser, fleet.base, fleet.token);
+  await page.goto(fleet.base + '/#/rollouts');
+  await page.waitForSelector('#rollout-list');
+  // A target the compatibility matrix refuses for the pool: the rules are shown, nothing starts.
+  await page.fill('#ro-target', '470.256.02');
+  await page.fill('#ro-pools', 'h100-sxm');
+  await page.click('#ro-start');
+  await page.waitForFunction(() => document.querySelector('#ro-error').textContent.includes('compatibility rule'));
+  assert.match(await page.textContent('#ro-plan-out'), /branch-eol/);
+  assert.equal((await call(fleet.base, fleet.token, 'GET', '/api/v1/rollouts')).body.total, 0);
+  // A good one on the development pool: the plan, then the start.
+  await page.fill('#ro-target', '580.95.05');
+  await page.fill('#ro-pools', 't4-dev');
+  await page.fill('#ro-confidence', '0s');
+  await page.fill('#ro-unavailable', '2');
+  await page.click('#ro-plan');
+  await page.waitForFunction(() => /4 node\(s\), expected/.test(document.querySelector('#ro-plan-out').textContent));
+  assert.match(await page.textContent('#ro-plan-out'), /canary/);
+  await page.click('#ro-start');
+  await page.waitForFunction(() => location.hash === '#/rollouts/1');
+  await page.waitForSelector('[data-rollout-detail="1"]');
+  assert.equal(await page.$$eval('#ro-nodes tbody tr', (r) => r.length), 4);
+  // It ends without a reload: the stream refreshes the page.
+  await page.waitForFunction(() => document.querySelector('#ro-state')?.textContent === 'completed', null, { timeout: 120000 });
+  const states = await page.$$eval('#ro-nodes tbody tr td:nth-child(4)', (c) => c.map((x) => x.textContent));
+  assert.deepEqual(states, ['updated', 'updated', 'updated', 'updated']);
+  await shot(page, 'rollouts');
+  await page.goto(fleet.base + '/#/node/t4-dev-0000');
+  await page.waitForFunction(() => document.querySelector('#versions')?.textContent.includes('580.95.05'));
+  assert.match(await page.textContent('#versions'), /550\.54\.15/);
+  assert.ok(await page.$('#versions a[href="#/rollouts/1"]'));
+  assert.ok(await page.$('#actions button[data-op="reboot"]'));
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+  // A viewer sees the rollout and no controls.
+  const viewerToken = (await call(fleet.base, fleet.token, 'POST', '/api/v1/api-tokens', { name: 'rollouts-viewer', role: 'viewer' })).body.token;
+  const viewer = await signedIn(browser, fleet.base, viewerToken);
+  await viewer.goto(fleet.base + '/#/rollouts/1');
+  await viewer.waitForSelector('[data-rollout-detail="1"]');
+  assert.equal(await viewer.$$eval('button[data-control]', (b) => b.length), 0);
+  assert.equal(await viewer.isVisible('#rollout-new'), false);
+  assert.deepEqual(viewer.errors, []);
+  await viewer.context().close();
 });
 
 test('the live indicator shows a lost stream and the page reconnects by itself', async () => {

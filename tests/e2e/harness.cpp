@@ -187,6 +187,13 @@ void ControllerProcess::Start() {
   while (!admin_token_.empty() && admin_token_.back() == '\n') admin_token_.pop_back();
 }
 
+void ControllerProcess::Kill() {
+  if (!process_) return;
+  process_->Signal(SIGKILL);
+  process_->Wait(10000);
+  process_.reset();
+}
+
 void ControllerProcess::Stop() {
   if (!process_) return;
   process_->Signal(SIGTERM);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <random>
@@ -137,6 +138,24 @@ class SimGpu {
   std::vector<int> pending_xids_;
 };
 
+// The CUDA version a simulated driver reports: the newest its branch supports (data/compat.yaml).
+std::string CudaOfDriver(const std::string& version) {
+  int major = std::atoi(version.c_str());
+  for (auto [min, cuda] : std::initializer_list<std::pair<int, const char*>>{{580, "13.0"},
+                                                                             {575, "12.9"},
+                                                                             {570, "12.8"},
+                                                                             {560, "12.6"},
+                                                                             {555, "12.5"},
+                                                                             {550, "12.4"},
+                                                                             {545, "12.3"},
+                                                                             {535, "12.2"},
+                                                                             {530, "12.1"},
+                                                                             {525, "12.0"}}) {
+    if (major >= min) return cuda;
+  }
+  return "11.8";
+}
+
 class SimBackend : public GpuBackend {
  public:
   explicit SimBackend(SimNodeSpec spec) : spec_(std::move(spec)) {
@@ -163,6 +182,10 @@ class SimBackend : public GpuBackend {
   }
   std::vector<proto::GpuEvent> Events(int64_t time_ms) override {
     std::vector<proto::GpuEvent> out;
+    if (faulty_ && !gpus_.empty() && time_ms - last_faulty_xid_ms_ >= 10000) {
+      last_faulty_xid_ms_ = time_ms;
+      out.push_back({time_ms, static_cast<int>(rng_() % gpus_.size()), "xid", 13});
+    }
     for (size_t i = 0; i < gpus_.size(); ++i) {
       for (int xid : gpus_[i].TakeXids()) out.push_back({time_ms, static_cast<int>(i), "xid", xid});
     }
@@ -172,6 +195,81 @@ class SimBackend : public GpuBackend {
     if (index < 0 || index >= static_cast<int>(gpus_.size())) return SampleRow{time_ms, index};
     return gpus_[index].Sample(index, time_ms);
   }
+  std::optional<std::vector<Nic>> Nics() override {
+    // An 8-GPU board has its InfiniBand adapters (two here); smaller nodes none.
+    if (spec_.gpu_count < 8) return std::vector<Nic>{};
+    return std::vector<Nic>{{"mlx5_0", nic_firmware_, "MT_0000000838", "MT4129"},
+                            {"mlx5_1", nic_firmware_, "MT_0000000838", "MT4129"}};
+  }
+
+  std::optional<SimulatedAction> Simulate(const proto::Command& cmd) override {
+    const auto& t = spec_.actions;
+    SimulatedAction out;
+    std::string version = cmd.args.empty() ? "" : cmd.args[0];
+    if (cmd.action == "install-driver") {
+      out.duration_ms = t.install_ms;
+      out.message = "simulated install of driver " + version + ": active after a reboot";
+    } else if (cmd.action == "flash-gpu-firmware" || cmd.action == "flash-nic-firmware") {
+      out.duration_ms = t.flash_ms;
+      out.message =
+          std::string("simulated flash of ") +
+          (cmd.action == "flash-gpu-firmware" ? "the GPUs' VBIOS " : "the NICs' firmware ") +
+          version + ": active after a reboot";
+    } else if (cmd.action == "reboot") {
+      out.duration_ms = t.reboot_ms;
+      out.reboot = true;
+      out.message = "simulated reboot";
+    } else if (cmd.action == "reset-gpu") {
+      out.duration_ms = t.reset_ms;
+      out.message = "simulated reset of GPU " + version;
+    } else if (cmd.action == "validate") {
+      out.duration_ms = t.validate_ms;
+      out.ok = !faulty_;
+      out.message =
+          faulty_ ? "simulated diagnostic: FAIL (XIDs under load)" : "simulated diagnostic: PASS";
+    } else {
+      return std::nullopt;
+    }
+    if (t.failure_rate > 0 && !out.reboot &&
+        static_cast<double>(rng_() % 10000) < t.failure_rate * 10000) {
+      out.ok = false;
+      out.message = "simulated failure of " + cmd.action;
+      return out;
+    }
+    if (!out.ok) return out;
+    if (cmd.action == "install-driver") pending_driver_.emplace(version, cmd.sim_faulty);
+    if (cmd.action == "flash-gpu-firmware") pending_vbios_.emplace(version, cmd.sim_faulty);
+    if (cmd.action == "flash-nic-firmware") pending_nic_.emplace(version, cmd.sim_faulty);
+    if (cmd.action == "reset-gpu") {
+      int gpu = version.empty() ? -1 : std::atoi(version.c_str());
+      if (gpu < 0 || gpu >= static_cast<int>(gpus_.size())) {
+        out.ok = false;
+        out.message = "no GPU '" + version + "' on this node";
+        return out;
+      }
+      gpus_[gpu].Reset();
+    }
+    return out;
+  }
+
+  // What was installed or flashed runs from now on; a faulty version makes the GPUs raise
+  // XIDs (13, graphics engine exception) every 10 s.
+  void Boot() override {
+    auto take = [](std::optional<std::pair<std::string, bool>>& pending, std::string& into,
+                   bool& faulty) {
+      if (!pending) return;
+      into = pending->first;
+      faulty = pending->second;
+      pending.reset();
+    };
+    if (pending_driver_) spec_.cuda_driver_version = CudaOfDriver(pending_driver_->first);
+    take(pending_driver_, spec_.driver_version, driver_faulty_);
+    take(pending_vbios_, vbios_, vbios_faulty_);
+    take(pending_nic_, nic_firmware_, nic_faulty_);
+    faulty_ = driver_faulty_ || vbios_faulty_ || nic_faulty_;
+    for (auto& g : gpus_) g.Reset();
+  }
+
   std::string Name() const override { return "sim"; }
   bool Simulated() const override { return true; }
   Result<DriverInfo> Driver() override {
@@ -202,7 +300,7 @@ class SimBackend : public GpuBackend {
       g.pci_bus_id = bus;
       g.memory_total_bytes =
           static_cast<uint64_t>(spec_.model->memory_gib * 1024.0 * 1024.0 * 1024.0);
-      g.vbios_version = "96.00.74.00.01";
+      g.vbios_version = vbios_;
       g.inforom_version = "G520.0200.00.05";
       g.mig_mode = spec_.model->mig_supported ? 0 : -1;
       if (i < static_cast<int>(gpus_.size()) && gpus_[i].lost()) g.error = "GPU_IS_LOST";
@@ -214,6 +312,14 @@ class SimBackend : public GpuBackend {
  private:
   SimNodeSpec spec_;
   std::vector<SimGpu> gpus_;
+  std::mt19937_64 rng_{std::hash<std::string>{}(spec_.hostname) ^ 0x5eedULL};
+  std::string vbios_ = "96.00.74.00.01";
+  std::string nic_firmware_ = "28.39.1002";
+  // Installed or flashed, active at the next Boot(): the version and whether it is faulty.
+  std::optional<std::pair<std::string, bool>> pending_driver_, pending_vbios_, pending_nic_;
+  bool driver_faulty_ = false, vbios_faulty_ = false, nic_faulty_ = false;
+  bool faulty_ = false;  // a faulty version runs: the GPUs raise XIDs
+  int64_t last_faulty_xid_ms_ = 0;
 };
 
 }  // namespace

@@ -61,7 +61,7 @@ void AddEventRoutes(Router& router, ApiContext& ctx) {
                    return ErrorResponse(
                        MakeError(ErrorCode::kNotFound, "node '" + name + "' has no GPU " + index));
                  }
-                 proto::Command cmd{next_command++, gpu, inject.value(), ""};
+                 proto::Command cmd{next_command++, gpu, inject.value(), "", {}, 0, false};
                  if (auto s = ctx.send_to_agent(name, cmd); !s.ok())
                    return ErrorResponse(s.error());
                  return ObjectResponse(202, {{"queued", true}, {"command", cmd.id}});

@@ -24,6 +24,30 @@ TEST(RunShellCommand, ExitCodeOutputAndDeadline) {
   EXPECT_EQ(slow->exit_code, -1);
 }
 
+// An agent's action programs: run without a shell (an argument with spaces or ';' stays one
+// argument), the end of a long output kept, a missing or non-executable program refused.
+TEST(RunProgram, PassesArgumentsAsTheyAreAndKeepsTheEndOfTheOutput) {
+  auto echo = RunProgram("/bin/echo", {"580.95.05", "a b; rm -rf /"}, 5000);
+  ASSERT_TRUE(echo.ok()) << echo.error().message;
+  EXPECT_EQ(echo->exit_code, 0);
+  EXPECT_EQ(echo->output, "580.95.05 a b; rm -rf /\n");
+  auto longer = RunProgram("/bin/sh", {"-c", "seq 1 5000; exit 4"}, 5000);
+  ASSERT_TRUE(longer.ok());
+  EXPECT_EQ(longer->exit_code, 4);
+  EXPECT_EQ(longer->output.size(), 4096u);
+  EXPECT_EQ(longer->output.substr(longer->output.size() - 5), "5000\n");
+  auto slow = RunProgram("/bin/sleep", {"30"}, 200);
+  ASSERT_TRUE(slow.ok());
+  EXPECT_TRUE(slow->timed_out);
+  auto missing = RunProgram("/nonexistent/install-driver", {}, 1000);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(missing.error().message.find("/nonexistent/install-driver"), std::string::npos);
+  auto dir = RunProgram("/tmp", {}, 1000);
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.error().message.find("not an executable file"), std::string::npos);
+}
+
 TEST(RunShellCommand, AddsAndReplacesEnvironment) {
   ::setenv("GPUFLEET_TEST_VAR", "old", 1);
   auto r = RunShellCommand("echo \"$GPUFLEET_POOL $GPUFLEET_TEST_VAR $PATH\"", 5000,

@@ -200,6 +200,7 @@ class SwitchedFleetStore : public store::FleetStore {
     return real_.SaveNode(n, e);
   }
   Result<std::vector<Node>> LoadNodes() override { return real_.LoadNodes(); }
+  Status DeleteNode(const std::string& n) override { return real_.DeleteNode(n); }
   Result<std::vector<NodeEvent>> ListNodeEvents(const std::string& n, int limit) override {
     return real_.ListNodeEvents(n, limit);
   }
@@ -371,6 +372,7 @@ class GatedStore : public store::FleetStore {
   Result<std::vector<Cluster>> ListClusters() override { return real_.ListClusters(); }
   Result<std::vector<Pool>> ListPools() override { return real_.ListPools(); }
   Result<std::vector<Node>> LoadNodes() override { return real_.LoadNodes(); }
+  Status DeleteNode(const std::string& n) override { return real_.DeleteNode(n); }
   Result<std::vector<NodeEvent>> ListNodeEvents(const std::string& node, int limit) override {
     return real_.ListNodeEvents(node, limit);
   }

@@ -61,8 +61,37 @@ TEST(Proto, RemediationCommandsAndTheirResultsRoundTrip) {
   EXPECT_EQ(std::get<CommandResult>(r.value()).message, "exit 0: done");
   auto bad = Decode(R"({"v":1,"type":"command","id":1,"gpu":0,"action":"format"})");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().message, "unknown action 'format': reset_gpu or reboot_node");
+  EXPECT_NE(bad.error().message.find("unknown action 'format': reset_gpu, reboot_node"),
+            std::string::npos);
   EXPECT_FALSE(Decode(R"({"v":1,"type":"command_result","id":1,"gpu":0})").ok());
+}
+
+TEST(Proto, NodeActionsCarryTheirArgumentsDeadlineAndExitCode) {
+  Command cmd;
+  cmd.id = 1LL << 40;
+  cmd.action = "install-driver";
+  cmd.args = {"580.95.05", "/srv/pkgs/nvidia-driver-580.deb"};
+  cmd.timeout_ms = 600'000;
+  cmd.sim_faulty = true;
+  auto c = Decode(Encode(cmd));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const auto& got = std::get<Command>(c.value());
+  EXPECT_EQ(got.id, 1LL << 40);
+  EXPECT_EQ(got.args, cmd.args);
+  EXPECT_EQ(got.timeout_ms, 600'000);
+  EXPECT_TRUE(got.sim_faulty);
+  CommandResult result{cmd.id, 0, "install-driver", false, "dpkg: error", 2, 4200};
+  auto r = Decode(Encode(result));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(std::get<CommandResult>(r.value()).exit_code, 2);
+  EXPECT_EQ(std::get<CommandResult>(r.value()).duration_ms, 4200);
+  // An older agent's result has no exit code: -1, not 0 (which would read as a success).
+  auto old =
+      Decode(R"({"v":1,"type":"command_result","id":1,"gpu":0,"action":"reboot","ok":true})");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(std::get<CommandResult>(old.value()).exit_code, -1);
+  EXPECT_FALSE(
+      Decode(R"({"v":1,"type":"command","id":1,"gpu":0,"action":"reboot","args":[1]})").ok());
 }
 
 TEST(Proto, SamplesRoundTripWithAbsentFields) {

@@ -124,6 +124,21 @@ ALTER TABLE pools ADD COLUMN lifecycle TEXT NOT NULL DEFAULT '{}';
 CREATE TABLE settings (name TEXT PRIMARY KEY, doc TEXT NOT NULL, updated_ms BIGINT NOT NULL);
 ALTER TABLE gpus ADD COLUMN firmware TEXT NOT NULL DEFAULT '{}'
 )SQL"},
+      // Rollouts of drivers and firmware: each rollout (its spec and progress, a JSON
+      // document), each node's step in it (written as it happens, so a restarted controller
+      // resumes where it was), and the steps as events.
+      {13, R"SQL(
+CREATE TABLE rollouts (
+  id {ID}, state TEXT NOT NULL, doc TEXT NOT NULL, created_ms BIGINT NOT NULL,
+  updated_ms BIGINT NOT NULL);
+CREATE TABLE rollout_nodes (
+  rollout BIGINT NOT NULL, node TEXT NOT NULL, doc TEXT NOT NULL, updated_ms BIGINT NOT NULL,
+  PRIMARY KEY (rollout, node));
+CREATE TABLE rollout_events (
+  id {ID}, rollout BIGINT NOT NULL, time_ms BIGINT NOT NULL, node TEXT NOT NULL,
+  kind TEXT NOT NULL, message TEXT NOT NULL);
+CREATE INDEX rollout_events_rollout ON rollout_events(rollout, id)
+)SQL"},
   };
   return kAll;
 }

@@ -51,6 +51,7 @@ class SqlStore final : public FleetStore,
                        public JobStore,
                        public ScalingStore,
                        public SettingStore,
+                       public RolloutStore,
                        public Database {
  public:
   // Opens (or opens again) one session: the backend, its connection string, its settings.
@@ -64,6 +65,7 @@ class SqlStore final : public FleetStore,
   Result<std::vector<Cluster>> ListClusters() override;
   Result<std::vector<Pool>> ListPools() override;
   Status SaveNode(const Node& n, const std::vector<NodeEvent>& events) override;
+  Status DeleteNode(const std::string& name) override;
   Result<std::vector<Node>> LoadNodes() override;
   Result<std::vector<NodeEvent>> ListNodeEvents(const std::string& node, int limit) override;
   Status AppendGpuEvents(const std::vector<GpuEventRecord>& events) override;
@@ -123,6 +125,15 @@ class SqlStore final : public FleetStore,
   Status PutSetting(const std::string& name, const std::string& doc, int64_t now_ms) override;
   Result<std::optional<std::string>> GetSetting(const std::string& name) override;
   Status DeleteSetting(const std::string& name) override;
+  Result<int64_t> CreateRollout(const RolloutRecord& r) override;
+  Status UpdateRollout(const RolloutRecord& r) override;
+  Status SaveRolloutNodes(const RolloutRecord& r,
+                          const std::vector<RolloutNodeRecord>& nodes) override;
+  Result<std::vector<RolloutRecord>> ListRollouts() override;
+  Result<std::vector<RolloutNodeRecord>> ListRolloutNodes(int64_t rollout) override;
+  Status AppendRolloutEvents(const std::vector<RolloutEventRecord>& events) override;
+  Result<std::vector<RolloutEventRecord>> ListRolloutEvents(int64_t rollout, int64_t after_id,
+                                                            int limit) override;
 
   std::string_view backend() const override;
   const std::string& location() const override { return location_; }

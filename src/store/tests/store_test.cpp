@@ -88,7 +88,8 @@ TEST_P(StoreTest, FleetApplyUpsertsAndSurvivesReopen) {
   p.exporters = {{"legacy-01", "http://10.0.0.5:9400/metrics"}};
   p.scrape_interval_ms = 30'000;
   c.lifecycle.tier = "staging";
-  p.lifecycle = {"", "12.8", "v25.10.1", "1.33", "R580"};
+  p.lifecycle = {"", "12.8", "v25.10.1", "1.33", "R580", {}};
+  p.lifecycle.windows = {MakeWindow({"sat", "sun"}, "22:00", "02:00", "Europe/Berlin").value()};
   ASSERT_TRUE(store_.fleet->ApplyFleet({c}, {p}).ok());
   Reopen();
   auto clusters = store_.fleet->ListClusters();
@@ -119,6 +120,52 @@ TEST_P(StoreTest, SettingsAreReplacedWholeAndSurviveReopen) {
   ASSERT_TRUE(store_.settings->DeleteSetting("compat").ok());
   ASSERT_TRUE(store_.settings->DeleteSetting("compat").ok());  // none: not an error
   EXPECT_FALSE(store_.settings->GetSetting("compat")->has_value());
+}
+
+// A rollout's record and its nodes' steps are written together and come back after a
+// restart, which is what lets a killed controller resume it; its events list in order.
+TEST_P(StoreTest, RolloutsTheirNodesAndEventsSurviveReopen) {
+  store::RolloutRecord r{0, "planned", R"({"kind":"driver"})", 10, 10};
+  auto id = store_.rollouts->CreateRollout(r);
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  auto second = store_.rollouts->CreateRollout(r);
+  ASSERT_TRUE(second.ok());
+  EXPECT_GT(second.value(), id.value());
+  r.id = id.value();
+  r.state = "running";
+  r.updated_ms = 20;
+  ASSERT_TRUE(store_.rollouts
+                  ->SaveRolloutNodes(r, {{"n-0001", R"({"state":"draining"})", 20},
+                                         {"n-0000", R"({"state":"pending"})", 20}})
+                  .ok());
+  ASSERT_TRUE(
+      store_.rollouts->SaveRolloutNodes(r, {{"n-0001", R"({"state":"installing"})", 21}}).ok());
+  ASSERT_TRUE(store_.rollouts
+                  ->AppendRolloutEvents({{0, r.id, 20, "n-0001", "drain", "draining"},
+                                         {0, r.id, 21, "n-0001", "install", "installing"},
+                                         {0, second.value(), 22, "", "started", "other"}})
+                  .ok());
+  Reopen();
+  auto all = store_.rollouts->ListRollouts();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ(all->at(0).state, "running");
+  EXPECT_EQ(all->at(0).updated_ms, 20);
+  EXPECT_EQ(all->at(1).state, "planned");
+  auto nodes = store_.rollouts->ListRolloutNodes(r.id);
+  ASSERT_TRUE(nodes.ok());
+  ASSERT_EQ(nodes->size(), 2u);
+  EXPECT_EQ(nodes->at(0).node, "n-0000");
+  EXPECT_EQ(nodes->at(1).doc, R"({"state":"installing"})");
+  EXPECT_EQ(nodes->at(1).updated_ms, 21);
+  auto events = store_.rollouts->ListRolloutEvents(r.id, 0, 10);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ(events->at(1).kind, "install");
+  auto after = store_.rollouts->ListRolloutEvents(r.id, events->at(0).id, 10);
+  ASSERT_EQ(after->size(), 1u);
+  store::RolloutRecord missing{999, "running", "{}", 1, 1};
+  EXPECT_EQ(store_.rollouts->UpdateRollout(missing).error().code, ErrorCode::kNotFound);
 }
 
 TEST_P(StoreTest, PoolNeedsItsCluster) {
@@ -678,7 +725,8 @@ TEST(StoreCopy, MovesEveryTableToAnEmptyDatabaseAndRefusesAFullOne) {
                     .ok());
     ASSERT_TRUE(
         s.fleet->SaveNode(MakeNode("n1", 2), {{0, "n1", 5, "joining", "ready", "ok", "a"}}).ok());
-    ASSERT_TRUE(s.fleet->AppendGpuEvents({{0, 1000, "n1", 1, "n1-gpu-1", "xid", 79}}).ok());
+    auto gpu_events = s.fleet->AppendGpuEvents({{0, 1000, "n1", 1, "n1-gpu-1", "xid", 79}});
+    ASSERT_TRUE(gpu_events.ok()) << gpu_events.error().message;
     ASSERT_TRUE(s.tokens->CreateJoinToken({"jt-1", "p1", "h1", "me", 1, 0, false}).ok());
     ApiToken t;
     t.id = "tok-1";
@@ -700,6 +748,13 @@ TEST(StoreCopy, MovesEveryTableToAnEmptyDatabaseAndRefusesAFullOne) {
     ASSERT_TRUE(s.scaling->AppendScaleEvent({0, 1, "p1", "e"}).ok());
     ASSERT_TRUE(s.scaling->AppendScalingSample({"p1", 1, "s"}).ok());
     ASSERT_TRUE(s.settings->PutSetting("compat", "version: 1", 1).ok());
+    auto rollout = s.rollouts->CreateRollout({0, "running", "{}", 1, 1});
+    ASSERT_TRUE(rollout.ok());
+    ASSERT_TRUE(
+        s.rollouts->SaveRolloutNodes({rollout.value(), "running", "{}", 1, 2}, {{"n1", "{}", 2}})
+            .ok());
+    ASSERT_TRUE(
+        s.rollouts->AppendRolloutEvents({{0, rollout.value(), 2, "n1", "drain", "x"}}).ok());
   }
   auto& pg = testing::SharedPostgres();
   ASSERT_TRUE(pg.ok()) << pg.error();
