@@ -18,19 +18,6 @@ bool AllDigits(std::string_view s) {
          std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
-// "12.8", "1.33", "570.26": digits separated by single dots.
-bool DottedNumber(std::string_view s) {
-  if (s.empty() || s.front() == '.' || s.back() == '.') return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '.') {
-      if (s[i - 1] == '.') return false;
-    } else if (!std::isdigit(static_cast<unsigned char>(s[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // Reads one table of the file: {source, rows}.
 class Reader {
  public:
@@ -110,6 +97,18 @@ class Reader {
 };
 
 }  // namespace
+
+bool DottedNumber(std::string_view s) {
+  if (s.empty() || s.front() == '.' || s.back() == '.') return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '.') {
+      if (s[i - 1] == '.') return false;
+    } else if (!std::isdigit(static_cast<unsigned char>(s[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
 
 int CompareVersions(std::string_view a, std::string_view b) {
   while (!a.empty() || !b.empty()) {

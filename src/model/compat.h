@@ -19,6 +19,8 @@ namespace gpufleet {
 // Compares dotted versions field by field, numerically where both fields are numbers (so
 // 570.133.20 > 570.133.07 and 96.00.A5 > 96.00.51 as text): <0, 0 or >0. A missing field is 0.
 int CompareVersions(std::string_view a, std::string_view b);
+// "12.8", "1.33", "570.26": digits separated by single dots.
+bool DottedNumber(std::string_view s);
 // "580.95.05" -> "R580"; empty when the version does not start with a number.
 std::string DriverBranch(std::string_view version);
 // "R580", "r580" or "580" -> "R580"; empty when it is none of those.
