@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "agent/gpu_backend.h"
@@ -53,6 +54,42 @@ std::vector<Nic> ReadNics(const std::string& sysfs_root) {
   }
   std::sort(out.begin(), out.end(), [](const Nic& a, const Nic& b) { return a.name < b.name; });
   return out;
+}
+
+std::map<std::string, std::string> ReadDpkgPackages(const std::string& root) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(std::filesystem::path(root) / "var" / "lib" / "dpkg" / "status");
+  std::string package, version, status;
+  auto flush = [&] {
+    const std::string_view installed = " installed";
+    if (!package.empty() && !version.empty() && status.size() >= installed.size() &&
+        status.compare(status.size() - installed.size(), installed.size(), installed) == 0) {
+      out[package] = version;
+    }
+    package.clear();
+    version.clear();
+    status.clear();
+  };
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) {
+      flush();
+    } else if (line.rfind("Package: ", 0) == 0) {
+      package = line.substr(9);
+    } else if (line.rfind("Version: ", 0) == 0) {
+      version = line.substr(9);
+    } else if (line.rfind("Status: ", 0) == 0) {
+      status = line.substr(8);
+    }
+  }
+  flush();
+  return out;
+}
+
+std::string UpstreamVersion(std::string_view v) {
+  if (auto colon = v.find(':'); colon != std::string_view::npos) v.remove_prefix(colon + 1);
+  if (auto dash = v.rfind('-'); dash != std::string_view::npos) v = v.substr(0, dash);
+  return std::string(v);
 }
 
 }  // namespace gpufleet

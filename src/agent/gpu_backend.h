@@ -3,9 +3,11 @@
 // driver library, loaded with dlopen) and sim (a simulated node for demos and load tests).
 // A backend is used from one thread at a time.
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -89,5 +91,11 @@ NodeFacts HostFacts();
 // node, a fixture tree in tests), by name: each one's fw_ver, board_id and hca_type, trimmed; a
 // file that cannot be read is left empty (unknown). None when the directory is absent.
 std::vector<Nic> ReadNics(const std::string& sysfs_root);
+// The installed packages of the dpkg status file under `root` ("/" on a real node, a fixture
+// tree in tests): name -> version ("1.17.3-1"), only those whose Status ends "installed".
+// Empty when the file is absent (not a dpkg system).
+std::map<std::string, std::string> ReadDpkgPackages(const std::string& root);
+// "1.17.3-1" -> "1.17.3", "1:2.36-9" -> "2.36": the upstream version, for the bulletins.
+std::string UpstreamVersion(std::string_view debian_version);
 
 }  // namespace gpufleet
