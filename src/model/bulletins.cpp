@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <cstdlib>
 #include <map>
 #include <regex>
 #include <set>
+#include <tuple>
 
 namespace gpufleet {
 namespace embedded {
