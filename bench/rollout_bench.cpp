@@ -10,36 +10,18 @@
 #include <map>
 #include <memory>
 
-#include "config/fleet_spec.h"
-#include "fleet/fleet.h"
+#include "bench_fleet.h"
 #include "lifecycle/rollout_service.h"
 
 namespace gpufleet {
 namespace {
 
-constexpr int kPools = 10, kPerPool = 1000;
 constexpr int64_t kActionMs = 5 * 60'000;
 
 // 10,000 one-GPU nodes in 10 pools of 1,000, in 5 clusters of 2 pools.
-class Fleet10k {
+class Fleet10k : public BenchFleet10k {
  public:
-  Fleet10k() {
-    dir_ =
-        std::filesystem::temp_directory_path() / ("gf-rollout-bench-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    clock_->Set(1'796'169'600'000);
-    store_ = store::Open("sqlite:" + (dir_ / "db").string()).value();
-    fleet_ = std::make_unique<FleetService>(*store_.fleet, *store_.tokens, GpuCatalog::Builtin(),
-                                            clock_, FleetOptions{5000, 86'400'000});
-    std::string yaml = "apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n";
-    for (int c = 0; c < kPools / 2; ++c) {
-      yaml += "  - name: c" + std::to_string(c) + "\n    type: training\n    site: s\n    pools:\n";
-      for (int p = 2 * c; p < 2 * c + 2; ++p) {
-        yaml += "      - {name: p" + std::to_string(p) + ", gpu_model: L4, gpus_per_node: 1}\n";
-      }
-    }
-    (void)fleet_->Apply(ParseFleetSpec(yaml, "bench.yaml", *GpuCatalog::Builtin()).value());
+  Fleet10k() : BenchFleet10k("gf-rollout-bench") {
     for (int p = 0; p < kPools; ++p) {
       std::string pool = "p" + std::to_string(p);
       std::string token = fleet_->CreateJoinToken(pool, 0, "bench").value().secret;
@@ -61,12 +43,7 @@ class Fleet10k {
     hooks.busy = [](const std::string&) { return false; };
     rollouts_->set_hooks(hooks);
   }
-  ~Fleet10k() {
-    rollouts_.reset();
-    fleet_.reset();
-    store_ = {};
-    std::filesystem::remove_all(dir_);
-  }
+  ~Fleet10k() { rollouts_.reset(); }
 
   void Hello(const std::string& name, const std::string& driver) {
     Agent& a = nodes_[name];
@@ -111,10 +88,6 @@ class Fleet10k {
     std::string join, token, installed = "550.54.15";
     uint64_t connection = 0;
   };
-  std::filesystem::path dir_;
-  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
-  store::Stores store_;
-  std::unique_ptr<FleetService> fleet_;
   std::unique_ptr<lifecycle::RolloutService> rollouts_;
   std::map<std::string, Agent> nodes_;
   std::multimap<int64_t, std::pair<std::string, proto::Command>> pending_;

@@ -8,7 +8,7 @@ import { startLive, stopLive, onLive } from './live.js';
 const $ = (id) => document.getElementById(id);
 
 // #/ overview; #/clusters; #/cluster/NAME; #/node/NAME; #/alerts; #/scaling[/POOL]; #/jobs;
-// #/rollouts[/ID]; later
+// #/rollouts[/ID]; #/security; later
 // capabilities by name.
 const routes = [
   [/^#?\/?$/, 'overview', () => ({})],
@@ -19,6 +19,7 @@ const routes = [
   [/^#\/scaling(?:\/([^/]+))?$/, 'scaling', (m) => ({ pool: m[1] ? decodeURIComponent(m[1]) : '' })],
   [/^#\/jobs$/, 'jobs', () => ({})],
   [/^#\/rollouts(?:\/(\d+))?$/, 'rollouts', (m) => ({ id: m[1] || '' })],
+  [/^#\/security$/, 'security', () => ({})],
   [/^#\/(inventory|reports)$/, 'later', (m) => ({ page: m[1] })],
 ];
 const modules = {
@@ -29,6 +30,7 @@ const modules = {
   scaling: () => import('./scaling.js'),
   jobs: () => import('./jobs.js'),
   rollouts: () => import('./rollouts.js'),
+  security: () => import('./security.js'),
   later: () => import('./later.js'),
 };
 

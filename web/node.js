@@ -106,12 +106,19 @@ export function mount(el, params) {
   }
 
   async function loadVersions() {
-    const [v, ops] = await Promise.all([
+    const [v, ops, vulns] = await Promise.all([
       api(`/api/v1/nodes/${encodeURIComponent(name)}/versions`),
       api(`/api/v1/nodes/${encodeURIComponent(name)}/actions`),
+      api(`/api/v1/vulnerabilities?node=${encodeURIComponent(name)}`).catch(() => ({ items: [] })),
     ]);
     if (gone) return;
-    $('versions').innerHTML = `<p>Driver <code>${esc(v.driver)}</code> (CUDA ${esc(v.cuda_driver)}), VBIOS <code>${esc(v.vbios || '—')}</code>, NIC firmware <code>${esc(v.nic_firmware || '—')}</code></p>
+    const sec = vulns.items[0];
+    const security = !sec ? '' : sec.status === 'ok'
+      ? '<p id="node-security" class="vuln-ok">No published CVE applies to its driver or Container Toolkit.</p>'
+      : `<p id="node-security"><a href="#/security" class="vuln-${esc(sec.status)}">${sec.status === 'unsupported_branch' ? 'Unsupported branch' : 'Exposed'}</a>:
+        ${sec.cves.length} published CVE(s), highest CVSS ${Number(sec.max_cvss).toFixed(1)}${sec.fix ? `; fix: ${esc(sec.fix)}` : ''}
+        (<code>gpufleet vulns show ${esc(name)}</code>)</p>`;
+    $('versions').innerHTML = `<p>Driver <code>${esc(v.driver)}</code> (CUDA ${esc(v.cuda_driver)}), VBIOS <code>${esc(v.vbios || '—')}</code>, NIC firmware <code>${esc(v.nic_firmware || '—')}</code>${sec?.container_toolkit ? `, Container Toolkit <code>${esc(sec.container_toolkit)}</code>` : ''}</p>${security}
       ${v.history.length ? `<table><thead><tr><th>Rollout</th><th>Kind</th><th>From</th><th>To</th><th>State</th><th>Ended</th><th>Message</th></tr></thead><tbody>${v.history.map((h) =>
         `<tr><td><a href="#/rollouts/${h.rollout}">${h.rollout}</a></td><td>${esc(h.kind)}</td><td><code>${esc(h.from)}</code></td><td><code>${esc(h.to)}</code></td>
         <td class="ro-${esc(h.state)}">${esc(h.state)}</td><td>${esc(h.ended_at ? ago(h.ended_at) : '')}</td><td>${esc(h.message)}</td></tr>`).join('')}</tbody></table>` : '<p class="muted">No rollout has changed this node.</p>'}`;

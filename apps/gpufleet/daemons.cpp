@@ -270,6 +270,7 @@ struct AgentFlags {
   std::string log_level = "info";
   std::string reset_gpu_command, reboot_command;
   std::string sysfs_root = "/sys";
+  std::string root = "/";
   std::string client_cert, client_key;  // for a controller with --client-ca
   std::string action_dir, action_timeout = "1h";
   SimActionFlags sim_actions;
@@ -308,6 +309,7 @@ int RunAgent(AgentFlags& f, const cli::Globals& g) {
   o.reset_gpu_command = f.reset_gpu_command;
   o.reboot_command = f.reboot_command;
   o.sysfs_root = f.sysfs_root;
+  o.root = f.root;
   o.action_dir = f.action_dir;
   o.action_log = f.sim_actions.action_log;
   o.action_timeout_ms = ParseDurationMs(f.action_timeout);
@@ -477,6 +479,35 @@ Result<net::TlsContext> UpTls(ServeFlags& f) {
   return net::MakeClientContext(trust);
 }
 
+// The demo's staged software, so that the Security page has something true to judge
+// (docs/security.md): nodes run R580's current release, 580.159.03, except every fourth node
+// of a training or inference pool and all of the development pools, on 580.95.05 (published
+// CVEs, fixed in 580.159.03); the first node of each edge pool runs 535.247.01 (R535 ended in
+// June 2026); the second node of the first inference pool has Container Toolkit 1.17.3
+// (CVE-2025-23266, CVSS 9.0: a critical alert).
+void StageDemoSoftware(const FleetSpec& spec, const Pool& pool, bool first_inference,
+                       SimPoolOptions& o) {
+  constexpr char kCurrent[] = "580.159.03", kOlder[] = "580.95.05", kEol[] = "535.247.01";
+  auto cluster = std::find_if(spec.clusters.begin(), spec.clusters.end(),
+                              [&](const Cluster& c) { return c.name == pool.cluster; });
+  const ClusterType type = cluster != spec.clusters.end() ? cluster->type : ClusterType::kTraining;
+  switch (type) {
+    case ClusterType::kDevelopment:
+      o.drivers = {kOlder};
+      break;
+    case ClusterType::kEdge:
+      o.drivers.assign(std::max(pool.size, 1), kCurrent);
+      o.drivers[0] = kEol;
+      break;
+    default:
+      o.drivers = {kCurrent, kCurrent, kCurrent, kOlder};
+  }
+  if (first_inference && pool.size > 1) {
+    o.container_toolkits.assign(pool.size, "1.19.1");
+    o.container_toolkits[1] = "1.17.3";
+  }
+}
+
 int RunUp(UpFlags& f, const cli::Globals& g) {
   if (auto s = Finish(f.serve, g); !s.ok()) return Fail(s.error());
   std::string yaml, filename = f.fleet_file;
@@ -509,13 +540,14 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
   if (!times.ok()) return Fail(times.error());
   sim.SetActions(times.value(), f.actions.action_log);
   ControllerOptions options = f.serve.options;  // destroyed before `sim`, with its actuator
-  options.sim_actuator = MakeSimActuator(sim, agent_tls);
+  options.sim_actuator = MakeSimActuator(sim, agent_tls, "580.159.03");  // the demo's image
   options.demo_workload = f.workload == "on";
   options.defer_scaling = true;  // started below, once the pools' own nodes have registered
   Controller controller(options);
   if (auto s = controller.Start(); !s.ok()) return Fail(s.error());
   if (auto s = controller.ApplyFleetYaml(yaml, filename); !s.ok()) return Fail(s.error());
   int nodes = 0, gpus = 0;
+  bool inference_seen = false;
   for (const auto& pool : spec->pools) {
     if (pool.size == 0) continue;
     auto token = controller.IssueJoinToken(pool.name);
@@ -528,6 +560,11 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
     o.nodes = pool.size;
     o.gpus_per_node = pool.gpus_per_node;
     o.model = pool.gpu_model;
+    const bool inference = std::any_of(spec->clusters.begin(), spec->clusters.end(), [&](auto& c) {
+      return c.name == pool.cluster && c.type == ClusterType::kInference;
+    });
+    StageDemoSoftware(*spec, pool, inference && !inference_seen, o);
+    inference_seen = inference_seen || inference;
     if (auto s = sim.AddPool(o); !s.ok()) return Fail(s.error());
     nodes += pool.size;
     gpus += pool.size * pool.gpus_per_node;
@@ -565,9 +602,10 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
       "  Workload:           %s\n"
       "  Jobs:               gpufleet jobs list (and the dashboard's Jobs page)\n"
       "  Autoscaled pools:   %zu (gpufleet scaling list; gpufleet scaling tune POOL)\n"
-      "  Rollouts:           the simulated nodes run driver 550.54.15: gpufleet rollouts plan\n"
-      "                      --target 580.95.05 --pools %s (then rollouts start, and the\n"
-      "                      dashboard's Rollouts page)\n\n"
+      "  Security:           some simulated nodes run drivers with published CVEs (staged):\n"
+      "                      gpufleet vulns list; gpufleet vulns fix --pool %s proposes the\n"
+      "                      rollout to 580.159.03 (then rollouts start, and the dashboard's\n"
+      "                      Security and Rollouts pages)\n\n"
       "Press Ctrl-C to stop.\n",
       spec->clusters.size(), spec->pools.size(), nodes, gpus, filename.c_str(),
       controller.url().c_str(),
@@ -625,6 +663,9 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
   a->add_option("--sysfs-root", agent.sysfs_root,
                 "where sysfs is mounted: NIC firmware is read from ROOT/class/infiniband/*/fw_ver "
                 "and board_id (default /sys)");
+  a->add_option("--root", agent.root,
+                "where the node's file system is: the NVIDIA Container Toolkit's version is read "
+                "from ROOT/var/lib/dpkg/status (default /)");
   a->add_option("--client-cert", agent.client_cert,
                 "PEM client certificate, for a controller with --client-ca (gpufleet tls issue)");
   a->add_option("--client-key", agent.client_key, "PEM private key of --client-cert");
@@ -646,6 +687,14 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
   m->add_option("--model", sim.pool.model, "GPU model id from the catalogue");
   m->add_option("--prefix", sim.pool.name_prefix, "node name prefix");
   m->add_option("--first-index", sim.pool.first_index, "number of the first node");
+  m->add_option("--driver", sim.pool.drivers,
+                "the driver the nodes run (repeat or comma-separate: node N runs the N-th, "
+                "cycling; default 550.54.15)")
+      ->delimiter(',');
+  m->add_option("--container-toolkit", sim.pool.container_toolkits,
+                "the NVIDIA Container Toolkit version the nodes report (cycling as --driver; "
+                "default 1.19.1)")
+      ->delimiter(',');
   m->add_option("--threads", sim.threads, "I/O threads");
   sim.actions.Add(m);
   m->add_option("--log-level", sim.log_level, "trace, debug, info, warn, error");

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   gpufleet::cli::AddHealthCommands(app, globals);
   gpufleet::cli::AddRuleCommands(app, globals);
   gpufleet::cli::AddLifecycleCommands(app, globals);
+  gpufleet::cli::AddSecurityCommands(app, globals);
   gpufleet::cli::AddReplayCommand(app, globals);
   gpufleet::cli::AddJobCommands(app, globals);
   gpufleet::cli::AddScalingCommands(app, globals);

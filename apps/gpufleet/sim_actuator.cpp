@@ -13,8 +13,11 @@ namespace {
 
 class SimActuator : public scaling::Actuator {
  public:
-  SimActuator(SimFleet& fleet, net::TlsContext tls)
-      : fleet_(fleet), tls_(std::move(tls)), timer_([this] { Loop(); }) {}
+  SimActuator(SimFleet& fleet, net::TlsContext tls, std::string driver)
+      : fleet_(fleet),
+        tls_(std::move(tls)),
+        driver_(std::move(driver)),
+        timer_([this] { Loop(); }) {}
   ~SimActuator() override {
     {
       std::lock_guard lock(mu_);
@@ -31,6 +34,7 @@ class SimActuator : public scaling::Actuator {
     o.tls = tls_;
     o.gpus_per_node = r.gpus_per_node;
     o.model = r.gpu_model;
+    if (!driver_.empty()) o.drivers = {driver_};
     auto due = std::chrono::steady_clock::now() +
                std::chrono::milliseconds(static_cast<int64_t>(r.lead_time_s * 1000));
     {
@@ -77,6 +81,7 @@ class SimActuator : public scaling::Actuator {
 
   SimFleet& fleet_;
   net::TlsContext tls_;
+  std::string driver_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
@@ -86,8 +91,9 @@ class SimActuator : public scaling::Actuator {
 
 }  // namespace
 
-std::shared_ptr<scaling::Actuator> MakeSimActuator(SimFleet& fleet, net::TlsContext tls) {
-  return std::make_shared<SimActuator>(fleet, std::move(tls));
+std::shared_ptr<scaling::Actuator> MakeSimActuator(SimFleet& fleet, net::TlsContext tls,
+                                                   std::string driver) {
+  return std::make_shared<SimActuator>(fleet, std::move(tls), std::move(driver));
 }
 
 }  // namespace gpufleet::app

@@ -3,6 +3,7 @@
 // connecting to the controller like any agent) after the policy's lead time, and stops them.
 
 #include <memory>
+#include <string>
 
 #include "scaling/scaling.h"
 #include "sim/sim.h"
@@ -11,6 +12,9 @@ namespace gpufleet::app {
 
 // `fleet` must outlive the actuator, and be running (SimFleet::Run) for the nodes to connect.
 // `tls`: whom the nodes trust when the controller is https:// (null: the system's store).
-std::shared_ptr<scaling::Actuator> MakeSimActuator(SimFleet& fleet, net::TlsContext tls = nullptr);
+// `driver`: the driver the nodes it starts run (empty: the simulated default), as a pool's
+// image would give them.
+std::shared_ptr<scaling::Actuator> MakeSimActuator(SimFleet& fleet, net::TlsContext tls = nullptr,
+                                                   std::string driver = "");
 
 }  // namespace gpufleet::app

@@ -485,6 +485,9 @@ class Session : public std::enable_shared_from_this<Session> {
     f.backend = backend_->Name();
     auto nics = backend_->Nics();
     f.nics = nics ? std::move(*nics) : ReadNics(options_.sysfs_root);
+    auto packages = backend_->Packages();
+    f.container_toolkit =
+        ContainerToolkitVersion(packages ? *packages : ReadDpkgPackages(options_.root));
     if (auto d = backend_->Driver(); d.ok()) {
       f.driver_version = d->driver_version;
       f.cuda_driver_version = d->cuda_driver_version;

@@ -43,6 +43,9 @@ struct AgentOptions {
   // Where sysfs is (NIC firmware: SYSFS/class/infiniband); tests point it at a fixture tree.
   // Simulated nodes read none.
   std::string sysfs_root = "/sys";
+  // Where the node's files are (the package database: ROOT/var/lib/dpkg/status); tests point
+  // it at a fixture tree. Simulated nodes read none.
+  std::string root = "/";
   int backoff_initial_ms = 500;
   int backoff_max_ms = 30'000;
   // Called (on the I/O thread) when the controller issues a node token.

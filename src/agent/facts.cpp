@@ -92,4 +92,9 @@ std::string UpstreamVersion(std::string_view v) {
   return std::string(v);
 }
 
+std::string ContainerToolkitVersion(const std::map<std::string, std::string>& packages) {
+  auto it = packages.find(std::string(kContainerToolkitPackage));
+  return it == packages.end() ? std::string() : UpstreamVersion(it->second);
+}
+
 }  // namespace gpufleet

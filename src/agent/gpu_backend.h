@@ -48,6 +48,9 @@ class GpuBackend {
   // The node's InfiniBand / RoCE adapters, where the backend knows them itself (simulated
   // nodes); nullopt: read them from sysfs (ReadNics).
   virtual std::optional<std::vector<Nic>> Nics() { return std::nullopt; }
+  // The node's installed packages (name -> upstream version), where the backend knows them
+  // itself (simulated nodes); nullopt: read the package database under the agent's root.
+  virtual std::optional<std::map<std::string, std::string>> Packages() { return std::nullopt; }
   // A node action (proto::kNodeActions) that a simulated backend carries out itself: what it
   // will report and how long it takes. A reboot's effects (a new driver or firmware becoming
   // the running one) wait for Boot(). Real backends: nullopt (the agent runs its programs).
@@ -72,7 +75,8 @@ struct SimNodeSpec {
   const GpuModelSpec* model = nullptr;  // from the catalogue; required
   int gpu_count = 8;
   std::string driver_version = "550.54.15";
-  std::string cuda_driver_version = "12.4";
+  std::string cuda_driver_version = "12.4";  // empty: the newest the driver's branch supports
+  std::string container_toolkit = "1.19.1";  // the nvidia-container-toolkit package's version
   // How long simulated node actions take, and the share of them that fail (0..1).
   struct ActionTimes {
     int64_t install_ms = 10000;  // install-driver
@@ -97,5 +101,10 @@ std::vector<Nic> ReadNics(const std::string& sysfs_root);
 std::map<std::string, std::string> ReadDpkgPackages(const std::string& root);
 // "1.17.3-1" -> "1.17.3", "1:2.36-9" -> "2.36": the upstream version, for the bulletins.
 std::string UpstreamVersion(std::string_view debian_version);
+// The package that carries the NVIDIA Container Toolkit's version.
+inline constexpr std::string_view kContainerToolkitPackage = "nvidia-container-toolkit";
+// The toolkit's upstream version among `packages` (as ReadDpkgPackages gives them); empty when
+// it is not installed.
+std::string ContainerToolkitVersion(const std::map<std::string, std::string>& packages);
 
 }  // namespace gpufleet

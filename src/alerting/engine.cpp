@@ -110,6 +110,11 @@ const std::vector<Rule>& BuiltinRules() {
                "{{ $value }} rollout(s) halted or rolled back: gpufleet rollouts list"),
       ExprRule("RolloutNodeFailed", "node_rollout_failed == 1", "warning", 0,
                "{{ $labels.Hostname }} failed its update in a rollout"),
+      // Security: a node exposed to a published CVE at or above CVSS 9.0 (critical). Another
+      // threshold: a rule of the same name in your rules file replaces this one.
+      ExprRule("NodeCriticalCve", "node_cve_max_cvss >= 9", "critical", 0,
+               "{{ $labels.Hostname }} is exposed to a CVE of CVSS {{ $value }}: gpufleet vulns "
+               "show {{ $labels.Hostname }}"),
       // Capacity: a pool with no GPU a job could use, or with a tenth of its GPUs unhealthy.
       ExprRule("PoolNoAvailableGpus", "sum by (cluster, pool) (gpu_available) == 0", "critical",
                300'000, "{{ $labels.cluster }}/{{ $labels.pool }} has no available GPU"),

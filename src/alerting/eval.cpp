@@ -229,6 +229,9 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Select(const Expr& e) {
       case Special::kNodeRolloutFailed:
         v = snap_.nodes[r].rollout_failed ? 1 : 0;
         break;
+      case Special::kNodeCveMaxCvss:
+        v = snap_.nodes[r].cve_max_cvss;
+        break;
       case Special::kApiP99:
         v = snap_.api_p99_s;
         break;

@@ -41,6 +41,7 @@ struct Snapshot {
     bool cordoned = false;
     int64_t last_seen_ms = 0;
     bool rollout_failed = false;  // set by the controller from the rollouts
+    double cve_max_cvss = 0;      // set by the controller from the vulnerability status
   };
   struct GpuRow {
     uint32_t node = 0;  // index into nodes

@@ -23,6 +23,8 @@ const std::vector<MetricDef>& Specials() {
        "Seconds since the node's last heartbeat or scrape."},
       {"node_rollout_failed", RowKind::kNode, Special::kNodeRolloutFailed, Field::kGpuUtil, 1,
        "1 when the node failed its update in a rollout (not ended, or ended within the hour)."},
+      {"node_cve_max_cvss", RowKind::kNode, Special::kNodeCveMaxCvss, Field::kGpuUtil, 1,
+       "The highest CVSS score of the published CVEs the node is exposed to; 0 when none."},
       {"api_request_duration_p99_seconds", RowKind::kController, Special::kApiP99, Field::kGpuUtil,
        1, "The 99th percentile of the API's request durations since the last evaluation."},
       {"rollouts_halted", RowKind::kController, Special::kRolloutsHalted, Field::kGpuUtil, 1,

@@ -13,6 +13,7 @@
 #include "health/service.h"
 #include "lifecycle/compat_service.h"
 #include "lifecycle/rollout_service.h"
+#include "lifecycle/vuln_service.h"
 #include "model/catalog.h"
 #include "net/tls.h"
 #include "proto/agent_handler.h"
@@ -58,6 +59,7 @@ struct ApiDeps {
   std::string secret_key;                      // the data directory's secret.key (common/crypto.h)
   lifecycle::CompatService* compat = nullptr;  // /api/v1/compat; absent: 503
   lifecycle::RolloutService* rollouts = nullptr;  // /api/v1/rollouts, node actions; absent: 503
+  lifecycle::VulnService* vulns = nullptr;        // /api/v1/vulnerabilities, bulletins; absent: 503
 };
 
 // Owns its I/O threads. Start() binds and serves; Stop() closes and joins. Thread-safe.

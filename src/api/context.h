@@ -10,6 +10,7 @@
 #include "health/service.h"
 #include "lifecycle/compat_service.h"
 #include "lifecycle/rollout_service.h"
+#include "lifecycle/vuln_service.h"
 #include "model/catalog.h"
 #include "proto/proto.h"
 #include "scaling/scaling.h"
@@ -41,6 +42,7 @@ struct ApiContext {
   std::function<void()> flush_token_use = [] {};
   lifecycle::CompatService* compat = nullptr;     // may be null
   lifecycle::RolloutService* rollouts = nullptr;  // may be null
+  lifecycle::VulnService* vulns = nullptr;        // may be null
 };
 
 // Each routes/<resource>.cpp registers its handlers.
@@ -61,6 +63,7 @@ void AddJobRoutes(Router& router, ApiContext& ctx);        // jobs
 void AddScalingRoutes(Router& router, ApiContext& ctx);    // autoscaling
 void AddCompatRoutes(Router& router, ApiContext& ctx);     // the compatibility matrix
 void AddRolloutRoutes(Router& router, ApiContext& ctx);    // rollouts, node actions
+void AddSecurityRoutes(Router& router, ApiContext& ctx);   // vulnerabilities, bulletins
 
 // Authenticates "Bearer <token>" against the stored API tokens. While the store is unavailable
 // it answers from the last successful lookup of the same token (its role, expiry and revocation

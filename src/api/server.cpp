@@ -107,6 +107,7 @@ struct ApiServer::Impl {
             d.secret_key} {
     ctx.compat = d.compat;
     ctx.rollouts = d.rollouts;
+    ctx.vulns = d.vulns;
     ctx.flush_token_use = [this] {
       if (auto s = auth.FlushUse(); !s.ok()) {
         spdlog::warn("api: cannot write tokens' last use: {}", s.error().message);
@@ -129,6 +130,7 @@ struct ApiServer::Impl {
     AddScalingRoutes(router, ctx);
     AddCompatRoutes(router, ctx);
     AddRolloutRoutes(router, ctx);
+    AddSecurityRoutes(router, ctx);
     // Last, so that it lists every route, itself included.
     router.Add("GET", "/api/v1/routes", Role::kViewer, [this](const Request&, const Principal&) {
       boost::json::array items;

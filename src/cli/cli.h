@@ -41,5 +41,6 @@ void AddHealthCommands(CLI::App& app, Globals& g);  // health, xids, alerts, cha
 void AddRuleCommands(CLI::App& app, Globals& g);    // rules list|test|delete|metrics
 // compat, rollouts, node actions (nodes reboot|reset-gpu|maintenance|decommission|delete)
 void AddLifecycleCommands(CLI::App& app, Globals& g);
+void AddSecurityCommands(CLI::App& app, Globals& g);  // vulns list|show|fix, bulletins
 
 }  // namespace gpufleet::cli

@@ -19,6 +19,7 @@
 #include "ingest/ingest.h"
 #include "lifecycle/compat_service.h"
 #include "lifecycle/rollout_service.h"
+#include "lifecycle/vuln_service.h"
 #include "scaling/scaling.h"
 #include "scrape/scraper.h"
 #include "store/store.h"
@@ -88,6 +89,7 @@ struct Controller::Impl {
   std::unique_ptr<scaling::ScalingService> scaling;
   std::unique_ptr<lifecycle::CompatService> compat;
   std::unique_ptr<lifecycle::RolloutService> rollouts;
+  std::unique_ptr<lifecycle::VulnService> vulns;
   std::unique_ptr<workload::WorkloadGenerator> generator;  // the monitor thread's
   std::unique_ptr<alerting::Notifier> notifier;
   std::unique_ptr<alerting::SeriesReader> series_reader;  // the monitor thread's
@@ -185,6 +187,9 @@ Status Controller::Start() {
   impl_->rollouts = std::make_unique<lifecycle::RolloutService>(
       *impl_->fleet, impl_->compat.get(), *db.rollouts, *db.audit, impl_->clock);
   GF_TRY(impl_->rollouts->Load());
+  impl_->vulns = std::make_unique<lifecycle::VulnService>(*impl_->fleet, *impl_->compat,
+                                                          *db.settings, impl_->clock);
+  GF_TRY(impl_->vulns->Load());
   impl_->notifier = std::make_unique<alerting::Notifier>(*db.alerting, impl_->clock, "");
   GF_TRY(impl_->notifier->Load());
   impl_->series_reader = alerting::MakeTelemetryReader(*impl_->telemetry);
@@ -206,11 +211,11 @@ Status Controller::Start() {
   ao.max_connections = o.max_connections;
   ao.header_timeout_ms = o.header_timeout_ms;
   impl_->server = std::make_unique<api::ApiServer>(
-      ao,
-      api::ApiDeps{*impl_->fleet, impl_->stores, impl_->catalog, impl_->clock, *impl_->telemetry,
-                   *impl_->ingest, [s = impl_->scraper.get()] { return s->Targets(); },
-                   impl_->health.get(), impl_->notifier.get(), impl_->jobs.get(),
-                   impl_->scaling.get(), key.value(), impl_->compat.get(), impl_->rollouts.get()});
+      ao, api::ApiDeps{*impl_->fleet, impl_->stores, impl_->catalog, impl_->clock,
+                       *impl_->telemetry, *impl_->ingest,
+                       [s = impl_->scraper.get()] { return s->Targets(); }, impl_->health.get(),
+                       impl_->notifier.get(), impl_->jobs.get(), impl_->scaling.get(), key.value(),
+                       impl_->compat.get(), impl_->rollouts.get(), impl_->vulns.get()});
   auto addr = impl_->server->Start();
   if (!addr.ok()) return addr.error();
   // Remediation actions go to agents over their connections (the monitor thread asks; it is
@@ -321,6 +326,12 @@ Status Controller::Start() {
         snap.rollouts_halted = static_cast<double>(impl_->rollouts->Alarms().size());
         if (auto failed = impl_->rollouts->FailedNodes(); !failed.empty()) {
           for (auto& n : snap.nodes) n.rollout_failed = failed.count(n.name) > 0;
+        }
+        // What NodeCriticalCve reads.
+        if (auto cvss = impl_->vulns->MaxCvss(); !cvss.empty()) {
+          for (auto& n : snap.nodes) {
+            if (auto it = cvss.find(n.name); it != cvss.end()) n.cve_max_cvss = it->second;
+          }
         }
         auto snapshot = std::make_shared<const alerting::Snapshot>(std::move(snap));
         if (auto s = impl_->notifier->Cycle(reports, std::move(snapshot), *impl_->series_reader);

@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 #include <cstdlib>
 #include <map>
+#include <numeric>
 #include <regex>
 #include <set>
 #include <tuple>
@@ -497,14 +498,19 @@ VulnVerdict JudgeNode(const BulletinSet& bulletins, const CompatMatrix& matrix,
   const bool unsupported = !out.branch.empty() && (branch == nullptr || branch->EndOfLife(today));
   std::map<std::string, std::string> fix_by_component;  // the highest fixed version needed
   for (const auto& b : bulletins.bulletins()) {
+    // No row for the node's branch: it was left out because the branch was already end of
+    // life when the bulletin came out (or the matrix does not know it), or it is not affected.
+    const bool eol_then =
+        !out.branch.empty() && (branch == nullptr || branch->EndOfLife(b.published));
     for (const auto& cve : b.cves) {
       if (cve.platform != "bare-metal") continue;
       bool driver_row = false, driver_named = false;
       for (const auto& f : cve.fixes) {
-        const std::string& have = f.component == kComponentDriver ? software.driver
-                                  : f.component == kComponentContainerToolkit
-                                      ? software.container_toolkit
-                                      : std::string();
+        const std::string_view have = f.component == kComponentDriver
+                                          ? std::string_view(software.driver)
+                                      : f.component == kComponentContainerToolkit
+                                          ? std::string_view(software.container_toolkit)
+                                          : std::string_view();
         if (f.component == kComponentDriver) driver_named = true;
         if (have.empty()) continue;
         if (f.component == kComponentDriver && f.branch != out.branch) continue;
@@ -514,18 +520,22 @@ VulnVerdict JudgeNode(const BulletinSet& bulletins, const CompatMatrix& matrix,
         std::string& need = fix_by_component[f.component];
         if (need.empty() || CompareVersions(f.fixed, need) > 0) need = f.fixed;
       }
-      // No row for the node's branch: it was left out because the branch was already end of
-      // life when the bulletin came out (or the matrix does not know it), or it is not affected.
-      const bool eol_then =
-          !out.branch.empty() && (branch == nullptr || branch->EndOfLife(b.published));
       if (driver_named && !driver_row && eol_then && !software.driver.empty()) {
         out.cves.push_back(
             {cve.id, cve.cvss, std::string(kComponentDriver), b.id, std::string(kMoveBranch)});
       }
     }
   }
-  std::stable_sort(out.cves.begin(), out.cves.end(),
-                   [](const Exposure& a, const Exposure& b) { return a.cvss > b.cvss; });
+  // Highest score first, ties in bulletin order: the indices are sorted, and each exposure is
+  // moved once (sorting the values themselves moved their four strings at every step).
+  std::vector<size_t> order(out.cves.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return out.cves[a].cvss > out.cves[b].cvss; });
+  std::vector<Exposure> sorted;
+  sorted.reserve(order.size());
+  for (size_t i : order) sorted.push_back(std::move(out.cves[i]));
+  out.cves = std::move(sorted);
   for (const auto& e : out.cves) out.max_cvss = std::max(out.max_cvss, e.cvss);
   if (unsupported) {
     out.status = "unsupported_branch";
@@ -541,6 +551,51 @@ VulnVerdict JudgeNode(const BulletinSet& bulletins, const CompatMatrix& matrix,
     if (!out.fix.empty()) out.fix += ", ";
     out.fix += component + " " + version;
   }
+  return out;
+}
+
+std::string LatestFixedDriver(const BulletinSet& bulletins, std::string_view branch) {
+  std::string latest;
+  for (const auto& b : bulletins.bulletins()) {
+    for (const auto& cve : b.cves) {
+      for (const auto& f : cve.fixes) {
+        if (f.component != kComponentDriver || f.branch != branch) continue;
+        if (latest.empty() || CompareVersions(f.fixed, latest) > 0) latest = f.fixed;
+      }
+    }
+  }
+  return latest;
+}
+
+FixTarget ChooseFixTarget(const BulletinSet& bulletins, const CompatMatrix& matrix,
+                          std::string_view pinned_branch, std::string_view current_branch,
+                          std::string_view today) {
+  auto supported = [&](std::string_view branch) {
+    const CompatBranch* b = branch.empty() ? nullptr : matrix.FindBranch(branch);
+    return b != nullptr && !b->EndOfLife(today);
+  };
+  FixTarget out;
+  if (supported(pinned_branch)) {
+    out.branch = std::string(pinned_branch);
+    out.why = "the pool pins " + out.branch;
+  } else if (supported(current_branch)) {
+    out.branch = std::string(current_branch);
+    out.why = "the branch the pool's nodes run";
+  } else {
+    // The newest supported long-term branch that a bulletin has fixes for.
+    for (const auto& b : matrix.branches()) {
+      if (b.type != "ltsb" || b.EndOfLife(today) || LatestFixedDriver(bulletins, b.branch).empty())
+        continue;
+      if (out.branch.empty() ||
+          std::atoi(b.branch.c_str() + 1) > std::atoi(out.branch.c_str() + 1)) {
+        out.branch = b.branch;
+      }
+    }
+    std::string from = std::string(!pinned_branch.empty() ? pinned_branch : current_branch);
+    out.why = (from.empty() ? std::string("no supported branch") : from + " is end of life") +
+              ": the newest supported long-term branch";
+  }
+  if (!out.branch.empty()) out.target = LatestFixedDriver(bulletins, out.branch);
   return out;
 }
 

@@ -112,4 +112,22 @@ struct VulnVerdict {
 VulnVerdict JudgeNode(const BulletinSet& bulletins, const CompatMatrix& matrix,
                       const NodeSoftware& software, std::string_view today);
 
+// The newest driver version that any bulletin names as a fix on `branch` ("R580"): the release
+// that fixes every published driver CVE of that branch. Empty when no bulletin has a row for it.
+std::string LatestFixedDriver(const BulletinSet& bulletins, std::string_view branch);
+
+// The driver a pool's nodes should move to so that no published driver CVE applies:
+// `pinned_branch`'s latest fix when the pool pins a supported branch, else the latest fix of
+// `current_branch` (the branch most of its nodes run) when that one is supported, else of the
+// newest supported long-term branch (an end-of-life branch gets no fixes). Empty `target` when
+// no bulletin names a fix on the branch chosen.
+struct FixTarget {
+  std::string branch;
+  std::string target;
+  std::string why;  // "the pool pins R580", "the nodes' branch", "R535 is end of life: ..."
+};
+FixTarget ChooseFixTarget(const BulletinSet& bulletins, const CompatMatrix& matrix,
+                          std::string_view pinned_branch, std::string_view current_branch,
+                          std::string_view today);
+
 }  // namespace gpufleet

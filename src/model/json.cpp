@@ -199,6 +199,7 @@ json::object ToJson(const NodeFacts& f) {
           {"kernel", f.kernel},
           {"driver_version", f.driver_version},
           {"cuda_driver_version", f.cuda_driver_version},
+          {"container_toolkit", f.container_toolkit},
           {"agent_version", f.agent_version},
           {"backend", f.backend},
           {"nics", std::move(nics)}};
@@ -336,6 +337,7 @@ Result<NodeFacts> FactsFromJson(const json::value& v) {
   GF_TRY_ASSIGN(f.kernel, GetString(o, "kernel", ""));
   GF_TRY_ASSIGN(f.driver_version, GetString(o, "driver_version", ""));
   GF_TRY_ASSIGN(f.cuda_driver_version, GetString(o, "cuda_driver_version", ""));
+  GF_TRY_ASSIGN(f.container_toolkit, GetString(o, "container_toolkit", ""));
   GF_TRY_ASSIGN(f.agent_version, GetString(o, "agent_version", ""));
   GF_TRY_ASSIGN(f.backend, GetString(o, "backend", ""));
   if (const auto* list = o.if_contains("nics")) {

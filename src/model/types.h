@@ -130,6 +130,9 @@ struct NodeFacts {
   std::string kernel;
   std::string driver_version;
   std::string cuda_driver_version;  // "12.4"
+  // The NVIDIA Container Toolkit's upstream version ("1.17.8"), from the package database;
+  // empty when it is not installed or cannot be read (unknown).
+  std::string container_toolkit;
   std::string agent_version;
   std::string backend;  // "nvml" or "sim"
   std::vector<Nic> nics;

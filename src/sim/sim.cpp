@@ -1,6 +1,7 @@
 #include "sim/sim.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace gpufleet {
 
@@ -38,6 +39,16 @@ Status SimFleet::AddNode(const SimPoolOptions& o, const std::string& name) {
   spec.hostname = name;
   spec.model = catalog_->Find(o.model);
   spec.gpu_count = o.gpus_per_node;
+  // The node's number is its name's last digits (<prefix>-0007), also for nodes a scaler adds.
+  const size_t number =
+      std::strtoull(name.c_str() + name.find_last_not_of("0123456789") + 1, nullptr, 10);
+  if (!o.drivers.empty()) {
+    spec.driver_version = o.drivers[number % o.drivers.size()];
+    spec.cuda_driver_version.clear();
+  }
+  if (!o.container_toolkits.empty()) {
+    spec.container_toolkit = o.container_toolkits[number % o.container_toolkits.size()];
+  }
   AgentOptions ao;
   {
     std::lock_guard lock(mu_);

@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "agent/agent.h"
 #include "model/catalog.h"
@@ -19,7 +20,11 @@ struct SimPoolOptions {
   int gpus_per_node = 8;
   std::string model = "H100-SXM5-80GB";  // catalogue id
   int first_index = 0;
-  net::TlsContext tls;  // for an https:// controller (AgentOptions::tls)
+  // The driver each node runs: node N (its name's number) runs drivers[N % size]; empty: the
+  // simulated default (SimNodeSpec). The CUDA version follows the driver's branch.
+  std::vector<std::string> drivers;
+  std::vector<std::string> container_toolkits;  // the same for the Container Toolkit
+  net::TlsContext tls;                          // for an https:// controller (AgentOptions::tls)
 };
 
 // Thread-safe: AddPool and Stop may be called from any thread while Run runs.

@@ -266,7 +266,8 @@ test('every page fits 1280x800 and a 390-px phone', async () => {
     const page = await signedIn(browser, fleet.base, fleet.token, viewport);
     for (const [name, hash, ready] of [['overview', '#/', '.card'], ['cluster', '#/cluster/train-use1', '#heat canvas[data-cells]'],
       ['node', '#/node/h100-sxm-0001', '.chart .uplot'], ['alerts', '#/alerts', '#alert-list'], ['scaling', '#/scaling', '#scaling-charts .uplot'],
-      ['jobs', '#/jobs', '#jobs-summary:not(:empty)'], ['rollouts', '#/rollouts', '#rollout-list:not(:empty)']]) {
+      ['jobs', '#/jobs', '#jobs-summary:not(:empty)'], ['rollouts', '#/rollouts', '#rollout-list:not(:empty)'],
+      ['security', '#/security', '#sec-cves tr[data-cve]']]) {
       await page.goto(fleet.base + '/' + hash);
       await page.waitForSelector(ready, { timeout: 30000 });
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
@@ -440,8 +441,8 @@ test('the rollouts page: an operator plans and starts a rollout and watches it e
   await page.waitForFunction(() => document.querySelector('#ro-error').textContent.includes('compatibility rule'));
   assert.match(await page.textContent('#ro-plan-out'), /branch-eol/);
   assert.equal((await call(fleet.base, fleet.token, 'GET', '/api/v1/rollouts')).body.total, 0);
-  // A good one on the development pool: the plan, then the start.
-  await page.fill('#ro-target', '580.95.05');
+  // A good one on the development pool (staged on 580.95.05 by `up`): the plan, then the start.
+  await page.fill('#ro-target', '580.159.03');
   await page.fill('#ro-pools', 't4-dev');
   await page.fill('#ro-confidence', '0s');
   await page.fill('#ro-unavailable', '2');
@@ -458,8 +459,8 @@ test('the rollouts page: an operator plans and starts a rollout and watches it e
   assert.deepEqual(states, ['updated', 'updated', 'updated', 'updated']);
   await shot(page, 'rollouts');
   await page.goto(fleet.base + '/#/node/t4-dev-0000');
-  await page.waitForFunction(() => document.querySelector('#versions')?.textContent.includes('580.95.05'));
-  assert.match(await page.textContent('#versions'), /550\.54\.15/);
+  await page.waitForFunction(() => document.querySelector('#versions')?.textContent.includes('580.159.03'));
+  assert.match(await page.textContent('#versions'), /580\.95\.05/);
   assert.ok(await page.$('#versions a[href="#/rollouts/1"]'));
   assert.ok(await page.$('#actions button[data-op="reboot"]'));
   assert.deepEqual(page.errors, []);
@@ -471,6 +472,48 @@ test('the rollouts page: an operator plans and starts a rollout and watches it e
   await viewer.waitForSelector('[data-rollout-detail="1"]');
   assert.equal(await viewer.$$eval('button[data-control]', (b) => b.length), 0);
   assert.equal(await viewer.isVisible('#rollout-new'), false);
+  assert.deepEqual(viewer.errors, []);
+  await viewer.context().close();
+});
+
+test('the security page shows the staged exposure; an operator proposes the fix of a pool and starts it', async () => {
+  const page = await signedIn(browser, fleet.base, fleet.token);
+  await page.goto(fleet.base + '/#/security');
+  await page.waitForSelector('#sec-cves tr[data-cve]');
+  // The page says what the API says; `up` staged one node at CVSS 9.0 and one on an ended branch.
+  const v = (await call(fleet.base, fleet.token, 'GET', '/api/v1/vulnerabilities?limit=5000')).body;
+  assert.equal(Number(await page.textContent('#sec-exposed')), v.summary.exposed);
+  assert.ok(v.summary.exposed > 0);
+  assert.equal(Number(await page.textContent('#sec-critical')), 1);
+  assert.equal(Number(await page.textContent('#sec-unsupported')), 1);
+  assert.ok(await page.$('#sec-cves tr[data-cve="CVE-2025-23266"]'));
+  assert.match(await page.textContent('#sec-note'), /simulated/);
+  await page.fill('#sec-nodes input[type=search]', 'l4-edge-0000');
+  assert.match(await page.textContent('#sec-nodes tbody'), /unsupported branch/);
+  // The fix of the development pool: the proposal and its plan, then the rollout.
+  await page.click('#sec-pools button[data-fix="a10-dev"]');
+  await page.waitForSelector('#sec-fix-target');
+  assert.equal(await page.textContent('#sec-fix-target'), '580.159.03');
+  assert.match(await page.textContent('#sec-fix'), /fixes 8 node\(s\)/);
+  await shot(page, 'security');
+  await page.click('#sec-fix-start');
+  await page.waitForFunction(() => /^#\/rollouts\/\d+$/.test(location.hash));
+  const id = (await page.evaluate(() => location.hash)).split('/').pop();
+  const r = (await call(fleet.base, fleet.token, 'GET', `/api/v1/rollouts/${id}`)).body;
+  assert.equal(r.target, '580.159.03');
+  assert.equal(r.nodes.length, 8);
+  // The node page says it too.
+  await page.goto(fleet.base + '/#/node/l40s-serve-0001');
+  await page.waitForSelector('#node-security');
+  assert.match(await page.textContent('#node-security'), /highest CVSS 9\.0/);
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+  // A viewer sees the page without the fix button.
+  const token = (await call(fleet.base, fleet.token, 'POST', '/api/v1/api-tokens', { name: 'security-viewer', role: 'viewer' })).body.token;
+  const viewer = await signedIn(browser, fleet.base, token);
+  await viewer.goto(fleet.base + '/#/security');
+  await viewer.waitForSelector('#sec-pools tr[data-pool]');
+  assert.equal(await viewer.$$eval('#sec-pools button[data-fix]', (b) => b.length), 0);
   assert.deepEqual(viewer.errors, []);
   await viewer.context().close();
 });

@@ -259,9 +259,14 @@ TEST_F(E2E, FakeNvmlAgentReportsExactlyTheScriptedGpusAndSurvivesALostGpu) {
   std::string token = JoinToken("h100-quad");
   std::string state_dir = dir_ + "/agent-state";
   std::vector<std::string> args{
-      GPUFLEET_BIN,  "agent",  "--controller",   controller_->address(), "--join-token", token,
-      "--backend",   "nvml",   "--nvml-library", FAKE_NVML_PATH,         "--hostname",   "dgx-07",
-      "--state-dir", state_dir};
+      GPUFLEET_BIN,     "agent",
+      "--controller",   controller_->address(),
+      "--join-token",   token,
+      "--backend",      "nvml",
+      "--nvml-library", FAKE_NVML_PATH,
+      "--hostname",     "dgx-07",
+      "--state-dir",    state_dir,
+      "--root",         std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/root"};
   std::map<std::string, std::string> env{{"FAKE_NVML_SCRIPT", kNvmlFixtures + "h100x4-lost.json"}};
   agents_.push_back(std::make_unique<Process>(args, env, dir_ + "/agent.log"));
   ASSERT_TRUE(WaitState("dgx-07", "unhealthy")) << ReadFile(dir_ + "/agent.log");
@@ -273,6 +278,8 @@ TEST_F(E2E, FakeNvmlAgentReportsExactlyTheScriptedGpusAndSurvivesALostGpu) {
   EXPECT_EQ(node.at("facts").at("backend").as_string(), "nvml");
   EXPECT_EQ(node.at("facts").at("driver_version").as_string(), "550.54.15");
   EXPECT_EQ(node.at("facts").at("cuda_driver_version").as_string(), "12.4");
+  // From the fixture tree's var/lib/dpkg/status: 1.17.3-1, its upstream version.
+  EXPECT_EQ(node.at("facts").at("container_toolkit").as_string(), "1.17.3");
   const auto& gpus = node.at("gpus").as_array();
   ASSERT_EQ(gpus.size(), 4u);
   for (int i = 0; i < 4; ++i) {

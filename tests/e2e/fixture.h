@@ -67,8 +67,9 @@ class E2E : public ::testing::Test {
     return token;
   }
 
+  // `extra`: more flags of `gpufleet sim` (--driver, --container-toolkit, ...).
   Process& Sim(const std::string& token, const std::string& prefix, int nodes,
-               const std::string& model, int gpus) {
+               const std::string& model, int gpus, const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args{GPUFLEET_BIN};
     if (std::filesystem::exists(controller_->data_dir() + "/tls/ca.pem")) {
       args.insert(args.end(), {"--ca-file", controller_->data_dir() + "/tls/ca.pem"});
@@ -77,6 +78,7 @@ class E2E : public ::testing::Test {
                 {"sim", "--controller", controller_->address(), "--join-token", token, "--prefix",
                  prefix, "--workload", "off", "--nodes", std::to_string(nodes), "--model", model,
                  "--gpus-per-node", std::to_string(gpus)});
+    args.insert(args.end(), extra.begin(), extra.end());
     agents_.push_back(std::make_unique<Process>(args, std::map<std::string, std::string>{},
                                                 dir_ + "/sim-" + prefix + ".log"));
     return *agents_.back();

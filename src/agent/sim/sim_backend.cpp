@@ -159,6 +159,9 @@ std::string CudaOfDriver(const std::string& version) {
 class SimBackend : public GpuBackend {
  public:
   explicit SimBackend(SimNodeSpec spec) : spec_(std::move(spec)) {
+    if (spec_.cuda_driver_version.empty()) {
+      spec_.cuda_driver_version = CudaOfDriver(spec_.driver_version);
+    }
     uint64_t seed = std::hash<std::string>{}(spec_.hostname);
     for (int i = 0; i < spec_.gpu_count; ++i) gpus_.emplace_back(*spec_.model, Mix(seed + i));
   }
@@ -200,6 +203,14 @@ class SimBackend : public GpuBackend {
     if (spec_.gpu_count < 8) return std::vector<Nic>{};
     return std::vector<Nic>{{"mlx5_0", nic_firmware_, "MT_0000000838", "MT4129"},
                             {"mlx5_1", nic_firmware_, "MT_0000000838", "MT4129"}};
+  }
+
+  std::optional<std::map<std::string, std::string>> Packages() override {
+    std::map<std::string, std::string> out;
+    if (!spec_.container_toolkit.empty()) {
+      out[std::string(kContainerToolkitPackage)] = spec_.container_toolkit;
+    }
+    return out;
   }
 
   std::optional<SimulatedAction> Simulate(const proto::Command& cmd) override {

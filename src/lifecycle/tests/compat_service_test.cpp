@@ -5,9 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
-#include "config/fleet_spec.h"
+#include "lifecycle/tests/lifecycle_fixture.h"
 
 namespace gpufleet::lifecycle {
 namespace {
@@ -26,49 +24,14 @@ clusters:
          requires: {cuda: "13.0"}}
 )";
 
-class CompatServiceTest : public ::testing::Test {
+class CompatServiceTest : public LifecycleFixture {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gf-compat-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    clock_->Set(1'796'169'600'000);  // 2026-12-02
-    Start();
-    auto spec = ParseFleetSpec(kFleet, "fleet.yaml", *GpuCatalog::Builtin());
-    ASSERT_TRUE(spec.ok()) << spec.error().message;
-    ASSERT_TRUE(fleet_->Apply(spec.value()).ok());
-  }
-  void TearDown() override {
-    compat_.reset();
-    fleet_.reset();
-    store_ = {};
-    std::filesystem::remove_all(dir_);
-  }
-  void Start() {
-    compat_.reset();
-    fleet_.reset();
-    store_ = {};
-    store_ = store::Open("sqlite:" + (dir_ / "db").string()).value();
-    fleet_ = std::make_unique<FleetService>(*store_.fleet, *store_.tokens, GpuCatalog::Builtin(),
-                                            clock_, FleetOptions{});
-    ASSERT_TRUE(fleet_->Load().ok());
-    compat_ =
-        std::make_unique<CompatService>(*fleet_, *store_.settings, GpuCatalog::Builtin(), clock_);
-    ASSERT_TRUE(compat_->Load().ok());
-  }
+  CompatServiceTest() : LifecycleFixture(kFleet) {}
   static std::string Failed(const CompatResult& r) {
     std::string out;
     for (const auto& f : r.failed) out += f.rule + ": " + f.reason + "\n";
     return out;
   }
-
-  std::filesystem::path dir_;
-  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
-  store::Stores store_;
-  std::unique_ptr<FleetService> fleet_;
-  std::unique_ptr<CompatService> compat_;
 };
 
 TEST_F(CompatServiceTest, APoolInheritsItsClustersNeedsAndOverridesThem) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <set>
 
 namespace gpufleet {
@@ -14,65 +16,11 @@ namespace {
 // for this test with the figures of bulletin 5703 (October 2025): CVE-2025-23280 (7.0) and
 // CVE-2025-23300 (5.5), fixed in 580.95.05, 570.195.03 and 535.274.02, plus Windows, GeForce
 // and vGPU rows that the importer must skip.
-constexpr char kCsaf5703[] = R"json({
-  "document": {
-    "category": "csaf_security_advisory",
-    "csaf_version": "2.0",
-    "title": "Security Bulletin: NVIDIA GPU Display Driver - October 2025",
-    "tracking": {"id": "5703", "initial_release_date": "2025-10-09T00:00:00Z",
-                 "current_release_date": "2025-10-09T00:00:00Z", "status": "final",
-                 "version": "1.0.0"}
-  },
-  "product_tree": {"branches": [{"category": "vendor", "name": "NVIDIA", "branches": [
-    {"category": "product_family", "name": "NVIDIA Product Family", "branches": [
-      {"category": "product_name", "name": "Tesla",
-       "product": {"name": "Tesla", "product_id": "linuxr580_tesla"}}]},
-    {"category": "architecture", "name": "Windows(R580)", "branches": [
-      {"category": "product_version", "name": "Tesla",
-       "product": {"name": "All driver versions prior to 581.42",
-                   "product_id": "windowsr580_tesla_all_driver_versions_prior_to_581_42"}},
-      {"category": "product_version", "name": "Tesla",
-       "product": {"name": "581.42", "product_id": "windowsr580_tesla_581_42"}}]},
-    {"category": "architecture", "name": "Linux(R580)", "branches": [
-      {"category": "product_version", "name": "GeForce",
-       "product": {"name": "580.95.05", "product_id": "linuxr580_geforce_580_95_05"}},
-      {"category": "product_version", "name": "Tesla",
-       "product": {"name": "All driver versions prior to 580.95.05",
-                   "product_id": "linuxr580_tesla_all_driver_versions_prior_to_580_95_05"}},
-      {"category": "product_version", "name": "Tesla",
-       "product": {"name": "580.95.05", "product_id": "linuxr580_tesla_580_95_05"}}]},
-    {"category": "architecture", "name": "Linux(R570)", "branches": [
-      {"category": "product_version", "name": "Tesla",
-       "product": {"name": "570.195.03", "product_id": "linuxr570_tesla_570_195_03"}}]},
-    {"category": "architecture", "name": "Linux(R535)", "branches": [
-      {"category": "product_version", "name": "Tesla",
-       "product": {"name": "535.274.02", "product_id": "linuxr535_tesla_535_274_02"}}]},
-    {"category": "architecture", "name": "Linux(R580 vGPU 19)", "branches": [
-      {"category": "product_version", "name": "Guest driver",
-       "product": {"name": "580.95.05(vGPU 19.2)",
-                   "product_id": "linuxr580_vgpu_19_guest_driver_580_95_05vgpu_19_2"}}]}
-  ]}]},
-  "vulnerabilities": [
-    {"cve": "CVE-2025-23280", "cwe": {"id": "CWE-416", "name": "Use After Free"},
-     "notes": [{"category": "summary", "text": "use-after-free", "title": "Vulnerability description"}],
-     "product_status": {
-       "fixed": ["linuxr580_geforce_580_95_05", "linuxr580_tesla_580_95_05",
-                 "linuxr570_tesla_570_195_03", "linuxr535_tesla_535_274_02",
-                 "windowsr580_tesla_581_42",
-                 "linuxr580_vgpu_19_guest_driver_580_95_05vgpu_19_2"],
-       "known_affected": ["linuxr580_tesla_all_driver_versions_prior_to_580_95_05",
-                          "windowsr580_tesla_all_driver_versions_prior_to_581_42"]},
-     "scores": [{"cvss_v3": {"baseScore": 7.0, "baseSeverity": "HIGH", "version": "3.1",
-                 "vectorString": "CVSS:3.1/AV:L/AC:H/PR:L/UI:N/S:U/C:H/I:H/A:H"},
-                 "products": ["linuxr580_tesla_all_driver_versions_prior_to_580_95_05"]}]},
-    {"cve": "CVE-2025-23300", "cwe": {"id": "CWE-476", "name": "NULL Pointer Dereference"},
-     "product_status": {"fixed": ["linuxr580_tesla_580_95_05", "linuxr570_tesla_570_195_03",
-                                  "linuxr535_tesla_535_274_02"]},
-     "scores": [{"cvss_v3": {"baseScore": 5.5, "version": "3.1"}, "products": []}]},
-    {"cve": "CVE-2025-23309", "product_status": {"fixed": ["windowsr580_tesla_581_42"]},
-     "scores": [{"cvss_v3": {"baseScore": 8.2}, "products": []}]}
-  ]
-})json";
+// (tests/fixtures/csaf/5703.json, shared with the service's and the end-to-end tests.)
+const std::string kCsaf5703 = [] {
+  std::ifstream in(std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/csaf/5703.json");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}();
 
 // The structure of bulletin 5670 (July 2025): CVE-2025-23277 (7.3) is a Linux vGPU guest
 // driver CVE only, scored with CVSS v4 here to show that v4 is read where v3 is absent.
@@ -303,6 +251,41 @@ TEST(JudgeNode, AnImportedBulletinReplacesTheOneOfTheSameId) {
   EXPECT_EQ(set.bulletins().size(), 15u);
   EXPECT_EQ(set.Find("5703")->origin, "imported");
   EXPECT_EQ(set.Find("5703")->cves.size(), 2u);
+}
+
+}  // namespace
+}  // namespace gpufleet
+
+namespace gpufleet {
+namespace {
+
+// The newest fixed release per branch in the built-in file, read off it by hand: R580's last
+// fix is 580.159.03 (bulletin 5821), R535's 535.309.01; R620 has no row.
+TEST(FixTarget, TheLatestFixOfABranchIsItsNewestFixedRelease) {
+  const BulletinSet& set = *BulletinSet::Builtin();
+  EXPECT_EQ(LatestFixedDriver(set, "R580"), "580.159.03");
+  EXPECT_EQ(LatestFixedDriver(set, "R535"), "535.309.01");
+  EXPECT_EQ(LatestFixedDriver(set, "R620"), "");
+}
+
+TEST(FixTarget, APinnedBranchWinsAnEndOfLifeBranchMovesToTheNewestLongTermOne) {
+  const BulletinSet& set = *BulletinSet::Builtin();
+  const CompatMatrix& matrix = *CompatMatrix::Builtin();
+  const std::string today = "2026-12-02";
+  auto pinned = ChooseFixTarget(set, matrix, "R580", "R570", today);
+  EXPECT_EQ(pinned.branch, "R580");
+  EXPECT_EQ(pinned.target, "580.159.03");
+  EXPECT_EQ(pinned.why, "the pool pins R580");
+  // Unpinned, on a supported branch: stay on it.
+  auto same = ChooseFixTarget(set, matrix, "", "R595", today);
+  EXPECT_EQ(same.target, "595.71.05");
+  // R535 ended in June 2026: the newest supported LTSB with a fix is R580 (R620 has none yet).
+  auto eol = ChooseFixTarget(set, matrix, "", "R535", today);
+  EXPECT_EQ(eol.branch, "R580");
+  EXPECT_EQ(eol.target, "580.159.03");
+  EXPECT_EQ(eol.why, "R535 is end of life: the newest supported long-term branch");
+  // Before R535's end it was still its own fix.
+  EXPECT_EQ(ChooseFixTarget(set, matrix, "", "R535", "2026-05-01").target, "535.309.01");
 }
 
 }  // namespace

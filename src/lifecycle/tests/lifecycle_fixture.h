@@ -1,0 +1,70 @@
+#pragma once
+// The world of a lifecycle service test: a SQLite store in a temporary directory, the fleet
+// registry over it with a fleet file applied, the compatibility matrix in effect, and a manual
+// clock on 2026-12-02. Start() builds them again over the same store, as a restart would;
+// subclasses add their service in StartService() and drop it in StopService().
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "config/fleet_spec.h"
+#include "fleet/fleet.h"
+#include "lifecycle/compat_service.h"
+
+namespace gpufleet::lifecycle {
+
+class LifecycleFixture : public ::testing::Test {
+ protected:
+  explicit LifecycleFixture(const char* fleet_yaml) : fleet_yaml_(fleet_yaml) {}
+
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gf-lifecycle-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    clock_->Set(1'796'169'600'000);  // 2026-12-02
+    Start();
+    auto spec = ParseFleetSpec(fleet_yaml_, "fleet.yaml", *GpuCatalog::Builtin());
+    ASSERT_TRUE(spec.ok()) << spec.error().message;
+    ASSERT_TRUE(fleet_->Apply(spec.value()).ok());
+  }
+  void TearDown() override {
+    Stop();
+    std::filesystem::remove_all(dir_);
+  }
+  void Start() {
+    Stop();
+    store_ = store::Open("sqlite:" + (dir_ / "db").string()).value();
+    fleet_ = std::make_unique<FleetService>(*store_.fleet, *store_.tokens, GpuCatalog::Builtin(),
+                                            clock_, FleetOptions{});
+    ASSERT_TRUE(fleet_->Load().ok());
+    compat_ =
+        std::make_unique<CompatService>(*fleet_, *store_.settings, GpuCatalog::Builtin(), clock_);
+    ASSERT_TRUE(compat_->Load().ok());
+    StartService();
+  }
+  virtual void StartService() {}
+  virtual void StopService() {}
+
+  std::filesystem::path dir_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+  store::Stores store_;
+  std::unique_ptr<FleetService> fleet_;
+  std::unique_ptr<CompatService> compat_;
+
+ private:
+  void Stop() {
+    StopService();
+    compat_.reset();
+    fleet_.reset();
+    store_ = {};
+  }
+  const char* fleet_yaml_;
+};
+
+}  // namespace gpufleet::lifecycle

@@ -1,0 +1,108 @@
+// Security: each node's exposure to NVIDIA's published CVEs (from the driver and Container
+// Toolkit its agent reports, judged against the bulletins in effect), the fleet's CVEs, each
+// pool's state with the rollout that fixes it (operators plan and start it here), and the
+// bulletins themselves.
+
+import { api, can, esc, simPill, Table } from './api.js';
+
+const STATUS_LABEL = { ok: 'ok', exposed: 'exposed', unsupported_branch: 'unsupported branch' };
+const score = (x) => Number(x).toFixed(1);
+const sevClass = (x) => (x >= 9 ? 'critical' : x >= 7 ? 'warning' : '');
+
+export function mount(el) {
+  let gone = false;
+  el.innerHTML = `<h2>Security</h2>
+    <div class="panel"><div class="totals" id="sec-totals">loading…</div>
+      <p class="muted" id="sec-note"></p></div>
+    <div class="panel"><h3 style="margin-top:0">Pools</h3><div class="table-wrap" id="sec-pools"></div>
+      <p class="error" id="sec-fix-error"></p><div id="sec-fix"></div></div>
+    <div class="panel"><h3 style="margin-top:0">CVEs in the fleet</h3><div class="table-wrap" id="sec-cves"></div></div>
+    <div class="panel"><h3 style="margin-top:0">Nodes</h3><div id="sec-nodes"></div></div>
+    <div class="panel"><h3 style="margin-top:0">Bulletins</h3><div class="table-wrap" id="sec-bulletins"></div>
+      <p class="muted">Load a new one from NVIDIA's CSAF document: <code>gpufleet bulletins import 5703.json</code> (admin).</p></div>
+    <p class="error" id="sec-error"></p>`;
+  const $ = (id) => document.getElementById(id);
+  const nodes = new Table($('sec-nodes'), [
+    { key: 'node', label: 'Node', html: (n) => `<a href="#/node/${encodeURIComponent(n.node)}">${esc(n.node)}</a>${simPill(n.simulated)}` },
+    { key: 'pool', label: 'Pool' },
+    { key: 'driver', label: 'Driver', html: (n) => `<code>${esc(n.driver ?? '—')}</code>` },
+    { key: 'branch', label: 'Branch' },
+    { key: 'container_toolkit', label: 'Toolkit' },
+    { key: 'status', label: 'Status', html: (n) => `<span class="vuln-${esc(n.status)}">${esc(STATUS_LABEL[n.status] || n.status)}</span>` },
+    { key: 'cve_count', label: 'CVEs', num: true },
+    { key: 'max_cvss', label: 'Max CVSS', num: true, html: (n) => `<span class="${sevClass(n.max_cvss)}">${score(n.max_cvss)}</span>` },
+    { key: 'fix', label: 'Fix' },
+  ], { filterPlaceholder: 'filter nodes' });
+  nodes.sort = { key: 'max_cvss', dir: -1 };
+
+  function pools(rows) {
+    $('sec-pools').innerHTML = `<table><thead><tr><th>Pool</th><th>Cluster</th><th class="num">Nodes</th><th class="num">Exposed</th>
+      <th class="num">Unsupported branch</th><th class="num">Max CVSS</th><th></th></tr></thead><tbody>${rows.map((p) =>
+      `<tr data-pool="${esc(p.pool)}"><td>${esc(p.pool)}</td><td>${esc(p.cluster)}</td><td class="num">${p.nodes}</td>
+        <td class="num">${p.exposed}</td><td class="num">${p.unsupported_branch}</td><td class="num ${sevClass(p.max_cvss)}">${score(p.max_cvss)}</td>
+        <td>${(p.exposed || p.unsupported_branch) && can('operator') ? `<button type="button" data-fix="${esc(p.pool)}">Propose fix</button>` : ''}</td></tr>`).join('')}</tbody></table>`;
+    for (const b of $('sec-pools').querySelectorAll('button[data-fix]')) b.addEventListener('click', () => propose(b.dataset.fix));
+  }
+
+  // The fix: the proposal (target and nodes), the rollout's plan, and a button that starts it.
+  async function propose(pool) {
+    $('sec-fix-error').textContent = '';
+    $('sec-fix').innerHTML = '';
+    try {
+      const p = await api(`/api/v1/vulnerabilities/fix?pool=${encodeURIComponent(pool)}`);
+      const plan = await api('/api/v1/rollouts/plan', { method: 'POST', body: p.request });
+      $('sec-fix').innerHTML = `<div data-fix-pool="${esc(p.pool)}">
+        <p>Pool <b>${esc(p.pool)}</b>: driver <code id="sec-fix-target">${esc(p.target)}</code> (${esc(p.branch)}: ${esc(p.why)})
+          fixes ${p.nodes.length} node(s): ${esc(p.nodes.slice(0, 8).join(', '))}${p.nodes.length > 8 ? ', …' : ''}</p>
+        <p>The rollout: ${plan.stages.map((s) => `${esc(s.name)} (${s.count})`).join(' → ')}, ${plan.nodes} node(s),
+          about ${Math.round(plan.expected_s / 60)} min with the default strategy.</p>
+        ${plan.failed.length ? `<p class="error">The target fails ${plan.failed.length} compatibility rule(s): ${esc(plan.failed.map((f) => f.reason).join('; '))}</p>` : ''}
+        <button type="button" class="primary" id="sec-fix-start">Start the rollout</button>
+        <span class="muted">or tune its strategy on the <a href="#/rollouts">Rollouts</a> page</span></div>`;
+      $('sec-fix-start').addEventListener('click', async () => {
+        try {
+          const r = await api('/api/v1/rollouts', { method: 'POST', body: p.request });
+          location.hash = `#/rollouts/${r.id}`;
+        } catch (e) { $('sec-fix-error').textContent = e.message; }
+      });
+    } catch (e) { $('sec-fix-error').textContent = e.message; }
+  }
+
+  async function load() {
+    const [v, b] = await Promise.all([api('/api/v1/vulnerabilities?limit=5000'), api('/api/v1/bulletins?limit=1000')]);
+    if (gone) return;
+    const s = v.summary;
+    $('sec-totals').innerHTML = `<div><span>Nodes</span><b>${s.nodes}</b></div>
+      <div><span>OK</span><b id="sec-ok">${s.ok}</b></div>
+      <div><span>Exposed</span><b id="sec-exposed" class="${s.exposed ? 'warning' : ''}">${s.exposed}</b></div>
+      <div><span>Unsupported branch</span><b id="sec-unsupported" class="${s.unsupported_branch ? 'warning' : ''}">${s.unsupported_branch}</b></div>
+      <div><span>CVSS ≥ 9.0</span><b id="sec-critical" class="${s.critical ? 'critical' : ''}">${s.critical}</b></div>`;
+    const sim = v.items.filter((n) => n.simulated).length;
+    $('sec-note').textContent = `Judged on ${v.today} against ${b.total} bulletins.` +
+      (sim ? ` ${sim} of these nodes are simulated: their versions are staged by the simulator.` : '') +
+      (v.items.length < v.total ? ` The node table shows the first ${v.items.length} of ${v.total}.` : '');
+    nodes.set(v.items.map((n) => ({ ...n, cve_count: n.cves.length })));
+    pools(v.pools);
+    $('sec-cves').innerHTML = v.cves.length ? `<table><thead><tr><th>CVE</th><th class="num">CVSS</th><th>Component</th><th>Bulletin</th>
+      <th class="num">Nodes</th><th>Summary</th></tr></thead><tbody>${v.cves.map((c) =>
+      `<tr data-cve="${esc(c.id)}"><td>${esc(c.id)}</td><td class="num ${sevClass(c.cvss)}">${score(c.cvss)}</td><td>${esc(c.component)}</td>
+        <td>${esc(c.bulletin)}</td><td class="num">${c.nodes}</td><td>${esc(c.summary)}</td></tr>`).join('')}</tbody></table>`
+      : '<p class="muted">No published CVE applies to any node.</p>';
+    $('sec-bulletins').innerHTML = `<table><thead><tr><th>ID</th><th>Published</th><th>Product</th><th class="num">CVEs</th>
+      <th class="num">Max CVSS</th><th>Origin</th></tr></thead><tbody>${b.items.map((x) =>
+      `<tr><td>${esc(x.id)}</td><td>${esc(x.published)}</td><td>${esc(x.product)}</td><td class="num">${x.cve_count}</td>
+        <td class="num ${sevClass(x.max_cvss)}">${score(x.max_cvss)}</td><td>${esc(x.origin)}</td></tr>`).join('')}</tbody></table>`;
+  }
+
+  const fail = (e) => { if (!gone) $('sec-error').textContent = e.message; };
+  load().catch(fail);
+  let last = Date.now();
+  return {
+    live() {
+      if (Date.now() - last < 10000) return;
+      last = Date.now();
+      load().catch(() => {});
+    },
+    unmount() { gone = true; },
+  };
+}
