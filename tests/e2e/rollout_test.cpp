@@ -240,8 +240,11 @@ TEST_F(Rollouts, AFaultyTargetHaltsAtTheCanariesRollsBackAndFiresAnAlert) {
   int64_t id = r.at("id").as_int64();
   json::value done = WaitRollout(id, {"rolled_back", "completed", "halted"}, 180000);
   ASSERT_EQ(done.at("state"), "rolled_back") << done;
-  EXPECT_NE(std::string(done.at("reason").as_string()).find("XID after its update"),
-            std::string::npos)
+  // The injected XID trips two gates: the XID gate itself, and the alert gate once GpuXidWarning
+  // fires for the node; which one sees it first is a race, and either is a right reason.
+  const std::string reason(done.at("reason").as_string());
+  EXPECT_TRUE(reason.find("XID after its update") != std::string::npos ||
+              reason.find("alert GpuXid") != std::string::npos)
       << done;
   int rolled = 0;
   for (const auto& n : done.at("nodes").as_array()) {
