@@ -12,8 +12,8 @@ const sevClass = (x) => (x >= 9 ? 'critical' : x >= 7 ? 'warning' : '');
 export function mount(el) {
   let gone = false;
   el.innerHTML = `<h2>Security</h2>
-    <div class="panel"><div class="totals" id="sec-totals">loading…</div>
-      <p class="muted" id="sec-note"></p></div>
+    <div class="totals" id="sec-totals">loading…</div>
+    <p class="muted" id="sec-note"></p>
     <div class="panel"><h3 style="margin-top:0">Pools</h3><div class="table-wrap" id="sec-pools"></div>
       <p class="error" id="sec-fix-error"></p><div id="sec-fix"></div></div>
     <div class="panel"><h3 style="margin-top:0">CVEs in the fleet</h3><div class="table-wrap" id="sec-cves"></div></div>
@@ -72,11 +72,11 @@ export function mount(el) {
     const [v, b] = await Promise.all([api('/api/v1/vulnerabilities?limit=5000'), api('/api/v1/bulletins?limit=1000')]);
     if (gone) return;
     const s = v.summary;
-    $('sec-totals').innerHTML = `<div><span>Nodes</span><b>${s.nodes}</b></div>
-      <div><span>OK</span><b id="sec-ok">${s.ok}</b></div>
-      <div><span>Exposed</span><b id="sec-exposed" class="${s.exposed ? 'warning' : ''}">${s.exposed}</b></div>
-      <div><span>Unsupported branch</span><b id="sec-unsupported" class="${s.unsupported_branch ? 'warning' : ''}">${s.unsupported_branch}</b></div>
-      <div><span>CVSS ≥ 9.0</span><b id="sec-critical" class="${s.critical ? 'critical' : ''}">${s.critical}</b></div>`;
+    const total = (label, id, value, cls = '') => `<div class="total"><span class="muted">${label}</span><b id="${id}" class="${cls}">${value}</b></div>`;
+    $('sec-totals').innerHTML = total('Nodes', 'sec-nodes-total', s.nodes) + total('OK', 'sec-ok', s.ok) +
+      total('Exposed', 'sec-exposed', s.exposed, s.exposed ? 'warning' : '') +
+      total('Unsupported branch', 'sec-unsupported', s.unsupported_branch, s.unsupported_branch ? 'critical' : '') +
+      total('CVSS ≥ 9.0', 'sec-critical', s.critical, s.critical ? 'critical' : '');
     const sim = v.items.filter((n) => n.simulated).length;
     $('sec-note').textContent = `Judged on ${v.today} against ${b.total} bulletins.` +
       (sim ? ` ${sim} of these nodes are simulated: their versions are staged by the simulator.` : '') +

@@ -15,7 +15,8 @@ namespace {
 // The versions a rollout acts on, by what they belong to ("driver", "GPU-… vbios").
 std::map<std::string, std::string> Versions(const NodeFacts& facts, const std::vector<Gpu>& gpus) {
   std::map<std::string, std::string> v{{"driver", facts.driver_version},
-                                       {"cuda_driver", facts.cuda_driver_version}};
+                                       {"cuda_driver", facts.cuda_driver_version},
+                                       {"container_toolkit", facts.container_toolkit}};
   for (const auto& g : gpus) {
     v[g.uuid + " vbios"] = g.vbios_version;
     v[g.uuid + " inforom"] = g.inforom_version;

@@ -255,22 +255,24 @@ TEST_F(Telemetry, RealGpusRefuseInjectionAndReportTheirOwnXids) {
 namespace gpufleet::e2e {
 namespace {
 
-// A driver, VBIOS and NIC firmware upgraded outside gpufleet: the node's next registration
-// reports other versions, and the audit log records the change with the node as the actor.
+// A driver, VBIOS, NIC firmware and Container Toolkit upgraded outside gpufleet: the node's next
+// registration reports other versions, and the audit log records the change with the node as
+// the actor.
 TEST_F(E2E, ANodesNewDriverAndVbiosAreAuditedWithTheNodeAsActor) {
   Apply();
   std::string token = JoinToken("l4");
-  auto start = [&](const std::string& script, const std::string& sysfs) {
+  auto start = [&](const std::string& script, const std::string& sysfs, const std::string& root) {
     agents_.push_back(std::make_unique<Process>(
         std::vector<std::string>{GPUFLEET_BIN, "agent", "--controller", controller_->address(),
                                  "--join-token", token, "--backend", "nvml", "--nvml-library",
                                  FAKE_NVML_PATH, "--hostname", "up-l4", "--state-dir",
-                                 dir_ + "/agent-state", "--sysfs-root", sysfs},
+                                 dir_ + "/agent-state", "--sysfs-root", sysfs, "--root", root},
         std::map<std::string, std::string>{{"FAKE_NVML_SCRIPT", script}},
         dir_ + "/agent-" + std::to_string(agents_.size()) + ".log"));
   };
   const std::string sysfs = std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/sysfs";
-  start(kNvmlFixtures + "l4x1.json", sysfs);
+  const std::string root = std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/root";
+  start(kNvmlFixtures + "l4x1.json", sysfs, root);
   ASSERT_TRUE(WaitState("up-l4", "ready"));
   // What a rollout acts on: the GPU's firmware and the node's NICs.
   auto node = Node("up-l4");
@@ -296,7 +298,14 @@ TEST_F(E2E, ANodesNewDriverAndVbiosAreAuditedWithTheNodeAsActor) {
   const std::string flashed = dir_ + "/sysfs";
   std::filesystem::copy(sysfs, flashed, std::filesystem::copy_options::recursive);
   std::ofstream(flashed + "/class/infiniband/mlx5_0/fw_ver") << "28.42.1000\n";
-  start(dir_ + "/upgraded.json", flashed);
+  const std::string upgraded = dir_ + "/root";
+  std::filesystem::copy(root, upgraded, std::filesystem::copy_options::recursive);
+  std::string status = ReadFile(root + "/var/lib/dpkg/status");
+  for (size_t at; (at = status.find("1.17.3-1")) != std::string::npos;) {
+    status.replace(at, 8, "1.17.8-1");
+  }
+  std::ofstream(upgraded + "/var/lib/dpkg/status") << status;
+  start(dir_ + "/upgraded.json", flashed, upgraded);
   ASSERT_TRUE(WaitFor([&] { return Node("up-l4").at("facts").at("driver_version") == "550.90.07"; },
                       15000));
   auto r = Cli({"-o", "json", "audit", "list", "--actor", "node/up-l4"});
@@ -313,6 +322,8 @@ TEST_F(E2E, ANodesNewDriverAndVbiosAreAuditedWithTheNodeAsActor) {
   EXPECT_EQ(items[0].at("after").at("nic mlx5_0 firmware"), "28.42.1000");
   EXPECT_FALSE(items[0].at("before").as_object().contains("nic mlx5_1 firmware"));  // unchanged
   EXPECT_FALSE(items[0].at("before").as_object().contains("cuda_driver"));          // unchanged
+  EXPECT_EQ(items[0].at("before").at("container_toolkit"), "1.17.3");
+  EXPECT_EQ(items[0].at("after").at("container_toolkit"), "1.17.8");
 }
 
 }  // namespace
