@@ -140,14 +140,18 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
     auto* apply =
         app.add_subcommand("apply", "Apply a fleet file (clusters, pools) or an alert rule file");
     static std::string file;
-    static bool dry_run = false;
+    static bool dry_run = false, prune = false;
     apply->add_option("-f,--filename", file, "fleet or rule YAML file (- for stdin)")->required();
     apply->add_flag("--dry-run", dry_run, "validate only; change nothing");
+    apply->add_flag("--prune", prune,
+                    "also delete the clusters and pools the file no longer names (refused, "
+                    "deleting nothing, for a pool with nodes or jobs)");
     apply->callback([&g] {
       auto text = ReadInput(g, file);
       if (!text) return;
       std::string target = "/api/v1/apply?filename=" + UrlEncode(file == "-" ? "stdin" : file);
       if (dry_run) target += "&dry_run=true";
+      if (prune) target += "&prune=true";
       auto v = Call(g, "POST", target, *text, "application/yaml");
       if (!v) return;
       Show(g, *v, [](const json::value& r) {
@@ -182,7 +186,56 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
           std::printf("scaling: %s set, %s unchanged\n", Str(sc->at("set")).c_str(),
                       Str(sc->at("unchanged")).c_str());
         }
+        if (const auto* d = r.as_object().if_contains("deleted")) {
+          for (auto [kind, one] : {std::pair{"clusters", "cluster"}, std::pair{"pools", "pool"}}) {
+            for (const auto& name : d->at(kind).as_array()) {
+              std::printf("deleted %s %s\n", one, Str(name).c_str());
+            }
+          }
+        }
       });
+    });
+  }
+
+  {
+    auto* diff = app.add_subcommand(
+        "diff", "What applying a fleet file would create, change and delete (exit 1 if anything)");
+    static std::string file;
+    diff->add_option("-f,--filename", file, "fleet YAML file (- for stdin)")->required();
+    diff->callback([&g] {
+      auto text = ReadInput(g, file);
+      if (!text) return;
+      auto v =
+          Call(g, "POST",
+               "/api/v1/apply?dry_run=true&filename=" + UrlEncode(file == "-" ? "stdin" : file),
+               *text, "application/yaml");
+      if (!v) return;
+      const auto* changes = v->as_object().if_contains("changes");
+      if (changes == nullptr) {
+        std::fprintf(stderr, "error: %s is not a fleet file (diff compares clusters and pools)\n",
+                     file.c_str());
+        g.exit_code = 1;
+        return;
+      }
+      Show(g, *v, [](const json::value& r) {
+        for (const auto& c : r.at("changes").as_array()) {
+          const std::string action = Str(c.at("action"));
+          const char mark = action == "create" ? '+' : action == "delete" ? '-' : '~';
+          std::printf("%c %s %s%s\n", mark, Str(c.at("kind")).c_str(), Str(c.at("name")).c_str(),
+                      action == "delete" ? " (not in the file: apply --prune deletes it)" : "");
+          if (action != "update") continue;
+          for (const auto& f : c.at("fields").as_array()) {
+            auto shown = [](const json::value& s) {
+              return s.as_string().empty() ? "(none)" : Str(s);
+            };
+            std::printf("    %s: %s -> %s\n", Str(f.at("field")).c_str(),
+                        shown(f.at("from")).c_str(), shown(f.at("to")).c_str());
+          }
+        }
+        if (r.at("changes").as_array().empty()) std::printf("no changes\n");
+      });
+      // As kubectl diff: 1 when there are differences.
+      if (!changes->as_array().empty() && g.exit_code == 0) g.exit_code = 1;
     });
   }
 

@@ -46,6 +46,28 @@ struct ApplyCounts {
   int pools_created = 0, pools_updated = 0, pools_unchanged = 0;
 };
 
+// What applying a fleet file would do (gpufleet diff): each cluster and pool it creates, each it
+// changes with the fields that differ (dotted paths into the API's JSON of it, old and new
+// values as JSON text), and each the store holds that the file does not name (what apply
+// --prune deletes). Unchanged ones are left out; clusters first, then pools, by name.
+struct FleetChange {
+  struct Field {
+    std::string field, from, to;
+  };
+  std::string kind;  // "cluster" or "pool"
+  std::string name;
+  std::string action;  // "create", "update" or "delete"
+  std::vector<Field> fields;
+};
+std::vector<FleetChange> DiffFleet(const std::vector<Cluster>& clusters,
+                                   const std::vector<Pool>& pools, const FleetSpec& spec);
+
+// What apply --prune deletes: the pools and clusters the store holds that the file does not
+// name.
+struct PrunePlan {
+  std::vector<std::string> pools, clusters;
+};
+
 // A page of nodes as JSON objects joined by commas (the inside of a JSON array).
 struct NodeList {
   std::string items;
@@ -68,6 +90,14 @@ class FleetService : public proto::AgentHandler {
   Status Load();
 
   Result<ApplyCounts> Apply(const FleetSpec& spec);
+  // DiffFleet against what the store holds.
+  Result<std::vector<FleetChange>> Diff(const FleetSpec& spec);
+  // What Prune(spec) would delete; kConflict, naming each, when such a pool still has nodes
+  // (they must be decommissioned and deleted first).
+  Result<PrunePlan> PlanPrune(const FleetSpec& spec);
+  // Deletes the plan's pools, then its clusters, in one transaction; kConflict (deleting
+  // nothing) when one of the pools has gained a node since.
+  Status Prune(const PrunePlan& plan);
   // From memory once read (Apply() reads them again), so jobs and API reads go on while the
   // store is away.
   Result<std::vector<Cluster>> Clusters();

@@ -192,6 +192,10 @@ class FleetStore {
   // Creates or updates every cluster and pool in one transaction (nothing is deleted).
   virtual Status ApplyFleet(const std::vector<Cluster>& clusters,
                             const std::vector<Pool>& pools) = 0;
+  // Deletes these pools, then these clusters, in one transaction (apply --prune). The caller
+  // has checked that no node is in them.
+  virtual Status DeleteFleet(const std::vector<std::string>& pools,
+                             const std::vector<std::string>& clusters) = 0;
   virtual Result<std::vector<Cluster>> ListClusters() = 0;
   virtual Result<std::vector<Pool>> ListPools() = 0;
   // Writes the node, replaces its GPUs and appends the events, in one transaction.

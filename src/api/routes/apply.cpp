@@ -33,6 +33,41 @@ Response ApplyRules(ApiContext& ctx, const Principal& who, const std::string& bo
                                 {"deleted", c.deleted}}}});
 }
 
+json::array ChangesJson(const std::vector<FleetChange>& changes) {
+  json::array out;
+  for (const auto& c : changes) {
+    json::array fields;
+    for (const auto& f : c.fields) {
+      fields.push_back(json::object{{"field", f.field}, {"from", f.from}, {"to", f.to}});
+    }
+    out.push_back(json::object{
+        {"kind", c.kind}, {"name", c.name}, {"action", c.action}, {"fields", std::move(fields)}});
+  }
+  return out;
+}
+
+// What --prune deletes, checked before anything changes: no pool with nodes (the registry
+// refuses those), queued or running jobs; the whole fleet's to see, so a scoped token may not.
+Result<PrunePlan> PlanPrune(ApiContext& ctx, const Principal& who, const FleetSpec& spec) {
+  GF_TRY(RequireFleetWide(who));
+  PrunePlan plan;
+  GF_TRY_ASSIGN(plan, ctx.fleet.PlanPrune(spec));
+  if (ctx.jobs) {
+    auto demand = ctx.jobs->Demand();
+    for (const auto& pool : plan.pools) {
+      auto it = demand.find(pool);
+      if (it != demand.end() && (it->second.queued_jobs > 0 || it->second.running_gpus > 0)) {
+        return MakeError(ErrorCode::kConflict,
+                         "cannot prune: pool " + pool + " has " +
+                             std::to_string(it->second.queued_jobs) + " queued job(s) and " +
+                             std::to_string(it->second.running_gpus) +
+                             " GPU(s) running jobs (cancel them, or keep the pool in the file)");
+      }
+    }
+  }
+  return plan;
+}
+
 }  // namespace
 
 void AddApplyRoutes(Router& router, ApiContext& ctx) {
@@ -44,6 +79,8 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
         }
         auto dry = req.query.find("dry_run");
         bool dry_run = dry != req.query.end() && (dry->second == "true" || dry->second == "1");
+        auto pr = req.query.find("prune");
+        bool prune = pr != req.query.end() && (pr->second == "true" || pr->second == "1");
         Response r = [&] {
           if (req.body.empty()) {
             return ErrorResponse(
@@ -72,14 +109,27 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
                             filename + ": pool " + sc.pool + ": scaling." + s.error().message));
             }
           }
+          PrunePlan plan;
+          if (prune) {
+            auto planned = PlanPrune(ctx, who, spec.value());
+            if (!planned.ok()) return ErrorResponse(planned.error());
+            plan = std::move(planned.value());
+          }
           if (dry_run) {
+            auto changes = ctx.fleet.Diff(spec.value());
+            if (!changes.ok()) return ErrorResponse(changes.error());
             return ObjectResponse(200, {{"dry_run", true},
                                         {"clusters", spec->clusters.size()},
                                         {"pools", spec->pools.size()},
-                                        {"scaling", spec->scaling.size()}});
+                                        {"scaling", spec->scaling.size()},
+                                        {"changes", ChangesJson(changes.value())}});
           }
           auto counts = ctx.fleet.Apply(spec.value());
           if (!counts.ok()) return ErrorResponse(counts.error());
+          if (auto s = ctx.fleet.Prune(plan); !s.ok()) return ErrorResponse(s.error());
+          for (const auto& pool : plan.pools) {
+            if (ctx.scaling) (void)ctx.scaling->DeletePolicy(pool, who.name);  // none: fine
+          }
           int set = 0, unchanged = 0;
           for (const auto& sc : spec->scaling) {
             bool changed = false;
@@ -96,7 +146,10 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
                                        {{"created", c.pools_created},
                                         {"updated", c.pools_updated},
                                         {"unchanged", c.pools_unchanged}}},
-                                      {"scaling", {{"set", set}, {"unchanged", unchanged}}}});
+                                      {"scaling", {{"set", set}, {"unchanged", unchanged}}},
+                                      {"deleted",
+                                       {{"clusters", json::value_from(plan.clusters)},
+                                        {"pools", json::value_from(plan.pools)}}}});
         }();
         r.audit_target = "fleet/" + filename;
         if (r.status == 200) r.audit_after = r.body;

@@ -193,6 +193,10 @@ class SwitchedFleetStore : public store::FleetStore {
   Status ApplyFleet(const std::vector<Cluster>& c, const std::vector<Pool>& p) override {
     return real_.ApplyFleet(c, p);
   }
+  Status DeleteFleet(const std::vector<std::string>& p,
+                     const std::vector<std::string>& c) override {
+    return real_.DeleteFleet(p, c);
+  }
   Result<std::vector<Cluster>> ListClusters() override { return real_.ListClusters(); }
   Result<std::vector<Pool>> ListPools() override { return real_.ListPools(); }
   Status SaveNode(const Node& n, const std::vector<NodeEvent>& e) override {
@@ -368,6 +372,10 @@ class GatedStore : public store::FleetStore {
   }
   Status ApplyFleet(const std::vector<Cluster>& c, const std::vector<Pool>& p) override {
     return real_.ApplyFleet(c, p);
+  }
+  Status DeleteFleet(const std::vector<std::string>& p,
+                     const std::vector<std::string>& c) override {
+    return real_.DeleteFleet(p, c);
   }
   Result<std::vector<Cluster>> ListClusters() override { return real_.ListClusters(); }
   Result<std::vector<Pool>> ListPools() override { return real_.ListPools(); }

@@ -56,6 +56,17 @@ Status SqlStore::ApplyFleet(const std::vector<Cluster>& clusters, const std::vec
   });
 }
 
+Status SqlStore::DeleteFleet(const std::vector<std::string>& pools,
+                             const std::vector<std::string>& clusters) {
+  return Run([&](soci::session& sql) -> Status {
+    soci::transaction tx(sql);
+    for (const auto& p : pools) sql << "DELETE FROM pools WHERE name = :n", soci::use(p);
+    for (const auto& c : clusters) sql << "DELETE FROM clusters WHERE name = :n", soci::use(c);
+    tx.commit();
+    return {};
+  });
+}
+
 Result<std::vector<Cluster>> SqlStore::ListClusters() {
   return Run([&](soci::session& sql) -> Result<std::vector<Cluster>> {
     std::vector<Cluster> out;

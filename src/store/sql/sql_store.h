@@ -62,6 +62,8 @@ class SqlStore final : public FleetStore,
   Status Open();
 
   Status ApplyFleet(const std::vector<Cluster>& clusters, const std::vector<Pool>& pools) override;
+  Status DeleteFleet(const std::vector<std::string>& pools,
+                     const std::vector<std::string>& clusters) override;
   Result<std::vector<Cluster>> ListClusters() override;
   Result<std::vector<Pool>> ListPools() override;
   Status SaveNode(const Node& n, const std::vector<NodeEvent>& events) override;

@@ -109,6 +109,23 @@ TEST_P(StoreTest, FleetApplyUpsertsAndSurvivesReopen) {
   EXPECT_EQ(pools->at(0).lifecycle, p.lifecycle);
 }
 
+TEST_P(StoreTest, FleetDeleteRemovesPoolsThenTheirClusters) {
+  Cluster a{"a", ClusterType::kTraining, "s1", {}, 1, 1},
+      b{"b", ClusterType::kEdge, "s2", {}, 1, 1};
+  Pool a1{"a1", "a", "L4", 1, 1, {}, 1, 1}, a2{"a2", "a", "L4", 1, 1, {}, 1, 1},
+      b1{"b1", "b", "T4", 1, 1, {}, 1, 1};
+  ASSERT_TRUE(store_.fleet->ApplyFleet({a, b}, {a1, a2, b1}).ok());
+  // Cluster b with its only pool, and one of a's two pools, in one transaction.
+  ASSERT_TRUE(store_.fleet->DeleteFleet({"a2", "b1"}, {"b"}).ok());
+  Reopen();
+  auto clusters = store_.fleet->ListClusters();
+  ASSERT_EQ(clusters->size(), 1u);
+  EXPECT_EQ(clusters->at(0).name, "a");
+  auto pools = store_.fleet->ListPools();
+  ASSERT_EQ(pools->size(), 1u);
+  EXPECT_EQ(pools->at(0).name, "a1");
+}
+
 TEST_P(StoreTest, SettingsAreReplacedWholeAndSurviveReopen) {
   auto none = store_.settings->GetSetting("compat");
   ASSERT_TRUE(none.ok());
