@@ -198,6 +198,14 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
   }
 
   {
+    auto* exp = app.add_subcommand(
+        "export", "The live clusters, pools and scaling policies as a fleet file apply takes back");
+    exp->callback([&g] {
+      if (auto text = CallText(g, "GET", "/api/v1/export")) std::fputs(text->c_str(), stdout);
+    });
+  }
+
+  {
     auto* diff = app.add_subcommand(
         "diff", "What applying a fleet file would create, change and delete (exit 1 if anything)");
     static std::string file;

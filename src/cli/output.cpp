@@ -163,8 +163,9 @@ std::string ResolveToken(const Globals& g) {
   return ReadFirstLine((g.data_dir.empty() ? DefaultDataDir() : g.data_dir) + "/admin.token");
 }
 
-std::optional<json::value> Call(Globals& g, const std::string& method, const std::string& target,
-                                const std::string& body, const std::string& content_type) {
+std::optional<std::string> CallText(Globals& g, const std::string& method,
+                                    const std::string& target, const std::string& body,
+                                    const std::string& content_type) {
   std::string dir = g.data_dir.empty() ? DefaultDataDir() : g.data_dir;
   std::string server = g.server;
   if (server.empty()) {
@@ -184,9 +185,9 @@ std::optional<json::value> Call(Globals& g, const std::string& method, const std
     g.exit_code = 1;
     return std::nullopt;
   }
-  boost::system::error_code ec;
-  json::value v = json::parse(reply->body, ec);
   if (reply->status >= 400) {
+    boost::system::error_code ec;
+    json::value v = json::parse(reply->body, ec);
     std::string message = reply->body;
     if (!ec && v.is_object() && v.as_object().contains("error")) {
       message = Str(v.at("error").at("message"));
@@ -199,6 +200,15 @@ std::optional<json::value> Call(Globals& g, const std::string& method, const std
     g.exit_code = 1;
     return std::nullopt;
   }
+  return std::move(reply->body);
+}
+
+std::optional<json::value> Call(Globals& g, const std::string& method, const std::string& target,
+                                const std::string& body, const std::string& content_type) {
+  auto text = CallText(g, method, target, body, content_type);
+  if (!text) return std::nullopt;
+  boost::system::error_code ec;
+  json::value v = json::parse(*text, ec);
   if (ec) {
     std::fprintf(stderr, "error: the controller sent a reply that is not JSON\n");
     g.exit_code = 1;

@@ -44,6 +44,11 @@ std::optional<boost::json::value> Call(Globals& g, const std::string& method,
                                        const std::string& target, const std::string& body = "",
                                        const std::string& content_type = "application/json");
 
+// The same for a reply that is not JSON (GET /api/v1/export's YAML): its body as it came.
+std::optional<std::string> CallText(Globals& g, const std::string& method,
+                                    const std::string& target, const std::string& body = "",
+                                    const std::string& content_type = "application/json");
+
 // A file's contents, or stdin's for "-"; on failure prints "error: cannot read FILE", sets
 // g.exit_code and returns nullopt.
 std::optional<std::string> ReadInput(Globals& g, const std::string& file);

@@ -25,4 +25,11 @@ struct FleetSpec {
 Result<FleetSpec> ParseFleetSpec(std::string_view yaml, std::string_view filename,
                                  const GpuCatalog& catalog);
 
+// The fleet file of `spec` (gpufleet export): each cluster with its pools nested under it, in
+// the order given, and each pool's scaling block; fields at their defaults are left out, and
+// values are written in JSON's flow syntax (which is YAML) so that none reads back as another
+// type. ParseFleetSpec of it gives `spec` back, so export, apply and export again is the same
+// text.
+std::string WriteFleetSpec(const FleetSpec& spec);
+
 }  // namespace gpufleet

@@ -113,5 +113,35 @@ TEST_F(Config, DiffShowsTheChangesAndPruneDeletesWhatTheFileNoLongerNames) {
   EXPECT_NE(audit.out.find("\"spare\""), std::string::npos) << audit.out;
 }
 
+// The live configuration exported, applied to a fresh controller and exported again: the same
+// text, and a diff of it against the first controller shows nothing.
+TEST_F(Config, AnExportAppliedToAFreshControllerExportsTheSameText) {
+  auto applied = Cli({"apply", "-f", std::string(GPUFLEET_SOURCE_DIR) + "/examples/fleet.yaml"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  auto first = Cli({"export"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(first.out.rfind("apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n", 0), 0u);
+  EXPECT_NE(first.out.find("scaling: {\"mode\": \"predictive\""), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("\"timezone\": \"America/New_York\""), std::string::npos);
+  auto [status, body] = controller_->Call("GET", "/api/v1/export");
+  EXPECT_EQ(status, 200);
+  std::ofstream(dir_ + "/export.yaml") << first.out;
+  EXPECT_EQ(Cli({"diff", "-f", dir_ + "/export.yaml"}).out, "no changes\n");
+
+  std::filesystem::create_directories(dir_ + "/fresh");
+  ControllerProcess fresh(dir_ + "/fresh", {});
+  fresh.Start();
+  auto on_fresh = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--data-dir", fresh.data_dir()});
+    return RunGpufleet(args);
+  };
+  auto again = on_fresh({"apply", "-f", dir_ + "/export.yaml"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("clusters: 5 created"), std::string::npos) << again.out;
+  auto second = on_fresh({"export"});
+  EXPECT_EQ(second.out, first.out);
+  fresh.Stop();
+}
+
 }  // namespace
 }  // namespace gpufleet::e2e

@@ -43,6 +43,33 @@ TEST(FleetSpec, ExampleFleetIsValidAndRealistic) {
   EXPECT_GE(models.size(), 3u);
 }
 
+// What export writes reads back as the same spec: clusters, pools (with their windows, needs,
+// labels and exporters) and scaling policies, and writing that again gives the same text.
+TEST(FleetSpec, AWrittenSpecReadsBackTheSame) {
+  auto spec = ParseFleetSpec(Read(fs::path(GPUFLEET_SOURCE_DIR) / "examples/fleet.yaml"),
+                             "fleet.yaml", *GpuCatalog::Builtin());
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  spec->pools[0].exporters = {{"legacy-01", "http://10.0.0.5:9400/metrics"}};
+  spec->pools[0].scrape_interval_ms = 1500;
+  spec->clusters[0].remediation.drain_unhealthy = true;
+  spec->clusters[0].labels["note"] = "true";  // a string that looks like a boolean stays one
+  const std::string text = WriteFleetSpec(spec.value());
+  auto back = ParseFleetSpec(text, "export.yaml", *GpuCatalog::Builtin());
+  ASSERT_TRUE(back.ok()) << back.error().message << "\n" << text;
+  ASSERT_EQ(back->clusters.size(), spec->clusters.size());
+  for (size_t i = 0; i < spec->clusters.size(); ++i) {
+    EXPECT_EQ(back->clusters[i].labels, spec->clusters[i].labels);
+    EXPECT_EQ(back->clusters[i].remediation, spec->clusters[i].remediation);
+    EXPECT_EQ(back->clusters[i].lifecycle, spec->clusters[i].lifecycle);
+  }
+  ASSERT_EQ(back->pools.size(), spec->pools.size());
+  EXPECT_EQ(back->pools[0].exporters, spec->pools[0].exporters);
+  EXPECT_EQ(back->pools[0].scrape_interval_ms, 1500);
+  ASSERT_EQ(back->scaling.size(), 1u);
+  EXPECT_EQ(PoolScalingJson(back->scaling[0]), PoolScalingJson(spec->scaling[0]));
+  EXPECT_EQ(WriteFleetSpec(back.value()), text);
+}
+
 TEST(FleetSpec, MinimalFileParses) {
   auto spec =
       ParseFleetSpec(Read(fs::path(GPUFLEET_SOURCE_DIR) / "tests/fixtures/fleet/good-minimal.yaml"),

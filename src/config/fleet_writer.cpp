@@ -1,0 +1,122 @@
+// The fleet file of a FleetSpec (gpufleet export): every value in JSON's flow syntax, which is
+// YAML too, so that strings stay strings and numbers numbers when ParseFleetSpec reads it back.
+
+#include <boost/json.hpp>
+#include <charconv>
+
+#include "common/strings.h"
+#include "config/fleet_spec.h"
+#include "model/json.h"
+
+namespace json = boost::json;
+
+namespace gpufleet {
+namespace {
+
+// JSON text with each number written as its shortest form ("1", "0.8"), not Boost's "1E0".
+void Flow(const json::value& v, std::string& out) {
+  if (const auto* o = v.if_object()) {
+    out += '{';
+    bool first = true;
+    for (const auto& [key, value] : *o) {
+      if (!first) out += ", ";
+      first = false;
+      AppendJsonString(out, key);
+      out += ": ";
+      Flow(value, out);
+    }
+    out += '}';
+  } else if (const auto* a = v.if_array()) {
+    out += '[';
+    for (size_t i = 0; i < a->size(); ++i) {
+      if (i) out += ", ";
+      Flow((*a)[i], out);
+    }
+    out += ']';
+  } else if (v.is_double()) {
+    char buf[32];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v.get_double());
+    out.append(buf, ec == std::errc() ? end : buf);
+  } else if (v.is_string()) {
+    AppendJsonString(out, v.get_string());
+  } else {
+    out += json::serialize(v);
+  }
+}
+
+void Line(std::string& out, const std::string& indent, const char* key, const json::value& v) {
+  out += indent;
+  out += key;
+  out += ": ";
+  Flow(v, out);
+  out += '\n';
+}
+
+// tier, requires, driver_branch and maintenance_windows, where set.
+void LifecycleLines(std::string& out, const std::string& indent, const Lifecycle& l) {
+  if (!l.tier.empty()) Line(out, indent, "tier", json::value(l.tier));
+  json::object needs;
+  if (!l.cuda.empty()) needs["cuda"] = l.cuda;
+  if (!l.gpu_operator.empty()) needs["gpu_operator"] = l.gpu_operator;
+  if (!l.kubernetes.empty()) needs["kubernetes"] = l.kubernetes;
+  if (!needs.empty()) Line(out, indent, "requires", needs);
+  if (!l.driver_branch.empty()) Line(out, indent, "driver_branch", json::value(l.driver_branch));
+  if (!l.windows.empty()) Line(out, indent, "maintenance_windows", ToJson(l.windows));
+}
+
+std::string Duration(int64_t ms) {
+  return ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms";
+}
+
+void PoolLines(std::string& out, const Pool& p, const PoolScaling* scaling) {
+  const std::string in = "        ";
+  Line(out, "      - ", "name", json::value(p.name));
+  Line(out, in, "gpu_model", json::value(p.gpu_model));
+  Line(out, in, "gpus_per_node", p.gpus_per_node);
+  Line(out, in, "size", p.size);
+  if (!p.labels.empty()) Line(out, in, "labels", ToJson(p.labels));
+  if (!p.exporters.empty()) Line(out, in, "exporters", ToJson(p.exporters));
+  if (p.scrape_interval_ms != Pool{}.scrape_interval_ms) {
+    Line(out, in, "scrape_interval", json::value(Duration(p.scrape_interval_ms)));
+  }
+  LifecycleLines(out, in, p.lifecycle);
+  if (scaling) {
+    // The stored document's own fields are not the file's (erase would reorder the rest).
+    const json::value stored = json::parse(PoolScalingJson(*scaling));
+    json::object policy;
+    for (const auto& [key, value] : stored.as_object()) {
+      if (key != "pool" && key != "updated_ms") policy[key] = value;
+    }
+    Line(out, in, "scaling", policy);
+  }
+}
+
+}  // namespace
+
+std::string WriteFleetSpec(const FleetSpec& spec) {
+  std::string out = "apiVersion: gpufleet/v1\nkind: Fleet\n";
+  out += spec.clusters.empty() ? "clusters: []\n" : "clusters:\n";
+  for (const auto& c : spec.clusters) {
+    const std::string in = "    ";
+    Line(out, "  - ", "name", json::value(c.name));
+    Line(out, in, "type", json::value(ToString(c.type)));
+    Line(out, in, "site", json::value(c.site));
+    if (!c.labels.empty()) Line(out, in, "labels", ToJson(c.labels));
+    if (c.remediation != Remediation{}) Line(out, in, "remediation", ToJson(c.remediation));
+    LifecycleLines(out, in, c.lifecycle);
+    bool any = false;
+    for (const auto& p : spec.pools) {
+      if (p.cluster != c.name) continue;
+      if (!any) out += in + "pools:\n";
+      any = true;
+      const PoolScaling* scaling = nullptr;
+      for (const auto& s : spec.scaling) {
+        if (s.pool == p.name) scaling = &s;
+      }
+      PoolLines(out, p, scaling);
+    }
+  }
+  return out;
+}
+
+}  // namespace gpufleet
