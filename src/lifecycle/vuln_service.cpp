@@ -99,14 +99,17 @@ Result<Bulletin> VulnService::Import(std::string_view csaf_json) {
   return b;
 }
 
-std::shared_ptr<const VulnVerdict> VulnService::JudgeLocked(const NodeSoftware& software) {
-  MatrixInEffect matrix = compat_.current();
+void VulnService::RefreshCacheLocked() {
+  std::shared_ptr<const CompatMatrix> matrix = compat_.current().matrix;
   std::string today = compat_.today();
-  if (matrix.matrix != cache_matrix_ || today != cache_day_) {
+  if (matrix != cache_matrix_ || today != cache_day_) {
     cache_.clear();
-    cache_matrix_ = matrix.matrix;
-    cache_day_ = today;
+    cache_matrix_ = std::move(matrix);
+    cache_day_ = std::move(today);
   }
+}
+
+std::shared_ptr<const VulnVerdict> VulnService::JudgeLocked(const NodeSoftware& software) {
   std::string key = software.driver + '\n' + software.container_toolkit;
   auto it = cache_.find(key);
   if (it != cache_.end()) {
@@ -114,8 +117,8 @@ std::shared_ptr<const VulnVerdict> VulnService::JudgeLocked(const NodeSoftware& 
     return it->second;
   }
   ++stats_.judged;
-  auto verdict =
-      std::make_shared<const VulnVerdict>(JudgeNode(*bulletins_, *matrix.matrix, software, today));
+  auto verdict = std::make_shared<const VulnVerdict>(
+      JudgeNode(*bulletins_, *cache_matrix_, software, cache_day_));
   cache_.emplace(std::move(key), verdict);
   return verdict;
 }
@@ -128,6 +131,7 @@ std::vector<NodeVulns> VulnService::Nodes(const VulnFilter& filter) {
   nf.clusters = filter.clusters;
   std::vector<NodeVulns> out;
   std::lock_guard lock(mu_);
+  RefreshCacheLocked();
   fleet_.ForEachNode(nf, [&](const Node& n) {
     NodeVulns v{n.name, n.cluster, n.pool,
                 NodeSoftware{n.facts.driver_version, n.facts.container_toolkit}, n.simulated};
@@ -149,6 +153,7 @@ std::vector<NodeVulns> VulnService::Nodes(const VulnFilter& filter) {
 std::unordered_map<std::string, double> VulnService::MaxCvss() {
   std::unordered_map<std::string, double> out;
   std::lock_guard lock(mu_);
+  RefreshCacheLocked();
   fleet_.ForEachNode({}, [&](const Node& n) {
     auto v = JudgeLocked(NodeSoftware{n.facts.driver_version, n.facts.container_toolkit});
     if (v->max_cvss > 0) out.emplace(n.name, v->max_cvss);

@@ -74,8 +74,12 @@ class VulnService {
   Stats stats() const;
 
  private:
-  // The verdict for `software`, computed once per distinct versions while the bulletins, the
-  // matrix and the day stay the same. Called with mu_ held.
+  // Empties the cache when the matrix in effect or the day changed; once per pass over the
+  // nodes (reading the matrix copies its text). Called with mu_ held.
+  void RefreshCacheLocked();
+  // The verdict for `software` against cache_matrix_ on cache_day_, computed once per distinct
+  // versions while the bulletins, the matrix and the day stay the same. Called with mu_ held,
+  // after RefreshCacheLocked.
   std::shared_ptr<const VulnVerdict> JudgeLocked(const NodeSoftware& software);
 
   FleetService& fleet_;
