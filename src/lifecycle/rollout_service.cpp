@@ -40,6 +40,8 @@ std::string Duration(int64_t ms) {
   return std::to_string(ms / 1000) + "s";
 }
 
+constexpr int64_t kReconnectGraceMs = 60'000;
+
 }  // namespace
 
 RolloutService::RolloutService(FleetService& fleet, CompatService* compat,
@@ -61,6 +63,7 @@ Status RolloutService::Load() {
   auto list = store_.ListRollouts();
   if (!list.ok()) return list.error();
   std::lock_guard lock(mu_);
+  loaded_ms_ = clock_->NowMs();
   rollouts_.clear();
   node_holder_.clear();
   for (const auto& rec : list.value()) {
@@ -603,6 +606,14 @@ bool RolloutService::Send(Rollout& r, size_t i, const std::string& action,
                           std::vector<std::string> args, const NodeView* view, int64_t now,
                           std::vector<store::RolloutEventRecord>& events) {
   RolloutNode& n = r.nodes[i];
+  // A controller that just started has not heard from its agents yet: one not connected in
+  // the first minute after Load is waited for (the step stays, so the next tick sends again)
+  // rather than failed. Later, a node that cannot be reached fails at once.
+  if (view && !view->connected &&
+      now - loaded_ms_ < std::min<int64_t>(kReconnectGraceMs, r.strategy.boot_timeout_ms)) {
+    n.message = "waits for its agent to reconnect to this controller";
+    return false;
+  }
   proto::Command cmd;
   cmd.id = CommandId(r.id, i, n.command);
   cmd.action = action;

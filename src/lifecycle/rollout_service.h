@@ -189,6 +189,8 @@ class RolloutService {
   std::map<std::string, int64_t> node_holder_;   // node -> the rollout working it; guarded by mu_
   std::map<int64_t, NodeOperation> operations_;  // guarded by mu_
   int64_t next_operation_ = 1;                   // guarded by mu_
+  // When Load read the rollouts back: the agents reconnect after it. Guarded by mu_.
+  int64_t loaded_ms_ = 0;
   std::set<std::pair<RolloutKind, std::string>> faulty_;  // guarded by mu_
   std::map<std::string, TimeZone> zones_;                 // guarded by mu_
 };
