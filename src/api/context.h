@@ -126,5 +126,7 @@ Result<Page> ParsePage(const Request& req);
 Result<int64_t> TimeParam(const Request& req, const char* key, int64_t now, int64_t fallback);
 // Alert rules cover the whole fleet: a token limited to some clusters may not change them.
 Status RequireFleetWide(const Principal& who);
+// A pool about to be deleted has no queued job and no GPU running one (kConflict naming them).
+Status RequirePoolsIdle(ApiContext& ctx, const std::vector<std::string>& pools);
 
 }  // namespace gpufleet::api

@@ -31,6 +31,68 @@ void NodeTable(const json::value& v) {
   t.Print();
 }
 
+// "size=4", "labels.team=vision", "driver_branch=R580": a merge patch of the fields named,
+// each value read as JSON when it is JSON (4, true, [..], {..}, null) and as a string otherwise.
+std::optional<json::object> PatchOf(Globals& g, const std::vector<std::string>& settings) {
+  json::object patch;
+  for (const auto& s : settings) {
+    size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::fprintf(stderr, "error: '%s' must be FIELD=VALUE (a nested field as a.b=VALUE)\n",
+                   s.c_str());
+      g.exit_code = 2;
+      return std::nullopt;
+    }
+    boost::system::error_code ec;
+    json::value v = json::parse(s.substr(eq + 1), ec);
+    if (ec) v = json::string(s.substr(eq + 1));
+    json::object* at = &patch;
+    std::string path = s.substr(0, eq);
+    for (size_t dot; (dot = path.find('.')) != std::string::npos; path = path.substr(dot + 1)) {
+      json::value& next = (*at)[path.substr(0, dot)];
+      if (!next.is_object()) next = json::object();
+      at = &next.as_object();
+    }
+    (*at)[path] = std::move(v);
+  }
+  return patch;
+}
+
+// `clusters set|delete` and `pools set|delete`: PATCH and DELETE on /api/v1/<kind>s/NAME.
+void AddSetAndDelete(CLI::App& parent, Globals& g, const std::string& kind) {
+  struct Args {
+    std::string name;
+    std::vector<std::string> settings;
+  };
+  auto args = std::make_shared<Args>();
+  auto* set = parent.add_subcommand(
+      "set", "Change fields of a " + kind + " (FIELD=VALUE, the fleet file's names)");
+  set->add_option("name", args->name, kind + " name")->required();
+  set->add_option("settings", args->settings, "FIELD=VALUE ... (VALUE null removes the field)")
+      ->required();
+  set->callback([&g, args, kind] {
+    auto patch = PatchOf(g, args->settings);
+    if (!patch) return;
+    auto v =
+        Call(g, "PATCH", "/api/v1/" + kind + "s/" + UrlEncode(args->name), json::serialize(*patch));
+    if (!v) return;
+    Show(g, *v, [&](const json::value& v) {
+      std::printf("%s %s updated (at %s)\n", kind.c_str(), args->name.c_str(),
+                  Field(v, "updated_at").c_str());
+    });
+  });
+  auto* del = parent.add_subcommand("delete", "Delete a " + kind + " (refused while it has " +
+                                                  (kind == "pool" ? "nodes or jobs)" : "pools)"));
+  del->add_option("name", args->name, kind + " name")->required();
+  del->callback([&g, args, kind] {
+    auto v = Call(g, "DELETE", "/api/v1/" + kind + "s/" + UrlEncode(args->name));
+    if (!v) return;
+    Show(g, *v, [&](const json::value&) {
+      std::printf("%s %s deleted\n", kind.c_str(), args->name.c_str());
+    });
+  });
+}
+
 }  // namespace
 
 void AddFleetCommands(CLI::App& app, Globals& g) {
@@ -54,6 +116,7 @@ void AddFleetCommands(CLI::App& app, Globals& g) {
           [](const json::value& v) { std::printf("%s\n", PrettyJson(v).c_str()); });
     });
   }
+  AddSetAndDelete(*clusters, g, "cluster");
 
   auto* pools = app.add_subcommand("pools", "Pools of nodes")->require_subcommand(1);
   {
@@ -79,6 +142,7 @@ void AddFleetCommands(CLI::App& app, Globals& g) {
           [](const json::value& v) { std::printf("%s\n", PrettyJson(v).c_str()); });
     });
   }
+  AddSetAndDelete(*pools, g, "pool");
 
   auto* nodes = app.add_subcommand("nodes", "Nodes and node actions")->require_subcommand(1);
   {

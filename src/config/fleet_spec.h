@@ -5,6 +5,7 @@
 // A pool's `scaling:` block is read by the policy's parser (src/model/scaling_policy.h), the one
 // the API's scaling objects go through.
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,5 +32,20 @@ Result<FleetSpec> ParseFleetSpec(std::string_view yaml, std::string_view filenam
 // type. ParseFleetSpec of it gives `spec` back, so export, apply and export again is the same
 // text.
 std::string WriteFleetSpec(const FleetSpec& spec);
+
+// The REST forms of one cluster and one pool (POST, PUT and PATCH on /api/v1/clusters and
+// /api/v1/pools): a JSON object with the fleet file's fields, a cluster's without `pools`, a
+// pool's with the `cluster` it belongs to. They are validated by the fleet file's rules with its
+// messages, the field named from the object's root ("type: 'gpu' is not one of ...").
+Result<Cluster> ParseClusterObject(std::string_view json, const GpuCatalog& catalog);
+struct PoolObject {
+  Pool pool;
+  std::optional<PoolScaling> scaling;  // its `scaling` block, when the object has one
+};
+Result<PoolObject> ParsePoolObject(std::string_view json, const GpuCatalog& catalog);
+// The objects above of what is stored, as JSON text (the fields at their defaults left out, as
+// export writes them): what a PATCH is merged into.
+std::string ClusterObject(const Cluster& cluster);
+std::string PoolObjectText(const Pool& pool, const PoolScaling* scaling);
 
 }  // namespace gpufleet

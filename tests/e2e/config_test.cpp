@@ -143,5 +143,125 @@ TEST_F(Config, AnExportAppliedToAFreshControllerExportsTheSameText) {
   fresh.Stop();
 }
 
+// One cluster and one pool at a time: POST creates, PUT replaces, PATCH merges, DELETE removes,
+// each checked by the fleet file's rules with its messages; a refused call changes nothing.
+TEST_F(Config, ClustersAndPoolsChangeOneAtATimeThroughRest) {
+  auto call = [&](const char* method, const std::string& path, const std::string& body = "") {
+    return controller_->Call(method, path, body);
+  };
+  auto [created, cluster] =
+      call("POST", "/api/v1/clusters", R"({"name": "lab", "type": "training", "site": "a"})");
+  ASSERT_EQ(created, 201) << cluster;
+  EXPECT_EQ(cluster.at("site"), "a");
+  EXPECT_EQ(cluster.at("nodes"), 0);
+  EXPECT_EQ(
+      call("POST", "/api/v1/clusters", R"({"name": "lab", "type": "edge", "site": "b"})").first,
+      409);
+  // The fleet file's messages, the field named from the object's root.
+  auto [bad, why] =
+      call("POST", "/api/v1/clusters", R"({"name": "x", "type": "gpu", "site": "a"})");
+  EXPECT_EQ(bad, 400);
+  EXPECT_EQ(why.at("error").at("message"),
+            "type: 'gpu' is not one of training, inference, development, edge");
+  EXPECT_EQ(call("POST", "/api/v1/clusters", R"({"name": "x", "type": "edge"})")
+                .second.at("error")
+                .at("message"),
+            "site: is required");
+  EXPECT_EQ(call("POST", "/api/v1/clusters", R"({"name": "x", "type": "edge", "site": "a",
+                                                 "sight": 1})")
+                .second.at("error")
+                .at("message"),
+            "sight: unknown field");
+  EXPECT_EQ(call("GET", "/api/v1/clusters/x").first, 404);
+
+  // Pools: in an existing cluster, with the catalogue's models, and a scaling block.
+  auto [pool_status, pool] =
+      call("POST", "/api/v1/pools",
+           R"({"name": "h100", "cluster": "lab", "gpu_model": "H100-SXM5-80GB", "size": 2})");
+  ASSERT_EQ(pool_status, 201) << pool;
+  EXPECT_EQ(pool.at("gpus_per_node"), 8);  // the fleet file's default
+  EXPECT_EQ(
+      call("POST", "/api/v1/pools", R"({"name": "p", "cluster": "nowhere", "gpu_model": "L4"})")
+          .second.at("error")
+          .at("message"),
+      "cluster: no cluster 'nowhere' (create it first)");
+  auto [bad_model, model_why] =
+      call("POST", "/api/v1/pools", R"({"name": "p", "cluster": "lab", "gpu_model": "Z9"})");
+  EXPECT_EQ(bad_model, 400);
+  EXPECT_EQ(std::string(model_why.at("error").at("message").as_string())
+                .rfind("gpu_model: unknown GPU model 'Z9' (known: ", 0),
+            0u)
+      << model_why;
+  EXPECT_EQ(
+      call("PATCH", "/api/v1/pools/h100", R"({"size": 100001})").second.at("error").at("message"),
+      "size: 100001 is out of range 0..100000");
+
+  // PATCH merges into what is stored; null removes a field (back to its default).
+  auto [patched, after] =
+      call("PATCH", "/api/v1/pools/h100", R"({"size": 4, "labels": {"team": "vision"}})");
+  ASSERT_EQ(patched, 200) << after;
+  EXPECT_EQ(after.at("size"), 4);
+  EXPECT_EQ(after.at("gpu_model"), "H100-SXM5-80GB");
+  EXPECT_EQ(after.at("labels").at("team"), "vision");
+  auto cleared = call("PATCH", "/api/v1/pools/h100", R"({"labels": null})").second;
+  EXPECT_TRUE(cleared.at("labels").as_object().empty()) << cleared;
+  EXPECT_EQ(call("PATCH", "/api/v1/pools/h100", R"({"name": "renamed"})").first, 400);
+  EXPECT_EQ(call("PATCH", "/api/v1/pools/none", R"({"size": 1})").first, 404);
+
+  // PUT replaces: what the body leaves out goes back to its default; 201 when it creates.
+  auto [put, replaced] =
+      call("PUT", "/api/v1/clusters/lab", R"({"type": "inference", "site": "b"})");
+  EXPECT_EQ(put, 200) << replaced;
+  EXPECT_EQ(replaced.at("type"), "inference");
+  EXPECT_EQ(call("PUT", "/api/v1/clusters/edge", R"({"type": "edge", "site": "shop"})").first, 201);
+  EXPECT_EQ(call("PUT", "/api/v1/clusters/edge", R"({"name": "other", "type": "edge",
+                                                     "site": "shop"})")
+                .second.at("error")
+                .at("message"),
+            "name: must be 'edge', the cluster of the path (a cluster is not renamed)");
+
+  // A scaling block sets the pool's policy, checked first; "scaling": null deletes it.
+  EXPECT_EQ(call("PATCH", "/api/v1/pools/h100",
+                 R"({"scaling": {"mode": "reactive", "min_nodes": 3, "max_nodes": 1}})")
+                .first,
+            400);
+  EXPECT_EQ(call("GET", "/api/v1/pools/h100/scaling").first, 404);
+  auto [scaled, with_policy] =
+      call("PATCH", "/api/v1/pools/h100", R"({"scaling": {"mode": "reactive", "max_nodes": 2}})");
+  EXPECT_EQ(scaled, 200) << with_policy;
+  EXPECT_EQ(call("GET", "/api/v1/pools/h100/scaling").second.at("policy").at("max_nodes"), 2);
+  EXPECT_EQ(call("PATCH", "/api/v1/pools/h100", R"({"scaling": null})").first, 200);
+  EXPECT_EQ(call("GET", "/api/v1/pools/h100/scaling").first, 404);
+
+  // The CLI: set (a merge patch of FIELD=VALUE) and delete.
+  auto set = Cli({"pools", "set", "h100", "size=3", "labels.team=infer"});
+  EXPECT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_EQ(call("GET", "/api/v1/pools/h100").second.at("labels").at("team"), "infer");
+  auto bad_set = Cli({"pools", "set", "h100", "size"});
+  EXPECT_EQ(bad_set.exit_code, 2);
+  EXPECT_EQ(bad_set.err, "error: 'size' must be FIELD=VALUE (a nested field as a.b=VALUE)\n");
+
+  // DELETE: a cluster with pools, a pool with a node are refused with why.
+  EXPECT_EQ(Cli({"clusters", "delete", "lab"}).err,
+            "error: cluster 'lab' has pools (h100): delete them first (HTTP 409)\n");
+  Sim(JoinToken("h100"), "busy", 1, "H100-SXM5-80GB", 8);
+  ASSERT_TRUE(WaitState("busy-0000", "ready"));
+  auto refused = call("DELETE", "/api/v1/pools/h100");
+  EXPECT_EQ(refused.first, 409);
+  EXPECT_EQ(refused.second.at("error").at("message"),
+            "cannot delete pool h100: it has 1 node(s) (decommission and delete them first)");
+  EXPECT_EQ(call("GET", "/api/v1/pools/h100").first, 200);
+  auto gone = Cli({"clusters", "delete", "edge"});
+  EXPECT_EQ(gone.exit_code, 0) << gone.err;
+  EXPECT_EQ(gone.out, "cluster edge deleted\n");
+  EXPECT_EQ(call("GET", "/api/v1/clusters/edge").first, 404);
+  EXPECT_EQ(call("DELETE", "/api/v1/clusters/edge").first, 404);
+
+  // Every change is in the audit log, with the object before it.
+  auto audit = Cli({"-o", "json", "audit", "list"});
+  EXPECT_NE(audit.out.find("\"pool/h100\""), std::string::npos) << audit.out;
+  EXPECT_NE(audit.out.find("\"cluster/edge\""), std::string::npos) << audit.out;
+}
+
 }  // namespace
 }  // namespace gpufleet::e2e

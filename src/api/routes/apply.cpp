@@ -54,23 +54,27 @@ Result<PrunePlan> PlanPrune(ApiContext& ctx, const Principal& who, const FleetSp
   GF_TRY(RequireFleetWide(who));
   PrunePlan plan;
   GF_TRY_ASSIGN(plan, ctx.fleet.PlanPrune(spec));
-  if (ctx.jobs) {
-    auto demand = ctx.jobs->Demand();
-    for (const auto& pool : plan.pools) {
-      auto it = demand.find(pool);
-      if (it != demand.end() && (it->second.queued_jobs > 0 || it->second.running_gpus > 0)) {
-        return MakeError(ErrorCode::kConflict,
-                         "cannot prune: pool " + pool + " has " +
-                             std::to_string(it->second.queued_jobs) + " queued job(s) and " +
-                             std::to_string(it->second.running_gpus) +
-                             " GPU(s) running jobs (cancel them, or keep the pool in the file)");
-      }
-    }
-  }
+  GF_TRY(RequirePoolsIdle(ctx, plan.pools));
   return plan;
 }
 
 }  // namespace
+
+Status RequirePoolsIdle(ApiContext& ctx, const std::vector<std::string>& pools) {
+  if (!ctx.jobs) return {};
+  auto demand = ctx.jobs->Demand();
+  for (const auto& pool : pools) {
+    auto it = demand.find(pool);
+    if (it != demand.end() && (it->second.queued_jobs > 0 || it->second.running_gpus > 0)) {
+      return MakeError(ErrorCode::kConflict, "cannot delete pool " + pool + ": it has " +
+                                                 std::to_string(it->second.queued_jobs) +
+                                                 " queued job(s) and " +
+                                                 std::to_string(it->second.running_gpus) +
+                                                 " GPU(s) running jobs (cancel them first)");
+    }
+  }
+  return {};
+}
 
 void AddApplyRoutes(Router& router, ApiContext& ctx) {
   router.Add(

@@ -1,6 +1,10 @@
-// Clusters, pools and the GPU model catalogue (read-only; they change through /apply).
+// Clusters, pools and the GPU model catalogue. Clusters and pools change through /apply (a
+// whole fleet file) or one at a time here: POST, PUT, PATCH and DELETE take an object with the
+// fleet file's fields (config/fleet_spec.h), validated by its rules and messages, and store it
+// through the same FleetService::Apply.
 
 #include "api/json_util.h"
+#include "config/fleet_spec.h"
 #include "model/json.h"
 
 namespace json = boost::json;
@@ -41,6 +45,154 @@ json::object WithCounts(json::object o, const Counts& c) {
   for (const auto& [s, n] : c.by_state) states[s] = n;
   o["nodes_by_state"] = std::move(states);
   return o;
+}
+
+// RFC 7386: each member of `patch` replaces the target's, null removes it, and objects merge.
+json::value MergePatch(json::value target, const json::value& patch) {
+  if (!patch.is_object()) return patch;
+  if (!target.is_object()) target = json::object();
+  auto& t = target.as_object();
+  for (const auto& [key, v] : patch.as_object()) {
+    if (v.is_null()) {
+      t.erase(key);
+    } else {
+      json::value current = t.contains(key) ? t.at(key) : json::value(nullptr);
+      t[key] = MergePatch(std::move(current), v);
+    }
+  }
+  return target;
+}
+
+Result<json::object> BodyObject(const Request& req) {
+  boost::system::error_code ec;
+  json::value v = json::parse(req.body, ec);
+  if (ec || !v.is_object()) {
+    return MakeError(ErrorCode::kInvalidArgument, "the body must be a JSON object");
+  }
+  return std::move(v.as_object());
+}
+
+// PUT's body names the object of its path (or leaves the name to it): nothing is renamed.
+Status NameFromPath(json::object& body, const std::string& name, const char* kind) {
+  if (auto it = body.find("name"); it != body.end()) {
+    if (!it->value().is_string() || it->value().as_string() != name) {
+      return MakeError(ErrorCode::kInvalidArgument, std::string("name: must be '") + name +
+                                                        "', the " + kind + " of the path (a " +
+                                                        kind + " is not renamed)");
+    }
+  } else {
+    body["name"] = name;
+  }
+  return {};
+}
+
+Result<Cluster> FindCluster(ApiContext& ctx, const Principal& who, const std::string& name) {
+  auto clusters = ctx.fleet.Clusters();
+  if (!clusters.ok()) return clusters.error();
+  for (auto& c : clusters.value()) {
+    if (c.name == name && who.CanSeeCluster(name)) return std::move(c);
+  }
+  return MakeError(ErrorCode::kNotFound, "no cluster '" + name + "'");
+}
+
+Response ClusterReply(ApiContext& ctx, int status, const std::string& name) {
+  auto clusters = ctx.fleet.Clusters();
+  if (!clusters.ok()) return ErrorResponse(clusters.error());
+  NodeFilter f;
+  f.cluster = name;
+  auto counts = CountBy(ctx, ctx.fleet.Nodes(f), false);
+  for (const auto& c : clusters.value()) {
+    if (c.name == name) return ObjectResponse(status, WithCounts(ToJson(c), counts[name]));
+  }
+  return ErrorResponse(MakeError(ErrorCode::kNotFound, "no cluster '" + name + "'"));
+}
+
+Response PoolReply(ApiContext& ctx, int status, const std::string& name) {
+  auto pool = ctx.fleet.FindPool(name);
+  if (!pool.ok()) return ErrorResponse(pool.error());
+  NodeFilter f;
+  f.pool = name;
+  auto counts = CountBy(ctx, ctx.fleet.Nodes(f), true);
+  return ObjectResponse(status, WithCounts(ToJson(pool.value()), counts[name]));
+}
+
+// Validates and stores one cluster: `create` refuses one that exists (409), otherwise it is
+// created or replaced. 201 when created, else 200.
+Response PutCluster(ApiContext& ctx, const Principal& who, const json::object& body, bool create) {
+  auto cluster = ParseClusterObject(json::serialize(body), ctx.catalog);
+  if (!cluster.ok()) return ErrorResponse(cluster.error());
+  if (!who.CanSeeCluster(cluster->name)) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kPermissionDenied,
+                  "token '" + who.name + "' may not change cluster '" + cluster->name + "'"));
+  }
+  bool exists = FindCluster(ctx, who, cluster->name).ok();
+  if (create && exists) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kConflict, "cluster '" + cluster->name + "' exists (PUT or PATCH " +
+                                            "/api/v1/clusters/" + cluster->name + " changes it)"));
+  }
+  FleetSpec spec;
+  spec.clusters.push_back(cluster.value());
+  if (auto done = ctx.fleet.Apply(spec); !done.ok()) return ErrorResponse(done.error());
+  return ClusterReply(ctx, exists ? 200 : 201, cluster->name);
+}
+
+const sched::PoolScaling* PolicyOf(const std::vector<scaling::PoolStatus>& pools,
+                                   const std::string& pool) {
+  for (const auto& s : pools) {
+    if (s.scaling.pool == pool) return &s.scaling;
+  }
+  return nullptr;
+}
+
+// The pool counterpart: its cluster must exist and be the caller's; its scaling block, when
+// given, is checked before anything is stored and set after. `drop_scaling`: a PATCH that
+// removed the block deletes the pool's policy.
+Response PutPool(ApiContext& ctx, const Principal& who, const json::object& body, bool create,
+                 bool drop_scaling) {
+  auto parsed = ParsePoolObject(json::serialize(body), ctx.catalog);
+  if (!parsed.ok()) return ErrorResponse(parsed.error());
+  const Pool& pool = parsed->pool;
+  auto cluster = FindCluster(ctx, who, pool.cluster);
+  if (!cluster.ok()) {
+    return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                   "cluster: no cluster '" + pool.cluster + "' (create it first)"));
+  }
+  bool exists = false;
+  if (auto old = ctx.fleet.FindPool(pool.name); old.ok()) {
+    exists = true;
+    if (create) {
+      return ErrorResponse(
+          MakeError(ErrorCode::kConflict, "pool '" + pool.name + "' exists (PUT or PATCH " +
+                                              "/api/v1/pools/" + pool.name + " changes it)"));
+    }
+    if (!who.CanSeeCluster(old->cluster)) {
+      return ErrorResponse(
+          MakeError(ErrorCode::kConflict, "pool '" + pool.name + "' belongs to another cluster"));
+    }
+  }
+  if (parsed->scaling) {
+    if (!ctx.scaling) {
+      return ErrorResponse(
+          MakeError(ErrorCode::kUnavailable, "autoscaling is not running: no scaling block"));
+    }
+    if (auto s = ctx.scaling->Check(*parsed->scaling); !s.ok()) {
+      return ErrorResponse(MakeError(ErrorCode::kInvalidArgument, "scaling." + s.error().message));
+    }
+  }
+  FleetSpec spec;
+  spec.clusters.push_back(std::move(cluster.value()));
+  spec.pools.push_back(pool);
+  if (auto done = ctx.fleet.Apply(spec); !done.ok()) return ErrorResponse(done.error());
+  if (parsed->scaling) {
+    if (auto s = ctx.scaling->SetPolicy(*parsed->scaling, who.name); !s.ok()) {
+      return ErrorResponse(s.error());
+    }
+  } else if (drop_scaling && ctx.scaling) {
+    (void)ctx.scaling->DeletePolicy(pool.name, who.name);  // none: fine
+  }
+  return PoolReply(ctx, exists ? 200 : 201, pool.name);
 }
 
 }  // namespace
@@ -124,6 +276,183 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
                f.pool = pool->name;
                auto counts = CountBy(ctx, ctx.fleet.Nodes(f), true);
                return ObjectResponse(200, WithCounts(ToJson(pool.value()), counts[pool->name]));
+             });
+
+  router.Add("POST", "/api/v1/clusters", Role::kOperator,
+             [&ctx](const Request& req, const Principal& who) {
+               auto body = BodyObject(req);
+               Response r = body.ok() ? PutCluster(ctx, who, body.value(), true)
+                                      : ErrorResponse(body.error());
+               if (body.ok() && body->contains("name") && body->at("name").is_string()) {
+                 r.audit_target = "cluster/" + std::string(body->at("name").as_string());
+               }
+               if (r.status < 300) r.audit_after = r.body;
+               return r;
+             });
+
+  router.Add("PUT", "/api/v1/clusters/{name}", Role::kOperator,
+             [&ctx](const Request& req, const Principal& who) {
+               const std::string& name = req.params.at("name");
+               auto before = FindCluster(ctx, who, name);
+               Response r = [&] {
+                 if (!who.CanSeeCluster(name)) {
+                   return ErrorResponse(
+                       MakeError(ErrorCode::kPermissionDenied,
+                                 "token '" + who.name + "' may not change cluster '" + name + "'"));
+                 }
+                 auto body = BodyObject(req);
+                 if (!body.ok()) return ErrorResponse(body.error());
+                 if (auto s = NameFromPath(body.value(), name, "cluster"); !s.ok()) {
+                   return ErrorResponse(s.error());
+                 }
+                 return PutCluster(ctx, who, body.value(), false);
+               }();
+               r.audit_target = "cluster/" + name;
+               if (before.ok()) r.audit_before = ClusterObject(before.value());
+               if (r.status < 300) r.audit_after = r.body;
+               return r;
+             });
+
+  router.Add("PATCH", "/api/v1/clusters/{name}", Role::kOperator,
+             [&ctx](const Request& req, const Principal& who) {
+               const std::string& name = req.params.at("name");
+               auto before = FindCluster(ctx, who, name);
+               Response r = [&] {
+                 if (!before.ok()) return ErrorResponse(before.error());
+                 auto patch = BodyObject(req);
+                 if (!patch.ok()) return ErrorResponse(patch.error());
+                 json::value merged =
+                     MergePatch(json::parse(ClusterObject(before.value())), patch.value());
+                 if (auto s = NameFromPath(merged.as_object(), name, "cluster"); !s.ok()) {
+                   return ErrorResponse(s.error());
+                 }
+                 return PutCluster(ctx, who, merged.as_object(), false);
+               }();
+               r.audit_target = "cluster/" + name;
+               if (before.ok()) r.audit_before = ClusterObject(before.value());
+               if (r.status < 300) r.audit_after = r.body;
+               return r;
+             });
+
+  router.Add("DELETE", "/api/v1/clusters/{name}", Role::kOperator,
+             [&ctx](const Request& req, const Principal& who) {
+               const std::string& name = req.params.at("name");
+               auto before = FindCluster(ctx, who, name);
+               Response r = [&] {
+                 if (!before.ok()) return ErrorResponse(before.error());
+                 auto pools = ctx.fleet.Pools();
+                 if (!pools.ok()) return ErrorResponse(pools.error());
+                 std::string held;
+                 for (const auto& p : pools.value()) {
+                   if (p.cluster == name) held += (held.empty() ? "" : ", ") + p.name;
+                 }
+                 if (!held.empty()) {
+                   return ErrorResponse(MakeError(
+                       ErrorCode::kConflict,
+                       "cluster '" + name + "' has pools (" + held + "): delete them first"));
+                 }
+                 if (auto s = ctx.fleet.Prune({{}, {name}}); !s.ok())
+                   return ErrorResponse(s.error());
+                 return ObjectResponse(200, {{"name", name}, {"deleted", true}});
+               }();
+               r.audit_target = "cluster/" + name;
+               if (before.ok()) r.audit_before = ClusterObject(before.value());
+               return r;
+             });
+
+  router.Add(
+      "POST", "/api/v1/pools", Role::kOperator, [&ctx](const Request& req, const Principal& who) {
+        auto body = BodyObject(req);
+        Response r =
+            body.ok() ? PutPool(ctx, who, body.value(), true, false) : ErrorResponse(body.error());
+        if (body.ok() && body->contains("name") && body->at("name").is_string()) {
+          r.audit_target = "pool/" + std::string(body->at("name").as_string());
+        }
+        if (r.status < 300) r.audit_after = r.body;
+        return r;
+      });
+
+  // The pool as it is stored, in its REST form, with its scaling block; "" when there is none.
+  auto pool_object = [&ctx](const Principal& who, const std::string& name) -> std::string {
+    auto pool = ctx.fleet.FindPool(name);
+    if (!pool.ok() || !who.CanSeeCluster(pool->cluster)) return "";
+    std::vector<scaling::PoolStatus> policies;
+    if (ctx.scaling) policies = ctx.scaling->Pools();
+    return PoolObjectText(pool.value(), PolicyOf(policies, name));
+  };
+
+  router.Add("PUT", "/api/v1/pools/{name}", Role::kOperator,
+             [&ctx, pool_object](const Request& req, const Principal& who) {
+               const std::string& name = req.params.at("name");
+               std::string before = pool_object(who, name);
+               Response r = [&] {
+                 if (auto p = ctx.fleet.FindPool(name); p.ok() && before.empty()) {
+                   return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + name + "'"));
+                 }
+                 auto body = BodyObject(req);
+                 if (!body.ok()) return ErrorResponse(body.error());
+                 if (auto s = NameFromPath(body.value(), name, "pool"); !s.ok()) {
+                   return ErrorResponse(s.error());
+                 }
+                 return PutPool(ctx, who, body.value(), false, false);
+               }();
+               r.audit_target = "pool/" + name;
+               r.audit_before = before;
+               if (r.status < 300) r.audit_after = r.body;
+               return r;
+             });
+
+  router.Add("PATCH", "/api/v1/pools/{name}", Role::kOperator,
+             [&ctx, pool_object](const Request& req, const Principal& who) {
+               const std::string& name = req.params.at("name");
+               std::string before = pool_object(who, name);
+               Response r = [&] {
+                 if (before.empty()) {
+                   return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + name + "'"));
+                 }
+                 auto patch = BodyObject(req);
+                 if (!patch.ok()) return ErrorResponse(patch.error());
+                 json::value merged = MergePatch(json::parse(before), patch.value());
+                 if (auto s = NameFromPath(merged.as_object(), name, "pool"); !s.ok()) {
+                   return ErrorResponse(s.error());
+                 }
+                 bool drop = patch->contains("scaling") && patch->at("scaling").is_null();
+                 return PutPool(ctx, who, merged.as_object(), false, drop);
+               }();
+               r.audit_target = "pool/" + name;
+               r.audit_before = before;
+               if (r.status < 300) r.audit_after = r.body;
+               return r;
+             });
+
+  router.Add("DELETE", "/api/v1/pools/{name}", Role::kOperator,
+             [&ctx, pool_object](const Request& req, const Principal& who) {
+               const std::string& name = req.params.at("name");
+               std::string before = pool_object(who, name);
+               Response r = [&] {
+                 if (before.empty()) {
+                   return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + name + "'"));
+                 }
+                 NodeFilter f;
+                 f.pool = name;
+                 if (size_t n = ctx.fleet.Nodes(f).size(); n > 0) {
+                   return ErrorResponse(MakeError(
+                       ErrorCode::kConflict, "cannot delete pool " + name + ": it has " +
+                                                 std::to_string(n) +
+                                                 " node(s) (decommission and delete them first)"));
+                 }
+                 if (auto s = RequirePoolsIdle(ctx, {name}); !s.ok()) {
+                   return ErrorResponse(s.error());
+                 }
+                 if (auto s = ctx.fleet.Prune({{name}, {}}); !s.ok()) {
+                   return ErrorResponse(s.error());
+                 }
+                 if (ctx.scaling) (void)ctx.scaling->DeletePolicy(name, who.name);  // none: fine
+                 return ObjectResponse(200, {{"name", name}, {"deleted", true}});
+               }();
+               r.audit_target = "pool/" + name;
+               r.audit_before = before;
+               return r;
              });
 
   router.Add("GET", "/api/v1/gpu-models", Role::kViewer,
