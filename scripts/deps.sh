@@ -14,6 +14,8 @@ if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(postgresql)
   # the dashboard's browser tests: Debian's Chromium, driven by playwright-core from npm
   pkgs+=(chromium)
+  # gpufleet export --format ansible is read back by Ansible's own ansible-inventory
+  pkgs+=(ansible-core)
   # playwright-core needs Node.js 20 or newer; Debian 12's own nodejs is 18, so only a machine
   # without any node gets it (and the check below says what is missing).
   command -v node >/dev/null || pkgs+=(nodejs npm)

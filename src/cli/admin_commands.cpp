@@ -200,8 +200,14 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
   {
     auto* exp = app.add_subcommand(
         "export", "The live clusters, pools and scaling policies as a fleet file apply takes back");
+    static std::string format = "fleet";
+    exp->add_option("--format", format,
+                    "fleet (a fleet file) or ansible (an inventory of the nodes, in YAML)")
+        ->capture_default_str();
     exp->callback([&g] {
-      if (auto text = CallText(g, "GET", "/api/v1/export")) std::fputs(text->c_str(), stdout);
+      if (auto text = CallText(g, "GET", "/api/v1/export?format=" + UrlEncode(format))) {
+        std::fputs(text->c_str(), stdout);
+      }
     });
   }
 

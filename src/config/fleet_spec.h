@@ -33,6 +33,14 @@ Result<FleetSpec> ParseFleetSpec(std::string_view yaml, std::string_view filenam
 // text.
 std::string WriteFleetSpec(const FleetSpec& spec);
 
+// The fleet as an Ansible inventory in YAML (gpufleet export --format ansible): groups per site
+// (site_*), GPU model (model_*), cluster (cluster_*) and pool (pool_*), names with anything but
+// letters, digits and '_' as '_'; pool variables its profile (GPU model, tier, pinned driver
+// branch, requirements, labels), host variables what each node reports (state, driver, CUDA,
+// container toolkit, kernel, OS, GPU count and serials; ansible_host its hostname). Nodes of a
+// pool not in `spec` are left out.
+std::string WriteAnsibleInventory(const FleetSpec& spec, const std::vector<Node>& nodes);
+
 // The REST forms of one cluster and one pool (POST, PUT and PATCH on /api/v1/clusters and
 // /api/v1/pools): a JSON object with the fleet file's fields, a cluster's without `pools`, a
 // pool's with the `cluster` it belongs to. They are validated by the fleet file's rules with its

@@ -263,5 +263,47 @@ TEST_F(Config, ClustersAndPoolsChangeOneAtATimeThroughRest) {
   EXPECT_NE(audit.out.find("\"cluster/edge\""), std::string::npos) << audit.out;
 }
 
+// The inventory is read by Ansible itself (ansible-inventory, Debian's ansible-core): groups per
+// site, cluster, pool and GPU model, the pool's profile and each node's facts as variables.
+TEST_F(Config, TheAnsibleInventoryIsWhatAnsibleReads) {
+  auto applied = Cli({"apply", "-f", std::string(GPUFLEET_SOURCE_DIR) + "/examples/fleet.yaml"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  Sim(JoinToken("h100-sxm"), "gpu", 2, "H100-SXM5-80GB", 8, {"--driver", "580.95.05"});
+  ASSERT_TRUE(WaitState("gpu-0001", "ready"));
+  auto inventory = Cli({"export", "--format", "ansible"});
+  ASSERT_EQ(inventory.exit_code, 0) << inventory.err;
+  std::ofstream(dir_ + "/inventory.yaml") << inventory.out;
+  const std::string listed = dir_ + "/listed.json";
+  int rc = std::system(("ANSIBLE_INVENTORY_UNPARSED_FAILED=true ansible-inventory -i " + dir_ +
+                        "/inventory.yaml --list > " + listed + " 2> " + dir_ + "/ansible.err")
+                           .c_str());
+  ASSERT_EQ(rc, 0) << ReadFile(dir_ + "/ansible.err") << inventory.out;
+  const json::value v = json::parse(ReadFile(listed));
+  auto members = [&](const char* group, const char* kind) {
+    std::string out;
+    for (const auto& m : v.at(group).at(kind).as_array()) out += std::string(m.as_string()) + " ";
+    return out;
+  };
+  EXPECT_EQ(members("pool_h100_sxm", "hosts"), "gpu-0000 gpu-0001 ");
+  EXPECT_EQ(members("cluster_train_use1", "children"), "pool_h100_sxm pool_h200_sxm ");
+  EXPECT_NE(members("site_us_east_1", "children").find("cluster_train_use1"), std::string::npos);
+  EXPECT_NE(members("model_h100_sxm5_80gb", "children").find("pool_h100_sxm"), std::string::npos);
+  // A host's variables: its own facts, its pool's profile and its cluster's, as Ansible merges
+  // them.
+  const auto& host = v.at("_meta").at("hostvars").at("gpu-0000");
+  EXPECT_EQ(host.at("gpufleet_driver"), "580.95.05");
+  EXPECT_EQ(host.at("gpufleet_gpu_count"), 8);
+  EXPECT_EQ(host.at("gpufleet_simulated"), true);
+  EXPECT_EQ(host.at("gpufleet_state"), "ready");
+  EXPECT_EQ(host.at("gpufleet_gpu_serials").as_array().size(), 8u);
+  EXPECT_EQ(host.at("gpufleet_gpu_model"), "H100-SXM5-80GB");
+  EXPECT_EQ(host.at("gpufleet_driver_branch"), "R580");  // the cluster's pin, inherited
+  EXPECT_EQ(host.at("gpufleet_cluster"), "train-use1");
+  EXPECT_EQ(host.at("gpufleet_site"), "us-east-1");
+  auto bad = controller_->Call("GET", "/api/v1/export?format=puppet");
+  EXPECT_EQ(bad.first, 400);
+  EXPECT_EQ(bad.second.at("error").at("message"), "format: 'puppet' is not one of fleet, ansible");
+}
+
 }  // namespace
 }  // namespace gpufleet::e2e

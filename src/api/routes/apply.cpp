@@ -1,5 +1,6 @@
 // GET /api/v1/export: the live clusters and pools (those the token may see) with their scaling
-// policies, as the fleet file that `apply` takes back with no change (config/fleet_spec.h).
+// policies, as the fleet file that `apply` takes back with no change (config/fleet_spec.h), or
+// with ?format=ansible as an Ansible inventory of them and their nodes.
 // POST /api/v1/apply: fleet as code. The body is the YAML file itself (the CLI sends it as is,
 // with ?filename= so errors name the file): a fleet file (kind Fleet), or an alert rule file
 // (Prometheus's format, top-level `groups`). The whole file is validated before anything is
@@ -163,29 +164,47 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
       });
   router.TakesYaml();  // a fleet or rule file, as YAML
 
-  router.Add("GET", "/api/v1/export", Role::kViewer, [&ctx](const Request&, const Principal& who) {
-    auto clusters = ctx.fleet.Clusters();
-    if (!clusters.ok()) return ErrorResponse(clusters.error());
-    auto pools = ctx.fleet.Pools();
-    if (!pools.ok()) return ErrorResponse(pools.error());
-    FleetSpec spec;
-    for (auto& c : clusters.value()) {
-      if (who.CanSeeCluster(c.name)) spec.clusters.push_back(std::move(c));
-    }
-    std::map<std::string, PoolScaling> policies;
-    if (ctx.scaling) {
-      for (auto& s : ctx.scaling->Pools()) policies[s.scaling.pool] = std::move(s.scaling);
-    }
-    for (auto& p : pools.value()) {
-      if (!who.CanSeeCluster(p.cluster)) continue;
-      if (auto it = policies.find(p.name); it != policies.end()) spec.scaling.push_back(it->second);
-      spec.pools.push_back(std::move(p));
-    }
-    Response r;
-    r.content_type = "application/yaml";
-    r.body = WriteFleetSpec(spec);
-    return r;
-  });
+  router.Add(
+      "GET", "/api/v1/export", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
+        std::string format = "fleet";
+        if (auto f = req.query.find("format"); f != req.query.end() && !f->second.empty()) {
+          format = f->second;
+        }
+        if (format != "fleet" && format != "ansible") {
+          return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                         "format: '" + format + "' is not one of fleet, ansible"));
+        }
+        auto clusters = ctx.fleet.Clusters();
+        if (!clusters.ok()) return ErrorResponse(clusters.error());
+        auto pools = ctx.fleet.Pools();
+        if (!pools.ok()) return ErrorResponse(pools.error());
+        FleetSpec spec;
+        for (auto& c : clusters.value()) {
+          if (who.CanSeeCluster(c.name)) spec.clusters.push_back(std::move(c));
+        }
+        std::map<std::string, PoolScaling> policies;
+        if (ctx.scaling) {
+          for (auto& s : ctx.scaling->Pools()) policies[s.scaling.pool] = std::move(s.scaling);
+        }
+        for (auto& p : pools.value()) {
+          if (!who.CanSeeCluster(p.cluster)) continue;
+          if (auto it = policies.find(p.name); it != policies.end())
+            spec.scaling.push_back(it->second);
+          spec.pools.push_back(std::move(p));
+        }
+        Response r;
+        r.content_type = "application/yaml";
+        if (format == "ansible") {
+          std::vector<Node> nodes;
+          for (auto& n : ctx.fleet.Nodes({})) {
+            if (who.CanSeeCluster(n.cluster)) nodes.push_back(std::move(n));
+          }
+          r.body = WriteAnsibleInventory(spec, nodes);
+        } else {
+          r.body = WriteFleetSpec(spec);
+        }
+        return r;
+      });
 }
 
 }  // namespace gpufleet::api
