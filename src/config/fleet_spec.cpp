@@ -512,7 +512,7 @@ std::string PoolObjectText(const Pool& pool, const PoolScaling* scaling) {
   spec.pools.push_back(pool);
   if (scaling) spec.scaling.push_back(*scaling);
   std::string out = ObjectText(spec, true);
-  // The pool's cluster, first after its name, as the API's pools show it.
+  // With the cluster it belongs to, first: the REST form of a pool names it.
   return "{\"cluster\":" + [&] {
     std::string q;
     AppendJsonString(q, pool.cluster);
