@@ -290,49 +290,36 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
                return r;
              });
 
-  router.Add("PUT", "/api/v1/clusters/{name}", Role::kOperator,
-             [&ctx](const Request& req, const Principal& who) {
-               const std::string& name = req.params.at("name");
-               auto before = FindCluster(ctx, who, name);
-               Response r = [&] {
-                 if (!who.CanSeeCluster(name)) {
-                   return ErrorResponse(
-                       MakeError(ErrorCode::kPermissionDenied,
-                                 "token '" + who.name + "' may not change cluster '" + name + "'"));
-                 }
-                 auto body = BodyObject(req);
-                 if (!body.ok()) return ErrorResponse(body.error());
-                 if (auto s = NameFromPath(body.value(), name, "cluster"); !s.ok()) {
-                   return ErrorResponse(s.error());
-                 }
-                 return PutCluster(ctx, who, body.value(), false);
-               }();
-               r.audit_target = "cluster/" + name;
-               if (before.ok()) r.audit_before = ClusterObject(before.value());
-               if (r.status < 300) r.audit_after = r.body;
-               return r;
-             });
-
-  router.Add("PATCH", "/api/v1/clusters/{name}", Role::kOperator,
-             [&ctx](const Request& req, const Principal& who) {
-               const std::string& name = req.params.at("name");
-               auto before = FindCluster(ctx, who, name);
-               Response r = [&] {
-                 if (!before.ok()) return ErrorResponse(before.error());
-                 auto patch = BodyObject(req);
-                 if (!patch.ok()) return ErrorResponse(patch.error());
-                 json::value merged =
-                     MergePatch(json::parse(ClusterObject(before.value())), patch.value());
-                 if (auto s = NameFromPath(merged.as_object(), name, "cluster"); !s.ok()) {
-                   return ErrorResponse(s.error());
-                 }
-                 return PutCluster(ctx, who, merged.as_object(), false);
-               }();
-               r.audit_target = "cluster/" + name;
-               if (before.ok()) r.audit_before = ClusterObject(before.value());
-               if (r.status < 300) r.audit_after = r.body;
-               return r;
-             });
+  // PUT replaces a cluster with the body; PATCH merges the body into the one stored (404 when
+  // there is none). Both then go through PutCluster.
+  auto write_cluster = [&ctx](bool patch) {
+    return [&ctx, patch](const Request& req, const Principal& who) {
+      const std::string& name = req.params.at("name");
+      auto before = FindCluster(ctx, who, name);
+      Response r = [&] {
+        if (patch && !before.ok()) return ErrorResponse(before.error());
+        if (!who.CanSeeCluster(name)) {
+          return ErrorResponse(
+              MakeError(ErrorCode::kPermissionDenied,
+                        "token '" + who.name + "' may not change cluster '" + name + "'"));
+        }
+        auto body = BodyObject(req);
+        if (!body.ok()) return ErrorResponse(body.error());
+        json::value object = patch ? MergePatch(json::parse(ClusterObject(*before)), *body)
+                                   : json::value(std::move(*body));
+        if (auto s = NameFromPath(object.as_object(), name, "cluster"); !s.ok()) {
+          return ErrorResponse(s.error());
+        }
+        return PutCluster(ctx, who, object.as_object(), false);
+      }();
+      r.audit_target = "cluster/" + name;
+      if (before.ok()) r.audit_before = ClusterObject(before.value());
+      if (r.status < 300) r.audit_after = r.body;
+      return r;
+    };
+  };
+  router.Add("PUT", "/api/v1/clusters/{name}", Role::kOperator, write_cluster(false));
+  router.Add("PATCH", "/api/v1/clusters/{name}", Role::kOperator, write_cluster(true));
 
   router.Add("DELETE", "/api/v1/clusters/{name}", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
@@ -381,49 +368,35 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
     return PoolObjectText(pool.value(), PolicyOf(policies, name));
   };
 
-  router.Add("PUT", "/api/v1/pools/{name}", Role::kOperator,
-             [&ctx, pool_object](const Request& req, const Principal& who) {
-               const std::string& name = req.params.at("name");
-               std::string before = pool_object(who, name);
-               Response r = [&] {
-                 if (auto p = ctx.fleet.FindPool(name); p.ok() && before.empty()) {
-                   return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + name + "'"));
-                 }
-                 auto body = BodyObject(req);
-                 if (!body.ok()) return ErrorResponse(body.error());
-                 if (auto s = NameFromPath(body.value(), name, "pool"); !s.ok()) {
-                   return ErrorResponse(s.error());
-                 }
-                 return PutPool(ctx, who, body.value(), false, false);
-               }();
-               r.audit_target = "pool/" + name;
-               r.audit_before = before;
-               if (r.status < 300) r.audit_after = r.body;
-               return r;
-             });
-
-  router.Add("PATCH", "/api/v1/pools/{name}", Role::kOperator,
-             [&ctx, pool_object](const Request& req, const Principal& who) {
-               const std::string& name = req.params.at("name");
-               std::string before = pool_object(who, name);
-               Response r = [&] {
-                 if (before.empty()) {
-                   return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + name + "'"));
-                 }
-                 auto patch = BodyObject(req);
-                 if (!patch.ok()) return ErrorResponse(patch.error());
-                 json::value merged = MergePatch(json::parse(before), patch.value());
-                 if (auto s = NameFromPath(merged.as_object(), name, "pool"); !s.ok()) {
-                   return ErrorResponse(s.error());
-                 }
-                 bool drop = patch->contains("scaling") && patch->at("scaling").is_null();
-                 return PutPool(ctx, who, merged.as_object(), false, drop);
-               }();
-               r.audit_target = "pool/" + name;
-               r.audit_before = before;
-               if (r.status < 300) r.audit_after = r.body;
-               return r;
-             });
+  // PUT replaces a pool with the body; PATCH merges the body into the one stored (404 when there
+  // is none), where "scaling": null deletes its policy. Both then go through PutPool.
+  auto write_pool = [&ctx, pool_object](bool patch) {
+    return [&ctx, pool_object, patch](const Request& req, const Principal& who) {
+      const std::string& name = req.params.at("name");
+      std::string before = pool_object(who, name);
+      Response r = [&] {
+        // Empty: none, or one of a cluster the token may not see.
+        if (before.empty() && (patch || ctx.fleet.FindPool(name).ok())) {
+          return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + name + "'"));
+        }
+        auto body = BodyObject(req);
+        if (!body.ok()) return ErrorResponse(body.error());
+        bool drop = patch && body->contains("scaling") && body->at("scaling").is_null();
+        json::value object =
+            patch ? MergePatch(json::parse(before), *body) : json::value(std::move(*body));
+        if (auto s = NameFromPath(object.as_object(), name, "pool"); !s.ok()) {
+          return ErrorResponse(s.error());
+        }
+        return PutPool(ctx, who, object.as_object(), false, drop);
+      }();
+      r.audit_target = "pool/" + name;
+      r.audit_before = before;
+      if (r.status < 300) r.audit_after = r.body;
+      return r;
+    };
+  };
+  router.Add("PUT", "/api/v1/pools/{name}", Role::kOperator, write_pool(false));
+  router.Add("PATCH", "/api/v1/pools/{name}", Role::kOperator, write_pool(true));
 
   router.Add("DELETE", "/api/v1/pools/{name}", Role::kOperator,
              [&ctx, pool_object](const Request& req, const Principal& who) {
