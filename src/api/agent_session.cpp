@@ -5,6 +5,7 @@
 
 #include <boost/beast/websocket.hpp>
 #include <chrono>
+#include <optional>
 
 #include "api/sessions.h"
 
@@ -82,7 +83,7 @@ asio::awaitable<void> AgentWriter(std::shared_ptr<AgentConn> conn,
 
 asio::awaitable<void> ServeAgent(net::Stream stream, UpgradeRequest req, std::string remote,
                                  proto::AgentHandler& agents, AgentRegistry& registry,
-                                 SignInGate gate) {
+                                 SignInGate gate, asio::any_io_executor registrar) {
   websocket::stream<net::Stream> ws(std::move(stream));
   // A ping after 30 s of silence; closed when nothing, not even the pong, comes in 60 s.
   ws.set_option(
@@ -101,7 +102,15 @@ asio::awaitable<void> ServeAgent(net::Stream stream, UpgradeRequest req, std::st
     welcome = first.error();
   } else if (auto* hello = std::get_if<proto::Hello>(&first.value())) {
     if (wait = gate.Wait(remote); wait == 0) {
-      welcome = agents.OnHello(*hello, remote);
+      std::optional<Result<proto::Welcome>> done;  // (a Result has no empty state)
+      co_await asio::co_spawn(
+          registrar,
+          [&]() -> asio::awaitable<void> {
+            done.emplace(agents.OnHello(*hello, remote));
+            co_return;
+          },
+          asio::use_awaitable);
+      welcome = std::move(*done);
       if (!welcome.ok() && welcome.error().code == ErrorCode::kUnauthenticated) {
         gate.Failed(remote);
       }

@@ -79,6 +79,8 @@ struct ApiServer::Impl {
   // The slow routes' worker: one, so they also run one at a time. After `io`, so that it is
   // destroyed (and joined) before it.
   asio::thread_pool slow_pool{1};
+  // Agents' hellos, which write to the store (ServeAgent): off the I/O threads.
+  asio::thread_pool registrar{2};
 
   Impl(ApiOptions o, ApiDeps d)
       : options(std::move(o)),
@@ -409,7 +411,7 @@ struct ApiServer::Impl {
         stream.next_layer().expires_never();
         auto upgrade = parser.release();
         co_await ServeAgent(std::move(stream), std::move(upgrade), remote, agents, agent_conns,
-                            {sign_ins, http_metrics, *clock});
+                            {sign_ins, http_metrics, *clock}, registrar.get_executor());
         co_return;
       }
       if (websocket::is_upgrade(in) && in.target() == "/api/v1/stream") {
@@ -564,6 +566,8 @@ void ApiServer::Stop() {
   }
   impl_->slow_pool.stop();  // a slow call under way is finished
   impl_->slow_pool.join();
+  impl_->registrar.stop();
+  impl_->registrar.join();
 }
 
 }  // namespace gpufleet::api

@@ -76,11 +76,12 @@ struct SignInGate {
 };
 
 // An agent's WebSocket from its hello until it closes: registered in `registry` while open,
-// its messages handed to `agents`.
-
+// its messages handed to `agents`. The hello, which writes the node to the store, runs on
+// `registrar` rather than on the I/O thread, so that a storm of registrations (a fleet that
+// starts, a controller that restarts) does not hold up the heartbeats of the nodes already in.
 boost::asio::awaitable<void> ServeAgent(net::Stream stream, UpgradeRequest req, std::string remote,
                                         proto::AgentHandler& agents, AgentRegistry& registry,
-                                        SignInGate gate);
+                                        SignInGate gate, boost::asio::any_io_executor registrar);
 
 // The dashboard's live stream, authenticated by its first message, then fed from `hub`.
 boost::asio::awaitable<void> ServeStream(net::Stream stream, UpgradeRequest req, std::string remote,

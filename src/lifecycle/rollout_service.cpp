@@ -728,6 +728,12 @@ bool RolloutService::Begin(Rollout& r, size_t i, Snapshot& snap, int64_t now,
       return false;
     }
   }
+  // The node's state now, not the tick's snapshot: a node restored earlier in this tick (its
+  // update just finished, and the rollout now rolls it back) was uncordoned since.
+  if (auto live = fleet_.GetNode(n.node); live.ok()) {
+    v->second.state = live->state;
+    v->second.effective = live->state == NodeState::kUnreachable ? live->resume_state : live->state;
+  }
   NodeState s = v->second.effective;
   bool out = s == NodeState::kDrained || s == NodeState::kMaintenance;
   if (!out && r.strategy.busy == "skip" && hooks_.busy && hooks_.busy(n.node)) {

@@ -86,8 +86,15 @@ export async function startFleet(file, { healthInterval = '1s' } = {}) {
     let ready = 0;
     await waitFor(`${want} ready nodes`, async () => {
       const r = await call(fleet.base, fleet.token, 'GET', '/api/v1/clusters');
-      if (r.status === 200) ready = r.body.items.reduce((n, c) => n + c.nodes_ready, 0);
-      if (ready !== want) throw new Error(`${ready} ready`);  // waitFor keeps it for its message
+      const states = {};
+      if (r.status === 200) {
+        ready = r.body.items.reduce((n, c) => n + c.nodes_ready, 0);
+        for (const c of r.body.items) {
+          for (const [s, n] of Object.entries(c.nodes_by_state)) states[s] = (states[s] || 0) + n;
+        }
+      }
+      // waitFor keeps it for its message: how many are ready, and what the others are.
+      if (ready !== want) throw new Error(`${ready} ready; by state ${JSON.stringify(states)}`);
       return true;
     }, Math.max(180000, want * 400));
   };

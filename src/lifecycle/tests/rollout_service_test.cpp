@@ -269,6 +269,43 @@ TEST_F(RolloutTest, AFaultyCanaryHaltsTheRolloutAndEveryTouchedNodeGoesBack) {
   EXPECT_EQ(alarms[0].state, "rolled_back");
 }
 
+// A canary that comes back from its reboot in the very tick another canary trips a gate is
+// restored (uncordoned) and then rolled back in that tick: its rollback drains it again rather
+// than trusting the tick's snapshot, which still shows it drained (CI saw it wait for ever).
+TEST_F(RolloutTest, ACanaryRestoredInTheTickTheRolloutHaltsIsDrainedForItsRollback) {
+  AddNodes("p1", 4);
+  auto r = Start(R"({"kind":"driver","target":"580.95.05","selector":{"pools":["p1"]},
+      "strategy":{"canary":2,"confidence":"2m","max_unavailable":2,"max_failed_nodes":1}})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  auto state_of = [&](const std::string& node) {
+    Rollout now = rollouts_->Get(r->id).value();
+    for (const auto& n : now.nodes) {
+      if (n.node == node) return n.state;
+    }
+    return std::string();
+  };
+  // p1-1 stays away after its reboot until p1-0 has finished.
+  for (int t = 0; t < 200 && !(state_of("p1-0") == "updated" && nodes_["p1-1"].back_at); ++t) {
+    rollouts_->Tick();
+    Agents();
+    if (nodes_["p1-1"].back_at) nodes_["p1-1"].back_at = kWed * 2;
+    clock_->Advance(1000);
+  }
+  ASSERT_EQ(state_of("p1-0"), "updated");
+  ASSERT_NE(nodes_["p1-1"].back_at, 0);
+  xids_["p1-0"] = clock_->NowMs();  // the finished canary raises an XID ...
+  nodes_["p1-1"].back_at = kWed;    // ... as the other one comes back
+  Agents();
+  Rollout done = Run(r->id, 2);
+  EXPECT_EQ(done.state, "rolled_back") << done.reason;
+  EXPECT_EQ(state_of("p1-1"), "rolled_back") << done.reason;
+  for (const auto& n : fleet_->Nodes({})) {
+    EXPECT_EQ(n.facts.driver_version, "550.54.15") << n.name;
+    EXPECT_EQ(n.state, NodeState::kReady) << n.name;
+  }
+  EXPECT_EQ(nodes_["p1-1"].ran.at("install-driver"), 2) << "the target, then the previous one";
+}
+
 TEST_F(RolloutTest, AControllerRestartedMidBatchResumesAndRepeatsNoAction) {
   AddNodes("p1", 8);
   auto r = Start(R"({"kind":"driver","target":"580.95.05","selector":{"pools":["p1"]},
