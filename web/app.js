@@ -8,7 +8,7 @@ import { startLive, stopLive, onLive } from './live.js';
 const $ = (id) => document.getElementById(id);
 
 // #/ overview; #/clusters; #/cluster/NAME; #/node/NAME; #/alerts; #/scaling[/POOL]; #/jobs;
-// #/rollouts[/ID]; #/security; later
+// #/rollouts[/ID]; #/security; #/drift; later
 // capabilities by name.
 const routes = [
   [/^#?\/?$/, 'overview', () => ({})],
@@ -20,6 +20,7 @@ const routes = [
   [/^#\/jobs$/, 'jobs', () => ({})],
   [/^#\/rollouts(?:\/(\d+))?$/, 'rollouts', (m) => ({ id: m[1] || '' })],
   [/^#\/security$/, 'security', () => ({})],
+  [/^#\/drift$/, 'drift', () => ({})],
   [/^#\/(inventory|reports)$/, 'later', (m) => ({ page: m[1] })],
 ];
 const modules = {
@@ -31,6 +32,7 @@ const modules = {
   jobs: () => import('./jobs.js'),
   rollouts: () => import('./rollouts.js'),
   security: () => import('./security.js'),
+  drift: () => import('./drift.js'),
   later: () => import('./later.js'),
 };
 

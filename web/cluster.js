@@ -17,7 +17,7 @@ export function mount(el, params) {
       <label>Colour by <select id="field" aria-label="field">${FIELDS.map(([f, l]) => `<option value="${f}"${f === field ? ' selected' : ''}>${l}</option>`).join('')}</select></label>
       <span class="legend" id="legend"></span><span class="spacer"></span><span class="muted" id="heat-info"></span></div>
       <div class="heat-box" id="heat"></div></div>
-    <div class="panel" id="alerts-panel"><h3 style="margin-top:0">Active alerts</h3><div id="cluster-alerts" class="muted">loading…</div></div>
+    <div class="panel" id="alerts-panel"><h3 style="margin-top:0">Active alerts</h3><div id="cluster-alerts" class="muted table-wrap">loading…</div></div>
     <div class="panel"><h3 style="margin-top:0">Nodes</h3><div id="nodes"></div></div>`;
   const tip = document.getElementById('tip');
   const uuids = new Map(); // node -> [uuid by index], fetched on hover

@@ -22,7 +22,7 @@ export function mount(el, params) {
     <div class="panel"><h3 style="margin-top:0">GPUs</h3><div class="table-wrap" id="gpus"></div></div>
     <div class="row"><h3>Telemetry</h3><span class="spacer"></span><label>Range <select id="range" aria-label="range">${Object.keys(RANGES).map((r) => `<option${r === '1h' ? ' selected' : ''}>${r}</option>`).join('')}</select></label></div>
     <div class="charts" id="charts"></div>
-    <div class="panel"><h3 style="margin-top:0">Alerts</h3><div id="node-alerts" class="muted">loading…</div></div>
+    <div class="panel"><h3 style="margin-top:0">Alerts</h3><div id="node-alerts" class="muted table-wrap">loading…</div></div>
     <div class="panel"><h3 style="margin-top:0">Versions</h3><div id="versions" class="table-wrap muted">loading…</div></div>
     <div class="panel"><h3 style="margin-top:0">Operations</h3><div id="operations" class="table-wrap muted">loading…</div></div>
     <div class="panel"><h3 style="margin-top:0">Recent events</h3><div id="events" class="table-wrap muted">loading…</div></div>`;
@@ -106,10 +106,11 @@ export function mount(el, params) {
   }
 
   async function loadVersions() {
-    const [v, ops, vulns] = await Promise.all([
+    const [v, ops, vulns, drift] = await Promise.all([
       api(`/api/v1/nodes/${encodeURIComponent(name)}/versions`),
       api(`/api/v1/nodes/${encodeURIComponent(name)}/actions`),
       api(`/api/v1/vulnerabilities?node=${encodeURIComponent(name)}`).catch(() => ({ items: [] })),
+      api(`/api/v1/drift?node=${encodeURIComponent(name)}`).catch(() => ({ items: [] })),
     ]);
     if (gone) return;
     const sec = vulns.items[0];
@@ -118,7 +119,14 @@ export function mount(el, params) {
       : `<p id="node-security"><a href="#/security" class="vuln-${esc(sec.status)}">${sec.status === 'unsupported_branch' ? 'Unsupported branch' : 'Exposed'}</a>:
         ${sec.cves.length} published CVE(s), highest CVSS ${Number(sec.max_cvss).toFixed(1)}${sec.fix ? `; fix: ${esc(sec.fix)}` : ''}
         (<code>gpufleet vulns show ${esc(name)}</code>)</p>`;
-    $('versions').innerHTML = `<p>Driver <code>${esc(v.driver)}</code> (CUDA ${esc(v.cuda_driver)}), VBIOS <code>${esc(v.vbios || '—')}</code>, NIC firmware <code>${esc(v.nic_firmware || '—')}</code>${sec?.container_toolkit ? `, Container Toolkit <code>${esc(sec.container_toolkit)}</code>` : ''}</p>${security}
+    // Its drift from the golden profile: the unresolved findings.
+    const open = drift.items.filter((f) => f.state !== 'resolved');
+    const driftHtml = `<div id="node-drift">${open.length ? `<p><a href="#/drift">Drift from its profile</a>: ${open.length} finding(s)
+      (<code>gpufleet drift list --node ${esc(name)}</code>)</p><table><thead><tr><th>Fact</th><th>Expected</th><th>Actual</th><th>Severity</th>
+      <th>Remediation</th><th>State</th></tr></thead><tbody>${open.map((f) => `<tr><td>${esc(f.fact)}${f.gpu !== null ? ` (GPU ${f.gpu})` : ''}</td>
+      <td><code>${esc(f.expected)}</code></td><td><code>${esc(f.actual)}</code></td><td>${esc(f.severity)}</td><td>${esc(f.remediation)}</td>
+      <td>${esc(f.state)}</td></tr>`).join('')}</tbody></table>` : '<p class="muted">It matches its profile (or its pool has none).</p>'}</div>`;
+    $('versions').innerHTML = `<p>Driver <code>${esc(v.driver)}</code> (CUDA ${esc(v.cuda_driver)}), VBIOS <code>${esc(v.vbios || '—')}</code>, NIC firmware <code>${esc(v.nic_firmware || '—')}</code>${sec?.container_toolkit ? `, Container Toolkit <code>${esc(sec.container_toolkit)}</code>` : ''}</p>${security}${driftHtml}
       ${v.history.length ? `<table><thead><tr><th>Rollout</th><th>Kind</th><th>From</th><th>To</th><th>State</th><th>Ended</th><th>Message</th></tr></thead><tbody>${v.history.map((h) =>
         `<tr><td><a href="#/rollouts/${h.rollout}">${h.rollout}</a></td><td>${esc(h.kind)}</td><td><code>${esc(h.from)}</code></td><td><code>${esc(h.to)}</code></td>
         <td class="ro-${esc(h.state)}">${esc(h.state)}</td><td>${esc(h.ended_at ? ago(h.ended_at) : '')}</td><td>${esc(h.message)}</td></tr>`).join('')}</tbody></table>` : '<p class="muted">No rollout has changed this node.</p>'}`;

@@ -115,6 +115,14 @@ const std::vector<Rule>& BuiltinRules() {
       ExprRule("NodeCriticalCve", "node_cve_max_cvss >= 9", "critical", 0,
                "{{ $labels.Hostname }} is exposed to a CVE of CVSS {{ $value }}: gpufleet vulns "
                "show {{ $labels.Hostname }}"),
+      // Drift from the golden profile: a node that differs for 30 minutes (a rollout on its way
+      // passes through), and sooner and louder when the difference is high or critical.
+      ExprRule("NodeDrift", "node_drift_severity >= 1", "info", 1'800'000,
+               "{{ $labels.Hostname }} differs from its profile: gpufleet drift list --node "
+               "{{ $labels.Hostname }}"),
+      ExprRule("NodeDriftHigh", "node_drift_severity >= 3", "warning", 600'000,
+               "{{ $labels.Hostname }} has high or critical drift from its profile: gpufleet "
+               "drift list --node {{ $labels.Hostname }}"),
       // Capacity: a pool with no GPU a job could use, or with a tenth of its GPUs unhealthy.
       ExprRule("PoolNoAvailableGpus", "sum by (cluster, pool) (gpu_available) == 0", "critical",
                300'000, "{{ $labels.cluster }}/{{ $labels.pool }} has no available GPU"),

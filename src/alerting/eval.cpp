@@ -232,6 +232,9 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Select(const Expr& e) {
       case Special::kNodeCveMaxCvss:
         v = snap_.nodes[r].cve_max_cvss;
         break;
+      case Special::kNodeDriftSeverity:
+        v = snap_.nodes[r].drift_severity;
+        break;
       case Special::kApiP99:
         v = snap_.api_p99_s;
         break;

@@ -42,6 +42,7 @@ struct Snapshot {
     int64_t last_seen_ms = 0;
     bool rollout_failed = false;  // set by the controller from the rollouts
     double cve_max_cvss = 0;      // set by the controller from the vulnerability status
+    int drift_severity = 0;       // set by the controller from the drift findings
   };
   struct GpuRow {
     uint32_t node = 0;  // index into nodes

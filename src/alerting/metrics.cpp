@@ -25,6 +25,9 @@ const std::vector<MetricDef>& Specials() {
        "1 when the node failed its update in a rollout (not ended, or ended within the hour)."},
       {"node_cve_max_cvss", RowKind::kNode, Special::kNodeCveMaxCvss, Field::kGpuUtil, 1,
        "The highest CVSS score of the published CVEs the node is exposed to; 0 when none."},
+      {"node_drift_severity", RowKind::kNode, Special::kNodeDriftSeverity, Field::kGpuUtil, 1,
+       "The highest severity of the node's unresolved drift from its profile: 4 critical, 3 "
+       "high, 2 medium, 1 low; 0 when none."},
       {"api_request_duration_p99_seconds", RowKind::kController, Special::kApiP99, Field::kGpuUtil,
        1, "The 99th percentile of the API's request durations since the last evaluation."},
       {"rollouts_halted", RowKind::kController, Special::kRolloutsHalted, Field::kGpuUtil, 1,

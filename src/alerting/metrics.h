@@ -11,7 +11,9 @@
 // - per node (Hostname, cluster, pool): node_up (heartbeat or scrape within the limit),
 //   node_health (0 ready, 1 degraded, 2 unhealthy), node_cordoned, node_report_age_seconds,
 //   node_rollout_failed (1: the node failed its update in a rollout, within the last hour),
-//   node_cve_max_cvss (the highest CVSS of the published CVEs the node is exposed to; 0: none);
+//   node_cve_max_cvss (the highest CVSS of the published CVEs the node is exposed to; 0: none),
+//   node_drift_severity (its unresolved drift findings' highest severity: 4 critical, 3 high,
+//   2 medium, 1 low; 0: none);
 // - the controller's own (no labels): api_request_duration_p99_seconds over the last cycle,
 //   rollouts_halted (rollouts halted, rolling back, or rolled back within the last hour).
 
@@ -37,6 +39,7 @@ enum class Special {
   kNodeReportAge,
   kNodeRolloutFailed,
   kNodeCveMaxCvss,
+  kNodeDriftSeverity,
   kApiP99,
   kRolloutsHalted,
 };

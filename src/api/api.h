@@ -12,6 +12,7 @@
 #include "fleet/fleet.h"
 #include "health/service.h"
 #include "lifecycle/compat_service.h"
+#include "lifecycle/drift_service.h"
 #include "lifecycle/rollout_service.h"
 #include "lifecycle/vuln_service.h"
 #include "model/catalog.h"
@@ -60,6 +61,7 @@ struct ApiDeps {
   lifecycle::CompatService* compat = nullptr;  // /api/v1/compat; absent: 503
   lifecycle::RolloutService* rollouts = nullptr;  // /api/v1/rollouts, node actions; absent: 503
   lifecycle::VulnService* vulns = nullptr;        // /api/v1/vulnerabilities, bulletins; absent: 503
+  lifecycle::DriftService* drift = nullptr;       // /api/v1/drift; absent: 503
 };
 
 // Owns its I/O threads. Start() binds and serves; Stop() closes and joins. Thread-safe.

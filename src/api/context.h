@@ -9,6 +9,7 @@
 #include "fleet/fleet.h"
 #include "health/service.h"
 #include "lifecycle/compat_service.h"
+#include "lifecycle/drift_service.h"
 #include "lifecycle/rollout_service.h"
 #include "lifecycle/vuln_service.h"
 #include "model/catalog.h"
@@ -43,6 +44,7 @@ struct ApiContext {
   lifecycle::CompatService* compat = nullptr;     // may be null
   lifecycle::RolloutService* rollouts = nullptr;  // may be null
   lifecycle::VulnService* vulns = nullptr;        // may be null
+  lifecycle::DriftService* drift = nullptr;       // may be null
 };
 
 // Each routes/<resource>.cpp registers its handlers.
@@ -64,6 +66,7 @@ void AddScalingRoutes(Router& router, ApiContext& ctx);    // autoscaling
 void AddCompatRoutes(Router& router, ApiContext& ctx);     // the compatibility matrix
 void AddRolloutRoutes(Router& router, ApiContext& ctx);    // rollouts, node actions
 void AddSecurityRoutes(Router& router, ApiContext& ctx);   // vulnerabilities, bulletins
+void AddDriftRoutes(Router& router, ApiContext& ctx);      // drift from the golden profiles
 
 // Authenticates "Bearer <token>" against the stored API tokens. While the store is unavailable
 // it answers from the last successful lookup of the same token (its role, expiry and revocation

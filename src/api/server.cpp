@@ -110,6 +110,7 @@ struct ApiServer::Impl {
     ctx.compat = d.compat;
     ctx.rollouts = d.rollouts;
     ctx.vulns = d.vulns;
+    ctx.drift = d.drift;
     ctx.flush_token_use = [this] {
       if (auto s = auth.FlushUse(); !s.ok()) {
         spdlog::warn("api: cannot write tokens' last use: {}", s.error().message);
@@ -133,6 +134,7 @@ struct ApiServer::Impl {
     AddCompatRoutes(router, ctx);
     AddRolloutRoutes(router, ctx);
     AddSecurityRoutes(router, ctx);
+    AddDriftRoutes(router, ctx);
     // Last, so that it lists every route, itself included.
     router.Add("GET", "/api/v1/routes", Role::kViewer, [this](const Request&, const Principal&) {
       boost::json::array items;

@@ -42,5 +42,6 @@ void AddRuleCommands(CLI::App& app, Globals& g);    // rules list|test|delete|me
 // compat, rollouts, node actions (nodes reboot|reset-gpu|maintenance|decommission|delete)
 void AddLifecycleCommands(CLI::App& app, Globals& g);
 void AddSecurityCommands(CLI::App& app, Globals& g);  // vulns list|show|fix, bulletins
+void AddDriftCommands(CLI::App& app, Globals& g);     // drift list|show|remediate
 
 }  // namespace gpufleet::cli

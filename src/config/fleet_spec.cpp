@@ -10,6 +10,7 @@
 #include "common/url.h"
 #include "config/yaml_errors.h"
 #include "model/compat.h"
+#include "model/profile.h"
 #include "model/scaling_policy.h"
 
 namespace gpufleet {
@@ -44,7 +45,7 @@ class Validator {
       if (!c.IsMap()) return Fail(c, path, "must be a mapping");
       GF_TRY(Keys(c, path,
                   {"name", "type", "site", "labels", "remediation", "tier", "requires",
-                   "driver_branch", "maintenance_windows", "pools"}));
+                   "driver_branch", "maintenance_windows", "profile", "pools"}));
       Cluster cluster;
       GF_TRY_ASSIGN(cluster.name, Name(c, path));
       if (!cluster_names.insert(cluster.name).second) {
@@ -71,7 +72,7 @@ class Validator {
         GF_TRY(Keys(
             p, ppath,
             {"name", "gpu_model", "gpus_per_node", "size", "labels", "exporters", "scrape_interval",
-             "scaling", "tier", "requires", "driver_branch", "maintenance_windows"}));
+             "scaling", "tier", "requires", "driver_branch", "maintenance_windows", "profile"}));
         Pool pool;
         pool.cluster = cluster.name;
         GF_TRY_ASSIGN(pool.name, Name(p, ppath));
@@ -202,6 +203,7 @@ class Validator {
       return Fail(at, path + "." + field, why.substr(colon + 2));
     }
     if (!l.driver_branch.empty()) l.driver_branch = NormalizeBranch(l.driver_branch);
+    GF_TRY(ProfileField(m, path, l.profile));
     return Windows(m, path, l.windows);
   }
 
@@ -290,7 +292,34 @@ class Validator {
     std::string field;
     auto parsed = ParsePoolScaling(text, &field);
     if (parsed.ok()) return parsed;
-    // The node the error is about: follow the path ("schedule[1].to") as far as it goes.
+    std::string message = parsed.error().message;
+    if (!field.empty() && message.rfind(field + ": ", 0) == 0) {
+      message = message.substr(field.size() + 2);
+    }
+    return Fail(Locate(v, field), field.empty() ? path : path + "." + field, message);
+  }
+
+  // profile: the golden profile, read as JSON by its parser (model/profile.h); an error points
+  // at the field's line.
+  Status ProfileField(const YAML::Node& m, const std::string& path, Profile& out) const {
+    auto v = m["profile"];
+    if (!v) return {};
+    if (!v.IsMap()) return Fail(v, path + ".profile", "must be a mapping");
+    std::string text;
+    ToJson(v, text);
+    auto parsed = ParseProfile(text);
+    if (parsed.ok()) {
+      out = std::move(parsed).value();
+      return {};
+    }
+    const std::string& message = parsed.error().message;
+    const size_t colon = message.find(": ");
+    const std::string field = message.substr(0, colon);
+    return Fail(Locate(v, field), path + ".profile." + field, message.substr(colon + 2));
+  }
+
+  // The node a field's path ("schedule[1].to") is about, followed as far as it goes.
+  static YAML::Node Locate(const YAML::Node& v, const std::string& field) {
     YAML::Node at = v;
     std::string rest = field;
     while (!rest.empty()) {
@@ -308,11 +337,7 @@ class Validator {
       }
       rest = end == std::string::npos ? "" : rest.substr(end + 1);
     }
-    std::string message = parsed.error().message;
-    if (!field.empty() && message.rfind(field + ": ", 0) == 0) {
-      message = message.substr(field.size() + 2);
-    }
-    return Fail(at, field.empty() ? path : path + "." + field, message);
+    return at;
   }
 
  public:

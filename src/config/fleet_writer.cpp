@@ -7,6 +7,7 @@
 #include "common/strings.h"
 #include "config/fleet_spec.h"
 #include "model/json.h"
+#include "model/profile.h"
 
 namespace json = boost::json;
 
@@ -52,7 +53,7 @@ void Line(std::string& out, const std::string& indent, const char* key, const js
   out += '\n';
 }
 
-// tier, requires, driver_branch and maintenance_windows, where set.
+// tier, requires, driver_branch, maintenance_windows and profile, where set.
 void LifecycleLines(std::string& out, const std::string& indent, const Lifecycle& l) {
   if (!l.tier.empty()) Line(out, indent, "tier", json::value(l.tier));
   json::object needs;
@@ -62,6 +63,7 @@ void LifecycleLines(std::string& out, const std::string& indent, const Lifecycle
   if (!needs.empty()) Line(out, indent, "requires", needs);
   if (!l.driver_branch.empty()) Line(out, indent, "driver_branch", json::value(l.driver_branch));
   if (!l.windows.empty()) Line(out, indent, "maintenance_windows", ToJson(l.windows));
+  if (!l.profile.empty()) Line(out, indent, "profile", json::parse(ProfileJson(l.profile)));
 }
 
 std::string Duration(int64_t ms) {

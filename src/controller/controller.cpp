@@ -18,6 +18,7 @@
 #include "health/service.h"
 #include "ingest/ingest.h"
 #include "lifecycle/compat_service.h"
+#include "lifecycle/drift_service.h"
 #include "lifecycle/rollout_service.h"
 #include "lifecycle/vuln_service.h"
 #include "scaling/scaling.h"
@@ -90,6 +91,7 @@ struct Controller::Impl {
   std::unique_ptr<lifecycle::CompatService> compat;
   std::unique_ptr<lifecycle::RolloutService> rollouts;
   std::unique_ptr<lifecycle::VulnService> vulns;
+  std::unique_ptr<lifecycle::DriftService> drift;
   std::unique_ptr<workload::WorkloadGenerator> generator;  // the monitor thread's
   std::unique_ptr<alerting::Notifier> notifier;
   std::unique_ptr<alerting::SeriesReader> series_reader;  // the monitor thread's
@@ -190,6 +192,10 @@ Status Controller::Start() {
   impl_->vulns = std::make_unique<lifecycle::VulnService>(*impl_->fleet, *impl_->compat,
                                                           *db.settings, impl_->clock);
   GF_TRY(impl_->vulns->Load());
+  impl_->drift = std::make_unique<lifecycle::DriftService>(*impl_->fleet, *db.drift, impl_->clock);
+  GF_TRY(impl_->drift->Load());
+  impl_->drift->set_rollout_targets(
+      [rollouts = impl_->rollouts.get()] { return rollouts->ActiveTargets(); });
   impl_->notifier = std::make_unique<alerting::Notifier>(*db.alerting, impl_->clock, "");
   GF_TRY(impl_->notifier->Load());
   impl_->series_reader = alerting::MakeTelemetryReader(*impl_->telemetry);
@@ -211,11 +217,12 @@ Status Controller::Start() {
   ao.max_connections = o.max_connections;
   ao.header_timeout_ms = o.header_timeout_ms;
   impl_->server = std::make_unique<api::ApiServer>(
-      ao, api::ApiDeps{*impl_->fleet, impl_->stores, impl_->catalog, impl_->clock,
-                       *impl_->telemetry, *impl_->ingest,
-                       [s = impl_->scraper.get()] { return s->Targets(); }, impl_->health.get(),
-                       impl_->notifier.get(), impl_->jobs.get(), impl_->scaling.get(), key.value(),
-                       impl_->compat.get(), impl_->rollouts.get(), impl_->vulns.get()});
+      ao,
+      api::ApiDeps{*impl_->fleet, impl_->stores, impl_->catalog, impl_->clock, *impl_->telemetry,
+                   *impl_->ingest, [s = impl_->scraper.get()] { return s->Targets(); },
+                   impl_->health.get(), impl_->notifier.get(), impl_->jobs.get(),
+                   impl_->scaling.get(), key.value(), impl_->compat.get(), impl_->rollouts.get(),
+                   impl_->vulns.get(), impl_->drift.get()});
   auto addr = impl_->server->Start();
   if (!addr.ok()) return addr.error();
   // Remediation actions go to agents over their connections (the monitor thread asks; it is
@@ -313,6 +320,10 @@ Status Controller::Start() {
       // Pools change through apply; pick up their exporters within a few seconds.
       if (now >= next_targets) {
         next_targets = now + 5'000;
+        // Drift: every node against its profile, as its facts and the profiles now are.
+        if (auto d = impl_->drift->Tick(); !d.ok()) {
+          spdlog::error("drift: {}", d.error().message);
+        }
         impl_->scraper->SetTargets(ingest::ScrapeTargets(*impl_->fleet));
       }
       if (now >= next_health) {
@@ -326,6 +337,12 @@ Status Controller::Start() {
         snap.rollouts_halted = static_cast<double>(impl_->rollouts->Alarms().size());
         if (auto failed = impl_->rollouts->FailedNodes(); !failed.empty()) {
           for (auto& n : snap.nodes) n.rollout_failed = failed.count(n.name) > 0;
+        }
+        // What NodeDrift and NodeDriftHigh read.
+        if (auto drift = impl_->drift->NodeSeverity(); !drift.empty()) {
+          for (auto& n : snap.nodes) {
+            if (auto it = drift.find(n.name); it != drift.end()) n.drift_severity = it->second;
+          }
         }
         // What NodeCriticalCve reads.
         if (auto cvss = impl_->vulns->MaxCvss(); !cvss.empty()) {

@@ -1191,6 +1191,20 @@ std::set<std::string> RolloutService::FailedNodes() const {
   return out;
 }
 
+std::map<std::string, std::string> RolloutService::ActiveTargets() const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, std::string> out;
+  for (const auto& [id, r] : rollouts_) {
+    if (r.Ended() || r.state == "rolling_back") continue;
+    for (const auto& n : r.nodes) {
+      if (n.state == "pending" || (n.Busy() && !n.rollback)) {
+        out[n.node] = std::string(ToString(r.kind)) + " " + r.target;
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<RolloutService::Alarm> RolloutService::Alarms() const {
   std::lock_guard lock(mu_);
   std::vector<Alarm> out;

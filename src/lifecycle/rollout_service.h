@@ -149,6 +149,9 @@ class RolloutService {
   std::vector<Alarm> Alarms() const;
   // Nodes that failed their update in a rollout not ended, or ended within the hour.
   std::set<std::string> FailedNodes() const;
+  // The nodes that a rollout not ended is to put a version on (pending or in progress, not
+  // rolling back): node -> "KIND TARGET" ("driver 580.159.03"). What drift calls remediating.
+  std::map<std::string, std::string> ActiveTargets() const;
 
  private:
   struct NodeView;

@@ -1,6 +1,7 @@
 #include "model/json.h"
 
 #include "common/clock.h"
+#include "model/profile.h"
 
 namespace json = boost::json;
 
@@ -93,7 +94,8 @@ json::object ToJson(const Lifecycle& l) {
           {"requires",
            {{"cuda", l.cuda}, {"gpu_operator", l.gpu_operator}, {"kubernetes", l.kubernetes}}},
           {"driver_branch", l.driver_branch},
-          {"maintenance_windows", ToJson(l.windows)}};
+          {"maintenance_windows", ToJson(l.windows)},
+          {"profile", json::parse(ProfileJson(l.profile))}};
 }
 
 Lifecycle LifecycleFromJson(const json::value& v) {
@@ -110,6 +112,12 @@ Lifecycle LifecycleFromJson(const json::value& v) {
     l.cuda = str(r->as_object(), "cuda");
     l.gpu_operator = str(r->as_object(), "gpu_operator");
     l.kubernetes = str(r->as_object(), "kubernetes");
+  }
+  // Stored profiles were checked when applied: one that no longer reads is dropped the same way.
+  if (const auto* p = o.if_contains("profile"); p && p->is_object()) {
+    if (auto profile = ParseProfile(json::serialize(*p)); profile.ok()) {
+      l.profile = std::move(profile).value();
+    }
   }
   // Stored windows were checked when applied; one that no longer reads (a zone removed from
   // the tz database) is dropped here, and the apply of the same file names the problem.
@@ -135,6 +143,7 @@ namespace {
 json::object LifecycleJson(const Lifecycle& l) {
   json::object o = ToJson(l);
   o.erase("maintenance_windows");
+  o.erase("profile");
   return o;
 }
 }  // namespace
@@ -147,6 +156,7 @@ json::object ToJson(const Cluster& c) {
           {"remediation", ToJson(c.remediation)},
           {"lifecycle", LifecycleJson(c.lifecycle)},
           {"maintenance_windows", ToJson(c.lifecycle.windows)},
+          {"profile", json::parse(ProfileJson(c.lifecycle.profile))},
           {"created_at", FormatTime(c.created_ms)},
           {"updated_at", FormatTime(c.updated_ms)}};
 }
@@ -162,6 +172,7 @@ json::object ToJson(const Pool& p) {
           {"scrape_interval_ms", p.scrape_interval_ms},
           {"lifecycle", LifecycleJson(p.lifecycle)},
           {"maintenance_windows", ToJson(p.lifecycle.windows)},
+          {"profile", json::parse(ProfileJson(p.lifecycle.profile))},
           {"created_at", FormatTime(p.created_ms)},
           {"updated_at", FormatTime(p.updated_ms)}};
 }

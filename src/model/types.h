@@ -32,6 +32,30 @@ struct Remediation {
   bool operator==(const Remediation&) const = default;
 };
 
+// The firmware a GPU model should carry (profile `firmware: {MODEL: {vbios, inforom}}`).
+struct FirmwareWant {
+  std::string vbios;
+  std::string inforom;
+  bool operator==(const FirmwareWant&) const = default;
+};
+
+// A golden profile (fleet file `profile:`): what a cluster's or pool's nodes should run; an
+// empty field asks for nothing. model/profile.h reads it and compares a node with it.
+struct Profile {
+  std::string driver_version;     // exact: "580.95.05"
+  std::string cuda_driver;        // the CUDA version the driver reports: "13.0"
+  std::string kernel;             // exact, or a pattern with * and ?: "6.1.0-*-amd64"
+  std::string os;                 // os-release PRETTY_NAME: "Debian GNU/Linux 12 (bookworm)"
+  std::string container_toolkit;  // the NVIDIA Container Toolkit: "1.17.8"
+  std::map<std::string, FirmwareWant> firmware;  // catalogue GPU model id -> firmware
+  std::string gsp_firmware;
+  std::optional<bool> mig_mode;  // MIG enabled on every GPU, or on none
+  // Per fact, "rollout" or "manual" instead of the fact's default (kDriftFacts).
+  std::map<std::string, std::string> remediation;
+  bool operator==(const Profile&) const = default;
+  bool empty() const { return *this == Profile{}; }
+};
+
 // What a cluster's or a pool's workloads need of their drivers (fleet file `tier`, `requires`,
 // `driver_branch`): empty fields are inherited, a pool's from its cluster's; model/compat.h
 // checks a driver against them.
@@ -44,6 +68,7 @@ struct Lifecycle {
   // When disruptive work may start (fleet file `maintenance_windows`); a pool with none uses
   // its cluster's, and none at all means any time.
   std::vector<MaintenanceWindow> windows;
+  Profile profile;  // a pool's own fields over its cluster's
   bool operator==(const Lifecycle&) const = default;
 };
 

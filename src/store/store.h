@@ -371,6 +371,24 @@ class RolloutStore {
                                                                     int limit) = 0;
 };
 
+// Drift findings (src/drift): each one a JSON document (model/profile.h's DriftFinding), its
+// id given by the drift service, upserted as it changes.
+struct DriftRecord {
+  int64_t id = 0;
+  std::string node;
+  std::string state;  // "open", "remediating", "resolved"
+  std::string doc;
+  int64_t updated_ms = 0;
+};
+class DriftStore {
+ public:
+  virtual ~DriftStore() = default;
+  virtual Status SaveDriftFindings(const std::vector<DriftRecord>& findings) = 0;  // one tx
+  virtual Result<std::vector<DriftRecord>> ListDriftFindings() = 0;                // by id
+  // Resolved findings whose last change is older than `before_ms`; how many went.
+  virtual Result<int64_t> DeleteResolvedDriftBefore(int64_t before_ms) = 0;
+};
+
 // The database itself: what /healthz and `gpufleet store` ask of it.
 class Database {
  public:
@@ -392,6 +410,7 @@ struct Stores {
   std::shared_ptr<Database> database;
   std::shared_ptr<SettingStore> settings;
   std::shared_ptr<RolloutStore> rollouts;
+  std::shared_ptr<DriftStore> drift;
 };
 
 struct OpenOptions {

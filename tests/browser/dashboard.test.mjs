@@ -267,7 +267,7 @@ test('every page fits 1280x800 and a 390-px phone', async () => {
     for (const [name, hash, ready] of [['overview', '#/', '.card'], ['cluster', '#/cluster/train-use1', '#heat canvas[data-cells]'],
       ['node', '#/node/h100-sxm-0001', '.chart .uplot'], ['alerts', '#/alerts', '#alert-list'], ['scaling', '#/scaling', '#scaling-charts .uplot'],
       ['jobs', '#/jobs', '#jobs-summary:not(:empty)'], ['rollouts', '#/rollouts', '#rollout-list:not(:empty)'],
-      ['security', '#/security', '#sec-cves tr[data-cve]']]) {
+      ['security', '#/security', '#sec-cves tr[data-cve]'], ['drift', '#/drift', '#drift-list tbody tr']]) {
       await page.goto(fleet.base + '/' + hash);
       await page.waitForSelector(ready, { timeout: 30000 });
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
@@ -474,6 +474,33 @@ test('the rollouts page: an operator plans and starts a rollout and watches it e
   assert.equal(await viewer.isVisible('#rollout-new'), false);
   assert.deepEqual(viewer.errors, []);
   await viewer.context().close();
+});
+
+test('the drift page shows the staged drift from the profiles; an operator plans the rollout that fixes one', async () => {
+  const page = await signedIn(browser, fleet.base, fleet.token);
+  // examples/fleet.yaml's training, inference and edge profiles ask for 580.159.03; `up` staged
+  // older drivers on some of their nodes, and Container Toolkit 1.17.3 on l40s-serve-0001.
+  const v = await waitFor('drift findings', async () => {
+    const r = (await call(fleet.base, fleet.token, 'GET', '/api/v1/drift?state=open&limit=5000')).body;
+    return r.total > 0 && r;
+  });
+  await page.goto(fleet.base + '/#/drift');
+  await page.waitForSelector('#drift-list tbody tr');
+  assert.equal(Number(await page.textContent('#drift-open')), v.summary.open);
+  assert.ok(v.items.some((f) => f.node === 'l4-edge-0000' && f.actual === '535.247.01'));
+  await page.fill('#drift-list input[type=search]', 'container_toolkit');
+  assert.match(await page.textContent('#drift-list tbody'), /l40s-serve-0001.*1\.19\.1.*1\.17\.3/s);
+  await page.fill('#drift-list input[type=search]', 'l4-edge-0000');
+  await page.click('#drift-list button[data-fix]');
+  await page.waitForSelector('#drift-fix-why');
+  assert.equal(await page.textContent('#drift-fix-why'), 'a driver rollout of l4-edge-0000 to 580.159.03');
+  await shot(page, 'drift');
+  // The node page has its section.
+  await page.goto(fleet.base + '/#/node/l40s-serve-0001');
+  await page.waitForSelector('#node-drift');
+  assert.match(await page.textContent('#node-drift'), /container_toolkit/);
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
 });
 
 test('the security page shows the staged exposure; an operator proposes the fix of a pool and starts it', async () => {

@@ -305,5 +305,83 @@ TEST_F(Config, TheAnsibleInventoryIsWhatAnsibleReads) {
   EXPECT_EQ(bad.second.at("error").at("message"), "format: 'puppet' is not one of fleet, ansible");
 }
 
+// Drift from a golden profile: nodes on another driver than their cluster's profile are
+// findings with the contract's fields, listed by the API and the CLI, with the rollout that
+// fixes them; a profile changed through REST to what they run resolves them, and a bad profile
+// is refused with the field named.
+TEST_F(Config, NodesThatDifferFromTheirProfileAreFindingsUntilTheyMatch) {
+  ASSERT_EQ(ApplyText("fleet.yaml", R"(apiVersion: gpufleet/v1
+kind: Fleet
+clusters:
+  - name: lab
+    type: training
+    site: lab-a
+    profile: {driver_version: "580.159.03"}
+    pools:
+      - {name: l4, gpu_model: L4, gpus_per_node: 1}
+)")
+                .exit_code,
+            0);
+  Sim(JoinToken("l4"), "old", 2, "L4", 1, {"--driver", "580.95.05"});
+  auto drift = [&](const std::string& query) {
+    return controller_->Call("GET", "/api/v1/drift" + query).second;
+  };
+  ASSERT_TRUE(WaitFor([&] { return drift("?state=open").at("total") == 2; }, 60000)) << drift("");
+  const json::value list = drift("?pool=l4&severity=high");
+  ASSERT_EQ(list.at("total"), 2) << list;
+  EXPECT_EQ(list.at("summary").at("nodes_drifted"), 2);
+  EXPECT_EQ(list.at("summary").at("by_severity").at("high"), 2);
+  const json::value f = list.at("items").at(0);
+  EXPECT_EQ(f.at("fact"), "driver_version");
+  EXPECT_EQ(f.at("expected"), "580.159.03");
+  EXPECT_EQ(f.at("actual"), "580.95.05");
+  EXPECT_TRUE(f.at("gpu").is_null());
+  EXPECT_EQ(f.at("severity"), "high");
+  EXPECT_EQ(f.at("remediation"), "rollout");
+  EXPECT_EQ(f.at("state"), "open");
+  EXPECT_TRUE(f.at("first_seen").is_string());
+  EXPECT_TRUE(f.at("last_seen").is_string());
+  EXPECT_TRUE(f.at("resolved_at").is_null());
+  const std::string id = std::to_string(f.at("id").as_int64());
+  const std::string node(f.at("node").as_string());
+
+  auto one = controller_->Call("GET", "/api/v1/drift/" + id);
+  ASSERT_EQ(one.first, 200);
+  EXPECT_EQ(one.second.at("profile").at("driver_version"), "580.159.03");
+  auto fix = controller_->Call("GET", "/api/v1/drift/" + id + "/remediation");
+  ASSERT_EQ(fix.first, 200);
+  EXPECT_EQ(fix.second.at("request").at("kind"), "driver");
+  EXPECT_EQ(fix.second.at("request").at("target"), "580.159.03");
+  EXPECT_EQ(fix.second.at("request").at("selector").at("nodes").at(0).as_string(), node);
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/drift?state=gone").first, 400);
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/drift/x").first, 400);
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/drift/99999").first, 404);
+
+  auto cli = Cli({"drift", "list", "--node", node});
+  EXPECT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_NE(cli.out.find("driver_version  580.159.03  580.95.05"), std::string::npos) << cli.out;
+  auto plan = Cli({"drift", "remediate", id});
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("a driver rollout of " + node + " to 580.159.03"), std::string::npos)
+      << plan.out;
+  auto missing = Cli({"drift", "show", "99999"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err, "error: no drift finding 99999 (HTTP 404)\n");
+
+  // A bad profile changes nothing; the profile changed to what the nodes run resolves them.
+  auto bad = controller_->Call("PATCH", "/api/v1/clusters/lab", R"({"profile":{"mig_mode":1}})");
+  EXPECT_EQ(bad.first, 400);
+  EXPECT_EQ(bad.second.at("error").at("message"), "profile.mig_mode: must be true or false")
+      << bad.second;
+  auto good = controller_->Call("PATCH", "/api/v1/clusters/lab",
+                                R"({"profile":{"driver_version":"580.95.05"}})");
+  ASSERT_EQ(good.first, 200) << good.second;
+  EXPECT_EQ(good.second.at("profile").at("driver_version"), "580.95.05");
+  ASSERT_TRUE(WaitFor([&] { return drift("?state=resolved").at("total") == 2; }, 30000))
+      << drift("");
+  EXPECT_EQ(drift("?state=open").at("total"), 0);
+  EXPECT_TRUE(drift("?node=" + node).at("items").at(0).at("resolved_at").is_string());
+}
+
 }  // namespace
 }  // namespace gpufleet::e2e

@@ -224,6 +224,10 @@ TEST(Eval, HealthNodesEventsAndTheController) {
   EXPECT_EQ(Results("node_report_age_seconds > 10", snap, reader).begin()->second, 45);
   EXPECT_EQ(Results("node_report_age_seconds > 10 and node_up == 1", snap, reader).size(), 0u);
   EXPECT_EQ(Results("node_cordoned unless node_up == 0", snap, reader).size(), 1u);  // n1's 0
+  snap.nodes[1].drift_severity = 3;  // the controller sets it from the drift findings
+  EXPECT_EQ(Results("node_drift_severity >= 3", snap, reader),
+            (std::map<std::string, double>{{"Hostname=n2,cluster=train,pool=b", 3}}));
+  EXPECT_EQ(Results("node_drift_severity", snap, reader).size(), 2u);  // n1's 0 too
   EXPECT_EQ(Results("count_over_time(xid_events{xid=\"79\"}[10m])", snap, reader),
             (std::map<std::string, double>{{"Hostname=n2,cluster=train,gpu=0,pool=b", 1}}));
   EXPECT_EQ(Results("count_over_time(xid_events{xid=\"79\"}[1h])", snap, reader).begin()->second,

@@ -53,6 +53,9 @@ TEST(FleetSpec, AWrittenSpecReadsBackTheSame) {
   spec->pools[0].scrape_interval_ms = 1500;
   spec->clusters[0].remediation.drain_unhealthy = true;
   spec->clusters[0].labels["note"] = "true";  // a string that looks like a boolean stays one
+  spec->pools[0].lifecycle.profile.kernel = "6.1.0-*-amd64";
+  spec->pools[0].lifecycle.profile.firmware["H100-SXM5-80GB"].vbios = "96.00.A5.00.01";
+  spec->pools[0].lifecycle.profile.mig_mode = false;
   const std::string text = WriteFleetSpec(spec.value());
   auto back = ParseFleetSpec(text, "export.yaml", *GpuCatalog::Builtin());
   ASSERT_TRUE(back.ok()) << back.error().message << "\n" << text;
@@ -65,6 +68,8 @@ TEST(FleetSpec, AWrittenSpecReadsBackTheSame) {
   ASSERT_EQ(back->pools.size(), spec->pools.size());
   EXPECT_EQ(back->pools[0].exporters, spec->pools[0].exporters);
   EXPECT_EQ(back->pools[0].scrape_interval_ms, 1500);
+  EXPECT_EQ(back->pools[0].lifecycle.profile, spec->pools[0].lifecycle.profile);
+  EXPECT_FALSE(back->clusters[0].lifecycle.profile.empty()) << "the example has profiles";
   ASSERT_EQ(back->scaling.size(), 1u);
   EXPECT_EQ(PoolScalingJson(back->scaling[0]), PoolScalingJson(spec->scaling[0]));
   EXPECT_EQ(WriteFleetSpec(back.value()), text);
@@ -99,6 +104,34 @@ TEST(FleetSpec, BadFilesAreRefusedWithFileLineAndField) {
     ++checked;
   }
   EXPECT_GE(checked, 10);
+}
+
+}  // namespace
+}  // namespace gpufleet
+
+namespace gpufleet {
+namespace {
+
+// A profile's error names the file, the line and the field inside the profile.
+TEST(FleetSpec, AProfilesErrorNamesItsField) {
+  auto spec = ParseFleetSpec(R"(apiVersion: gpufleet/v1
+kind: Fleet
+clusters:
+  - name: c1
+    type: training
+    site: s1
+    profile:
+      driver_version: "580.159.03"
+      firmware:
+        H100-SXM5-80GB: {vbios: 96}
+)",
+                             "f.yaml", *GpuCatalog::Builtin());
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.error().message.find("clusters[0].profile.firmware.H100-SXM5-80GB.vbios"),
+            std::string::npos)
+      << spec.error().message;
+  EXPECT_NE(spec.error().message.find("must be a non-empty string"), std::string::npos);
+  EXPECT_NE(spec.error().message.find(":10"), std::string::npos) << spec.error().message;
 }
 
 }  // namespace

@@ -139,6 +139,13 @@ CREATE TABLE rollout_events (
   kind TEXT NOT NULL, message TEXT NOT NULL);
 CREATE INDEX rollout_events_rollout ON rollout_events(rollout, id)
 )SQL"},
+      // Drift from the golden profiles: each finding a JSON document, upserted as it changes.
+      {14, R"SQL(
+CREATE TABLE drift_findings (
+  id BIGINT PRIMARY KEY, node TEXT NOT NULL, state TEXT NOT NULL, doc TEXT NOT NULL,
+  updated_ms BIGINT NOT NULL);
+CREATE INDEX drift_findings_node ON drift_findings(node)
+)SQL"},
   };
   return kAll;
 }

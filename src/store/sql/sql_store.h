@@ -52,6 +52,7 @@ class SqlStore final : public FleetStore,
                        public ScalingStore,
                        public SettingStore,
                        public RolloutStore,
+                       public DriftStore,
                        public Database {
  public:
   // Opens (or opens again) one session: the backend, its connection string, its settings.
@@ -136,6 +137,10 @@ class SqlStore final : public FleetStore,
   Status AppendRolloutEvents(const std::vector<RolloutEventRecord>& events) override;
   Result<std::vector<RolloutEventRecord>> ListRolloutEvents(int64_t rollout, int64_t after_id,
                                                             int limit) override;
+
+  Status SaveDriftFindings(const std::vector<DriftRecord>& findings) override;
+  Result<std::vector<DriftRecord>> ListDriftFindings() override;
+  Result<int64_t> DeleteResolvedDriftBefore(int64_t before_ms) override;
 
   std::string_view backend() const override;
   const std::string& location() const override { return location_; }

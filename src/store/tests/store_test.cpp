@@ -185,6 +185,30 @@ TEST_P(StoreTest, RolloutsTheirNodesAndEventsSurviveReopen) {
   EXPECT_EQ(store_.rollouts->UpdateRollout(missing).error().code, ErrorCode::kNotFound);
 }
 
+// Drift findings are upserted by the id the drift service gives them, survive a restart, and
+// only resolved ones older than the cut are pruned.
+TEST_P(StoreTest, DriftFindingsAreUpsertedAndOnlyOldResolvedOnesPruned) {
+  ASSERT_TRUE(store_.drift
+                  ->SaveDriftFindings({{1, "n1", "open", R"({"fact":"kernel"})", 10},
+                                       {2, "n1", "resolved", R"({"fact":"os"})", 10},
+                                       {3, "n2", "resolved", R"({"fact":"os"})", 50}})
+                  .ok());
+  ASSERT_TRUE(store_.drift->SaveDriftFindings({{1, "n1", "remediating", R"({"x":1})", 20}}).ok());
+  Reopen();
+  auto all = store_.drift->ListDriftFindings();
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ(all->at(0).state, "remediating");
+  EXPECT_EQ(all->at(0).doc, R"({"x":1})");
+  EXPECT_EQ(all->at(0).updated_ms, 20);
+  auto pruned = store_.drift->DeleteResolvedDriftBefore(30);
+  ASSERT_TRUE(pruned.ok());
+  EXPECT_EQ(pruned.value(), 1);  // id 2: resolved at 10; id 1 is not resolved, id 3 is newer
+  all = store_.drift->ListDriftFindings();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ(all->at(1).id, 3);
+}
+
 TEST_P(StoreTest, PoolNeedsItsCluster) {
   Pool p{"p1", "nowhere", "L4", 1, 4, {}, 1, 1};
   EXPECT_FALSE(store_.fleet->ApplyFleet({}, {p}).ok());
@@ -772,6 +796,7 @@ TEST(StoreCopy, MovesEveryTableToAnEmptyDatabaseAndRefusesAFullOne) {
             .ok());
     ASSERT_TRUE(
         s.rollouts->AppendRolloutEvents({{0, rollout.value(), 2, "n1", "drain", "x"}}).ok());
+    ASSERT_TRUE(s.drift->SaveDriftFindings({{1, "n1", "open", "{}", 2}}).ok());
   }
   auto& pg = testing::SharedPostgres();
   ASSERT_TRUE(pg.ok()) << pg.error();

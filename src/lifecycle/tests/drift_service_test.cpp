@@ -1,0 +1,170 @@
+// The drift service against a real fleet registry and store: a node that differs from its
+// pool's profile opens a finding, the same difference seen again updates it, a node that comes
+// back to the profile resolves it, a profile applied later is picked up on the next tick, and
+// the findings survive a restart.
+
+#include "lifecycle/drift_service.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "config/fleet_spec.h"
+
+namespace gpufleet::lifecycle {
+namespace {
+
+std::string FleetWith(const std::string& pool_profile) {
+  return R"(apiVersion: gpufleet/v1
+kind: Fleet
+clusters:
+  - name: c1
+    type: training
+    site: s1
+    profile: {driver_version: "580.159.03"}
+    pools:
+      - {name: p1, gpu_model: L4, gpus_per_node: 1)" +
+         pool_profile + "}\n";
+}
+
+class DriftTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gf-drift-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    clock_->Set(1'796'169'600'000);
+    store_ = store::Open("sqlite:" + (dir_ / "db").string()).value();
+    fleet_ = std::make_unique<FleetService>(*store_.fleet, *store_.tokens, GpuCatalog::Builtin(),
+                                            clock_, FleetOptions{});
+    ASSERT_TRUE(fleet_->Load().ok());
+    Apply("");
+    join_ = fleet_->CreateJoinToken("p1", 3'600'000, "test")->secret;
+    drift_ = std::make_unique<DriftService>(*fleet_, *store_.drift, clock_);
+    ASSERT_TRUE(drift_->Load().ok());
+  }
+  void TearDown() override {
+    drift_.reset();
+    fleet_.reset();
+    store_ = {};
+    std::filesystem::remove_all(dir_);
+  }
+  void Apply(const std::string& pool_profile) {
+    auto spec = ParseFleetSpec(FleetWith(pool_profile), "fleet.yaml", *GpuCatalog::Builtin());
+    ASSERT_TRUE(spec.ok()) << spec.error().message;
+    ASSERT_TRUE(fleet_->Apply(spec.value()).ok());
+  }
+  // A node's hello with these versions (again: its facts change).
+  void Hello(const std::string& name, const std::string& driver, const std::string& vbios) {
+    proto::Hello h;
+    h.join_token = join_;
+    h.facts.hostname = name;
+    h.facts.driver_version = driver;
+    Gpu g;
+    g.uuid = "GPU-" + name;
+    g.name = "NVIDIA L4";
+    g.vbios_version = vbios;
+    h.gpus.push_back(g);
+    auto w = fleet_->OnHello(h, "127.0.0.1");
+    ASSERT_TRUE(w.ok()) << w.error().message;
+  }
+  std::vector<DriftFinding> Open() { return drift_->List({.state = "open"}); }
+
+  std::filesystem::path dir_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+  store::Stores store_;
+  std::unique_ptr<FleetService> fleet_;
+  std::unique_ptr<DriftService> drift_;
+  std::string join_;
+};
+
+TEST_F(DriftTest, FindingsOpenUpdateAndResolveAsTheFactsAndTheProfileChange) {
+  Hello("n1", "580.159.03", "95.04.00.00.01");
+  Hello("n2", "580.95.05", "95.04.00.00.01");
+  ASSERT_TRUE(drift_->Tick().ok());
+  auto open = Open();
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].node, "n2");
+  EXPECT_EQ(open[0].fact, "driver_version");
+  EXPECT_EQ(open[0].actual, "580.95.05");
+  EXPECT_EQ(open[0].first_seen_ms, clock_->NowMs());
+  const int64_t id = open[0].id, first = clock_->NowMs();
+
+  // Seen again later: the same finding, nothing written for it yet (its last seen time is
+  // written every ten minutes, or when it changes).
+  clock_->Advance(60'000);
+  EXPECT_EQ(drift_->Tick().value(), 0);
+  // The node moves to another wrong version: the same finding, its actual value changes.
+  Hello("n2", "570.86.10", "95.04.00.00.01");
+  EXPECT_EQ(drift_->Tick().value(), 1);
+  open = Open();
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].id, id);
+  EXPECT_EQ(open[0].actual, "570.86.10");
+  EXPECT_EQ(open[0].first_seen_ms, first);
+  EXPECT_EQ(open[0].last_seen_ms, clock_->NowMs());
+
+  // A profile applied to the pool: its VBIOS is now asked for, and n1 differs.
+  Apply(R"(, profile: {firmware: {L4: {vbios: "95.04.5A.00.01"}}})");
+  ASSERT_TRUE(drift_->Tick().ok());
+  open = Open();
+  ASSERT_EQ(open.size(), 3u);
+  int vbios = 0;
+  for (const auto& f : open) {
+    if (f.fact == "vbios") {
+      ++vbios;
+      EXPECT_EQ(f.gpu, 0);
+      EXPECT_EQ(f.remediation, "rollout");
+    }
+  }
+  EXPECT_EQ(vbios, 2);
+  EXPECT_EQ(drift_->NodeSeverity().at("n2"), SeverityRank("high"));
+
+  // n2 comes back to the profile's driver: its driver finding is resolved, and stays listed.
+  clock_->Advance(1000);
+  Hello("n2", "580.159.03", "95.04.00.00.01");
+  ASSERT_TRUE(drift_->Tick().ok());
+  auto resolved = drift_->Get(id);
+  ASSERT_TRUE(resolved.ok());
+  EXPECT_EQ(resolved->state, "resolved");
+  EXPECT_EQ(resolved->resolved_ms, clock_->NowMs());
+  EXPECT_EQ(Open().size(), 2u);
+  EXPECT_EQ(drift_->List({.node = "n2", .severity = "high"}).size(), 1u) << "the resolved one";
+
+  // A restart reads them back.
+  drift_ = std::make_unique<DriftService>(*fleet_, *store_.drift, clock_);
+  ASSERT_TRUE(drift_->Load().ok());
+  EXPECT_EQ(Open().size(), 2u);
+  EXPECT_EQ(drift_->Get(id)->state, "resolved");
+  // And a new finding after it gets a new id.
+  Hello("n3", "580.95.05", "95.04.5A.00.01");
+  ASSERT_TRUE(drift_->Tick().ok());
+  auto n3 = drift_->List({.node = "n3"});
+  ASSERT_EQ(n3.size(), 1u);
+  EXPECT_GT(n3[0].id, id);
+}
+
+// A driver finding whose node a rollout is taking to the profile's version is remediating
+// while it does, and open again if the rollout is to something else or ends with it unchanged.
+TEST_F(DriftTest, AFindingIsRemediatingWhileARolloutTakesItsNodeToTheProfile) {
+  std::map<std::string, std::string> targets;
+  drift_->set_rollout_targets([&] { return targets; });
+  Hello("n1", "580.95.05", "95.04.00.00.01");
+  ASSERT_TRUE(drift_->Tick().ok());
+  ASSERT_EQ(drift_->List({.node = "n1"}).at(0).state, "open");
+  targets["n1"] = "driver 580.159.03";
+  EXPECT_EQ(drift_->Tick().value(), 1);
+  EXPECT_EQ(drift_->List({.node = "n1"}).at(0).state, "remediating");
+  targets["n1"] = "driver 580.126.09";  // not the profile's
+  ASSERT_TRUE(drift_->Tick().ok());
+  EXPECT_EQ(drift_->List({.node = "n1"}).at(0).state, "open");
+  targets.clear();
+  Hello("n1", "580.159.03", "95.04.00.00.01");
+  ASSERT_TRUE(drift_->Tick().ok());
+  EXPECT_EQ(drift_->List({.node = "n1"}).at(0).state, "resolved");
+}
+
+}  // namespace
+}  // namespace gpufleet::lifecycle

@@ -1,0 +1,71 @@
+#pragma once
+// A golden profile: what a cluster's or pool's nodes should run (fleet file `profile:`), and
+// the drift of a node from it. A pool's profile is its cluster's with the pool's own fields
+// over it (Merge); an empty field asks for nothing. Evaluate compares a node's reported facts
+// with it, field by field: a fact the node did not report is "unknown" and is a finding, never a
+// match.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "model/types.h"
+
+namespace gpufleet {
+
+// The facts a profile can ask for, with their severity and default remediation.
+struct DriftFact {
+  std::string_view name;         // "driver_version"; a finding's `fact`
+  std::string_view severity;     // "critical", "high", "medium", "low"
+  std::string_view remediation;  // "rollout" or "manual"
+  bool per_gpu;
+};
+extern const std::vector<DriftFact> kDriftFacts;
+const DriftFact* FindDriftFact(std::string_view name);
+
+// The profile's JSON (the fleet file's `profile:` block, the stored form): only the fields set.
+std::string ProfileJson(const Profile& p);
+// Strict: an unknown field or a value of the wrong kind is an error whose message starts with
+// the field's path inside the profile ("firmware.H100-SXM5-80GB.vbios: must be a string").
+Result<Profile> ParseProfile(std::string_view json);
+
+// `over`'s fields where set, else `base`'s (firmware and remediation merged per key).
+Profile Merge(const Profile& base, const Profile& over);
+
+// Does `text` match `pattern`, where * is any run of characters and ? any one.
+bool GlobMatch(std::string_view pattern, std::string_view text);
+
+// One difference between a node and its profile.
+struct DriftFinding {
+  int64_t id = 0;
+  std::string node;
+  std::string pool;
+  std::string cluster;
+  int gpu = -1;  // -1: the node's
+  std::string fact;
+  std::string expected;
+  std::string actual;  // "unknown" when the node did not report it
+  std::string severity;
+  std::string remediation;  // "rollout" or "manual"
+  std::string state;        // "open", "remediating", "resolved"
+  int64_t first_seen_ms = 0;
+  int64_t last_seen_ms = 0;
+  int64_t resolved_ms = 0;
+  // The same difference (node, GPU, fact): an open finding is updated rather than opened again.
+  bool SameAs(const DriftFinding& o) const {
+    return node == o.node && gpu == o.gpu && fact == o.fact;
+  }
+};
+
+// The differences between `node` and `profile`, in kDriftFacts order (per-GPU facts by GPU).
+// Only node, pool, cluster, gpu, fact, expected, actual, severity and remediation are set.
+std::vector<DriftFinding> EvaluateDrift(const Profile& profile, const Node& node);
+
+std::string DriftFindingJson(const DriftFinding& f);  // the stored form
+Result<DriftFinding> ParseDriftFinding(std::string_view json);
+
+}  // namespace gpufleet

@@ -1,0 +1,143 @@
+// Golden profiles: the strict reader's messages, the merge of a pool's over its cluster's,
+// patterns, and the drift of a node, where a fact the node did not report is never a match.
+
+#include "model/profile.h"
+
+#include <gtest/gtest.h>
+
+namespace gpufleet {
+namespace {
+
+Node H100Node() {
+  Node n;
+  n.name = "n1";
+  n.pool = "p1";
+  n.cluster = "c1";
+  n.facts.driver_version = "580.95.05";
+  n.facts.cuda_driver_version = "13.0";
+  n.facts.kernel = "6.1.0-28-amd64";
+  n.facts.os = "Debian GNU/Linux 12 (bookworm)";
+  n.facts.container_toolkit = "";  // not installed, or the package database unreadable
+  for (int i = 0; i < 2; ++i) {
+    Gpu g;
+    g.index = i;
+    g.model = "H100-SXM5-80GB";
+    g.vbios_version = i == 0 ? "96.00.99.00.01" : "96.00.A5.00.01";
+    g.mig_mode = 0;
+    n.gpus.push_back(g);
+  }
+  return n;
+}
+
+TEST(Profile, ReadsBackWhatItWritesAndNamesTheFieldOfAnError) {
+  auto p = ParseProfile(R"({"driver_version":"580.159.03","kernel":"6.1.0-*-amd64",
+      "firmware":{"H100-SXM5-80GB":{"vbios":"96.00.A5.00.01"}},"mig_mode":false,
+      "remediation":{"vbios":"manual"}})");
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->firmware.at("H100-SXM5-80GB").vbios, "96.00.A5.00.01");
+  auto back = ParseProfile(ProfileJson(p.value()));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back.value(), p.value());
+  EXPECT_EQ(ProfileJson(Profile{}), "{}");
+
+  EXPECT_EQ(ParseProfile(R"({"drivr":"1"})").error().message.substr(0, 22),
+            "drivr: unknown field (");
+  EXPECT_EQ(ParseProfile(R"({"cuda_driver":13.0})").error().message,
+            "cuda_driver: must be a non-empty string");
+  EXPECT_EQ(ParseProfile(R"({"firmware":{"H100-SXM5-80GB":{"vbios":""}}})").error().message,
+            "firmware.H100-SXM5-80GB.vbios: must be a non-empty string");
+  EXPECT_EQ(ParseProfile(R"({"mig_mode":"yes"})").error().message,
+            "mig_mode: must be true or false");
+  EXPECT_EQ(ParseProfile(R"({"remediation":{"kernel":"rollout"}})").error().message,
+            "remediation.kernel: a rollout cannot change it: manual only");
+  EXPECT_EQ(ParseProfile(R"({"remediation":{"color":"manual"}})").error().message,
+            "remediation.color: not a fact a profile checks");
+}
+
+TEST(Profile, APoolsFieldsGoOverItsClustersAndTheRestIsInherited) {
+  Profile cluster, pool;
+  cluster.driver_version = "580.159.03";
+  cluster.kernel = "6.1.0-*";
+  cluster.firmware["H100-SXM5-80GB"] = {"96.00.A5.00.01", "G520.0200.00.05"};
+  pool.kernel = "6.12.*";
+  pool.firmware["H100-SXM5-80GB"].vbios = "96.00.B0.00.01";
+  pool.mig_mode = true;
+  Profile m = Merge(cluster, pool);
+  EXPECT_EQ(m.driver_version, "580.159.03");
+  EXPECT_EQ(m.kernel, "6.12.*");
+  EXPECT_EQ(m.firmware.at("H100-SXM5-80GB").vbios, "96.00.B0.00.01");
+  EXPECT_EQ(m.firmware.at("H100-SXM5-80GB").inforom, "G520.0200.00.05");
+  EXPECT_EQ(m.mig_mode, std::optional<bool>(true));
+}
+
+TEST(Profile, PatternsMatchAnyRunAndOneCharacter) {
+  EXPECT_TRUE(GlobMatch("6.1.0-*-amd64", "6.1.0-28-amd64"));
+  EXPECT_TRUE(GlobMatch("6.1.0-2?-amd64", "6.1.0-28-amd64"));
+  EXPECT_TRUE(GlobMatch("*", ""));
+  EXPECT_TRUE(GlobMatch("6.1.0-28-amd64", "6.1.0-28-amd64"));
+  EXPECT_FALSE(GlobMatch("6.1.0-*-amd64", "6.12.0-28-amd64"));
+  EXPECT_FALSE(GlobMatch("6.1.0-2?-amd64", "6.1.0-2-amd64"));
+  EXPECT_FALSE(GlobMatch("6.1", "6.1.0"));
+  EXPECT_TRUE(GlobMatch("a*b*c", "aXXbYYbc"));
+}
+
+TEST(Profile, ANodeDriftsFieldByFieldAndAnUnknownFactIsNeverAMatch) {
+  Profile p;
+  p.driver_version = "580.159.03";
+  p.cuda_driver = "13.0";                                 // matches
+  p.kernel = "6.1.0-*-amd64";                             // matches
+  p.container_toolkit = "1.19.1";                         // not reported: unknown
+  p.firmware["H100-SXM5-80GB"].vbios = "96.00.A5.00.01";  // GPU 0 differs
+  p.firmware["A100-SXM4-80GB"].vbios = "92.00.00.00.01";  // no such GPU here
+  p.mig_mode = false;                                     // matches
+  auto found = EvaluateDrift(p, H100Node());
+  ASSERT_EQ(found.size(), 3u);
+  EXPECT_EQ(found[0].fact, "driver_version");
+  EXPECT_EQ(found[0].expected, "580.159.03");
+  EXPECT_EQ(found[0].actual, "580.95.05");
+  EXPECT_EQ(found[0].severity, "high");
+  EXPECT_EQ(found[0].remediation, "rollout");
+  EXPECT_EQ(found[0].gpu, -1);
+  EXPECT_EQ(found[1].fact, "container_toolkit");
+  EXPECT_EQ(found[1].actual, "unknown");
+  EXPECT_EQ(found[1].remediation, "manual");
+  EXPECT_EQ(found[2].fact, "vbios");
+  EXPECT_EQ(found[2].gpu, 0);
+  EXPECT_EQ(found[2].actual, "96.00.99.00.01");
+  EXPECT_EQ(found[2].remediation, "rollout");
+
+  // The profile's remediation overrides the fact's; a kernel outside the pattern is found.
+  p.remediation["vbios"] = "manual";
+  p.kernel = "6.12.*";
+  Node n = H100Node();
+  n.gpus[1].mig_mode = -1;  // cannot tell: reported as such, not as a match
+  found = EvaluateDrift(p, n);
+  ASSERT_EQ(found.size(), 5u);
+  EXPECT_EQ(found[1].fact, "kernel");
+  EXPECT_EQ(found[3].fact, "vbios");
+  EXPECT_EQ(found[3].remediation, "manual");
+  EXPECT_EQ(found[4].fact, "mig_mode");
+  EXPECT_EQ(found[4].gpu, 1);
+  EXPECT_EQ(found[4].actual, "not supported");
+
+  EXPECT_TRUE(EvaluateDrift(Profile{}, n).empty()) << "an empty profile asks for nothing";
+}
+
+TEST(Profile, AStoredFindingReadsBack) {
+  DriftFinding f;
+  f.id = 7;
+  f.node = "n1";
+  f.gpu = 3;
+  f.fact = "vbios";
+  f.state = "resolved";
+  f.first_seen_ms = 10;
+  f.resolved_ms = 30;
+  auto back = ParseDriftFinding(DriftFindingJson(f));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->gpu, 3);
+  EXPECT_EQ(back->resolved_ms, 30);
+  EXPECT_TRUE(back->SameAs(f));
+}
+
+}  // namespace
+}  // namespace gpufleet
