@@ -484,9 +484,10 @@ Result<net::TlsContext> UpTls(ServeFlags& f) {
 // of a training or inference pool and all of the development pools, on 580.95.05 (published
 // CVEs, fixed in 580.159.03); the first node of each edge pool runs 535.247.01 (R535 ended in
 // June 2026); the second node of the first inference pool has Container Toolkit 1.17.3
-// (CVE-2025-23266, CVSS 9.0: a critical alert).
+// (CVE-2025-23266, CVSS 9.0: a critical alert); the third node of the first training pool has
+// a package its profile forbids (docs/configuration.md, "Golden profiles and drift").
 void StageDemoSoftware(const FleetSpec& spec, const Pool& pool, bool first_inference,
-                       SimPoolOptions& o) {
+                       bool first_training, SimPoolOptions& o) {
   constexpr char kCurrent[] = "580.159.03", kOlder[] = "580.95.05", kEol[] = "535.247.01";
   auto cluster = std::find_if(spec.clusters.begin(), spec.clusters.end(),
                               [&](const Cluster& c) { return c.name == pool.cluster; });
@@ -505,6 +506,12 @@ void StageDemoSoftware(const FleetSpec& spec, const Pool& pool, bool first_infer
   if (first_inference && pool.size > 1) {
     o.container_toolkits.assign(pool.size, "1.19.1");
     o.container_toolkits[1] = "1.17.3";
+  }
+  // Unauthorized software: a cryptocurrency miner on the third node of the first training pool
+  // (examples/fleet.yaml's training profile forbids it).
+  if (first_training && pool.size > 2) {
+    o.extra_packages.assign(pool.size, "");
+    o.extra_packages[2] = "xmrig=6.21.0";
   }
 }
 
@@ -547,7 +554,7 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
   if (auto s = controller.Start(); !s.ok()) return Fail(s.error());
   if (auto s = controller.ApplyFleetYaml(yaml, filename); !s.ok()) return Fail(s.error());
   int nodes = 0, gpus = 0;
-  bool inference_seen = false;
+  bool inference_seen = false, training_seen = false;
   for (const auto& pool : spec->pools) {
     if (pool.size == 0) continue;
     auto token = controller.IssueJoinToken(pool.name);
@@ -560,11 +567,15 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
     o.nodes = pool.size;
     o.gpus_per_node = pool.gpus_per_node;
     o.model = pool.gpu_model;
-    const bool inference = std::any_of(spec->clusters.begin(), spec->clusters.end(), [&](auto& c) {
-      return c.name == pool.cluster && c.type == ClusterType::kInference;
-    });
-    StageDemoSoftware(*spec, pool, inference && !inference_seen, o);
+    auto of_type = [&](ClusterType type) {
+      return std::any_of(spec->clusters.begin(), spec->clusters.end(),
+                         [&](auto& c) { return c.name == pool.cluster && c.type == type; });
+    };
+    const bool inference = of_type(ClusterType::kInference);
+    const bool training = of_type(ClusterType::kTraining);
+    StageDemoSoftware(*spec, pool, inference && !inference_seen, training && !training_seen, o);
     inference_seen = inference_seen || inference;
+    training_seen = training_seen || training;
     if (auto s = sim.AddPool(o); !s.ok()) return Fail(s.error());
     nodes += pool.size;
     gpus += pool.size * pool.gpus_per_node;
@@ -694,6 +705,10 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
   m->add_option("--container-toolkit", sim.pool.container_toolkits,
                 "the NVIDIA Container Toolkit version the nodes report (cycling as --driver; "
                 "default 1.19.1)")
+      ->delimiter(',');
+  m->add_option("--package", sim.pool.extra_packages,
+                "a package NAME=VERSION installed beside the base ones (cycling as --driver; "
+                "'-': none), e.g. '-,-,xmrig=6.21.0' on the third node")
       ->delimiter(',');
   m->add_option("--threads", sim.threads, "I/O threads");
   sim.actions.Add(m);

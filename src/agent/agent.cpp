@@ -485,9 +485,12 @@ class Session : public std::enable_shared_from_this<Session> {
     f.backend = backend_->Name();
     auto nics = backend_->Nics();
     f.nics = nics ? std::move(*nics) : ReadNics(options_.sysfs_root);
+    // The package database: the backend's own (simulated nodes), else dpkg's status file under
+    // the root; none (an rpm system: not read yet) leaves the list unknown.
     auto packages = backend_->Packages();
-    f.container_toolkit =
-        ContainerToolkitVersion(packages ? *packages : ReadDpkgPackages(options_.root));
+    if (!packages && DpkgStatusExists(options_.root)) packages = ReadDpkgPackages(options_.root);
+    f.container_toolkit = packages ? ContainerToolkitVersion(*packages) : "";
+    f.packages = std::move(packages);
     if (auto d = backend_->Driver(); d.ok()) {
       f.driver_version = d->driver_version;
       f.cuda_driver_version = d->cuda_driver_version;

@@ -56,6 +56,12 @@ std::vector<Nic> ReadNics(const std::string& sysfs_root) {
   return out;
 }
 
+bool DpkgStatusExists(const std::string& root) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(
+      std::filesystem::path(root) / "var" / "lib" / "dpkg" / "status", ec);
+}
+
 std::map<std::string, std::string> ReadDpkgPackages(const std::string& root) {
   std::map<std::string, std::string> out;
   std::ifstream in(std::filesystem::path(root) / "var" / "lib" / "dpkg" / "status");

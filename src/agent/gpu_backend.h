@@ -77,6 +77,8 @@ struct SimNodeSpec {
   std::string driver_version = "550.54.15";
   std::string cuda_driver_version = "12.4";  // empty: the newest the driver's branch supports
   std::string container_toolkit = "1.19.1";  // the nvidia-container-toolkit package's version
+  // Installed beside the simulated node's base packages (name -> version).
+  std::map<std::string, std::string> extra_packages;
   // How long simulated node actions take, and the share of them that fail (0..1).
   struct ActionTimes {
     int64_t install_ms = 10000;  // install-driver
@@ -99,6 +101,8 @@ std::vector<Nic> ReadNics(const std::string& sysfs_root);
 // tree in tests): name -> version ("1.17.3-1"), only those whose Status ends "installed".
 // Empty when the file is absent (not a dpkg system).
 std::map<std::string, std::string> ReadDpkgPackages(const std::string& root);
+// Whether `root` has a dpkg status file (a Debian or Ubuntu system).
+bool DpkgStatusExists(const std::string& root);
 // "1.17.3-1" -> "1.17.3", "1:2.36-9" -> "2.36": the upstream version, for the bulletins.
 std::string UpstreamVersion(std::string_view debian_version);
 // The package that carries the NVIDIA Container Toolkit's version.

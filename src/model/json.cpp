@@ -205,15 +205,30 @@ json::object ToJson(const NodeFacts& f) {
                                 {"board_id", n.board_id},
                                 {"hca_type", n.hca_type}});
   }
-  return {{"hostname", f.hostname},
-          {"os", f.os},
-          {"kernel", f.kernel},
-          {"driver_version", f.driver_version},
-          {"cuda_driver_version", f.cuda_driver_version},
-          {"container_toolkit", f.container_toolkit},
-          {"agent_version", f.agent_version},
-          {"backend", f.backend},
-          {"nics", std::move(nics)}};
+  json::object o{{"hostname", f.hostname},
+                 {"os", f.os},
+                 {"kernel", f.kernel},
+                 {"driver_version", f.driver_version},
+                 {"cuda_driver_version", f.cuda_driver_version},
+                 {"container_toolkit", f.container_toolkit},
+                 {"agent_version", f.agent_version},
+                 {"backend", f.backend},
+                 {"nics", std::move(nics)}};
+  if (f.packages) {
+    json::object packages;
+    for (const auto& [name, version] : *f.packages) packages[name] = version;
+    o["packages"] = std::move(packages);
+  }
+  return o;
+}
+
+// A node's facts for the API: the package list (hundreds of entries on a real node) is left out;
+// `package_count` says how many (null: unknown).
+json::object FactsWithoutPackages(const NodeFacts& f) {
+  json::object o = ToJson(f);
+  o.erase("packages");
+  o["package_count"] = f.packages ? json::value(f.packages->size()) : json::value();
+  return o;
 }
 
 json::object ToJson(const Node& n, bool with_gpus) {
@@ -225,7 +240,7 @@ json::object ToJson(const Node& n, bool with_gpus) {
                  {"simulated", n.simulated},
                  {"connected", n.connected},
                  {"gpu_count", n.gpus.size()},
-                 {"facts", ToJson(n.facts)},
+                 {"facts", FactsWithoutPackages(n.facts)},
                  {"registered_at", FormatTime(n.registered_ms)},
                  {"last_seen_at", FormatTime(n.last_seen_ms)},
                  {"state_since", FormatTime(n.state_since_ms)}};
@@ -361,6 +376,18 @@ Result<NodeFacts> FactsFromJson(const json::value& v) {
       GF_TRY_ASSIGN(n.board_id, GetString(e.as_object(), "board_id", ""));
       GF_TRY_ASSIGN(n.hca_type, GetString(e.as_object(), "hca_type", ""));
       f.nics.push_back(std::move(n));
+    }
+  }
+  if (const auto* p = o.if_contains("packages")) {
+    if (!p->is_object()) {
+      return MakeError(ErrorCode::kInvalidArgument, "'packages' must be an object");
+    }
+    f.packages.emplace();
+    for (const auto& [name, version] : p->as_object()) {
+      if (!version.is_string()) {
+        return MakeError(ErrorCode::kInvalidArgument, "a package's version must be a string");
+      }
+      (*f.packages)[std::string(name)] = std::string(version.as_string());
     }
   }
   return f;

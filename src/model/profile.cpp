@@ -19,6 +19,8 @@ const std::vector<DriftFact> kDriftFacts = {
     {"inforom", "low", "manual", true},
     {"gsp_firmware", "medium", "rollout", true},
     {"mig_mode", "high", "manual", true},
+    // A forbidden package is high; one missing or outside the allowlist medium (EvaluateDrift).
+    {"packages", "medium", "manual", false},
 };
 
 const DriftFact* FindDriftFact(std::string_view name) {
@@ -74,6 +76,17 @@ std::string ProfileJson(const Profile& p) {
     o["firmware"] = std::move(fw);
   }
   if (p.mig_mode) o["mig_mode"] = *p.mig_mode;
+  json::object packages;
+  auto list = [&](const char* key, const std::vector<std::string>& v) {
+    if (v.empty()) return;
+    json::array a;
+    for (const auto& s : v) a.emplace_back(s);
+    packages[key] = std::move(a);
+  };
+  list("required", p.packages_required);
+  list("forbidden", p.packages_forbidden);
+  list("allowed", p.packages_allowed);
+  if (!packages.empty()) o["packages"] = std::move(packages);
   if (!p.remediation.empty()) {
     json::object r;
     for (const auto& [fact, how] : p.remediation) r[fact] = how;
@@ -113,6 +126,28 @@ Result<Profile> ParseProfile(std::string_view text) {
           }
         }
       }
+    } else if (k == "packages") {
+      if (!value.is_object()) {
+        return Bad(k, "must be a mapping with required, forbidden or allowed");
+      }
+      for (const auto& [field, list] : value.as_object()) {
+        const std::string path = k + "." + std::string(field);
+        std::vector<std::string>* out = field == "required"    ? &p.packages_required
+                                        : field == "forbidden" ? &p.packages_forbidden
+                                        : field == "allowed"   ? &p.packages_allowed
+                                                               : nullptr;
+        if (!out) return Bad(path, "unknown field (known: required, forbidden, allowed)");
+        if (!list.is_array()) return Bad(path, "must be a list of package names");
+        for (size_t i = 0; i < list.as_array().size(); ++i) {
+          std::string entry;
+          GF_TRY_ASSIGN(entry, NonEmpty(list.as_array()[i], path + "[" + std::to_string(i) + "]"));
+          if (field == "allowed" && entry.find('=') != std::string::npos) {
+            return Bad(path + "[" + std::to_string(i) + "]",
+                       "the allowlist names packages, not versions");
+          }
+          out->push_back(std::move(entry));
+        }
+      }
     } else if (k == "remediation") {
       if (!value.is_object()) return Bad(k, "must be a mapping of fact to rollout or manual");
       for (const auto& [fact, how] : value.as_object()) {
@@ -130,7 +165,7 @@ Result<Profile> ParseProfile(std::string_view text) {
     } else {
       return Bad(k,
                  "unknown field (known: driver_version, cuda_driver, kernel, os, "
-                 "container_toolkit, firmware, gsp_firmware, mig_mode, remediation)");
+                 "container_toolkit, firmware, gsp_firmware, mig_mode, packages, remediation)");
     }
   }
   return p;
@@ -147,6 +182,10 @@ Profile Merge(const Profile& base, const Profile& over) {
     if (!want.inforom.empty()) w.inforom = want.inforom;
   }
   if (over.mig_mode) out.mig_mode = over.mig_mode;
+  // A pool's list replaces its cluster's.
+  if (!over.packages_required.empty()) out.packages_required = over.packages_required;
+  if (!over.packages_forbidden.empty()) out.packages_forbidden = over.packages_forbidden;
+  if (!over.packages_allowed.empty()) out.packages_allowed = over.packages_allowed;
   for (const auto& [fact, how] : over.remediation) out.remediation[fact] = how;
   return out;
 }
@@ -172,6 +211,27 @@ bool GlobMatch(std::string_view pattern, std::string_view text) {
   return p == pattern.size();
 }
 
+namespace {
+
+// "name=version" -> {name, version}; "name" -> {name, ""}.
+std::pair<std::string, std::string> SplitPackage(const std::string& entry) {
+  const size_t eq = entry.find('=');
+  if (eq == std::string::npos) return {entry, ""};
+  return {entry.substr(0, eq), entry.substr(eq + 1)};
+}
+
+// Does an installed version ("1.17.3-1", "1:2.36-9") match the one asked for ("1.17.3"): the
+// same, or the same upstream version with a Debian revision or an epoch.
+bool VersionMatches(const std::string& want, std::string have) {
+  if (want.empty() || have == want) return true;
+  if (size_t colon = have.find(':'); colon != std::string::npos) have = have.substr(colon + 1);
+  if (have == want) return true;
+  return have.size() > want.size() && have.compare(0, want.size(), want) == 0 &&
+         have[want.size()] == '-';
+}
+
+}  // namespace
+
 std::vector<DriftFinding> EvaluateDrift(const Profile& profile, const Node& node) {
   std::vector<DriftFinding> out;
   auto add = [&](const DriftFact& f, int gpu, const std::string& expected, std::string actual) {
@@ -196,6 +256,59 @@ std::vector<DriftFinding> EvaluateDrift(const Profile& profile, const Node& node
     if (!want.empty() && have != want) add(f, -1, want, have);
   };
   for (const auto& f : kDriftFacts) {
+    if (f.name == "packages") {
+      const bool any = !profile.packages_required.empty() || !profile.packages_forbidden.empty() ||
+                       !profile.packages_allowed.empty();
+      if (!any) continue;
+      if (!node.facts.packages) {  // cannot tell: one finding, never a match
+        add(f, -1, "packages as the profile says", "");
+        continue;
+      }
+      const auto& have = *node.facts.packages;
+      auto package_finding = [&](const std::string& name, const std::string& expected,
+                                 const std::string& actual, const char* severity) {
+        add(f, -1, expected, actual);
+        out.back().fact = "package:" + name;
+        out.back().severity = severity;
+      };
+      for (const auto& entry : profile.packages_required) {
+        auto [name, version] = SplitPackage(entry);
+        auto it = have.find(name);
+        if (it == have.end()) {
+          package_finding(name, version.empty() ? "installed" : version, "not installed", "medium");
+        } else if (!VersionMatches(version, it->second)) {
+          package_finding(name, version, it->second, "medium");
+        }
+      }
+      for (const auto& entry : profile.packages_forbidden) {
+        auto [name, version] = SplitPackage(entry);
+        auto it = have.find(name);
+        if (it != have.end() && (version.empty() || VersionMatches(version, it->second))) {
+          package_finding(name, version.empty() ? "not installed" : "not " + version, it->second,
+                          "high");
+        }
+      }
+      if (!profile.packages_allowed.empty()) {
+        for (const auto& [name, version] : have) {
+          bool allowed = false;
+          for (const auto& pattern : profile.packages_allowed) {
+            if (GlobMatch(pattern, name)) {
+              allowed = true;
+              break;
+            }
+          }
+          for (const auto& entry : profile.packages_required) {
+            allowed |= SplitPackage(entry).first == name;
+          }
+          for (const auto& entry : profile.packages_forbidden) {
+            allowed |= SplitPackage(entry).first == name;  // found above: one finding a package
+          }
+          if (!allowed)
+            package_finding(name, "not installed (not in the allowlist)", version, "medium");
+        }
+      }
+      continue;
+    }
     if (f.name == "driver_version") {
       exact(f, profile.driver_version, node.facts.driver_version);
     } else if (f.name == "cuda_driver") {

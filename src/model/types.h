@@ -50,6 +50,10 @@ struct Profile {
   std::map<std::string, FirmwareWant> firmware;  // catalogue GPU model id -> firmware
   std::string gsp_firmware;
   std::optional<bool> mig_mode;  // MIG enabled on every GPU, or on none
+  // Software: packages that must be installed and that must not be ("name" or
+  // "name=version"), and, when `allowed` is not empty, the only packages a node may have
+  // (names, * and ? as in patterns).
+  std::vector<std::string> packages_required, packages_forbidden, packages_allowed;
   // Per fact, "rollout" or "manual" instead of the fact's default (kDriftFacts).
   std::map<std::string, std::string> remediation;
   bool operator==(const Profile&) const = default;
@@ -161,6 +165,10 @@ struct NodeFacts {
   std::string agent_version;
   std::string backend;  // "nvml" or "sim"
   std::vector<Nic> nics;
+  // Every installed package (name -> version as the package database has it); nullopt when
+  // the node cannot read its package database (unknown). Carried by the agent's hello and
+  // kept in memory: the store and the node's API form leave it out (it is large).
+  std::optional<std::map<std::string, std::string>> packages;
 };
 
 struct Node {

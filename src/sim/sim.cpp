@@ -49,6 +49,12 @@ Status SimFleet::AddNode(const SimPoolOptions& o, const std::string& name) {
   if (!o.container_toolkits.empty()) {
     spec.container_toolkit = o.container_toolkits[number % o.container_toolkits.size()];
   }
+  if (!o.extra_packages.empty()) {
+    const std::string& entry = o.extra_packages[number % o.extra_packages.size()];
+    if (size_t eq = entry.find('='); eq != std::string::npos && eq > 0) {
+      spec.extra_packages[entry.substr(0, eq)] = entry.substr(eq + 1);
+    }
+  }
   AgentOptions ao;
   {
     std::lock_guard lock(mu_);

@@ -24,7 +24,10 @@ struct SimPoolOptions {
   // simulated default (SimNodeSpec). The CUDA version follows the driver's branch.
   std::vector<std::string> drivers;
   std::vector<std::string> container_toolkits;  // the same for the Container Toolkit
-  net::TlsContext tls;                          // for an https:// controller (AgentOptions::tls)
+  // A package installed beside the base ones, "name=version", the same way; "-" (or anything
+  // without '=') for none.
+  std::vector<std::string> extra_packages;
+  net::TlsContext tls;  // for an https:// controller (AgentOptions::tls)
 };
 
 // Thread-safe: AddPool and Stop may be called from any thread while Run runs.

@@ -165,9 +165,16 @@ test('the cluster heatmap has one cell per GPU, and a hover names the GPU', asyn
   await page.click('#nodes th[data-key=name]');
   const names = await page.$$eval('#nodes tbody tr td:first-child a', (as) => as.map((a) => a.textContent));
   assert.deepEqual(names, [...names].sort().reverse());
-  // A click goes to the node.
+  // A click goes to the node. The table's header was clicked further down the page, which
+  // scrolled: the heatmap is brought back (to the middle: the page's header stays on top) and
+  // measured again.
   await page.fill('#nodes input[type=search]', '');
-  await page.mouse.click(box.x + rect.x + 1, box.y + rect.y + 1);
+  const again = await page.$eval('#heat canvas', (c) => {
+    c.scrollIntoView({ block: 'center' });
+    const r = c.getBoundingClientRect();
+    return { x: r.left, y: r.top };
+  });
+  await page.mouse.click(again.x + rect.x + rect.w / 2, again.y + rect.y + rect.h / 2);
   await page.waitForURL(/#\/node\/h100-sxm-0003$/);
   assert.deepEqual(page.errors, []);
   await page.context().close();

@@ -383,5 +383,42 @@ clusters:
   EXPECT_TRUE(drift("?node=" + node).at("items").at(0).at("resolved_at").is_string());
 }
 
+// Software drift: the agent reports its packages (a simulated node's base ones and one staged
+// with --package), a package the profile forbids is a high finding on that node only, and the
+// node's API form says how many packages it has without listing them.
+TEST_F(Config, AForbiddenPackageIsAFindingOnTheNodeThatHasIt) {
+  ASSERT_EQ(ApplyText("fleet.yaml", R"(apiVersion: gpufleet/v1
+kind: Fleet
+clusters:
+  - name: lab
+    type: training
+    site: lab-a
+    profile: {packages: {required: [datacenter-gpu-manager], forbidden: [xmrig]}}
+    pools:
+      - {name: l4, gpu_model: L4, gpus_per_node: 1}
+)")
+                .exit_code,
+            0);
+  Sim(JoinToken("l4"), "pkg", 2, "L4", 1, {"--package", "-,xmrig=6.21.0"});
+  auto open = [&] { return controller_->Call("GET", "/api/v1/drift?state=open").second; };
+  ASSERT_TRUE(WaitFor([&] { return open().at("total") == 1; }, 60000)) << open();
+  const json::value f = open().at("items").at(0);
+  EXPECT_EQ(f.at("node"), "pkg-0001");
+  EXPECT_EQ(f.at("fact"), "package:xmrig");
+  EXPECT_EQ(f.at("expected"), "not installed");
+  EXPECT_EQ(f.at("actual"), "6.21.0");
+  EXPECT_EQ(f.at("severity"), "high");
+  EXPECT_EQ(f.at("remediation"), "manual");
+  auto fix = controller_->Call(
+      "GET", "/api/v1/drift/" + std::to_string(f.at("id").as_int64()) + "/remediation");
+  ASSERT_EQ(fix.first, 200);
+  EXPECT_TRUE(fix.second.at("request").is_null());
+  EXPECT_NE(std::string(fix.second.at("why").as_string()).find("package:xmrig"), std::string::npos)
+      << fix.second;
+  const json::value node = controller_->Call("GET", "/api/v1/nodes/pkg-0001").second;
+  EXPECT_EQ(node.at("facts").at("package_count"), 5) << node;  // 3 base, the toolkit, xmrig
+  EXPECT_FALSE(node.at("facts").as_object().contains("packages"));
+}
+
 }  // namespace
 }  // namespace gpufleet::e2e

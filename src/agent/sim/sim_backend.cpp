@@ -206,7 +206,13 @@ class SimBackend : public GpuBackend {
   }
 
   std::optional<std::map<std::string, std::string>> Packages() override {
-    std::map<std::string, std::string> out;
+    // A GPU node's base: the data-center GPU manager, the fabric manager of its driver, SSH.
+    std::map<std::string, std::string> out{
+        {"datacenter-gpu-manager", "1:3.3.9"},
+        {"nvidia-fabricmanager", spec_.driver_version + "-1"},
+        {"openssh-server", "1:9.2p1-2+deb12u7"},
+    };
+    for (const auto& [name, version] : spec_.extra_packages) out[name] = version;
     if (!spec_.container_toolkit.empty()) {
       out[std::string(kContainerToolkitPackage)] = spec_.container_toolkit;
     }

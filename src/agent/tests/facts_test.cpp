@@ -25,6 +25,9 @@ TEST(Facts, InstalledPackagesAreReadFromTheDpkgStatusFileUnderTheRoot) {
   // Removed packages (config-files only) are not installed; a root without dpkg has none.
   EXPECT_FALSE(pkgs.count("telnet"));
   EXPECT_TRUE(ReadDpkgPackages("/nonexistent").empty());
+  // Whether there is a package database at all: without one the list is unknown, not empty.
+  EXPECT_TRUE(DpkgStatusExists(std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/root"));
+  EXPECT_FALSE(DpkgStatusExists("/nonexistent"));
   EXPECT_EQ(UpstreamVersion("1.17.3-1"), "1.17.3");
   EXPECT_EQ(UpstreamVersion("1:2.36-9+deb12u14"), "2.36");
   EXPECT_EQ(UpstreamVersion("580.159.03"), "580.159.03");

@@ -123,6 +123,46 @@ TEST(Profile, ANodeDriftsFieldByFieldAndAnUnknownFactIsNeverAMatch) {
   EXPECT_TRUE(EvaluateDrift(Profile{}, n).empty()) << "an empty profile asks for nothing";
 }
 
+// Software: a required package missing or at another version, a forbidden one present, one
+// outside the allowlist; a node that cannot read its package database is one finding.
+TEST(Profile, PackagesRequiredForbiddenAndAllowed) {
+  auto p = ParseProfile(R"({"packages":{"required":["datacenter-gpu-manager=3.3.9","rdma-core"],
+      "forbidden":["xmrig"],"allowed":["nvidia-*","datacenter-gpu-manager","openssh-server"]}})");
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(ParseProfile(ProfileJson(p.value())).value(), p.value());
+  EXPECT_EQ(ParseProfile(R"({"packages":{"allowed":["curl=8"]}})").error().message,
+            "packages.allowed[0]: the allowlist names packages, not versions");
+  EXPECT_EQ(ParseProfile(R"({"packages":{"denied":[]}})").error().message,
+            "packages.denied: unknown field (known: required, forbidden, allowed)");
+  Node n = H100Node();
+  n.facts.packages = std::map<std::string, std::string>{
+      {"datacenter-gpu-manager", "1:3.3.9"},  // an epoch: still 3.3.9
+      {"nvidia-container-toolkit", "1.19.1-1"},
+      {"openssh-server", "1:9.2p1-2"},
+      {"xmrig", "6.21.0"}};
+  auto found = EvaluateDrift(p.value(), n);
+  std::map<std::string, DriftFinding> by_fact;
+  for (const auto& f : found) by_fact[f.fact] = f;
+  ASSERT_EQ(found.size(), 2u) << "rdma-core missing; xmrig forbidden (once, not again as "
+                                 "outside the allowlist)";
+  EXPECT_EQ(by_fact.at("package:rdma-core").actual, "not installed");
+  EXPECT_EQ(by_fact.at("package:rdma-core").severity, "medium");
+  EXPECT_EQ(found[1].fact, "package:xmrig");
+  EXPECT_EQ(found[1].severity, "high");
+  EXPECT_EQ(found[1].expected, "not installed");
+  EXPECT_EQ(found[1].remediation, "manual");
+  (*n.facts.packages)["curl"] = "7.88.1-10";
+  found = EvaluateDrift(p.value(), n);
+  ASSERT_EQ(found.size(), 3u);
+  EXPECT_EQ(found[2].fact, "package:curl");
+  EXPECT_EQ(found[2].expected, "not installed (not in the allowlist)");
+  n.facts.packages.reset();
+  found = EvaluateDrift(p.value(), n);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].fact, "packages");
+  EXPECT_EQ(found[0].actual, "unknown");
+}
+
 TEST(Profile, AStoredFindingReadsBack) {
   DriftFinding f;
   f.id = 7;

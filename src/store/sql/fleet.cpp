@@ -191,7 +191,9 @@ class Builder {
     const std::string& state = strings_.back();
     strings_.emplace_back(ToString(n.resume_state));
     const std::string& resume = strings_.back();
-    const std::string& facts = strings_.emplace_back(JsonText(ToJson(n.facts)));
+    json::object facts_doc = ToJson(n.facts);
+    facts_doc.erase("packages");  // large, and sent again with each hello: memory only
+    const std::string& facts = strings_.emplace_back(JsonText(facts_doc));
     Text(kNodeColumns).Bind(n.name).Text(", ").Bind(n.cluster).Text(", ").Bind(n.pool);
     Text(", ").Bind(state).Text(", ").Bind(resume).Text(", ").Bind(n.reason).Text(", ");
     Bind(facts).Text(", ").Bind(n.simulated ? 1 : 0).Text(", ").Bind(n.registered_ms);
