@@ -29,7 +29,8 @@ export function mount(el) {
     { key: 'severity_rank', label: 'Severity', num: true, html: (f) => `<span class="${SEV_CLASS[f.severity] || ''}">${esc(f.severity)}</span>` },
     { key: 'remediation', label: 'Remediation', html: (f) => f.remediation === 'rollout' && f.state === 'open' && can('operator')
       ? `<button type="button" data-fix="${f.id}">Plan the rollout</button>` : esc(f.remediation) },
-    { key: 'state', label: 'State', html: (f) => `<span data-state="${esc(f.state)}">${esc(f.state)}</span>` },
+    { key: 'state', label: 'State', html: (f) => `<span data-state="${esc(f.state)}">${esc(f.state)}</span>`
+      + (f.note ? `<div class="muted" title="what remediation did last">${esc(f.note)}</div>` : '') },
     { key: 'first_seen', label: 'Since', html: (f) => esc(f.resolved_at ? 'resolved ' + ago(f.resolved_at) : ago(f.first_seen)) },
   ], { filterPlaceholder: 'filter findings', rowKey: (f) => f.id });
   table.sort = { key: 'severity_rank', dir: -1 };

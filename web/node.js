@@ -89,12 +89,16 @@ export function mount(el, params) {
     actions(node);
     const hv = new Map((health?.items?.[0]?.gpus || []).map((g) => [g.index, g]));
     const lv = latest.map((r) => new Map(r.items.map((i) => [i.gpu, i.value])));
-    $('gpus').innerHTML = `<table><thead><tr><th>#</th><th>UUID</th><th>Model</th><th>Serial</th><th>Health</th><th>Util %</th><th>Temp °C</th><th>Power W</th><th>Reasons</th></tr></thead><tbody>${node.gpus.map((g) => {
+    $('gpus').innerHTML = `<table><thead><tr><th>#</th><th>UUID</th><th>Model</th><th>Serial</th><th>Health</th><th>Util %</th><th>Temp °C</th><th>Power W</th><th>Limit W</th><th>Settings</th><th>Reasons</th></tr></thead><tbody>${node.gpus.map((g) => {
+      const st = g.settings || {};
+      const settings = [st.persistence_mode && `persistence ${st.persistence_mode}`, st.ecc_mode && `ECC ${st.ecc_mode}`,
+        st.compute_mode && `compute ${st.compute_mode}`,
+        st.app_clock_graphics_mhz != null && `clocks ${st.app_clock_graphics_mhz}/${st.app_clock_mem_mhz} MHz`].filter(Boolean).join(', ');
       const h = hv.get(g.index);
       const power = lv[2].get(g.index);
       return `<tr data-gpu="${g.index}"><td>${g.index}</td><td><code>${esc(g.uuid)}</code></td><td>${esc(g.model || g.name)}</td><td>${esc(g.serial)}</td>
         <td class="lv-${esc(h?.health)}">${esc(h?.health ?? '—')}</td><td class="num">${lv[0].get(g.index) ?? '—'}</td><td class="num">${lv[1].get(g.index) ?? '—'}</td>
-        <td class="num">${power == null ? '—' : Math.round(power / 1000)}</td><td>${esc((h?.reasons || []).map((r) => r.message).join('; '))}</td></tr>`;
+        <td class="num">${power == null ? '—' : Math.round(power / 1000)}</td><td class="num">${st.power_limit_w ?? '—'}</td><td>${esc(settings || '—')}</td><td>${esc((h?.reasons || []).map((r) => r.message).join('; '))}</td></tr>`;
     }).join('')}</tbody></table>`;
     loadVersions().catch(() => {});
     const rows = [

@@ -485,7 +485,8 @@ Result<net::TlsContext> UpTls(ServeFlags& f) {
 // CVEs, fixed in 580.159.03); the first node of each edge pool runs 535.247.01 (R535 ended in
 // June 2026); the second node of the first inference pool has Container Toolkit 1.17.3
 // (CVE-2025-23266, CVSS 9.0: a critical alert); the third node of the first training pool has
-// a package its profile forbids (docs/configuration.md, "Golden profiles and drift").
+// a package its profile forbids and its fifth node GPUs at a 500 W power limit, where the profile
+// asks for 700 W (remediated by the agent: docs/configuration.md, "Golden profiles and drift").
 void StageDemoSoftware(const FleetSpec& spec, const Pool& pool, bool first_inference,
                        bool first_training, SimPoolOptions& o) {
   constexpr char kCurrent[] = "580.159.03", kOlder[] = "580.95.05", kEol[] = "535.247.01";
@@ -512,6 +513,10 @@ void StageDemoSoftware(const FleetSpec& spec, const Pool& pool, bool first_infer
   if (first_training && pool.size > 2) {
     o.extra_packages.assign(pool.size, "");
     o.extra_packages[2] = "xmrig=6.21.0";
+  }
+  if (first_training && pool.size > 4) {
+    o.power_limits.assign(pool.size, "-");
+    o.power_limits[4] = "500";
   }
 }
 
@@ -710,6 +715,10 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
                 "a package NAME=VERSION installed beside the base ones (cycling as --driver; "
                 "'-': none), e.g. '-,-,xmrig=6.21.0' on the third node")
       ->delimiter(',');
+  m->add_option("--power-limit", sim.pool.power_limits,
+                "every GPU's power limit in watts at start (cycling as --driver; '-': the "
+                "model's TDP), e.g. '-,500' on the second node")
+      ->delimiter(',');
   m->add_option("--threads", sim.threads, "I/O threads");
   sim.actions.Add(m);
   m->add_option("--log-level", sim.log_level, "trace, debug, info, warn, error");
@@ -719,6 +728,7 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
       ->check(CLI::IsMember({"on", "off"}));
   m->require_subcommand(0, 1);
   cli::AddSimInjectCommand(*m, g);
+  cli::AddSimDriftCommand(*m, g);
   cli::AddSimFaultyCommand(*m, g);
   m->callback([&g, m] {
     if (!m->get_subcommands().empty()) return;  // `sim inject` (or faulty-version) ran instead

@@ -151,6 +151,7 @@ class Session : public std::enable_shared_from_this<Session> {
         hello.gpus = gpus.value();
       }
       last_inventory_ = hello.gpus;
+      last_facts_ = hello.facts;
       proto::Message hello_msg = hello;
       co_await Send(hello_msg);
 
@@ -236,9 +237,13 @@ class Session : public std::enable_shared_from_this<Session> {
         inventory_due_ = false;
         next_inventory = now + options_.inventory_interval_ms;
         auto gpus = backend_->Inventory();
-        if (gpus.ok() && !SameInventory(gpus.value(), last_inventory_)) {
-          last_inventory_ = gpus.value();
-          proto::Message inventory = proto::Inventory{gpus.value()};
+        NodeFacts facts = Facts();
+        bool gpus_changed = gpus.ok() && !SameInventory(gpus.value(), last_inventory_);
+        if (gpus_changed || facts != last_facts_) {
+          if (gpus_changed) last_inventory_ = gpus.value();
+          proto::Inventory update{last_inventory_, std::nullopt};
+          if (facts != last_facts_) update.facts = last_facts_ = std::move(facts);
+          proto::Message inventory = std::move(update);
           co_await Send(inventory);
         }
       }
@@ -318,6 +323,10 @@ class Session : public std::enable_shared_from_this<Session> {
       NodeAction(cmd);
       return;
     }
+    if (cmd.action == proto::kApplySettingAction) {
+      ApplySetting(cmd);
+      return;
+    }
     if (!cmd.action.empty()) {
       Remediate(cmd);
       return;
@@ -327,6 +336,23 @@ class Session : public std::enable_shared_from_this<Session> {
       spdlog::warn("agent: command {} refused: {}", cmd.id, s.error().message);
       return;
     }
+    inventory_due_ = true;
+  }
+
+  // Drift remediation: one GPU setting through the backend (NVML's setter; a simulated GPU's
+  // state), reported back and seen in the next inventory.
+  void ApplySetting(const proto::Command& cmd) {
+    proto::CommandResult result{cmd.id, cmd.gpu, cmd.action, false, ""};
+    if (cmd.args.size() != 2) {
+      result.message = "apply-setting takes a setting and a value";
+    } else {
+      auto done = backend_->ApplySetting(cmd.gpu, cmd.args[0], cmd.args[1]);
+      result.ok = done.ok();
+      result.exit_code = done.ok() ? 0 : -1;
+      result.message = done.ok() ? done.value() : done.error().message;
+      spdlog::info("agent {}: {}", options_.hostname, result.message);
+    }
+    results_.push_back(std::move(result));
     inventory_due_ = true;
   }
 
@@ -472,7 +498,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (a.size() != b.size()) return false;
     for (size_t i = 0; i < a.size(); ++i) {
       if (a[i].uuid != b[i].uuid || a[i].error != b[i].error || a[i].name != b[i].name ||
-          a[i].mig_mode != b[i].mig_mode) {
+          a[i].mig_mode != b[i].mig_mode || a[i].settings != b[i].settings ||
+          a[i].vbios_version != b[i].vbios_version) {
         return false;
       }
     }
@@ -495,6 +522,11 @@ class Session : public std::enable_shared_from_this<Session> {
       f.driver_version = d->driver_version;
       f.cuda_driver_version = d->cuda_driver_version;
     }
+    if (!backend_->Simulated()) {
+      f.image_id = ReadImageId(options_.root);
+      f.device_files = ReadDeviceFiles(options_.root);
+    }
+    backend_->AdjustFacts(f);
     return f;
   }
 
@@ -544,6 +576,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::unique_ptr<websocket::stream<net::Stream>> ws_;
   std::string last_tls_failure_;
   std::vector<Gpu> last_inventory_;
+  NodeFacts last_facts_;  // as last sent: a change goes with the next inventory
   std::string out_;
 
   // Telemetry waiting for its ack; touched only on this session's strand.

@@ -1,7 +1,10 @@
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -50,9 +53,76 @@ std::vector<Nic> ReadNics(const std::string& sysfs_root) {
     n.fw_version = FirstLine(entry.path() / "fw_ver");
     n.board_id = FirstLine(entry.path() / "board_id");
     n.hca_type = FirstLine(entry.path() / "hca_type");
+    // ports/N/pkeys/I: the partition key table; 0x0000 entries are empty slots.
+    for (const auto& port : std::filesystem::directory_iterator(entry.path() / "ports", ec)) {
+      int number = std::atoi(port.path().filename().c_str());
+      if (number <= 0) continue;
+      std::vector<std::string> keys;
+      bool readable = false;
+      for (const auto& slot : std::filesystem::directory_iterator(port.path() / "pkeys", ec)) {
+        std::string key = FirstLine(slot.path());
+        readable |= !key.empty();
+        if (!key.empty() && std::strtoul(key.c_str(), nullptr, 16) != 0) keys.push_back(key);
+      }
+      if (!readable) continue;
+      std::sort(keys.begin(), keys.end());
+      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+      n.pkeys[number] = std::move(keys);
+    }
     out.push_back(std::move(n));
   }
   std::sort(out.begin(), out.end(), [](const Nic& a, const Nic& b) { return a.name < b.name; });
+  return out;
+}
+
+std::string ReadImageId(const std::string& root) {
+  const std::filesystem::path r(root);
+  std::string id = FirstLine(r / "etc" / "gpufleet" / "image-id");
+  if (!id.empty()) return id;
+  std::string image, version;
+  std::ifstream os(r / "etc" / "os-release");
+  auto value = [](const std::string& line, size_t from) {
+    std::string v = line.substr(from);
+    if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'')) v = v.substr(1, v.size() - 2);
+    return v;
+  };
+  for (std::string line; std::getline(os, line);) {
+    if (line.rfind("IMAGE_ID=", 0) == 0) image = value(line, 9);
+    if (line.rfind("IMAGE_VERSION=", 0) == 0) version = value(line, 14);
+  }
+  if (image.empty()) return "";
+  return version.empty() ? image : image + ":" + version;
+}
+
+std::optional<std::vector<DeviceFile>> ReadDeviceFiles(const std::string& root) {
+  const std::filesystem::path dev = std::filesystem::path(root) / "dev";
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dev, ec);
+  if (ec) return std::nullopt;
+  // Group names from the root's /etc/group, so a fixture tree names its own.
+  std::map<unsigned, std::string> groups;
+  std::ifstream group_file(std::filesystem::path(root) / "etc" / "group");
+  for (std::string line; std::getline(group_file, line);) {
+    size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1),
+           c = b == std::string::npos ? b : line.find(':', b + 1);
+    if (c == std::string::npos) continue;
+    groups[static_cast<unsigned>(std::strtoul(line.c_str() + b + 1, nullptr, 10))] =
+        line.substr(0, a);
+  }
+  std::vector<DeviceFile> out;
+  for (const auto& entry : it) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("nvidia", 0) != 0) continue;
+    struct stat st {};
+    if (::stat(entry.path().c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    auto g = groups.find(st.st_gid);
+    out.push_back(
+        {"/dev/" + name, mode, g != groups.end() ? g->second : std::to_string(st.st_gid)});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const DeviceFile& a, const DeviceFile& b) { return a.path < b.path; });
   return out;
 }
 

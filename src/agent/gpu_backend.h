@@ -12,6 +12,7 @@
 
 #include "common/result.h"
 #include "model/catalog.h"
+#include "model/profile.h"
 #include "model/types.h"
 #include "proto/proto.h"
 
@@ -45,6 +46,16 @@ class GpuBackend {
   virtual Result<std::string> Remediate(int gpu, const std::string& action) {
     return MakeError(ErrorCode::kConflict, "this backend does not remediate by itself");
   }
+  // Sets one of a GPU's settings (drift remediation "auto": persistence_mode, ecc_mode,
+  // compute_mode, power_limit_w, application_clocks, mig_mode; values as ParseGpuSetting takes
+  // them) and says what it did.
+  virtual Result<std::string> ApplySetting(int gpu, const std::string& setting,
+                                           const std::string& value) {
+    return MakeError(ErrorCode::kUnavailable, "this backend cannot change GPU settings");
+  }
+  // Facts the backend knows itself (a simulated node's kernel, image and device files), set over
+  // the host's; real backends change nothing.
+  virtual void AdjustFacts(NodeFacts& facts) {}
   // The node's InfiniBand / RoCE adapters, where the backend knows them itself (simulated
   // nodes); nullopt: read them from sysfs (ReadNics).
   virtual std::optional<std::vector<Nic>> Nics() { return std::nullopt; }
@@ -79,6 +90,7 @@ struct SimNodeSpec {
   std::string container_toolkit = "1.19.1";  // the nvidia-container-toolkit package's version
   // Installed beside the simulated node's base packages (name -> version).
   std::map<std::string, std::string> extra_packages;
+  int power_limit_w = 0;  // every GPU's at start; 0: the model's TDP
   // How long simulated node actions take, and the share of them that fail (0..1).
   struct ActionTimes {
     int64_t install_ms = 10000;  // install-driver
@@ -95,12 +107,19 @@ std::unique_ptr<GpuBackend> MakeSimBackend(SimNodeSpec spec);
 NodeFacts HostFacts();
 // The InfiniBand / RoCE adapters under SYSFS/class/infiniband (sysfs_root is "/sys" on a real
 // node, a fixture tree in tests), by name: each one's fw_ver, board_id and hca_type, trimmed; a
-// file that cannot be read is left empty (unknown). None when the directory is absent.
+// file that cannot be read is left empty (unknown), and each port's partition keys
+// (ports/N/pkeys/*, the non-zero ones). None when the directory is absent.
 std::vector<Nic> ReadNics(const std::string& sysfs_root);
 // The installed packages of the dpkg status file under `root` ("/" on a real node, a fixture
 // tree in tests): name -> version ("1.17.3-1"), only those whose Status ends "installed".
 // Empty when the file is absent (not a dpkg system).
 std::map<std::string, std::string> ReadDpkgPackages(const std::string& root);
+// The OS image id under `root`: ROOT/etc/gpufleet/image-id (written by the image builder), else
+// os-release's IMAGE_ID[:IMAGE_VERSION]; empty when neither says (unknown).
+std::string ReadImageId(const std::string& root);
+// The GPU device files ROOT/dev/nvidia* (not directories), by path, with their permission bits
+// and group (named from ROOT/etc/group); nullopt when ROOT/dev cannot be read.
+std::optional<std::vector<DeviceFile>> ReadDeviceFiles(const std::string& root);
 // Whether `root` has a dpkg status file (a Debian or Ubuntu system).
 bool DpkgStatusExists(const std::string& root);
 // "1.17.3-1" -> "1.17.3", "1:2.36-9" -> "2.36": the upstream version, for the bulletins.

@@ -29,6 +29,7 @@ void AddFleetCommands(CLI::App& app, Globals& g);     // clusters, pools, nodes,
 void AddAdminCommands(CLI::App& app, Globals& g);     // tokens, apply, audit
 void AddMetricsCommands(CLI::App& app, Globals& g);   // metrics query|range, top, scrape targets
 void AddSimInjectCommand(CLI::App& sim, Globals& g);  // sim inject (fault injection)
+void AddSimDriftCommand(CLI::App& sim, Globals& g);   // sim drift (changed by hand)
 void AddSimFaultyCommand(CLI::App& sim, Globals& g);  // sim faulty-version
 void AddJobCommands(CLI::App& app, Globals& g);       // jobs submit|list|cancel
 // pools scale, scaling list|show|events|set|delete (after AddFleetCommands: it adds to `pools`)

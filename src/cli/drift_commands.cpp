@@ -45,12 +45,13 @@ void PrintFinding(const json::value& f) {
   std::printf(
       "finding:     %s\nnode:        %s (%s/%s)\nfact:        %s\nexpected:    %s\nactual:      "
       "%s\nseverity:    %s\nremediation: %s\nstate:       %s\nfirst seen:  %s\nlast seen:   "
-      "%s\nresolved:    %s\nprofile:     %s\n",
+      "%s\nresolved:    %s\nnote:        %s\nprofile:     %s\n",
       Str(f.at("id")).c_str(), Where(f).c_str(), Str(f.at("cluster")).c_str(),
       Str(f.at("pool")).c_str(), Str(f.at("fact")).c_str(), Str(f.at("expected")).c_str(),
       Str(f.at("actual")).c_str(), Str(f.at("severity")).c_str(), Str(f.at("remediation")).c_str(),
       Str(f.at("state")).c_str(), Str(f.at("first_seen")).c_str(), Str(f.at("last_seen")).c_str(),
       f.at("resolved_at").is_null() ? "-" : Str(f.at("resolved_at")).c_str(),
+      f.at("note").as_string().empty() ? "-" : Str(f.at("note")).c_str(),
       JsonText(f.at("profile")).c_str());
 }
 

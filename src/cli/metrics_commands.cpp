@@ -122,6 +122,58 @@ void AddSimInjectCommand(CLI::App& sim, Globals& g) {
   });
 }
 
+// POST /api/v1/nodes/{name}/inject: a simulated node changed as if by hand, for drift.
+void AddSimDriftCommand(CLI::App& sim, Globals& g) {
+  auto* cmd = sim.add_subcommand(
+      "drift", "Change a simulated node as if by hand (facts, packages, a GPU's settings)");
+  static std::string node;
+  static int gpu = -1;
+  static std::vector<std::string> facts, add, remove, settings;
+  cmd->add_option("node", node, "simulated node")->required();
+  cmd->add_option("--gpu", gpu, "the GPU whose --set this is");
+  cmd->add_option("--fact", facts, "FACT=VALUE: kernel, os or image_id");
+  cmd->add_option("--package-add", add, "NAME=VERSION installed");
+  cmd->add_option("--package-remove", remove, "NAME removed");
+  cmd->add_option("--set", settings,
+                  "SETTING=VALUE on --gpu: power_limit_w=250, persistence_mode=disabled, "
+                  "ecc_mode=..., compute_mode=..., application_clocks=1980/2619");
+  cmd->callback([&g] {
+    json::object body;
+    if (gpu >= 0) body["gpu"] = gpu;
+    auto pairs = [&g](const std::vector<std::string>& list, const char* what,
+                      json::object& into) -> bool {
+      for (const auto& entry : list) {
+        size_t eq = entry.find('=');
+        if (eq == std::string::npos || eq == 0) {
+          std::fprintf(stderr, "error: %s '%s': want NAME=VALUE\n", what, entry.c_str());
+          g.exit_code = 2;
+          return false;
+        }
+        into[entry.substr(0, eq)] = entry.substr(eq + 1);
+      }
+      return true;
+    };
+    json::object fact_map;
+    if (!pairs(facts, "--fact", fact_map) || !pairs(settings, "--set", body)) return;
+    if (auto* p = body.if_contains("power_limit_w"); p && p->is_string()) {
+      *p = std::atoi(std::string(p->as_string()).c_str());
+    }
+    if (!fact_map.empty()) body["facts"] = std::move(fact_map);
+    if (!add.empty() || !remove.empty()) {
+      json::object packages;
+      if (!add.empty()) packages["add"] = json::value_from(add);
+      if (!remove.empty()) packages["remove"] = json::value_from(remove);
+      body["packages"] = std::move(packages);
+    }
+    auto v = Call(g, "POST", "/api/v1/nodes/" + UrlEncode(node) + "/inject", JsonText(body));
+    if (!v) return;
+    Show(g, *v, [](const json::value&) {
+      std::printf("queued for %s; `gpufleet drift list --node %s` shows what it changed\n",
+                  node.c_str(), node.c_str());
+    });
+  });
+}
+
 void AddMetricsCommands(CLI::App& app, Globals& g) {
   auto* metrics = app.add_subcommand("metrics", "GPU telemetry")->require_subcommand(1);
   {

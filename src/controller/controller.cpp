@@ -192,7 +192,8 @@ Status Controller::Start() {
   impl_->vulns = std::make_unique<lifecycle::VulnService>(*impl_->fleet, *impl_->compat,
                                                           *db.settings, impl_->clock);
   GF_TRY(impl_->vulns->Load());
-  impl_->drift = std::make_unique<lifecycle::DriftService>(*impl_->fleet, *db.drift, impl_->clock);
+  impl_->drift = std::make_unique<lifecycle::DriftService>(*impl_->fleet, *db.drift, impl_->clock,
+                                                           db.audit.get());
   GF_TRY(impl_->drift->Load());
   impl_->drift->set_rollout_targets(
       [rollouts = impl_->rollouts.get()] { return rollouts->ActiveTargets(); });
@@ -230,6 +231,15 @@ Status Controller::Start() {
   impl_->health->set_agent_sender(
       [server = impl_->server.get()](const std::string& node, const proto::Command& cmd) {
         return server->SendToAgent(node, proto::Message(cmd));
+      });
+  // Drift remediation "auto": settings applied by the agents, their answers back.
+  impl_->drift->set_agent_sender(
+      [server = impl_->server.get()](const std::string& node, const proto::Command& cmd) {
+        return server->SendToAgent(node, proto::Message(cmd));
+      });
+  impl_->ingest->set_setting_results(
+      [drift = impl_->drift.get()](const std::string& node, const proto::CommandResult& result) {
+        drift->OnCommandResult(node, result);
       });
   // Rollouts and node actions: commands to agents, their answers from the agent channel, and
   // what their gates watch (the health model's XIDs, the alerts firing).

@@ -287,7 +287,14 @@ std::optional<proto::Message> FleetService::OnMessage(const std::string& name,
   it = nodes_.find(name);
   if (!pool.ok() || it == nodes_.end()) return std::nullopt;
   Node& n = it->second.node;
-  if (inventory) n.gpus = inventory->gpus;
+  if (inventory) {
+    n.gpus = inventory->gpus;
+    if (inventory->facts) {
+      std::string hostname = n.facts.hostname;
+      n.facts = *inventory->facts;
+      n.facts.hostname = hostname;  // the name it registered with stays
+    }
+  }
   auto [health, why] = Verdict(it->second, pool.value());
   std::vector<NodeEvent> events;
   NodeStatus current{n.state, n.resume_state};

@@ -74,6 +74,10 @@ std::optional<proto::Message> Ingest::OnMessage(const std::string& node,
       if (action_results_) action_results_(node, *result);
       return std::nullopt;
     }
+    if (result->action == proto::kApplySettingAction) {
+      if (setting_results_) setting_results_(node, *result);
+      return std::nullopt;
+    }
     health_.OnActionResult(node, *result);
     return std::nullopt;
   }

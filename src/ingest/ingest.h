@@ -44,6 +44,8 @@ class Ingest : public proto::AgentHandler {
   // serving; remediation's answers go to the health service.
   using ActionResults = std::function<void(const std::string& node, const proto::CommandResult&)>;
   void set_action_results(ActionResults sink) { action_results_ = std::move(sink); }
+  // Where the answers to apply-setting commands go: drift remediation.
+  void set_setting_results(ActionResults sink) { setting_results_ = std::move(sink); }
 
  private:
   // The durable, queryable record of each event, then the health model's view of its XIDs.
@@ -56,6 +58,7 @@ class Ingest : public proto::AgentHandler {
   store::FleetStore& store_;
   health::HealthService& health_;
   ActionResults action_results_;
+  ActionResults setting_results_;
   store::AuditLog& audit_;
 };
 

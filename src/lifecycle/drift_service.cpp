@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 
 namespace gpufleet::lifecycle {
@@ -29,8 +30,171 @@ int SeverityRank(const std::string& severity) {
 }
 
 DriftService::DriftService(FleetService& fleet, store::DriftStore& store,
-                           std::shared_ptr<Clock> clock)
-    : fleet_(fleet), store_(store), clock_(std::move(clock)) {}
+                           std::shared_ptr<Clock> clock, store::AuditLog* audit,
+                           std::string zoneinfo)
+    : fleet_(fleet),
+      store_(store),
+      clock_(std::move(clock)),
+      audit_(audit),
+      zoneinfo_(std::move(zoneinfo)) {}
+
+void DriftService::set_agent_sender(AgentSender sender) {
+  std::lock_guard lock(mu_);
+  sender_ = std::move(sender);
+}
+
+void DriftService::Audit(const std::string& action, const std::string& target, int status,
+                         const std::string& result) {
+  if (!audit_) return;
+  AuditRecord a;
+  a.time_ms = clock_->NowMs();
+  a.actor = "drift";
+  a.action = action;
+  a.target = target;
+  a.status = status;
+  a.result = result;
+  if (auto s = audit_->AppendAudit(a); !s.ok()) {
+    spdlog::error("drift: auditing '{}': {}", action, s.error().message);
+  }
+}
+
+bool DriftService::WindowOpen(const Pool& pool, const Cluster* cluster, int64_t now) {
+  const auto& windows = !pool.lifecycle.windows.empty() || !cluster ? pool.lifecycle.windows
+                                                                    : cluster->lifecycle.windows;
+  std::vector<TimeZone> zones;
+  for (const auto& w : windows) {
+    auto it = zones_.find(w.timezone);
+    if (it == zones_.end()) {
+      auto z = TimeZone::Load(w.timezone, zoneinfo_);
+      if (!z.ok()) return false;  // a zone that cannot be read never opens
+      it = zones_.emplace(w.timezone, std::move(z).value()).first;
+    }
+    zones.push_back(it->second);
+  }
+  WindowState st = EvaluateWindows(windows, zones, now / 1000);
+  return st.always || st.open;
+}
+
+std::vector<DriftService::Dispatch> DriftService::PlanAuto(
+    int64_t now, const std::map<std::string, Cluster>& clusters,
+    const std::map<std::string, Pool>& pools, const std::map<std::string, int>& cluster_nodes,
+    const std::set<std::string>& connected, std::vector<store::DriftRecord>& changed) {
+  std::vector<Dispatch> out;
+  // Forget attempts of findings that are gone or resolved; time out silent agents.
+  std::map<std::string, std::set<std::string>> busy;  // cluster -> nodes being changed
+  std::set<int64_t> live;
+  for (const auto& f : findings_) {
+    if (f.state != "resolved") live.insert(f.id);
+  }
+  for (auto it = auto_.begin(); it != auto_.end();) {
+    if (!live.count(it->first)) {
+      it = auto_.erase(it);
+      continue;
+    }
+    if (it->second.command != 0 && now - it->second.last_ms > kAutoRetryMs) {
+      it->second.command = 0;  // no answer: counts as a failed attempt
+    }
+    ++it;
+  }
+  for (const auto& f : findings_) {
+    auto a = auto_.find(f.id);
+    if (a != auto_.end() && a->second.command != 0) busy[f.cluster].insert(f.node);
+  }
+  std::set<std::string> held;
+  for (auto& f : findings_) {
+    if (f.state == "resolved" || f.remediation != "auto" || f.actual == "unknown" || f.gpu < 0) {
+      continue;
+    }
+    AutoAttempt& a = auto_[f.id];
+    if (a.command != 0) continue;  // in flight
+    auto write = [&] { changed.push_back({f.id, f.node, f.state, DriftFindingJson(f), now}); };
+    if (a.attempts >= kAutoAttempts) {
+      std::string note = "auto remediation stopped after " + std::to_string(kAutoAttempts) +
+                         " attempts; left for an operator";
+      if (f.note.rfind(note, 0) != 0 || f.state != "open") {
+        f.note = note + (f.note.empty() ? "" : " (last: " + f.note + ")");
+        f.state = "open";
+        write();
+      }
+      continue;
+    }
+    if (a.last_ms != 0 && now - a.last_ms < kAutoRetryMs) continue;
+    if (!connected.count(f.node)) continue;
+    auto pool = pools.find(f.pool);
+    if (pool == pools.end()) continue;
+    auto cluster = clusters.find(f.cluster);
+    const Cluster* c = cluster == clusters.end() ? nullptr : &cluster->second;
+    if ((f.fact == "ecc_mode" || f.fact == "mig_mode") && !WindowOpen(pool->second, c, now)) {
+      const std::string note = "waiting for a maintenance window (the change needs a GPU reset)";
+      if (f.note != note) {
+        f.note = note;
+        write();
+      }
+      continue;
+    }
+    // The circuit breaker: a node already being changed may take more; a new one only while
+    // the cluster is under its share.
+    double share = c ? c->remediation.max_share : Remediation{}.max_share;
+    auto nodes = cluster_nodes.find(f.cluster);
+    int total = nodes == cluster_nodes.end() ? 1 : nodes->second;
+    int limit = std::max(1, static_cast<int>(share * total));
+    auto& changing = busy[f.cluster];
+    if (!changing.count(f.node) && static_cast<int>(changing.size()) >= limit) {
+      held.insert(f.cluster);
+      continue;
+    }
+    changing.insert(f.node);
+    proto::Command cmd;
+    cmd.id = next_command_++;
+    cmd.gpu = f.gpu;
+    cmd.action = std::string(proto::kApplySettingAction);
+    cmd.args = {f.fact, f.expected};
+    a.attempts++;
+    a.last_ms = now;
+    a.command = cmd.id;
+    a.node = f.node;
+    f.state = "remediating";
+    f.note = "attempt " + std::to_string(a.attempts) + ": asked the agent to set " + f.fact +
+             " to " + f.expected;
+    write();
+    out.push_back({f, std::move(cmd)});
+  }
+  for (const auto& c : held) {
+    if (!breaker_open_.count(c)) {
+      spdlog::warn(
+          "drift: circuit breaker open in cluster {}: its share of nodes being changed is "
+          "reached; the other auto findings wait",
+          c);
+    }
+  }
+  breaker_open_ = std::move(held);
+  return out;
+}
+
+void DriftService::OnCommandResult(const std::string& node, const proto::CommandResult& result) {
+  std::string what;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, a] : auto_) {
+      if (a.command != result.id || a.node != node) continue;
+      a.command = 0;
+      for (auto& f : findings_) {
+        if (f.id != id) continue;
+        f.note = "attempt " + std::to_string(a.attempts) + (result.ok ? ": done: " : ": failed: ") +
+                 result.message;
+        if (!result.ok) f.state = "open";
+        what = f.fact + " GPU " + std::to_string(f.gpu);
+        auto s = store_.SaveDriftFindings(
+            {{f.id, f.node, f.state, DriftFindingJson(f), clock_->NowMs()}});
+        if (!s.ok()) spdlog::warn("drift: saving finding {}: {}", f.id, s.error().message);
+      }
+    }
+  }
+  if (what.empty()) return;
+  Audit("drift auto remediation result: " + what, "node/" + node, result.ok ? 200 : 409,
+        result.message);
+  spdlog::info("drift: {} {}: {}", node, what, result.message);
+}
 
 Status DriftService::Load() {
   auto records = store_.ListDriftFindings();
@@ -80,7 +244,11 @@ Result<int> DriftService::Tick() {
   // Outside mu_: the registry's lock is not held while this one is (see the header).
   std::vector<DriftFinding> seen;
   std::unordered_map<std::string, bool> judged;  // node -> compared this tick
+  std::map<std::string, int> cluster_nodes;
+  std::set<std::string> connected;
   fleet_.ForEachNode({}, [&](const Node& n) {
+    ++cluster_nodes[n.cluster];
+    if (n.connected) connected.insert(n.name);
     auto p = profiles.find(n.pool);
     if (!Judged(n.state) || p == profiles.end()) return;
     judged[n.name] = true;
@@ -133,7 +301,9 @@ Result<int> DriftService::Tick() {
     }
     DriftFinding& f = findings_[it->second];
     matched[it->second] = true;
-    const std::string state = fixing(s) ? "remediating" : "open";
+    auto attempt = auto_.find(f.id);
+    bool in_flight = attempt != auto_.end() && attempt->second.command != 0;
+    const std::string state = fixing(s) || in_flight ? "remediating" : "open";
     bool differs = f.expected != s.expected || f.actual != s.actual || f.severity != s.severity ||
                    f.remediation != s.remediation || f.pool != s.pool || f.cluster != s.cluster ||
                    f.state != state;
@@ -165,7 +335,24 @@ Result<int> DriftService::Tick() {
     spdlog::info("drift: {}{} {} resolved", f.node,
                  f.gpu >= 0 ? " GPU " + std::to_string(f.gpu) : "", f.fact);
   }
+  std::map<std::string, Cluster> cluster_of;
+  for (const auto& c : clusters.value()) cluster_of[c.name] = c;
+  std::map<std::string, Pool> pool_of;
+  for (const auto& p : pools.value()) pool_of[p.name] = p;
+  std::vector<Dispatch> dispatch;
+  if (sender_) dispatch = PlanAuto(now, cluster_of, pool_of, cluster_nodes, connected, changed);
   if (auto s = store_.SaveDriftFindings(changed); !s.ok()) return s.error();
+  for (const auto& d : dispatch) {
+    // Sent under mu_: the agents' registry lock is a leaf (never held while taking this one).
+    Status sent = sender_(d.finding.node, d.command);
+    std::string action = "drift auto remediation: set " + d.finding.fact + " to " +
+                         d.finding.expected + " on GPU " + std::to_string(d.finding.gpu) +
+                         " (was " + d.finding.actual + "; profile of pool " + d.finding.pool + ")";
+    Audit(action, "node/" + d.finding.node, sent.ok() ? 202 : 503,
+          sent.ok() ? "asked the agent (command " + std::to_string(d.command.id) + ")"
+                    : sent.error().message);
+    if (!sent.ok()) auto_[d.finding.id].command = 0;
+  }
   // Resolved findings past their keep time leave memory and the store.
   size_t before = findings_.size();
   std::erase_if(findings_, [&](const DriftFinding& f) {

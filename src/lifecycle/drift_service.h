@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@
 #include "common/result.h"
 #include "fleet/fleet.h"
 #include "model/profile.h"
+#include "model/window.h"
+#include "proto/proto.h"
 #include "store/store.h"
 
 namespace gpufleet::lifecycle {
@@ -32,9 +35,24 @@ struct DriftFilter {
 // Severity's rank: critical 4, high 3, medium 2, low 1, anything else 0.
 int SeverityRank(const std::string& severity);
 
+// Remediation "auto": a GPU setting that differs is set by the node's agent (an apply-setting
+// command: NVML's setter on a real GPU), each attempt audited. Bounded like the health
+// model's remediation: at most max(1, max_share x the cluster's nodes) nodes of a cluster are
+// being changed at once (the circuit breaker), three attempts a finding a minute apart, then it
+// is left open for an operator; ECC and MIG modes, which need a GPU reset, only inside the
+// pool's maintenance window.
+inline constexpr int kAutoAttempts = 3;
+inline constexpr int64_t kAutoRetryMs = 60'000;
+
 class DriftService {
  public:
-  DriftService(FleetService& fleet, store::DriftStore& store, std::shared_ptr<Clock> clock);
+  using AgentSender = std::function<Status(const std::string& node, const proto::Command&)>;
+  DriftService(FleetService& fleet, store::DriftStore& store, std::shared_ptr<Clock> clock,
+               store::AuditLog* audit = nullptr, std::string zoneinfo = "/usr/share/zoneinfo");
+  // Where apply-setting commands go (the agents' connections); none: nothing is set.
+  void set_agent_sender(AgentSender sender);
+  // An agent's answer to an apply-setting command.
+  void OnCommandResult(const std::string& node, const proto::CommandResult& result);
   // The nodes a rollout is updating: node -> "KIND TARGET" (RolloutService::ActiveTargets). A
   // rollout finding whose node is on its way to the profile's version is "remediating".
   void set_rollout_targets(std::function<std::map<std::string, std::string>()> fn) {
@@ -53,9 +71,36 @@ class DriftService {
   Result<Profile> PoolProfile(const std::string& pool) const;
 
  private:
+  struct AutoAttempt {
+    int attempts = 0;
+    int64_t last_ms = 0;
+    int64_t command = 0;  // in flight; 0: none
+    std::string node;
+  };
+  struct Dispatch {
+    DriftFinding finding;
+    proto::Command command;
+  };
+  // The auto findings to act on now (under mu_); marks them remediating.
+  std::vector<Dispatch> PlanAuto(int64_t now, const std::map<std::string, Cluster>& clusters,
+                                 const std::map<std::string, Pool>& pools,
+                                 const std::map<std::string, int>& cluster_nodes,
+                                 const std::set<std::string>& connected,
+                                 std::vector<store::DriftRecord>& changed);
+  bool WindowOpen(const Pool& pool, const Cluster* cluster, int64_t now);
+  void Audit(const std::string& action, const std::string& target, int status,
+             const std::string& result);
+
   FleetService& fleet_;
   store::DriftStore& store_;
   std::shared_ptr<Clock> clock_;
+  store::AuditLog* audit_;
+  std::string zoneinfo_;
+  AgentSender sender_;                             // guarded by mu_
+  std::map<int64_t, AutoAttempt> auto_;            // by finding id; guarded by mu_
+  int64_t next_command_ = (int64_t{7} << 40) + 1;  // apart from other senders' ids
+  std::map<std::string, TimeZone> zones_;
+  std::set<std::string> breaker_open_;  // clusters whose auto remediation is held
   std::function<std::map<std::string, std::string>()> rollout_targets_;
   mutable std::mutex mu_;
   std::vector<DriftFinding> findings_;  // by id

@@ -1,5 +1,7 @@
 #include "model/json.h"
 
+#include <charconv>
+
 #include "common/clock.h"
 #include "model/profile.h"
 
@@ -193,17 +195,78 @@ json::object ToJson(const Gpu& g) {
                  {"gsp_firmware_version", g.gsp_firmware_version}};
   o["mig_mode"] =
       g.mig_mode < 0 ? json::value(nullptr) : json::value(g.mig_mode == 1 ? "enabled" : "disabled");
+  o["settings"] = ToJson(g.settings);
   o["error"] = g.error;
   return o;
+}
+
+namespace {
+json::value Mode(int v) {
+  return v < 0 ? json::value(nullptr) : json::value(v == 1 ? "enabled" : "disabled");
+}
+json::value Number(int v) { return v < 0 ? json::value(nullptr) : json::value(v); }
+Result<int> ModeFrom(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (!v || v->is_null()) return -1;
+  if (v->is_string() && v->as_string() == "enabled") return 1;
+  if (v->is_string() && v->as_string() == "disabled") return 0;
+  return MakeError(ErrorCode::kInvalidArgument,
+                   "'" + std::string(key) + "' must be \"enabled\", \"disabled\" or null");
+}
+Result<int> NumberFrom(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (!v || v->is_null()) return -1;
+  int64_t n = 0;
+  GF_TRY_ASSIGN(n, GetInt(o, key));
+  if (n < 0 || n > 1'000'000) {
+    return MakeError(ErrorCode::kInvalidArgument, "'" + std::string(key) + "' is out of range");
+  }
+  return static_cast<int>(n);
+}
+}  // namespace
+
+json::object ToJson(const GpuSettings& s) {
+  json::object o{{"persistence_mode", Mode(s.persistence_mode)},
+                 {"ecc_mode", Mode(s.ecc_mode)},
+                 {"ecc_pending", Mode(s.ecc_pending)},
+                 {"power_limit_w", Number(s.power_limit_w)},
+                 {"app_clock_graphics_mhz", Number(s.app_clock_graphics_mhz)},
+                 {"app_clock_mem_mhz", Number(s.app_clock_mem_mhz)}};
+  o["compute_mode"] = s.compute_mode.empty() ? json::value(nullptr) : json::value(s.compute_mode);
+  return o;
+}
+
+Result<GpuSettings> GpuSettingsFromJson(const json::value& v) {
+  GpuSettings s;
+  if (v.is_null()) return s;
+  if (!v.is_object()) return MakeError(ErrorCode::kInvalidArgument, "'settings' must be an object");
+  const auto& o = v.as_object();
+  GF_TRY_ASSIGN(s.persistence_mode, ModeFrom(o, "persistence_mode"));
+  GF_TRY_ASSIGN(s.ecc_mode, ModeFrom(o, "ecc_mode"));
+  GF_TRY_ASSIGN(s.ecc_pending, ModeFrom(o, "ecc_pending"));
+  GF_TRY_ASSIGN(s.power_limit_w, NumberFrom(o, "power_limit_w"));
+  GF_TRY_ASSIGN(s.app_clock_graphics_mhz, NumberFrom(o, "app_clock_graphics_mhz"));
+  GF_TRY_ASSIGN(s.app_clock_mem_mhz, NumberFrom(o, "app_clock_mem_mhz"));
+  if (const auto* c = o.if_contains("compute_mode"); c && !c->is_null()) {
+    GF_TRY_ASSIGN(s.compute_mode, GetString(o, "compute_mode"));
+  }
+  return s;
 }
 
 json::object ToJson(const NodeFacts& f) {
   json::array nics;
   for (const auto& n : f.nics) {
+    json::object pkeys;
+    for (const auto& [port, keys] : n.pkeys) {
+      json::array list;
+      for (const auto& k : keys) list.emplace_back(k);
+      pkeys[std::to_string(port)] = std::move(list);
+    }
     nics.push_back(json::object{{"name", n.name},
                                 {"fw_version", n.fw_version},
                                 {"board_id", n.board_id},
-                                {"hca_type", n.hca_type}});
+                                {"hca_type", n.hca_type},
+                                {"pkeys", std::move(pkeys)}});
   }
   json::object o{{"hostname", f.hostname},
                  {"os", f.os},
@@ -213,7 +276,17 @@ json::object ToJson(const NodeFacts& f) {
                  {"container_toolkit", f.container_toolkit},
                  {"agent_version", f.agent_version},
                  {"backend", f.backend},
+                 {"image_id", f.image_id},
                  {"nics", std::move(nics)}};
+  if (f.device_files) {
+    json::array files;
+    for (const auto& d : *f.device_files) {
+      files.push_back(json::object{{"path", d.path}, {"mode", d.mode}, {"group", d.group}});
+    }
+    o["device_files"] = std::move(files);
+  } else {
+    o["device_files"] = nullptr;
+  }
   if (f.packages) {
     json::object packages;
     for (const auto& [name, version] : *f.packages) packages[name] = version;
@@ -350,6 +423,9 @@ Result<Gpu> GpuFromJson(const json::value& v) {
   std::string mig;
   GF_TRY_ASSIGN(mig, GetString(o, "mig_mode", ""));
   g.mig_mode = mig == "enabled" ? 1 : mig == "disabled" ? 0 : -1;
+  if (const auto* settings = o.if_contains("settings")) {
+    GF_TRY_ASSIGN(g.settings, GpuSettingsFromJson(*settings));
+  }
   GF_TRY_ASSIGN(g.error, GetString(o, "error", ""));
   return g;
 }
@@ -366,6 +442,7 @@ Result<NodeFacts> FactsFromJson(const json::value& v) {
   GF_TRY_ASSIGN(f.container_toolkit, GetString(o, "container_toolkit", ""));
   GF_TRY_ASSIGN(f.agent_version, GetString(o, "agent_version", ""));
   GF_TRY_ASSIGN(f.backend, GetString(o, "backend", ""));
+  GF_TRY_ASSIGN(f.image_id, GetString(o, "image_id", ""));
   if (const auto* list = o.if_contains("nics")) {
     if (!list->is_array()) return MakeError(ErrorCode::kInvalidArgument, "'nics' must be a list");
     for (const auto& e : list->as_array()) {
@@ -375,7 +452,43 @@ Result<NodeFacts> FactsFromJson(const json::value& v) {
       GF_TRY_ASSIGN(n.fw_version, GetString(e.as_object(), "fw_version", ""));
       GF_TRY_ASSIGN(n.board_id, GetString(e.as_object(), "board_id", ""));
       GF_TRY_ASSIGN(n.hca_type, GetString(e.as_object(), "hca_type", ""));
+      if (const auto* pk = e.as_object().if_contains("pkeys"); pk && !pk->is_null()) {
+        if (!pk->is_object()) {
+          return MakeError(ErrorCode::kInvalidArgument, "a NIC's 'pkeys' must be an object");
+        }
+        for (const auto& [port, keys] : pk->as_object()) {
+          int number = 0;
+          auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), number);
+          if (ec != std::errc() || end != port.data() + port.size() || !keys.is_array()) {
+            return MakeError(ErrorCode::kInvalidArgument,
+                             "a NIC's 'pkeys' maps port numbers to lists of keys");
+          }
+          auto& list = n.pkeys[number];
+          for (const auto& k : keys.as_array()) {
+            if (!k.is_string()) {
+              return MakeError(ErrorCode::kInvalidArgument, "a partition key must be a string");
+            }
+            list.emplace_back(k.as_string());
+          }
+        }
+      }
       f.nics.push_back(std::move(n));
+    }
+  }
+  if (const auto* d = o.if_contains("device_files"); d && !d->is_null()) {
+    if (!d->is_array()) {
+      return MakeError(ErrorCode::kInvalidArgument, "'device_files' must be a list");
+    }
+    f.device_files.emplace();
+    for (const auto& e : d->as_array()) {
+      if (!e.is_object()) {
+        return MakeError(ErrorCode::kInvalidArgument, "a device file must be an object");
+      }
+      DeviceFile file;
+      GF_TRY_ASSIGN(file.path, GetString(e.as_object(), "path"));
+      GF_TRY_ASSIGN(file.mode, GetString(e.as_object(), "mode", ""));
+      GF_TRY_ASSIGN(file.group, GetString(e.as_object(), "group", ""));
+      f.device_files->push_back(std::move(file));
     }
   }
   if (const auto* p = o.if_contains("packages")) {

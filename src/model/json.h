@@ -13,6 +13,7 @@ namespace gpufleet {
 boost::json::object ToJson(const Cluster& c);
 boost::json::object ToJson(const Pool& p);
 boost::json::object ToJson(const Gpu& g);
+boost::json::object ToJson(const GpuSettings& s);
 boost::json::object ToJson(const NodeFacts& f);
 boost::json::object ToJson(const Node& n, bool with_gpus);
 boost::json::object ToJson(const NodeEvent& e);
@@ -34,6 +35,7 @@ boost::json::array ToJson(const std::vector<MaintenanceWindow>& windows);
 Lifecycle LifecycleFromJson(const boost::json::value& v);
 
 Result<Gpu> GpuFromJson(const boost::json::value& v);
+Result<GpuSettings> GpuSettingsFromJson(const boost::json::value& v);  // null: unknown
 Result<NodeFacts> FactsFromJson(const boost::json::value& v);
 
 // Field readers: a missing optional field gives the fallback; a present field of the wrong type

@@ -1,6 +1,9 @@
 #include "model/profile.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <charconv>
+#include <cstdio>
 
 namespace json = boost::json;
 
@@ -14,11 +17,24 @@ const std::vector<DriftFact> kDriftFacts = {
     {"cuda_driver", "high", "rollout", false},
     {"kernel", "medium", "manual", false},
     {"os", "medium", "manual", false},
+    {"image_id", "medium", "manual", false},
     {"container_toolkit", "medium", "manual", false},
     {"vbios", "medium", "rollout", true},
     {"inforom", "low", "manual", true},
     {"gsp_firmware", "medium", "rollout", true},
-    {"mig_mode", "high", "manual", true},
+    // GPU settings the agent can set through NVML ("auto"). ECC and MIG modes change only with a
+    // GPU reset: manual unless the profile says auto (then inside a maintenance window).
+    {"mig_mode", "high", "manual", true, true},
+    {"ecc_mode", "high", "manual", true, true},
+    {"persistence_mode", "low", "auto", true, true},
+    {"compute_mode", "medium", "auto", true, true},
+    {"power_limit_w", "medium", "auto", true, true},
+    {"application_clocks", "low", "auto", true, true},
+    // Per port ("ib_pkeys:mlx5_0/1"): a wrong partition key puts a node in another tenant's
+    // network, or out of its own.
+    {"ib_pkeys", "high", "manual", false},
+    // Device files others may open: GPU access control.
+    {"device_files", "high", "manual", false},
     // A forbidden package is high; one missing or outside the allowlist medium (EvaluateDrift).
     {"packages", "medium", "manual", false},
 };
@@ -32,17 +48,49 @@ const DriftFact* FindDriftFact(std::string_view name) {
 
 namespace {
 
-constexpr std::string_view kStringFields[] = {"driver_version",    "cuda_driver", "kernel", "os",
-                                              "container_toolkit", "gsp_firmware"};
+constexpr std::string_view kStringFields[] = {
+    "driver_version", "cuda_driver",       "kernel",       "os",
+    "image_id",       "container_toolkit", "gsp_firmware", "compute_mode"};
 
 std::string* StringField(Profile& p, std::string_view key) {
   if (key == "driver_version") return &p.driver_version;
   if (key == "cuda_driver") return &p.cuda_driver;
   if (key == "kernel") return &p.kernel;
   if (key == "os") return &p.os;
+  if (key == "image_id") return &p.image_id;
   if (key == "container_toolkit") return &p.container_toolkit;
   if (key == "gsp_firmware") return &p.gsp_firmware;
+  if (key == "compute_mode") return &p.compute_mode;
   return nullptr;
+}
+
+constexpr std::string_view kComputeModes[] = {"default", "exclusive_process", "prohibited"};
+
+bool IsComputeMode(std::string_view v) {
+  return std::find(std::begin(kComputeModes), std::end(kComputeModes), v) !=
+         std::end(kComputeModes);
+}
+
+bool IsOctalMode(std::string_view v) {
+  if (v.size() < 3 || v.size() > 4) return false;
+  return std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '7'; });
+}
+
+// "0x8001" -> "0x8001", "0X8001" / "0x08001" -> "0x8001": partition keys compare by value.
+std::string NormalizePkey(std::string_view key) {
+  unsigned value = 0;
+  std::string_view digits = key;
+  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+    digits.remove_prefix(2);
+  }
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, 16);
+  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty() ||
+      value > 0xffff) {
+    return "";
+  }
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "0x%04x", value);
+  return buf;
 }
 
 const std::string& StringField(const Profile& p, std::string_view key) {
@@ -76,6 +124,28 @@ std::string ProfileJson(const Profile& p) {
     o["firmware"] = std::move(fw);
   }
   if (p.mig_mode) o["mig_mode"] = *p.mig_mode;
+  if (p.persistence_mode) o["persistence_mode"] = *p.persistence_mode;
+  if (p.ecc_mode) o["ecc_mode"] = *p.ecc_mode;
+  if (p.power_limit_w > 0) o["power_limit_w"] = p.power_limit_w;
+  if (p.app_clock_graphics_mhz > 0) {
+    o["application_clocks"] = json::object{{"graphics_mhz", p.app_clock_graphics_mhz},
+                                           {"memory_mhz", p.app_clock_mem_mhz}};
+  }
+  if (!p.ib_pkeys.empty()) {
+    json::object pk;
+    for (const auto& [port, keys] : p.ib_pkeys) {
+      json::array a;
+      for (const auto& k : keys) a.emplace_back(k);
+      pk[port] = std::move(a);
+    }
+    o["ib_pkeys"] = std::move(pk);
+  }
+  if (!p.device_mode.empty() || !p.device_group.empty()) {
+    json::object d;
+    if (!p.device_mode.empty()) d["mode"] = p.device_mode;
+    if (!p.device_group.empty()) d["group"] = p.device_group;
+    o["device_files"] = std::move(d);
+  }
   json::object packages;
   auto list = [&](const char* key, const std::vector<std::string>& v) {
     if (v.empty()) return;
@@ -104,9 +174,71 @@ Result<Profile> ParseProfile(std::string_view text) {
     const std::string k(key);
     if (std::string* s = StringField(p, k)) {
       GF_TRY_ASSIGN(*s, NonEmpty(value, k));
-    } else if (k == "mig_mode") {
+      if (k == "compute_mode" && !IsComputeMode(*s)) {
+        return Bad(k, "must be default, exclusive_process or prohibited");
+      }
+    } else if (k == "mig_mode" || k == "persistence_mode" || k == "ecc_mode") {
       if (!value.is_bool()) return Bad(k, "must be true or false");
-      p.mig_mode = value.as_bool();
+      (k == "mig_mode"   ? p.mig_mode
+       : k == "ecc_mode" ? p.ecc_mode
+                         : p.persistence_mode) = value.as_bool();
+    } else if (k == "power_limit_w") {
+      if (!value.is_int64() || value.as_int64() < 1 || value.as_int64() > 10'000) {
+        return Bad(k, "must be a whole number of watts, 1 to 10000");
+      }
+      p.power_limit_w = static_cast<int>(value.as_int64());
+    } else if (k == "application_clocks") {
+      if (!value.is_object()) return Bad(k, "must be a mapping with graphics_mhz and memory_mhz");
+      for (const auto& [field, fv] : value.as_object()) {
+        const std::string fpath = k + "." + std::string(field);
+        int* out = field == "graphics_mhz" ? &p.app_clock_graphics_mhz
+                   : field == "memory_mhz" ? &p.app_clock_mem_mhz
+                                           : nullptr;
+        if (!out) return Bad(fpath, "unknown field (known: graphics_mhz, memory_mhz)");
+        if (!fv.is_int64() || fv.as_int64() < 1 || fv.as_int64() > 100'000) {
+          return Bad(fpath, "must be a whole number of MHz");
+        }
+        *out = static_cast<int>(fv.as_int64());
+      }
+      if (p.app_clock_graphics_mhz == 0 || p.app_clock_mem_mhz == 0) {
+        return Bad(k, "needs both graphics_mhz and memory_mhz");
+      }
+    } else if (k == "ib_pkeys") {
+      if (!value.is_object() || value.as_object().empty()) {
+        return Bad(k, "must be a mapping of ADAPTER/PORT (or a pattern) to partition keys");
+      }
+      for (const auto& [port, keys] : value.as_object()) {
+        const std::string path = k + "." + std::string(port);
+        if (!keys.is_array() || keys.as_array().empty()) {
+          return Bad(path, "must be a list of partition keys (\"0xffff\")");
+        }
+        auto& out = p.ib_pkeys[std::string(port)];
+        for (size_t i = 0; i < keys.as_array().size(); ++i) {
+          const auto& key = keys.as_array()[i];
+          std::string normal = key.is_string() ? NormalizePkey(key.as_string()) : "";
+          if (normal.empty()) {
+            return Bad(path + "[" + std::to_string(i) + "]",
+                       "must be a partition key, 0x0000 to 0xffff");
+          }
+          out.push_back(std::string(key.as_string()));
+        }
+      }
+    } else if (k == "device_files") {
+      if (!value.is_object() || value.as_object().empty()) {
+        return Bad(k, "must be a mapping with mode, group or both");
+      }
+      for (const auto& [field, fv] : value.as_object()) {
+        const std::string fpath = k + "." + std::string(field);
+        if (field == "mode") {
+          GF_TRY_ASSIGN(p.device_mode, NonEmpty(fv, fpath));
+          if (!IsOctalMode(p.device_mode)) return Bad(fpath, "must be octal bits, \"0660\"");
+          if (p.device_mode.size() == 3) p.device_mode = "0" + p.device_mode;
+        } else if (field == "group") {
+          GF_TRY_ASSIGN(p.device_group, NonEmpty(fv, fpath));
+        } else {
+          return Bad(fpath, "unknown field (known: mode, group)");
+        }
+      }
     } else if (k == "firmware") {
       if (!value.is_object()) return Bad(k, "must be a mapping of GPU model to {vbios, inforom}");
       for (const auto& [model, want] : value.as_object()) {
@@ -149,23 +281,31 @@ Result<Profile> ParseProfile(std::string_view text) {
         }
       }
     } else if (k == "remediation") {
-      if (!value.is_object()) return Bad(k, "must be a mapping of fact to rollout or manual");
+      if (!value.is_object()) return Bad(k, "must be a mapping of fact to auto, rollout or manual");
       for (const auto& [fact, how] : value.as_object()) {
         const std::string path = k + "." + std::string(fact);
         const DriftFact* f = FindDriftFact(fact);
         if (!f) return Bad(path, "not a fact a profile checks");
-        if (!how.is_string() || (how.as_string() != "rollout" && how.as_string() != "manual")) {
-          return Bad(path, "must be rollout or manual");
+        if (!how.is_string() || (how.as_string() != "rollout" && how.as_string() != "manual" &&
+                                 how.as_string() != "auto")) {
+          return Bad(path, "must be auto, rollout or manual");
         }
         if (how.as_string() == "rollout" && f->remediation != "rollout") {
-          return Bad(path, "a rollout cannot change it: manual only");
+          return Bad(path, std::string("a rollout cannot change it: ") +
+                               (f->settable ? "auto or manual" : "manual only"));
+        }
+        if (how.as_string() == "auto" && !f->settable) {
+          return Bad(path, std::string("the agent cannot set it: ") +
+                               (f->remediation == "rollout" ? "rollout or manual" : "manual only"));
         }
         p.remediation[std::string(fact)] = std::string(how.as_string());
       }
     } else {
       return Bad(k,
-                 "unknown field (known: driver_version, cuda_driver, kernel, os, "
-                 "container_toolkit, firmware, gsp_firmware, mig_mode, packages, remediation)");
+                 "unknown field (known: driver_version, cuda_driver, kernel, os, image_id, "
+                 "container_toolkit, firmware, gsp_firmware, mig_mode, ecc_mode, "
+                 "persistence_mode, compute_mode, power_limit_w, application_clocks, ib_pkeys, "
+                 "device_files, packages, remediation)");
     }
   }
   return p;
@@ -182,6 +322,16 @@ Profile Merge(const Profile& base, const Profile& over) {
     if (!want.inforom.empty()) w.inforom = want.inforom;
   }
   if (over.mig_mode) out.mig_mode = over.mig_mode;
+  if (over.persistence_mode) out.persistence_mode = over.persistence_mode;
+  if (over.ecc_mode) out.ecc_mode = over.ecc_mode;
+  if (over.power_limit_w > 0) out.power_limit_w = over.power_limit_w;
+  if (over.app_clock_graphics_mhz > 0) {
+    out.app_clock_graphics_mhz = over.app_clock_graphics_mhz;
+    out.app_clock_mem_mhz = over.app_clock_mem_mhz;
+  }
+  if (!over.ib_pkeys.empty()) out.ib_pkeys = over.ib_pkeys;  // the pool's map replaces
+  if (!over.device_mode.empty()) out.device_mode = over.device_mode;
+  if (!over.device_group.empty()) out.device_group = over.device_group;
   // A pool's list replaces its cluster's.
   if (!over.packages_required.empty()) out.packages_required = over.packages_required;
   if (!over.packages_forbidden.empty()) out.packages_forbidden = over.packages_forbidden;
@@ -228,6 +378,69 @@ bool VersionMatches(const std::string& want, std::string have) {
   if (have == want) return true;
   return have.size() > want.size() && have.compare(0, want.size(), want) == 0 &&
          have[want.size()] == '-';
+}
+
+}  // namespace
+
+namespace {
+
+// What a profile asks of a settable fact, written as GpuSettingText writes it ("" nothing).
+std::string SettingWant(const Profile& p, std::string_view fact) {
+  auto mode = [](const std::optional<bool>& on) {
+    return !on ? std::string() : *on ? std::string("enabled") : std::string("disabled");
+  };
+  if (fact == "persistence_mode") return mode(p.persistence_mode);
+  if (fact == "ecc_mode") return mode(p.ecc_mode);
+  if (fact == "mig_mode") return mode(p.mig_mode);
+  if (fact == "compute_mode") return p.compute_mode;
+  if (fact == "power_limit_w") return p.power_limit_w > 0 ? std::to_string(p.power_limit_w) : "";
+  if (fact == "application_clocks" && p.app_clock_graphics_mhz > 0) {
+    return std::to_string(p.app_clock_graphics_mhz) + "/" + std::to_string(p.app_clock_mem_mhz);
+  }
+  return "";
+}
+
+std::string DeviceWant(const Profile& p) {
+  std::string out;
+  if (!p.device_mode.empty()) out = "mode " + p.device_mode;
+  if (!p.device_group.empty())
+    out += (out.empty() ? "" : ", ") + std::string("group ") + p.device_group;
+  return out;
+}
+
+std::string JoinKeys(std::vector<std::string> keys) {
+  for (auto& k : keys) k = NormalizePkey(k);
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  std::string out;
+  for (const auto& k : keys) out += (out.empty() ? "" : " ") + k;
+  return out.empty() ? "none" : out;
+}
+
+// Each InfiniBand port a pattern of the profile matches (the most specific: the longest pattern
+// that matches) against its keys; a node with no readable port is one finding, "unknown".
+template <class Add>
+void EvaluatePkeys(const Profile& p, const Node& node, Add add) {
+  if (p.ib_pkeys.empty()) return;
+  bool any = false;
+  for (const auto& nic : node.facts.nics) {
+    for (const auto& [port, keys] : nic.pkeys) {
+      const std::string name = nic.name + "/" + std::to_string(port);
+      const std::vector<std::string>* want = nullptr;
+      size_t best = 0;
+      for (const auto& [pattern, list] : p.ib_pkeys) {
+        if (GlobMatch(pattern, name) && (!want || pattern.size() > best)) {
+          want = &list;
+          best = pattern.size();
+        }
+      }
+      if (!want) continue;
+      any = true;
+      std::string w = JoinKeys(*want), h = JoinKeys(keys);
+      if (w != h) add(name, w, h);
+    }
+  }
+  if (!any) add("", "partition keys on the InfiniBand ports", "");
 }
 
 }  // namespace
@@ -320,8 +533,42 @@ std::vector<DriftFinding> EvaluateDrift(const Profile& profile, const Node& node
       }
     } else if (f.name == "os") {
       exact(f, profile.os, node.facts.os);
+    } else if (f.name == "image_id") {
+      const std::string& have = node.facts.image_id;
+      if (!profile.image_id.empty() && (have.empty() || !GlobMatch(profile.image_id, have))) {
+        add(f, -1, profile.image_id, have);
+      }
     } else if (f.name == "container_toolkit") {
       exact(f, profile.container_toolkit, node.facts.container_toolkit);
+    } else if (f.name == "ib_pkeys") {
+      EvaluatePkeys(profile, node,
+                    [&](const std::string& port, const std::string& want, const std::string& have) {
+                      add(f, -1, want, have);
+                      if (!port.empty()) out.back().fact = "ib_pkeys:" + port;
+                    });
+    } else if (f.name == "device_files") {
+      if (profile.device_mode.empty() && profile.device_group.empty()) continue;
+      std::string want = DeviceWant(profile);
+      if (!node.facts.device_files) {
+        add(f, -1, want, "");
+        continue;
+      }
+      std::string wrong;
+      for (const auto& d : *node.facts.device_files) {
+        if ((!profile.device_mode.empty() && d.mode != profile.device_mode) ||
+            (!profile.device_group.empty() && d.group != profile.device_group)) {
+          wrong += (wrong.empty() ? "" : ", ") + d.path + " " + d.mode + " " + d.group;
+        }
+      }
+      if (node.facts.device_files->empty()) wrong = "no /dev/nvidia* files";
+      if (!wrong.empty()) add(f, -1, want, wrong);
+    } else if (f.settable && f.name != "mig_mode") {
+      std::string want = SettingWant(profile, f.name);
+      if (want.empty()) continue;
+      for (const auto& g : node.gpus) {
+        std::string have = GpuSettingText(g, f.name);
+        if (have != want) add(f, g.index, want, have);
+      }
     } else {
       for (const auto& g : node.gpus) {
         auto fw = profile.firmware.find(g.model);
@@ -345,6 +592,61 @@ std::vector<DriftFinding> EvaluateDrift(const Profile& profile, const Node& node
   return out;
 }
 
+Result<GpuSettingValue> ParseGpuSetting(std::string_view setting, std::string_view value) {
+  auto bad = [&](const std::string& what) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string(setting) + " '" + std::string(value) + "': " + what);
+  };
+  auto number = [](std::string_view text, int& out) {
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+    return ec == std::errc() && end == text.data() + text.size() && out > 0;
+  };
+  GpuSettingValue v;
+  if (setting == "persistence_mode" || setting == "ecc_mode" || setting == "mig_mode") {
+    if (value != "enabled" && value != "disabled") return bad("must be enabled or disabled");
+    v.number = value == "enabled" ? 1 : 0;
+  } else if (setting == "compute_mode") {
+    if (value == "default") {
+      v.number = 0;
+    } else if (value == "prohibited") {
+      v.number = 2;
+    } else if (value == "exclusive_process") {
+      v.number = 3;
+    } else {
+      return bad("must be default, exclusive_process or prohibited");
+    }
+  } else if (setting == "power_limit_w") {
+    if (!number(value, v.number) || v.number > 10'000) return bad("must be watts, 1 to 10000");
+  } else if (setting == "application_clocks") {
+    size_t slash = value.find('/');
+    if (slash == std::string_view::npos || !number(value.substr(0, slash), v.number) ||
+        !number(value.substr(slash + 1), v.second)) {
+      return bad("must be GRAPHICS/MEMORY in MHz, \"1980/2619\"");
+    }
+  } else {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "unknown GPU setting '" + std::string(setting) +
+                         "' (persistence_mode, ecc_mode, mig_mode, compute_mode, power_limit_w, "
+                         "application_clocks)");
+  }
+  return v;
+}
+
+std::string GpuSettingText(const Gpu& g, std::string_view setting) {
+  const GpuSettings& s = g.settings;
+  auto mode = [](int v) { return v < 0 ? "" : v == 1 ? "enabled" : "disabled"; };
+  if (setting == "persistence_mode") return mode(s.persistence_mode);
+  if (setting == "ecc_mode") return mode(s.ecc_mode);
+  if (setting == "mig_mode") return mode(g.mig_mode);
+  if (setting == "compute_mode") return s.compute_mode;
+  if (setting == "power_limit_w") return s.power_limit_w < 0 ? "" : std::to_string(s.power_limit_w);
+  if (setting == "application_clocks") {
+    if (s.app_clock_graphics_mhz < 0 || s.app_clock_mem_mhz < 0) return "";
+    return std::to_string(s.app_clock_graphics_mhz) + "/" + std::to_string(s.app_clock_mem_mhz);
+  }
+  return "";
+}
+
 std::string DriftFindingJson(const DriftFinding& f) {
   return json::serialize(json::object{{"id", f.id},
                                       {"node", f.node},
@@ -357,6 +659,7 @@ std::string DriftFindingJson(const DriftFinding& f) {
                                       {"severity", f.severity},
                                       {"remediation", f.remediation},
                                       {"state", f.state},
+                                      {"note", f.note},
                                       {"first_seen_ms", f.first_seen_ms},
                                       {"last_seen_ms", f.last_seen_ms},
                                       {"resolved_ms", f.resolved_ms}});
@@ -389,6 +692,7 @@ Result<DriftFinding> ParseDriftFinding(std::string_view text) {
   f.severity = str("severity");
   f.remediation = str("remediation");
   f.state = str("state");
+  f.note = str("note");
   f.first_seen_ms = num("first_seen_ms");
   f.last_seen_ms = num("last_seen_ms");
   f.resolved_ms = num("resolved_ms");

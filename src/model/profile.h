@@ -21,8 +21,9 @@ namespace gpufleet {
 struct DriftFact {
   std::string_view name;         // "driver_version"; a finding's `fact`
   std::string_view severity;     // "critical", "high", "medium", "low"
-  std::string_view remediation;  // "rollout" or "manual"
+  std::string_view remediation;  // "auto", "rollout" or "manual"
   bool per_gpu;
+  bool settable = false;  // a GPU setting the agent can set through NVML: "auto" allowed
 };
 extern const std::vector<DriftFact> kDriftFacts;
 const DriftFact* FindDriftFact(std::string_view name);
@@ -50,8 +51,9 @@ struct DriftFinding {
   std::string expected;
   std::string actual;  // "unknown" when the node did not report it
   std::string severity;
-  std::string remediation;  // "rollout" or "manual"
+  std::string remediation;  // "auto", "rollout" or "manual"
   std::string state;        // "open", "remediating", "resolved"
+  std::string note;         // what remediation did last ("attempt 1: done: ..."), or why not
   int64_t first_seen_ms = 0;
   int64_t last_seen_ms = 0;
   int64_t resolved_ms = 0;
@@ -66,6 +68,19 @@ struct DriftFinding {
 std::vector<DriftFinding> EvaluateDrift(const Profile& profile, const Node& node);
 
 std::string DriftFindingJson(const DriftFinding& f);  // the stored form
+
+// A GPU setting's value as drift findings and the agent's apply-setting command write it:
+// persistence_mode, ecc_mode, mig_mode "enabled" | "disabled" (1, 0); compute_mode "default" |
+// "exclusive_process" | "prohibited" (NVML's 0, 3, 2); power_limit_w "700" (watts);
+// application_clocks "1980/2619" (graphics / memory MHz; second = memory).
+struct GpuSettingValue {
+  int number = 0;
+  int second = 0;
+};
+Result<GpuSettingValue> ParseGpuSetting(std::string_view setting, std::string_view value);
+// The value of `setting` a GPU reports, as ParseGpuSetting reads it ("" when unknown).
+std::string GpuSettingText(const Gpu& gpu, std::string_view setting);
+
 Result<DriftFinding> ParseDriftFinding(std::string_view json);
 
 }  // namespace gpufleet

@@ -50,11 +50,22 @@ struct Profile {
   std::map<std::string, FirmwareWant> firmware;  // catalogue GPU model id -> firmware
   std::string gsp_firmware;
   std::optional<bool> mig_mode;  // MIG enabled on every GPU, or on none
+  std::string image_id;          // the OS image id (NodeFacts::image_id), exact or a pattern
+  // GPU settings, on every GPU of the node: unset asks for nothing.
+  std::optional<bool> persistence_mode, ecc_mode;
+  std::string compute_mode;  // "default", "exclusive_process", "prohibited"
+  int power_limit_w = 0;
+  int app_clock_graphics_mhz = 0, app_clock_mem_mhz = 0;  // application_clocks
+  // InfiniBand partition keys: "ADAPTER/PORT" (patterns allowed, "*/1", "*") -> the keys every
+  // matching port has, exactly ("0xffff", "0x8001").
+  std::map<std::string, std::vector<std::string>> ib_pkeys;
+  // Who may open /dev/nvidia*: permission bits in octal ("0660") and the group ("video").
+  std::string device_mode, device_group;
   // Software: packages that must be installed and that must not be ("name" or
   // "name=version"), and, when `allowed` is not empty, the only packages a node may have
   // (names, * and ? as in patterns).
   std::vector<std::string> packages_required, packages_forbidden, packages_allowed;
-  // Per fact, "rollout" or "manual" instead of the fact's default (kDriftFacts).
+  // Per fact, "auto", "rollout" or "manual" instead of the fact's default (kDriftFacts).
   std::map<std::string, std::string> remediation;
   bool operator==(const Profile&) const = default;
   bool empty() const { return *this == Profile{}; }
@@ -126,6 +137,19 @@ enum class NodeState {
 std::string_view ToString(NodeState state);
 std::optional<NodeState> ParseNodeState(std::string_view text);
 
+// A GPU's operating settings, the ones a profile can ask for and the agent can set through NVML;
+// -1 or empty: the GPU did not tell (unknown).
+struct GpuSettings {
+  int persistence_mode = -1;        // 0 disabled, 1 enabled
+  int ecc_mode = -1;                // the current mode: 0 disabled, 1 enabled
+  int ecc_pending = -1;             // the mode after the next reset
+  std::string compute_mode;         // "default", "exclusive_process", "prohibited"
+  int power_limit_w = -1;           // the power management limit
+  int app_clock_graphics_mhz = -1;  // application clocks
+  int app_clock_mem_mhz = -1;
+  bool operator==(const GpuSettings&) const = default;
+};
+
 struct Gpu {
   int index = 0;
   std::string uuid;
@@ -141,6 +165,7 @@ struct Gpu {
   std::string inforom_oem, inforom_ecc, inforom_power;
   std::string gsp_firmware_version;
   int mig_mode = -1;  // -1 not supported, 0 disabled, 1 enabled
+  GpuSettings settings;
   std::string error;  // last NVML error on this GPU, e.g. "GPU_IS_LOST"; empty when healthy
 };
 
@@ -150,7 +175,18 @@ struct Nic {
   std::string fw_version;  // fw_ver, "28.41.1000"
   std::string board_id;    // the PSID, "MT_0000000834"
   std::string hca_type;    // "MT4129"
+  // Partition keys per port (ports/N/pkeys/*, the non-zero ones, as "0xffff"); a port whose
+  // table cannot be read is absent.
+  std::map<int, std::vector<std::string>> pkeys;
   bool operator==(const Nic&) const = default;
+};
+
+// A GPU device file (/dev/nvidia0, /dev/nvidiactl, ...): who may open it.
+struct DeviceFile {
+  std::string path;   // "/dev/nvidia0"
+  std::string mode;   // permission bits in octal, "0666"
+  std::string group;  // the owning group's name (its number when the name is unknown)
+  bool operator==(const DeviceFile&) const = default;
 };
 
 struct NodeFacts {
@@ -164,11 +200,17 @@ struct NodeFacts {
   std::string container_toolkit;
   std::string agent_version;
   std::string backend;  // "nvml" or "sim"
+  // The OS image: the id file the image builder writes (/etc/gpufleet/image-id), else
+  // os-release's IMAGE_ID[:IMAGE_VERSION]; empty when neither exists (unknown).
+  std::string image_id;
   std::vector<Nic> nics;
+  // The GPU device files, by path; nullopt when /dev could not be read (unknown).
+  std::optional<std::vector<DeviceFile>> device_files;
   // Every installed package (name -> version as the package database has it); nullopt when
   // the node cannot read its package database (unknown). Carried by the agent's hello and
   // kept in memory: the store and the node's API form leave it out (it is large).
   std::optional<std::map<std::string, std::string>> packages;
+  bool operator==(const NodeFacts&) const = default;
 };
 
 struct Node {

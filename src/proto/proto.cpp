@@ -1,9 +1,11 @@
 #include "proto/proto.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "common/json_text.h"
 #include "model/json.h"
+#include "model/profile.h"
 
 namespace json = boost::json;
 
@@ -54,7 +56,9 @@ struct Encoder {
     return {{"type", "heartbeat"}, {"seq", m.seq}, {"time_ms", m.time_ms}};
   }
   json::object operator()(const Inventory& m) const {
-    return {{"type", "inventory"}, {"gpus", GpusJson(m.gpus)}};
+    json::object o{{"type", "inventory"}, {"gpus", GpusJson(m.gpus)}};
+    if (m.facts) o["facts"] = ToJson(*m.facts);
+    return o;
   }
   json::object operator()(const Samples& m) const {
     json::array rows;
@@ -83,15 +87,9 @@ struct Encoder {
     return o;
   }
   json::object operator()(const Command& m) const {
-    json::object inject;
-    if (m.inject.xid) inject["xid"] = *m.inject.xid;
-    if (m.inject.ecc_dbe) inject["ecc_dbe"] = *m.inject.ecc_dbe;
-    if (m.inject.temperature_c) inject["temperature_c"] = *m.inject.temperature_c;
-    if (m.inject.lost) inject["lost"] = true;
-    if (m.inject.clear) inject["clear"] = true;
     json::object o{{"type", "command"}, {"id", m.id}, {"gpu", m.gpu}};
     if (m.action.empty()) {
-      o["inject"] = std::move(inject);
+      o["inject"] = InjectionJson(m.inject);
     } else {
       o["action"] = m.action;
     }
@@ -122,14 +120,137 @@ struct Encoder {
 
 }  // namespace
 
+json::object InjectionJson(const Injection& in) {
+  json::object o;
+  if (in.xid) o["xid"] = *in.xid;
+  if (in.ecc_dbe) o["ecc_dbe"] = *in.ecc_dbe;
+  if (in.temperature_c) o["temperature_c"] = *in.temperature_c;
+  if (in.lost) o["lost"] = true;
+  if (in.clear) o["clear"] = true;
+  for (const auto& [setting, value] : in.settings) {
+    // Numbers as numbers, as the API takes them.
+    if (setting == "power_limit_w") {
+      o[setting] = std::atoi(value.c_str());
+    } else {
+      o[setting] = value;
+    }
+  }
+  if (!in.facts.empty()) {
+    json::object facts;
+    for (const auto& [k, v] : in.facts) facts[k] = v;
+    o["facts"] = std::move(facts);
+  }
+  if (!in.packages_add.empty() || !in.packages_remove.empty()) {
+    json::object packages;
+    auto list = [&](const char* key, const std::vector<std::string>& v) {
+      if (v.empty()) return;
+      json::array a;
+      for (const auto& s : v) a.emplace_back(s);
+      packages[key] = std::move(a);
+    };
+    list("add", in.packages_add);
+    list("remove", in.packages_remove);
+    o["packages"] = std::move(packages);
+  }
+  return o;
+}
+
+namespace {
+constexpr std::string_view kSettingKeys[] = {"persistence_mode",   "ecc_mode",
+                                             "compute_mode",       "power_limit_w",
+                                             "application_clocks", "mig_mode"};
+bool IsSettingKey(std::string_view k) {
+  return std::find(std::begin(kSettingKeys), std::end(kSettingKeys), k) != std::end(kSettingKeys);
+}
+
+Result<std::vector<std::string>> StringList(const json::object& o, const char* key,
+                                            const std::string& path) {
+  std::vector<std::string> out;
+  const auto* v = o.if_contains(key);
+  if (!v) return out;
+  if (!v->is_array()) {
+    return MakeError(ErrorCode::kInvalidArgument, "'" + path + "' must be a list of strings");
+  }
+  for (const auto& e : v->as_array()) {
+    if (!e.is_string() || e.as_string().empty()) {
+      return MakeError(ErrorCode::kInvalidArgument, "'" + path + "' must be a list of strings");
+    }
+    out.emplace_back(e.as_string());
+  }
+  return out;
+}
+}  // namespace
+
 Result<Injection> InjectionFromJson(const json::object& o) {
   Injection in;
   for (const auto& kv : o) {
     std::string_view k = kv.key();
-    if (k != "xid" && k != "ecc_dbe" && k != "temperature_c" && k != "lost" && k != "clear") {
+    if (k != "xid" && k != "ecc_dbe" && k != "temperature_c" && k != "lost" && k != "clear" &&
+        k != "facts" && k != "packages" && !IsSettingKey(k)) {
       return MakeError(ErrorCode::kInvalidArgument,
                        "unknown field '" + std::string(k) +
-                           "' (inject takes xid, ecc_dbe, temperature_c, lost, clear)");
+                           "' (inject takes xid, ecc_dbe, temperature_c, lost, clear, facts, "
+                           "packages, persistence_mode, ecc_mode, compute_mode, power_limit_w, "
+                           "application_clocks, mig_mode)");
+    }
+    if (IsSettingKey(k)) {
+      std::string value;
+      if (kv.value().is_int64()) {
+        value = std::to_string(kv.value().as_int64());
+      } else if (kv.value().is_string()) {
+        value = std::string(kv.value().as_string());
+      } else {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "field '" + std::string(k) + "' must be a string or a number");
+      }
+      if (auto v = ParseGpuSetting(k, value); !v.ok()) return v.error();
+      in.settings[std::string(k)] = value;
+    }
+  }
+  if (const auto* facts = o.if_contains("facts")) {
+    if (!facts->is_object() || facts->as_object().empty()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "'facts' must be an object of kernel, os or image_id");
+    }
+    for (const auto& [k, v] : facts->as_object()) {
+      if (std::find(kInjectableFacts.begin(), kInjectableFacts.end(), k) ==
+          kInjectableFacts.end()) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "facts." + std::string(k) +
+                             ": not a fact a simulated node can change "
+                             "(kernel, os, image_id)");
+      }
+      if (!v.is_string() || v.as_string().empty()) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "facts." + std::string(k) + ": must be a non-empty string");
+      }
+      in.facts[std::string(k)] = std::string(v.as_string());
+    }
+  }
+  if (const auto* packages = o.if_contains("packages")) {
+    if (!packages->is_object()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "'packages' must be {\"add\": [...], "
+                       "\"remove\": [...]}");
+    }
+    for (const auto& kv : packages->as_object()) {
+      if (kv.key() != "add" && kv.key() != "remove") {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "packages." + std::string(kv.key()) + ": unknown (add, remove)");
+      }
+    }
+    GF_TRY_ASSIGN(in.packages_add, StringList(packages->as_object(), "add", "packages.add"));
+    GF_TRY_ASSIGN(in.packages_remove,
+                  StringList(packages->as_object(), "remove", "packages.remove"));
+    for (const auto& p : in.packages_add) {
+      size_t eq = p.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == p.size()) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "packages.add: '" + p + "' must be name=version");
+      }
+    }
+    if (in.packages_add.empty() && in.packages_remove.empty()) {
+      return MakeError(ErrorCode::kInvalidArgument, "packages: say what to add or remove");
     }
   }
   auto bounded = [&](const char* key, int lo, int hi) -> Result<std::optional<int>> {
@@ -148,9 +269,10 @@ Result<Injection> InjectionFromJson(const json::object& o) {
   GF_TRY_ASSIGN(in.temperature_c, bounded("temperature_c", 0, 150));
   GF_TRY_ASSIGN(in.lost, GetBool(o, "lost", false));
   GF_TRY_ASSIGN(in.clear, GetBool(o, "clear", false));
-  if (!in.xid && !in.ecc_dbe && !in.temperature_c && !in.lost && !in.clear) {
+  if (!in.gpu_part() && in.facts.empty() && in.packages_add.empty() && in.packages_remove.empty()) {
     return MakeError(ErrorCode::kInvalidArgument,
-                     "say what to inject: xid, ecc_dbe, temperature_c, lost or clear");
+                     "say what to inject: xid, ecc_dbe, temperature_c, lost, clear, a GPU "
+                     "setting, facts or packages");
   }
   return in;
 }
@@ -204,6 +326,9 @@ Result<Message> Decode(std::string_view text) {
   if (type == "inventory") {
     Inventory m;
     GF_TRY_ASSIGN(m.gpus, GpusFrom(o));
+    if (const auto* facts = o.if_contains("facts"); facts && !facts->is_null()) {
+      GF_TRY_ASSIGN(m.facts, FactsFromJson(*facts));
+    }
     return Message(std::move(m));
   }
   if (type == "samples") {
@@ -255,11 +380,12 @@ Result<Message> Decode(std::string_view text) {
     m.gpu = static_cast<int>(gpu);
     GF_TRY_ASSIGN(m.action, GetString(o, "action", ""));
     if (!m.action.empty() && m.action != "reset_gpu" && m.action != "reboot_node" &&
-        !IsNodeAction(m.action)) {
+        m.action != kApplySettingAction && !IsNodeAction(m.action)) {
       return MakeError(ErrorCode::kInvalidArgument,
                        "unknown action '" + m.action +
-                           "': reset_gpu, reboot_node, install-driver, flash-gpu-firmware, "
-                           "flash-nic-firmware, reboot, reset-gpu or validate");
+                           "': reset_gpu, reboot_node, apply-setting, install-driver, "
+                           "flash-gpu-firmware, flash-nic-firmware, reboot, reset-gpu or "
+                           "validate");
     }
     if (auto* args = o.if_contains("args")) {
       if (!args->is_array()) return MakeError(ErrorCode::kInvalidArgument, "'args' must be a list");

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <boost/json/fwd.hpp>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,8 +45,10 @@ struct Heartbeat {
   int64_t time_ms = 0;
 };
 
+// The GPUs (when they or their settings change) and, when they change, the node's facts.
 struct Inventory {
   std::vector<Gpu> gpus;
+  std::optional<NodeFacts> facts;
 };
 
 // Something that happened on a GPU at a time, e.g. an XID error: an event, not a sample.
@@ -64,14 +67,27 @@ struct Samples {
   std::vector<GpuEvent> events;  // wire: "events": [[time_ms, gpu, kind, value], ...]
 };
 
-// Faults a simulated GPU can be told to show (POST .../inject). Real GPUs refuse.
+// What a simulated node can be told to show (POST .../inject). Real nodes refuse. Faults and
+// settings are a GPU's (the command's gpu); facts and packages the node's.
 struct Injection {
   std::optional<int> xid;            // raise this XID once
   std::optional<int> ecc_dbe;        // add double-bit ECC errors
   std::optional<int> temperature_c;  // hold the temperature here
   bool lost = false;                 // the GPU stops answering (GPU_IS_LOST)
   bool clear = false;                // end every injected fault
+  // A GPU setting as something other than the agent changed it: setting -> value, as
+  // ParseGpuSetting reads it ("power_limit_w" -> "250").
+  std::map<std::string, std::string> settings;
+  // Node facts over what the node reports: "kernel", "os", "image_id".
+  std::map<std::string, std::string> facts;
+  std::vector<std::string> packages_add;     // "name=version"
+  std::vector<std::string> packages_remove;  // "name"
+  bool gpu_part() const {
+    return xid || ecc_dbe || temperature_c || lost || clear || !settings.empty();
+  }
 };
+// The node facts an injection may set.
+inline constexpr std::array<std::string_view, 3> kInjectableFacts{"kernel", "os", "image_id"};
 
 // The node actions an agent runs through the programs of its --action-dir (each named so), for
 // operators' node actions and for rollouts.
@@ -79,6 +95,9 @@ inline constexpr std::array<std::string_view, 6> kNodeActions{
     "install-driver", "flash-gpu-firmware", "flash-nic-firmware",
     "reboot",         "reset-gpu",          "validate"};
 bool IsNodeAction(std::string_view action);
+// The command that sets one of a GPU's settings (drift remediation "auto"): args {setting,
+// value}, as ParseGpuSetting (model/profile.h) reads them.
+inline constexpr std::string_view kApplySettingAction = "apply-setting";
 
 // controller -> agent: fault injection on a simulated GPU, a remediation action (the health
 // model's recommended action, where the cluster's policy allows it), or a node action.
@@ -121,6 +140,7 @@ using Message = std::variant<Hello, Welcome, Heartbeat, Inventory, ErrorMessage,
 std::string Encode(const Message& message);
 // The "inject" object of a command or of POST .../inject: strict, with the field in errors.
 Result<Injection> InjectionFromJson(const boost::json::object& o);
+boost::json::object InjectionJson(const Injection& injection);  // what InjectionFromJson reads
 Result<Message> Decode(std::string_view text);
 
 }  // namespace gpufleet::proto

@@ -55,6 +55,9 @@ Status SimFleet::AddNode(const SimPoolOptions& o, const std::string& name) {
       spec.extra_packages[entry.substr(0, eq)] = entry.substr(eq + 1);
     }
   }
+  if (!o.power_limits.empty()) {
+    spec.power_limit_w = std::atoi(o.power_limits[number % o.power_limits.size()].c_str());
+  }
   AgentOptions ao;
   {
     std::lock_guard lock(mu_);

@@ -27,6 +27,8 @@ struct SimPoolOptions {
   // A package installed beside the base ones, "name=version", the same way; "-" (or anything
   // without '=') for none.
   std::vector<std::string> extra_packages;
+  // Every GPU's power limit in watts at start, the same way; "-" (or 0) for the model's TDP.
+  std::vector<std::string> power_limits;
   net::TlsContext tls;  // for an https:// controller (AgentOptions::tls)
 };
 

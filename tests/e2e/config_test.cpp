@@ -420,5 +420,132 @@ clusters:
   EXPECT_FALSE(node.at("facts").as_object().contains("packages"));
 }
 
+// Drift injected through the simulator's API is found within one report interval; a GPU setting
+// the profile marks auto is set back by the agent and resolved, a manual fact stays open. On a
+// real node (the fake NVML library) the agent calls NVML's setter, which the library records;
+// a setter the driver refuses leaves the finding open with why; injection is refused (409).
+TEST_F(Config, InjectedDriftIsFoundAutoSettingsAreSetBackManualOnesStayOpen) {
+  ASSERT_EQ(ApplyText("fleet.yaml", R"(apiVersion: gpufleet/v1
+kind: Fleet
+clusters:
+  - name: lab
+    type: training
+    site: lab-a
+    remediation: {max_share: 1}
+    profile:
+      image_id: "gpufleet-sim-node:*"
+      packages: {forbidden: [xmrig]}
+    pools:
+      - name: l4
+        gpu_model: L4
+        gpus_per_node: 1
+        profile: {power_limit_w: 70}
+      - name: real
+        gpu_model: L4
+        gpus_per_node: 1
+        profile: {power_limit_w: 60, compute_mode: exclusive_process, image_id: "*"}
+)")
+                .exit_code,
+            0);
+  auto drift = [&](const std::string& query) {
+    return controller_->Call("GET", "/api/v1/drift" + query).second;
+  };
+  // The simulated L4s start at their 72 W TDP: the agent sets 70 W, the finding resolves.
+  Sim(JoinToken("l4"), "inj", 2, "L4", 1);
+  ASSERT_TRUE(WaitFor([&] { return drift("?pool=l4&state=resolved").at("total") == 2; }, 60000))
+      << drift("?pool=l4");
+  json::value first = drift("?node=inj-0000").at("items").at(0);
+  EXPECT_EQ(first.at("fact"), "power_limit_w");
+  EXPECT_EQ(first.at("expected"), "70");
+  EXPECT_EQ(first.at("actual"), "72");
+  EXPECT_EQ(first.at("remediation"), "auto");
+  EXPECT_NE(std::string(first.at("note").as_string()).find("attempt 1: done"), std::string::npos)
+      << first;
+  EXPECT_EQ(Node("inj-0000").at("gpus").at(0).at("settings").at("power_limit_w"), 70);
+
+  // Someone sets 50 W by hand: found, set back, resolved.
+  auto inject = [&](const std::string& node, const std::string& body) {
+    return controller_->Call("POST", "/api/v1/nodes/" + node + "/inject", body);
+  };
+  ASSERT_EQ(inject("inj-0001", R"({"gpu": 0, "power_limit_w": 50})").first, 202);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json::value list = drift("?node=inj-0001");
+        for (const auto& f : list.at("items").as_array()) {
+          if (f.at("actual") == "50") return true;
+        }
+        return false;
+      },
+      15000))
+      << "found within one report interval: " << drift("?node=inj-0001");
+  ASSERT_TRUE(
+      WaitFor([&] { return drift("?node=inj-0001&state=resolved").at("total") == 2; }, 30000))
+      << drift("?node=inj-0001");
+  // A hand-built image and a forbidden package: manual, found and left open.
+  ASSERT_EQ(inject("inj-0001", R"({"facts": {"image_id": "hand-built:1"}})").first, 202);
+  ASSERT_EQ(inject("inj-0001", R"({"packages": {"add": ["xmrig=6.21.0"]}})").first, 202);
+  ASSERT_TRUE(WaitFor([&] { return drift("?node=inj-0001&state=open").at("total") == 2; }, 15000))
+      << drift("?node=inj-0001");
+  const json::value list = drift("?node=inj-0001&state=open");
+  for (const auto& f : list.at("items").as_array()) {
+    EXPECT_EQ(f.at("remediation"), "manual") << f;
+    EXPECT_TRUE(f.at("fact") == "image_id" || f.at("fact") == "package:xmrig") << f;
+  }
+  // Taken away again (through the CLI): resolved.
+  auto removed = Cli({"sim", "drift", "inj-0001", "--package-remove", "xmrig"});
+  ASSERT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_EQ(Cli({"sim", "drift", "inj-0001", "--fact", "kernel"}).exit_code, 2);
+  ASSERT_TRUE(WaitFor([&] { return drift("?node=inj-0001&state=open").at("total") == 1; }, 15000))
+      << drift("?node=inj-0001");
+  // Bad input changes nothing.
+  EXPECT_EQ(inject("inj-0001", R"({"power_limit_w": 50})").first, 400);  // which GPU?
+  EXPECT_EQ(inject("inj-0001", R"({"facts": {"driver_version": "1"}})").first, 400);
+  EXPECT_EQ(inject("inj-0001", R"({"packages": {"add": ["xmrig"]}})").first, 400);
+  EXPECT_EQ(inject("inj-0001", R"({"gpu": 3, "power_limit_w": 50})").first, 404);
+  EXPECT_EQ(inject("ghost", R"({"facts": {"kernel": "6.1"}})").first, 404);
+
+  // A real node: NVML's setter, recorded by the fake library; the compute mode is refused.
+  const std::string setters = dir_ + "/nvml-setters.log";
+  agents_.push_back(std::make_unique<Process>(
+      std::vector<std::string>{GPUFLEET_BIN, "agent", "--controller", controller_->address(),
+                               "--join-token", JoinToken("real"), "--backend", "nvml",
+                               "--nvml-library", FAKE_NVML_PATH, "--hostname", "real-l4"},
+      std::map<std::string, std::string>{{"FAKE_NVML_SCRIPT", kNvmlFixtures + "l4x1.json"},
+                                         {"FAKE_NVML_SETTERS", setters}},
+      dir_ + "/agent.log"));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json::value list = drift("?node=real-l4");
+        for (const auto& f : list.at("items").as_array()) {
+          if (f.at("fact") == "power_limit_w" && f.at("state") == "resolved") return true;
+        }
+        return false;
+      },
+      60000))
+      << drift("?node=real-l4");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json::value list = drift("?node=real-l4");
+        for (const auto& f : list.at("items").as_array()) {
+          if (f.at("fact") == "compute_mode" &&
+              std::string(f.at("note").as_string()).find("failed") != std::string::npos) {
+            EXPECT_EQ(f.at("state"), "open");
+            return true;
+          }
+        }
+        return false;
+      },
+      30000))
+      << drift("?node=real-l4");
+  std::string calls = ReadFile(setters);
+  EXPECT_NE(calls.find("nvmlDeviceSetPowerManagementLimit 0 60000\n"), std::string::npos) << calls;
+  EXPECT_NE(calls.find("nvmlDeviceSetComputeMode 0 3\n"), std::string::npos) << calls;
+  auto refused = inject("real-l4", R"({"gpu": 0, "power_limit_w": 50})");
+  EXPECT_EQ(refused.first, 409);
+  // Each attempt is audited, with the drift service as the actor.
+  auto audit = controller_->Call("GET", "/api/v1/audit?actor=drift&limit=100").second;
+  EXPECT_GE(audit.at("items").as_array().size(), 4u) << audit;
+}
+
 }  // namespace
 }  // namespace gpufleet::e2e

@@ -322,3 +322,102 @@ FAKE_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t, nvmlEventData_t* da
   data->eventData = static_cast<unsigned long long>(e.at("xid").as_int64());
   return NVML_SUCCESS;
 }
+
+// Settings: "settings": {"persistence": 1, "ecc": [current, pending], "compute_mode": 0,
+// "power_limit_mw": 72000, "app_clocks": [graphics, memory]} per GPU; a missing key is
+// NOT_SUPPORTED. The setters change the script in memory (so the next read shows the new value)
+// and append one line per call to $FAKE_NVML_SETTERS when set: "FUNCTION GPU VALUE...", the
+// record tests read to see what the agent asked of the driver. "errors" apply by name.
+namespace {
+json::value* Setting(nvmlDevice_t d, const char* key) {
+  if (!g_script.contains("gpus")) return nullptr;
+  auto& gpus = g_script.at("gpus").as_array();
+  int index = Index(d);
+  if (index < 0 || index >= static_cast<int>(gpus.size())) return nullptr;
+  auto& g = gpus[index].as_object();
+  auto* s = g.if_contains("settings");
+  if (!s || !s->is_object()) return nullptr;
+  return s->as_object().if_contains(key);
+}
+template <class T>
+nvmlReturn_t GetSetting(nvmlDevice_t d, const char* fn, const char* key, T* out, int at = -1) {
+  std::lock_guard lock(g_mu);
+  if (nvmlReturn_t r = Scripted(Index(d), fn); r != NVML_SUCCESS) return r;
+  json::value* v = Setting(d, key);
+  if (!v) return NVML_ERROR_NOT_SUPPORTED;
+  const json::value& n = at >= 0 ? v->as_array().at(static_cast<size_t>(at)) : *v;
+  *out = static_cast<T>(n.to_number<double>());
+  return NVML_SUCCESS;
+}
+// Records the call and stores `value` under `key` (at `at` of an array when at >= 0).
+nvmlReturn_t SetSetting(nvmlDevice_t d, const char* fn, const char* key, json::value value,
+                        int at = -1, const std::string& logged = "") {
+  std::lock_guard lock(g_mu);
+  if (const char* path = std::getenv("FAKE_NVML_SETTERS")) {
+    std::ofstream out(path, std::ios::app);
+    out << fn << ' ' << Index(d) << ' ' << (logged.empty() ? json::serialize(value) : logged)
+        << '\n';
+  }
+  if (nvmlReturn_t r = Scripted(Index(d), fn); r != NVML_SUCCESS) return r;
+  json::value* v = Setting(d, key);
+  if (!v) return NVML_ERROR_NOT_SUPPORTED;
+  if (at >= 0) {
+    v->as_array().at(static_cast<size_t>(at)) = value;
+  } else {
+    *v = value;
+  }
+  return NVML_SUCCESS;
+}
+}  // namespace
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, int* on) {
+  return GetSetting(d, "nvmlDeviceGetPersistenceMode", "persistence", on);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t d, int* current, int* pending) {
+  nvmlReturn_t r = GetSetting(d, "nvmlDeviceGetEccMode", "ecc", current, 0);
+  return r == NVML_SUCCESS ? GetSetting(d, "nvmlDeviceGetEccMode", "ecc", pending, 1) : r;
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t d, int* mode) {
+  return GetSetting(d, "nvmlDeviceGetComputeMode", "compute_mode", mode);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t d, unsigned* mw) {
+  return GetSetting(d, "nvmlDeviceGetPowerManagementLimit", "power_limit_mw", mw);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetApplicationsClock(nvmlDevice_t d, int type, unsigned* mhz) {
+  if (type != NVML_CLOCK_GRAPHICS && type != NVML_CLOCK_MEM) return NVML_ERROR_INVALID_ARGUMENT;
+  return GetSetting(d, "nvmlDeviceGetApplicationsClock", "app_clocks", mhz,
+                    type == NVML_CLOCK_MEM ? 1 : 0);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceSetPersistenceMode(nvmlDevice_t d, int on) {
+  return SetSetting(d, "nvmlDeviceSetPersistenceMode", "persistence", on);
+}
+// The pending mode: the current one changes only with a reset, as on a real GPU.
+FAKE_EXPORT nvmlReturn_t nvmlDeviceSetEccMode(nvmlDevice_t d, int on) {
+  return SetSetting(d, "nvmlDeviceSetEccMode", "ecc", on, 1);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceSetComputeMode(nvmlDevice_t d, int mode) {
+  return SetSetting(d, "nvmlDeviceSetComputeMode", "compute_mode", mode);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t d, unsigned mw) {
+  return SetSetting(d, "nvmlDeviceSetPowerManagementLimit", "power_limit_mw", mw);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceSetApplicationsClocks(nvmlDevice_t d, unsigned mem,
+                                                         unsigned graphics) {
+  nvmlReturn_t r = SetSetting(d, "nvmlDeviceSetApplicationsClocks", "app_clocks", graphics, 0,
+                              std::to_string(mem) + " " + std::to_string(graphics));
+  if (r != NVML_SUCCESS) return r;
+  std::lock_guard lock(g_mu);
+  Setting(d, "app_clocks")->as_array().at(1) = mem;
+  return NVML_SUCCESS;
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t d, unsigned mode,
+                                              nvmlReturn_t* activation) {
+  std::lock_guard lock(g_mu);
+  if (const char* path = std::getenv("FAKE_NVML_SETTERS")) {
+    std::ofstream out(path, std::ios::app);
+    out << "nvmlDeviceSetMigMode " << Index(d) << ' ' << mode << '\n';
+  }
+  if (nvmlReturn_t r = Scripted(Index(d), "nvmlDeviceSetMigMode"); r != NVML_SUCCESS) return r;
+  *activation = NVML_SUCCESS;
+  return NVML_SUCCESS;
+}

@@ -62,6 +62,7 @@ typedef int nvmlEnableState_t;  // NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABL
 
 enum : int {
   NVML_TEMPERATURE_GPU = 0,
+  NVML_CLOCK_GRAPHICS = 0,
   NVML_CLOCK_SM = 1,
   NVML_CLOCK_MEM = 2,
   NVML_PCIE_UTIL_TX_BYTES = 0,
@@ -74,6 +75,14 @@ enum : int {
   NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1,
 };
 constexpr unsigned kNvmlNvlinkMaxLinks = 18;
+
+// nvmlComputeMode_t
+enum : int {
+  NVML_COMPUTEMODE_DEFAULT = 0,
+  NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1,  // deprecated
+  NVML_COMPUTEMODE_PROHIBITED = 2,
+  NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3,
+};
 
 typedef struct nvmlEventSet_st* nvmlEventSet_t;
 constexpr unsigned long long kNvmlEventTypeXidCriticalError = 0x8;
@@ -116,6 +125,16 @@ using NvmlDeviceGetEnableStateFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlEnableStat
 using NvmlDeviceGetRemappedRowsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned*, unsigned*, unsigned*,
                                                      unsigned*);
 using NvmlDeviceGetNvLinkStateFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned, nvmlEnableState_t*);
+// Settings: getters and the setters drift remediation calls (root only on a real node).
+using NvmlDeviceGetEccModeFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlEnableState_t*,
+                                                nvmlEnableState_t*);
+using NvmlDeviceGetComputeModeFn = nvmlReturn_t (*)(nvmlDevice_t, int*);
+using NvmlDeviceSetEnableStateFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlEnableState_t);
+using NvmlDeviceSetComputeModeFn = nvmlReturn_t (*)(nvmlDevice_t, int);
+using NvmlDeviceSetPowerManagementLimitFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned);
+// (device, memClockMHz, graphicsClockMHz): memory first, as nvml.h has it.
+using NvmlDeviceSetApplicationsClocksFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned, unsigned);
+using NvmlDeviceSetMigModeFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned, nvmlReturn_t*);
 using NvmlEventSetCreateFn = nvmlReturn_t (*)(nvmlEventSet_t*);
 using NvmlEventSetFreeFn = nvmlReturn_t (*)(nvmlEventSet_t);
 using NvmlDeviceRegisterEventsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long,

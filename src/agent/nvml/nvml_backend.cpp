@@ -46,6 +46,21 @@ const char* ReturnName(nvmlReturn_t r) {
   }
 }
 
+std::string ComputeModeName(int mode) {
+  switch (mode) {
+    case NVML_COMPUTEMODE_DEFAULT:
+      return "default";
+    case NVML_COMPUTEMODE_EXCLUSIVE_THREAD:
+      return "exclusive_thread";
+    case NVML_COMPUTEMODE_PROHIBITED:
+      return "prohibited";
+    case NVML_COMPUTEMODE_EXCLUSIVE_PROCESS:
+      return "exclusive_process";
+    default:
+      return "unknown";
+  }
+}
+
 class NvmlBackend : public GpuBackend {
  public:
   ~NvmlBackend() override {
@@ -99,6 +114,18 @@ class NvmlBackend : public GpuBackend {
     retired_pending_ = Sym<NvmlDeviceGetEnableStateFn>({"nvmlDeviceGetRetiredPagesPendingStatus"});
     remapped_ = Sym<NvmlDeviceGetRemappedRowsFn>({"nvmlDeviceGetRemappedRows"});
     nvlink_state_ = Sym<NvmlDeviceGetNvLinkStateFn>({"nvmlDeviceGetNvLinkState"});
+    persistence_ = Sym<NvmlDeviceGetEnableStateFn>({"nvmlDeviceGetPersistenceMode"});
+    ecc_mode_ = Sym<NvmlDeviceGetEccModeFn>({"nvmlDeviceGetEccMode"});
+    compute_mode_ = Sym<NvmlDeviceGetComputeModeFn>({"nvmlDeviceGetComputeMode"});
+    power_management_limit_ = Sym<NvmlDeviceGetUintFn>({"nvmlDeviceGetPowerManagementLimit"});
+    app_clock_ = Sym<NvmlDeviceGetClockInfoFn>({"nvmlDeviceGetApplicationsClock"});
+    set_persistence_ = Sym<NvmlDeviceSetEnableStateFn>({"nvmlDeviceSetPersistenceMode"});
+    set_ecc_ = Sym<NvmlDeviceSetEnableStateFn>({"nvmlDeviceSetEccMode"});
+    set_compute_mode_ = Sym<NvmlDeviceSetComputeModeFn>({"nvmlDeviceSetComputeMode"});
+    set_power_limit_ =
+        Sym<NvmlDeviceSetPowerManagementLimitFn>({"nvmlDeviceSetPowerManagementLimit"});
+    set_app_clocks_ = Sym<NvmlDeviceSetApplicationsClocksFn>({"nvmlDeviceSetApplicationsClocks"});
+    set_mig_ = Sym<NvmlDeviceSetMigModeFn>({"nvmlDeviceSetMigMode"});
     event_create_ = Sym<NvmlEventSetCreateFn>({"nvmlEventSetCreate"});
     event_free_ = Sym<NvmlEventSetFreeFn>({"nvmlEventSetFree"});
     register_events_ = Sym<NvmlDeviceRegisterEventsFn>({"nvmlDeviceRegisterEvents"});
@@ -247,6 +274,55 @@ class NvmlBackend : public GpuBackend {
     return row;
   }
 
+  // One setting through its NVML setter. ECC and MIG modes become the current ones only after
+  // the GPU is reset; the message says so.
+  Result<std::string> ApplySetting(int gpu, const std::string& setting,
+                                   const std::string& value) override {
+    GpuSettingValue want;
+    GF_TRY_ASSIGN(want, ParseGpuSetting(setting, value));
+    nvmlDevice_t dev = nullptr;
+    if (nvmlReturn_t r = handle_(static_cast<unsigned>(gpu), &dev); r != NVML_SUCCESS) {
+      return MakeError(ErrorCode::kUnavailable, "GPU " + std::to_string(gpu) + ": " + Describe(r));
+    }
+    auto missing = [&](const char* fn) {
+      return MakeError(ErrorCode::kUnavailable, std::string("this NVML has no ") + fn);
+    };
+    nvmlReturn_t r = NVML_SUCCESS;
+    std::string after;
+    if (setting == "persistence_mode") {
+      if (!set_persistence_) return missing("nvmlDeviceSetPersistenceMode");
+      r = set_persistence_(dev, want.number);
+    } else if (setting == "ecc_mode") {
+      if (!set_ecc_) return missing("nvmlDeviceSetEccMode");
+      r = set_ecc_(dev, want.number);
+      after = "; takes effect after the GPU is reset";
+    } else if (setting == "compute_mode") {
+      if (!set_compute_mode_) return missing("nvmlDeviceSetComputeMode");
+      r = set_compute_mode_(dev, want.number);
+    } else if (setting == "power_limit_w") {
+      if (!set_power_limit_) return missing("nvmlDeviceSetPowerManagementLimit");
+      r = set_power_limit_(dev, static_cast<unsigned>(want.number) * 1000);
+    } else if (setting == "application_clocks") {
+      if (!set_app_clocks_) return missing("nvmlDeviceSetApplicationsClocks");
+      r = set_app_clocks_(dev, static_cast<unsigned>(want.second),
+                          static_cast<unsigned>(want.number));
+    } else if (setting == "mig_mode") {
+      if (!set_mig_) return missing("nvmlDeviceSetMigMode");
+      nvmlReturn_t activation = NVML_SUCCESS;
+      r = set_mig_(dev, static_cast<unsigned>(want.number), &activation);
+      if (r == NVML_SUCCESS && activation != NVML_SUCCESS) {
+        after = "; pending: " + Describe(activation);
+      }
+    }
+    if (r != NVML_SUCCESS) {
+      return MakeError(
+          r == NVML_ERROR_NO_PERMISSION ? ErrorCode::kPermissionDenied : ErrorCode::kUnavailable,
+          "GPU " + std::to_string(gpu) + ": setting " + setting + " to " + value + ": " +
+              Describe(r));
+    }
+    return "GPU " + std::to_string(gpu) + ": " + setting + " set to " + value + after;
+  }
+
   // Critical XID errors the driver queued since the last call (a zero-timeout wait each).
   std::vector<proto::GpuEvent> Events(int64_t time_ms) override {
     std::vector<proto::GpuEvent> out;
@@ -356,7 +432,42 @@ class NvmlBackend : public GpuBackend {
       if (mr == NVML_SUCCESS) g.mig_mode = current == 1 ? 1 : 0;
       note(mr);
     }
+    ReadSettings(dev, g.settings);
     return g;
+  }
+
+  // The settings a profile can ask for; one a GPU does not support stays unknown (-1, empty).
+  void ReadSettings(nvmlDevice_t dev, GpuSettings& s) {
+    if (persistence_) {
+      nvmlEnableState_t on = 0;
+      if (persistence_(dev, &on) == NVML_SUCCESS) s.persistence_mode = on ? 1 : 0;
+    }
+    if (ecc_mode_) {
+      nvmlEnableState_t current = 0, pending = 0;
+      if (ecc_mode_(dev, &current, &pending) == NVML_SUCCESS) {
+        s.ecc_mode = current ? 1 : 0;
+        s.ecc_pending = pending ? 1 : 0;
+      }
+    }
+    if (compute_mode_) {
+      int mode = 0;
+      if (compute_mode_(dev, &mode) == NVML_SUCCESS) s.compute_mode = ComputeModeName(mode);
+    }
+    if (power_management_limit_) {
+      unsigned mw = 0;
+      if (power_management_limit_(dev, &mw) == NVML_SUCCESS) {
+        s.power_limit_w = static_cast<int>((mw + 500) / 1000);
+      }
+    }
+    if (app_clock_) {
+      unsigned graphics = 0, memory = 0;
+      if (app_clock_(dev, NVML_CLOCK_GRAPHICS, &graphics) == NVML_SUCCESS) {
+        s.app_clock_graphics_mhz = static_cast<int>(graphics);
+      }
+      if (app_clock_(dev, NVML_CLOCK_MEM, &memory) == NVML_SUCCESS) {
+        s.app_clock_mem_mhz = static_cast<int>(memory);
+      }
+    }
   }
 
   void* lib_ = nullptr;
@@ -385,6 +496,16 @@ class NvmlBackend : public GpuBackend {
   NvmlDeviceGetEnableStateFn retired_pending_ = nullptr;
   NvmlDeviceGetRemappedRowsFn remapped_ = nullptr;
   NvmlDeviceGetNvLinkStateFn nvlink_state_ = nullptr;
+  NvmlDeviceGetEnableStateFn persistence_ = nullptr;
+  NvmlDeviceGetEccModeFn ecc_mode_ = nullptr;
+  NvmlDeviceGetComputeModeFn compute_mode_ = nullptr;
+  NvmlDeviceGetUintFn power_management_limit_ = nullptr;
+  NvmlDeviceGetClockInfoFn app_clock_ = nullptr;
+  NvmlDeviceSetEnableStateFn set_persistence_ = nullptr, set_ecc_ = nullptr;
+  NvmlDeviceSetComputeModeFn set_compute_mode_ = nullptr;
+  NvmlDeviceSetPowerManagementLimitFn set_power_limit_ = nullptr;
+  NvmlDeviceSetApplicationsClocksFn set_app_clocks_ = nullptr;
+  NvmlDeviceSetMigModeFn set_mig_ = nullptr;
   NvmlEventSetCreateFn event_create_ = nullptr;
   NvmlEventSetFreeFn event_free_ = nullptr;
   NvmlDeviceRegisterEventsFn register_events_ = nullptr;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <random>
+#include <set>
 #include <utility>
 
 #include "agent/gpu_backend.h"
@@ -34,7 +35,18 @@ class SimGpu {
   SimGpu(const GpuModelSpec& model, uint64_t seed) : model_(model), rng_(seed) {
     busy_ = rng_() % 2 == 0;
     NewJob();
+    // As a data-center GPU ships: persistence on (nvidia-persistenced), ECC on, the default
+    // compute mode, the power limit at the board's TDP, the application clocks of the sample.
+    settings.persistence_mode = 1;
+    settings.ecc_mode = settings.ecc_pending = 1;
+    settings.compute_mode = "default";
+    settings.power_limit_w = model.tdp_w;
+    settings.app_clock_graphics_mhz = 1980;
+    settings.app_clock_mem_mhz = 2619;
   }
+
+  GpuSettings settings;
+  int mig_mode = -1;
 
   void Inject(const proto::Injection& in) {
     if (in.clear) {
@@ -68,8 +80,10 @@ class SimGpu {
     }
     util_ =
         busy_ ? std::clamp(util_ + Noise(4), target_util_ - 15, 100.0) : (rng_() % 30 == 0 ? 1 : 0);
-    double tdp_mw = model_.tdp_w * 1000.0;
-    double idle_mw = tdp_mw * 0.1;
+    double tdp_mw =
+        std::min(model_.tdp_w, settings.power_limit_w > 0 ? settings.power_limit_w : model_.tdp_w) *
+        1000.0;
+    double idle_mw = model_.tdp_w * 100.0;  // a tenth of the TDP
     double power = std::clamp(idle_mw + (tdp_mw - idle_mw) * util_ / 100.0 + Noise(tdp_mw * 0.004),
                               idle_mw * 0.8, tdp_mw);
     double ambient = 28, full_load = model_.max_operating_temp_c - 8;
@@ -89,7 +103,8 @@ class SimGpu {
     row.set(Field::kGpuTemp, temp);
     row.set(Field::kMemoryTemp, temp + 5);
     row.set(Field::kPowerUsage, std::round(power));
-    row.set(Field::kPowerLimit, tdp_mw);
+    row.set(Field::kPowerLimit,
+            settings.power_limit_w > 0 ? settings.power_limit_w * 1000.0 : tdp_mw);
     row.set(Field::kTotalEnergy, std::round(energy_mj_));
     row.set(Field::kSmClock, busy_ ? (temp_ > model_.max_operating_temp_c - 3 ? 1755 : 1980) : 345);
     row.set(Field::kMemClock, busy_ ? 2619 : 1593);
@@ -163,14 +178,71 @@ class SimBackend : public GpuBackend {
       spec_.cuda_driver_version = CudaOfDriver(spec_.driver_version);
     }
     uint64_t seed = std::hash<std::string>{}(spec_.hostname);
-    for (int i = 0; i < spec_.gpu_count; ++i) gpus_.emplace_back(*spec_.model, Mix(seed + i));
+    for (int i = 0; i < spec_.gpu_count; ++i) {
+      gpus_.emplace_back(*spec_.model, Mix(seed + i));
+      gpus_.back().mig_mode = spec_.model->mig_supported ? 0 : -1;
+      if (spec_.power_limit_w > 0) gpus_.back().settings.power_limit_w = spec_.power_limit_w;
+    }
   }
   Status Inject(int gpu, const proto::Injection& injection) override {
+    if (injection.gpu_part()) {
+      if (gpu < 0 || gpu >= static_cast<int>(gpus_.size())) {
+        return MakeError(ErrorCode::kNotFound, "no GPU " + std::to_string(gpu) + " on this node");
+      }
+      for (const auto& [setting, value] : injection.settings) {
+        if (auto set = Set(gpu, setting, value); !set.ok()) return set.error();
+      }
+      gpus_[gpu].Inject(injection);
+    }
+    for (const auto& [fact, value] : injection.facts) facts_[fact] = value;
+    for (const auto& entry : injection.packages_add) {
+      size_t eq = entry.find('=');
+      spec_.extra_packages[entry.substr(0, eq)] = entry.substr(eq + 1);
+      removed_.erase(entry.substr(0, eq));
+    }
+    for (const auto& name : injection.packages_remove) {
+      spec_.extra_packages.erase(name);
+      removed_.insert(name);
+    }
+    return {};
+  }
+  // The setting takes effect at once: a simulated reset makes ECC and MIG modes current.
+  Result<std::string> ApplySetting(int gpu, const std::string& setting,
+                                   const std::string& value) override {
     if (gpu < 0 || gpu >= static_cast<int>(gpus_.size())) {
       return MakeError(ErrorCode::kNotFound, "no GPU " + std::to_string(gpu) + " on this node");
     }
-    gpus_[gpu].Inject(injection);
-    return {};
+    // As NVML refuses a limit outside the board's constraints (here: a quarter of the TDP to
+    // the TDP); an injected one, set "by hand", is not checked.
+    if (setting == "power_limit_w") {
+      int w = std::atoi(value.c_str());
+      if (w < spec_.model->tdp_w / 4 || w > spec_.model->tdp_w) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "power_limit_w " + value + " is outside this GPU's range (" +
+                             std::to_string(spec_.model->tdp_w / 4) + " to " +
+                             std::to_string(spec_.model->tdp_w) + " W)");
+      }
+    }
+    GF_TRY(Set(gpu, setting, value));
+    bool reset = setting == "ecc_mode" || setting == "mig_mode";
+    return "simulated: GPU " + std::to_string(gpu) + " " + setting + " set to " + value +
+           (reset ? " (and the GPU reset)" : "");
+  }
+  void AdjustFacts(NodeFacts& f) override {
+    f.image_id = "gpufleet-sim-node:2026.11";
+    std::vector<DeviceFile> files{{"/dev/nvidia-uvm", "0666", "root"},
+                                  {"/dev/nvidiactl", "0666", "root"}};
+    for (int i = 0; i < spec_.gpu_count; ++i) {
+      files.push_back({"/dev/nvidia" + std::to_string(i), "0666", "root"});
+    }
+    std::sort(files.begin(), files.end(),
+              [](const DeviceFile& a, const DeviceFile& b) { return a.path < b.path; });
+    f.device_files = std::move(files);
+    for (const auto& [fact, value] : facts_) {
+      if (fact == "kernel") f.kernel = value;
+      if (fact == "os") f.os = value;
+      if (fact == "image_id") f.image_id = value;
+    }
   }
   Result<std::string> Remediate(int gpu, const std::string& action) override {
     if (action == "reboot_node") {
@@ -199,10 +271,12 @@ class SimBackend : public GpuBackend {
     return gpus_[index].Sample(index, time_ms);
   }
   std::optional<std::vector<Nic>> Nics() override {
-    // An 8-GPU board has its InfiniBand adapters (two here); smaller nodes none.
+    // An 8-GPU board has its InfiniBand adapters (two here, one port each, in the default
+    // partition); smaller nodes none.
     if (spec_.gpu_count < 8) return std::vector<Nic>{};
-    return std::vector<Nic>{{"mlx5_0", nic_firmware_, "MT_0000000838", "MT4129"},
-                            {"mlx5_1", nic_firmware_, "MT_0000000838", "MT4129"}};
+    const std::map<int, std::vector<std::string>> pkeys{{1, {"0xffff"}}};
+    return std::vector<Nic>{{"mlx5_0", nic_firmware_, "MT_0000000838", "MT4129", pkeys},
+                            {"mlx5_1", nic_firmware_, "MT_0000000838", "MT4129", pkeys}};
   }
 
   std::optional<std::map<std::string, std::string>> Packages() override {
@@ -216,6 +290,7 @@ class SimBackend : public GpuBackend {
     if (!spec_.container_toolkit.empty()) {
       out[std::string(kContainerToolkitPackage)] = spec_.container_toolkit;
     }
+    for (const auto& name : removed_) out.erase(name);
     return out;
   }
 
@@ -319,16 +394,42 @@ class SimBackend : public GpuBackend {
           static_cast<uint64_t>(spec_.model->memory_gib * 1024.0 * 1024.0 * 1024.0);
       g.vbios_version = vbios_;
       g.inforom_version = "G520.0200.00.05";
-      g.mig_mode = spec_.model->mig_supported ? 0 : -1;
-      if (i < static_cast<int>(gpus_.size()) && gpus_[i].lost()) g.error = "GPU_IS_LOST";
+      if (i < static_cast<int>(gpus_.size())) {
+        g.mig_mode = gpus_[i].mig_mode;
+        g.settings = gpus_[i].settings;
+        if (gpus_[i].lost()) g.error = "GPU_IS_LOST";
+      }
       gpus.push_back(std::move(g));
     }
     return gpus;
   }
 
  private:
+  Status Set(int gpu, const std::string& setting, const std::string& value) {
+    GpuSettingValue v;
+    GF_TRY_ASSIGN(v, ParseGpuSetting(setting, value));
+    SimGpu& g = gpus_[gpu];
+    if (setting == "persistence_mode") g.settings.persistence_mode = v.number;
+    if (setting == "ecc_mode") g.settings.ecc_mode = g.settings.ecc_pending = v.number;
+    if (setting == "compute_mode") g.settings.compute_mode = value;
+    if (setting == "power_limit_w") g.settings.power_limit_w = v.number;
+    if (setting == "application_clocks") {
+      g.settings.app_clock_graphics_mhz = v.number;
+      g.settings.app_clock_mem_mhz = v.second;
+    }
+    if (setting == "mig_mode") {
+      if (!spec_.model->mig_supported) {
+        return MakeError(ErrorCode::kInvalidArgument, "this GPU model has no MIG");
+      }
+      g.mig_mode = v.number;
+    }
+    return {};
+  }
+
   SimNodeSpec spec_;
   std::vector<SimGpu> gpus_;
+  std::map<std::string, std::string> facts_;  // injected over the host's
+  std::set<std::string> removed_;             // packages injected away
   std::mt19937_64 rng_{std::hash<std::string>{}(spec_.hostname) ^ 0x5eedULL};
   std::string vbios_ = "96.00.74.00.01";
   std::string nic_firmware_ = "28.39.1002";

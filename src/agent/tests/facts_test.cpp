@@ -1,7 +1,11 @@
 // What the agent reads about its host beside the GPUs: NIC firmware from a sysfs tree.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "agent/gpu_backend.h"
@@ -12,9 +16,44 @@ namespace {
 TEST(Facts, NicsAreReadFromTheSysfsTreeWithUnreadableFilesLeftEmpty) {
   auto nics = ReadNics(std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/sysfs");
   ASSERT_EQ(nics.size(), 2u);
-  EXPECT_EQ(nics[0], (Nic{"mlx5_0", "28.41.1000", "MT_0000000834", "MT4129"}));
-  EXPECT_EQ(nics[1], (Nic{"mlx5_1", "28.39.1002", "", "MT4129"}));
+  EXPECT_EQ(nics[0], (Nic{"mlx5_0",
+                          "28.41.1000",
+                          "MT_0000000834",
+                          "MT4129",
+                          {{1, {"0x8001", "0xffff"}}}}));  // empty slots (0x0000) left out
+  EXPECT_EQ(nics[1], (Nic{"mlx5_1", "28.39.1002", "", "MT4129", {}}));  // no ports: unknown
   EXPECT_TRUE(ReadNics("/nonexistent").empty());
+}
+
+TEST(Facts, TheImageIdIsTheBuildersFileElseOsRelease) {
+  EXPECT_EQ(ReadImageId(std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/root"),
+            "dgx-os-7.1-gpu-node:2026.10.2");
+  EXPECT_EQ(ReadImageId(std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/os-release-only"),
+            "gpu-base:42");
+  EXPECT_EQ(ReadImageId("/nonexistent"), "");  // unknown
+}
+
+TEST(Facts, DeviceFilesAreReadWithTheirModeAndGroupUnderTheRoot) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / "devroot";
+  fs::remove_all(root);
+  fs::create_directories(root / "dev" / "nvidia-caps");  // a directory: not a device file
+  fs::create_directories(root / "etc");
+  std::ofstream(root / "etc" / "group") << "root:x:0:\nvideo:x:44:\n";
+  for (const char* name : {"nvidia0", "nvidiactl", "tty0"}) std::ofstream(root / "dev" / name);
+  ASSERT_EQ(chmod((root / "dev" / "nvidia0").c_str(), 0666), 0);
+  ASSERT_EQ(chmod((root / "dev" / "nvidiactl").c_str(), 0660), 0);
+  auto files = ReadDeviceFiles(root.string());
+  ASSERT_TRUE(files.has_value());
+  ASSERT_EQ(files->size(), 2u);  // not tty0, not the directory
+  EXPECT_EQ(files->at(0).path, "/dev/nvidia0");
+  EXPECT_EQ(files->at(0).mode, "0666");
+  EXPECT_EQ(files->at(1).path, "/dev/nvidiactl");
+  EXPECT_EQ(files->at(1).mode, "0660");
+  // The group by name from the root's /etc/group (the test's own gid when it is not there).
+  const std::string group = files->at(0).group;
+  EXPECT_TRUE(group == "root" || group == "video" || group == std::to_string(getgid())) << group;
+  EXPECT_FALSE(ReadDeviceFiles("/nonexistent").has_value());  // unknown, not "none"
 }
 
 TEST(Facts, InstalledPackagesAreReadFromTheDpkgStatusFileUnderTheRoot) {

@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "agent/gpu_backend.h"
 
@@ -42,6 +45,63 @@ TEST(NvmlBackend, ReadsExactlyTheScriptedGpus) {
   EXPECT_EQ(g.gsp_firmware_version, "535.104.05");
   EXPECT_EQ(g.mig_mode, -1);  // NOT_SUPPORTED is "no MIG", not an error
   EXPECT_EQ(g.error, "");
+}
+
+TEST(NvmlBackend, ReadsTheSettingsAndSetsThemThroughNvmlsSetters) {
+  setenv("FAKE_NVML_SCRIPT", Fixture("l4x1.json").c_str(), 1);
+  const std::string log = ::testing::TempDir() + "/nvml-setters.log";
+  std::remove(log.c_str());
+  setenv("FAKE_NVML_SETTERS", log.c_str(), 1);
+  auto backend = OpenNvmlBackend(FAKE_NVML_PATH);
+  ASSERT_TRUE(backend.ok()) << backend.error().message;
+  GpuBackend& b = *backend.value();
+  auto gpus = b.Inventory();
+  ASSERT_TRUE(gpus.ok());
+  const GpuSettings& s = gpus->at(0).settings;
+  EXPECT_EQ(s.persistence_mode, 1);
+  EXPECT_EQ(s.ecc_mode, 1);
+  EXPECT_EQ(s.ecc_pending, 1);
+  EXPECT_EQ(s.compute_mode, "default");
+  EXPECT_EQ(s.power_limit_w, 72);  // 72000 mW
+  EXPECT_EQ(s.app_clock_graphics_mhz, 2040);
+  EXPECT_EQ(s.app_clock_mem_mhz, 6251);
+
+  auto set = b.ApplySetting(0, "power_limit_w", "60");
+  ASSERT_TRUE(set.ok()) << set.error().message;
+  EXPECT_EQ(set.value(), "GPU 0: power_limit_w set to 60");
+  ASSERT_TRUE(b.ApplySetting(0, "application_clocks", "1500/6251").ok());
+  ASSERT_TRUE(b.ApplySetting(0, "persistence_mode", "disabled").ok());
+  auto ecc = b.ApplySetting(0, "ecc_mode", "disabled");
+  ASSERT_TRUE(ecc.ok());
+  EXPECT_NE(ecc->find("after the GPU is reset"), std::string::npos) << ecc.value();
+  // The fixture refuses the compute mode as a non-root agent would be refused.
+  auto refused = b.ApplySetting(0, "compute_mode", "exclusive_process");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kPermissionDenied);
+  EXPECT_NE(refused.error().message.find("NVML_ERROR_NO_PERMISSION"), std::string::npos);
+  // A value the setting cannot take never reaches NVML.
+  EXPECT_FALSE(b.ApplySetting(0, "power_limit_w", "lots").ok());
+  EXPECT_FALSE(b.ApplySetting(0, "fan_speed", "50").ok());
+
+  std::ifstream in(log);
+  std::stringstream calls;
+  calls << in.rdbuf();
+  EXPECT_EQ(calls.str(),
+            "nvmlDeviceSetPowerManagementLimit 0 60000\n"
+            "nvmlDeviceSetApplicationsClocks 0 6251 1500\n"  // memory first, as nvml.h has it
+            "nvmlDeviceSetPersistenceMode 0 0\n"
+            "nvmlDeviceSetEccMode 0 0\n"
+            "nvmlDeviceSetComputeMode 0 3\n");
+  // What was set is what is read back; ECC stays current until a reset, pending changes.
+  gpus = b.Inventory();
+  ASSERT_TRUE(gpus.ok());
+  EXPECT_EQ(gpus->at(0).settings.power_limit_w, 60);
+  EXPECT_EQ(gpus->at(0).settings.app_clock_graphics_mhz, 1500);
+  EXPECT_EQ(gpus->at(0).settings.persistence_mode, 0);
+  EXPECT_EQ(gpus->at(0).settings.ecc_mode, 1);
+  EXPECT_EQ(gpus->at(0).settings.ecc_pending, 0);
+  EXPECT_EQ(gpus->at(0).settings.compute_mode, "default");
+  unsetenv("FAKE_NVML_SETTERS");
 }
 
 TEST(NvmlBackend, SamplesExactlyTheScriptedTelemetryAndLeavesTheRestAbsent) {

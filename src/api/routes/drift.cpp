@@ -35,6 +35,7 @@ json::object FindingJson(const DriftFinding& f) {
           {"severity", f.severity},
           {"remediation", f.remediation},
           {"state", f.state},
+          {"note", f.note},
           {"first_seen", TimeOrNull(f.first_seen_ms)},
           {"last_seen", TimeOrNull(f.last_seen_ms)},
           {"resolved_at", TimeOrNull(f.resolved_ms)}};

@@ -1,4 +1,4 @@
-// GPU events (XID errors) and fault injection on simulated GPUs.
+// GPU events (XID errors) and injection on simulated nodes: GPU faults, settings, facts.
 
 #include <atomic>
 
@@ -70,6 +70,59 @@ void AddEventRoutes(Router& router, ApiContext& ctx) {
                r.audit_after = req.body;
                return r;
              });
+
+  // A simulated node's facts, packages or a GPU's settings changed as if by hand: what drift
+  // detection must find. {"facts": {...}}, {"packages": {"add": [...], "remove": [...]}},
+  // {"gpu": 0, "power_limit_w": 250}; GPU faults (xid, ...) need "gpu" too.
+  router.Add(
+      "POST", "/api/v1/nodes/{name}/inject", Role::kOperator,
+      [&ctx](const Request& req, const Principal& who) {
+        static std::atomic<int64_t> next_command{1'000'000'000};
+        const std::string& name = req.params.at("name");
+        Response r = [&] {
+          auto node = ctx.fleet.GetNode(name);
+          if (!node.ok() || !who.CanSeeCluster(node->cluster)) {
+            return ErrorResponse(MakeError(ErrorCode::kNotFound, "no node '" + name + "'"));
+          }
+          auto body = ParseObject(req.body);
+          if (!body.ok()) return ErrorResponse(body.error());
+          int gpu = -1;
+          if (const auto* g = body->if_contains("gpu")) {
+            if (!g->is_int64() || g->as_int64() < 0 || g->as_int64() > 1024) {
+              return ErrorResponse(
+                  MakeError(ErrorCode::kInvalidArgument, "'gpu' must be a GPU index, 0 or more"));
+            }
+            gpu = static_cast<int>(g->as_int64());
+            body->erase("gpu");
+          }
+          auto inject = proto::InjectionFromJson(body.value());
+          if (!inject.ok()) return ErrorResponse(inject.error());
+          if (inject->gpu_part() && gpu < 0) {
+            return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                           "a GPU setting or fault needs the GPU: \"gpu\": 0"));
+          }
+          if (!node->simulated) {
+            return ErrorResponse(
+                MakeError(ErrorCode::kConflict, "node '" + name +
+                                                    "' is not simulated: injection is only "
+                                                    "for simulated nodes"));
+          }
+          if (gpu >= 0) {
+            bool found = false;
+            for (const auto& g : node->gpus) found |= g.index == gpu;
+            if (!found) {
+              return ErrorResponse(MakeError(
+                  ErrorCode::kNotFound, "node '" + name + "' has no GPU " + std::to_string(gpu)));
+            }
+          }
+          proto::Command cmd{next_command++, std::max(gpu, 0), inject.value(), "", {}, 0, false};
+          if (auto s = ctx.send_to_agent(name, cmd); !s.ok()) return ErrorResponse(s.error());
+          return ObjectResponse(202, {{"queued", true}, {"command", cmd.id}});
+        }();
+        r.audit_target = "node/" + name;
+        r.audit_after = req.body;
+        return r;
+      });
 }
 
 }  // namespace gpufleet::api

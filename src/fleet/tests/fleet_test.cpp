@@ -119,7 +119,7 @@ TEST_F(FleetTest, LostGpuMakesNodeUnhealthy) {
   EXPECT_EQ(n->reason, "GPU 3: GPU_IS_LOST");
   // The GPU comes back in a later inventory: the node is ready again.
   h.gpus[3].error.clear();
-  fleet_->OnMessage("gpu-d", proto::Inventory{h.gpus});
+  fleet_->OnMessage("gpu-d", proto::Inventory{h.gpus, std::nullopt});
   EXPECT_EQ(fleet_->GetNode("gpu-d")->state, NodeState::kReady);
 }
 

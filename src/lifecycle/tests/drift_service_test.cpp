@@ -57,7 +57,8 @@ class DriftTest : public ::testing::Test {
     ASSERT_TRUE(fleet_->Apply(spec.value()).ok());
   }
   // A node's hello with these versions (again: its facts change).
-  void Hello(const std::string& name, const std::string& driver, const std::string& vbios) {
+  void Hello(const std::string& name, const std::string& driver, const std::string& vbios,
+             int power_limit_w = 72) {
     proto::Hello h;
     h.join_token = join_;
     h.facts.hostname = name;
@@ -66,6 +67,7 @@ class DriftTest : public ::testing::Test {
     g.uuid = "GPU-" + name;
     g.name = "NVIDIA L4";
     g.vbios_version = vbios;
+    g.settings.power_limit_w = power_limit_w;
     h.gpus.push_back(g);
     auto w = fleet_->OnHello(h, "127.0.0.1");
     ASSERT_TRUE(w.ok()) << w.error().message;
@@ -164,6 +166,120 @@ TEST_F(DriftTest, AFindingIsRemediatingWhileARolloutTakesItsNodeToTheProfile) {
   Hello("n1", "580.159.03", "95.04.00.00.01");
   ASSERT_TRUE(drift_->Tick().ok());
   EXPECT_EQ(drift_->List({.node = "n1"}).at(0).state, "resolved");
+}
+
+// Remediation "auto": the service asks the node's agent to set the profile's value, audits the
+// attempt, shows the finding remediating, and the next facts resolve it. A failed attempt is
+// retried a minute later, three at most; the circuit breaker holds the cluster's other nodes
+// while its share of nodes being changed is reached.
+TEST_F(DriftTest, AnAutoFindingIsSetByTheAgentRetriedAndBoundedByTheBreaker) {
+  drift_ = std::make_unique<DriftService>(*fleet_, *store_.drift, clock_, store_.audit.get());
+  ASSERT_TRUE(drift_->Load().ok());
+  std::vector<std::pair<std::string, proto::Command>> sent;
+  drift_->set_agent_sender([&](const std::string& node, const proto::Command& cmd) {
+    sent.emplace_back(node, cmd);
+    return Status{};
+  });
+  Apply(", profile: {power_limit_w: 72}");
+  Hello("n1", "580.159.03", "95.04.00.00.01", 60);
+  Hello("n2", "580.159.03", "95.04.00.00.01", 50);
+  ASSERT_TRUE(drift_->Tick().ok());
+  // Two nodes, max_share 0.1: one node at a time.
+  ASSERT_EQ(sent.size(), 1u);
+  const std::string first = sent[0].first;
+  EXPECT_EQ(sent[0].second.action, proto::kApplySettingAction);
+  EXPECT_EQ(sent[0].second.gpu, 0);
+  EXPECT_EQ(sent[0].second.args, (std::vector<std::string>{"power_limit_w", "72"}));
+  auto f = drift_->List({.node = first}).at(0);
+  EXPECT_EQ(f.fact, "power_limit_w");
+  EXPECT_EQ(f.remediation, "auto");
+  EXPECT_EQ(f.state, "remediating");
+  const std::string other = first == "n1" ? "n2" : "n1";
+  EXPECT_EQ(drift_->List({.node = other}).at(0).state, "open") << "held by the breaker";
+
+  // The agent refuses: the finding is open again with why, and retried a minute later.
+  drift_->OnCommandResult(first, {sent[0].second.id, 0, sent[0].second.action, false,
+                                  "NVML_ERROR_NO_PERMISSION", -1, 5});
+  f = drift_->Get(f.id).value();
+  EXPECT_EQ(f.state, "open");
+  EXPECT_NE(f.note.find("attempt 1: failed: NVML_ERROR_NO_PERMISSION"), std::string::npos)
+      << f.note;
+  ASSERT_TRUE(drift_->Tick().ok());
+  // The breaker is free again: the other node is asked now, the first waits for its minute.
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[1].first, other);
+  for (int attempt = 2; attempt <= 3; ++attempt) {
+    drift_->OnCommandResult(other, {sent[1].second.id, 0, "apply-setting", true, "set", 0, 5});
+    clock_->Advance(kAutoRetryMs);
+    size_t before = sent.size();
+    ASSERT_TRUE(drift_->Tick().ok());
+    ASSERT_GT(sent.size(), before);
+    EXPECT_EQ(sent.back().first, first) << "attempt " << attempt;
+    drift_->OnCommandResult(first,
+                            {sent.back().second.id, 0, "apply-setting", false, "refused", -1, 5});
+  }
+  // Three attempts: the first node's finding is left for an operator, open with why.
+  clock_->Advance(kAutoRetryMs);
+  size_t before = sent.size();
+  ASSERT_TRUE(drift_->Tick().ok());
+  for (size_t i = before; i < sent.size(); ++i) EXPECT_NE(sent[i].first, first);
+  f = drift_->Get(f.id).value();
+  EXPECT_EQ(f.state, "open");
+  EXPECT_NE(f.note.find("stopped after 3 attempts"), std::string::npos) << f.note;
+
+  // The other node's agent did it: its next facts resolve the finding.
+  Hello(other, "580.159.03", "95.04.00.00.01", 72);
+  ASSERT_TRUE(drift_->Tick().ok());
+  EXPECT_EQ(drift_->List({.node = other}).at(0).state, "resolved");
+
+  // Every attempt and answer is in the audit log.
+  store::AuditFilter filter;
+  filter.limit = 100;
+  auto audit = store_.audit->QueryAudit(filter);
+  ASSERT_TRUE(audit.ok());
+  int asked = 0, answers = 0;
+  for (const auto& a : audit.value()) {
+    if (a.actor != "drift") continue;
+    asked += a.action.rfind("drift auto remediation: set power_limit_w to 72", 0) == 0;
+    answers += a.action.rfind("drift auto remediation result", 0) == 0;
+  }
+  // Three for the first node; two for the other: its agent's first "done" left the value as it
+  // was, so it was asked again a minute later.
+  EXPECT_EQ(asked, 5);
+  EXPECT_EQ(answers, 4);  // the first node's three, the other's first
+}
+
+// ECC and MIG modes need a GPU reset: auto waits for the pool's maintenance window.
+TEST_F(DriftTest, AnEccChangeWaitsForTheMaintenanceWindow) {
+  std::vector<proto::Command> sent;
+  drift_->set_agent_sender([&](const std::string&, const proto::Command& cmd) {
+    sent.push_back(cmd);
+    return Status{};
+  });
+  // Sundays 02:00-04:00 UTC; the clock is a Wednesday (2026-12-02 00:00 UTC).
+  Apply(
+      ", profile: {ecc_mode: true, remediation: {ecc_mode: auto}}, maintenance_windows: "
+      "[{days: [sun], from: \"02:00\", to: \"04:00\", timezone: UTC}]");
+  proto::Hello h;
+  h.join_token = join_;
+  h.facts.hostname = "n1";
+  h.facts.driver_version = "580.159.03";
+  Gpu g;
+  g.uuid = "GPU-n1";
+  g.name = "NVIDIA L4";
+  g.settings.ecc_mode = 0;
+  h.gpus.push_back(g);
+  ASSERT_TRUE(fleet_->OnHello(h, "127.0.0.1").ok());
+  ASSERT_TRUE(drift_->Tick().ok());
+  EXPECT_TRUE(sent.empty());
+  auto f = drift_->List({.node = "n1"}).at(0);
+  EXPECT_EQ(f.fact, "ecc_mode");
+  EXPECT_EQ(f.remediation, "auto");
+  EXPECT_NE(f.note.find("maintenance window"), std::string::npos) << f.note;
+  clock_->Set(1'796'169'600'000 + (4 * 24 + 2) * 3'600'000LL + 60'000);  // Sunday 02:01
+  ASSERT_TRUE(drift_->Tick().ok());
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].args, (std::vector<std::string>{"ecc_mode", "enabled"}));
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace gpufleet {
 namespace {
 
@@ -121,6 +123,74 @@ TEST(Profile, ANodeDriftsFieldByFieldAndAnUnknownFactIsNeverAMatch) {
   EXPECT_EQ(found[4].actual, "not supported");
 
   EXPECT_TRUE(EvaluateDrift(Profile{}, n).empty()) << "an empty profile asks for nothing";
+}
+
+// Settings, the OS image, InfiniBand partition keys and device files: each GPU's setting
+// against the profile's (auto where the agent can set it), the most specific port pattern,
+// device files others may open; what a node cannot tell is unknown and manual.
+TEST(Profile, SettingsImagePartitionKeysAndDeviceFilesDrift) {
+  auto p = ParseProfile(R"({"image_id":"dgx-os-7.*","persistence_mode":true,"ecc_mode":true,
+      "compute_mode":"exclusive_process","power_limit_w":700,
+      "application_clocks":{"graphics_mhz":1980,"memory_mhz":2619},
+      "ib_pkeys":{"*":["0xffff"],"mlx5_1/1":["0xffff","0x8001"]},
+      "device_files":{"mode":"660","group":"video"},"remediation":{"ecc_mode":"auto"}})");
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->device_mode, "0660");
+  EXPECT_EQ(ParseProfile(ProfileJson(p.value())).value(), p.value()) << "round trip";
+  Node n = H100Node();
+  n.facts.image_id = "dgx-os-7.1:2026.10";                     // matches
+  n.facts.nics = {{"mlx5_0", "", "", "", {{1, {"0xffff"}}}},   // matches "*"
+                  {"mlx5_1", "", "", "", {{1, {"0xffff"}}}}};  // lacks 0x8001
+  n.facts.device_files = std::vector<DeviceFile>{{"/dev/nvidia0", "0666", "root"},
+                                                 {"/dev/nvidiactl", "0660", "video"}};
+  n.gpus[0].settings = {1, 1, 1, "exclusive_process", 700, 1980, 2619};  // matches
+  n.gpus[1].settings = {0, 0, 1, "default", 500, -1, -1};
+  Profile want = p.value();
+  want.driver_version.clear();
+  auto found = EvaluateDrift(want, n);
+  std::map<std::string, DriftFinding> by;
+  for (const auto& f : found) by[f.fact + "/" + std::to_string(f.gpu)] = f;
+  ASSERT_EQ(found.size(), 7u);
+  EXPECT_EQ(by.at("ecc_mode/1").remediation, "auto");  // the profile's choice
+  EXPECT_EQ(by.at("ecc_mode/1").actual, "disabled");
+  EXPECT_EQ(by.at("persistence_mode/1").remediation, "auto");
+  EXPECT_EQ(by.at("persistence_mode/1").severity, "low");
+  EXPECT_EQ(by.at("compute_mode/1").expected, "exclusive_process");
+  EXPECT_EQ(by.at("power_limit_w/1").expected, "700");
+  EXPECT_EQ(by.at("power_limit_w/1").actual, "500");
+  EXPECT_EQ(by.at("application_clocks/1").actual, "unknown");  // the GPU did not tell
+  EXPECT_EQ(by.at("application_clocks/1").remediation, "manual");
+  EXPECT_EQ(by.at("ib_pkeys:mlx5_1/1/-1").expected, "0x8001 0xffff");
+  EXPECT_EQ(by.at("ib_pkeys:mlx5_1/1/-1").actual, "0xffff");
+  EXPECT_EQ(by.at("device_files/-1").expected, "mode 0660, group video");
+  EXPECT_EQ(by.at("device_files/-1").actual, "/dev/nvidia0 0666 root");
+  EXPECT_EQ(by.at("device_files/-1").severity, "high");
+  // No readable port, no device list, no image id: unknown, never a match.
+  n.facts.nics.clear();
+  n.facts.device_files.reset();
+  n.facts.image_id.clear();
+  n.gpus.resize(1);
+  found = EvaluateDrift(want, n);
+  ASSERT_EQ(found.size(), 3u);
+  for (const auto& f : found) EXPECT_EQ(f.actual, "unknown") << f.fact;
+
+  // auto only where the agent can set it; rollout only for what a rollout installs.
+  EXPECT_EQ(ParseProfile(R"({"remediation":{"kernel":"auto"}})").error().message,
+            "remediation.kernel: the agent cannot set it: manual only");
+  EXPECT_EQ(ParseProfile(R"({"remediation":{"power_limit_w":"rollout"}})").error().message,
+            "remediation.power_limit_w: a rollout cannot change it: auto or manual");
+  EXPECT_EQ(ParseProfile(R"({"compute_mode":"shared"})").error().message,
+            "compute_mode: must be default, exclusive_process or prohibited");
+  EXPECT_EQ(ParseProfile(R"({"ib_pkeys":{"*":["0x1ffff"]}})").error().message,
+            "ib_pkeys.*[0]: must be a partition key, 0x0000 to 0xffff");
+  EXPECT_EQ(ParseProfile(R"({"device_files":{"mode":"rw"}})").error().message,
+            "device_files.mode: must be octal bits, \"0660\"");
+  EXPECT_EQ(ParseProfile(R"({"application_clocks":{"graphics_mhz":1980}})").error().message,
+            "application_clocks: needs both graphics_mhz and memory_mhz");
+  // The setting values the agent's command takes.
+  EXPECT_EQ(ParseGpuSetting("application_clocks", "1980/2619")->second, 2619);
+  EXPECT_EQ(ParseGpuSetting("compute_mode", "exclusive_process")->number, 3);  // NVML's value
+  EXPECT_FALSE(ParseGpuSetting("power_limit_w", "0").ok());
 }
 
 // Software: a required package missing or at another version, a forbidden one present, one

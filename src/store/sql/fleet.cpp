@@ -134,12 +134,13 @@ constexpr const char* kNodeConflict =
     "facts = excluded.facts, simulated = excluded.simulated, "
     "registered_ms = excluded.registered_ms, last_seen_ms = excluded.last_seen_ms, "
     "state_since_ms = excluded.state_since_ms, token_hash = excluded.token_hash";
-// A GPU's InfoROM object and GSP firmware versions: one JSON column.
+// A GPU's InfoROM object and GSP firmware versions and its settings: one JSON column.
 std::string FirmwareJson(const Gpu& g) {
   return JsonText(json::object{{"inforom_oem", g.inforom_oem},
                                {"inforom_ecc", g.inforom_ecc},
                                {"inforom_power", g.inforom_power},
-                               {"gsp", g.gsp_firmware_version}});
+                               {"gsp", g.gsp_firmware_version},
+                               {"settings", ToJson(g.settings)}});
 }
 
 void ReadFirmware(const std::string& text, Gpu& g) {
@@ -152,6 +153,10 @@ void ReadFirmware(const std::string& text, Gpu& g) {
   g.inforom_ecc = str("inforom_ecc");
   g.inforom_power = str("inforom_power");
   g.gsp_firmware_version = str("gsp");
+  g.settings = {};
+  if (const auto* s = v.is_object() ? v.as_object().if_contains("settings") : nullptr) {
+    if (auto settings = GpuSettingsFromJson(*s); settings.ok()) g.settings = settings.value();
+  }
 }
 
 constexpr const char* kGpuColumns =
