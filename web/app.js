@@ -8,7 +8,7 @@ import { startLive, stopLive, onLive } from './live.js';
 const $ = (id) => document.getElementById(id);
 
 // #/ overview; #/clusters; #/cluster/NAME; #/node/NAME; #/alerts; #/scaling[/POOL]; #/jobs;
-// #/rollouts[/ID]; #/security; #/drift; later
+// #/rollouts[/ID]; #/security; #/drift; #/compliance; later
 // capabilities by name.
 const routes = [
   [/^#?\/?$/, 'overview', () => ({})],
@@ -21,6 +21,7 @@ const routes = [
   [/^#\/rollouts(?:\/(\d+))?$/, 'rollouts', (m) => ({ id: m[1] || '' })],
   [/^#\/security$/, 'security', () => ({})],
   [/^#\/drift$/, 'drift', () => ({})],
+  [/^#\/compliance$/, 'compliance', () => ({})],
   [/^#\/(inventory|reports)$/, 'later', (m) => ({ page: m[1] })],
 ];
 const modules = {
@@ -33,6 +34,7 @@ const modules = {
   rollouts: () => import('./rollouts.js'),
   security: () => import('./security.js'),
   drift: () => import('./drift.js'),
+  compliance: () => import('./compliance.js'),
   later: () => import('./later.js'),
 };
 

@@ -12,6 +12,7 @@
 #include "fleet/fleet.h"
 #include "health/service.h"
 #include "lifecycle/compat_service.h"
+#include "lifecycle/compliance_service.h"
 #include "lifecycle/drift_service.h"
 #include "lifecycle/rollout_service.h"
 #include "lifecycle/vuln_service.h"
@@ -62,6 +63,7 @@ struct ApiDeps {
   lifecycle::RolloutService* rollouts = nullptr;  // /api/v1/rollouts, node actions; absent: 503
   lifecycle::VulnService* vulns = nullptr;        // /api/v1/vulnerabilities, bulletins; absent: 503
   lifecycle::DriftService* drift = nullptr;       // /api/v1/drift; absent: 503
+  lifecycle::ComplianceService* compliance = nullptr;  // /api/v1/reports/compliance; absent: 503
 };
 
 // Owns its I/O threads. Start() binds and serves; Stop() closes and joins. Thread-safe.

@@ -9,6 +9,7 @@
 #include "fleet/fleet.h"
 #include "health/service.h"
 #include "lifecycle/compat_service.h"
+#include "lifecycle/compliance_service.h"
 #include "lifecycle/drift_service.h"
 #include "lifecycle/rollout_service.h"
 #include "lifecycle/vuln_service.h"
@@ -41,10 +42,11 @@ struct ApiContext {
   std::string secret_key;
   // Writes the API tokens' last-use times kept in memory (Authenticator::FlushUse).
   std::function<void()> flush_token_use = [] {};
-  lifecycle::CompatService* compat = nullptr;     // may be null
-  lifecycle::RolloutService* rollouts = nullptr;  // may be null
-  lifecycle::VulnService* vulns = nullptr;        // may be null
-  lifecycle::DriftService* drift = nullptr;       // may be null
+  lifecycle::CompatService* compat = nullptr;          // may be null
+  lifecycle::RolloutService* rollouts = nullptr;       // may be null
+  lifecycle::VulnService* vulns = nullptr;             // may be null
+  lifecycle::DriftService* drift = nullptr;            // may be null
+  lifecycle::ComplianceService* compliance = nullptr;  // may be null
 };
 
 // Each routes/<resource>.cpp registers its handlers.
@@ -67,6 +69,7 @@ void AddCompatRoutes(Router& router, ApiContext& ctx);     // the compatibility 
 void AddRolloutRoutes(Router& router, ApiContext& ctx);    // rollouts, node actions
 void AddSecurityRoutes(Router& router, ApiContext& ctx);   // vulnerabilities, bulletins
 void AddDriftRoutes(Router& router, ApiContext& ctx);      // drift from the golden profiles
+void AddReportRoutes(Router& router, ApiContext& ctx);     // reports: compliance
 
 // Authenticates "Bearer <token>" against the stored API tokens. While the store is unavailable
 // it answers from the last successful lookup of the same token (its role, expiry and revocation

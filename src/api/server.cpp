@@ -111,6 +111,7 @@ struct ApiServer::Impl {
     ctx.rollouts = d.rollouts;
     ctx.vulns = d.vulns;
     ctx.drift = d.drift;
+    ctx.compliance = d.compliance;
     ctx.flush_token_use = [this] {
       if (auto s = auth.FlushUse(); !s.ok()) {
         spdlog::warn("api: cannot write tokens' last use: {}", s.error().message);
@@ -135,6 +136,7 @@ struct ApiServer::Impl {
     AddRolloutRoutes(router, ctx);
     AddSecurityRoutes(router, ctx);
     AddDriftRoutes(router, ctx);
+    AddReportRoutes(router, ctx);
     // Last, so that it lists every route, itself included.
     router.Add("GET", "/api/v1/routes", Role::kViewer, [this](const Request&, const Principal&) {
       boost::json::array items;

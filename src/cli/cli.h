@@ -44,5 +44,6 @@ void AddRuleCommands(CLI::App& app, Globals& g);    // rules list|test|delete|me
 void AddLifecycleCommands(CLI::App& app, Globals& g);
 void AddSecurityCommands(CLI::App& app, Globals& g);  // vulns list|show|fix, bulletins
 void AddDriftCommands(CLI::App& app, Globals& g);     // drift list|show|remediate
+void AddReportCommands(CLI::App& app, Globals& g);    // reports compliance
 
 }  // namespace gpufleet::cli

@@ -18,6 +18,7 @@
 #include "health/service.h"
 #include "ingest/ingest.h"
 #include "lifecycle/compat_service.h"
+#include "lifecycle/compliance_service.h"
 #include "lifecycle/drift_service.h"
 #include "lifecycle/rollout_service.h"
 #include "lifecycle/vuln_service.h"
@@ -92,6 +93,7 @@ struct Controller::Impl {
   std::unique_ptr<lifecycle::RolloutService> rollouts;
   std::unique_ptr<lifecycle::VulnService> vulns;
   std::unique_ptr<lifecycle::DriftService> drift;
+  std::unique_ptr<lifecycle::ComplianceService> compliance;
   std::unique_ptr<workload::WorkloadGenerator> generator;  // the monitor thread's
   std::unique_ptr<alerting::Notifier> notifier;
   std::unique_ptr<alerting::SeriesReader> series_reader;  // the monitor thread's
@@ -197,6 +199,9 @@ Status Controller::Start() {
   GF_TRY(impl_->drift->Load());
   impl_->drift->set_rollout_targets(
       [rollouts = impl_->rollouts.get()] { return rollouts->ActiveTargets(); });
+  impl_->compliance = std::make_unique<lifecycle::ComplianceService>(
+      *impl_->fleet, *impl_->compat, *impl_->vulns, *impl_->drift, *db.compliance, *db.audit,
+      key.value(), impl_->clock);
   impl_->notifier = std::make_unique<alerting::Notifier>(*db.alerting, impl_->clock, "");
   GF_TRY(impl_->notifier->Load());
   impl_->series_reader = alerting::MakeTelemetryReader(*impl_->telemetry);
@@ -223,7 +228,7 @@ Status Controller::Start() {
                    *impl_->ingest, [s = impl_->scraper.get()] { return s->Targets(); },
                    impl_->health.get(), impl_->notifier.get(), impl_->jobs.get(),
                    impl_->scaling.get(), key.value(), impl_->compat.get(), impl_->rollouts.get(),
-                   impl_->vulns.get(), impl_->drift.get()});
+                   impl_->vulns.get(), impl_->drift.get(), impl_->compliance.get()});
   auto addr = impl_->server->Start();
   if (!addr.ok()) return addr.error();
   // Remediation actions go to agents over their connections (the monitor thread asks; it is
@@ -310,6 +315,9 @@ Status Controller::Start() {
     int64_t next_targets = impl_->clock->NowMs() + 5'000;
     int64_t next_health = impl_->clock->NowMs() + impl_->options.health_interval_ms;
     int64_t next_checkpoint = impl_->clock->NowMs() + impl_->options.checkpoint_interval_ms;
+    // The day's compliance posture: a minute after start (the agents are back and drift has
+    // looked at them), then every ten minutes; each replaces the day's earlier one.
+    int64_t next_compliance = impl_->clock->NowMs() + 60'000;
     while (!impl_->stopping) {
       impl_->cv.wait_for(lock, std::chrono::milliseconds(period));
       if (impl_->stopping) break;
@@ -366,6 +374,12 @@ Status Controller::Start() {
           spdlog::error("alerting: {}", s.error().message);
         }
         impl_->server->Publish(CycleEvent(now, reports, impl_->notifier->Alerts()));
+      }
+      if (now >= next_compliance) {
+        next_compliance = now + 600'000;
+        if (auto s = impl_->compliance->Record(); !s.ok()) {
+          spdlog::error("compliance: cannot record the day's posture: {}", s.error().message);
+        }
       }
       if (now >= next_retain) {
         next_retain = now + 60'000;

@@ -389,6 +389,26 @@ class DriftStore {
   virtual Result<int64_t> DeleteResolvedDriftBefore(int64_t before_ms) = 0;
 };
 
+// The compliance posture (src/lifecycle/compliance_service.h): one JSON document a day, the
+// day's latest measurement replacing the earlier ones. Days are "YYYY-MM-DD" (UTC), so they
+// sort as text.
+struct ComplianceDay {
+  std::string day;
+  std::string doc;
+  int64_t updated_ms = 0;
+};
+
+class ComplianceStore {
+ public:
+  virtual ~ComplianceStore() = default;
+  virtual Status PutComplianceDay(const ComplianceDay& day) = 0;  // an upsert by day
+  // The days from `from` to `to`, both included, oldest first.
+  virtual Result<std::vector<ComplianceDay>> ListComplianceDays(const std::string& from,
+                                                                const std::string& to) = 0;
+  // The days before `day`; how many went.
+  virtual Result<int64_t> DeleteComplianceDaysBefore(const std::string& day) = 0;
+};
+
 // The database itself: what /healthz and `gpufleet store` ask of it.
 class Database {
  public:
@@ -411,6 +431,7 @@ struct Stores {
   std::shared_ptr<SettingStore> settings;
   std::shared_ptr<RolloutStore> rollouts;
   std::shared_ptr<DriftStore> drift;
+  std::shared_ptr<ComplianceStore> compliance;
 };
 
 struct OpenOptions {

@@ -274,7 +274,8 @@ test('every page fits 1280x800 and a 390-px phone', async () => {
     for (const [name, hash, ready] of [['overview', '#/', '.card'], ['cluster', '#/cluster/train-use1', '#heat canvas[data-cells]'],
       ['node', '#/node/h100-sxm-0001', '.chart .uplot'], ['alerts', '#/alerts', '#alert-list'], ['scaling', '#/scaling', '#scaling-charts .uplot'],
       ['jobs', '#/jobs', '#jobs-summary:not(:empty)'], ['rollouts', '#/rollouts', '#rollout-list:not(:empty)'],
-      ['security', '#/security', '#sec-cves tr[data-cve]'], ['drift', '#/drift', '#drift-list tbody tr']]) {
+      ['security', '#/security', '#sec-cves tr[data-cve]'], ['drift', '#/drift', '#drift-list tbody tr'],
+      ['compliance', '#/compliance', '#comp-trend .uplot']]) {
       await page.goto(fleet.base + '/' + hash);
       await page.waitForSelector(ready, { timeout: 30000 });
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
@@ -506,6 +507,33 @@ test('the drift page shows the staged drift from the profiles; an operator plans
   await page.goto(fleet.base + '/#/node/l40s-serve-0001');
   await page.waitForSelector('#node-drift');
   assert.match(await page.textContent('#node-drift'), /container_toolkit/);
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+});
+
+test('the compliance page shows the posture per cluster, the trend and the failing nodes, and downloads both CSVs', async () => {
+  const page = await signedIn(browser, fleet.base, fleet.token);
+  await page.goto(fleet.base + '/#/compliance');
+  await page.waitForSelector('#comp-trend .uplot');
+  const v = (await call(fleet.base, fleet.token, 'GET', '/api/v1/reports/compliance')).body;
+  // A row for the fleet and one per cluster, each share as the API has it (the staged nodes keep
+  // the fleet under 100%).
+  assert.equal(await page.$$eval('#comp-scopes tr[data-scope]', (r) => r.length), 1 + v.clusters.length);
+  assert.equal(Number(await page.textContent('#comp-node-count')), v.fleet.nodes);
+  assert.ok(v.fleet.compliant < 1 && v.fleet.cve_free < 1 && v.fleet.supported_branch < 1, JSON.stringify(v.fleet));
+  assert.equal(await page.textContent('#comp-scopes tr[data-scope="fleet"] td[data-share="supported_branch"]'),
+    `${(100 * v.fleet.supported_branch).toFixed(1)}%`);
+  assert.equal(await page.textContent('#comp-audit'), 'verified');
+  // The edge node on R535 is among the failing ones, with why.
+  await page.fill('#comp-nodes input[type=search]', 'l4-edge-0000');
+  assert.match(await page.textContent('#comp-nodes tbody'), /supported_branch: R535 is end of life \(2026-06\)/);
+  // The CSVs, as the API writes them.
+  const [trend] = await Promise.all([page.waitForEvent('download'), page.click('#comp-csv')]);
+  const text = await (await import('node:fs/promises')).readFile(await trend.path(), 'utf8');
+  assert.match(text, /^day,scope,nodes,supported_branch,drift_free,cve_free,firmware_at_profile,audit_chain_verified,compliant\n\d{4}-\d\d-\d\d,fleet,/);
+  const [nodes] = await Promise.all([page.waitForEvent('download'), page.click('#comp-nodes-csv')]);
+  assert.match(await (await import('node:fs/promises')).readFile(await nodes.path(), 'utf8'), /\nl4-edge-0000,edge-stores,[^\n]*supported_branch: R535/);
+  await shot(page, 'compliance');
   assert.deepEqual(page.errors, []);
   await page.context().close();
 });

@@ -130,6 +130,85 @@ TEST_F(Security, TheFixOfAPoolIsProposedThenStartedAsARollout) {
   EXPECT_EQ(rollout.at("nodes").at(0).at("node"), "sec-0001");
 }
 
+// The compliance posture of the same three nodes: sec-0001's CVEs (up to 9.0) make it the one
+// node that fails, through the API, its CSV and the CLI; bad parameters are refused.
+TEST_F(Security, TheCompliancePostureCountsTheExposedNodeAndNamesWhy) {
+  StartFleet();
+  auto [status, report] = controller_->Call("GET", "/api/v1/reports/compliance");
+  ASSERT_EQ(status, 200) << report;
+  const auto& fleet = report.at("fleet");
+  EXPECT_EQ(fleet.at("nodes").as_int64(), 3);
+  EXPECT_EQ(fleet.at("supported_branch").to_number<double>(), 1.0);
+  EXPECT_EQ(fleet.at("drift_free").to_number<double>(), 1.0);  // no profile: nothing to differ
+  EXPECT_EQ(fleet.at("cve_free").to_number<double>(), 0.6667);
+  EXPECT_EQ(fleet.at("firmware_at_profile").to_number<double>(), 1.0);
+  EXPECT_EQ(fleet.at("audit_chain_verified").to_number<double>(), 1.0);
+  EXPECT_EQ(fleet.at("compliant").to_number<double>(), 0.6667);
+  EXPECT_EQ(fleet.at("counts").at("compliant").as_int64(), 2);
+  ASSERT_EQ(report.at("clusters").as_array().size(), 1u);
+  EXPECT_EQ(report.at("clusters").at(0).at("name"), "serve");
+  EXPECT_EQ(report.at("clusters").at(0).at("cve_free").to_number<double>(), 0.6667);
+  EXPECT_TRUE(report.at("audit").at("verified").as_bool());
+  // A new controller has one day: today, measured now.
+  ASSERT_EQ(report.at("series").as_array().size(), 1u);
+  const std::string today = std::string(report.at("day").as_string());
+  EXPECT_EQ(report.at("series").at(0).at("day").as_string(), today);
+  EXPECT_EQ(report.at("series").at(0).at("compliant").to_number<double>(), 0.6667);
+
+  auto [ns, nodes] = controller_->Call("GET", "/api/v1/reports/compliance/nodes?failing=true");
+  ASSERT_EQ(ns, 200) << nodes;
+  ASSERT_EQ(nodes.at("items").as_array().size(), 1u);
+  const auto& n = nodes.at("items").at(0);
+  EXPECT_EQ(n.at("node"), "sec-0001");
+  EXPECT_FALSE(n.at("compliant").as_bool());
+  EXPECT_FALSE(n.at("cve_free").as_bool());
+  EXPECT_TRUE(n.at("supported_branch").as_bool());
+  ASSERT_EQ(n.at("reasons").as_array().size(), 1u);
+  const std::string why(n.at("reasons").at(0).as_string());
+  EXPECT_EQ(why.rfind("cve_free: ", 0), 0u) << why;
+  EXPECT_NE(why.find("CVE-2025-23266 (9.0)"), std::string::npos) << why;
+  auto [as, all] = controller_->Call("GET", "/api/v1/reports/compliance/nodes");
+  EXPECT_EQ(all.at("total").as_int64(), 3);
+
+  for (const char* bad :
+       {"/api/v1/reports/compliance?days=0", "/api/v1/reports/compliance?format=xml",
+        "/api/v1/reports/compliance?check=cve_free", "/api/v1/reports/compliance/nodes?check=nope",
+        "/api/v1/reports/compliance/nodes?failing=maybe"}) {
+    auto [s, body] = controller_->Call("GET", bad);
+    EXPECT_EQ(s, 400) << bad << " " << body;
+    EXPECT_FALSE(body.at("error").at("message").as_string().empty()) << bad;
+  }
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/reports/compliance?cluster=nope").first, 404);
+
+  auto table = Cli({"reports", "compliance"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("audit chain: verified"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("cluster serve"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("66.7%"), std::string::npos) << table.out;
+  auto csv = Cli({"reports", "compliance", "--csv"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(csv.out,
+            "day,scope,nodes,supported_branch,drift_free,cve_free,firmware_at_profile,"
+            "audit_chain_verified,compliant\n" +
+                today + ",fleet,3,1.0000,1.0000,0.6667,1.0000,1,0.6667\n" + today +
+                ",serve,3,1.0000,1.0000,0.6667,1.0000,1,0.6667\n");
+  auto failing = Cli({"reports", "compliance", "--nodes", "--check", "cve_free"});
+  ASSERT_EQ(failing.exit_code, 0) << failing.err;
+  EXPECT_NE(failing.out.find("sec-0001"), std::string::npos) << failing.out;
+  EXPECT_EQ(failing.out.find("sec-0000"), std::string::npos) << failing.out;
+  auto nodes_csv = Cli({"reports", "compliance", "--nodes", "--csv"});
+  ASSERT_EQ(nodes_csv.exit_code, 0) << nodes_csv.err;
+  EXPECT_NE(nodes_csv.out.find("\nsec-0000,serve,l4,1,1,1,1,1,\n"), std::string::npos)
+      << nodes_csv.out;
+  auto misuse = Cli({"reports", "compliance", "--check", "cve_free"});
+  EXPECT_EQ(misuse.exit_code, 2);
+  EXPECT_NE(misuse.err.find("go with --nodes"), std::string::npos) << misuse.err;
+  auto wrong = Cli({"reports", "compliance", "--days", "500"});
+  EXPECT_NE(wrong.exit_code, 0);
+  EXPECT_NE(wrong.err.find("'days' must be a whole number from 1 to 400"), std::string::npos)
+      << wrong.err;
+}
+
 TEST_F(Security, ACsafDocumentIsImportedAndAMalformedOneChangesNothing) {
   auto before = Cli({"bulletins", "show", "5703"});
   EXPECT_EQ(before.exit_code, 0) << before.err;

@@ -50,6 +50,22 @@ class LifecycleFixture : public ::testing::Test {
   }
   virtual void StartService() {}
   virtual void StopService() {}
+  // A node of `pool` says hello (again: its facts change) with these versions and one L4.
+  void Join(const std::string& pool, const std::string& name, const std::string& driver,
+            const std::string& toolkit, const std::string& vbios = "") {
+    proto::Hello h;
+    h.join_token = fleet_->CreateJoinToken(pool, 3'600'000, "test")->secret;
+    h.facts.hostname = name;
+    h.facts.driver_version = driver;
+    h.facts.container_toolkit = toolkit;
+    Gpu g;
+    g.uuid = "GPU-" + name;
+    g.name = "NVIDIA L4";
+    g.vbios_version = vbios;
+    h.gpus.push_back(g);
+    auto w = fleet_->OnHello(h, "127.0.0.1");
+    ASSERT_TRUE(w.ok()) << w.error().message;
+  }
 
   std::filesystem::path dir_;
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();

@@ -53,20 +53,6 @@ class VulnServiceTest : public LifecycleFixture {
     ASSERT_TRUE(vulns_->Load().ok());
   }
   void StopService() override { vulns_.reset(); }
-  void Join(const std::string& pool, const std::string& name, const std::string& driver,
-            const std::string& toolkit) {
-    proto::Hello h;
-    h.join_token = fleet_->CreateJoinToken(pool, 3'600'000, "test")->secret;
-    h.facts.hostname = name;
-    h.facts.driver_version = driver;
-    h.facts.container_toolkit = toolkit;
-    Gpu g;
-    g.uuid = "GPU-" + name;
-    g.name = "NVIDIA L4";
-    h.gpus.push_back(g);
-    auto w = fleet_->OnHello(h, "127.0.0.1");
-    ASSERT_TRUE(w.ok()) << w.error().message;
-  }
   std::map<std::string, NodeVulns> ByNode(const VulnFilter& f = {}) {
     std::map<std::string, NodeVulns> out;
     for (auto& n : vulns_->Nodes(f)) out.emplace(n.node, n);

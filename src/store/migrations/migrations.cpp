@@ -146,6 +146,10 @@ CREATE TABLE drift_findings (
   updated_ms BIGINT NOT NULL);
 CREATE INDEX drift_findings_node ON drift_findings(node)
 )SQL"},
+      // The compliance posture, one JSON document a day.
+      {15, R"SQL(
+CREATE TABLE compliance_days (day TEXT PRIMARY KEY, doc TEXT NOT NULL, updated_ms BIGINT NOT NULL)
+)SQL"},
   };
   return kAll;
 }

@@ -1,4 +1,4 @@
-// The SQL store: drift findings, one JSON document each.
+// The SQL store: drift findings, one JSON document each; the compliance posture, one a day.
 
 #include "store/sql/sql_store.h"
 
@@ -53,6 +53,47 @@ Result<int64_t> SqlStore::DeleteResolvedDriftBefore(int64_t before_ms) {
     soci::statement st =
         Once(sql, "DELETE FROM drift_findings WHERE state = 'resolved' AND updated_ms < :b",
              soci::use(before));
+    st.execute(true);
+    return static_cast<int64_t>(st.get_affected_rows());
+  });
+}
+
+Status SqlStore::PutComplianceDay(const ComplianceDay& day) {
+  return Run([&](soci::session& sql) -> Status {
+    long long u = day.updated_ms;
+    soci::statement st = Once(sql,
+                              "INSERT INTO compliance_days (day, doc, updated_ms) "
+                              "VALUES (:d, :doc, :u) ON CONFLICT (day) DO UPDATE "
+                              "SET doc = excluded.doc, updated_ms = excluded.updated_ms",
+                              soci::use(day.day), soci::use(day.doc), soci::use(u));
+    st.execute(true);
+    return {};
+  });
+}
+
+Result<std::vector<ComplianceDay>> SqlStore::ListComplianceDays(const std::string& from,
+                                                                const std::string& to) {
+  return Run([&](soci::session& sql) -> Result<std::vector<ComplianceDay>> {
+    std::vector<ComplianceDay> out;
+    ComplianceDay d;
+    long long u = 0;
+    soci::statement st =
+        Once(sql,
+             "SELECT day, doc, updated_ms FROM compliance_days "
+             "WHERE day >= :f AND day <= :t ORDER BY day",
+             soci::use(from), soci::use(to), soci::into(d.day), soci::into(d.doc), soci::into(u));
+    st.execute();
+    while (st.fetch()) {
+      d.updated_ms = u;
+      out.push_back(d);
+    }
+    return out;
+  });
+}
+
+Result<int64_t> SqlStore::DeleteComplianceDaysBefore(const std::string& day) {
+  return Run([&](soci::session& sql) -> Result<int64_t> {
+    soci::statement st = Once(sql, "DELETE FROM compliance_days WHERE day < :d", soci::use(day));
     st.execute(true);
     return static_cast<int64_t>(st.get_affected_rows());
   });

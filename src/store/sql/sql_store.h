@@ -53,6 +53,7 @@ class SqlStore final : public FleetStore,
                        public SettingStore,
                        public RolloutStore,
                        public DriftStore,
+                       public ComplianceStore,
                        public Database {
  public:
   // Opens (or opens again) one session: the backend, its connection string, its settings.
@@ -141,6 +142,11 @@ class SqlStore final : public FleetStore,
   Status SaveDriftFindings(const std::vector<DriftRecord>& findings) override;
   Result<std::vector<DriftRecord>> ListDriftFindings() override;
   Result<int64_t> DeleteResolvedDriftBefore(int64_t before_ms) override;
+
+  Status PutComplianceDay(const ComplianceDay& day) override;
+  Result<std::vector<ComplianceDay>> ListComplianceDays(const std::string& from,
+                                                        const std::string& to) override;
+  Result<int64_t> DeleteComplianceDaysBefore(const std::string& day) override;
 
   std::string_view backend() const override;
   const std::string& location() const override { return location_; }

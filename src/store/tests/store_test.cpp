@@ -209,6 +209,28 @@ TEST_P(StoreTest, DriftFindingsAreUpsertedAndOnlyOldResolvedOnesPruned) {
   EXPECT_EQ(all->at(1).id, 3);
 }
 
+// The compliance posture keeps one document a day: a later measurement replaces the day's, a
+// range is read oldest first with both ends included, and old days are pruned.
+TEST_P(StoreTest, ComplianceDaysAreUpsertedByDayListedByRangeAndPruned) {
+  auto& c = *store_.compliance;
+  ASSERT_TRUE(c.PutComplianceDay({"2026-12-02", R"({"a":1})", 10}).ok());
+  ASSERT_TRUE(c.PutComplianceDay({"2026-11-30", R"({"a":0})", 5}).ok());
+  ASSERT_TRUE(c.PutComplianceDay({"2026-12-02", R"({"a":2})", 20}).ok());
+  ASSERT_TRUE(c.PutComplianceDay({"2026-12-03", R"({"a":3})", 30}).ok());
+  Reopen();
+  auto days = store_.compliance->ListComplianceDays("2026-12-01", "2026-12-03");
+  ASSERT_TRUE(days.ok()) << days.error().message;
+  ASSERT_EQ(days->size(), 2u);
+  EXPECT_EQ(days->at(0).day, "2026-12-02");
+  EXPECT_EQ(days->at(0).doc, R"({"a":2})");
+  EXPECT_EQ(days->at(0).updated_ms, 20);
+  EXPECT_EQ(days->at(1).day, "2026-12-03");
+  auto pruned = store_.compliance->DeleteComplianceDaysBefore("2026-12-02");
+  ASSERT_TRUE(pruned.ok());
+  EXPECT_EQ(pruned.value(), 1);
+  EXPECT_EQ(store_.compliance->ListComplianceDays("2000-01-01", "2999-12-31")->size(), 2u);
+}
+
 TEST_P(StoreTest, PoolNeedsItsCluster) {
   Pool p{"p1", "nowhere", "L4", 1, 4, {}, 1, 1};
   EXPECT_FALSE(store_.fleet->ApplyFleet({}, {p}).ok());
@@ -797,6 +819,7 @@ TEST(StoreCopy, MovesEveryTableToAnEmptyDatabaseAndRefusesAFullOne) {
     ASSERT_TRUE(
         s.rollouts->AppendRolloutEvents({{0, rollout.value(), 2, "n1", "drain", "x"}}).ok());
     ASSERT_TRUE(s.drift->SaveDriftFindings({{1, "n1", "open", "{}", 2}}).ok());
+    ASSERT_TRUE(s.compliance->PutComplianceDay({"2026-12-03", "{}", 2}).ok());
   }
   auto& pg = testing::SharedPostgres();
   ASSERT_TRUE(pg.ok()) << pg.error();
