@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <set>
 
@@ -167,6 +168,29 @@ Result<RuleFile> ParseRuleFile(std::string_view yaml, std::string_view filename)
     return MakeError(ErrorCode::kInvalidArgument,
                      std::string(filename) + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
+}
+
+std::string WriteRuleFile(const std::vector<Rule>& rules) {
+  std::vector<std::string> groups;
+  for (const auto& r : rules) {
+    if (std::find(groups.begin(), groups.end(), r.group) == groups.end()) groups.push_back(r.group);
+  }
+  std::string out = groups.empty() ? "groups: []\n" : "groups:\n";
+  for (const auto& g : groups) {
+    out += "  - name: ";
+    AppendYamlFlow(out, json::value(g));
+    out += "\n    rules:\n";
+    for (const auto& r : rules) {
+      if (r.group != g) continue;
+      boost::system::error_code ec;
+      json::object o = json::parse(RuleJson(r), ec).as_object();
+      o.erase("group");
+      out += "      - ";
+      AppendYamlFlow(out, o);
+      out += '\n';
+    }
+  }
+  return out;
 }
 
 std::string RuleJson(const Rule& rule) {

@@ -35,6 +35,11 @@ struct RuleFile {
 bool IsRuleFile(std::string_view yaml);
 Result<RuleFile> ParseRuleFile(std::string_view yaml, std::string_view filename);
 
+// A rule file of `rules` (gpufleet export): their groups in the order first seen, each rule one
+// line of JSON's flow syntax (which is YAML) with the fields RuleJson gives but the group, so
+// that ParseRuleFile reads back the same rules.
+std::string WriteRuleFile(const std::vector<Rule>& rules);
+
 // A rule as JSON: {alert, group, expr, for, keep_firing_for, labels, annotations, enabled}
 // (durations as "5m"), what the store keeps and the API takes and gives. RuleFromJson checks
 // the rule.

@@ -18,6 +18,12 @@ Response AlertingUnavailable();
 // A request body may carry only these fields; anything else is a 400 naming it.
 Status OnlyFields(const boost::json::object& o, std::initializer_list<std::string_view> allowed);
 
+// A channel from the object POST /api/v1/channels takes ({name, type, url, secret, matchers,
+// group_by}), checked, its secret sealed under the data directory's key; and the API's view of
+// one (`signed` in place of the secret). Apply takes the fleet file's `channels:` through them.
+Result<Channel> ChannelFromJson(ApiContext& ctx, const boost::json::object& body);
+boost::json::object ChannelJson(const Channel& c);
+
 // For replies written directly as text (10,000-item replies, where a JSON tree costs several
 // times the writing): the shortest number that reads back the same, and an escaped string.
 void AppendNumber(std::string& out, double v);

@@ -155,7 +155,8 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
       auto v = Call(g, "POST", target, *text, "application/yaml");
       if (!v) return;
       Show(g, *v, [](const json::value& r) {
-        bool rules = r.as_object().contains("groups") || r.as_object().contains("rules");
+        // A rule file alone; a fleet file's reply has clusters (and rules when it had some).
+        bool rules = !r.as_object().contains("clusters");
         if (r.as_object().contains("dry_run")) {
           if (rules) {
             std::printf("%s is valid: %s groups, %s rules (dry run, nothing changed)\n",
@@ -185,6 +186,19 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
         if (const auto* sc = r.as_object().if_contains("scaling")) {
           std::printf("scaling: %s set, %s unchanged\n", Str(sc->at("set")).c_str(),
                       Str(sc->at("unchanged")).c_str());
+        }
+        if (const auto* ch = r.as_object().if_contains("channels")) {
+          std::printf("channels: %s created, %s updated, %s unchanged\n",
+                      Str(ch->at("created")).c_str(), Str(ch->at("updated")).c_str(),
+                      Str(ch->at("unchanged")).c_str());
+          for (const auto& name : ch->at("deleted").as_array()) {
+            std::printf("deleted channel %s\n", Str(name).c_str());
+          }
+        }
+        if (const auto* ru = r.as_object().if_contains("rules")) {
+          std::printf("rules: %s created, %s updated, %s unchanged, %s deleted\n",
+                      Str(ru->at("created")).c_str(), Str(ru->at("updated")).c_str(),
+                      Str(ru->at("unchanged")).c_str(), Str(ru->at("deleted")).c_str());
         }
         if (const auto* d = r.as_object().if_contains("deleted")) {
           for (auto [kind, one] : {std::pair{"clusters", "cluster"}, std::pair{"pools", "pool"}}) {
@@ -226,8 +240,7 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
       if (!v) return;
       const auto* changes = v->as_object().if_contains("changes");
       if (changes == nullptr) {
-        std::fprintf(stderr, "error: %s is not a fleet file (diff compares clusters and pools)\n",
-                     file.c_str());
+        std::fprintf(stderr, "error: %s is neither a fleet file nor a rule file\n", file.c_str());
         g.exit_code = 1;
         return;
       }

@@ -11,26 +11,27 @@ namespace json = boost::json;
 namespace gpufleet {
 namespace {
 
-void Write(std::string& out, const json::value& v);
+// flow: ", " and ": " between items, as YAML's flow syntax wants them.
+void Write(std::string& out, const json::value& v, bool flow = false);
 
-void WriteObject(std::string& out, const json::object& o) {
+void WriteObject(std::string& out, const json::object& o, bool flow = false) {
   out += '{';
   bool first = true;
   for (const auto& kv : o) {
-    if (!first) out += ',';
+    if (!first) out += flow ? ", " : ",";
     first = false;
     AppendJsonString(out, kv.key());
-    out += ':';
-    Write(out, kv.value());
+    out += flow ? ": " : ":";
+    Write(out, kv.value(), flow);
   }
   out += '}';
 }
 
-void WriteArray(std::string& out, const json::array& a) {
+void WriteArray(std::string& out, const json::array& a, bool flow = false) {
   out += '[';
   for (size_t i = 0; i < a.size(); ++i) {
-    if (i) out += ',';
-    Write(out, a[i]);
+    if (i) out += flow ? ", " : ",";
+    Write(out, a[i], flow);
   }
   out += ']';
 }
@@ -42,7 +43,7 @@ void WriteNumber(std::string& out, T n) {
   out.append(buf, ec == std::errc() ? end : buf);
 }
 
-void Write(std::string& out, const json::value& v) {
+void Write(std::string& out, const json::value& v, bool flow) {
   switch (v.kind()) {
     case json::kind::null:
       out += "null";
@@ -67,10 +68,10 @@ void Write(std::string& out, const json::value& v) {
       AppendJsonString(out, v.get_string());
       break;
     case json::kind::array:
-      WriteArray(out, v.get_array());
+      WriteArray(out, v.get_array(), flow);
       break;
     case json::kind::object:
-      WriteObject(out, v.get_object());
+      WriteObject(out, v.get_object(), flow);
       break;
   }
 }
@@ -94,5 +95,7 @@ std::string JsonText(const json::array& a) {
   WriteArray(out, a);
   return out;
 }
+
+void AppendYamlFlow(std::string& out, const json::value& v) { Write(out, v, true); }
 
 }  // namespace gpufleet

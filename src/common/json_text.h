@@ -18,4 +18,8 @@ std::string JsonText(const boost::json::value& v);
 std::string JsonText(const boost::json::object& o);
 std::string JsonText(const boost::json::array& a);
 
+// The same with ", " and ": " between items: JSON that is also YAML's flow syntax, so a
+// generated YAML file keeps strings strings and numbers numbers ({"a": 1, "b": ["x"]}).
+void AppendYamlFlow(std::string& out, const boost::json::value& v);
+
 }  // namespace gpufleet

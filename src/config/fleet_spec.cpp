@@ -26,7 +26,7 @@ class Validator {
 
   Result<FleetSpec> Run(const YAML::Node& root) {
     if (!root.IsMap()) return Fail(root, "", "the document must be a mapping");
-    GF_TRY(Keys(root, "", {"apiVersion", "kind", "metadata", "clusters"}));
+    GF_TRY(Keys(root, "", {"apiVersion", "kind", "metadata", "clusters", "channels"}));
     if (auto v = root["apiVersion"]; !v || v.as<std::string>("") != "gpufleet/v1") {
       return Fail(v ? v : root, "apiVersion", "must be 'gpufleet/v1'");
     }
@@ -106,6 +106,7 @@ class Validator {
       }
       spec.clusters.push_back(std::move(cluster));
     }
+    GF_TRY(Channels(root, spec));
     return spec;
   }
 
@@ -279,6 +280,30 @@ class Validator {
                     "'" + t.url + "': only http:// and https:// are scraped");
       }
       pool.exporters.push_back(std::move(t));
+    }
+    return {};
+  }
+
+  // channels: each a mapping with a unique name, handed on as JSON (the API checks the rest).
+  Status Channels(const YAML::Node& root, FleetSpec& spec) const {
+    auto list = root["channels"];
+    if (!list) return {};
+    if (!list.IsSequence()) return Fail(list, "channels", "must be a list");
+    spec.channels.emplace();
+    std::set<std::string> names;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const YAML::Node c = list[i];
+      std::string path = "channels[" + std::to_string(i) + "]";
+      if (!c.IsMap()) return Fail(c, path, "must be a mapping");
+      GF_TRY(Keys(c, path, {"name", "type", "url", "secret", "matchers", "group_by"}));
+      ChannelEntry entry;
+      GF_TRY_ASSIGN(entry.name, Name(c, path));
+      if (!names.insert(entry.name).second) {
+        return Fail(c["name"], path + ".name", "duplicate channel '" + entry.name + "'");
+      }
+      ToJson(c, entry.json);
+      entry.line = c.Mark().line + 1;
+      spec.channels->push_back(std::move(entry));
     }
     return {};
   }

@@ -17,10 +17,20 @@
 
 namespace gpufleet {
 
+// An alert channel of the file's `channels:` list, as the JSON object POST /api/v1/channels
+// takes ({name, type, url, secret, matchers, group_by}); the API checks the rest of it.
+struct ChannelEntry {
+  std::string name;
+  std::string json;
+  int line = 0;  // where the file has it, for the API's errors
+};
+
 struct FleetSpec {
   std::vector<Cluster> clusters;
   std::vector<Pool> pools;
   std::vector<PoolScaling> scaling;  // the pools with a `scaling:` block
+  // The file's `channels:`; none: the file says nothing of channels (an apply leaves them).
+  std::optional<std::vector<ChannelEntry>> channels;
 };
 
 Result<FleetSpec> ParseFleetSpec(std::string_view yaml, std::string_view filename,
@@ -29,8 +39,8 @@ Result<FleetSpec> ParseFleetSpec(std::string_view yaml, std::string_view filenam
 // The fleet file of `spec` (gpufleet export): each cluster with its pools nested under it, in
 // the order given, and each pool's scaling block; fields at their defaults are left out, and
 // values are written in JSON's flow syntax (which is YAML) so that none reads back as another
-// type. ParseFleetSpec of it gives `spec` back, so export, apply and export again is the same
-// text.
+// type; then the channels, when `spec` has some. ParseFleetSpec of it gives `spec` back, so
+// export, apply and export again is the same text.
 std::string WriteFleetSpec(const FleetSpec& spec);
 
 // The fleet as an Ansible inventory in YAML (gpufleet export --format ansible): groups per site

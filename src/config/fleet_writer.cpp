@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 #include <charconv>
 
+#include "common/json_text.h"
 #include "common/strings.h"
 #include "config/fleet_spec.h"
 #include "model/json.h"
@@ -14,42 +15,11 @@ namespace json = boost::json;
 namespace gpufleet {
 namespace {
 
-// JSON text with each number written as its shortest form ("1", "0.8"), not Boost's "1E0".
-void Flow(const json::value& v, std::string& out) {
-  if (const auto* o = v.if_object()) {
-    out += '{';
-    bool first = true;
-    for (const auto& [key, value] : *o) {
-      if (!first) out += ", ";
-      first = false;
-      AppendJsonString(out, key);
-      out += ": ";
-      Flow(value, out);
-    }
-    out += '}';
-  } else if (const auto* a = v.if_array()) {
-    out += '[';
-    for (size_t i = 0; i < a->size(); ++i) {
-      if (i) out += ", ";
-      Flow((*a)[i], out);
-    }
-    out += ']';
-  } else if (v.is_double()) {
-    char buf[32];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v.get_double());
-    out.append(buf, ec == std::errc() ? end : buf);
-  } else if (v.is_string()) {
-    AppendJsonString(out, v.get_string());
-  } else {
-    out += json::serialize(v);
-  }
-}
-
 void Line(std::string& out, const std::string& indent, const char* key, const json::value& v) {
   out += indent;
   out += key;
   out += ": ";
-  Flow(v, out);
+  AppendYamlFlow(out, v);
   out += '\n';
 }
 
@@ -116,6 +86,15 @@ std::string WriteFleetSpec(const FleetSpec& spec) {
         if (s.pool == p.name) scaling = &s;
       }
       PoolLines(out, p, scaling);
+    }
+  }
+  if (spec.channels && !spec.channels->empty()) {
+    out += "channels:\n";
+    for (const auto& c : *spec.channels) {
+      boost::system::error_code ec;
+      out += "  - ";
+      AppendYamlFlow(out, json::parse(c.json, ec));
+      out += '\n';
     }
   }
   return out;

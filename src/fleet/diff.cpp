@@ -21,7 +21,7 @@ void Flatten(const json::value& v, const std::string& at, std::map<std::string, 
   if (const auto* o = v.if_object()) {
     for (const auto& [key, value] : *o) {
       const std::string path = at.empty() ? std::string(key) : at + "." + std::string(key);
-      if (path == "created_at" || path == "updated_at") continue;
+      if (path == "created_at" || path == "updated_at" || path == "updated_ms") continue;
       Flatten(value, path, out);
     }
     // An empty object (labels: {}) is a leaf, so that gaining its first key shows as a change.
@@ -80,6 +80,45 @@ std::vector<FleetChange> DiffFleet(const std::vector<Cluster>& clusters,
   std::vector<FleetChange> out;
   DiffKind("cluster", clusters, spec.clusters, out);
   DiffKind("pool", pools, spec.pools, out);
+  return out;
+}
+
+std::vector<FleetChange::Field> DiffJson(const std::string& before, const std::string& after) {
+  auto object = [](const std::string& text) {
+    boost::system::error_code ec;
+    json::value v = text.empty() ? json::value(json::object()) : json::parse(text, ec);
+    return v.is_object() ? v.as_object() : json::object();
+  };
+  return Fields(object(before), object(after));
+}
+
+std::vector<FleetChange> DiffScaling(const std::vector<PoolScaling>& have, const FleetSpec& spec) {
+  auto object = [](const PoolScaling& s) {
+    boost::system::error_code ec;
+    json::value v = json::parse(PoolScalingJson(s), ec);
+    return v.is_object() ? v.as_object() : json::object();
+  };
+  std::map<std::string, const PoolScaling*> old;
+  for (const auto& h : have) old[h.pool] = &h;
+  std::set<std::string> named;
+  for (const auto& p : spec.pools) named.insert(p.name);
+  std::vector<FleetChange> out;
+  for (const auto& w : spec.scaling) {
+    auto it = old.find(w.pool);
+    if (it == old.end()) {
+      out.push_back({"scaling", w.pool, "create", Fields({}, object(w))});
+      continue;
+    }
+    auto fields = Fields(object(*it->second), object(w));
+    if (!fields.empty()) out.push_back({"scaling", w.pool, "update", std::move(fields)});
+  }
+  // A policy goes with its pool (apply --prune); a pool the file names without a scaling block
+  // keeps the one it has.
+  for (const auto& [pool, h] : old) {
+    if (!named.count(pool)) out.push_back({"scaling", pool, "delete", Fields(object(*h), {})});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const FleetChange& a, const FleetChange& b) { return a.name < b.name; });
   return out;
 }
 

@@ -54,13 +54,20 @@ struct FleetChange {
   struct Field {
     std::string field, from, to;
   };
-  std::string kind;  // "cluster" or "pool"
+  std::string kind;  // "cluster", "pool", "scaling", "channel" or "rule"
   std::string name;
   std::string action;  // "create", "update" or "delete"
   std::vector<Field> fields;
 };
 std::vector<FleetChange> DiffFleet(const std::vector<Cluster>& clusters,
                                    const std::vector<Pool>& pools, const FleetSpec& spec);
+// Two JSON objects' differing fields, as above ("" is an empty object): for what the fleet file
+// carries beside clusters and pools (channels, alert rules).
+std::vector<FleetChange::Field> DiffJson(const std::string& before, const std::string& after);
+// The scaling blocks (kind "scaling", named by pool): `have`, the policies in effect, against
+// the file's. A policy of a pool the file does not name is a delete (it goes with its pool);
+// a pool the file names without a scaling block keeps its policy, so that is no change.
+std::vector<FleetChange> DiffScaling(const std::vector<PoolScaling>& have, const FleetSpec& spec);
 
 // What apply --prune deletes: the pools and clusters the store holds that the file does not
 // name.

@@ -270,6 +270,9 @@ class AlertStore {
   virtual ~AlertStore() = default;
   // Channel names are unique (kConflict).
   virtual Status CreateChannel(const Channel& channel) = 0;
+  // Its type, URL, secret, route and grouping (kNotFound when there is none of that name); its
+  // queued notifications stay.
+  virtual Status UpdateChannel(const Channel& channel) = 0;
   virtual Result<std::vector<Channel>> ListChannels() = 0;
   virtual Status DeleteChannel(const std::string& name) = 0;  // and its queued notifications
   // Alert state changes and their notifications, in one transaction: `alerts` are (fingerprint,

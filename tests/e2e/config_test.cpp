@@ -48,6 +48,17 @@ clusters:
 
 class Config : public E2E {
  protected:
+  // examples/fleet.yaml and examples/rules.yaml (6 rules), and a signed webhook with a route.
+  void ApplyExamplesAndAChannel() {
+    for (const char* file : {"/examples/fleet.yaml", "/examples/rules.yaml"}) {
+      auto r = Cli({"apply", "-f", std::string(GPUFLEET_SOURCE_DIR) + file});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    }
+    auto hook = Cli({"channels", "create", "--name", "ops-hook", "--type", "webhook", "--url",
+                     "https://hooks.example.com/gpu", "--secret", "hunter2-signing-key", "--match",
+                     "severity=critical", "--group-by", "alertname,cluster"});
+    ASSERT_EQ(hook.exit_code, 0) << hook.err;
+  }
   std::string Pools() {
     std::string names;
     const json::value pools = controller_->Call("GET", "/api/v1/pools").second;
@@ -83,6 +94,28 @@ TEST_F(Config, DiffShowsTheChangesAndPruneDeletesWhatTheFileNoLongerNames) {
             "- pool spare (not in the file: apply --prune deletes it)\n");
   EXPECT_EQ(Pools(), before);  // a diff changes nothing
 
+  // Scaling blocks are in the diff too: a new one, then a changed one; a policy whose pool the
+  // file drops goes with it.
+  const std::string with_scaling =
+      std::string(kApplied).replace(std::string(kApplied).find("size: 1}"), 8,
+                                    "size: 1,\n          scaling: {mode: reactive, enabled: false, "
+                                    "min_nodes: 1, max_nodes: 4, actuator: "
+                                    "{type: sim}}}");
+  std::ofstream(dir_ + "/scaled.yaml") << with_scaling;
+  auto scaled = Cli({"diff", "-f", dir_ + "/scaled.yaml"});
+  EXPECT_EQ(scaled.exit_code, 1) << scaled.err;
+  EXPECT_EQ(scaled.out, "+ scaling h100\n") << scaled.out;
+  ASSERT_EQ(Cli({"apply", "-f", dir_ + "/scaled.yaml"}).exit_code, 0);
+  EXPECT_EQ(Cli({"diff", "-f", dir_ + "/scaled.yaml"}).out, "no changes\n");
+  std::string bigger = with_scaling;
+  bigger.replace(bigger.find("max_nodes: 4"), 12, "max_nodes: 6");
+  std::ofstream(dir_ + "/bigger.yaml") << bigger;
+  EXPECT_EQ(Cli({"diff", "-f", dir_ + "/bigger.yaml"}).out,
+            "~ scaling h100\n    max_nodes: 4 -> 6\n");
+  // kNext names h100 without a block: it keeps its policy, so the diff is as before.
+  EXPECT_EQ(Cli({"diff", "-f", dir_ + "/next.yaml"}).out, diff.out);
+  ASSERT_EQ(controller_->Call("DELETE", "/api/v1/pools/h100/scaling").first, 200);
+
   // A pool with a node is not pruned, and nothing else of the file is applied either.
   std::ofstream(dir_ + "/busy.yaml") << kWithoutBusy;
   auto refused = Cli({"apply", "--prune", "-f", dir_ + "/busy.yaml"});
@@ -113,16 +146,25 @@ TEST_F(Config, DiffShowsTheChangesAndPruneDeletesWhatTheFileNoLongerNames) {
   EXPECT_NE(audit.out.find("\"spare\""), std::string::npos) << audit.out;
 }
 
-// The live configuration exported, applied to a fresh controller and exported again: the same
-// text, and a diff of it against the first controller shows nothing.
+// The live configuration (clusters, pools, scaling, channels, rules) exported, applied to a
+// fresh controller and exported again: the same text, and a diff of it against the first
+// controller shows nothing.
 TEST_F(Config, AnExportAppliedToAFreshControllerExportsTheSameText) {
-  auto applied = Cli({"apply", "-f", std::string(GPUFLEET_SOURCE_DIR) + "/examples/fleet.yaml"});
-  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  ApplyExamplesAndAChannel();
   auto first = Cli({"export"});
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_EQ(first.out.rfind("apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n", 0), 0u);
   EXPECT_NE(first.out.find("scaling: {\"mode\": \"predictive\""), std::string::npos) << first.out;
   EXPECT_NE(first.out.find("\"timezone\": \"America/New_York\""), std::string::npos);
+  // The channels (never a secret) and, as a second document, the user rules.
+  EXPECT_NE(first.out.find("channels:\n  - {\"name\": \"ops-hook\", \"type\": \"webhook\", "
+                           "\"url\": \"https://hooks.example.com/gpu\", \"matchers\": "),
+            std::string::npos)
+      << first.out;
+  EXPECT_EQ(first.out.find("hunter2"), std::string::npos);  // sealed or not
+  EXPECT_EQ(first.out.find("secret"), std::string::npos);
+  EXPECT_NE(first.out.find("\n---\ngroups:\n  - name: \"gpu\"\n"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("\"alert\": \"GpuHotForFiveMinutes\""), std::string::npos);
   auto [status, body] = controller_->Call("GET", "/api/v1/export");
   EXPECT_EQ(status, 200);
   std::ofstream(dir_ + "/export.yaml") << first.out;
@@ -138,9 +180,81 @@ TEST_F(Config, AnExportAppliedToAFreshControllerExportsTheSameText) {
   auto again = on_fresh({"apply", "-f", dir_ + "/export.yaml"});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NE(again.out.find("clusters: 5 created"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("channels: 1 created, 0 updated, 0 unchanged\n"), std::string::npos)
+      << again.out;
+  EXPECT_NE(again.out.find("rules: 6 created, 0 updated, 0 unchanged, 0 deleted\n"),
+            std::string::npos)
+      << again.out;
   auto second = on_fresh({"export"});
   EXPECT_EQ(second.out, first.out);
+  // The channel is there with its route, unsigned: its secret was never exported.
+  auto [cs, channels] = fresh.Call("GET", "/api/v1/channels");
+  ASSERT_EQ(channels.at("items").as_array().size(), 1u);
+  EXPECT_FALSE(channels.at("items").at(0).at("signed").as_bool());
+  EXPECT_EQ(channels.at("items").at(0).at("group_by"), json::parse(R"(["alertname","cluster"])"));
   fresh.Stop();
+}
+
+// Channels and rules in the file: diff shows a changed channel and rule and one the file no
+// longer names; only an admin may change channels; an apply keeps a channel's secret, --prune
+// deletes the channel the file does not name; a bad channel names its line.
+TEST_F(Config, ChangedChannelsAndRulesAreDiffedAndOnlyAnAdminAppliesChannels) {
+  ApplyExamplesAndAChannel();
+  auto first = Cli({"export"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+
+  // A changed URL and a changed rule, and a channel the file no longer names.
+  std::string next = first.out;
+  next.replace(next.find("https://hooks.example.com/gpu"), 29, "https://hooks.example.com/gpu2");
+  next.replace(next.find("min_over_time(gpu_temp[5m]) > 83"), 32,
+               "min_over_time(gpu_temp[5m]) > 85");
+  ASSERT_EQ(Cli({"channels", "create", "--name", "old-hook", "--type", "webhook", "--url",
+                 "http://127.0.0.1:9/x"})
+                .exit_code,
+            0);
+  std::ofstream(dir_ + "/next.yaml") << next;
+  auto diff = Cli({"diff", "-f", dir_ + "/next.yaml"});
+  EXPECT_EQ(diff.exit_code, 1) << diff.err;
+  EXPECT_EQ(diff.out,
+            "- channel old-hook (not in the file: apply --prune deletes it)\n"
+            "~ channel ops-hook\n"
+            "    url: \"https://hooks.example.com/gpu\" -> \"https://hooks.example.com/gpu2\"\n"
+            "~ rule GpuHotForFiveMinutes\n"
+            "    expr: \"min_over_time(gpu_temp[5m]) > 83\" -> \"min_over_time(gpu_temp[5m]) > "
+            "85\"\n");
+  // An operator may apply clusters and rules, not channels: refused whole.
+  auto op = Cli({"tokens", "create", "--role", "operator", "--name", "ops"});
+  ASSERT_EQ(op.exit_code, 0) << op.err;
+  const std::string op_token = op.out.substr(0, op.out.find('\n'));
+  auto refused = Cli({"--token", op_token, "apply", "-f", dir_ + "/next.yaml"});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("the file's channels need an admin token (HTTP 403)"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/channels").second.at("items").at(1).at("url"),
+            "https://hooks.example.com/gpu");
+  // The admin's apply keeps the secret of the updated channel; --prune drops the other.
+  auto applied = Cli({"apply", "--prune", "-f", dir_ + "/next.yaml"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  EXPECT_NE(applied.out.find("channels: 0 created, 1 updated, 0 unchanged\ndeleted channel "
+                             "old-hook\nrules: 0 created, 1 updated, 5 unchanged, 0 deleted\n"),
+            std::string::npos)
+      << applied.out;
+  auto after = controller_->Call("GET", "/api/v1/channels").second;
+  ASSERT_EQ(after.at("items").as_array().size(), 1u);
+  EXPECT_EQ(after.at("items").at(0).at("url"), "https://hooks.example.com/gpu2");
+  EXPECT_TRUE(after.at("items").at(0).at("signed").as_bool());
+  EXPECT_EQ(Cli({"diff", "-f", dir_ + "/next.yaml"}).out, "no changes\n");
+  // A bad channel names its line; nothing of the file is applied.
+  std::string bad = next;
+  bad.replace(bad.find("\"type\": \"webhook\""), 17, "\"type\": \"pager\"");
+  std::ofstream(dir_ + "/bad.yaml") << bad;
+  auto wrong = Cli({"apply", "-f", dir_ + "/bad.yaml"});
+  EXPECT_NE(wrong.exit_code, 0);
+  EXPECT_NE(wrong.err.find("bad.yaml:"), std::string::npos) << wrong.err;
+  EXPECT_NE(wrong.err.find(": channels[0]: 'type' must be alertmanager or webhook"),
+            std::string::npos)
+      << wrong.err;
 }
 
 // One cluster and one pool at a time: POST creates, PUT replaces, PATCH merges, DELETE removes,

@@ -350,6 +350,43 @@ TEST(RuleFile, ParsesPrometheusFormat) {
   EXPECT_FALSE(IsRuleFile("apiVersion: gpufleet/v1\nkind: Fleet\n"));
 }
 
+// gpufleet export writes the user rules back as a rule file: read again, it is the same rules,
+// and written again the same text (a quote, a newline and a template survive it).
+TEST(RuleFile, AWrittenFileReadsBackTheSameRules) {
+  auto file = ParseRuleFile(R"(groups:
+  - name: gpu
+    rules:
+      - alert: GpuHot
+        expr: max_over_time(gpu_temp[5m]) > 85
+        for: 2m
+        labels: {severity: critical, team: "infra: \"gpu\""}
+        annotations:
+          summary: "{{ $labels.Hostname }} at {{ $value }} C\nsee the runbook"
+      - alert: GpuThrottled
+        enabled: false
+  - name: capacity
+    rules:
+      - alert: PoolFull
+        expr: sum by (pool) (gpu_available) < 2
+        keep_firing_for: 10m
+)",
+                            "rules.yaml");
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  const std::string text = WriteRuleFile(file->rules);
+  auto back = ParseRuleFile(text, "export.yaml");
+  ASSERT_TRUE(back.ok()) << back.error().message << "\n" << text;
+  EXPECT_EQ(back->groups, file->groups);
+  ASSERT_EQ(back->rules.size(), file->rules.size());
+  for (size_t i = 0; i < file->rules.size(); ++i) {
+    EXPECT_EQ(RuleJson(back->rules[i]), RuleJson(file->rules[i]));
+  }
+  EXPECT_EQ(WriteRuleFile(back->rules), text);
+  EXPECT_EQ(
+      text.rfind("groups:\n  - name: \"gpu\"\n    rules:\n      - {\"alert\": \"GpuHot\", ", 0), 0u)
+      << text;
+  EXPECT_EQ(WriteRuleFile({}), "groups: []\n");
+}
+
 std::string FileError(const std::string& rule_lines) {
   auto file =
       ParseRuleFile("groups:\n  - name: g\n    rules:\n      - alert: R\n" + rule_lines, "r.yaml");

@@ -24,6 +24,67 @@ json::array GroupByJson(const std::string& group_by) {
 
 }  // namespace
 
+Result<Channel> ChannelFromJson(ApiContext& ctx, const json::object& body) {
+  GF_TRY(OnlyFields(body, {"name", "type", "url", "secret", "matchers", "group_by"}));
+  Channel c;
+  GF_TRY_ASSIGN(c.name, GetString(body, "name", std::nullopt));
+  GF_TRY_ASSIGN(c.type, GetString(body, "type", std::nullopt));
+  GF_TRY_ASSIGN(c.url, GetString(body, "url", std::nullopt));
+  std::string secret;
+  GF_TRY_ASSIGN(secret, GetString(body, "secret", std::string()));
+  // Sealed at rest (AES-256-GCM under secret.key): a copied database discloses nothing.
+  c.secret = secret.empty() || ctx.secret_key.empty() ? secret : SealSecret(ctx.secret_key, secret);
+  auto* m = body.if_contains("matchers");
+  if (m && !m->is_null() && !(m->is_array() && m->as_array().empty())) {
+    // The route: only alerts these match go to the channel.
+    std::vector<alerting::Matcher> matchers;
+    GF_TRY_ASSIGN(matchers, alerting::ParseMatchers(JsonText(*m)));
+    c.matchers = alerting::MatchersJson(matchers);
+  }
+  if (auto* g = body.if_contains("group_by"); g && !g->is_null()) {
+    const Error bad =
+        MakeError(ErrorCode::kInvalidArgument, "'group_by' must be a list of label names");
+    if (!g->is_array()) return bad;
+    for (const auto& l : g->as_array()) {
+      std::string name = l.is_string() ? std::string(l.as_string()) : "";
+      bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+      });
+      if (!ok) return bad;
+      c.group_by += (c.group_by.empty() ? "" : ",") + name;
+    }
+  }
+  if (!IsValidName(c.name)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "'name' must be lower-case letters, digits, '-' or '.', at most 63");
+  }
+  if (c.type != "alertmanager" && c.type != "webhook") {
+    return MakeError(ErrorCode::kInvalidArgument, "'type' must be alertmanager or webhook");
+  }
+  if (c.type == "alertmanager" && !c.group_by.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "'group_by' is for webhooks: Alertmanager groups by its own route's group_by");
+  }
+  HttpUrl parsed;
+  GF_TRY_ASSIGN(parsed, ParseHttpUrl(c.url, "80"));
+  if (parsed.scheme != "http" && parsed.scheme != "https") {
+    return MakeError(ErrorCode::kInvalidArgument, "'url': a receiver is http:// or https://");
+  }
+  while (!c.url.empty() && c.url.back() == '/') c.url.pop_back();
+  return c;
+}
+
+json::object ChannelJson(const Channel& c) {
+  boost::system::error_code ec;
+  json::value route = c.matchers.empty() ? json::value(json::array()) : json::parse(c.matchers, ec);
+  return {{"name", c.name},
+          {"type", c.type},
+          {"url", c.url},
+          {"signed", !c.secret.empty()},
+          {"matchers", std::move(route)},
+          {"group_by", GroupByJson(c.group_by)}};
+}
+
 void AddAlertRoutes(Router& router, ApiContext& ctx) {
   router.Add(
       "GET", "/api/v1/alerts", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
@@ -61,86 +122,18 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
         return ListResponse(std::move(items), page.value());
       });
 
-  router.Add(
-      "POST", "/api/v1/channels", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
-        auto body = ParseObject(req.body);
-        if (!body.ok()) return ErrorResponse(body.error());
-        if (auto s = OnlyFields(*body, {"name", "type", "url", "secret", "matchers", "group_by"});
-            !s.ok()) {
-          return ErrorResponse(s.error());
-        }
-        Channel c;
-        auto name = GetString(*body, "name", std::nullopt);
-        auto type = GetString(*body, "type", std::nullopt);
-        auto url = GetString(*body, "url", std::nullopt);
-        auto secret = GetString(*body, "secret", std::string());
-        for (const auto* r : {&name, &type, &url, &secret}) {
-          if (!r->ok()) return ErrorResponse(r->error());
-        }
-        c.name = name.value();
-        c.type = type.value();
-        c.url = url.value();
-        // Sealed at rest (AES-256-GCM under secret.key): a copied database discloses nothing.
-        c.secret = secret->empty() || ctx.secret_key.empty()
-                       ? secret.value()
-                       : SealSecret(ctx.secret_key, secret.value());
-        auto* m = body->if_contains("matchers");
-        if (m && !m->is_null() && !(m->is_array() && m->as_array().empty())) {
-          // The route: only alerts these match go to the channel.
-          auto matchers = alerting::ParseMatchers(JsonText(*m));
-          if (!matchers.ok()) return ErrorResponse(matchers.error());
-          c.matchers = alerting::MatchersJson(matchers.value());
-        }
-        if (auto* g = body->if_contains("group_by"); g && !g->is_null()) {
-          if (!g->is_array()) {
-            return ErrorResponse(
-                MakeError(ErrorCode::kInvalidArgument, "'group_by' must be a list of label names"));
-          }
-          for (const auto& l : g->as_array()) {
-            std::string name = l.is_string() ? std::string(l.as_string()) : "";
-            bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
-              return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
-            });
-            if (!ok) {
-              return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
-                                             "'group_by' must be a list of label names"));
-            }
-            c.group_by += (c.group_by.empty() ? "" : ",") + name;
-          }
-        }
-        if (!IsValidName(c.name)) {
-          return ErrorResponse(
-              MakeError(ErrorCode::kInvalidArgument,
-                        "'name' must be lower-case letters, digits, '-' or '.', at most 63"));
-        }
-        if (c.type != "alertmanager" && c.type != "webhook") {
-          return ErrorResponse(
-              MakeError(ErrorCode::kInvalidArgument, "'type' must be alertmanager or webhook"));
-        }
-        if (c.type == "alertmanager" && !c.group_by.empty()) {
-          return ErrorResponse(MakeError(
-              ErrorCode::kInvalidArgument,
-              "'group_by' is for webhooks: Alertmanager groups by its own route's group_by"));
-        }
-        auto parsed = ParseHttpUrl(c.url, "80");
-        if (!parsed.ok()) return ErrorResponse(parsed.error());
-        if (parsed->scheme != "http" && parsed->scheme != "https") {
-          return ErrorResponse(
-              MakeError(ErrorCode::kInvalidArgument, "'url': a receiver is http:// or https://"));
-        }
-        while (!c.url.empty() && c.url.back() == '/') c.url.pop_back();
-        c.created_ms = ctx.clock.NowMs();
-        if (auto s = ctx.store.alerting->CreateChannel(c); !s.ok()) return ErrorResponse(s.error());
-        boost::system::error_code ec;
-        json::value route =
-            c.matchers.empty() ? json::value(json::array()) : json::parse(c.matchers, ec);
-        return ObjectResponse(201, {{"name", c.name},
-                                    {"type", c.type},
-                                    {"url", c.url},
-                                    {"signed", !c.secret.empty()},
-                                    {"matchers", std::move(route)},
-                                    {"group_by", GroupByJson(c.group_by)}});
-      });
+  router.Add("POST", "/api/v1/channels", Role::kAdmin,
+             [&ctx](const Request& req, const Principal&) {
+               auto body = ParseObject(req.body);
+               if (!body.ok()) return ErrorResponse(body.error());
+               auto parsed = ChannelFromJson(ctx, body.value());
+               if (!parsed.ok()) return ErrorResponse(parsed.error());
+               Channel c = std::move(parsed).value();
+               c.created_ms = ctx.clock.NowMs();
+               if (auto s = ctx.store.alerting->CreateChannel(c); !s.ok())
+                 return ErrorResponse(s.error());
+               return ObjectResponse(201, ChannelJson(c));
+             });
 
   router.Add("GET", "/api/v1/channels", Role::kViewer,
              [&ctx](const Request& req, const Principal&) {
@@ -152,19 +145,11 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                if (!counts.ok()) return ErrorResponse(counts.error());
                json::array items;
                for (const auto& c : channels.value()) {
-                 boost::system::error_code ec;
-                 json::value route =
-                     c.matchers.empty() ? json::value(json::array()) : json::parse(c.matchers, ec);
-                 json::object o{{"name", c.name},
-                                {"matchers", std::move(route)},
-                                {"group_by", GroupByJson(c.group_by)},
-                                {"type", c.type},
-                                {"url", c.url},
-                                {"signed", !c.secret.empty()},
-                                {"created_at", FormatTime(c.created_ms)},
-                                {"pending", 0},
-                                {"oldest_pending", nullptr},
-                                {"last_error", ""}};
+                 json::object o = ChannelJson(c);
+                 o["created_at"] = FormatTime(c.created_ms);
+                 o["pending"] = 0;
+                 o["oldest_pending"] = nullptr;
+                 o["last_error"] = "";
                  for (const auto& n : counts.value()) {
                    if (n.channel != c.name) continue;
                    o["pending"] = n.pending;

@@ -1,13 +1,20 @@
 // GET /api/v1/export: the live clusters and pools (those the token may see) with their scaling
-// policies, as the fleet file that `apply` takes back with no change (config/fleet_spec.h), or
-// with ?format=ansible as an Ansible inventory of them and their nodes.
+// policies, and for a fleet-wide token the alert channels (without their secrets) and, as a
+// second YAML document, the user alert rules: the file that `apply` takes back with no change
+// (config/fleet_spec.h), or with ?format=ansible an Ansible inventory of them and their nodes.
 // POST /api/v1/apply: fleet as code. The body is the YAML file itself (the CLI sends it as is,
-// with ?filename= so errors name the file): a fleet file (kind Fleet), or an alert rule file
-// (Prometheus's format, top-level `groups`). The whole file is validated before anything is
-// written, and a bad file changes nothing.
+// with ?filename= so errors name the file): a fleet file (kind Fleet), an alert rule file
+// (Prometheus's format, top-level `groups`), or both as two documents split by `---`. The whole
+// file is validated before anything is written, and a bad file changes nothing.
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
 
 #include "alerting/rules.h"
 #include "api/json_util.h"
+#include "common/json_text.h"
 #include "config/fleet_spec.h"
 
 namespace json = boost::json;
@@ -16,6 +23,9 @@ namespace gpufleet::api {
 
 namespace {
 
+std::vector<FleetChange> RuleChanges(ApiContext& ctx, const alerting::RuleFile& file);
+json::array ChangesJson(const std::vector<FleetChange>& changes);
+
 Response ApplyRules(ApiContext& ctx, const Principal& who, const std::string& body,
                     const std::string& filename, bool dry_run) {
   if (!ctx.alerts) return AlertingUnavailable();
@@ -23,8 +33,10 @@ Response ApplyRules(ApiContext& ctx, const Principal& who, const std::string& bo
   auto file = alerting::ParseRuleFile(body, filename);
   if (!file.ok()) return ErrorResponse(file.error());
   if (dry_run) {
-    return ObjectResponse(
-        200, {{"dry_run", true}, {"groups", file->groups.size()}, {"rules", file->rules.size()}});
+    return ObjectResponse(200, {{"dry_run", true},
+                                {"groups", file->groups.size()},
+                                {"rules", file->rules.size()},
+                                {"changes", ChangesJson(RuleChanges(ctx, file.value()))}});
   }
   auto changes = ctx.alerts->ApplyRuleFile(file.value());
   if (!changes.ok()) return ErrorResponse(changes.error());
@@ -57,6 +69,164 @@ Result<PrunePlan> PlanPrune(ApiContext& ctx, const Principal& who, const FleetSp
   GF_TRY_ASSIGN(plan, ctx.fleet.PlanPrune(spec));
   GF_TRY(RequirePoolsIdle(ctx, plan.pools));
   return plan;
+}
+
+// The YAML documents of a file, split at its "---" lines: each is the file's text with the
+// other documents' lines left blank, so that an error names the file's own line. A document of
+// nothing but blank lines and comments is dropped.
+std::vector<std::string> Documents(const std::string& text) {
+  std::vector<std::string> lines;
+  for (size_t at = 0; at <= text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  std::vector<std::string> out;
+  size_t first = 0;
+  auto take = [&](size_t from, size_t to) {
+    std::string doc(from, '\n');
+    bool content = false;
+    for (size_t i = from; i < to; ++i) {
+      const std::string& l = lines[i];
+      const size_t c = l.find_first_not_of(" \t\r");
+      content = content || (c != std::string::npos && l[c] != '#');
+      doc += l + "\n";
+    }
+    if (content) out.push_back(std::move(doc));
+  };
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& l = lines[i];
+    if (l.rfind("---", 0) == 0 && l.find_first_not_of(" \t\r", 3) == std::string::npos) {
+      take(first, i);
+      first = i + 1;
+    }
+  }
+  take(first, lines.size());
+  return out;
+}
+
+// A channel of the file, checked as POST /api/v1/channels checks one; errors name the file,
+// its line and the entry.
+Result<Channel> FileChannel(ApiContext& ctx, const ChannelEntry& e, size_t i,
+                            const std::string& filename) {
+  boost::system::error_code ec;
+  json::value v = json::parse(e.json, ec);
+  auto parsed = v.is_object()
+                    ? ChannelFromJson(ctx, v.as_object())
+                    : Result<Channel>(MakeError(ErrorCode::kInvalidArgument, "must be a mapping"));
+  if (!parsed.ok()) {
+    return MakeError(ErrorCode::kInvalidArgument, filename + ":" + std::to_string(e.line) +
+                                                      ": channels[" + std::to_string(i) +
+                                                      "]: " + parsed.error().message);
+  }
+  return parsed;
+}
+
+// A channel as the file writes it: the API's view without `signed`, empty route and grouping
+// left out.
+std::string ChannelFileJson(const Channel& c) {
+  const json::object api = ChannelJson(c);
+  json::object o{{"name", c.name}, {"type", c.type}, {"url", c.url}};
+  for (const char* key : {"matchers", "group_by"}) {
+    if (!api.at(key).as_array().empty()) o[key] = api.at(key);
+  }
+  return JsonText(o);
+}
+
+// What the file's channels change: created, updated (the secret kept unless the file gives
+// one) and, with prune, deleted (the store's that the file does not name).
+struct ChannelPlan {
+  std::vector<Channel> create, update;
+  std::vector<std::string> remove;
+  int unchanged = 0;
+};
+
+Result<ChannelPlan> PlanChannels(ApiContext& ctx, const std::vector<ChannelEntry>& entries,
+                                 const std::string& filename, bool prune) {
+  std::map<std::string, Channel> have;
+  std::vector<Channel> stored;
+  GF_TRY_ASSIGN(stored, ctx.store.alerting->ListChannels());
+  for (auto& c : stored) have.emplace(c.name, std::move(c));
+  ChannelPlan plan;
+  std::set<std::string> named;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    Channel c;
+    GF_TRY_ASSIGN(c, FileChannel(ctx, entries[i], i, filename));
+    named.insert(c.name);
+    auto it = have.find(c.name);
+    if (it == have.end()) {
+      c.created_ms = ctx.clock.NowMs();
+      plan.create.push_back(std::move(c));
+      continue;
+    }
+    const bool secret_given = !c.secret.empty();
+    if (!secret_given) c.secret = it->second.secret;
+    c.created_ms = it->second.created_ms;
+    if (!secret_given && ChannelFileJson(c) == ChannelFileJson(it->second)) {
+      ++plan.unchanged;
+    } else {
+      plan.update.push_back(std::move(c));
+    }
+  }
+  if (prune) {
+    for (const auto& [name, c] : have) {
+      if (!named.count(name)) plan.remove.push_back(name);
+    }
+  }
+  return plan;
+}
+
+// The plan's channels as diff entries, by name.
+std::vector<FleetChange> ChannelChanges(ApiContext& ctx, const ChannelPlan& plan) {
+  std::map<std::string, std::string> have;
+  if (auto stored = ctx.store.alerting->ListChannels(); stored.ok()) {
+    for (const auto& c : stored.value()) have[c.name] = ChannelFileJson(c);
+  }
+  std::vector<FleetChange> out;
+  for (const auto& c : plan.create) {
+    out.push_back({"channel", c.name, "create", DiffJson("", ChannelFileJson(c))});
+  }
+  for (const auto& c : plan.update) {
+    auto fields = DiffJson(have[c.name], ChannelFileJson(c));
+    if (fields.empty()) fields.push_back({"secret", "", "(the file's)"});
+    out.push_back({"channel", c.name, "update", std::move(fields)});
+  }
+  for (const auto& name : plan.remove) {
+    out.push_back({"channel", name, "delete", DiffJson(have[name], "")});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const FleetChange& a, const FleetChange& b) { return a.name < b.name; });
+  return out;
+}
+
+// What applying `file` does to the user rules, by name: as Notifier::ApplyRuleFile, a rule of
+// a group the file names that the file no longer has is deleted.
+std::vector<FleetChange> RuleChanges(ApiContext& ctx, const alerting::RuleFile& file) {
+  std::map<std::string, alerting::Rule> have;
+  for (const auto& v : ctx.alerts->Rules()) {
+    if (!v.rule.builtin) have.emplace(v.rule.name, v.rule);
+  }
+  std::set<std::string> groups(file.groups.begin(), file.groups.end()), named;
+  std::vector<FleetChange> out;
+  for (const auto& r : file.rules) {
+    named.insert(r.name);
+    auto it = have.find(r.name);
+    const std::string after = alerting::RuleJson(r);
+    if (it == have.end()) {
+      out.push_back({"rule", r.name, "create", DiffJson("", after)});
+    } else if (auto fields = DiffJson(alerting::RuleJson(it->second), after); !fields.empty()) {
+      out.push_back({"rule", r.name, "update", std::move(fields)});
+    }
+  }
+  for (const auto& [name, r] : have) {
+    if (groups.count(r.group) && !named.count(name)) {
+      out.push_back({"rule", name, "delete", DiffJson(alerting::RuleJson(r), "")});
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const FleetChange& a, const FleetChange& b) { return a.name < b.name; });
+  return out;
 }
 
 }  // namespace
@@ -93,10 +263,48 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
             return ErrorResponse(
                 MakeError(ErrorCode::kInvalidArgument, "empty body: send a fleet YAML file"));
           }
-          if (alerting::IsRuleFile(req.body))
-            return ApplyRules(ctx, who, req.body, filename, dry_run);
-          auto spec = ParseFleetSpec(req.body, filename, ctx.catalog);
+          // A fleet document, a rule file, or one of each.
+          std::string fleet_doc, rules_doc;
+          for (auto& d : Documents(req.body)) {
+            std::string& slot = alerting::IsRuleFile(d) ? rules_doc : fleet_doc;
+            if (!slot.empty()) {
+              return ErrorResponse(MakeError(
+                  ErrorCode::kInvalidArgument,
+                  filename + ": one fleet document and one rule file at most, split by ---"));
+            }
+            slot = std::move(d);
+          }
+          if (fleet_doc.empty() && rules_doc.empty()) {
+            return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                           filename + ": no YAML document in the file"));
+          }
+          if (fleet_doc.empty()) return ApplyRules(ctx, who, rules_doc, filename, dry_run);
+          auto spec = ParseFleetSpec(fleet_doc, filename, ctx.catalog);
           if (!spec.ok()) return ErrorResponse(spec.error());
+          // The rule file and the channels, checked before anything changes: both are the
+          // whole fleet's, and channels an admin's.
+          std::optional<alerting::RuleFile> rules;
+          if (!rules_doc.empty()) {
+            if (!ctx.alerts) return AlertingUnavailable();
+            if (auto s = RequireFleetWide(who); !s.ok()) return ErrorResponse(s.error());
+            auto file = alerting::ParseRuleFile(rules_doc, filename);
+            if (!file.ok()) return ErrorResponse(file.error());
+            rules = std::move(file).value();
+          }
+          std::optional<ChannelPlan> channels;
+          if (spec->channels) {
+            if (who.role < Role::kAdmin) {
+              return ErrorResponse(MakeError(ErrorCode::kPermissionDenied,
+                                             "token '" + who.name +
+                                                 "' may not change alert channels: the file's "
+                                                 "channels need an admin token"));
+            }
+            if (auto s = RequireFleetWide(who); !s.ok()) return ErrorResponse(s.error());
+            // The diff shows what --prune would delete, as it does for pools.
+            auto plan = PlanChannels(ctx, *spec->channels, filename, prune || dry_run);
+            if (!plan.ok()) return ErrorResponse(plan.error());
+            channels = std::move(plan).value();
+          }
           for (const auto& c : spec->clusters) {
             if (!who.CanSeeCluster(c.name)) {
               return ErrorResponse(
@@ -125,6 +333,17 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
           if (dry_run) {
             auto changes = ctx.fleet.Diff(spec.value());
             if (!changes.ok()) return ErrorResponse(changes.error());
+            if (ctx.scaling) {
+              std::vector<PoolScaling> have;
+              for (auto& p : ctx.scaling->Pools()) have.push_back(std::move(p.scaling));
+              for (auto& c : DiffScaling(have, spec.value())) changes->push_back(std::move(c));
+            }
+            if (channels) {
+              for (auto& c : ChannelChanges(ctx, *channels)) changes->push_back(std::move(c));
+            }
+            if (rules) {
+              for (auto& c : RuleChanges(ctx, *rules)) changes->push_back(std::move(c));
+            }
             return ObjectResponse(200, {{"dry_run", true},
                                         {"clusters", spec->clusters.size()},
                                         {"pools", spec->pools.size()},
@@ -144,19 +363,49 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
             if (!r.ok()) return ErrorResponse(r.error());
             ++(changed ? set : unchanged);
           }
+          json::object extra;
+          if (channels) {
+            for (const auto& c : channels->create) {
+              if (auto st = ctx.store.alerting->CreateChannel(c); !st.ok())
+                return ErrorResponse(st.error());
+            }
+            for (const auto& c : channels->update) {
+              if (auto st = ctx.store.alerting->UpdateChannel(c); !st.ok())
+                return ErrorResponse(st.error());
+            }
+            for (const auto& name : channels->remove) {
+              if (auto st = ctx.store.alerting->DeleteChannel(name); !st.ok())
+                return ErrorResponse(st.error());
+            }
+            extra["channels"] = {{"created", channels->create.size()},
+                                 {"updated", channels->update.size()},
+                                 {"unchanged", channels->unchanged},
+                                 {"deleted", json::value_from(channels->remove)}};
+          }
+          if (rules) {
+            auto applied = ctx.alerts->ApplyRuleFile(*rules);
+            if (!applied.ok()) return ErrorResponse(applied.error());
+            const auto& a = applied.value();
+            extra["rules"] = {{"created", a.created},
+                              {"updated", a.updated},
+                              {"unchanged", a.unchanged},
+                              {"deleted", a.deleted}};
+          }
           const auto& c = counts.value();
-          return ObjectResponse(200, {{"clusters",
-                                       {{"created", c.clusters_created},
-                                        {"updated", c.clusters_updated},
-                                        {"unchanged", c.clusters_unchanged}}},
-                                      {"pools",
-                                       {{"created", c.pools_created},
-                                        {"updated", c.pools_updated},
-                                        {"unchanged", c.pools_unchanged}}},
-                                      {"scaling", {{"set", set}, {"unchanged", unchanged}}},
-                                      {"deleted",
-                                       {{"clusters", json::value_from(plan.clusters)},
-                                        {"pools", json::value_from(plan.pools)}}}});
+          json::object reply{{"clusters",
+                              {{"created", c.clusters_created},
+                               {"updated", c.clusters_updated},
+                               {"unchanged", c.clusters_unchanged}}},
+                             {"pools",
+                              {{"created", c.pools_created},
+                               {"updated", c.pools_updated},
+                               {"unchanged", c.pools_unchanged}}},
+                             {"scaling", {{"set", set}, {"unchanged", unchanged}}},
+                             {"deleted",
+                              {{"clusters", json::value_from(plan.clusters)},
+                               {"pools", json::value_from(plan.pools)}}}};
+          for (auto& [k, v] : extra) reply[k] = std::move(v);
+          return ObjectResponse(200, reply);
         }();
         r.audit_target = "fleet/" + filename;
         if (r.status == 200) r.audit_after = r.body;
@@ -201,7 +450,23 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
           }
           r.body = WriteAnsibleInventory(spec, nodes);
         } else {
+          // Channels and rules are the whole fleet's: a fleet-wide token's export has them.
+          std::vector<alerting::Rule> rules;
+          if (who.clusters.empty()) {
+            auto stored = ctx.store.alerting->ListChannels();
+            if (!stored.ok()) return ErrorResponse(stored.error());
+            if (!stored->empty()) spec.channels.emplace();
+            for (const auto& c : stored.value()) {
+              spec.channels->push_back({c.name, ChannelFileJson(c), 0});
+            }
+            if (ctx.alerts) {
+              for (const auto& v : ctx.alerts->Rules()) {
+                if (!v.rule.builtin) rules.push_back(v.rule);
+              }
+            }
+          }
           r.body = WriteFleetSpec(spec);
+          if (!rules.empty()) r.body += "---\n" + alerting::WriteRuleFile(rules);
         }
         return r;
       });

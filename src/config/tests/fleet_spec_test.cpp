@@ -75,6 +75,54 @@ TEST(FleetSpec, AWrittenSpecReadsBackTheSame) {
   EXPECT_EQ(WriteFleetSpec(back.value()), text);
 }
 
+// The file's alert channels: each kept as the JSON the API checks, with its line; written back
+// after the clusters; a file without `channels:` says nothing of them (none, not an empty list).
+TEST(FleetSpec, ChannelsAreReadAsTheApiTakesThemAndWrittenBack) {
+  const std::string head = R"(apiVersion: gpufleet/v1
+kind: Fleet
+clusters:
+  - {name: c1, type: edge, site: s, pools: [{name: p1, gpu_model: L4, gpus_per_node: 1}]}
+)";
+  auto none = ParseFleetSpec(head, "f.yaml", *GpuCatalog::Builtin());
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_FALSE(none->channels.has_value());
+  auto spec = ParseFleetSpec(head + R"(channels:
+  - name: ops
+    type: webhook
+    url: https://hooks.example.com/gpu
+    matchers: [{name: severity, value: critical, isRegex: false, isEqual: true}]
+    group_by: [alertname, cluster]
+  - {name: am, type: alertmanager, url: "http://127.0.0.1:9093"}
+)",
+                             "f.yaml", *GpuCatalog::Builtin());
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  ASSERT_EQ(spec->channels->size(), 2u);
+  EXPECT_EQ(spec->channels->at(0).name, "ops");
+  EXPECT_EQ(spec->channels->at(0).line, 6);
+  EXPECT_EQ(spec->channels->at(0).json,
+            R"({"name":"ops","type":"webhook","url":"https://hooks.example.com/gpu",)"
+            R"("matchers":[{"name":"severity","value":"critical","isRegex":false,"isEqual":true}],)"
+            R"("group_by":["alertname","cluster"]})");
+  const std::string text = WriteFleetSpec(spec.value());
+  EXPECT_NE(text.find("channels:\n  - {\"name\": \"ops\", \"type\": \"webhook\""),
+            std::string::npos)
+      << text;
+  auto back = ParseFleetSpec(text, "export.yaml", *GpuCatalog::Builtin());
+  ASSERT_TRUE(back.ok()) << back.error().message << "\n" << text;
+  EXPECT_EQ(back->channels->at(1).json, spec->channels->at(1).json);
+  EXPECT_EQ(WriteFleetSpec(back.value()), text);
+
+  auto error = [&](const std::string& channels) {
+    auto r = ParseFleetSpec(head + channels, "f.yaml", *GpuCatalog::Builtin());
+    return r.ok() ? "(parsed)" : r.error().message;
+  };
+  EXPECT_EQ(error("channels: {name: x}\n"), "f.yaml:5: channels: must be a list");
+  EXPECT_EQ(error("channels:\n  - {name: a, type: webhook, url: 'http://x', colour: red}\n"),
+            "f.yaml:6: channels[0].colour: unknown field");
+  EXPECT_EQ(error("channels:\n  - {name: a, url: 'http://x'}\n  - {name: a, url: 'http://y'}\n"),
+            "f.yaml:7: channels[1].name: duplicate channel 'a'");
+}
+
 TEST(FleetSpec, MinimalFileParses) {
   auto spec =
       ParseFleetSpec(Read(fs::path(GPUFLEET_SOURCE_DIR) / "tests/fixtures/fleet/good-minimal.yaml"),

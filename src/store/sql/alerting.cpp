@@ -15,6 +15,21 @@ Status SqlStore::CreateChannel(const Channel& c) {
   });
 }
 
+Status SqlStore::UpdateChannel(const Channel& c) {
+  return Run([&](soci::session& sql) -> Status {
+    soci::statement st = Once(sql,
+                              "UPDATE channels SET type = :t, url = :u, secret = :s, "
+                              "matchers = :m, group_by = :g WHERE name = :n",
+                              soci::use(c.type), soci::use(c.url), soci::use(c.secret),
+                              soci::use(c.matchers), soci::use(c.group_by), soci::use(c.name));
+    st.execute(true);
+    if (st.get_affected_rows() == 0) {
+      return MakeError(ErrorCode::kNotFound, "no channel '" + c.name + "'");
+    }
+    return {};
+  });
+}
+
 Result<std::vector<Channel>> SqlStore::ListChannels() {
   return Run([&](soci::session& sql) -> Result<std::vector<Channel>> {
     std::vector<Channel> out;

@@ -94,6 +94,7 @@ class SqlStore final : public FleetStore,
   Result<int64_t> PruneAudit(int64_t before_ms, const std::string& key) override;
 
   Status CreateChannel(const Channel& c) override;
+  Status UpdateChannel(const Channel& c) override;
   Result<std::vector<Channel>> ListChannels() override;
   Status DeleteChannel(const std::string& name) override;
   Status RecordAlertChanges(const std::vector<std::pair<std::string, std::string>>& alerts,

@@ -391,6 +391,18 @@ TEST_P(StoreTest, AlertingChannelsOutboxAndAlertStates) {
   ASSERT_EQ(channels->size(), 1u);
   EXPECT_EQ(channels->at(0).secret, "key");
   EXPECT_EQ(channels->at(0).group_by, "alertname");
+  // An update changes everything but the name and creation time; an unknown name is kNotFound.
+  ASSERT_TRUE(store_.alerting
+                  ->UpdateChannel({"hook", "webhook", "https://y", "", 7, R"([{"name":"a"}])", ""})
+                  .ok());
+  EXPECT_EQ(
+      store_.alerting->UpdateChannel({"nope", "webhook", "http://x", "", 1, "", ""}).error().code,
+      ErrorCode::kNotFound);
+  channels = store_.alerting->ListChannels();
+  EXPECT_EQ(channels->at(0).url, "https://y");
+  EXPECT_EQ(channels->at(0).secret, "");
+  EXPECT_EQ(channels->at(0).matchers, R"([{"name":"a"}])");
+  EXPECT_EQ(channels->at(0).created_ms, 1);
   EXPECT_EQ(store_.alerting->LoadAlertDocs().value(),
             (std::vector<std::string>{R"({"state":"firing"})"}));
   auto due = store_.alerting->DueNotifications(10, 10);
