@@ -515,7 +515,7 @@ class Session : public std::enable_shared_from_this<Session> {
     // The package database: the backend's own (simulated nodes), else dpkg's status file under
     // the root; none (an rpm system: not read yet) leaves the list unknown.
     auto packages = backend_->Packages();
-    if (!packages && DpkgStatusExists(options_.root)) packages = ReadDpkgPackages(options_.root);
+    if (!packages) packages = dpkg_.Read();
     f.container_toolkit = packages ? ContainerToolkitVersion(*packages) : "";
     f.packages = std::move(packages);
     if (auto d = backend_->Driver(); d.ok()) {
@@ -576,7 +576,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::unique_ptr<websocket::stream<net::Stream>> ws_;
   std::string last_tls_failure_;
   std::vector<Gpu> last_inventory_;
-  NodeFacts last_facts_;  // as last sent: a change goes with the next inventory
+  NodeFacts last_facts_;              // as last sent: a change goes with the next inventory
+  DpkgPackages dpkg_{options_.root};  // reread only when the status file changes
   std::string out_;
 
   // Telemetry waiting for its ack; touched only on this session's strand.

@@ -162,6 +162,23 @@ std::map<std::string, std::string> ReadDpkgPackages(const std::string& root) {
   return out;
 }
 
+std::optional<std::map<std::string, std::string>> DpkgPackages::Read() {
+  struct stat st {};
+  const std::string path = (std::filesystem::path(root_) / "var" / "lib" / "dpkg" / "status");
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    mtime_ns_ = size_ = -1;
+    return std::nullopt;
+  }
+  const int64_t mtime = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+  if (mtime != mtime_ns_ || st.st_size != size_) {
+    packages_ = ReadDpkgPackages(root_);
+    mtime_ns_ = mtime;
+    size_ = st.st_size;
+    ++parses_;
+  }
+  return packages_;
+}
+
 std::string UpstreamVersion(std::string_view v) {
   if (auto colon = v.find(':'); colon != std::string_view::npos) v.remove_prefix(colon + 1);
   if (auto dash = v.rfind('-'); dash != std::string_view::npos) v = v.substr(0, dash);

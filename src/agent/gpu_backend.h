@@ -122,6 +122,22 @@ std::string ReadImageId(const std::string& root);
 std::optional<std::vector<DeviceFile>> ReadDeviceFiles(const std::string& root);
 // Whether `root` has a dpkg status file (a Debian or Ubuntu system).
 bool DpkgStatusExists(const std::string& root);
+// The packages of the dpkg status file under a root, read again only when the file's size or
+// modification time changed: the agent looks every minute, and the file is megabytes on a
+// full image. nullopt when there is no status file (not a dpkg system: unknown, not empty).
+class DpkgPackages {
+ public:
+  explicit DpkgPackages(std::string root) : root_(std::move(root)) {}
+  std::optional<std::map<std::string, std::string>> Read();
+  int parses() const { return parses_; }  // how many times the file was read
+
+ private:
+  std::string root_;
+  int64_t mtime_ns_ = -1;
+  int64_t size_ = -1;
+  std::map<std::string, std::string> packages_;
+  int parses_ = 0;
+};
 // "1.17.3-1" -> "1.17.3", "1:2.36-9" -> "2.36": the upstream version, for the bulletins.
 std::string UpstreamVersion(std::string_view debian_version);
 // The package that carries the NVIDIA Container Toolkit's version.

@@ -148,10 +148,7 @@ std::string ProfileJson(const Profile& p) {
   }
   json::object packages;
   auto list = [&](const char* key, const std::vector<std::string>& v) {
-    if (v.empty()) return;
-    json::array a;
-    for (const auto& s : v) a.emplace_back(s);
-    packages[key] = std::move(a);
+    if (!v.empty()) packages[key] = json::value_from(v);
   };
   list("required", p.packages_required);
   list("forbidden", p.packages_forbidden);

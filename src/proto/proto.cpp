@@ -143,10 +143,7 @@ json::object InjectionJson(const Injection& in) {
   if (!in.packages_add.empty() || !in.packages_remove.empty()) {
     json::object packages;
     auto list = [&](const char* key, const std::vector<std::string>& v) {
-      if (v.empty()) return;
-      json::array a;
-      for (const auto& s : v) a.emplace_back(s);
-      packages[key] = std::move(a);
+      if (!v.empty()) packages[key] = json::value_from(v);
     };
     list("add", in.packages_add);
     list("remove", in.packages_remove);

@@ -67,6 +67,22 @@ TEST(Facts, InstalledPackagesAreReadFromTheDpkgStatusFileUnderTheRoot) {
   // Whether there is a package database at all: without one the list is unknown, not empty.
   EXPECT_TRUE(DpkgStatusExists(std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/root"));
   EXPECT_FALSE(DpkgStatusExists("/nonexistent"));
+  // The agent's reader parses the file again only when it changed.
+  const auto dir = std::filesystem::temp_directory_path() / ("gf-dpkg-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir / "var/lib/dpkg");
+  DpkgPackages cached(dir.string());
+  EXPECT_FALSE(cached.Read().has_value());  // no status file: unknown
+  std::filesystem::copy_file(
+      std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/root/var/lib/dpkg/status",
+      dir / "var/lib/dpkg/status");
+  EXPECT_EQ(cached.Read(), pkgs);
+  EXPECT_EQ(cached.Read(), pkgs);
+  EXPECT_EQ(cached.parses(), 1);
+  std::ofstream(dir / "var/lib/dpkg/status", std::ios::app)
+      << "\nPackage: xmrig\nStatus: install ok installed\nVersion: 6.21.0-1\n";
+  EXPECT_EQ(cached.Read()->at("xmrig"), "6.21.0-1");
+  EXPECT_EQ(cached.parses(), 2);
+  std::filesystem::remove_all(dir);
   EXPECT_EQ(UpstreamVersion("1.17.3-1"), "1.17.3");
   EXPECT_EQ(UpstreamVersion("1:2.36-9+deb12u14"), "2.36");
   EXPECT_EQ(UpstreamVersion("580.159.03"), "580.159.03");

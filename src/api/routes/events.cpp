@@ -1,6 +1,7 @@
 // GPU events (XID errors) and injection on simulated nodes: GPU faults, settings, facts.
 
 #include <atomic>
+#include <optional>
 
 #include "api/json_util.h"
 #include "model/json.h"
@@ -8,6 +9,25 @@
 namespace json = boost::json;
 
 namespace gpufleet::api {
+
+namespace {
+
+// Whether `node` takes an injection: 409 when it is not simulated; with `gpu` (its index as
+// text), 404 when that is not one of its GPUs. Returns the GPU's index, -1 when none is asked.
+Result<int> Injectable(const Node& node, const std::optional<std::string>& gpu) {
+  if (!node.simulated) {
+    return MakeError(ErrorCode::kConflict, "node '" + node.name +
+                                               "' is not simulated: injection is only for "
+                                               "simulated nodes");
+  }
+  if (!gpu) return -1;
+  for (const auto& g : node.gpus) {
+    if (std::to_string(g.index) == *gpu) return g.index;
+  }
+  return MakeError(ErrorCode::kNotFound, "node '" + node.name + "' has no GPU " + *gpu);
+}
+
+}  // namespace
 
 void AddEventRoutes(Router& router, ApiContext& ctx) {
   router.Add("GET", "/api/v1/events", Role::kViewer,
@@ -47,21 +67,9 @@ void AddEventRoutes(Router& router, ApiContext& ctx) {
                  if (!body.ok()) return ErrorResponse(body.error());
                  auto inject = proto::InjectionFromJson(body.value());
                  if (!inject.ok()) return ErrorResponse(inject.error());
-                 if (!node->simulated) {
-                   return ErrorResponse(MakeError(ErrorCode::kConflict,
-                                                  "node '" + name +
-                                                      "' is not simulated: fault injection is only "
-                                                      "for simulated nodes"));
-                 }
-                 int gpu = -1;
-                 for (const auto& g : node->gpus) {
-                   if (std::to_string(g.index) == index) gpu = g.index;
-                 }
-                 if (gpu < 0) {
-                   return ErrorResponse(
-                       MakeError(ErrorCode::kNotFound, "node '" + name + "' has no GPU " + index));
-                 }
-                 proto::Command cmd{next_command++, gpu, inject.value(), "", {}, 0, false};
+                 auto gpu = Injectable(node.value(), index);
+                 if (!gpu.ok()) return ErrorResponse(gpu.error());
+                 proto::Command cmd{next_command++, gpu.value(), inject.value(), "", {}, 0, false};
                  if (auto s = ctx.send_to_agent(name, cmd); !s.ok())
                    return ErrorResponse(s.error());
                  return ObjectResponse(202, {{"queued", true}, {"command", cmd.id}});
@@ -101,20 +109,9 @@ void AddEventRoutes(Router& router, ApiContext& ctx) {
             return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
                                            "a GPU setting or fault needs the GPU: \"gpu\": 0"));
           }
-          if (!node->simulated) {
-            return ErrorResponse(
-                MakeError(ErrorCode::kConflict, "node '" + name +
-                                                    "' is not simulated: injection is only "
-                                                    "for simulated nodes"));
-          }
-          if (gpu >= 0) {
-            bool found = false;
-            for (const auto& g : node->gpus) found |= g.index == gpu;
-            if (!found) {
-              return ErrorResponse(MakeError(
-                  ErrorCode::kNotFound, "node '" + name + "' has no GPU " + std::to_string(gpu)));
-            }
-          }
+          auto found =
+              Injectable(node.value(), gpu < 0 ? std::nullopt : std::optional(std::to_string(gpu)));
+          if (!found.ok()) return ErrorResponse(found.error());
           proto::Command cmd{next_command++, std::max(gpu, 0), inject.value(), "", {}, 0, false};
           if (auto s = ctx.send_to_agent(name, cmd); !s.ok()) return ErrorResponse(s.error());
           return ObjectResponse(202, {{"queued", true}, {"command", cmd.id}});
