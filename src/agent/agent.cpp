@@ -512,10 +512,10 @@ class Session : public std::enable_shared_from_this<Session> {
     f.backend = backend_->Name();
     auto nics = backend_->Nics();
     f.nics = nics ? std::move(*nics) : ReadNics(options_.sysfs_root);
-    // The package database: the backend's own (simulated nodes), else dpkg's status file under
-    // the root; none (an rpm system: not read yet) leaves the list unknown.
+    // The package database: the backend's own (simulated nodes), else dpkg's status file or
+    // the rpm database under the root; neither leaves the list unknown.
     auto packages = backend_->Packages();
-    if (!packages) packages = dpkg_.Read();
+    if (!packages) packages = packages_.Read();
     f.container_toolkit = packages ? ContainerToolkitVersion(*packages) : "";
     f.packages = std::move(packages);
     if (auto d = backend_->Driver(); d.ok()) {
@@ -576,8 +576,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::unique_ptr<websocket::stream<net::Stream>> ws_;
   std::string last_tls_failure_;
   std::vector<Gpu> last_inventory_;
-  NodeFacts last_facts_;              // as last sent: a change goes with the next inventory
-  DpkgPackages dpkg_{options_.root};  // reread only when the status file changes
+  NodeFacts last_facts_;                     // as last sent: a change goes with the next inventory
+  PackageDatabase packages_{options_.root};  // read again only when it changes
   std::string out_;
 
   // Telemetry waiting for its ack; touched only on this session's strand.

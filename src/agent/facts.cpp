@@ -1,3 +1,4 @@
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -5,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -162,18 +164,90 @@ std::map<std::string, std::string> ReadDpkgPackages(const std::string& root) {
   return out;
 }
 
-std::optional<std::map<std::string, std::string>> DpkgPackages::Read() {
+namespace {
+
+// A file's path, size and modification time as text; empty when it is not a regular file.
+std::string Stamp(const std::filesystem::path& path) {
   struct stat st {};
-  const std::string path = (std::filesystem::path(root_) / "var" / "lib" / "dpkg" / "status");
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    mtime_ns_ = size_ = -1;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  return path.string() + ' ' + std::to_string(st.st_size) + ' ' +
+         std::to_string(st.st_mtim.tv_sec) + '.' + std::to_string(st.st_mtim.tv_nsec);
+}
+
+uint32_t BigEndian32(const unsigned char* p) {
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | uint32_t{p[3]};
+}
+
+// An rpm header blob (as rpmdb.sqlite's Packages table keeps it: the index count and data
+// length, big-endian, then 16-byte entries {tag, type, offset, count} and the data): the
+// package's name and "[EPOCH:]VERSION-RELEASE". Empty name when the blob is not a header.
+std::pair<std::string, std::string> RpmHeader(const unsigned char* blob, size_t size) {
+  constexpr uint32_t kName = 1000, kVersion = 1001, kRelease = 1002, kEpoch = 1003;
+  constexpr uint32_t kInt32 = 4, kString = 6;
+  if (size < 8) return {};
+  const uint32_t entries = BigEndian32(blob), data_size = BigEndian32(blob + 4);
+  const size_t data_at = 8 + size_t{entries} * 16;
+  if (entries > 100000 || data_at + data_size > size) return {};
+  const unsigned char* data = blob + data_at;
+  std::string name, version, release, epoch;
+  for (uint32_t i = 0; i < entries; ++i) {
+    const unsigned char* e = blob + 8 + size_t{i} * 16;
+    const uint32_t tag = BigEndian32(e), type = BigEndian32(e + 4), offset = BigEndian32(e + 8);
+    if (offset >= data_size) continue;
+    if (type == kString && (tag == kName || tag == kVersion || tag == kRelease)) {
+      const char* text = reinterpret_cast<const char*>(data + offset);
+      std::string value(text, strnlen(text, data_size - offset));
+      (tag == kName ? name : tag == kVersion ? version : release) = std::move(value);
+    } else if (type == kInt32 && tag == kEpoch && offset + 4 <= data_size) {
+      epoch = std::to_string(BigEndian32(data + offset));
+    }
+  }
+  if (name.empty() || version.empty()) return {};
+  return {name,
+          (epoch.empty() ? "" : epoch + ":") + version + (release.empty() ? "" : "-" + release)};
+}
+
+}  // namespace
+
+std::optional<std::map<std::string, std::string>> ReadRpmPackages(const std::string& root) {
+  const auto path = std::filesystem::path(root) / "var" / "lib" / "rpm" / "rpmdb.sqlite";
+  if (Stamp(path).empty()) return std::nullopt;
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
     return std::nullopt;
   }
-  const int64_t mtime = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
-  if (mtime != mtime_ns_ || st.st_size != size_) {
-    packages_ = ReadDpkgPackages(root_);
-    mtime_ns_ = mtime;
-    size_ = st.st_size;
+  std::optional<std::map<std::string, std::string>> out;
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db, "SELECT blob FROM Packages", -1, &st, nullptr) == SQLITE_OK) {
+    out.emplace();
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      auto [name, version] =
+          RpmHeader(static_cast<const unsigned char*>(sqlite3_column_blob(st, 0)),
+                    static_cast<size_t>(sqlite3_column_bytes(st, 0)));
+      if (!name.empty()) (*out)[name] = version;
+    }
+    if (rc != SQLITE_DONE) out.reset();  // a database it could not read through: unknown
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return out;
+}
+
+std::optional<std::map<std::string, std::string>> PackageDatabase::Read() {
+  const auto dpkg = std::filesystem::path(root_) / "var" / "lib" / "dpkg" / "status";
+  const auto rpm = std::filesystem::path(root_) / "var" / "lib" / "rpm" / "rpmdb.sqlite";
+  std::string stamp = Stamp(dpkg);
+  const bool is_dpkg = !stamp.empty();
+  // An rpm database in WAL mode takes its changes in the -wal file first.
+  if (!is_dpkg) stamp = Stamp(rpm) + '|' + Stamp(rpm.string() + "-wal");
+  if (stamp == "|") {  // neither database
+    stamp_.clear();
+    packages_.reset();
+  } else if (stamp != stamp_) {
+    packages_ = is_dpkg ? std::optional(ReadDpkgPackages(root_)) : ReadRpmPackages(root_);
+    stamp_ = std::move(stamp);
     ++parses_;
   }
   return packages_;

@@ -122,23 +122,28 @@ std::string ReadImageId(const std::string& root);
 std::optional<std::vector<DeviceFile>> ReadDeviceFiles(const std::string& root);
 // Whether `root` has a dpkg status file (a Debian or Ubuntu system).
 bool DpkgStatusExists(const std::string& root);
-// The packages of the dpkg status file under a root, read again only when the file's size or
-// modification time changed: the agent looks every minute, and the file is megabytes on a
-// full image. nullopt when there is no status file (not a dpkg system: unknown, not empty).
-class DpkgPackages {
+// The installed packages of the rpm database under `root`: ROOT/var/lib/rpm/rpmdb.sqlite (RPM
+// 4.16 and later: RHEL 9, Rocky and Alma 9, Fedora 33 and later), each package's header read
+// for its name, epoch, version and release: name -> "[EPOCH:]VERSION-RELEASE". nullopt when
+// there is no such database or it cannot be read (the Berkeley DB of RHEL 8 is not read).
+std::optional<std::map<std::string, std::string>> ReadRpmPackages(const std::string& root);
+
+// The node's package database under a root: dpkg's status file, else the rpm database; read
+// again only when its files' sizes or modification times changed (the agent looks every
+// minute, and the database is megabytes on a full image). nullopt when there is neither (the
+// list is unknown, not empty).
+class PackageDatabase {
  public:
-  explicit DpkgPackages(std::string root) : root_(std::move(root)) {}
+  explicit PackageDatabase(std::string root) : root_(std::move(root)) {}
   std::optional<std::map<std::string, std::string>> Read();
-  int parses() const { return parses_; }  // how many times the file was read
+  int parses() const { return parses_; }  // how many times a database was read
 
  private:
   std::string root_;
-  int64_t mtime_ns_ = -1;
-  int64_t size_ = -1;
-  std::map<std::string, std::string> packages_;
+  std::string stamp_;  // the files' path, size and modification time at the last read
+  std::optional<std::map<std::string, std::string>> packages_;
   int parses_ = 0;
-};
-// "1.17.3-1" -> "1.17.3", "1:2.36-9" -> "2.36": the upstream version, for the bulletins.
+};  // "1.17.3-1" -> "1.17.3", "1:2.36-9" -> "2.36": the upstream version, for the bulletins.
 std::string UpstreamVersion(std::string_view debian_version);
 // The package that carries the NVIDIA Container Toolkit's version.
 inline constexpr std::string_view kContainerToolkitPackage = "nvidia-container-toolkit";

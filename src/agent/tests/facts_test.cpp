@@ -56,6 +56,32 @@ TEST(Facts, DeviceFilesAreReadWithTheirModeAndGroupUnderTheRoot) {
   EXPECT_FALSE(ReadDeviceFiles("/nonexistent").has_value());  // unknown, not "none"
 }
 
+// tests/fixtures/rpmroot/var/lib/rpm/rpmdb.sqlite was written by rpm 4.18 itself (Debian's
+// rpm package: rpmbuild of three empty noarch packages, then rpm --root R --dbpath
+// /var/lib/rpm -i --justdb with the sqlite backend), so the headers are rpm's own.
+TEST(Facts, InstalledPackagesAreReadFromTheRpmDatabaseUnderTheRoot) {
+  const std::string root = std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/rpmroot";
+  auto pkgs = ReadRpmPackages(root);
+  ASSERT_TRUE(pkgs.has_value());
+  EXPECT_EQ(*pkgs, (std::map<std::string, std::string>{{"nvidia-container-toolkit", "1.17.8-1"},
+                                                       {"nvidia-driver", "3:580.95.05-1.el9"},
+                                                       {"xmrig", "6.21.0-2"}}));
+  EXPECT_EQ(ContainerToolkitVersion(*pkgs), "1.17.8");
+  EXPECT_FALSE(ReadRpmPackages("/nonexistent").has_value());  // unknown, not empty
+  // The agent's reader: no dpkg status there, so the rpm database.
+  PackageDatabase db(root);
+  EXPECT_EQ(db.Read(), pkgs);
+  EXPECT_EQ(db.Read(), pkgs);
+  EXPECT_EQ(db.parses(), 1);
+  EXPECT_FALSE(PackageDatabase("/nonexistent").Read().has_value());
+  // A file that is not a database is unknown too.
+  const auto dir = std::filesystem::temp_directory_path() / ("gf-rpm-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir / "var/lib/rpm");
+  std::ofstream(dir / "var/lib/rpm/rpmdb.sqlite") << "not a database";
+  EXPECT_FALSE(ReadRpmPackages(dir.string()).has_value());
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Facts, InstalledPackagesAreReadFromTheDpkgStatusFileUnderTheRoot) {
   auto pkgs = ReadDpkgPackages(std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/root");
   EXPECT_EQ(pkgs, (std::map<std::string, std::string>{{"libc6", "2.36-9+deb12u14"},
@@ -70,7 +96,7 @@ TEST(Facts, InstalledPackagesAreReadFromTheDpkgStatusFileUnderTheRoot) {
   // The agent's reader parses the file again only when it changed.
   const auto dir = std::filesystem::temp_directory_path() / ("gf-dpkg-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir / "var/lib/dpkg");
-  DpkgPackages cached(dir.string());
+  PackageDatabase cached(dir.string());
   EXPECT_FALSE(cached.Read().has_value());  // no status file: unknown
   std::filesystem::copy_file(
       std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/root/var/lib/dpkg/status",
@@ -81,6 +107,8 @@ TEST(Facts, InstalledPackagesAreReadFromTheDpkgStatusFileUnderTheRoot) {
   std::ofstream(dir / "var/lib/dpkg/status", std::ios::app)
       << "\nPackage: xmrig\nStatus: install ok installed\nVersion: 6.21.0-1\n";
   EXPECT_EQ(cached.Read()->at("xmrig"), "6.21.0-1");
+  EXPECT_EQ(cached.parses(), 2);
+  EXPECT_EQ(cached.Read()->size(), 4u);
   EXPECT_EQ(cached.parses(), 2);
   std::filesystem::remove_all(dir);
   EXPECT_EQ(UpstreamVersion("1.17.3-1"), "1.17.3");
