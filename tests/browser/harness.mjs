@@ -93,8 +93,14 @@ export async function startFleet(file, { healthInterval = '1s' } = {}) {
           for (const [s, n] of Object.entries(c.nodes_by_state)) states[s] = (states[s] || 0) + n;
         }
       }
-      // waitFor keeps it for its message: how many are ready, and what the others are.
-      if (ready !== want) throw new Error(`${ready} ready; by state ${JSON.stringify(states)}`);
+      // waitFor keeps it for its message: how many are ready, and what the others are. After a
+      // restart, nodes earlier tests took out of service (drained by a rollout, failed by an
+      // injected XID) stay so: every node is back when none is unreachable.
+      const back = fleet.started
+        ? Object.entries(states).reduce((n, [s, c]) => n + (s === 'unreachable' ? 0 : c), 0) >= want && !states.unreachable
+        : ready === want;
+      if (!back) throw new Error(`${ready} ready; by state ${JSON.stringify(states)}`);
+      fleet.started = true;
       return true;
     }, Math.max(180000, want * 400));
   };
