@@ -84,6 +84,7 @@ export function mount(el, params) {
       ['State', `<span class="st-${esc(node.state)}">${esc(node.state)}</span> since ${esc(ago(node.state_since))}`], ['Reason', esc(node.reason)],
       ['GPUs', `${node.gpu_count} × ${esc(node.gpu_model)}`], ['Driver', esc(f.driver_version)], ['CUDA', esc(f.cuda_driver_version)],
       ['OS', esc(f.os)], ['Kernel', esc(f.kernel)], ['Agent', `${esc(f.agent_version)} (${esc(f.backend)})`],
+      ['Labels', `<span id="node-labels">${Object.entries(f.labels || {}).map(([k, v]) => `<code>${esc(k)}=${esc(v)}</code>`).join(' ') || '—'}</span>`],
       ['Connected', node.connected ? 'yes' : 'no'], ['Last seen', esc(ago(node.last_seen_at))], ['Registered', esc(fmtTime(node.registered_at))]];
     $('facts').innerHTML = facts.map(([k, v]) => `<div><span>${k}</span>${v}</div>`).join('');
     actions(node);
@@ -91,7 +92,9 @@ export function mount(el, params) {
     const lv = latest.map((r) => new Map(r.items.map((i) => [i.gpu, i.value])));
     $('gpus').innerHTML = `<table><thead><tr><th>#</th><th>UUID</th><th>Model</th><th>Serial</th><th>Health</th><th>Util %</th><th>Temp °C</th><th>Power W</th><th>Limit W</th><th>Settings</th><th>Reasons</th></tr></thead><tbody>${node.gpus.map((g) => {
       const st = g.settings || {};
-      const settings = [st.persistence_mode && `persistence ${st.persistence_mode}`, st.ecc_mode && `ECC ${st.ecc_mode}`,
+      const layout = g.mig_layout && Object.entries(g.mig_layout).map(([p, n]) => `${p} ×${n}`).join(', ');
+      const mig = g.mig_mode === 'enabled' ? `MIG ${layout || (g.mig_layout ? 'on, no instances' : 'on')}` : g.mig_mode === 'disabled' ? 'MIG off' : '';
+      const settings = [mig, st.persistence_mode && `persistence ${st.persistence_mode}`, st.ecc_mode && `ECC ${st.ecc_mode}`,
         st.compute_mode && `compute ${st.compute_mode}`,
         st.app_clock_graphics_mhz != null && `clocks ${st.app_clock_graphics_mhz}/${st.app_clock_mem_mhz} MHz`].filter(Boolean).join(', ');
       const h = hv.get(g.index);

@@ -273,11 +273,14 @@ struct AgentFlags {
   std::string root = "/";
   std::string client_cert, client_key;  // for a controller with --client-ca
   std::string action_dir, action_timeout = "1h";
+  std::vector<std::string> labels;
   SimActionFlags sim_actions;
 };
 
 int RunAgent(AgentFlags& f, const cli::Globals& g) {
   SetLogLevel(f.log_level);
+  auto labels = ParseLabelArgs(f.labels);
+  if (!labels.ok()) return Fail(labels.error());
   auto tls = ClientContext(f.controller, g, f.client_cert, f.client_key);
   if (!tls.ok()) return Fail(tls.error());
   if (f.join_token.empty()) {
@@ -306,6 +309,7 @@ int RunAgent(AgentFlags& f, const cli::Globals& g) {
   o.tls = tls.value();
   o.join_token = f.join_token;
   o.hostname = f.hostname;
+  o.labels = std::move(labels).value();
   o.reset_gpu_command = f.reset_gpu_command;
   o.reboot_command = f.reboot_command;
   o.sysfs_root = f.sysfs_root;
@@ -486,7 +490,9 @@ Result<net::TlsContext> UpTls(ServeFlags& f) {
 // June 2026); the second node of the first inference pool has Container Toolkit 1.17.3
 // (CVE-2025-23266, CVSS 9.0: a critical alert); the third node of the first training pool has
 // a package its profile forbids and its fifth node GPUs at a 500 W power limit, where the profile
-// asks for 700 W (remediated by the agent: docs/configuration.md, "Golden profiles and drift").
+// asks for 700 W (remediated by the agent: docs/configuration.md, "Golden profiles and drift");
+// the second half of each edge pool is labelled enclosure=fanless, and the first of those starts
+// at its GPU's TDP where the profile's override for them asks for 60 W (remediated too).
 void StageDemoSoftware(const FleetSpec& spec, const Pool& pool, bool first_inference,
                        bool first_training, SimPoolOptions& o) {
   constexpr char kCurrent[] = "580.159.03", kOlder[] = "580.95.05", kEol[] = "535.247.01";
@@ -500,6 +506,16 @@ void StageDemoSoftware(const FleetSpec& spec, const Pool& pool, bool first_infer
     case ClusterType::kEdge:
       o.drivers.assign(std::max(pool.size, 1), kCurrent);
       o.drivers[0] = kEol;
+      // The second half of the stores have fanless enclosures (examples/fleet.yaml's profile
+      // override caps them at 60 W): all but the first of them start at 60 W.
+      if (pool.size > 1) {
+        o.labels.assign(pool.size, "-");
+        o.power_limits.assign(pool.size, "-");
+        for (int i = pool.size / 2; i < pool.size; ++i) {
+          o.labels[i] = "enclosure=fanless";
+          if (i > pool.size / 2) o.power_limits[i] = "60";
+        }
+      }
       break;
     default:
       o.drivers = {kCurrent, kCurrent, kCurrent, kOlder};
@@ -668,6 +684,9 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
                 "path of libnvidia-ml.so.1 (env GPUFLEET_NVML_LIBRARY)");
   a->add_option("--hostname", agent.hostname, "node name to register as (default: hostname)");
   a->add_option("--state-dir", agent.state_dir, "where to keep the node token across restarts");
+  a->add_option("--label", agent.labels,
+                "KEY=VALUE the node carries (repeat), e.g. rack=r12: golden profile overrides "
+                "select nodes by them");
   a->add_option("--sim-model", agent.sim_model, "GPU model for --backend sim");
   a->add_option("--sim-gpus", agent.sim_gpus, "GPU count for --backend sim");
   a->add_option("--log-level", agent.log_level, "trace, debug, info, warn, error");
@@ -714,6 +733,10 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
   m->add_option("--package", sim.pool.extra_packages,
                 "a package NAME=VERSION installed beside the base ones (cycling as --driver; "
                 "'-': none), e.g. '-,-,xmrig=6.21.0' on the third node")
+      ->delimiter(',');
+  m->add_option("--labels", sim.pool.labels,
+                "the node's labels, KEY=VALUE joined by ';' (cycling as --driver; '-': none), "
+                "e.g. '-,rack=r2;zone=b' on the second node")
       ->delimiter(',');
   m->add_option("--power-limit", sim.pool.power_limits,
                 "every GPU's power limit in watts at start (cycling as --driver; '-': the "

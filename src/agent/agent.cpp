@@ -498,8 +498,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (a.size() != b.size()) return false;
     for (size_t i = 0; i < a.size(); ++i) {
       if (a[i].uuid != b[i].uuid || a[i].error != b[i].error || a[i].name != b[i].name ||
-          a[i].mig_mode != b[i].mig_mode || a[i].settings != b[i].settings ||
-          a[i].vbios_version != b[i].vbios_version) {
+          a[i].mig_mode != b[i].mig_mode || a[i].mig_layout != b[i].mig_layout ||
+          a[i].settings != b[i].settings || a[i].vbios_version != b[i].vbios_version) {
         return false;
       }
     }
@@ -509,6 +509,7 @@ class Session : public std::enable_shared_from_this<Session> {
   NodeFacts Facts() {
     NodeFacts f = HostFacts();
     if (!options_.hostname.empty()) f.hostname = options_.hostname;
+    f.labels = options_.labels;
     f.backend = backend_->Name();
     auto nics = backend_->Nics();
     f.nics = nics ? std::move(*nics) : ReadNics(options_.sysfs_root);

@@ -22,6 +22,7 @@ struct AgentOptions {
   std::string join_token;
   std::string node_token;  // from an earlier welcome; tried before the join token
   std::string hostname;    // overrides the host's name (the simulator sets one per node)
+  Labels labels;           // what the operator says the node is (NodeFacts::labels)
   int inventory_interval_ms = 60'000;
   int sample_interval_ms = 1'000;  // telemetry; samples are stamped on this grid; 0: none
   // Unacknowledged telemetry kept across controller outages, in seconds of samples.

@@ -16,6 +16,18 @@ std::string Field(const json::value& item, const char* key) {
   return it == o.end() ? "" : Str(it->value());
 }
 
+// "enabled: 1g.10gb x4, 3g.40gb x1", "disabled", "" (no MIG).
+std::string MigText(const json::value& gpu) {
+  std::string out = Field(gpu, "mig_mode");
+  const auto* layout = gpu.as_object().if_contains("mig_layout");
+  if (out != "enabled" || !layout || !layout->is_object()) return out;
+  std::string parts;
+  for (const auto& [name, count] : layout->as_object()) {
+    parts += (parts.empty() ? "" : ", ") + std::string(name) + " x" + Str(count);
+  }
+  return out + ": " + (parts.empty() ? "no instances" : parts);
+}
+
 void Get(Globals& g, const std::string& target,
          const std::function<void(const json::value&)>& table) {
   if (auto v = Call(g, "GET", target)) Show(g, *v, table);
@@ -183,16 +195,23 @@ void AddFleetCommands(CLI::App& app, Globals& g) {
                   Field(n, "reason").c_str(), Field(n, "last_seen_at").c_str(),
                   n.at("connected").as_bool() ? "connected" : "disconnected",
                   Str(f.at("os")).c_str(), Str(f.at("kernel")).c_str());
-      std::printf("Driver:    %s (CUDA %s), agent %s, backend %s\n\n",
+      std::printf("Driver:    %s (CUDA %s), agent %s, backend %s\n",
                   Str(f.at("driver_version")).c_str(), Str(f.at("cuda_driver_version")).c_str(),
                   Str(f.at("agent_version")).c_str(), Str(f.at("backend")).c_str());
+      std::string labels;
+      if (const auto* l = f.as_object().if_contains("labels"); l && l->is_object()) {
+        for (const auto& [key, value] : l->as_object()) {
+          labels += (labels.empty() ? "" : ", ") + std::string(key) + "=" + Str(value);
+        }
+      }
+      std::printf("Labels:    %s\n\n", labels.empty() ? "none" : labels.c_str());
       Table t({"GPU", "NAME", "MODEL", "UUID", "SERIAL", "PCI", "MEMORY", "MIG", "ERROR"});
       for (const auto& gpu : n.at("gpus").as_array()) {
         double gib = gpu.at("memory_total_bytes").to_number<double>() / (1024.0 * 1024 * 1024);
         char mem[32];
         std::snprintf(mem, sizeof mem, "%.0f GiB", gib);
         t.Row({Field(gpu, "index"), Field(gpu, "name"), Field(gpu, "model"), Field(gpu, "uuid"),
-               Field(gpu, "serial"), Field(gpu, "pci_bus_id"), mem, Field(gpu, "mig_mode"),
+               Field(gpu, "serial"), Field(gpu, "pci_bus_id"), mem, MigText(gpu),
                Field(gpu, "error")});
       }
       t.Print();

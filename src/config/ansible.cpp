@@ -103,6 +103,11 @@ std::string WriteAnsibleInventory(const FleetSpec& spec, const std::vector<Node>
       h["gpufleet_container_toolkit"] = n->facts.container_toolkit;
       h["gpufleet_kernel"] = n->facts.kernel;
       h["gpufleet_os"] = n->facts.os;
+      if (!n->facts.labels.empty()) {
+        json::object labels;
+        for (const auto& [k, v] : n->facts.labels) labels[k] = v;
+        h["gpufleet_node_labels"] = std::move(labels);
+      }
       json::array serials;
       for (const auto& g : n->gpus) serials.push_back(json::string(g.serial));
       h["gpufleet_gpu_serials"] = std::move(serials);

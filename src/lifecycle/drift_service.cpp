@@ -227,6 +227,13 @@ Result<Profile> DriftService::PoolProfile(const std::string& pool) const {
   return MakeError(ErrorCode::kNotFound, "no pool '" + pool + "'");
 }
 
+Result<Profile> DriftService::NodeProfile(const std::string& node, const std::string& pool) const {
+  auto profile = PoolProfile(pool);
+  if (!profile.ok() || profile->overrides.empty()) return profile;
+  auto n = fleet_.GetNode(node);
+  return ForNode(profile.value(), n.ok() ? n->facts.labels : Labels{});
+}
+
 Result<int> DriftService::Tick() {
   const int64_t now = clock_->NowMs();
   auto pools = fleet_.Pools();
@@ -246,6 +253,7 @@ Result<int> DriftService::Tick() {
   std::unordered_map<std::string, bool> judged;  // node -> compared this tick
   std::map<std::string, int> cluster_nodes;
   std::set<std::string> connected;
+  std::unordered_map<std::string, std::string> node_driver;  // where an override changes it
   fleet_.ForEachNode({}, [&](const Node& n) {
     ++cluster_nodes[n.cluster];
     if (n.connected) connected.insert(n.name);
@@ -253,7 +261,16 @@ Result<int> DriftService::Tick() {
     if (!Judged(n.state) || p == profiles.end()) return;
     judged[n.name] = true;
     if (p->second.empty()) return;
-    auto found = EvaluateDrift(p->second, n);
+    std::vector<DriftFinding> found;
+    if (p->second.overrides.empty()) {
+      found = EvaluateDrift(p->second, n);
+    } else {  // the overrides its labels select
+      Profile mine = ForNode(p->second, n.facts.labels);
+      if (mine.driver_version != p->second.driver_version) {
+        node_driver[n.name] = mine.driver_version;
+      }
+      found = EvaluateDrift(mine, n);
+    }
     seen.insert(seen.end(), std::make_move_iterator(found.begin()),
                 std::make_move_iterator(found.end()));
   });
@@ -267,8 +284,10 @@ Result<int> DriftService::Tick() {
     auto t = targets.find(f.node);
     if (t == targets.end()) return false;
     auto p = profiles.find(f.pool);
+    auto own = node_driver.find(f.node);
     std::string want = f.fact == "vbios"            ? "gpu-firmware " + f.expected
                        : f.fact == "driver_version" ? "driver " + f.expected
+                       : own != node_driver.end()   ? "driver " + own->second
                        : p != profiles.end()        ? "driver " + p->second.driver_version
                                                     : "";
     return t->second == want;

@@ -69,6 +69,9 @@ class DriftService {
   std::map<std::string, int> NodeSeverity() const;
   // The profile in effect for a pool: its cluster's with the pool's over it.
   Result<Profile> PoolProfile(const std::string& pool) const;
+  // The profile in effect for a node of `pool`: the pool's with the overrides the node's labels
+  // select (a node that is gone: none of them).
+  Result<Profile> NodeProfile(const std::string& node, const std::string& pool) const;
 
  private:
   struct AutoAttempt {

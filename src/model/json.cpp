@@ -179,6 +179,28 @@ json::object ToJson(const Pool& p) {
           {"updated_at", FormatTime(p.updated_ms)}};
 }
 
+json::value MigLayoutJson(const std::optional<std::map<std::string, int>>& layout) {
+  if (!layout) return nullptr;
+  json::object o;
+  for (const auto& [name, count] : *layout) o[name] = count;
+  return o;
+}
+
+Result<std::optional<std::map<std::string, int>>> MigLayoutFromJson(const json::value* v) {
+  if (!v || v->is_null()) return std::optional<std::map<std::string, int>>();
+  if (!v->is_object()) {
+    return MakeError(ErrorCode::kInvalidArgument, "'mig_layout' must be an object or null");
+  }
+  std::map<std::string, int> layout;
+  for (const auto& [name, count] : v->as_object()) {
+    if (!count.is_int64() || count.as_int64() < 0 || count.as_int64() > 64) {
+      return MakeError(ErrorCode::kInvalidArgument, "'mig_layout' counts must be 0 to 64");
+    }
+    if (count.as_int64() > 0) layout[std::string(name)] = static_cast<int>(count.as_int64());
+  }
+  return std::optional<std::map<std::string, int>>(std::move(layout));
+}
+
 json::object ToJson(const Gpu& g) {
   json::object o{{"index", g.index},
                  {"uuid", g.uuid},
@@ -195,6 +217,7 @@ json::object ToJson(const Gpu& g) {
                  {"gsp_firmware_version", g.gsp_firmware_version}};
   o["mig_mode"] =
       g.mig_mode < 0 ? json::value(nullptr) : json::value(g.mig_mode == 1 ? "enabled" : "disabled");
+  o["mig_layout"] = MigLayoutJson(g.mig_layout);
   o["settings"] = ToJson(g.settings);
   o["error"] = g.error;
   return o;
@@ -269,6 +292,7 @@ json::object ToJson(const NodeFacts& f) {
                                 {"pkeys", std::move(pkeys)}});
   }
   json::object o{{"hostname", f.hostname},
+                 {"labels", ToJson(f.labels)},
                  {"os", f.os},
                  {"kernel", f.kernel},
                  {"driver_version", f.driver_version},
@@ -423,6 +447,7 @@ Result<Gpu> GpuFromJson(const json::value& v) {
   std::string mig;
   GF_TRY_ASSIGN(mig, GetString(o, "mig_mode", ""));
   g.mig_mode = mig == "enabled" ? 1 : mig == "disabled" ? 0 : -1;
+  GF_TRY_ASSIGN(g.mig_layout, MigLayoutFromJson(o.if_contains("mig_layout")));
   if (const auto* settings = o.if_contains("settings")) {
     GF_TRY_ASSIGN(g.settings, GpuSettingsFromJson(*settings));
   }
@@ -430,11 +455,28 @@ Result<Gpu> GpuFromJson(const json::value& v) {
   return g;
 }
 
+namespace {
+Result<Labels> LabelsFromJsonStrict(const json::value& v, const std::string& field) {
+  const Error bad =
+      MakeError(ErrorCode::kInvalidArgument, "'" + field + "' must be an object of strings");
+  if (!v.is_object()) return bad;
+  Labels labels;
+  for (const auto& [key, value] : v.as_object()) {
+    if (!value.is_string() || key.empty()) return bad;
+    labels[std::string(key)] = std::string(value.as_string());
+  }
+  return labels;
+}
+}  // namespace
+
 Result<NodeFacts> FactsFromJson(const json::value& v) {
   if (!v.is_object()) return MakeError(ErrorCode::kInvalidArgument, "facts must be an object");
   const auto& o = v.as_object();
   NodeFacts f;
   GF_TRY_ASSIGN(f.hostname, GetString(o, "hostname"));
+  if (const auto* labels = o.if_contains("labels"); labels && !labels->is_null()) {
+    GF_TRY_ASSIGN(f.labels, LabelsFromJsonStrict(*labels, "labels"));
+  }
   GF_TRY_ASSIGN(f.os, GetString(o, "os", ""));
   GF_TRY_ASSIGN(f.kernel, GetString(o, "kernel", ""));
   GF_TRY_ASSIGN(f.driver_version, GetString(o, "driver_version", ""));

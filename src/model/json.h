@@ -25,6 +25,9 @@ boost::json::object ToJson(const Remediation& r);
 // Lenient readers of stored documents: what does not have the expected shape is left out
 // (labels, exporters) or left at its default (remediation).
 Labels LabelsFromJson(const boost::json::value& v);
+// A GPU's MIG layout ({"1g.10gb": 7}); null when unknown.
+boost::json::value MigLayoutJson(const std::optional<std::map<std::string, int>>& layout);
+Result<std::optional<std::map<std::string, int>>> MigLayoutFromJson(const boost::json::value* v);
 std::vector<ExporterTarget> ExportersFromJson(const boost::json::value& v);
 Remediation RemediationFromJson(const boost::json::value& v);
 // {"tier", "requires": {"cuda", "gpu_operator", "kubernetes"}, "driver_branch",

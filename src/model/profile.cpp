@@ -25,6 +25,8 @@ const std::vector<DriftFact> kDriftFacts = {
     // GPU settings the agent can set through NVML ("auto"). ECC and MIG modes change only with a
     // GPU reset: manual unless the profile says auto (then inside a maintenance window).
     {"mig_mode", "high", "manual", true, true},
+    // The GPU instances of a MIG-enabled GPU: re-partitioning ends the work on them (manual).
+    {"mig_layout", "medium", "manual", true},
     {"ecc_mode", "high", "manual", true, true},
     {"persistence_mode", "low", "auto", true, true},
     {"compute_mode", "medium", "auto", true, true},
@@ -106,9 +108,87 @@ Result<std::string> NonEmpty(const json::value& v, const std::string& path) {
   return std::string(v.as_string());
 }
 
+// A GPU instance profile's name as nvidia-smi and mig-parted write it: "1g.10gb", "3g.71gb",
+// "1g.10gb+me".
+bool IsMigProfileName(std::string_view name) {
+  auto digits = [&](size_t& i) {
+    size_t start = i;
+    while (i < name.size() && name[i] >= '0' && name[i] <= '9') ++i;
+    return i > start && i - start <= 3;
+  };
+  size_t i = 0;
+  if (!digits(i) || name.substr(i, 2) != "g.") return false;
+  i += 2;
+  if (!digits(i) || name.substr(i, 2) != "gb") return false;
+  i += 2;
+  if (i == name.size()) return true;
+  if (name[i] != '+' || i + 1 == name.size()) return false;
+  return std::all_of(name.begin() + static_cast<long>(i) + 1, name.end(),
+                     [](char c) { return c >= 'a' && c <= 'z'; });
+}
+
+Result<Profile> ParseProfileObject(const json::object& o, const std::string& prefix,
+                                   bool overrides_allowed);
+
 }  // namespace
 
-std::string ProfileJson(const Profile& p) {
+bool Profile::operator==(const Profile&) const = default;
+bool Profile::empty() const { return *this == Profile{}; }
+
+std::string MigLayoutText(const std::map<std::string, int>& layout) {
+  std::string out;
+  for (const auto& [name, count] : layout) {
+    out += (out.empty() ? "" : ", ") + name + " x" + std::to_string(count);
+  }
+  return out.empty() ? "none" : out;
+}
+
+Result<Labels> ParseLabelArgs(const std::vector<std::string>& args) {
+  auto valid = [](std::string_view text, bool key) {
+    if (text.size() > 63 || (key && text.empty())) return false;
+    return std::all_of(text.begin(), text.end(), [&](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '.' || c == '_' || c == '-' || (key && c == '/');
+    });
+  };
+  Labels out;
+  for (const auto& arg : args) {
+    const size_t eq = arg.find('=');
+    const std::string key = arg.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    if (eq == std::string::npos || !valid(key, true) || !valid(value, false)) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "label '" + arg +
+                           "' must be KEY=VALUE (letters, digits, . _ - and / in the key; up to "
+                           "63 each)");
+    }
+    if (!out.emplace(key, value).second) {
+      return MakeError(ErrorCode::kInvalidArgument, "label '" + key + "' is given twice");
+    }
+  }
+  return out;
+}
+
+bool LabelsMatch(const Labels& selector, const Labels& labels) {
+  for (const auto& [key, pattern] : selector) {
+    auto it = labels.find(key);
+    if (it == labels.end() || !GlobMatch(pattern, it->second)) return false;
+  }
+  return true;
+}
+
+Profile ForNode(const Profile& profile, const Labels& labels) {
+  Profile out = profile;
+  out.overrides.clear();
+  for (const auto& o : profile.overrides) {
+    if (LabelsMatch(o.labels, labels)) out = Merge(out, o.profile);
+  }
+  return out;
+}
+
+namespace {
+
+json::object ProfileObject(const Profile& p) {
   json::object o;
   for (auto key : kStringFields) {
     if (const auto& v = StringField(p, key); !v.empty()) o[key] = v;
@@ -124,6 +204,11 @@ std::string ProfileJson(const Profile& p) {
     o["firmware"] = std::move(fw);
   }
   if (p.mig_mode) o["mig_mode"] = *p.mig_mode;
+  if (!p.mig_layout.empty()) {
+    json::object layout;
+    for (const auto& [name, count] : p.mig_layout) layout[name] = count;
+    o["mig_layout"] = std::move(layout);
+  }
   if (p.persistence_mode) o["persistence_mode"] = *p.persistence_mode;
   if (p.ecc_mode) o["ecc_mode"] = *p.ecc_mode;
   if (p.power_limit_w > 0) o["power_limit_w"] = p.power_limit_w;
@@ -159,15 +244,42 @@ std::string ProfileJson(const Profile& p) {
     for (const auto& [fact, how] : p.remediation) r[fact] = how;
     o["remediation"] = std::move(r);
   }
-  return json::serialize(o);
+  if (!p.overrides.empty()) {
+    json::array list;
+    for (const auto& over : p.overrides) {
+      json::object item{{"labels", json::object()}};
+      for (const auto& [key, value] : over.labels) item["labels"].as_object()[key] = value;
+      for (auto& [key, value] : ProfileObject(over.profile)) item[key] = std::move(value);
+      list.emplace_back(std::move(item));
+    }
+    o["overrides"] = std::move(list);
+  }
+  return o;
 }
+
+}  // namespace
+
+std::string ProfileJson(const Profile& p) { return json::serialize(ProfileObject(p)); }
 
 Result<Profile> ParseProfile(std::string_view text) {
   boost::system::error_code ec;
   json::value v = json::parse(text, ec);
   if (ec || !v.is_object()) return Bad("profile", "must be a mapping");
+  return ParseProfileObject(v.as_object(), "", true);
+}
+
+namespace {
+
+Result<Profile> ParseProfileObject(const json::object& object, const std::string& prefix,
+                                   bool overrides_allowed) {
+  auto Bad = [&](const std::string& path, const std::string& what) {
+    return gpufleet::Bad(prefix + path, what);
+  };
+  auto NonEmpty = [&](const json::value& v, const std::string& path) {
+    return gpufleet::NonEmpty(v, prefix + path);
+  };
   Profile p;
-  for (const auto& [key, value] : v.as_object()) {
+  for (const auto& [key, value] : object) {
     const std::string k(key);
     if (std::string* s = StringField(p, k)) {
       GF_TRY_ASSIGN(*s, NonEmpty(value, k));
@@ -179,6 +291,44 @@ Result<Profile> ParseProfile(std::string_view text) {
       (k == "mig_mode"   ? p.mig_mode
        : k == "ecc_mode" ? p.ecc_mode
                          : p.persistence_mode) = value.as_bool();
+    } else if (k == "mig_layout") {
+      if (!value.is_object() || value.as_object().empty()) {
+        return Bad(k, "must be a mapping of GPU instance profile to count ({\"1g.10gb\": 7})");
+      }
+      for (const auto& [name, count] : value.as_object()) {
+        const std::string path = k + "." + std::string(name);
+        if (!IsMigProfileName(name)) {
+          return Bad(path, "not a GPU instance profile such as 1g.10gb or 3g.40gb");
+        }
+        if (!count.is_int64() || count.as_int64() < 1 || count.as_int64() > 8) {
+          return Bad(path, "must be a count of instances, 1 to 8");
+        }
+        p.mig_layout[std::string(name)] = static_cast<int>(count.as_int64());
+      }
+    } else if (k == "overrides" && overrides_allowed) {
+      if (!value.is_array()) return Bad(k, "must be a list of {labels, ...profile fields}");
+      for (size_t i = 0; i < value.as_array().size(); ++i) {
+        const std::string path = k + "[" + std::to_string(i) + "]";
+        const json::value& item = value.as_array()[i];
+        if (!item.is_object()) return Bad(path, "must be a mapping with labels and fields");
+        const json::value* labels = item.as_object().if_contains("labels");
+        if (!labels || !labels->is_object() || labels->as_object().empty()) {
+          return Bad(path + ".labels", "must be a mapping of node label to value (or pattern)");
+        }
+        ProfileOverride over;
+        json::object fields;
+        for (const auto& [field, fv] : item.as_object()) {
+          if (field != "labels") fields[field] = fv;
+        }
+        for (const auto& [label, lv] : labels->as_object()) {
+          std::string v;
+          GF_TRY_ASSIGN(v, NonEmpty(lv, path + ".labels." + std::string(label)));
+          over.labels[std::string(label)] = std::move(v);
+        }
+        if (fields.empty()) return Bad(path, "sets no field");
+        GF_TRY_ASSIGN(over.profile, ParseProfileObject(fields, prefix + path + ".", false));
+        p.overrides.push_back(std::move(over));
+      }
     } else if (k == "power_limit_w") {
       if (!value.is_int64() || value.as_int64() < 1 || value.as_int64() > 10'000) {
         return Bad(k, "must be a whole number of watts, 1 to 10000");
@@ -300,13 +450,16 @@ Result<Profile> ParseProfile(std::string_view text) {
     } else {
       return Bad(k,
                  "unknown field (known: driver_version, cuda_driver, kernel, os, image_id, "
-                 "container_toolkit, firmware, gsp_firmware, mig_mode, ecc_mode, "
+                 "container_toolkit, firmware, gsp_firmware, mig_mode, mig_layout, ecc_mode, "
                  "persistence_mode, compute_mode, power_limit_w, application_clocks, ib_pkeys, "
-                 "device_files, packages, remediation)");
+                 "device_files, packages, remediation" +
+                     std::string(overrides_allowed ? ", overrides)" : "; an override has none)"));
     }
   }
   return p;
 }
+
+}  // namespace
 
 Profile Merge(const Profile& base, const Profile& over) {
   Profile out = base;
@@ -319,6 +472,7 @@ Profile Merge(const Profile& base, const Profile& over) {
     if (!want.inforom.empty()) w.inforom = want.inforom;
   }
   if (over.mig_mode) out.mig_mode = over.mig_mode;
+  if (!over.mig_layout.empty()) out.mig_layout = over.mig_layout;
   if (over.persistence_mode) out.persistence_mode = over.persistence_mode;
   if (over.ecc_mode) out.ecc_mode = over.ecc_mode;
   if (over.power_limit_w > 0) out.power_limit_w = over.power_limit_w;
@@ -334,6 +488,7 @@ Profile Merge(const Profile& base, const Profile& over) {
   if (!over.packages_forbidden.empty()) out.packages_forbidden = over.packages_forbidden;
   if (!over.packages_allowed.empty()) out.packages_allowed = over.packages_allowed;
   for (const auto& [fact, how] : over.remediation) out.remediation[fact] = how;
+  out.overrides.insert(out.overrides.end(), over.overrides.begin(), over.overrides.end());
   return out;
 }
 
@@ -582,6 +737,19 @@ std::vector<DriftFinding> EvaluateDrift(const Profile& profile, const Node& node
           std::string want = *profile.mig_mode ? "enabled" : "disabled";
           std::string have = g.mig_mode < 0 ? "" : g.mig_mode == 1 ? "enabled" : "disabled";
           if (have != want) add(f, g.index, want, g.mig_mode < 0 ? "not supported" : have);
+        } else if (f.name == "mig_layout" && !profile.mig_layout.empty()) {
+          // A GPU with MIG off has no instances; when the profile asks for MIG on, the
+          // mig_mode finding already says so.
+          const std::string want = MigLayoutText(profile.mig_layout);
+          if (g.mig_mode != 1) {
+            if (!profile.mig_mode) {
+              add(f, g.index, want, g.mig_mode < 0 ? "MIG not supported" : "MIG disabled");
+            }
+          } else if (!g.mig_layout) {
+            add(f, g.index, want, "");
+          } else if (*g.mig_layout != profile.mig_layout) {
+            add(f, g.index, want, MigLayoutText(*g.mig_layout));
+          }
         }
       }
     }

@@ -1,7 +1,8 @@
 #pragma once
 // A golden profile: what a cluster's or pool's nodes should run (fleet file `profile:`), and
 // the drift of a node from it. A pool's profile is its cluster's with the pool's own fields
-// over it (Merge); an empty field asks for nothing. Evaluate compares a node's reported facts
+// over it (Merge), and a node's is that with the overrides its labels select (ForNode); an
+// empty field asks for nothing. Evaluate compares a node's reported facts
 // with it, field by field: a fact the node did not report is "unknown" and is a finding, never a
 // match.
 
@@ -34,8 +35,20 @@ std::string ProfileJson(const Profile& p);
 // the field's path inside the profile ("firmware.H100-SXM5-80GB.vbios: must be a string").
 Result<Profile> ParseProfile(std::string_view json);
 
-// `over`'s fields where set, else `base`'s (firmware and remediation merged per key).
+// `over`'s fields where set, else `base`'s (firmware and remediation merged per key; the
+// overrides of both, `base`'s first).
 Profile Merge(const Profile& base, const Profile& over);
+// Does a node with `labels` have every label of `selector` (values may be patterns).
+bool LabelsMatch(const Labels& selector, const Labels& labels);
+// The profile for one node: `profile` with each override its labels match merged over it, in
+// order (a cluster's overrides, then its pool's); the result has no overrides.
+Profile ForNode(const Profile& profile, const Labels& labels);
+// Node labels as the agent's `--label KEY=VALUE` gives them: keys of letters, digits and
+// . _ - / (up to 63), values of letters, digits and . _ - (up to 63, may be empty); a key given
+// twice is an error.
+Result<Labels> ParseLabelArgs(const std::vector<std::string>& args);
+// A MIG layout as findings write it: "1g.10gb x4, 3g.40gb x1" (by name), "none" when empty.
+std::string MigLayoutText(const std::map<std::string, int>& layout);
 
 // Does `text` match `pattern`, where * is any run of characters and ? any one.
 bool GlobMatch(std::string_view pattern, std::string_view text);

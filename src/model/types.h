@@ -39,6 +39,8 @@ struct FirmwareWant {
   bool operator==(const FirmwareWant&) const = default;
 };
 
+struct ProfileOverride;
+
 // A golden profile (fleet file `profile:`): what a cluster's or pool's nodes should run; an
 // empty field asks for nothing. model/profile.h reads it and compares a node with it.
 struct Profile {
@@ -50,7 +52,10 @@ struct Profile {
   std::map<std::string, FirmwareWant> firmware;  // catalogue GPU model id -> firmware
   std::string gsp_firmware;
   std::optional<bool> mig_mode;  // MIG enabled on every GPU, or on none
-  std::string image_id;          // the OS image id (NodeFacts::image_id), exact or a pattern
+  // The GPU instances every MIG-enabled GPU should be split into: profile name -> count
+  // ({"1g.10gb": 7}, as nvidia-smi and mig-parted name them); empty asks for nothing.
+  std::map<std::string, int> mig_layout;
+  std::string image_id;  // the OS image id (NodeFacts::image_id), exact or a pattern
   // GPU settings, on every GPU of the node: unset asks for nothing.
   std::optional<bool> persistence_mode, ecc_mode;
   std::string compute_mode;  // "default", "exclusive_process", "prohibited"
@@ -67,8 +72,18 @@ struct Profile {
   std::vector<std::string> packages_required, packages_forbidden, packages_allowed;
   // Per fact, "auto", "rollout" or "manual" instead of the fact's default (kDriftFacts).
   std::map<std::string, std::string> remediation;
-  bool operator==(const Profile&) const = default;
-  bool empty() const { return *this == Profile{}; }
+  // Fields for the nodes whose labels match (NodeFacts::labels), over the rest, in order.
+  std::vector<ProfileOverride> overrides;
+  bool operator==(const Profile&) const;  // model/profile.cpp (ProfileOverride is incomplete)
+  bool empty() const;
+};
+
+// A profile's fields for some of its nodes: those that have every one of `labels` (a value may
+// be a pattern with * and ?).
+struct ProfileOverride {
+  Labels labels;
+  Profile profile;  // without overrides of its own
+  bool operator==(const ProfileOverride&) const = default;
 };
 
 // What a cluster's or a pool's workloads need of their drivers (fleet file `tier`, `requires`,
@@ -165,6 +180,9 @@ struct Gpu {
   std::string inforom_oem, inforom_ecc, inforom_power;
   std::string gsp_firmware_version;
   int mig_mode = -1;  // -1 not supported, 0 disabled, 1 enabled
+  // Its GPU instances, profile name -> count ({"3g.40gb": 1, "1g.10gb": 4}); empty when MIG is
+  // disabled; nullopt when it cannot be read (no MIG, or the driver cannot tell).
+  std::optional<std::map<std::string, int>> mig_layout;
   GpuSettings settings;
   std::string error;  // last NVML error on this GPU, e.g. "GPU_IS_LOST"; empty when healthy
 };
@@ -191,6 +209,9 @@ struct DeviceFile {
 
 struct NodeFacts {
   std::string hostname;
+  // What the operator says the node is (agent `--label rack=r12`): golden profile overrides
+  // select nodes by them.
+  Labels labels;
   std::string os;
   std::string kernel;
   std::string driver_version;

@@ -3,11 +3,26 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "model/profile.h"
+
 namespace gpufleet {
 
 SimFleet::SimFleet(std::shared_ptr<const GpuCatalog> catalog) : catalog_(std::move(catalog)) {}
 
 namespace {
+// "rack=r2;zone=b" -> {rack: r2, zone: b}; "-" or "": none.
+Result<Labels> NodeLabels(const std::string& entry) {
+  std::vector<std::string> args;
+  if (entry == "-" || entry.empty()) return Labels{};
+  for (size_t start = 0;;) {
+    const size_t semi = entry.find(';', start);
+    args.push_back(entry.substr(start, semi - start));
+    if (semi == std::string::npos) break;
+    start = semi + 1;
+  }
+  return ParseLabelArgs(args);
+}
+
 Status Check(const GpuCatalog& catalog, const SimPoolOptions& o) {
   if (!catalog.Find(o.model)) {
     return MakeError(ErrorCode::kInvalidArgument, "unknown GPU model '" + o.model + "'");
@@ -17,6 +32,9 @@ Status Check(const GpuCatalog& catalog, const SimPoolOptions& o) {
   }
   if (o.gpus_per_node < 0 || o.gpus_per_node > 16) {
     return MakeError(ErrorCode::kInvalidArgument, "--gpus-per-node must be 0..16");
+  }
+  for (const auto& entry : o.labels) {
+    if (auto labels = NodeLabels(entry); !labels.ok()) return labels.error();
   }
   return {};
 }
@@ -68,6 +86,10 @@ Status SimFleet::AddNode(const SimPoolOptions& o, const std::string& name) {
   ao.join_token = o.join_token;
   ao.tls = o.tls;
   ao.hostname = name;
+  if (!o.labels.empty()) {
+    auto labels = NodeLabels(o.labels[number % o.labels.size()]);
+    if (labels.ok()) ao.labels = std::move(labels).value();  // checked above
+  }
   runner_.Add(std::move(ao), MakeSimBackend(spec));
   ++nodes_;
   return {};

@@ -29,6 +29,8 @@ struct SimPoolOptions {
   std::vector<std::string> extra_packages;
   // Every GPU's power limit in watts at start, the same way; "-" (or 0) for the model's TDP.
   std::vector<std::string> power_limits;
+  // The node's labels, "KEY=VALUE;KEY=VALUE", the same way; "-" (or "") for none.
+  std::vector<std::string> labels;
   net::TlsContext tls;  // for an https:// controller (AgentOptions::tls)
 };
 

@@ -507,6 +507,16 @@ test('the drift page shows the staged drift from the profiles; an operator plans
   await page.goto(fleet.base + '/#/node/l40s-serve-0001');
   await page.waitForSelector('#node-drift');
   assert.match(await page.textContent('#node-drift'), /container_toolkit/);
+  // The edge profile's override for fanless stores: l4-edge-0008 carries the label and started
+  // at the L4's 72 W, where the override asks for 60 W; the agent set it back.
+  const fanless = await waitFor('the override\'s finding resolved', async () => {
+    const r = (await call(fleet.base, fleet.token, 'GET', '/api/v1/drift?node=l4-edge-0008&state=resolved')).body;
+    return r.items.find((f) => f.fact === 'power_limit_w' && f.expected === '60' && f.actual === '72');
+  });
+  assert.equal(fanless.remediation, 'auto');
+  await page.goto(fleet.base + '/#/node/l4-edge-0008');
+  await page.waitForSelector('#node-labels code');
+  assert.equal(await page.textContent('#node-labels'), 'enclosure=fanless');
   assert.deepEqual(page.errors, []);
   await page.context().close();
 });

@@ -661,5 +661,116 @@ clusters:
   EXPECT_GE(audit.at("items").as_array().size(), 4u) << audit;
 }
 
+// A profile's overrides follow the node's labels (a simulated node's from `gpufleet sim
+// --labels`, a real one's from `gpufleet agent --label`), and a MIG-enabled GPU's instances
+// are compared with the profile's layout (a manual finding); a bad label is one line.
+TEST_F(Config, OverridesFollowNodeLabelsAndAMigLayoutIsCompared) {
+  auto applied = ApplyText("fleet.yaml", R"(apiVersion: gpufleet/v1
+kind: Fleet
+clusters:
+  - name: lab
+    type: training
+    site: lab-a
+    remediation: {max_share: 1}
+    pools:
+      - name: l4
+        gpu_model: L4
+        gpus_per_node: 1
+        profile:
+          power_limit_w: 70
+          overrides:
+            - {labels: {rack: "r2*"}, power_limit_w: 60}
+      - name: h100
+        gpu_model: H100-SXM5-80GB
+        gpus_per_node: 1
+        profile: {mig_layout: {"3g.40gb": 2}}
+)");
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  auto drift = [&](const std::string& query) {
+    return controller_->Call("GET", "/api/v1/drift" + query).second;
+  };
+  auto finding = [&](const std::string& node, const std::string& fact) {
+    const json::value list = drift("?node=" + node);
+    for (const auto& f : list.at("items").as_array()) {
+      if (f.at("fact") == json::value(fact)) return f;
+    }
+    return json::value();
+  };
+  // The labelled node is set to the override's 60 W, the other to the pool's 70 W.
+  Sim(JoinToken("l4"), "lbl", 2, "L4", 1, {"--labels", "-,rack=r21;zone=b"});
+  ASSERT_TRUE(WaitFor([&] { return drift("?pool=l4&state=resolved").at("total") == 2; }, 60000))
+      << drift("?pool=l4");
+  EXPECT_EQ(finding("lbl-0000", "power_limit_w").at("expected"), "70");
+  EXPECT_EQ(finding("lbl-0001", "power_limit_w").at("expected"), "60");
+  const json::value labelled = Node("lbl-0001");
+  EXPECT_EQ(labelled.at("facts").at("labels"), (json::object{{"rack", "r21"}, {"zone", "b"}}));
+  EXPECT_EQ(labelled.at("gpus").at(0).at("settings").at("power_limit_w"), 60);
+  EXPECT_EQ(Node("lbl-0000").at("facts").at("labels"), json::object());
+  // A finding's detail shows the profile of its node, the override merged in.
+  const auto id = finding("lbl-0001", "power_limit_w").at("id").as_int64();
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/drift/" + std::to_string(id))
+                .second.at("profile")
+                .at("power_limit_w"),
+            60);
+
+  // MIG: off is a finding of the layout; turned on (by hand), a simulated H100 is split into
+  // seven 1g.10gb instances, another layout than the profile's.
+  Sim(JoinToken("h100"), "mig", 1, "H100-SXM5-80GB", 1);
+  ASSERT_TRUE(WaitFor([&] { return finding("mig-0000", "mig_layout").is_object(); }, 30000))
+      << drift("?node=mig-0000");
+  EXPECT_EQ(finding("mig-0000", "mig_layout").at("actual"), "MIG disabled");
+  ASSERT_EQ(
+      controller_
+          ->Call("POST", "/api/v1/nodes/mig-0000/inject", R"({"gpu": 0, "mig_mode": "enabled"})")
+          .first,
+      202);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json::value f = finding("mig-0000", "mig_layout");
+        return f.is_object() && f.at("actual") == "1g.10gb x7";
+      },
+      15000))
+      << drift("?node=mig-0000");
+  const json::value mig = finding("mig-0000", "mig_layout");
+  EXPECT_EQ(mig.at("expected"), "3g.40gb x2");
+  EXPECT_EQ(mig.at("remediation"), "manual");
+  EXPECT_EQ(mig.at("state"), "open");
+  EXPECT_EQ(Node("mig-0000").at("gpus").at(0).at("mig_layout"), (json::object{{"1g.10gb", 7}}));
+  auto shown = Cli({"nodes", "show", "mig-0000"});
+  EXPECT_NE(shown.out.find("enabled: 1g.10gb x7"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("Labels:    none"), std::string::npos) << shown.out;
+
+  // A real agent's --label; a bad one is refused before anything starts.
+  agents_.push_back(std::make_unique<Process>(
+      std::vector<std::string>{GPUFLEET_BIN, "agent", "--controller", controller_->address(),
+                               "--join-token", JoinToken("l4"), "--backend", "nvml",
+                               "--nvml-library", FAKE_NVML_PATH, "--hostname", "real-r2", "--label",
+                               "rack=r22"},
+      std::map<std::string, std::string>{{"FAKE_NVML_SCRIPT", kNvmlFixtures + "l4x1.json"}},
+      dir_ + "/agent.log"));
+  ASSERT_TRUE(WaitFor([&] { return finding("real-r2", "power_limit_w").is_object(); }, 30000))
+      << drift("?node=real-r2");
+  EXPECT_EQ(finding("real-r2", "power_limit_w").at("expected"), "60");
+  EXPECT_EQ(Node("real-r2").at("facts").at("labels"), (json::object{{"rack", "r22"}}));
+  auto bad = Cli(
+      {"agent", "--controller", controller_->address(), "--join-token", "x", "--label", "rack r2"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("label 'rack r2' must be KEY=VALUE"), std::string::npos) << bad.err;
+  // An override without labels is refused with its line.
+  auto refused = ApplyText("bad.yaml", R"(apiVersion: gpufleet/v1
+kind: Fleet
+clusters:
+  - name: lab
+    type: training
+    site: lab-a
+    profile:
+      overrides:
+        - {power_limit_w: 60}
+)");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("clusters[0].profile.overrides[0].labels"), std::string::npos)
+      << refused.err;
+}
+
 }  // namespace
 }  // namespace gpufleet::e2e

@@ -4,6 +4,7 @@
 // Each call is counted in $FAKE_NVML_CALLS (a file) when set, so tests can see it was used.
 
 #include <boost/json.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -191,6 +192,59 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMigMode(nvmlDev
   auto it = g->find("mig");
   if (it == g->end() || it->value().is_null()) return NVML_ERROR_NOT_SUPPORTED;
   *cur = *pending = static_cast<unsigned>(it->value().as_int64());
+  return NVML_SUCCESS;
+}
+
+// MIG: "mig_profiles": [{"id": 0, "name": "MIG 1g.10gb", "slices": 1, "memory_mb": 9856,
+// "max": 7, "count": 4}] — the GPU's instance profiles and how many instances of each exist
+// (only while "mig" is 1). An id not listed is NOT_SUPPORTED; a struct version other than
+// nvml.h's is ARGUMENT_VERSION_MISMATCH, as the real library answers.
+static const json::object* MigProfile(nvmlDevice_t d, unsigned id) {
+  const json::object* g = Gpu(Index(d));
+  if (!g) return nullptr;
+  auto it = g->find("mig_profiles");
+  if (it == g->end()) return nullptr;
+  for (const auto& p : it->value().as_array()) {
+    if (p.as_object().at("id").as_int64() == static_cast<int64_t>(id)) return &p.as_object();
+  }
+  return nullptr;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(
+    nvmlDevice_t d, unsigned id, nvmlGpuInstanceProfileInfo_v2_t* info) {
+  std::lock_guard lock(g_mu);
+  if (nvmlReturn_t r = Scripted(Index(d), "nvmlDeviceGetGpuInstanceProfileInfoV");
+      r != NVML_SUCCESS)
+    return r;
+  if (info->version != kNvmlGpuInstanceProfileInfoV2) return kNvmlErrorArgumentVersionMismatch;
+  const json::object* p = MigProfile(d, id);
+  if (!p) return id < 13 ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_INVALID_ARGUMENT;
+  info->id = id;
+  info->sliceCount = static_cast<unsigned>(p->at("slices").as_int64());
+  info->instanceCount = static_cast<unsigned>(p->at("max").as_int64());
+  info->memorySizeMB = static_cast<unsigned long long>(p->at("memory_mb").as_int64());
+  std::string name(p->at("name").as_string());
+  std::snprintf(info->name, sizeof info->name, "%s", name.c_str());
+  return NVML_SUCCESS;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetGpuInstances(
+    nvmlDevice_t d, unsigned id, nvmlGpuInstance_t* instances, unsigned* count) {
+  std::lock_guard lock(g_mu);
+  if (nvmlReturn_t r = Scripted(Index(d), "nvmlDeviceGetGpuInstances"); r != NVML_SUCCESS) return r;
+  const json::object* g = Gpu(Index(d));
+  auto mig = g->find("mig");
+  if (mig == g->end() || !mig->value().is_int64() || mig->value().as_int64() != 1) {
+    return NVML_ERROR_NOT_SUPPORTED;  // MIG off
+  }
+  const json::object* p = MigProfile(d, id);
+  if (!p) return NVML_ERROR_NOT_SUPPORTED;
+  const auto n = static_cast<unsigned>(p->at("count").as_int64());
+  if (*count < static_cast<unsigned>(p->at("max").as_int64())) return NVML_ERROR_INSUFFICIENT_SIZE;
+  for (unsigned i = 0; i < n; ++i) {
+    instances[i] = reinterpret_cast<nvmlGpuInstance_t>(static_cast<intptr_t>(id * 100 + i + 1));
+  }
+  *count = n;
   return NVML_SUCCESS;
 }
 

@@ -94,6 +94,32 @@ typedef struct nvmlEventData_st {
   unsigned int computeInstanceId;
 } nvmlEventData_t;
 
+// MIG: a GPU instance, and what one of a GPU's instance profiles is
+// (NVML_GPU_INSTANCE_PROFILE_1_SLICE = 0 ... 12 in current headers; an id the GPU does not
+// have answers NOT_SUPPORTED or INVALID_ARGUMENT).
+typedef struct nvmlGpuInstance_st* nvmlGpuInstance_t;
+typedef struct nvmlGpuInstanceProfileInfo_v2_st {
+  unsigned int version;  // kNvmlGpuInstanceProfileInfoV2
+  unsigned int id;
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;
+  unsigned int instanceCount;  // the most instances of it the GPU can hold
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;
+  char name[96];  // "MIG 1g.10gb"
+} nvmlGpuInstanceProfileInfo_v2_t;
+static_assert(sizeof(nvmlGpuInstanceProfileInfo_v2_t) == 152, "nvml.h's layout");
+// NVML_STRUCT_VERSION(GpuInstanceProfileInfo, 2): the size, and the version in the top byte.
+constexpr unsigned kNvmlGpuInstanceProfileInfoV2 =
+    static_cast<unsigned>(sizeof(nvmlGpuInstanceProfileInfo_v2_t)) | (2u << 24);
+constexpr unsigned kNvmlGpuInstanceProfileIds = 16;  // ids tried: 0..15
+constexpr nvmlReturn_t kNvmlErrorArgumentVersionMismatch = 25;
+
 }  // extern "C"
 
 // Function pointer types, one per entry point.
@@ -112,6 +138,11 @@ using NvmlDeviceGetGspFirmwareVersionFn = nvmlReturn_t (*)(nvmlDevice_t, char*);
 using NvmlDeviceGetPciInfoFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlPciInfo_t*);
 using NvmlDeviceGetMemoryInfoFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlMemory_t*);
 using NvmlDeviceGetMigModeFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned*, unsigned*);
+using NvmlDeviceGetGpuInstanceProfileInfoVFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned,
+                                                                nvmlGpuInstanceProfileInfo_v2_t*);
+// (device, profile id, instances[capacity], in: capacity, out: how many there are)
+using NvmlDeviceGetGpuInstancesFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned, nvmlGpuInstance_t*,
+                                                     unsigned*);
 using NvmlDeviceGetUtilizationRatesFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t*);
 using NvmlDeviceGetTemperatureFn = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*);
 using NvmlDeviceGetUintFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned*);

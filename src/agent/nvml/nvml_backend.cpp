@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -99,6 +100,9 @@ class NvmlBackend : public GpuBackend {
         {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo"});
     memory_ = Sym<NvmlDeviceGetMemoryInfoFn>({"nvmlDeviceGetMemoryInfo"});
     mig_ = Sym<NvmlDeviceGetMigModeFn>({"nvmlDeviceGetMigMode"});
+    gi_profile_ =
+        Sym<NvmlDeviceGetGpuInstanceProfileInfoVFn>({"nvmlDeviceGetGpuInstanceProfileInfoV"});
+    gi_list_ = Sym<NvmlDeviceGetGpuInstancesFn>({"nvmlDeviceGetGpuInstances"});
     utilization_ = Sym<NvmlDeviceGetUtilizationRatesFn>({"nvmlDeviceGetUtilizationRates"});
     temperature_ = Sym<NvmlDeviceGetTemperatureFn>({"nvmlDeviceGetTemperature"});
     power_ = Sym<NvmlDeviceGetUintFn>({"nvmlDeviceGetPowerUsage"});
@@ -432,8 +436,37 @@ class NvmlBackend : public GpuBackend {
       if (mr == NVML_SUCCESS) g.mig_mode = current == 1 ? 1 : 0;
       note(mr);
     }
+    if (g.mig_mode == 0) g.mig_layout.emplace();  // MIG off: no instances
+    if (g.mig_mode == 1) g.mig_layout = ReadMigLayout(dev);
     ReadSettings(dev, g.settings);
     return g;
+  }
+
+  // The GPU instances of a MIG-enabled GPU by profile name ("1g.10gb" -> 4): each profile id
+  // the GPU has, and how many instances of it exist. nullopt when the driver cannot tell
+  // (no such entry points, no permission).
+  std::optional<std::map<std::string, int>> ReadMigLayout(nvmlDevice_t dev) {
+    if (!gi_profile_ || !gi_list_) return std::nullopt;
+    std::map<std::string, int> layout;
+    for (unsigned id = 0; id < kNvmlGpuInstanceProfileIds; ++id) {
+      nvmlGpuInstanceProfileInfo_v2_t info{};
+      info.version = kNvmlGpuInstanceProfileInfoV2;
+      nvmlReturn_t r = gi_profile_(dev, id, &info);
+      if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_INVALID_ARGUMENT) continue;
+      if (r != NVML_SUCCESS) return std::nullopt;
+      std::vector<nvmlGpuInstance_t> instances(std::clamp(info.instanceCount, 1u, 64u));
+      unsigned count = static_cast<unsigned>(instances.size());
+      r = gi_list_(dev, info.id, instances.data(), &count);
+      if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_INVALID_ARGUMENT) continue;
+      if (r != NVML_SUCCESS) return std::nullopt;
+      if (count == 0) continue;
+      info.name[sizeof info.name - 1] = '\0';
+      std::string name = info.name;
+      if (name.rfind("MIG ", 0) == 0) name.erase(0, 4);
+      if (name.empty()) return std::nullopt;
+      layout[name] += static_cast<int>(count);
+    }
+    return layout;
   }
 
   // The settings a profile can ask for; one a GPU does not support stays unknown (-1, empty).
@@ -485,6 +518,8 @@ class NvmlBackend : public GpuBackend {
   NvmlDeviceGetPciInfoFn pci_ = nullptr;
   NvmlDeviceGetMemoryInfoFn memory_ = nullptr;
   NvmlDeviceGetMigModeFn mig_ = nullptr;
+  NvmlDeviceGetGpuInstanceProfileInfoVFn gi_profile_ = nullptr;
+  NvmlDeviceGetGpuInstancesFn gi_list_ = nullptr;
   NvmlDeviceGetUtilizationRatesFn utilization_ = nullptr;
   NvmlDeviceGetTemperatureFn temperature_ = nullptr;
   NvmlDeviceGetUintFn power_ = nullptr, power_limit_ = nullptr, pcie_replay_ = nullptr;

@@ -396,6 +396,13 @@ class SimBackend : public GpuBackend {
       g.inforom_version = "G520.0200.00.05";
       if (i < static_cast<int>(gpus_.size())) {
         g.mig_mode = gpus_[i].mig_mode;
+        // A simulated MIG-enabled GPU is split into its smallest instances, as mig-parted's
+        // all-1g configurations do; with MIG off it has none.
+        if (g.mig_mode == 0) g.mig_layout.emplace();
+        if (g.mig_mode == 1 && !spec_.model->mig_profiles.empty()) {
+          g.mig_layout = std::map<std::string, int>{
+              {spec_.model->mig_profiles.front(), spec_.model->mig_max_instances}};
+        }
         g.settings = gpus_[i].settings;
         if (gpus_[i].lost()) g.error = "GPU_IS_LOST";
       }

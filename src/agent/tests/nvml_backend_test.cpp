@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "agent/gpu_backend.h"
@@ -156,6 +157,14 @@ TEST(NvmlBackend, ALostGpuIsReportedWithItsErrorAndTheOthersAreIntact) {
   EXPECT_EQ(gpus->at(0).mig_mode, 0);
   EXPECT_EQ(gpus->at(1).mig_mode, 1);
   EXPECT_EQ(gpus->at(2).error, "GPU_IS_LOST");
+  // MIG: off is no instances; GPU 1's instances counted by profile through
+  // nvmlDeviceGetGpuInstanceProfileInfoV (nvml.h's struct version) and nvmlDeviceGetGpuInstances;
+  // GPU 3 has no MIG at all (unknown).
+  EXPECT_EQ(gpus->at(0).mig_layout, (std::map<std::string, int>{}));
+  EXPECT_EQ(gpus->at(1).mig_layout,
+            (std::map<std::string, int>{{"1g.10gb", 2}, {"2g.20gb", 1}, {"3g.40gb", 1}}));
+  EXPECT_EQ(gpus->at(3).mig_mode, -1);
+  EXPECT_FALSE(gpus->at(3).mig_layout.has_value());
   EXPECT_EQ(gpus->at(2).uuid, "GPU-0f0e0d0c-0000-1111-2222-333344445552");
   EXPECT_EQ(gpus->at(2).memory_total_bytes, 0u);  // unreadable, not invented
   EXPECT_EQ(gpus->at(2).serial, "");
@@ -167,6 +176,26 @@ TEST(NvmlBackend, ALostGpuIsReportedWithItsErrorAndTheOthersAreIntact) {
   EXPECT_EQ(row.values[static_cast<size_t>(Field::kNvlinkLinksDown)], 1);
   EXPECT_EQ(row.values[static_cast<size_t>(Field::kClocksEventReasons)], 4);
   EXPECT_EQ(backend.value()->Sample(2, 1000).present, 0u);
+}
+
+TEST(NvmlBackend, AMigLayoutTheDriverWillNotListIsUnknownNotEmpty) {
+  std::ifstream in(Fixture("h100x4-lost.json"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string script = text.str();
+  const std::string at = "\"mig_profiles\"";
+  ASSERT_NE(script.find(at), std::string::npos);
+  script.insert(script.find(at),
+                "\"errors\": {\"nvmlDeviceGetGpuInstances\": 4},\n");  // NO_PERMISSION
+  const std::string path = ::testing::TempDir() + "/nvml-mig-no-permission.json";
+  std::ofstream(path) << script;
+  setenv("FAKE_NVML_SCRIPT", path.c_str(), 1);
+  auto backend = OpenNvmlBackend(FAKE_NVML_PATH);
+  ASSERT_TRUE(backend.ok()) << backend.error().message;
+  auto gpus = backend.value()->Inventory();
+  ASSERT_TRUE(gpus.ok());
+  EXPECT_EQ(gpus->at(1).mig_mode, 1);
+  EXPECT_FALSE(gpus->at(1).mig_layout.has_value());
 }
 
 TEST(NvmlBackend, InitFailureIsOneClearError) {

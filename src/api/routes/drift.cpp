@@ -157,7 +157,7 @@ void AddDriftRoutes(Router& router, ApiContext& ctx) {
                auto f = Find(ctx, req, who);
                if (!f.ok()) return ErrorResponse(f.error());
                json::object o = FindingJson(f.value());
-               auto p = ctx.drift->PoolProfile(f->pool);  // none: the pool is gone
+               auto p = ctx.drift->NodeProfile(f->node, f->pool);  // none: the pool is gone
                o["profile"] = json::parse(ProfileJson(p.ok() ? p.value() : Profile{}));
                return ObjectResponse(200, o);
              });
@@ -167,7 +167,7 @@ void AddDriftRoutes(Router& router, ApiContext& ctx) {
                if (!ctx.drift) return Unavailable();
                auto f = Find(ctx, req, who);
                if (!f.ok()) return ErrorResponse(f.error());
-               auto p = ctx.drift->PoolProfile(f->pool);
+               auto p = ctx.drift->NodeProfile(f->node, f->pool);
                auto r = Remediation(f.value(), p.ok() ? p.value() : Profile{});
                if (!r.ok()) return ErrorResponse(r.error());
                json::object o = std::move(r).value();

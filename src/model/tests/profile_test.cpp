@@ -249,5 +249,100 @@ TEST(Profile, AStoredFindingReadsBack) {
   EXPECT_TRUE(back->SameAs(f));
 }
 
+TEST(Profile, AMigLayoutIsCheckedOnEveryMigEnabledGpu) {
+  auto p = ParseProfile(R"({"mig_mode":true,"mig_layout":{"3g.40gb":1,"1g.10gb":4}})");
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(ParseProfile(ProfileJson(p.value())).value(), p.value());
+  EXPECT_EQ(ParseProfile(R"({"mig_layout":{"big":1}})").error().message,
+            "mig_layout.big: not a GPU instance profile such as 1g.10gb or 3g.40gb");
+  EXPECT_EQ(ParseProfile(R"({"mig_layout":{"1g.10gb":0}})").error().message,
+            "mig_layout.1g.10gb: must be a count of instances, 1 to 8");
+  EXPECT_TRUE(ParseProfile(R"({"mig_layout":{"1g.10gb+me":1,"1g.20gb":2}})").ok());
+
+  Node n = H100Node();
+  n.gpus[0].mig_mode = 1;
+  n.gpus[0].mig_layout = std::map<std::string, int>{{"1g.10gb", 4}, {"3g.40gb", 1}};  // matches
+  n.gpus[1].mig_mode = 1;
+  n.gpus[1].mig_layout = std::map<std::string, int>{{"7g.80gb", 1}};
+  auto found = EvaluateDrift(p.value(), n);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].fact, "mig_layout");
+  EXPECT_EQ(found[0].gpu, 1);
+  EXPECT_EQ(found[0].expected, "1g.10gb x4, 3g.40gb x1");
+  EXPECT_EQ(found[0].actual, "7g.80gb x1");
+  EXPECT_EQ(found[0].remediation, "manual");
+
+  // A layout the driver would not list is unknown; MIG off is the mig_mode finding alone, and
+  // without a mig_mode in the profile the layout's own.
+  n.gpus[1].mig_layout.reset();
+  n.gpus[0].mig_mode = 0;
+  found = EvaluateDrift(p.value(), n);
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].fact, "mig_mode");
+  EXPECT_EQ(found[0].gpu, 0);
+  EXPECT_EQ(found[1].fact, "mig_layout");
+  EXPECT_EQ(found[1].gpu, 1);
+  EXPECT_EQ(found[1].actual, "unknown");
+  p->mig_mode.reset();
+  found = EvaluateDrift(p.value(), n);
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].actual, "MIG disabled");
+}
+
+TEST(Profile, OverridesSelectedByNodeLabelsGoOverThePoolsFields) {
+  auto cluster = ParseProfile(R"({"power_limit_w":700,"overrides":[
+      {"labels":{"rack":"r1*"},"power_limit_w":600},
+      {"labels":{"rack":"r12","cooling":"air"},"power_limit_w":500,"kernel":"6.12.*"}]})");
+  ASSERT_TRUE(cluster.ok()) << cluster.error().message;
+  EXPECT_EQ(ParseProfile(ProfileJson(cluster.value())).value(), cluster.value());
+  auto pool = ParseProfile(R"({"driver_version":"580.159.03","overrides":[
+      {"labels":{"canary":"yes"},"driver_version":"580.126.09"}]})");
+  ASSERT_TRUE(pool.ok());
+  Profile merged = Merge(cluster.value(), pool.value());
+  ASSERT_EQ(merged.overrides.size(), 3u);  // the cluster's, then the pool's
+
+  Profile plain = ForNode(merged, {{"rack", "r2"}});
+  EXPECT_EQ(plain.power_limit_w, 700);
+  EXPECT_EQ(plain.driver_version, "580.159.03");
+  EXPECT_TRUE(plain.overrides.empty());
+  Profile r12 = ForNode(merged, {{"rack", "r12"}, {"cooling", "air"}, {"canary", "yes"}});
+  EXPECT_EQ(r12.power_limit_w, 500);  // both matched, the later over the earlier
+  EXPECT_EQ(r12.kernel, "6.12.*");
+  EXPECT_EQ(r12.driver_version, "580.126.09");
+  EXPECT_EQ(ForNode(merged, {{"rack", "r12"}}).power_limit_w, 600);  // needs every label
+
+  // The node's own profile is what it is judged by.
+  Node n = H100Node();
+  n.facts.labels = {{"canary", "yes"}};
+  Profile mine = ForNode(merged, n.facts.labels);
+  auto found = EvaluateDrift(mine, n);
+  ASSERT_FALSE(found.empty());
+  EXPECT_EQ(found[0].fact, "driver_version");
+  EXPECT_EQ(found[0].expected, "580.126.09");
+
+  EXPECT_EQ(ParseProfile(R"({"overrides":[{"power_limit_w":1}]})").error().message,
+            "overrides[0].labels: must be a mapping of node label to value (or pattern)");
+  EXPECT_EQ(ParseProfile(R"({"overrides":[{"labels":{"a":"b"}}]})").error().message,
+            "overrides[0]: sets no field");
+  EXPECT_EQ(
+      ParseProfile(R"({"overrides":[{"labels":{"a":"b"},"power_limit_w":"x"}]})").error().message,
+      "overrides[0].power_limit_w: must be a whole number of watts, 1 to 10000");
+  EXPECT_EQ(ParseProfile(R"({"overrides":[{"labels":{"a":"b"},"overrides":[]}]})")
+                .error()
+                .message.substr(0, 35),
+            "overrides[0].overrides: unknown fie");
+}
+
+TEST(Profile, NodeLabelsAreKeyEqualsValue) {
+  auto labels = ParseLabelArgs({"rack=r12", "topology.kubernetes.io/zone=us-east-1a", "spare="});
+  ASSERT_TRUE(labels.ok()) << labels.error().message;
+  EXPECT_EQ(labels->at("topology.kubernetes.io/zone"), "us-east-1a");
+  EXPECT_EQ(labels->at("spare"), "");
+  EXPECT_FALSE(ParseLabelArgs({"rack"}).ok());
+  EXPECT_FALSE(ParseLabelArgs({"=r1"}).ok());
+  EXPECT_FALSE(ParseLabelArgs({"rack=r 1"}).ok());
+  EXPECT_EQ(ParseLabelArgs({"rack=r1", "rack=r2"}).error().message, "label 'rack' is given twice");
+}
+
 }  // namespace
 }  // namespace gpufleet

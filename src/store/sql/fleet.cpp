@@ -134,13 +134,15 @@ constexpr const char* kNodeConflict =
     "facts = excluded.facts, simulated = excluded.simulated, "
     "registered_ms = excluded.registered_ms, last_seen_ms = excluded.last_seen_ms, "
     "state_since_ms = excluded.state_since_ms, token_hash = excluded.token_hash";
-// A GPU's InfoROM object and GSP firmware versions and its settings: one JSON column.
+// A GPU's InfoROM object and GSP firmware versions, its settings and MIG layout: one JSON
+// column.
 std::string FirmwareJson(const Gpu& g) {
   return JsonText(json::object{{"inforom_oem", g.inforom_oem},
                                {"inforom_ecc", g.inforom_ecc},
                                {"inforom_power", g.inforom_power},
                                {"gsp", g.gsp_firmware_version},
-                               {"settings", ToJson(g.settings)}});
+                               {"settings", ToJson(g.settings)},
+                               {"mig_layout", MigLayoutJson(g.mig_layout)}});
 }
 
 void ReadFirmware(const std::string& text, Gpu& g) {
@@ -156,6 +158,12 @@ void ReadFirmware(const std::string& text, Gpu& g) {
   g.settings = {};
   if (const auto* s = v.is_object() ? v.as_object().if_contains("settings") : nullptr) {
     if (auto settings = GpuSettingsFromJson(*s); settings.ok()) g.settings = settings.value();
+  }
+  g.mig_layout.reset();
+  if (auto layout =
+          MigLayoutFromJson(v.is_object() ? v.as_object().if_contains("mig_layout") : nullptr);
+      layout.ok()) {
+    g.mig_layout = std::move(layout).value();
   }
 }
 
