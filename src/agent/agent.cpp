@@ -340,7 +340,9 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // Drift remediation: one GPU setting through the backend (NVML's setter; a simulated GPU's
-  // state), reported back and seen in the next inventory.
+  // state), reported back and seen in the next inventory. An ECC or MIG mode on a real GPU is
+  // pending until the GPU is reset: the agent runs its --reset-gpu-command for it (the
+  // controller asks only inside a maintenance window), or says that it has none.
   void ApplySetting(const proto::Command& cmd) {
     proto::CommandResult result{cmd.id, cmd.gpu, cmd.action, false, ""};
     if (cmd.args.size() != 2) {
@@ -351,9 +353,50 @@ class Session : public std::enable_shared_from_this<Session> {
       result.exit_code = done.ok() ? 0 : -1;
       result.message = done.ok() ? done.value() : done.error().message;
       spdlog::info("agent {}: {}", options_.hostname, result.message);
+      const bool needs_reset = cmd.args[0] == "ecc_mode" || cmd.args[0] == "mig_mode";
+      if (done.ok() && needs_reset && !backend_->Simulated()) {
+        if (!options_.reset_gpu_command.empty()) {
+          RunInBackground(std::move(result),
+                          ExpandCommand(options_.reset_gpu_command, cmd.gpu, GpuUuid(cmd.gpu)));
+          return;
+        }
+        result.message += "; pending until the GPU is reset (the agent has no --reset-gpu-command)";
+      }
     }
     results_.push_back(std::move(result));
     inventory_due_ = true;
+  }
+
+  std::string GpuUuid(int gpu) const {
+    for (const auto& g : last_inventory_) {
+      if (g.index == gpu) return g.uuid;
+    }
+    return "";
+  }
+
+  // Runs `command` on a thread of its own (a GPU reset takes seconds) and reports `result` with
+  // its outcome after what the message already says; the next inventory shows the effect.
+  void RunInBackground(proto::CommandResult result, std::string command) {
+    spdlog::warn("agent: {} of GPU {}: running '{}'", result.action, result.gpu, command);
+    std::thread([self = shared_from_this(), result = std::move(result),
+                 command = std::move(command)]() mutable {
+      auto outcome = RunShellCommand(command, self->options_.command_timeout_ms);
+      std::string said = result.message.empty() ? "" : result.message + "; " + command + ": ";
+      if (!outcome.ok()) {
+        result.ok = false;
+        result.message = said + outcome.error().message;
+      } else {
+        result.ok = outcome->exit_code == 0;
+        result.exit_code = outcome->exit_code;
+        result.message = said + (outcome->timed_out ? "timed out"
+                                                    : "exit " + std::to_string(outcome->exit_code) +
+                                                          ": " + outcome->output);
+      }
+      asio::post(self->ex_, [self, result = std::move(result)]() mutable {
+        self->results_.push_back(std::move(result));
+        self->inventory_due_ = true;
+      });
+    }).detach();
   }
 
   // A remediation action: simulated GPUs reset themselves; a real node runs the command its
@@ -376,27 +419,7 @@ class Session : public std::enable_shared_from_this<Session> {
       results_.push_back(std::move(result));
       return;
     }
-    std::string uuid;
-    for (const auto& g : last_inventory_) {
-      if (g.index == cmd.gpu) uuid = g.uuid;
-    }
-    std::string command = ExpandCommand(tmpl, cmd.gpu, uuid);
-    spdlog::warn("agent: remediation {} of GPU {}: running '{}'", cmd.action, cmd.gpu, command);
-    std::thread([self = shared_from_this(), result, command]() mutable {
-      auto outcome = RunShellCommand(command, self->options_.command_timeout_ms);
-      if (!outcome.ok()) {
-        result.message = outcome.error().message;
-      } else {
-        result.ok = outcome->exit_code == 0;
-        result.message = outcome->timed_out ? "timed out"
-                                            : "exit " + std::to_string(outcome->exit_code) + ": " +
-                                                  outcome->output;
-      }
-      asio::post(self->ex_, [self, result = std::move(result)]() mutable {
-        self->results_.push_back(std::move(result));
-        self->inventory_due_ = true;
-      });
-    }).detach();
+    RunInBackground(std::move(result), ExpandCommand(tmpl, cmd.gpu, GpuUuid(cmd.gpu)));
   }
 
   // A node action: a simulated backend does it itself (taking its simulated time; a reboot

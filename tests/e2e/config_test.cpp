@@ -772,5 +772,72 @@ clusters:
       << refused.err;
 }
 
+// An ECC mode set through NVML is pending until the GPU is reset: an agent with a
+// --reset-gpu-command runs it (the fake library takes the reset from the file it writes, as a
+// real GPU would after `nvidia-smi --gpu-reset`) and the finding resolves; an agent without one
+// says the change is pending, and the finding stays open.
+TEST_F(Config, AnAutoEccChangeIsCompletedByAGpuResetWhereTheAgentMayResetOne) {
+  auto applied = ApplyText("fleet.yaml", R"(apiVersion: gpufleet/v1
+kind: Fleet
+clusters:
+  - name: lab
+    type: training
+    site: lab-a
+    remediation: {max_share: 1}
+    pools:
+      - name: real
+        gpu_model: L4
+        gpus_per_node: 1
+        profile: {ecc_mode: false, remediation: {ecc_mode: auto}}
+)");
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  const std::string resets = dir_ + "/resets", setters = dir_ + "/setters.log";
+  auto agent = [&](const std::string& name, const std::vector<std::string>& extra) {
+    std::vector<std::string> args{
+        GPUFLEET_BIN,     "agent",           "--controller", controller_->address(),
+        "--join-token",   JoinToken("real"), "--backend",    "nvml",
+        "--nvml-library", FAKE_NVML_PATH,    "--hostname",   name};
+    args.insert(args.end(), extra.begin(), extra.end());
+    agents_.push_back(std::make_unique<Process>(
+        args,
+        std::map<std::string, std::string>{{"FAKE_NVML_SCRIPT", kNvmlFixtures + "l4x1.json"},
+                                           {"FAKE_NVML_SETTERS", setters},
+                                           {"FAKE_NVML_RESETS", resets + "-" + name}},
+        dir_ + "/agent-" + name + ".log"));
+  };
+  agent("resets", {"--reset-gpu-command", "echo {index} >> " + resets + "-resets"});
+  agent("cannot", {});
+  auto ecc = [&](const std::string& node) {
+    const json::value list = controller_->Call("GET", "/api/v1/drift?node=" + node).second;
+    for (const auto& f : list.at("items").as_array()) {
+      if (f.at("fact") == "ecc_mode") return f;
+    }
+    return json::value();
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json::value f = ecc("resets");
+        return f.is_object() && f.at("state") == "resolved";
+      },
+      60000))
+      << ecc("resets");
+  EXPECT_NE(std::string(ecc("resets").at("note").as_string()).find("exit 0"), std::string::npos)
+      << ecc("resets");
+  EXPECT_EQ(Node("resets").at("gpus").at(0).at("settings").at("ecc_mode"), "disabled");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json::value f = ecc("cannot");
+        return f.is_object() &&
+               std::string(f.at("note").as_string()).find("pending until the GPU is reset") !=
+                   std::string::npos;
+      },
+      60000))
+      << ecc("cannot");
+  EXPECT_NE(ecc("cannot").at("state"), "resolved");
+  EXPECT_EQ(Node("cannot").at("gpus").at(0).at("settings").at("ecc_mode"), "enabled");
+  const std::string calls = ReadFile(setters);
+  EXPECT_NE(calls.find("nvmlDeviceSetEccMode 0 0\n"), std::string::npos) << calls;
+}
+
 }  // namespace
 }  // namespace gpufleet::e2e

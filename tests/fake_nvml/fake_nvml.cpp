@@ -1,6 +1,7 @@
 // A fake libnvidia-ml.so.1 for tests: exports the NVML entry points the agent resolves, with
 // values scripted by the JSON file named in $FAKE_NVML_SCRIPT (see tests/fixtures/nvml/).
 // Any function can be scripted to fail per GPU: "errors": {"nvmlDeviceGetMemoryInfo": 15}.
+// ECC and MIG mode changes stay pending until the GPU is reset ($FAKE_NVML_RESETS, below).
 // Each call is counted in $FAKE_NVML_CALLS (a file) when set, so tests can see it was used.
 
 #include <boost/json.hpp>
@@ -41,6 +42,31 @@ nvmlReturn_t Scripted(int index, const char* fn) {
       return static_cast<nvmlReturn_t>(e->value().as_int64());
   }
   return NVML_SUCCESS;
+}
+
+// A GPU reset happens outside the process (the agent's --reset-gpu-command): a test's command
+// appends the GPU's index to $FAKE_NVML_RESETS, and the next read of a mode finds the pending
+// ECC and MIG modes current, as after a real reset. Called with g_mu held.
+void ApplyResets() {
+  const char* path = std::getenv("FAKE_NVML_RESETS");
+  if (!path || !g_script.contains("gpus")) return;
+  std::ifstream in(path);
+  if (!in) return;
+  auto& gpus = g_script.at("gpus").as_array();
+  for (int index; in >> index;) {
+    if (index < 0 || index >= static_cast<int>(gpus.size())) continue;
+    auto& g = gpus[static_cast<size_t>(index)].as_object();
+    if (auto* s = g.if_contains("settings"); s && s->is_object()) {
+      if (auto* ecc = s->as_object().if_contains("ecc"))
+        ecc->as_array().at(0) = ecc->as_array().at(1);
+    }
+    if (auto* p = g.if_contains("mig_pending")) {
+      json::value pending = *p;
+      g["mig"] = pending;
+    }
+  }
+  in.close();
+  std::ofstream(path, std::ios::trunc);
 }
 
 nvmlReturn_t CopyString(int index, const char* fn, const char* key, char* buf, unsigned len) {
@@ -187,11 +213,15 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMigMode(nvmlDev
                                                                          unsigned* cur,
                                                                          unsigned* pending) {
   std::lock_guard lock(g_mu);
+  ApplyResets();
   if (nvmlReturn_t r = Scripted(Index(d), "nvmlDeviceGetMigMode"); r != NVML_SUCCESS) return r;
   const json::object* g = Gpu(Index(d));
   auto it = g->find("mig");
   if (it == g->end() || it->value().is_null()) return NVML_ERROR_NOT_SUPPORTED;
   *cur = *pending = static_cast<unsigned>(it->value().as_int64());
+  if (auto p = g->find("mig_pending"); p != g->end()) {
+    *pending = static_cast<unsigned>(p->value().as_int64());
+  }
   return NVML_SUCCESS;
 }
 
@@ -428,6 +458,10 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, int* on) {
   return GetSetting(d, "nvmlDeviceGetPersistenceMode", "persistence", on);
 }
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t d, int* current, int* pending) {
+  {
+    std::lock_guard lock(g_mu);
+    ApplyResets();
+  }
   nvmlReturn_t r = GetSetting(d, "nvmlDeviceGetEccMode", "ecc", current, 0);
   return r == NVML_SUCCESS ? GetSetting(d, "nvmlDeviceGetEccMode", "ecc", pending, 1) : r;
 }
@@ -472,6 +506,9 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t d, unsigned mode,
     out << "nvmlDeviceSetMigMode " << Index(d) << ' ' << mode << '\n';
   }
   if (nvmlReturn_t r = Scripted(Index(d), "nvmlDeviceSetMigMode"); r != NVML_SUCCESS) return r;
-  *activation = NVML_SUCCESS;
+  // As on a GPU in use: the new mode is pending until a reset (ApplyResets).
+  auto& g = g_script.at("gpus").as_array().at(static_cast<size_t>(Index(d))).as_object();
+  g["mig_pending"] = mode;
+  *activation = NVML_ERROR_RESET_REQUIRED;
   return NVML_SUCCESS;
 }
