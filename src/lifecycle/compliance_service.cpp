@@ -159,12 +159,21 @@ std::vector<NodeCompliance> ComplianceService::Nodes(const ComplianceFilter& fil
   if (auto ps = fleet_.Pools(); ps.ok()) {
     for (auto& p : ps.value()) pools.emplace(p.name, std::move(p));
   }
-  // Each node's unresolved findings.
-  std::unordered_map<std::string, std::vector<DriftFinding>> open;
-  for (auto& f : drift_.List(DriftFilter{
-           .pool = filter.pool, .cluster = filter.cluster, .clusters = filter.clusters})) {
-    if (f.state != "resolved") open[f.node].push_back(std::move(f));
-  }
+  // Each node's unresolved findings: the facts, and the firmware ones described.
+  struct NodeDrift {
+    std::set<std::string> facts, firmware;
+  };
+  std::unordered_map<std::string, NodeDrift> open;
+  drift_.ForEachUnresolved(
+      DriftFilter{.pool = filter.pool, .cluster = filter.cluster, .clusters = filter.clusters},
+      [&](const DriftFinding& f) {
+        NodeDrift& d = open[f.node];
+        d.facts.insert(f.fact);
+        if (FirmwareFact(f.fact)) {
+          d.firmware.insert(f.fact + (f.gpu >= 0 ? " GPU " + std::to_string(f.gpu) : "") + " " +
+                            f.actual + ", profile " + f.expected);
+        }
+      });
   const auto matrix = compat_.current().matrix;
   const std::string today = compat_.today();
   std::vector<NodeCompliance> out;
@@ -182,16 +191,11 @@ std::vector<NodeCompliance> ComplianceService::Nodes(const ComplianceFilter& fil
     n.supported_branch = branch.empty();
     if (!branch.empty()) n.reasons.push_back(std::move(branch));
     // Drift, and the firmware part of it.
-    std::set<std::string> facts, firmware;
-    if (auto it = open.find(v.node); it != open.end()) {
-      for (const auto& f : it->second) {
-        facts.insert(f.fact);
-        if (FirmwareFact(f.fact)) {
-          firmware.insert(f.fact + (f.gpu >= 0 ? " GPU " + std::to_string(f.gpu) : "") + " " +
-                          f.actual + ", profile " + f.expected);
-        }
-      }
-    }
+    static const NodeDrift kNone;
+    auto it = open.find(v.node);
+    const NodeDrift& d = it != open.end() ? it->second : kNone;
+    const std::set<std::string>& facts = d.facts;
+    const std::set<std::string>& firmware = d.firmware;
     n.drift_free = facts.empty();
     if (!facts.empty()) {
       std::string why = "drift_free:";

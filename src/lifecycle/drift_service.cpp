@@ -385,21 +385,33 @@ Result<int> DriftService::Tick() {
   return static_cast<int>(changed.size());
 }
 
+namespace {
+bool InScope(const DriftFilter& filter, const DriftFinding& f) {
+  if (!filter.node.empty() && f.node != filter.node) return false;
+  if (!filter.pool.empty() && f.pool != filter.pool) return false;
+  if (!filter.cluster.empty() && f.cluster != filter.cluster) return false;
+  if (!filter.clusters.empty() && std::find(filter.clusters.begin(), filter.clusters.end(),
+                                            f.cluster) == filter.clusters.end()) {
+    return false;
+  }
+  if (!filter.state.empty() && f.state != filter.state) return false;
+  return filter.severity.empty() || SeverityRank(f.severity) >= SeverityRank(filter.severity);
+}
+}  // namespace
+
+void DriftService::ForEachUnresolved(const DriftFilter& filter,
+                                     const std::function<void(const DriftFinding&)>& fn) const {
+  std::lock_guard lock(mu_);
+  for (const auto& f : findings_) {
+    if (f.state != "resolved" && InScope(filter, f)) fn(f);
+  }
+}
+
 std::vector<DriftFinding> DriftService::List(const DriftFilter& filter) const {
   std::lock_guard lock(mu_);
   std::vector<DriftFinding> out;
-  int min_rank = filter.severity.empty() ? 0 : SeverityRank(filter.severity);
   for (const auto& f : findings_) {
-    if (!filter.node.empty() && f.node != filter.node) continue;
-    if (!filter.pool.empty() && f.pool != filter.pool) continue;
-    if (!filter.cluster.empty() && f.cluster != filter.cluster) continue;
-    if (!filter.clusters.empty() && std::find(filter.clusters.begin(), filter.clusters.end(),
-                                              f.cluster) == filter.clusters.end()) {
-      continue;
-    }
-    if (!filter.state.empty() && f.state != filter.state) continue;
-    if (SeverityRank(f.severity) < min_rank) continue;
-    out.push_back(f);
+    if (InScope(filter, f)) out.push_back(f);
   }
   // Unresolved first, then the most severe, then the newest.
   std::stable_sort(out.begin(), out.end(), [](const DriftFinding& a, const DriftFinding& b) {

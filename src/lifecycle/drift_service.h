@@ -64,6 +64,10 @@ class DriftService {
   Result<int> Tick();
   // Unresolved first, then by severity, then newest first.
   std::vector<DriftFinding> List(const DriftFilter& filter) const;
+  // Calls `fn` with each unresolved finding in `filter`'s scope, in no order, under this
+  // service's lock (`fn` must not call back into it): nothing copied, nothing sorted.
+  void ForEachUnresolved(const DriftFilter& filter,
+                         const std::function<void(const DriftFinding&)>& fn) const;
   Result<DriftFinding> Get(int64_t id) const;
   // Per node, its open findings' highest severity rank (the alert rules' node_drift_severity).
   std::map<std::string, int> NodeSeverity() const;

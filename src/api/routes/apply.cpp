@@ -140,6 +140,7 @@ struct ChannelPlan {
   std::vector<Channel> create, update;
   std::vector<std::string> remove;
   int unchanged = 0;
+  std::map<std::string, std::string> stored;  // name -> the stored channel's file form
 };
 
 Result<ChannelPlan> PlanChannels(ApiContext& ctx, const std::vector<ChannelEntry>& entries,
@@ -147,8 +148,11 @@ Result<ChannelPlan> PlanChannels(ApiContext& ctx, const std::vector<ChannelEntry
   std::map<std::string, Channel> have;
   std::vector<Channel> stored;
   GF_TRY_ASSIGN(stored, ctx.store.alerting->ListChannels());
-  for (auto& c : stored) have.emplace(c.name, std::move(c));
   ChannelPlan plan;
+  for (auto& c : stored) {
+    plan.stored[c.name] = ChannelFileJson(c);
+    have.emplace(c.name, std::move(c));
+  }
   std::set<std::string> named;
   for (size_t i = 0; i < entries.size(); ++i) {
     Channel c;
@@ -163,7 +167,7 @@ Result<ChannelPlan> PlanChannels(ApiContext& ctx, const std::vector<ChannelEntry
     const bool secret_given = !c.secret.empty();
     if (!secret_given) c.secret = it->second.secret;
     c.created_ms = it->second.created_ms;
-    if (!secret_given && ChannelFileJson(c) == ChannelFileJson(it->second)) {
+    if (!secret_given && ChannelFileJson(c) == plan.stored[c.name]) {
       ++plan.unchanged;
     } else {
       plan.update.push_back(std::move(c));
@@ -178,22 +182,22 @@ Result<ChannelPlan> PlanChannels(ApiContext& ctx, const std::vector<ChannelEntry
 }
 
 // The plan's channels as diff entries, by name.
-std::vector<FleetChange> ChannelChanges(ApiContext& ctx, const ChannelPlan& plan) {
-  std::map<std::string, std::string> have;
-  if (auto stored = ctx.store.alerting->ListChannels(); stored.ok()) {
-    for (const auto& c : stored.value()) have[c.name] = ChannelFileJson(c);
-  }
+std::vector<FleetChange> ChannelChanges(const ChannelPlan& plan) {
+  auto before = [&](const std::string& name) {
+    auto it = plan.stored.find(name);
+    return it == plan.stored.end() ? std::string() : it->second;
+  };
   std::vector<FleetChange> out;
   for (const auto& c : plan.create) {
     out.push_back({"channel", c.name, "create", DiffJson("", ChannelFileJson(c))});
   }
   for (const auto& c : plan.update) {
-    auto fields = DiffJson(have[c.name], ChannelFileJson(c));
+    auto fields = DiffJson(before(c.name), ChannelFileJson(c));
     if (fields.empty()) fields.push_back({"secret", "", "(the file's)"});
     out.push_back({"channel", c.name, "update", std::move(fields)});
   }
   for (const auto& name : plan.remove) {
-    out.push_back({"channel", name, "delete", DiffJson(have[name], "")});
+    out.push_back({"channel", name, "delete", DiffJson(before(name), "")});
   }
   std::sort(out.begin(), out.end(),
             [](const FleetChange& a, const FleetChange& b) { return a.name < b.name; });
@@ -339,7 +343,7 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
               for (auto& c : DiffScaling(have, spec.value())) changes->push_back(std::move(c));
             }
             if (channels) {
-              for (auto& c : ChannelChanges(ctx, *channels)) changes->push_back(std::move(c));
+              for (auto& c : ChannelChanges(*channels)) changes->push_back(std::move(c));
             }
             if (rules) {
               for (auto& c : RuleChanges(ctx, *rules)) changes->push_back(std::move(c));
