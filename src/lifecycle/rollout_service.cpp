@@ -630,6 +630,8 @@ bool RolloutService::Send(Rollout& r, size_t i, const std::string& action,
   n.result.clear();
   n.step = action == "reboot" ? "reboot" : action == "validate" ? "validate" : "install";
   n.step_ms = now;
+  n.message = std::string(n.rollback ? "rollback: " : "") + action +
+              (cmd.args.empty() ? "" : " " + cmd.args[0]);  // what it does now
   r.updated_ms = now;
   Persist(r, {i});
   Status sent = hooks_.send ? hooks_.send(n.node, cmd)
@@ -747,6 +749,11 @@ bool RolloutService::Begin(Rollout& r, size_t i, Snapshot& snap, int64_t now,
   n.step_ms = now;
   n.result.clear();
   n.message = n.rollback ? "putting " + wanted + " back" : "draining";
+  // A node whose jobs run on waits for them, up to the drain timeout: the rollout says so.
+  if (!out && !n.rollback && hooks_.busy && hooks_.busy(n.node)) {
+    n.message = "draining: waiting for its jobs to end (requeued after " +
+                Duration(r.strategy.drain_timeout_ms) + ")";
+  }
   node_holder_[n.node] = r.id;
   if (!out) {
     if (hooks_.drain_timeout) hooks_.drain_timeout(n.node, r.strategy.drain_timeout_ms);

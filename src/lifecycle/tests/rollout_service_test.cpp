@@ -86,7 +86,7 @@ class RolloutTest : public ::testing::Test {
       sent_.emplace_back(node, cmd);
       return {};
     };
-    hooks.busy = [](const std::string&) { return false; };
+    hooks.busy = [this](const std::string& node) { return busy_.count(node) > 0; };
     hooks.last_xid = [this] { return xids_; };
     rollouts_->set_hooks(hooks);
   }
@@ -200,6 +200,7 @@ class RolloutTest : public ::testing::Test {
   std::vector<std::pair<std::string, proto::Command>> sent_;
   std::map<std::string, int64_t> xids_;
   std::set<std::string> fail_install_;
+  std::set<std::string> busy_;  // nodes that run jobs
   bool fail_validate_ = false;
   int max_seen_ = 0;
 };
@@ -237,6 +238,24 @@ TEST_F(RolloutTest, RollsEveryNodeWithinMaxUnavailableAndTheNodesReportTheTarget
   EXPECT_EQ(events->front().kind, "started");
   EXPECT_EQ(events->at(1).node, "p1-0");
   EXPECT_EQ(events->back().kind, "completed");
+}
+
+// A node that runs jobs drains only as they end (or at the drain timeout, when they are
+// requeued): its message says what it waits for, not only "draining".
+TEST_F(RolloutTest, ANodeThatRunsJobsSaysItsDrainWaitsForThem) {
+  AddNodes("p1", 2);
+  busy_ = {"p1-0"};
+  auto r = Start(R"({"kind":"driver","target":"580.95.05","selector":{"pools":["p1"]},
+      "strategy":{"canary":1,"confidence":"30s","drain_timeout":"15m"}})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  rollouts_->Tick();
+  auto now = rollouts_->Get(r->id);
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->nodes.at(0).node, "p1-0");
+  EXPECT_EQ(now->nodes.at(0).message, "draining: waiting for its jobs to end (requeued after 15m)");
+  busy_.clear();
+  Rollout done = Run(r->id, 1);
+  EXPECT_EQ(done.state, "completed") << done.reason;
 }
 
 TEST_F(RolloutTest, AFaultyCanaryHaltsTheRolloutAndEveryTouchedNodeGoesBack) {
