@@ -68,6 +68,28 @@ class Config : public E2E {
     }
     return names;
   }
+  // A real agent on the fake NVML library with the L4 script, joined to `pool`; `env` adds to
+  // the library's variables (FAKE_NVML_SETTERS, FAKE_NVML_RESETS).
+  void NvmlAgent(const std::string& name, const std::string& pool,
+                 const std::vector<std::string>& extra = {},
+                 std::map<std::string, std::string> env = {}) {
+    std::vector<std::string> args{
+        GPUFLEET_BIN,     "agent",         "--controller", controller_->address(),
+        "--join-token",   JoinToken(pool), "--backend",    "nvml",
+        "--nvml-library", FAKE_NVML_PATH,  "--hostname",   name};
+    args.insert(args.end(), extra.begin(), extra.end());
+    env["FAKE_NVML_SCRIPT"] = kNvmlFixtures + "l4x1.json";
+    agents_.push_back(
+        std::make_unique<Process>(args, std::move(env), dir_ + "/agent-" + name + ".log"));
+  }
+  // The node's finding of `fact` (any state), or null.
+  json::value Finding(const std::string& node, const std::string& fact) {
+    const json::value list = controller_->Call("GET", "/api/v1/drift?node=" + node).second;
+    for (const auto& f : list.at("items").as_array()) {
+      if (f.at("fact") == json::value(fact)) return f;
+    }
+    return nullptr;
+  }
 };
 
 TEST_F(Config, DiffShowsTheChangesAndPruneDeletesWhatTheFileNoLongerNames) {
@@ -620,13 +642,7 @@ clusters:
 
   // A real node: NVML's setter, recorded by the fake library; the compute mode is refused.
   const std::string setters = dir_ + "/nvml-setters.log";
-  agents_.push_back(std::make_unique<Process>(
-      std::vector<std::string>{GPUFLEET_BIN, "agent", "--controller", controller_->address(),
-                               "--join-token", JoinToken("real"), "--backend", "nvml",
-                               "--nvml-library", FAKE_NVML_PATH, "--hostname", "real-l4"},
-      std::map<std::string, std::string>{{"FAKE_NVML_SCRIPT", kNvmlFixtures + "l4x1.json"},
-                                         {"FAKE_NVML_SETTERS", setters}},
-      dir_ + "/agent.log"));
+  NvmlAgent("real-l4", "real", {}, {{"FAKE_NVML_SETTERS", setters}});
   ASSERT_TRUE(WaitFor(
       [&] {
         const json::value list = drift("?node=real-l4");
@@ -689,25 +705,18 @@ clusters:
   auto drift = [&](const std::string& query) {
     return controller_->Call("GET", "/api/v1/drift" + query).second;
   };
-  auto finding = [&](const std::string& node, const std::string& fact) {
-    const json::value list = drift("?node=" + node);
-    for (const auto& f : list.at("items").as_array()) {
-      if (f.at("fact") == json::value(fact)) return f;
-    }
-    return json::value();
-  };
   // The labelled node is set to the override's 60 W, the other to the pool's 70 W.
   Sim(JoinToken("l4"), "lbl", 2, "L4", 1, {"--labels", "-,rack=r21;zone=b"});
   ASSERT_TRUE(WaitFor([&] { return drift("?pool=l4&state=resolved").at("total") == 2; }, 60000))
       << drift("?pool=l4");
-  EXPECT_EQ(finding("lbl-0000", "power_limit_w").at("expected"), "70");
-  EXPECT_EQ(finding("lbl-0001", "power_limit_w").at("expected"), "60");
+  EXPECT_EQ(Finding("lbl-0000", "power_limit_w").at("expected"), "70");
+  EXPECT_EQ(Finding("lbl-0001", "power_limit_w").at("expected"), "60");
   const json::value labelled = Node("lbl-0001");
   EXPECT_EQ(labelled.at("facts").at("labels"), (json::object{{"rack", "r21"}, {"zone", "b"}}));
   EXPECT_EQ(labelled.at("gpus").at(0).at("settings").at("power_limit_w"), 60);
   EXPECT_EQ(Node("lbl-0000").at("facts").at("labels"), json::object());
   // A finding's detail shows the profile of its node, the override merged in.
-  const auto id = finding("lbl-0001", "power_limit_w").at("id").as_int64();
+  const auto id = Finding("lbl-0001", "power_limit_w").at("id").as_int64();
   EXPECT_EQ(controller_->Call("GET", "/api/v1/drift/" + std::to_string(id))
                 .second.at("profile")
                 .at("power_limit_w"),
@@ -716,9 +725,9 @@ clusters:
   // MIG: off is a finding of the layout; turned on (by hand), a simulated H100 is split into
   // seven 1g.10gb instances, another layout than the profile's.
   Sim(JoinToken("h100"), "mig", 1, "H100-SXM5-80GB", 1);
-  ASSERT_TRUE(WaitFor([&] { return finding("mig-0000", "mig_layout").is_object(); }, 30000))
+  ASSERT_TRUE(WaitFor([&] { return Finding("mig-0000", "mig_layout").is_object(); }, 30000))
       << drift("?node=mig-0000");
-  EXPECT_EQ(finding("mig-0000", "mig_layout").at("actual"), "MIG disabled");
+  EXPECT_EQ(Finding("mig-0000", "mig_layout").at("actual"), "MIG disabled");
   ASSERT_EQ(
       controller_
           ->Call("POST", "/api/v1/nodes/mig-0000/inject", R"({"gpu": 0, "mig_mode": "enabled"})")
@@ -726,12 +735,12 @@ clusters:
       202);
   ASSERT_TRUE(WaitFor(
       [&] {
-        const json::value f = finding("mig-0000", "mig_layout");
+        const json::value f = Finding("mig-0000", "mig_layout");
         return f.is_object() && f.at("actual") == "1g.10gb x7";
       },
       15000))
       << drift("?node=mig-0000");
-  const json::value mig = finding("mig-0000", "mig_layout");
+  const json::value mig = Finding("mig-0000", "mig_layout");
   EXPECT_EQ(mig.at("expected"), "3g.40gb x2");
   EXPECT_EQ(mig.at("remediation"), "manual");
   EXPECT_EQ(mig.at("state"), "open");
@@ -741,16 +750,10 @@ clusters:
   EXPECT_NE(shown.out.find("Labels:    none"), std::string::npos) << shown.out;
 
   // A real agent's --label; a bad one is refused before anything starts.
-  agents_.push_back(std::make_unique<Process>(
-      std::vector<std::string>{GPUFLEET_BIN, "agent", "--controller", controller_->address(),
-                               "--join-token", JoinToken("l4"), "--backend", "nvml",
-                               "--nvml-library", FAKE_NVML_PATH, "--hostname", "real-r2", "--label",
-                               "rack=r22"},
-      std::map<std::string, std::string>{{"FAKE_NVML_SCRIPT", kNvmlFixtures + "l4x1.json"}},
-      dir_ + "/agent.log"));
-  ASSERT_TRUE(WaitFor([&] { return finding("real-r2", "power_limit_w").is_object(); }, 30000))
+  NvmlAgent("real-r2", "l4", {"--label", "rack=r22"});
+  ASSERT_TRUE(WaitFor([&] { return Finding("real-r2", "power_limit_w").is_object(); }, 30000))
       << drift("?node=real-r2");
-  EXPECT_EQ(finding("real-r2", "power_limit_w").at("expected"), "60");
+  EXPECT_EQ(Finding("real-r2", "power_limit_w").at("expected"), "60");
   EXPECT_EQ(Node("real-r2").at("facts").at("labels"), (json::object{{"rack", "r22"}}));
   auto bad = Cli(
       {"agent", "--controller", controller_->address(), "--join-token", "x", "--label", "rack r2"});
@@ -792,28 +795,10 @@ clusters:
 )");
   ASSERT_EQ(applied.exit_code, 0) << applied.err;
   const std::string resets = dir_ + "/resets", setters = dir_ + "/setters.log";
-  auto agent = [&](const std::string& name, const std::vector<std::string>& extra) {
-    std::vector<std::string> args{
-        GPUFLEET_BIN,     "agent",           "--controller", controller_->address(),
-        "--join-token",   JoinToken("real"), "--backend",    "nvml",
-        "--nvml-library", FAKE_NVML_PATH,    "--hostname",   name};
-    args.insert(args.end(), extra.begin(), extra.end());
-    agents_.push_back(std::make_unique<Process>(
-        args,
-        std::map<std::string, std::string>{{"FAKE_NVML_SCRIPT", kNvmlFixtures + "l4x1.json"},
-                                           {"FAKE_NVML_SETTERS", setters},
-                                           {"FAKE_NVML_RESETS", resets + "-" + name}},
-        dir_ + "/agent-" + name + ".log"));
-  };
-  agent("resets", {"--reset-gpu-command", "echo {index} >> " + resets + "-resets"});
-  agent("cannot", {});
-  auto ecc = [&](const std::string& node) {
-    const json::value list = controller_->Call("GET", "/api/v1/drift?node=" + node).second;
-    for (const auto& f : list.at("items").as_array()) {
-      if (f.at("fact") == "ecc_mode") return f;
-    }
-    return json::value();
-  };
+  NvmlAgent("resets", "real", {"--reset-gpu-command", "echo {index} >> " + resets},
+            {{"FAKE_NVML_SETTERS", setters}, {"FAKE_NVML_RESETS", resets}});
+  NvmlAgent("cannot", "real", {}, {{"FAKE_NVML_SETTERS", setters}});
+  auto ecc = [&](const std::string& node) { return Finding(node, "ecc_mode"); };
   ASSERT_TRUE(WaitFor(
       [&] {
         const json::value f = ecc("resets");
