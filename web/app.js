@@ -8,7 +8,7 @@ import { startLive, stopLive, onLive } from './live.js';
 const $ = (id) => document.getElementById(id);
 
 // #/ overview; #/clusters; #/cluster/NAME; #/node/NAME; #/alerts; #/scaling[/POOL]; #/jobs;
-// #/rollouts[/ID]; #/security; #/drift; #/compliance; later
+// #/rollouts[/ID]; #/security; #/drift; #/compliance; #/teams; later
 // capabilities by name.
 const routes = [
   [/^#?\/?$/, 'overview', () => ({})],
@@ -22,6 +22,7 @@ const routes = [
   [/^#\/security$/, 'security', () => ({})],
   [/^#\/drift$/, 'drift', () => ({})],
   [/^#\/compliance$/, 'compliance', () => ({})],
+  [/^#\/teams$/, 'teams', () => ({})],
   [/^#\/(inventory|reports)$/, 'later', (m) => ({ page: m[1] })],
 ];
 const modules = {
@@ -35,6 +36,7 @@ const modules = {
   security: () => import('./security.js'),
   drift: () => import('./drift.js'),
   compliance: () => import('./compliance.js'),
+  teams: () => import('./teams.js'),
   later: () => import('./later.js'),
 };
 

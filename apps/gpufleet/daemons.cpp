@@ -386,6 +386,32 @@ void SimWorkload(const SimFlags& f, const std::string& token, const cli::Globals
     std::fflush(stdout);
     return;
   }
+  // The teams' projects, and the pool's owner, from the controller.
+  std::vector<workload::DemoTeam> teams;
+  std::string owner;
+  if (auto r = client.Send("GET", "/api/v1/teams?limit=1000"); r.ok() && r->status == 200) {
+    boost::system::error_code ec;
+    auto v = boost::json::parse(r->body, ec);
+    if (!ec && v.is_object() && v.as_object().contains("items")) {
+      for (const auto& t : v.at("items").as_array()) {
+        workload::DemoTeam d{std::string(t.at("name").as_string()), {}};
+        for (const auto& p : t.at("projects").as_array()) {
+          d.projects.emplace_back(p.at("name").as_string());
+        }
+        for (const auto& p : t.at("pools").as_array()) {
+          if (p.as_string() == pool) owner = d.name;
+        }
+        if (!d.projects.empty()) teams.push_back(std::move(d));
+      }
+    }
+  }
+  if (teams.empty()) {
+    std::printf(
+        "sim: no workload: no team has a project (gpufleet teams create NAME "
+        "--project P)\n");
+    std::fflush(stdout);
+    return;
+  }
   workload::WorkloadGenerator generator(
       [&client](workload::JobSpec spec) -> Status {
         boost::json::object body{
@@ -400,7 +426,7 @@ void SimWorkload(const SimFlags& f, const std::string& token, const cli::Globals
         }
         return {};
       },
-      {{pool, f.pool.gpus_per_node, f.pool.nodes * f.pool.gpus_per_node}});
+      {{pool, f.pool.gpus_per_node, f.pool.nodes * f.pool.gpus_per_node, owner}}, std::move(teams));
   std::printf("sim: demo workload on pool %s (--workload off: none)\n", pool.c_str());
   std::fflush(stdout);
   auto clock = RealClock();

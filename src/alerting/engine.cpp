@@ -126,6 +126,12 @@ const std::vector<Rule>& BuiltinRules() {
       // Capacity: a pool with no GPU a job could use, or with a tenth of its GPUs unhealthy.
       ExprRule("PoolNoAvailableGpus", "sum by (cluster, pool) (gpu_available) == 0", "critical",
                300'000, "{{ $labels.cluster }}/{{ $labels.pool }} has no available GPU"),
+      // Allocation: jobs waiting while the pool has no GPU free for them, and long waits.
+      ExprRule("PoolNoFreeGpus", "pool_queued_jobs > 0 and pool_free_gpus == 0", "warning", 900'000,
+               "{{ $labels.pool }} has had no free GPU for 15 minutes while jobs wait "
+               "({{ $value }} queued)"),
+      ExprRule("PoolQueueWaitHigh", "pool_queue_wait_p95_seconds > 1800", "warning", 600'000,
+               "{{ $labels.pool }}: the p95 queue wait of the last hour is {{ $value }} s"),
       ExprRule(
           "PoolDegraded", "avg by (cluster, pool) (gpu_healthy) < 0.9", "warning", 600'000,
           "{{ $labels.cluster }}/{{ $labels.pool }}: only {{ $value }} of its GPUs are healthy"),

@@ -11,6 +11,7 @@ namespace {
 constexpr int kGpuSpace = -1;
 constexpr int kNodeSpace = -2;
 constexpr int kControllerSpace = -3;
+constexpr int kPoolSpace = -4;
 
 int SpaceOf(RowKind kind) {
   switch (kind) {
@@ -18,6 +19,8 @@ int SpaceOf(RowKind kind) {
       return kGpuSpace;
     case RowKind::kNode:
       return kNodeSpace;
+    case RowKind::kPool:
+      return kPoolSpace;
     case RowKind::kController:
       return kControllerSpace;
   }
@@ -52,6 +55,8 @@ size_t Evaluator::Rows(int space) const {
       return snap_.nodes.size();
     case kControllerSpace:
       return 1;
+    case kPoolSpace:
+      return snap_.pool_rows.size();
     default:
       return spaces_[static_cast<size_t>(space)]->groups.size();
   }
@@ -67,6 +72,7 @@ std::string_view Evaluator::Label(int space, size_t row, std::string_view name) 
     if (name == "gpu") return g.gpu;
     if (name == "UUID") return g.uuid;
     if (name == "modelName") return snap_.models[g.model];
+    if (name == "team") return TeamOfPool(n.pool);
     return {};
   }
   if (space == kNodeSpace) {
@@ -74,6 +80,14 @@ std::string_view Evaluator::Label(int space, size_t row, std::string_view name) 
     if (name == "Hostname") return n.name;
     if (name == "cluster") return snap_.clusters[n.cluster];
     if (name == "pool") return snap_.pools[n.pool];
+    if (name == "team") return TeamOfPool(n.pool);
+    return {};
+  }
+  if (space == kPoolSpace) {
+    const auto& p = snap_.pool_rows[row];
+    if (name == "cluster") return snap_.clusters[p.cluster];
+    if (name == "pool") return snap_.pools[p.pool];
+    if (name == "team") return TeamOfPool(p.pool);
     return {};
   }
   if (space == kControllerSpace) return {};
@@ -82,11 +96,17 @@ std::string_view Evaluator::Label(int space, size_t row, std::string_view name) 
   return it == l.end() ? std::string_view() : std::string_view(it->second);
 }
 
+std::string_view Evaluator::TeamOfPool(uint32_t pool) const {
+  return pool < snap_.pool_teams.size() ? std::string_view(snap_.pool_teams[pool])
+                                        : std::string_view();
+}
+
 Labels Evaluator::LabelsOf(int space, size_t row) const {
   if (space >= 0) return spaces_[static_cast<size_t>(space)]->groups[row];
   Labels out;
   RowKind kind = space == kGpuSpace    ? RowKind::kGpu
                  : space == kNodeSpace ? RowKind::kNode
+                 : space == kPoolSpace ? RowKind::kPool
                                        : RowKind::kController;
   for (auto name : RowLabels(kind)) {
     auto v = Label(space, row, name);
@@ -234,6 +254,18 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Select(const Expr& e) {
         break;
       case Special::kNodeDriftSeverity:
         v = snap_.nodes[r].drift_severity;
+        break;
+      case Special::kPoolFreeGpus:
+        v = snap_.pool_rows[r].free_gpus;
+        break;
+      case Special::kPoolAllocatedGpus:
+        v = snap_.pool_rows[r].allocated_gpus;
+        break;
+      case Special::kPoolQueuedJobs:
+        v = snap_.pool_rows[r].queued_jobs;
+        break;
+      case Special::kPoolQueueWaitP95:
+        v = snap_.pool_rows[r].queue_wait_p95_s;
         break;
       case Special::kApiP99:
         v = snap_.api_p99_s;

@@ -56,8 +56,20 @@ struct Snapshot {
     int xid = 0;
     std::string severity, action;  // from the XID catalogue
   };
+  // A pool's allocation and queue (AddPools).
+  struct PoolRow {
+    uint32_t pool = 0, cluster = 0;
+    double free_gpus = 0;       // available GPUs (as gpu_available) that no job holds
+    double allocated_gpus = 0;  // GPUs jobs hold
+    double queued_jobs = 0;
+    double queue_wait_p95_s = 0;
+  };
   std::vector<NodeRow> nodes;
   std::vector<GpuRow> gpus;
+  std::vector<PoolRow> pool_rows;
+  // The team that owns each pool, by pool id (empty: none): the `team` label of its GPUs',
+  // nodes' and own rows, and of the health alerts about them.
+  std::vector<std::string> pool_teams;
   std::unordered_map<size_t, std::vector<Xid>> xids;  // by GPU row
   double api_p99_s = NAN;                             // NaN: no requests since the last cycle
   double rollouts_halted = 0;                         // set by the controller from the rollouts
@@ -68,6 +80,20 @@ struct Snapshot {
 Snapshot MakeSnapshot(const std::vector<health::NodeHealth>& nodes,
                       const std::map<std::string, std::vector<health::XidSeen>>& xids,
                       const XidCatalog& catalog, int64_t now_ms, double api_p99_s);
+
+// What AddPools is told of each pool.
+struct PoolInput {
+  std::string name, cluster;
+  std::string team;  // the owner: the pool's own, else its cluster's; empty: none
+  int queued_jobs = 0;
+  double queue_wait_p95_s = 0;
+};
+// Adds a row per pool, and each pool's team. `allocation` is each node's GPUs by index: the job
+// holding it, 0 when free (workload::JobService::Allocation).
+void AddPools(Snapshot& snap, const std::vector<PoolInput>& pools,
+              const std::map<std::string, std::vector<int64_t>>& allocation);
+// The team of a pool of the snapshot, by name; empty when none.
+std::string_view TeamOf(const Snapshot& snap, std::string_view pool);
 
 // The time series an evaluation reads.
 class SeriesReader {
@@ -115,6 +141,7 @@ class Evaluator {
   const std::vector<double>& LatestOf(Field field);
   std::string_view Label(int space, size_t row, std::string_view name) const;
   Labels LabelsOf(int space, size_t row) const;
+  std::string_view TeamOfPool(uint32_t pool) const;
   size_t Rows(int space) const;
 
   const Snapshot& snap_;

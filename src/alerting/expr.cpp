@@ -382,7 +382,7 @@ class Parser {
         return Fail(t.pos,
                     "'" + t.text +
                         "' is not a label to group by: Hostname (or node), UUID, cluster, gpu, "
-                        "modelName, pool");
+                        "modelName, pool, team");
       }
       by.push_back(name);
       Next();

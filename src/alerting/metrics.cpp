@@ -28,6 +28,17 @@ const std::vector<MetricDef>& Specials() {
       {"node_drift_severity", RowKind::kNode, Special::kNodeDriftSeverity, Field::kGpuUtil, 1,
        "The highest severity of the node's unresolved drift from its profile: 4 critical, 3 "
        "high, 2 medium, 1 low; 0 when none."},
+      {"pool_free_gpus", RowKind::kPool, Special::kPoolFreeGpus, Field::kGpuUtil, 1,
+       "GPUs of the pool that a job could be placed on now: available (as gpu_available) and "
+       "held by no job."},
+      {"pool_allocated_gpus", RowKind::kPool, Special::kPoolAllocatedGpus, Field::kGpuUtil, 1,
+       "GPUs of the pool that jobs hold."},
+      {"pool_queued_jobs", RowKind::kPool, Special::kPoolQueuedJobs, Field::kGpuUtil, 1,
+       "Jobs waiting in the pool's queue."},
+      {"pool_queue_wait_p95_seconds", RowKind::kPool, Special::kPoolQueueWaitP95, Field::kGpuUtil,
+       1,
+       "The 95th percentile of the pool's queue waits over the last hour, in seconds: the waits "
+       "of the jobs that started and the waits so far of those still queued; 0 when none."},
       {"api_request_duration_p99_seconds", RowKind::kController, Special::kApiP99, Field::kGpuUtil,
        1, "The 99th percentile of the API's request durations since the last evaluation."},
       {"rollouts_halted", RowKind::kController, Special::kRolloutsHalted, Field::kGpuUtil, 1,
@@ -66,15 +77,18 @@ std::vector<MetricDef> AllMetrics() {
 }
 
 const std::vector<std::string_view>& RowLabels(RowKind kind) {
-  static const std::vector<std::string_view> kGpu = {"Hostname", "UUID",      "cluster",
-                                                     "gpu",      "modelName", "pool"};
-  static const std::vector<std::string_view> kNode = {"Hostname", "cluster", "pool"};
+  static const std::vector<std::string_view> kGpu = {"Hostname",  "UUID", "cluster", "gpu",
+                                                     "modelName", "pool", "team"};
+  static const std::vector<std::string_view> kNode = {"Hostname", "cluster", "pool", "team"};
+  static const std::vector<std::string_view> kPool = {"cluster", "pool", "team"};
   static const std::vector<std::string_view> kNone = {};
   switch (kind) {
     case RowKind::kGpu:
       return kGpu;
     case RowKind::kNode:
       return kNode;
+    case RowKind::kPool:
+      return kPool;
     case RowKind::kController:
       return kNone;
   }

@@ -14,6 +14,10 @@
 //   node_cve_max_cvss (the highest CVSS of the published CVEs the node is exposed to; 0: none),
 //   node_drift_severity (its unresolved drift findings' highest severity: 4 critical, 3 high,
 //   2 medium, 1 low; 0: none);
+// - per pool (cluster, pool, team): pool_free_gpus (available GPUs no job holds),
+//   pool_allocated_gpus, pool_queued_jobs, pool_queue_wait_p95_seconds (the last hour's starts'
+//   waits and the queued jobs' waits so far);
+// - every GPU, node and pool row also carries `team`, its pool's owner, when it has one;
 // - the controller's own (no labels): api_request_duration_p99_seconds over the last cycle,
 //   rollouts_halted (rollouts halted, rolling back, or rolled back within the last hour).
 
@@ -25,7 +29,7 @@
 
 namespace gpufleet::alerting {
 
-enum class RowKind { kGpu, kNode, kController };
+enum class RowKind { kGpu, kNode, kPool, kController };
 
 enum class Special {
   kNone,  // a telemetry field
@@ -40,6 +44,10 @@ enum class Special {
   kNodeRolloutFailed,
   kNodeCveMaxCvss,
   kNodeDriftSeverity,
+  kPoolFreeGpus,
+  kPoolAllocatedGpus,
+  kPoolQueuedJobs,
+  kPoolQueueWaitP95,
   kApiP99,
   kRolloutsHalted,
 };

@@ -76,6 +76,25 @@ std::optional<MatcherSet> RouteOf(const Channel& c) {
   return MatcherSet(std::move(matchers.value()));
 }
 
+// Whether an alert goes to a channel: its route matches it, or the alert is about a team
+// (its `team` label) that sends its alerts there. A channel without a route gets every alert,
+// unless teams name it: then it gets theirs.
+bool Routed(const std::optional<MatcherSet>& route, const std::set<std::string>* teams,
+            const Labels& labels) {
+  if (teams) {
+    auto t = labels.find("team");
+    if (t != labels.end() && teams->count(t->second)) return true;
+  }
+  if (route) return route->Matches(labels);
+  return teams == nullptr;
+}
+
+const std::set<std::string>* TeamsOf(const std::map<std::string, std::set<std::string>>& by,
+                                     const std::string& channel) {
+  auto it = by.find(channel);
+  return it == by.end() ? nullptr : &it->second;
+}
+
 json::object AlertJson(const Alert& a, const std::string& url) {
   json::object o{{"labels", ToJson(a.labels)},
                  {"annotations", ToJson(a.annotations)},
@@ -223,6 +242,20 @@ Status Notifier::Cycle(const std::vector<health::NodeHealth>& nodes,
     auto more = ExprSignals(engine_.rules(), evaluator, &runs_);
     signals.insert(signals.end(), std::make_move_iterator(more.begin()),
                    std::make_move_iterator(more.end()));
+    // The team that owns the pool an alert is about, so that its channels get it.
+    if (!snapshot->pool_teams.empty()) {
+      std::map<std::string_view, std::string_view> teams;
+      for (size_t i = 0; i < snapshot->pools.size() && i < snapshot->pool_teams.size(); ++i) {
+        if (!snapshot->pool_teams[i].empty()) teams[snapshot->pools[i]] = snapshot->pool_teams[i];
+      }
+      for (auto& sig : signals) {
+        auto pool = sig.labels.find("pool");
+        if (pool == sig.labels.end() || sig.labels.count("team")) continue;
+        if (auto t = teams.find(pool->second); t != teams.end()) {
+          sig.labels["team"] = std::string(t->second);
+        }
+      }
+    }
     changed = engine_.Evaluate(now, signals);
     snapshot_ = std::move(snapshot);
     url = external_url_;
@@ -246,8 +279,10 @@ Status Notifier::Cycle(const std::vector<health::NodeHealth>& nodes,
     if (!active || active->Matching(a.labels).empty()) sendable.push_back(&a);
   }
   std::vector<Notification> out;
+  const auto team_channels = TeamsByChannel();
   for (const auto& c : channels.value()) {
     std::optional<MatcherSet> route = RouteOf(c);
+    const std::set<std::string>* teams = TeamsOf(team_channels, c.name);
     std::vector<std::string> group_by;
     for (auto& l : Split(c.group_by, ',')) {
       if (!l.empty()) group_by.push_back(l);
@@ -255,7 +290,7 @@ Status Notifier::Cycle(const std::vector<health::NodeHealth>& nodes,
     // One notification per alert, or per group of a grouping webhook's alerts.
     std::map<Labels, std::vector<Alert>> groups;
     for (const Alert* a : sendable) {
-      if (route && !route->Matches(a->labels)) continue;
+      if (!Routed(route, teams, a->labels)) continue;
       Labels key;
       if (c.type == "alertmanager" || group_by.empty()) {
         key = {{"alertname", a->rule}, {"\x01fingerprint", a->fingerprint}};
@@ -476,6 +511,26 @@ int Notifier::Deliver() {
   return acked;
 }
 
+std::map<std::string, std::set<std::string>> Notifier::TeamsByChannel() const {
+  std::map<std::string, std::set<std::string>> out;
+  std::function<std::map<std::string, std::vector<std::string>>()> source;
+  {
+    std::lock_guard lock(mu_);
+    source = team_channels_;
+  }
+  if (!source) return out;
+  for (const auto& [team, channels] : source()) {
+    for (const auto& c : channels) out[c].insert(team);
+  }
+  return out;
+}
+
+void Notifier::set_team_channels(
+    std::function<std::map<std::string, std::vector<std::string>>()> source) {
+  std::lock_guard lock(mu_);
+  team_channels_ = std::move(source);
+}
+
 void Notifier::Refresh() {
   std::vector<Alert> firing;
   std::string url;
@@ -494,12 +549,13 @@ void Notifier::Refresh() {
   if (firing.empty()) return;
   auto channels = store_.ListChannels();
   if (!channels.ok()) return;
+  const auto team_channels = TeamsByChannel();
   for (const auto& c : channels.value()) {
     if (c.type != "alertmanager") continue;
     std::vector<Alert> routed = firing;
-    if (auto route = RouteOf(c)) {
-      std::erase_if(routed, [&](const Alert& a) { return !route->Matches(a.labels); });
-    }
+    auto route = RouteOf(c);
+    const std::set<std::string>* teams = TeamsOf(team_channels, c.name);
+    std::erase_if(routed, [&](const Alert& a) { return !Routed(route, teams, a.labels); });
     if (routed.empty()) continue;
     std::string body = AlertmanagerBody(routed, url);
     net::HttpCall call;

@@ -7,8 +7,11 @@
 // each minute, as Prometheus does, so that Alertmanager keeps it active. Thread-safe.
 
 #include <condition_variable>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,6 +53,10 @@ class Notifier {
   void set_external_url(std::string url);
   // The data directory's secret.key: channels' signing keys are stored sealed under it.
   void set_secret_key(std::string key);
+  // Where the teams' alerts go (TeamService::Channels): team -> channels. An alert whose `team`
+  // label names a team goes to its channels as well as wherever the channels' routes send it;
+  // a channel without a route of its own that teams name gets only their alerts.
+  void set_team_channels(std::function<std::map<std::string, std::vector<std::string>>()> source);
   void Start();  // the sender thread
   void Stop();
 
@@ -84,6 +91,7 @@ class Notifier {
 
  private:
   void Refresh();  // firing alerts to Alertmanager channels again
+  std::map<std::string, std::set<std::string>> TeamsByChannel() const;
   void Prune(int64_t now);
   Status SaveRules(const std::vector<Rule>& upsert, const std::vector<std::string>& remove);
   store::AlertStore& store_;
@@ -91,7 +99,8 @@ class Notifier {
   mutable std::mutex mu_;
   std::string external_url_;  // guarded by mu_
   std::string secret_key_;    // guarded by mu_
-  Engine engine_;             // guarded by mu_
+  std::function<std::map<std::string, std::vector<std::string>>()> team_channels_;  // mu_
+  Engine engine_;  // guarded by mu_
   const std::vector<Rule> base_rules_;
   std::vector<Rule> user_rules_;              // guarded by mu_; by name
   std::map<std::string, RuleRun> runs_;       // guarded by mu_; by rule name

@@ -1,6 +1,7 @@
 // The snapshot an evaluation sees, and the reader of the controller's telemetry store.
 
 #include <atomic>
+#include <cstdlib>
 
 #include "alerting/eval.h"
 #include "telemetry/telemetry.h"
@@ -56,6 +57,49 @@ Snapshot MakeSnapshot(const std::vector<health::NodeHealth>& nodes,
     }
   }
   return s;
+}
+
+void AddPools(Snapshot& s, const std::vector<PoolInput>& pools,
+              const std::map<std::string, std::vector<int64_t>>& allocation) {
+  std::map<std::string, uint32_t> cluster_ids, pool_ids;
+  for (uint32_t i = 0; i < s.clusters.size(); ++i) cluster_ids[s.clusters[i]] = i;
+  for (uint32_t i = 0; i < s.pools.size(); ++i) pool_ids[s.pools[i]] = i;
+  std::vector<size_t> row_of;  // pool id -> its row + 1 (0: none)
+  for (const auto& p : pools) {
+    uint32_t id = Intern(s.pools, pool_ids, p.name);
+    Snapshot::PoolRow row;
+    row.pool = id;
+    row.cluster = Intern(s.clusters, cluster_ids, p.cluster);
+    row.queued_jobs = p.queued_jobs;
+    row.queue_wait_p95_s = p.queue_wait_p95_s;
+    if (s.pool_teams.size() <= id) s.pool_teams.resize(id + 1);
+    s.pool_teams[id] = p.team;
+    if (row_of.size() <= id) row_of.resize(id + 1);
+    row_of[id] = s.pool_rows.size() + 1;
+    s.pool_rows.push_back(row);
+  }
+  for (const auto& g : s.gpus) {
+    const auto& n = s.nodes[g.node];
+    if (n.pool >= row_of.size() || row_of[n.pool] == 0) continue;
+    auto& row = s.pool_rows[row_of[n.pool] - 1];
+    bool held = false;
+    if (auto it = allocation.find(n.name); it != allocation.end()) {
+      size_t index = std::strtoul(g.gpu.c_str(), nullptr, 10);
+      held = index < it->second.size() && it->second[index] != 0;
+    }
+    if (held) {
+      ++row.allocated_gpus;
+    } else if (g.health == 0 && n.up && !n.cordoned && n.health != 2) {
+      ++row.free_gpus;
+    }
+  }
+}
+
+std::string_view TeamOf(const Snapshot& s, std::string_view pool) {
+  for (size_t i = 0; i < s.pools.size() && i < s.pool_teams.size(); ++i) {
+    if (s.pools[i] == pool) return s.pool_teams[i];
+  }
+  return {};
 }
 
 namespace {

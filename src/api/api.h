@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "fleet/fleet.h"
+#include "fleet/teams.h"
 #include "health/service.h"
 #include "lifecycle/compat_service.h"
 #include "lifecycle/compliance_service.h"
@@ -64,6 +65,7 @@ struct ApiDeps {
   lifecycle::VulnService* vulns = nullptr;        // /api/v1/vulnerabilities, bulletins; absent: 503
   lifecycle::DriftService* drift = nullptr;       // /api/v1/drift; absent: 503
   lifecycle::ComplianceService* compliance = nullptr;  // /api/v1/reports/compliance; absent: 503
+  TeamService* teams = nullptr;                        // /api/v1/teams; absent: 503
 };
 
 // Owns its I/O threads. Start() binds and serves; Stop() closes and joins. Thread-safe.

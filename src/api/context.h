@@ -7,6 +7,7 @@
 #include "api/http_metrics.h"
 #include "common/clock.h"
 #include "fleet/fleet.h"
+#include "fleet/teams.h"
 #include "health/service.h"
 #include "lifecycle/compat_service.h"
 #include "lifecycle/compliance_service.h"
@@ -47,6 +48,7 @@ struct ApiContext {
   lifecycle::VulnService* vulns = nullptr;             // may be null
   lifecycle::DriftService* drift = nullptr;            // may be null
   lifecycle::ComplianceService* compliance = nullptr;  // may be null
+  TeamService* teams = nullptr;                        // may be null
 };
 
 // Each routes/<resource>.cpp registers its handlers.
@@ -70,6 +72,7 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx);    // rollouts, node act
 void AddSecurityRoutes(Router& router, ApiContext& ctx);   // vulnerabilities, bulletins
 void AddDriftRoutes(Router& router, ApiContext& ctx);      // drift from the golden profiles
 void AddReportRoutes(Router& router, ApiContext& ctx);     // reports: compliance
+void AddTeamRoutes(Router& router, ApiContext& ctx);       // teams and their projects
 
 // Authenticates "Bearer <token>" against the stored API tokens. While the store is unavailable
 // it answers from the last successful lookup of the same token (its role, expiry and revocation

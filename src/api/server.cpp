@@ -112,6 +112,7 @@ struct ApiServer::Impl {
     ctx.vulns = d.vulns;
     ctx.drift = d.drift;
     ctx.compliance = d.compliance;
+    ctx.teams = d.teams;
     ctx.flush_token_use = [this] {
       if (auto s = auth.FlushUse(); !s.ok()) {
         spdlog::warn("api: cannot write tokens' last use: {}", s.error().message);
@@ -137,6 +138,7 @@ struct ApiServer::Impl {
     AddSecurityRoutes(router, ctx);
     AddDriftRoutes(router, ctx);
     AddReportRoutes(router, ctx);
+    AddTeamRoutes(router, ctx);
     // Last, so that it lists every route, itself included.
     router.Add("GET", "/api/v1/routes", Role::kViewer, [this](const Request&, const Principal&) {
       boost::json::array items;

@@ -187,6 +187,14 @@ void AddAdminCommands(CLI::App& app, Globals& g) {
           std::printf("scaling: %s set, %s unchanged\n", Str(sc->at("set")).c_str(),
                       Str(sc->at("unchanged")).c_str());
         }
+        if (const auto* t = r.as_object().if_contains("teams")) {
+          std::printf("teams: %s created, %s updated, %s unchanged\n",
+                      Str(t->at("created")).c_str(), Str(t->at("updated")).c_str(),
+                      Str(t->at("unchanged")).c_str());
+          for (const auto& name : t->at("deleted").as_array()) {
+            std::printf("deleted team %s\n", Str(name).c_str());
+          }
+        }
         if (const auto* ch = r.as_object().if_contains("channels")) {
           std::printf("channels: %s created, %s updated, %s unchanged\n",
                       Str(ch->at("created")).c_str(), Str(ch->at("updated")).c_str(),

@@ -45,5 +45,6 @@ void AddLifecycleCommands(CLI::App& app, Globals& g);
 void AddSecurityCommands(CLI::App& app, Globals& g);  // vulns list|show|fix, bulletins
 void AddDriftCommands(CLI::App& app, Globals& g);     // drift list|show|remediate
 void AddReportCommands(CLI::App& app, Globals& g);    // reports compliance
+void AddTeamCommands(CLI::App& app, Globals& g);      // teams, teams projects
 
 }  // namespace gpufleet::cli

@@ -24,8 +24,8 @@ std::string Where(const json::value& job) {
 }
 
 void JobTable(const json::array& jobs) {
-  Table t(
-      {"ID", "TEAM", "POOL", "GPUS", "PRIO", "STATE", "WAIT", "RUN", "GPU-H", "WHERE", "REASON"});
+  Table t({"ID", "TEAM", "PROJECT", "POOL", "GPUS", "PRIO", "STATE", "WAIT", "RUN", "GPU-H",
+           "WHERE", "REASON"});
   for (const auto& j : jobs) {
     char wait[32], run[32], hours[32];
     std::snprintf(wait, sizeof wait, "%.0fs", j.at("wait_s").to_number<double>());
@@ -35,8 +35,9 @@ void JobTable(const json::array& jobs) {
     if (const auto* k = j.as_object().if_contains("gpus_per_node"); k && !k->is_null()) {
       gpus += " (" + Str(*k) + "/node)";
     }
-    t.Row({Str(j.at("id")), Str(j.at("team")), Str(j.at("pool")), gpus, Str(j.at("priority")),
-           Str(j.at("state")), wait, run, hours, Where(j), Str(j.at("reason"))});
+    t.Row({Str(j.at("id")), Str(j.at("team")), Str(j.at("project")), Str(j.at("pool")), gpus,
+           Str(j.at("priority")), Str(j.at("state")), wait, run, hours, Where(j),
+           Str(j.at("reason"))});
   }
   t.Print();
 }
@@ -51,7 +52,8 @@ void AddJobCommands(CLI::App& app, Globals& g) {
   static bool movable = false;
   auto* submit = jobs->add_subcommand("submit", "Queue a GPU request; placed when GPUs are free");
   submit->add_option("--team", team, "whose job (fair share is between teams)")->required();
-  submit->add_option("--project", project, "project, for reports");
+  submit->add_option("--project", project, "one of the team's projects (gpufleet teams show TEAM)")
+      ->required();
   submit->add_option("--pool", pool, "the pool to run in");
   submit->add_option("--cluster", cluster, "or a cluster: its pool (with --gpu-model) is chosen");
   submit->add_option("--gpu-model", model, "GPU model id, e.g. H100-SXM5-80GB");

@@ -26,7 +26,7 @@ class Validator {
 
   Result<FleetSpec> Run(const YAML::Node& root) {
     if (!root.IsMap()) return Fail(root, "", "the document must be a mapping");
-    GF_TRY(Keys(root, "", {"apiVersion", "kind", "metadata", "clusters", "channels"}));
+    GF_TRY(Keys(root, "", {"apiVersion", "kind", "metadata", "teams", "clusters", "channels"}));
     if (auto v = root["apiVersion"]; !v || v.as<std::string>("") != "gpufleet/v1") {
       return Fail(v ? v : root, "apiVersion", "must be 'gpufleet/v1'");
     }
@@ -44,7 +44,7 @@ class Validator {
       std::string path = "clusters[" + std::to_string(i) + "]";
       if (!c.IsMap()) return Fail(c, path, "must be a mapping");
       GF_TRY(Keys(c, path,
-                  {"name", "type", "site", "labels", "remediation", "tier", "requires",
+                  {"name", "type", "site", "team", "labels", "remediation", "tier", "requires",
                    "driver_branch", "maintenance_windows", "profile", "pools"}));
       Cluster cluster;
       GF_TRY_ASSIGN(cluster.name, Name(c, path));
@@ -60,6 +60,7 @@ class Validator {
       }
       cluster.type = *parsed;
       GF_TRY_ASSIGN(cluster.site, Str(c, path, "site", true));
+      GF_TRY_ASSIGN(cluster.team, TeamRef(c, path));
       GF_TRY_ASSIGN(cluster.labels, LabelMap(c, path));
       GF_TRY(RemediationPolicy(c, path, cluster.remediation));
       GF_TRY(LifecycleFields(c, path, cluster.lifecycle));
@@ -69,10 +70,10 @@ class Validator {
         const YAML::Node p = pools[j];
         std::string ppath = path + ".pools[" + std::to_string(j) + "]";
         if (!p.IsMap()) return Fail(p, ppath, "must be a mapping");
-        GF_TRY(Keys(
-            p, ppath,
-            {"name", "gpu_model", "gpus_per_node", "size", "labels", "exporters", "scrape_interval",
-             "scaling", "tier", "requires", "driver_branch", "maintenance_windows", "profile"}));
+        GF_TRY(Keys(p, ppath,
+                    {"name", "gpu_model", "gpus_per_node", "size", "team", "labels", "exporters",
+                     "scrape_interval", "scaling", "tier", "requires", "driver_branch",
+                     "maintenance_windows", "profile"}));
         Pool pool;
         pool.cluster = cluster.name;
         GF_TRY_ASSIGN(pool.name, Name(p, ppath));
@@ -89,6 +90,7 @@ class Validator {
         }
         GF_TRY_ASSIGN(pool.gpus_per_node, Int(p, ppath, "gpus_per_node", 1, kMaxGpusPerNode, 8));
         GF_TRY_ASSIGN(pool.size, Int(p, ppath, "size", 0, kMaxPoolSize, 0));
+        GF_TRY_ASSIGN(pool.team, TeamRef(p, ppath));
         GF_TRY_ASSIGN(pool.labels, LabelMap(p, ppath));
         GF_TRY(Exporters(p, ppath, pool, node_names));
         GF_TRY(LifecycleFields(p, ppath, pool.lifecycle));
@@ -107,6 +109,7 @@ class Validator {
       spec.clusters.push_back(std::move(cluster));
     }
     GF_TRY(Channels(root, spec));
+    GF_TRY(Teams(root, spec));
     return spec;
   }
 
@@ -129,6 +132,16 @@ class Validator {
     }
     if (!v.IsScalar()) return Fail(v, path + "." + key, "must be a string");
     return v.as<std::string>();
+  }
+
+  // `team:` names the owning team (checked against the teams where the file is applied).
+  Result<std::string> TeamRef(const YAML::Node& map, const std::string& path) const {
+    std::string team;
+    GF_TRY_ASSIGN(team, Str(map, path, "team", false));
+    if (!team.empty() && !IsValidName(team)) {
+      return Fail(map["team"], path + ".team", "'" + team + "' is not a team name");
+    }
+    return team;
   }
 
   Result<std::string> Name(const YAML::Node& map, const std::string& path) const {
@@ -304,6 +317,37 @@ class Validator {
       ToJson(c, entry.json);
       entry.line = c.Mark().line + 1;
       spec.channels->push_back(std::move(entry));
+    }
+    return {};
+  }
+
+  // teams: each read as JSON by the team's parser (model/team.h); an error points at the
+  // field's line.
+  Status Teams(const YAML::Node& root, FleetSpec& spec) const {
+    auto list = root["teams"];
+    if (!list) return {};
+    if (!list.IsSequence()) return Fail(list, "teams", "must be a list");
+    spec.teams.emplace();
+    std::set<std::string> names;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const YAML::Node t = list[i];
+      std::string path = "teams[" + std::to_string(i) + "]";
+      if (!t.IsMap()) return Fail(t, path, "must be a mapping");
+      GF_TRY(Keys(t, path, {"name", "contacts", "channels", "budget_monthly", "projects"}));
+      std::string text, field;
+      ToJson(t, text);
+      auto team = ParseTeam(text, &field);
+      if (!team.ok()) {
+        std::string message = team.error().message;
+        if (!field.empty() && message.rfind(field + ": ", 0) == 0) {
+          message = message.substr(field.size() + 2);
+        }
+        return Fail(Locate(t, field), field.empty() ? path : path + "." + field, message);
+      }
+      if (!names.insert(team->name).second) {
+        return Fail(t["name"], path + ".name", "duplicate team '" + team->name + "'");
+      }
+      spec.teams->push_back(std::move(team).value());
     }
     return {};
   }

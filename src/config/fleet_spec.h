@@ -13,6 +13,7 @@
 #include "common/result.h"
 #include "model/catalog.h"
 #include "model/scaling_policy.h"
+#include "model/team.h"
 #include "model/types.h"
 
 namespace gpufleet {
@@ -31,6 +32,9 @@ struct FleetSpec {
   std::vector<PoolScaling> scaling;  // the pools with a `scaling:` block
   // The file's `channels:`; none: the file says nothing of channels (an apply leaves them).
   std::optional<std::vector<ChannelEntry>> channels;
+  // The file's `teams:` (before the clusters in the file); none: the file says nothing of
+  // teams (an apply leaves them). Clusters and pools name their team by `team:`.
+  std::optional<std::vector<Team>> teams;
 };
 
 Result<FleetSpec> ParseFleetSpec(std::string_view yaml, std::string_view filename,

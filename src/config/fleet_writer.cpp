@@ -46,6 +46,7 @@ void PoolLines(std::string& out, const Pool& p, const PoolScaling* scaling) {
   Line(out, in, "gpu_model", json::value(p.gpu_model));
   Line(out, in, "gpus_per_node", p.gpus_per_node);
   Line(out, in, "size", p.size);
+  if (!p.team.empty()) Line(out, in, "team", json::value(p.team));
   if (!p.labels.empty()) Line(out, in, "labels", ToJson(p.labels));
   if (!p.exporters.empty()) Line(out, in, "exporters", ToJson(p.exporters));
   if (p.scrape_interval_ms != Pool{}.scrape_interval_ms) {
@@ -67,12 +68,21 @@ void PoolLines(std::string& out, const Pool& p, const PoolScaling* scaling) {
 
 std::string WriteFleetSpec(const FleetSpec& spec) {
   std::string out = "apiVersion: gpufleet/v1\nkind: Fleet\n";
+  if (spec.teams && !spec.teams->empty()) {
+    out += "teams:\n";
+    for (const auto& t : *spec.teams) {
+      out += "  - ";
+      AppendYamlFlow(out, json::parse(TeamJson(t, true)));
+      out += '\n';
+    }
+  }
   out += spec.clusters.empty() ? "clusters: []\n" : "clusters:\n";
   for (const auto& c : spec.clusters) {
     const std::string in = "    ";
     Line(out, "  - ", "name", json::value(c.name));
     Line(out, in, "type", json::value(ToString(c.type)));
     Line(out, in, "site", json::value(c.site));
+    if (!c.team.empty()) Line(out, in, "team", json::value(c.team));
     if (!c.labels.empty()) Line(out, in, "labels", ToJson(c.labels));
     if (c.remediation != Remediation{}) Line(out, in, "remediation", ToJson(c.remediation));
     LifecycleLines(out, in, c.lifecycle);

@@ -57,24 +57,38 @@ std::string CycleEvent(int64_t now, const std::vector<health::NodeHealth>& repor
   return buf;
 }
 
-// The demo workload over the pools that have a size (null while there are none).
+// The demo workload over the pools that have a size, for the teams that have projects (null
+// while there are none of either).
 std::unique_ptr<workload::WorkloadGenerator> DemoWorkload(FleetService& fleet,
+                                                          const TeamService& teams,
                                                           workload::JobService& jobs) {
   auto pools = fleet.Pools();
-  if (!pools.ok()) return nullptr;
+  auto clusters = fleet.Clusters();
+  if (!pools.ok() || !clusters.ok()) return nullptr;
+  std::map<std::string, std::string> cluster_team;
+  for (const auto& c : clusters.value()) cluster_team[c.name] = c.team;
   std::vector<workload::GeneratedPool> sized;
   for (const auto& p : pools.value()) {
-    if (p.size > 0) sized.push_back({p.name, p.gpus_per_node, p.size * p.gpus_per_node});
+    if (p.size > 0) {
+      sized.push_back({p.name, p.gpus_per_node, p.size * p.gpus_per_node,
+                       p.team.empty() ? cluster_team[p.cluster] : p.team});
+    }
   }
-  if (sized.empty()) return nullptr;
-  spdlog::info("demo workload: {} pools", sized.size());
+  std::vector<workload::DemoTeam> demo_teams;
+  for (const auto& t : teams.List()) {
+    workload::DemoTeam d{t.name, {}};
+    for (const auto& p : t.projects) d.projects.push_back(p.name);
+    if (!d.projects.empty()) demo_teams.push_back(std::move(d));
+  }
+  if (sized.empty() || demo_teams.empty()) return nullptr;
+  spdlog::info("demo workload: {} pools, {} teams", sized.size(), demo_teams.size());
   return std::make_unique<workload::WorkloadGenerator>(
       [&jobs](workload::JobSpec spec) -> Status {
         auto job = jobs.Submit(std::move(spec));
         if (!job.ok()) return job.error();
         return {};
       },
-      std::move(sized));
+      std::move(sized), std::move(demo_teams));
 }
 
 }  // namespace
@@ -85,6 +99,7 @@ struct Controller::Impl {
   std::shared_ptr<const GpuCatalog> catalog;
   store::Stores stores;
   std::unique_ptr<FleetService> fleet;
+  std::unique_ptr<TeamService> teams;
   std::unique_ptr<TelemetryStore> telemetry;
   std::unique_ptr<health::HealthService> health;
   std::unique_ptr<workload::JobService> jobs;
@@ -155,6 +170,8 @@ Status Controller::Start() {
   impl_->fleet =
       std::make_unique<FleetService>(*db.fleet, *db.tokens, impl_->catalog, impl_->clock, fo);
   GF_TRY(impl_->fleet->Load());
+  impl_->teams = std::make_unique<TeamService>(*db.teams, impl_->clock);
+  GF_TRY(impl_->teams->Load());
   auto telemetry = TelemetryStore::Open({o.data_dir + "/tsdb", {}});
   if (!telemetry.ok()) return telemetry.error();
   impl_->telemetry = std::move(telemetry.value());
@@ -177,6 +194,7 @@ Status Controller::Start() {
                                                        o.drain_timeout_ms, o.job_retention_ms,
                                                        o.reserve_after_ms);
   impl_->jobs->set_audit(db.audit.get());  // allocations, from the first placement on
+  impl_->jobs->set_teams(impl_->teams.get());
   GF_TRY(impl_->jobs->Load());
   impl_->fleet->set_busy_check(
       [jobs = impl_->jobs.get()](const std::string& node) { return jobs->Busy(node); });
@@ -204,6 +222,7 @@ Status Controller::Start() {
       key.value(), impl_->clock);
   impl_->notifier = std::make_unique<alerting::Notifier>(*db.alerting, impl_->clock, "");
   GF_TRY(impl_->notifier->Load());
+  impl_->notifier->set_team_channels([teams = impl_->teams.get()] { return teams->Channels(); });
   impl_->series_reader = alerting::MakeTelemetryReader(*impl_->telemetry);
   impl_->ingest = std::make_unique<ingest::Ingest>(*impl_->fleet, *impl_->telemetry, *db.fleet,
                                                    *impl_->health, *db.audit);
@@ -223,12 +242,12 @@ Status Controller::Start() {
   ao.max_connections = o.max_connections;
   ao.header_timeout_ms = o.header_timeout_ms;
   impl_->server = std::make_unique<api::ApiServer>(
-      ao,
-      api::ApiDeps{*impl_->fleet, impl_->stores, impl_->catalog, impl_->clock, *impl_->telemetry,
-                   *impl_->ingest, [s = impl_->scraper.get()] { return s->Targets(); },
-                   impl_->health.get(), impl_->notifier.get(), impl_->jobs.get(),
-                   impl_->scaling.get(), key.value(), impl_->compat.get(), impl_->rollouts.get(),
-                   impl_->vulns.get(), impl_->drift.get(), impl_->compliance.get()});
+      ao, api::ApiDeps{*impl_->fleet, impl_->stores, impl_->catalog, impl_->clock,
+                       *impl_->telemetry, *impl_->ingest,
+                       [s = impl_->scraper.get()] { return s->Targets(); }, impl_->health.get(),
+                       impl_->notifier.get(), impl_->jobs.get(), impl_->scaling.get(), key.value(),
+                       impl_->compat.get(), impl_->rollouts.get(), impl_->vulns.get(),
+                       impl_->drift.get(), impl_->compliance.get(), impl_->teams.get()});
   auto addr = impl_->server->Start();
   if (!addr.ok()) return addr.error();
   // Remediation actions go to agents over their connections (the monitor thread asks; it is
@@ -325,7 +344,9 @@ Status Controller::Start() {
       int lost = impl_->fleet->CheckHeartbeats();
       if (lost) spdlog::warn("{} node(s) stopped sending heartbeats: unreachable", lost);
       if (impl_->options.demo_workload) {
-        if (!impl_->generator) impl_->generator = DemoWorkload(*impl_->fleet, *impl_->jobs);
+        if (!impl_->generator) {
+          impl_->generator = DemoWorkload(*impl_->fleet, *impl_->teams, *impl_->jobs);
+        }
         if (impl_->generator) impl_->generator->Tick(impl_->clock->NowMs());
       }
       // Jobs: ends, requeues off nodes that cannot run them, placements.
@@ -360,6 +381,25 @@ Status Controller::Start() {
         if (auto drift = impl_->drift->NodeSeverity(); !drift.empty()) {
           for (auto& n : snap.nodes) {
             if (auto it = drift.find(n.name); it != drift.end()) n.drift_severity = it->second;
+          }
+        }
+        // The pools' allocation and queues (PoolNoFreeGpus, PoolQueueWaitHigh), and the teams
+        // that own them (the `team` label).
+        {
+          auto pools = impl_->fleet->Pools();
+          auto clusters = impl_->fleet->Clusters();
+          if (pools.ok() && clusters.ok()) {
+            std::map<std::string, std::string> cluster_team;
+            for (const auto& c : clusters.value()) cluster_team[c.name] = c.team;
+            auto demand = impl_->jobs->Demand();
+            std::vector<alerting::PoolInput> inputs;
+            for (const auto& p : pools.value()) {
+              const workload::PoolDemand& d = demand[p.name];
+              inputs.push_back({p.name, p.cluster,
+                                p.team.empty() ? cluster_team[p.cluster] : p.team, d.queued_jobs,
+                                static_cast<double>(d.queue_wait_p95_ms) / 1000.0});
+            }
+            alerting::AddPools(snap, inputs, impl_->jobs->Allocation());
           }
         }
         // What NodeCriticalCve reads.
@@ -455,6 +495,11 @@ Status Controller::ApplyFleetYaml(const std::string& yaml, const std::string& fi
   auto spec = ParseFleetSpec(yaml, filename, *impl_->catalog);
   if (!spec.ok()) return spec.error();
   for (const auto& sc : spec->scaling) GF_TRY(impl_->scaling->Check(sc));
+  // The teams first: clusters and pools name them.
+  for (const auto& t : spec->teams.value_or(std::vector<Team>{})) {
+    auto done = impl_->teams->Get(t.name).ok() ? impl_->teams->Replace(t) : impl_->teams->Create(t);
+    if (!done.ok()) return done.error();
+  }
   auto counts = impl_->fleet->Apply(spec.value());
   if (!counts.ok()) return counts.error();
   for (const auto& sc : spec->scaling) {

@@ -89,8 +89,8 @@ Result<ApplyCounts> FleetService::Apply(const FleetSpec& spec) {
       c.created_ms = c.updated_ms = now;
       ++counts.clusters_created;
     } else if (it->second.type != c.type || it->second.site != c.site ||
-               it->second.remediation != c.remediation || it->second.labels != c.labels ||
-               it->second.lifecycle != c.lifecycle) {
+               it->second.team != c.team || it->second.remediation != c.remediation ||
+               it->second.labels != c.labels || it->second.lifecycle != c.lifecycle) {
       c.created_ms = it->second.created_ms;
       c.updated_ms = now;
       ++counts.clusters_updated;
@@ -113,8 +113,9 @@ Result<ApplyCounts> FleetService::Apply(const FleetSpec& spec) {
                                                  "'; pools cannot move between clusters");
     }
     if (old.gpu_model != p.gpu_model || old.gpus_per_node != p.gpus_per_node ||
-        old.size != p.size || old.labels != p.labels || old.exporters != p.exporters ||
-        old.scrape_interval_ms != p.scrape_interval_ms || old.lifecycle != p.lifecycle) {
+        old.size != p.size || old.team != p.team || old.labels != p.labels ||
+        old.exporters != p.exporters || old.scrape_interval_ms != p.scrape_interval_ms ||
+        old.lifecycle != p.lifecycle) {
       p.created_ms = old.created_ms;
       p.updated_ms = now;
       ++counts.pools_updated;

@@ -111,6 +111,7 @@ struct Cluster {
   int64_t updated_ms = 0;
   Remediation remediation{};
   Lifecycle lifecycle{};
+  std::string team{};  // the owning team (model/team.h); empty: none
 };
 
 // A node that runs NVIDIA's dcgm-exporter instead of the gpufleet agent: the controller scrapes
@@ -133,6 +134,7 @@ struct Pool {
   std::vector<ExporterTarget> exporters{};  // nodes watched through dcgm-exporter
   int64_t scrape_interval_ms = 15'000;
   Lifecycle lifecycle{};
+  std::string team{};  // the owning team; empty: its cluster's
 };
 
 enum class NodeState {

@@ -412,6 +412,20 @@ class ComplianceStore {
   virtual Result<int64_t> DeleteComplianceDaysBefore(const std::string& day) = 0;
 };
 
+// Teams (model/team.h): each one a JSON document with its projects, replaced whole.
+struct TeamRecord {
+  std::string name;
+  std::string doc;
+  int64_t updated_ms = 0;
+};
+class TeamStore {
+ public:
+  virtual ~TeamStore() = default;
+  virtual Status PutTeam(const TeamRecord& team) = 0;       // an upsert by name
+  virtual Result<std::vector<TeamRecord>> ListTeams() = 0;  // by name
+  virtual Status DeleteTeam(const std::string& name) = 0;   // none is not an error
+};
+
 // The database itself: what /healthz and `gpufleet store` ask of it.
 class Database {
  public:
@@ -435,6 +449,7 @@ struct Stores {
   std::shared_ptr<RolloutStore> rollouts;
   std::shared_ptr<DriftStore> drift;
   std::shared_ptr<ComplianceStore> compliance;
+  std::shared_ptr<TeamStore> teams;
 };
 
 struct OpenOptions {

@@ -11,9 +11,6 @@ namespace {
 constexpr double kPi = 3.14159265358979323846;
 // Run times: log-normal, median 20 minutes, most between 6 minutes and an hour; at most 4 h.
 constexpr double kMedianS = 1200, kSigma = 0.8, kMaxS = 4 * 3600, kMinS = 60;
-const char* const kTeams[] = {"vision", "nlp", "speech", "recsys", "research"};
-const double kTeamWeights[] = {0.3, 0.3, 0.15, 0.15, 0.1};
-const char* const kProjects[] = {"pretrain", "finetune", "eval", "sweep"};
 
 double MeanDurationS() { return std::min(kMaxS, kMedianS * std::exp(kSigma * kSigma / 2)); }
 
@@ -27,10 +24,16 @@ std::vector<std::pair<int, double>> Sizes(int g) {
 
 }  // namespace
 
-WorkloadGenerator::WorkloadGenerator(Submit submit, std::vector<GeneratedPool> pools, uint64_t seed)
+WorkloadGenerator::WorkloadGenerator(Submit submit, std::vector<GeneratedPool> pools,
+                                     std::vector<DemoTeam> teams, uint64_t seed)
     : submit_(std::move(submit)), rng_(seed) {
+  for (auto& t : teams) {
+    if (!t.projects.empty()) teams_.push_back(std::move(t));
+  }
   for (auto& p : pools) {
-    if (p.capacity_gpus > 0 && p.gpus_per_node > 0) pools_.push_back({std::move(p), -1});
+    if (p.capacity_gpus > 0 && p.gpus_per_node > 0 && !teams_.empty()) {
+      pools_.push_back({std::move(p), -1});
+    }
   }
 }
 
@@ -66,18 +69,29 @@ int WorkloadGenerator::DrawGpus(const GeneratedPool& p) {
 }
 
 Status WorkloadGenerator::SubmitOne(const GeneratedPool& p, double duration_scale) {
-  std::discrete_distribution<size_t> team(std::begin(kTeamWeights), std::end(kTeamWeights));
-  std::uniform_int_distribution<size_t> project(0, std::size(kProjects) - 1);
   std::lognormal_distribution<double> duration(std::log(kMedianS), kSigma);
-  std::bernoulli_distribution urgent(0.1);
+  std::bernoulli_distribution urgent(0.1), owners(0.6);
+  // Mostly the pool's own team; the others borrow it.
+  const DemoTeam* team = nullptr;
+  if (!p.team.empty() && owners(rng_)) {
+    for (const auto& t : teams_) {
+      if (t.name == p.team) team = &t;
+    }
+  }
+  if (!team) {
+    std::uniform_int_distribution<size_t> any(0, teams_.size() - 1);
+    team = &teams_[any(rng_)];
+  }
+  std::uniform_int_distribution<size_t> project(0, team->projects.size() - 1);
   JobSpec s;
-  s.team = kTeams[team(rng_)];
-  s.project = std::string(kProjects[project(rng_)]);
+  s.team = team->name;
+  s.project = team->projects[project(rng_)];
   s.pool = p.pool;
   s.gpus = DrawGpus(p);
   s.priority = urgent(rng_) ? 10 : 0;
   // Fine-tuning and sweep jobs checkpoint often: they may be moved (consolidation).
-  s.movable = s.project == "finetune" || s.project == "sweep";
+  s.movable = s.project.find("finetune") != std::string::npos ||
+              s.project.find("sweep") != std::string::npos;
   double d = std::clamp(duration(rng_), kMinS, kMaxS) * duration_scale;
   s.duration_ms = std::max<int64_t>(60'000, static_cast<int64_t>(d * 1000));
   return submit_(std::move(s));

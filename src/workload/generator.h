@@ -7,8 +7,9 @@
 // Arrivals are Poisson at the rate that keeps the pool's demand (GPUs running and queued) near
 //   target(t) = capacity x (0.3 + 0.8 x rhythm(t))
 // by Little's law; the first tick fills each pool to its target at once (jobs part-way through
-// their run), so the picture is there from the start. Deterministic for a seed. Fine-tuning and
-// sweep jobs are movable, so consolidation shows too.
+// their run), so the picture is there from the start. Deterministic for a seed. Jobs are the
+// teams' (one of each team's projects), mostly the pool's owning team's. Fine-tuning and sweep
+// projects' jobs are movable, so consolidation shows too.
 
 #include <cstdint>
 #include <functional>
@@ -24,6 +25,12 @@ struct GeneratedPool {
   std::string pool;
   int gpus_per_node = 8;
   int capacity_gpus = 0;  // what the target is a share of (the pool's starting size)
+  std::string team;       // its owner, whose jobs it mostly runs; empty: none
+};
+
+struct DemoTeam {
+  std::string name;
+  std::vector<std::string> projects;  // a team without one submits nothing
 };
 
 class WorkloadGenerator {
@@ -31,7 +38,9 @@ class WorkloadGenerator {
   // `submit` queues one job: JobService::Submit in the controller, POST /api/v1/jobs in
   // `gpufleet sim`.
   using Submit = std::function<Status(JobSpec)>;
-  WorkloadGenerator(Submit submit, std::vector<GeneratedPool> pools, uint64_t seed = 1);
+  // Submits nothing without a team that has a project.
+  WorkloadGenerator(Submit submit, std::vector<GeneratedPool> pools, std::vector<DemoTeam> teams,
+                    uint64_t seed = 1);
   // Submits the jobs that have arrived by `now_ms`; returns how many.
   int Tick(int64_t now_ms);
   // The daily and weekly rhythm in [0, 1].
@@ -49,6 +58,7 @@ class WorkloadGenerator {
   double Gap(const GeneratedPool& p, double t_s);  // seconds to the next arrival
 
   Submit submit_;
+  std::vector<DemoTeam> teams_;
   std::vector<State> pools_;
   std::mt19937_64 rng_;
 };

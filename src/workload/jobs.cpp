@@ -252,6 +252,7 @@ Result<Job> JobService::Submit(JobSpec spec) {
   if (spec.team.empty()) {
     return MakeError(ErrorCode::kInvalidArgument, "'team' is required: whose job it is");
   }
+  if (teams_) GF_TRY(teams_->CheckJob(spec.team, spec.project));
   if (spec.gpus < 1) return MakeError(ErrorCode::kInvalidArgument, "'gpus' must be at least 1");
   if (spec.duration_ms < 0) {
     return MakeError(ErrorCode::kInvalidArgument, "'duration' must not be negative");

@@ -6,6 +6,7 @@
 // Ended jobs (completed, cancelled) are kept for a retention time, 7 days unless told, and then
 // dropped from memory and from the store, so a controller that runs for months stays small.
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "fleet/fleet.h"
+#include "fleet/teams.h"
 #include "store/store.h"
 
 namespace gpufleet::workload {
@@ -78,6 +80,9 @@ struct PoolDemand {
   int busy_nodes = 0;                 // nodes running at least one of the pool's jobs
   std::map<int, int> queued_by_size;  // GPUs per job -> queued jobs (sched::QueueNodes)
   std::map<int, int> queued_gpus_by_size;  // the same GPUs per job -> those jobs' GPUs
+  // The 95th percentile of the queue waits of the last hour: each start's wait in the last
+  // hour, and each queued job's wait so far (so a queue that starts nothing shows). 0: none.
+  int64_t queue_wait_p95_ms = 0;
 };
 
 class JobService {
@@ -92,11 +97,15 @@ class JobService {
   static constexpr int64_t kDefaultReserveAfterMs = 10 * 60'000;
   int64_t reserve_after_ms() const { return reserve_after_ms_; }
   static constexpr int64_t kMaxDurationMs = 365 * 86'400'000LL;  // a job's `duration`
+  static constexpr int64_t kWaitWindowMs = 3'600'000;            // PoolDemand::queue_wait_p95_ms
 
   Status Load();  // the stored jobs; running ones keep their GPUs
   // Where each job's allocation is recorded (queued, started on its nodes and GPUs, requeued,
   // ended), with "scheduler" as the actor; none when null. Set before Tick runs.
   void set_audit(store::AuditLog* audit) { audit_ = audit; }
+  // The teams a job must name (with one of the team's projects); none checked when null. Set
+  // before Submit is called.
+  void set_teams(const TeamService* teams) { teams_ = teams; }
   // Checks the request (a known pool, GPUs that fit the pool's nodes), queues it and tries to
   // place it at once.
   Result<Job> Submit(JobSpec spec);
@@ -165,12 +174,20 @@ class JobService {
   int64_t reserve_after_ms_;
   int64_t last_prune_ms_ = 0;    // guarded by mu_
   std::map<int64_t, Job> jobs_;  // guarded by mu_
+  // Each start of the last hour: when, in which pool, after how long a wait (PoolDemand).
+  struct Start {
+    int64_t time_ms;
+    std::string pool;
+    int64_t wait_ms;
+  };
+  std::deque<Start> starts_;  // guarded by mu_; oldest first
   // The queued and running ones of jobs_, by id: what every pass walks. Ended jobs stay in
   // jobs_ for the retention time (a week: hundreds of thousands on a busy fleet).
   std::map<int64_t, Job*> live_;  // guarded by mu_
   int64_t next_id_ = 1;           // guarded by mu_
   std::set<int64_t> unsaved_;     // jobs whose last save failed; guarded by mu_
   store::AuditLog* audit_ = nullptr;
+  const TeamService* teams_ = nullptr;
   // What was last audited of each live job: its state and placement.
   std::map<int64_t, std::string> audited_;         // guarded by mu_
   std::map<std::string, int64_t> last_busy_ms_;    // node -> last seen running a job; mu_

@@ -49,6 +49,7 @@ Placement Claim(std::vector<int64_t>& held, const std::string& node, int g, int 
 }  // namespace
 
 int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
+  while (!starts_.empty() && starts_.front().time_ms <= now - kWaitWindowMs) starts_.pop_front();
   std::map<std::string, std::vector<Job*>> queued;  // by pool
   for (auto& [id, job] : live_) {
     Job& j = *job;
@@ -137,6 +138,7 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
       j.state = JobState::kRunning;
       j.start_ms = now;
       j.wait_ms += now - j.queued_ms;
+      starts_.push_back({now, j.spec.pool, now - j.queued_ms});
       j.reason = "running on " + std::to_string(j.placement.size()) + " node(s)";
       changed.push_back(j.id);
       ++started;
@@ -189,9 +191,15 @@ std::map<std::string, PoolDemand> JobService::Demand() const {
   if (auto pools = fleet_.Pools(); pools.ok()) {
     for (const auto& p : pools.value()) node_gpus[p.name] = p.gpus_per_node;
   }
+  std::map<std::string, std::vector<int64_t>> waits;  // pool -> the last hour's waits
+  const int64_t now = clock_->NowMs();
   std::lock_guard lock(mu_);
+  for (const auto& s : starts_) {
+    if (s.time_ms > now - kWaitWindowMs) waits[s.pool].push_back(s.wait_ms);
+  }
   for (const auto& [id, job] : live_) {
     const Job& j = *job;
+    if (j.state == JobState::kQueued) waits[j.spec.pool].push_back(now - j.queued_ms);
     if (j.state == JobState::kRunning) {
       out[j.spec.pool].running_gpus += j.spec.gpus;
       for (const auto& p : j.placement) busy[j.spec.pool].insert(p.node);
@@ -210,6 +218,12 @@ std::map<std::string, PoolDemand> JobService::Demand() const {
     }
   }
   for (auto& [pool, nodes] : busy) out[pool].busy_nodes = static_cast<int>(nodes.size());
+  for (auto& [pool, w] : waits) {
+    // The nearest rank: the smallest wait that 95% of them are at most.
+    size_t rank = (w.size() * 95 + 99) / 100;
+    std::nth_element(w.begin(), w.begin() + static_cast<long>(rank - 1), w.end());
+    out[pool].queue_wait_p95_ms = w[rank - 1];
+  }
   return out;
 }
 

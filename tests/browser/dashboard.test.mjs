@@ -154,7 +154,7 @@ test('the cluster heatmap has one cell per GPU, and a hover names the GPU', asyn
     assert.equal(await page.$eval('#heat canvas', (c) => Number(c.dataset.cells)), want);
   }
   // A job shows on the allocation colouring by itself (the live stream's next cycle).
-  const job = await call(fleet.base, fleet.token, 'POST', '/api/v1/jobs', { team: 'vision', pool: 'h100-sxm', gpus: 4 });
+  const job = await call(fleet.base, fleet.token, 'POST', '/api/v1/jobs', { team: 'vision', project: 'store-cameras', pool: 'h100-sxm', gpus: 4 });
   assert.equal(job.status, 201, JSON.stringify(job.body));
   await page.waitForFunction(() => window.gpufleet.heatmap.data.values.reduce((n, v) => n + (v || 0), 0) === 4, null, { timeout: 30000 });
   await shot(page, 'cluster-allocation');
@@ -356,7 +356,7 @@ test('an operator tunes a pool on its own past jobs and applies the cheaper sett
   assert.equal((await call(fleet.base, fleet.token, 'PUT', '/api/v1/pools/h200-sxm/scaling', { ...before, target_share: 0.6 })).status, 200);
   const ids = [];
   for (let i = 0; i < 20; i++) {
-    const r = await call(fleet.base, fleet.token, 'POST', '/api/v1/jobs', { team: 'tune', pool: 'h200-sxm', gpus: 2, duration: '30m' });
+    const r = await call(fleet.base, fleet.token, 'POST', '/api/v1/jobs', { team: 'nlp', project: 'llm-finetune', pool: 'h200-sxm', gpus: 2, duration: '30m' });
     assert.equal(r.status, 201);
     ids.push(r.body.id);
   }
@@ -402,7 +402,9 @@ test('an operator tunes a pool on its own past jobs and applies the cheaper sett
 });
 
 test('the jobs page lists a spread job with its nodes; an operator cancels it; a viewer cannot', async () => {
-  const made = await call(fleet.base, fleet.token, 'POST', '/api/v1/jobs', { team: 'jobs-page', pool: 'h100-sxm', gpus: 8, gpus_per_node: 4, duration: '1h' });
+  // Jobs name a known team and project: this test's own.
+  assert.equal((await call(fleet.base, fleet.token, 'POST', '/api/v1/teams', { name: 'jobs-page', projects: ['ui'] })).status, 201);
+  const made = await call(fleet.base, fleet.token, 'POST', '/api/v1/jobs', { team: 'jobs-page', project: 'ui', pool: 'h100-sxm', gpus: 8, gpus_per_node: 4, duration: '1h' });
   assert.equal(made.status, 201);
   assert.equal(made.body.state, 'running');
   const id = made.body.id;
@@ -428,7 +430,7 @@ test('the jobs page lists a spread job with its nodes; an operator cancels it; a
   await page.context().close();
 
   const viewerToken = (await call(fleet.base, fleet.token, 'POST', '/api/v1/api-tokens', { name: 'jobs-viewer', role: 'viewer' })).body.token;
-  const other = await call(fleet.base, fleet.token, 'POST', '/api/v1/jobs', { team: 'jobs-page', pool: 'h100-sxm', gpus: 1, duration: '1h' });
+  const other = await call(fleet.base, fleet.token, 'POST', '/api/v1/jobs', { team: 'jobs-page', project: 'ui', pool: 'h100-sxm', gpus: 1, duration: '1h' });
   const viewer = await signedIn(browser, fleet.base, viewerToken);
   await viewer.goto(fleet.base + '/#/jobs');
   await viewer.waitForSelector(`#jobs-table tr[data-job="${other.body.id}"]`);
@@ -436,6 +438,25 @@ test('the jobs page lists a spread job with its nodes; an operator cancels it; a
   assert.deepEqual(viewer.errors, []);
   await viewer.context().close();
   assert.equal((await call(fleet.base, fleet.token, 'DELETE', `/api/v1/jobs/${other.body.id}`)).status, 200);
+});
+
+test('the teams page shows the projects of each team, what it owns and what it runs now', async () => {
+  // A job of nlp's on vision's edge pool: the running GPUs count for the team that runs them.
+  const job = await call(fleet.base, fleet.token, 'POST', '/api/v1/jobs', { team: 'nlp', project: 'llm-eval', pool: 'l4-edge', gpus: 1, duration: '1h' });
+  assert.equal(job.status, 201);
+  const page = await signedIn(browser, fleet.base, fleet.token);
+  await page.goto(fleet.base + '/#/teams');
+  await page.waitForSelector('#teams-table tr[data-team="vision"]');
+  const vision = await page.textContent('#teams-table tr[data-team="vision"]');
+  for (const want of [/store-cameras/, /cluster edge-stores/, /l4-edge/, /vision-leads@acme\.example/, /250,000/]) assert.match(vision, want);
+  // speech owns the one pool it names in infer-use1; recsys the rest of that cluster.
+  assert.match(await page.textContent('#teams-table tr[data-team="speech"]'), /h100-pcie-serve/);
+  assert.doesNotMatch(await page.textContent('#teams-table tr[data-team="recsys"]'), /h100-pcie-serve/);
+  await page.waitForFunction(() => Number(document.querySelector('#teams-table tr[data-team="nlp"] td:nth-child(4)').textContent) >= 1);
+  await shot(page, 'teams');
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+  assert.equal((await call(fleet.base, fleet.token, 'DELETE', `/api/v1/jobs/${job.body.id}`)).status, 200);
 });
 
 test('the rollouts page: an operator plans and starts a rollout and watches it end live; the node page shows the new driver', async () => {

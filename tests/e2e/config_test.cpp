@@ -175,7 +175,11 @@ TEST_F(Config, AnExportAppliedToAFreshControllerExportsTheSameText) {
   ApplyExamplesAndAChannel();
   auto first = Cli({"export"});
   ASSERT_EQ(first.exit_code, 0) << first.err;
-  EXPECT_EQ(first.out.rfind("apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n", 0), 0u);
+  EXPECT_EQ(
+      first.out.rfind("apiVersion: gpufleet/v1\nkind: Fleet\nteams:\n  - {\"name\": \"nlp\"", 0),
+      0u)
+      << first.out;
+  EXPECT_NE(first.out.find("\nclusters:\n"), std::string::npos);
   EXPECT_NE(first.out.find("scaling: {\"mode\": \"predictive\""), std::string::npos) << first.out;
   EXPECT_NE(first.out.find("\"timezone\": \"America/New_York\""), std::string::npos);
   // The channels (never a secret) and, as a second document, the user rules.

@@ -114,8 +114,8 @@ TEST_P(Backends, ControllerRestartKeepsNodesGpusJobsTokensEventsAndAudit) {
   auto gpus_before = controller_->Call("GET", "/api/v1/gpus?node=keep-0001").second.at("items");
   auto audit_before =
       controller_->Call("GET", "/api/v1/audit").second.at("items").as_array().size();
-  auto [js, job] =
-      controller_->Call("POST", "/api/v1/jobs", R"({"team": "nlp", "pool": "h100", "gpus": 8})");
+  auto [js, job] = controller_->Call(
+      "POST", "/api/v1/jobs", R"({"team": "nlp", "project": "main", "pool": "h100", "gpus": 8})");
   ASSERT_EQ(js, 201) << job;
   auto [ts, viewer] =
       controller_->Call("POST", "/api/v1/api-tokens", R"({"name": "dash", "role": "viewer"})");
@@ -239,7 +239,7 @@ TEST_F(E2E, BadFleetFileIsRefusedWholeAndChangesNothing) {
   std::fclose(f);
   auto r = Cli({"apply", "-f", bad});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("bad.yaml:14: clusters[1].pools[0].gpu_model: unknown GPU model 'L5'"),
+  EXPECT_NE(r.err.find("bad.yaml:20: clusters[1].pools[0].gpu_model: unknown GPU model 'L5'"),
             std::string::npos)
       << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;

@@ -31,7 +31,7 @@ TEST_F(Jobs, EveryAllocationIsAuditedWithItsNodesAndGpus) {
   Apply();
   Sim(JoinToken("h100"), "aud", 1, "H100-SXM5-80GB", 8);
   ASSERT_TRUE(WaitState("aud-0000", "ready"));
-  auto job = Submit(R"({"team": "nlp", "pool": "h100", "gpus": 4})");
+  auto job = Submit(R"({"team": "nlp", "project": "main", "pool": "h100", "gpus": 4})");
   std::string id = std::to_string(job.at("id").as_int64());
   ASSERT_TRUE(WaitFor([&] { return JobState(job.at("id").as_int64()) == "running"; }, 10000));
   EXPECT_EQ(controller_->Call("DELETE", "/api/v1/jobs/" + id).first, 200);
@@ -62,8 +62,8 @@ TEST_F(Jobs, PlacedOnReadyGpusQueuedReleasedCancelledAndRequeuedWhenTheNodeFails
 
   // 4 GPUs on one node; 8 take the other, whole node (best fit keeps it free for them); 4 more
   // fill the first node.
-  auto r =
-      Cli({"jobs", "submit", "--team", "vision", "--pool", "h100", "--gpus", "4", "--movable"});
+  auto r = Cli({"jobs", "submit", "--team", "vision", "--project", "main", "--pool", "h100",
+                "--gpus", "4", "--movable"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("running"), std::string::npos) << r.out;
   auto a = Job(1);
@@ -72,19 +72,20 @@ TEST_F(Jobs, PlacedOnReadyGpusQueuedReleasedCancelledAndRequeuedWhenTheNodeFails
   ASSERT_EQ(a.at("placement").as_array().size(), 1u) << a;
   std::string first = std::string(a.at("placement").at(0).at("node").as_string());
   EXPECT_EQ(a.at("placement").at(0).at("gpus"), json::parse("[0,1,2,3]"));
-  auto b =
-      Submit(R"({"team": "nlp", "cluster": "train", "gpu_model": "H100-SXM5-80GB", "gpus": 8})");
+  auto b = Submit(
+      R"({"team": "nlp", "project": "main", "cluster": "train", "gpu_model": "H100-SXM5-80GB", "gpus": 8})");
   EXPECT_EQ(b.at("state"), "running") << b;
   EXPECT_EQ(b.at("pool"), "h100") << "the cluster's pool with that model was chosen";
   EXPECT_EQ(b.at("movable"), false) << "not unless asked";
   std::string second = std::string(b.at("placement").at(0).at("node").as_string());
   EXPECT_NE(second, first);
-  auto c = Submit(R"({"team": "vision", "pool": "h100", "gpus": 4})");
+  auto c = Submit(R"({"team": "vision", "project": "main", "pool": "h100", "gpus": 4})");
   EXPECT_EQ(c.at("placement").at(0).at("node").as_string(), first) << c;
   EXPECT_EQ(c.at("placement").at(0).at("gpus"), json::parse("[4,5,6,7]"));
 
   // Full: the next job queues, and says why.
-  auto d = Submit(R"({"team": "speech", "pool": "h100", "gpus": 2, "duration": "2s"})");
+  auto d = Submit(
+      R"({"team": "speech", "project": "main", "pool": "h100", "gpus": 2, "duration": "2s"})");
   EXPECT_EQ(d.at("state"), "queued") << d;
   EXPECT_EQ(d.at("reason"), "waiting for 2 free GPUs");
   auto heat = controller_->Call("GET", "/api/v1/heatmap?cluster=train&field=allocation").second;
@@ -94,18 +95,24 @@ TEST_F(Jobs, PlacedOnReadyGpusQueuedReleasedCancelledAndRequeuedWhenTheNodeFails
   EXPECT_EQ(allocated, 16) << heat;
 
   // Bad requests change nothing.
-  EXPECT_EQ(Submit(R"({"team": "x", "pool": "h100", "gpus": 12})", 400).at("error").at("message"),
+  EXPECT_EQ(Submit(R"({"team": "x", "project": "main", "pool": "h100", "gpus": 12})", 400)
+                .at("error")
+                .at("message"),
             "a job of more than 8 GPUs takes whole nodes of pool 'h100': ask for a multiple of 8, "
             "or spread it with gpus_per_node");
-  EXPECT_EQ(Submit(R"({"team": "x", "pool": "nope"})", 404).at("error").at("message"),
-            "no pool 'nope'");
+  EXPECT_EQ(
+      Submit(R"({"team": "x", "project": "main", "pool": "nope"})", 404).at("error").at("message"),
+      "no pool 'nope'");
   EXPECT_EQ(Submit(R"({"pool": "h100"})", 400).at("error").at("message"),
             "'team' is required: whose job it is");
-  EXPECT_EQ(Submit(R"({"team": "x", "pool": "h100", "gpus": "two"})", 400).at("error").at("code"),
+  EXPECT_EQ(Submit(R"({"team": "x", "project": "main", "pool": "h100", "gpus": "two"})", 400)
+                .at("error")
+                .at("code"),
             "invalid_argument");
-  EXPECT_EQ(
-      Submit(R"({"team": "x", "pool": "h100", "movable": "yes"})", 400).at("error").at("message"),
-      "field 'movable' must be true or false");
+  EXPECT_EQ(Submit(R"({"team": "x", "project": "main", "pool": "h100", "movable": "yes"})", 400)
+                .at("error")
+                .at("message"),
+            "field 'movable' must be true or false");
   auto bad = Cli({"jobs", "cancel", "999"});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("no job 999"), std::string::npos) << bad.err;
@@ -191,12 +198,12 @@ TEST_F(Jobs, ASpreadJobTakesItsShareOnEachOfDistinctNodes) {
   Apply();
   Sim(JoinToken("h100"), "h100", 3, "H100-SXM5-80GB", 8);
   for (const char* n : {"h100-0000", "h100-0001", "h100-0002"}) ASSERT_TRUE(WaitState(n, "ready"));
-  auto a = Submit(R"({"team": "vision", "pool": "h100", "gpus": 4})");
+  auto a = Submit(R"({"team": "vision", "project": "main", "pool": "h100", "gpus": 4})");
   std::string first = std::string(a.at("placement").at(0).at("node").as_string());
   EXPECT_TRUE(a.at("gpus_per_node").is_null()) << a;
 
-  auto r = Cli({"jobs", "submit", "--team", "nlp", "--pool", "h100", "--gpus", "12",
-                "--gpus-per-node", "4"});
+  auto r = Cli({"jobs", "submit", "--team", "nlp", "--project", "main", "--pool", "h100", "--gpus",
+                "12", "--gpus-per-node", "4"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("12 (4/node)"), std::string::npos) << r.out;
   auto b = Job(2);
@@ -212,20 +219,25 @@ TEST_F(Jobs, ASpreadJobTakesItsShareOnEachOfDistinctNodes) {
   EXPECT_EQ(b.at("placement").at(0).at("node").as_string(), first) << b;
 
   // Whole or one-node asks are the default placement, and are shown as such.
-  auto c = Submit(R"({"team": "x", "pool": "h100", "gpus": 4, "gpus_per_node": 4})");
+  auto c =
+      Submit(R"({"team": "x", "project": "main", "pool": "h100", "gpus": 4, "gpus_per_node": 4})");
   EXPECT_TRUE(c.at("gpus_per_node").is_null()) << c;
   EXPECT_EQ(c.at("placement").as_array().size(), 1u) << c;
 
-  EXPECT_EQ(Submit(R"({"team": "x", "pool": "h100", "gpus": 12, "gpus_per_node": 5})", 400)
-                .at("error")
-                .at("message"),
-            "'gpus_per_node' 5 does not divide 'gpus' 12: the job takes the same on each node");
-  EXPECT_EQ(Submit(R"({"team": "x", "pool": "h100", "gpus": 16, "gpus_per_node": 16})", 400)
-                .at("error")
-                .at("message"),
-            "'gpus_per_node' must be 1 to 8 (pool 'h100' has 8 GPUs per node)");
-  auto bad = Cli(
-      {"jobs", "submit", "--team", "x", "--pool", "h100", "--gpus", "6", "--gpus-per-node", "4"});
+  EXPECT_EQ(
+      Submit(R"({"team": "x", "project": "main", "pool": "h100", "gpus": 12, "gpus_per_node": 5})",
+             400)
+          .at("error")
+          .at("message"),
+      "'gpus_per_node' 5 does not divide 'gpus' 12: the job takes the same on each node");
+  EXPECT_EQ(
+      Submit(R"({"team": "x", "project": "main", "pool": "h100", "gpus": 16, "gpus_per_node": 16})",
+             400)
+          .at("error")
+          .at("message"),
+      "'gpus_per_node' must be 1 to 8 (pool 'h100' has 8 GPUs per node)");
+  auto bad = Cli({"jobs", "submit", "--team", "x", "--project", "main", "--pool", "h100", "--gpus",
+                  "6", "--gpus-per-node", "4"});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_EQ(controller_->Call("GET", "/api/v1/jobs").second.at("total"), 3) << "nothing added";
 }
@@ -246,7 +258,7 @@ TEST_F(JobsDrainTimeout, RequeuesTheJobsOfANodeThatDoesNotFinishDraining) {
   Apply();
   Sim(JoinToken("h100"), "h100", 1, "H100-SXM5-80GB", 8);
   ASSERT_TRUE(WaitState("h100-0000", "ready"));
-  auto job = Submit(R"({"team": "vision", "pool": "h100", "gpus": 8})");
+  auto job = Submit(R"({"team": "vision", "project": "main", "pool": "h100", "gpus": 8})");
   ASSERT_EQ(job.at("state"), "running") << job;
   ASSERT_EQ(controller_->Call("POST", "/api/v1/nodes/h100-0000/drain").first, 200);
   EXPECT_EQ(State("h100-0000"), "draining");

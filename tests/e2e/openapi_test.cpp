@@ -73,7 +73,8 @@ TEST_F(E2E, EveryReadRouteAnswersAsDocsOpenapiYamlSays) {
     EXPECT_LT(status, 300) << method << " " << target << ": " << json::serialize(v);
     return v;
   };
-  call("POST", "/api/v1/jobs", R"({"team": "vision", "pool": "h100", "gpus": 2})");
+  call("POST", "/api/v1/jobs",
+       R"({"team": "vision", "project": "main", "pool": "h100", "gpus": 2})");
   call("POST", "/api/v1/api-tokens", R"({"name": "reader", "role": "viewer"})");
   call("POST", "/api/v1/channels",
        R"({"name": "ops", "type": "webhook", "url": "http://127.0.0.1:9/hook",

@@ -52,8 +52,8 @@ TEST_F(OnPostgres, StoppingTheDatabaseForTenSecondsLosesNothingAcknowledged) {
       ASSERT_TRUE(pg.Start()) << pg.error();
       started = true;
     }
-    auto [status, v] =
-        controller_->Call("POST", "/api/v1/jobs", R"({"team": "nlp", "pool": "h100", "gpus": 1})");
+    auto [status, v] = controller_->Call(
+        "POST", "/api/v1/jobs", R"({"team": "nlp", "project": "main", "pool": "h100", "gpus": 1})");
     if (status == 201) {
       acknowledged.push_back(v.at("id").as_int64());
     } else {
@@ -132,9 +132,10 @@ TEST(StoreCopy, ADemoDatabaseMovedToPostgresGivesTheSameAnswers) {
           },
           20000));
       ASSERT_EQ(c.Call("POST", "/api/v1/nodes/copy-0000/cordon", "{}").first, 200);
-      ASSERT_EQ(
-          c.Call("POST", "/api/v1/jobs", R"({"team": "nlp", "pool": "h100", "gpus": 8})").first,
-          201);
+      ASSERT_EQ(c.Call("POST", "/api/v1/jobs",
+                       R"({"team": "nlp", "project": "main", "pool": "h100", "gpus": 8})")
+                    .first,
+                201);
       ASSERT_EQ(c.Call("POST", "/api/v1/channels",
                        R"({"name": "ops", "type": "webhook", "url": "http://127.0.0.1:9/x"})")
                     .first,

@@ -72,6 +72,8 @@ std::string Fill(std::string path, const std::string& node) {
   set("{pool}", "h100");
   set("{index}", "0");
   set("{file}", "app.js");
+  set("{team}", "none");
+  set("{project}", "none");
   set("{name}", "none");
   set("{id}", "none");
   return path;
@@ -104,9 +106,10 @@ class Routes : public E2E, public ::testing::WithParamInterface<bool> {
   // What a refused call must leave as it was.
   std::string State() {
     std::string out;
-    for (const char* path : {"/api/v1/clusters", "/api/v1/pools", "/api/v1/nodes", "/api/v1/gpus",
-                             "/api/v1/jobs", "/api/v1/join-tokens", "/api/v1/channels",
-                             "/api/v1/silences", "/api/v1/alert-rules", "/api/v1/scaling"}) {
+    for (const char* path :
+         {"/api/v1/clusters", "/api/v1/pools", "/api/v1/nodes", "/api/v1/gpus", "/api/v1/jobs",
+          "/api/v1/join-tokens", "/api/v1/channels", "/api/v1/silences", "/api/v1/alert-rules",
+          "/api/v1/scaling", "/api/v1/teams"}) {
       auto [status, v] = controller_->Call("GET", path);
       if (std::string_view(path) == "/api/v1/nodes") {
         for (auto& n : v.at("items").as_array()) n.as_object().erase("last_seen_at");

@@ -11,6 +11,12 @@ namespace {
 
 constexpr char kScaledFleet[] = R"(apiVersion: gpufleet/v1
 kind: Fleet
+teams:
+  - {name: t, projects: [main]}
+  - {name: t0, projects: [main]}
+  - {name: t1, projects: [main]}
+  - {name: t2, projects: [main]}
+  - {name: t3, projects: [main]}
 clusters:
   - name: burst
     type: training
@@ -66,8 +72,8 @@ TEST_F(Scaling, JobsBeyondCapacityGrowASimPoolAndIdleNodesShrinkItBack) {
 
   // 4 whole-node jobs: one runs, three wait; the pool grows to 4 nodes ("queue") and they run.
   for (int i = 0; i < 4; ++i) {
-    auto r =
-        Cli({"jobs", "submit", "--team", "t" + std::to_string(i), "--pool", "b200", "--gpus", "8"});
+    auto r = Cli({"jobs", "submit", "--team", "t" + std::to_string(i), "--project", "main",
+                  "--pool", "b200", "--gpus", "8"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   ASSERT_TRUE(WaitFor([&] { return States()["ready"] == 4; }, 30000)) << States()["ready"];
@@ -175,8 +181,8 @@ TEST_F(Scaling, ALightlyUsedNodesMovableJobMovesAndTheNodeIsRemoved) {
   ASSERT_EQ(applied.exit_code, 0) << applied.err;
   ASSERT_TRUE(WaitFor([&] { return States()["ready"] == 1; }, 20000)) << States().size();
   auto submit = [&](const char* gpus, bool movable) {
-    std::vector<std::string> args{"jobs",   "submit", "--team", "t",
-                                  "--pool", "b200",   "--gpus", gpus};
+    std::vector<std::string> args{"jobs", "submit", "--team", "t",      "--project",
+                                  "main", "--pool", "b200",   "--gpus", gpus};
     if (movable) args.push_back("--movable");
     auto r = Cli(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -223,8 +229,9 @@ TEST_F(Scaling, TuneReplaysThePoolsOwnJobsAndAppliesTheCheapestSetting) {
   ASSERT_EQ(controller_->Call("PUT", "/api/v1/pools/b200/scaling", json::serialize(policy)).first,
             200);
   for (int i = 0; i < 24; ++i) {
-    auto r = controller_->Call("POST", "/api/v1/jobs",
-                               R"({"team": "t", "pool": "b200", "gpus": 1, "duration": "3s"})");
+    auto r = controller_->Call(
+        "POST", "/api/v1/jobs",
+        R"({"team": "t", "project": "main", "pool": "b200", "gpus": 1, "duration": "3s"})");
     ASSERT_EQ(r.first, 201) << r.second;
   }
   ASSERT_TRUE(WaitFor(

@@ -32,11 +32,11 @@ TEST(Expr, ErrorsNameThePositionAndTheReason) {
   EXPECT_EQ(
       ParseError("avg by (rack) (gpu_temp)"),
       "expr: at 9: 'rack' is not a label to group by: Hostname (or node), UUID, cluster, gpu, "
-      "modelName, pool");
+      "modelName, pool, team");
   EXPECT_EQ(ParseError("gpu_temp{pool=~\"(\"} > 1"),
             "expr: at 10: '(' is not a valid regular expression");
   EXPECT_EQ(ParseError("node_up{gpu=\"0\"}"),
-            "expr: at 9: 'node_up' has no label 'gpu' (it has Hostname, cluster, pool)");
+            "expr: at 9: 'node_up' has no label 'gpu' (it has Hostname, cluster, pool, team)");
   EXPECT_EQ(ParseError("1 > 2"), "expr: at 3: a comparison of two numbers: compare a series");
   EXPECT_EQ(ParseError("2 * 3"),
             "expr: at 1: the expression gives a number, not a series: an alert needs a series");

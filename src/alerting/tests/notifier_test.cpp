@@ -8,6 +8,7 @@
 
 #include <boost/json.hpp>
 #include <filesystem>
+#include <set>
 
 namespace gpufleet::alerting {
 namespace {
@@ -74,6 +75,83 @@ TEST(Notifier, AGroupingWebhookGetsOneNotificationPerGroupAndRoutesFilter) {
   EXPECT_EQ(bodies["each"].size(), 3u);
   EXPECT_EQ(boost::json::parse(bodies["each"][0]).at("alerts").as_array().size(), 1u);
   EXPECT_EQ(bodies["other"].size(), 0u);  // its route wants cluster infer
+  std::filesystem::remove_all(dir);
+}
+
+// Alerts about a team's pools carry its `team` label and go to its channels: a channel that only
+// teams name gets only theirs, one with a route of its own gets its route's and the teams'.
+// The pools' rows count allocation: PoolNoFreeGpus fires (after its 15 minutes) on a pool whose
+// GPUs jobs hold while others wait, and the free pool stays quiet.
+TEST(Notifier, ATeamsAlertsGoToItsChannelsAndPoolRowsCountAllocation) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("gf-notifier-team-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto db = store::Open("sqlite:" + (dir / "db").string()).value();
+  auto clock = std::make_shared<ManualClock>(1'800'000'000'000);
+  auto channel = [&](const char* name, const char* route) {
+    ASSERT_TRUE(
+        db.alerting->CreateChannel({name, "webhook", "http://127.0.0.1:9", "", 0, route, ""}).ok());
+  };
+  channel("vision-pager", "");                                      // vision's only
+  channel("infer-ops", R"([{"name":"cluster","value":"infer"}])");  // a route, and nlp's
+  channel("everything", "");                                        // no team: every alert
+  Notifier notifier(*db.alerting, clock, "http://ctl");
+  ASSERT_TRUE(notifier.Load().ok());
+  notifier.set_team_channels([] {
+    return std::map<std::string, std::vector<std::string>>{{"vision", {"vision-pager"}},
+                                                           {"nlp", {"infer-ops"}}};
+  });
+
+  auto node = [](const char* name, const char* cluster, const char* pool) {
+    health::NodeHealth n;
+    n.node = name;
+    n.cluster = cluster;
+    n.pool = pool;
+    n.state = n.health = NodeState::kReady;
+    n.reachable = true;
+    n.gpus.push_back({0, std::string("GPU-") + name + "-0", "", health::Level::kHealthy, {}});
+    n.gpus.push_back({1, std::string("GPU-") + name + "-1", "", health::Level::kHealthy, {}});
+    return n;
+  };
+  std::vector<health::NodeHealth> nodes = {node("v-1", "train", "vision-h100"),
+                                           node("n-1", "train", "nlp-h100")};
+  nodes[0].gpus[1].level = health::Level::kFailed;
+  nodes[0].gpus[1].reasons = {{"xid", health::Level::kFailed, "XID 79", "reboot_node"}};
+  auto snapshot = [&] {
+    Snapshot s = MakeSnapshot(nodes, {}, *XidCatalog::Builtin(), clock->NowMs(), NAN);
+    // vision-h100: one GPU held, the other failed, two jobs queued; nlp-h100: all free.
+    AddPools(s, {{"vision-h100", "train", "vision", 2, 1200}, {"nlp-h100", "train", "nlp", 0, 0}},
+             {{"v-1", {7, 0}}});
+    return std::make_shared<const Snapshot>(std::move(s));
+  };
+  auto snap = snapshot();
+  ASSERT_EQ(snap->pool_rows.size(), 2u);
+  EXPECT_EQ(snap->pool_rows[0].allocated_gpus, 1);
+  EXPECT_EQ(snap->pool_rows[0].free_gpus, 0);  // the other is failed
+  EXPECT_EQ(snap->pool_rows[1].free_gpus, 2);
+  EXPECT_EQ(TeamOf(*snap, "nlp-h100"), "nlp");
+  NoSeries reader;
+  ASSERT_TRUE(notifier.Cycle(nodes, snap, reader).ok());
+  clock->Advance(16 * 60'000);
+  ASSERT_TRUE(notifier.Cycle(nodes, snapshot(), reader).ok());
+
+  std::map<std::string, std::set<std::string>> got;  // channel -> alertname/team
+  auto due = db.alerting->DueNotifications(clock->NowMs(), 100);
+  ASSERT_TRUE(due.ok());
+  for (const auto& d : due.value()) {
+    auto v = boost::json::parse(d.body);
+    for (const auto& a : v.at("alerts").as_array()) {
+      const auto& l = a.at("labels").as_object();
+      got[d.channel].insert(std::string(l.at("alertname").as_string()) + "/" +
+                            (l.contains("team") ? std::string(l.at("team").as_string()) : "-"));
+    }
+  }
+  EXPECT_EQ(got["vision-pager"],
+            (std::set<std::string>{"GpuXidCritical/vision", "PoolDegraded/vision",
+                                   "PoolNoFreeGpus/vision"}));
+  EXPECT_EQ(got["everything"], got["vision-pager"]);
+  EXPECT_TRUE(got["infer-ops"].empty());  // nlp has no alert, and nothing is in cluster infer
   std::filesystem::remove_all(dir);
 }
 

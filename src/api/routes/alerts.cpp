@@ -1,6 +1,8 @@
 // Alerts and where they go: GET /api/v1/alerts, and the delivery channels (POST, GET and
 // DELETE /api/v1/channels) with each channel's outbox.
 
+#include <algorithm>
+
 #include "alerting/silence.h"
 #include "api/json_util.h"
 #include "common/crypto.h"
@@ -240,7 +242,17 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
 
   router.Add("DELETE", "/api/v1/channels/{name}", Role::kAdmin,
              [&ctx](const Request& req, const Principal&) {
-               if (auto s = ctx.store.alerting->DeleteChannel(req.params.at("name")); !s.ok()) {
+               const std::string& name = req.params.at("name");
+               if (ctx.teams) {
+                 for (const auto& [team, channels] : ctx.teams->Channels()) {
+                   if (std::find(channels.begin(), channels.end(), name) != channels.end()) {
+                     return ErrorResponse(MakeError(
+                         ErrorCode::kConflict, "team '" + team + "' sends its alerts to channel '" +
+                                                   name + "': take it out of the team first"));
+                   }
+                 }
+               }
+               if (auto s = ctx.store.alerting->DeleteChannel(name); !s.ok()) {
                  return ErrorResponse(s.error());
                }
                return ObjectResponse(200, {{"deleted", req.params.at("name")}});

@@ -181,6 +181,89 @@ Result<ChannelPlan> PlanChannels(ApiContext& ctx, const std::vector<ChannelEntry
   return plan;
 }
 
+// What the file's teams change, as the channels': created, updated and, with prune, deleted.
+// Every channel a team names is the file's or stored (and not pruned); every team a cluster or
+// pool of the file names is the file's or stored (and not pruned: a prune deletes the stored
+// clusters and pools that the file leaves out, so none is left naming a pruned team).
+struct TeamPlan {
+  std::vector<Team> create, update;
+  std::vector<std::string> remove;
+  int unchanged = 0;
+  std::map<std::string, std::string> stored;  // name -> the stored team's file form
+};
+
+Result<TeamPlan> PlanTeams(ApiContext& ctx, const FleetSpec& spec,
+                           const std::optional<ChannelPlan>& channels, const std::string& filename,
+                           bool prune) {
+  if (!ctx.teams) return MakeError(ErrorCode::kUnavailable, "teams are not loaded");
+  TeamPlan plan;
+  std::set<std::string> teams;  // what the fleet will have
+  for (const auto& t : ctx.teams->List()) plan.stored[t.name] = TeamJson(t, true);
+  if (spec.teams) {
+    std::set<std::string> named_channels;
+    auto stored_channels = ctx.store.alerting->ListChannels();
+    if (!stored_channels.ok()) return stored_channels.error();
+    for (const auto& c : stored_channels.value()) named_channels.insert(c.name);
+    if (channels) {
+      for (const auto& c : channels->create) named_channels.insert(c.name);
+      for (const auto& c : channels->remove) named_channels.erase(c);
+    }
+    for (size_t i = 0; i < spec.teams->size(); ++i) {
+      const Team& t = (*spec.teams)[i];
+      for (size_t j = 0; j < t.channels.size(); ++j) {
+        if (!named_channels.count(t.channels[j])) {
+          return MakeError(ErrorCode::kInvalidArgument,
+                           filename + ": teams[" + std::to_string(i) + "].channels[" +
+                               std::to_string(j) + "]: no channel '" + t.channels[j] + "'");
+        }
+      }
+      teams.insert(t.name);
+      auto it = plan.stored.find(t.name);
+      if (it == plan.stored.end()) {
+        plan.create.push_back(t);
+      } else if (it->second == TeamJson(t, true)) {
+        ++plan.unchanged;
+      } else {
+        plan.update.push_back(t);
+      }
+    }
+  }
+  for (const auto& [name, doc] : plan.stored) {
+    if (!spec.teams || !prune || teams.count(name)) {
+      teams.insert(name);
+    } else {
+      plan.remove.push_back(name);
+    }
+  }
+  auto known = [&](const std::string& team, const std::string& what) -> Status {
+    if (team.empty() || teams.count(team)) return {};
+    return MakeError(ErrorCode::kInvalidArgument,
+                     filename + ": " + what + ": team: no team '" + team +
+                         "' (add it to the file's teams, or gpufleet teams create " + team + ")");
+  };
+  for (const auto& c : spec.clusters) GF_TRY(known(c.team, "cluster " + c.name));
+  for (const auto& p : spec.pools) GF_TRY(known(p.team, "pool " + p.name));
+  return plan;
+}
+
+std::vector<FleetChange> TeamChanges(const TeamPlan& plan) {
+  auto before = [&](const std::string& name) {
+    auto it = plan.stored.find(name);
+    return it == plan.stored.end() ? std::string() : it->second;
+  };
+  std::vector<FleetChange> out;
+  for (const auto& t : plan.create) {
+    out.push_back({"team", t.name, "create", DiffJson("", TeamJson(t, true))});
+  }
+  for (const auto& t : plan.update) {
+    out.push_back({"team", t.name, "update", DiffJson(before(t.name), TeamJson(t, true))});
+  }
+  for (const auto& name : plan.remove) {
+    out.push_back({"team", name, "delete", DiffJson(before(name), "")});
+  }
+  return out;
+}
+
 // The plan's channels as diff entries, by name.
 std::vector<FleetChange> ChannelChanges(const ChannelPlan& plan) {
   auto before = [&](const std::string& name) {
@@ -309,6 +392,19 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
             if (!plan.ok()) return ErrorResponse(plan.error());
             channels = std::move(plan).value();
           }
+          // Teams: the file's need an admin's fleet-wide token, as channels do; the teams
+          // clusters and pools name must be known either way.
+          if (spec->teams) {
+            if (who.role < Role::kAdmin) {
+              return ErrorResponse(MakeError(ErrorCode::kPermissionDenied,
+                                             "token '" + who.name +
+                                                 "' may not change teams: the file's teams "
+                                                 "need an admin token"));
+            }
+            if (auto s = RequireFleetWide(who); !s.ok()) return ErrorResponse(s.error());
+          }
+          auto teams = PlanTeams(ctx, spec.value(), channels, filename, prune || dry_run);
+          if (!teams.ok()) return ErrorResponse(teams.error());
           for (const auto& c : spec->clusters) {
             if (!who.CanSeeCluster(c.name)) {
               return ErrorResponse(
@@ -345,6 +441,7 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
             if (channels) {
               for (auto& c : ChannelChanges(*channels)) changes->push_back(std::move(c));
             }
+            for (auto& c : TeamChanges(*teams)) changes->push_back(std::move(c));
             if (rules) {
               for (auto& c : RuleChanges(ctx, *rules)) changes->push_back(std::move(c));
             }
@@ -353,6 +450,24 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
                                         {"pools", spec->pools.size()},
                                         {"scaling", spec->scaling.size()},
                                         {"changes", ChangesJson(changes.value())}});
+          }
+          // Channels and teams first: the teams name channels, clusters and pools name teams.
+          json::object extra;
+          if (channels) {
+            for (const auto& c : channels->create) {
+              if (auto st = ctx.store.alerting->CreateChannel(c); !st.ok())
+                return ErrorResponse(st.error());
+            }
+            for (const auto& c : channels->update) {
+              if (auto st = ctx.store.alerting->UpdateChannel(c); !st.ok())
+                return ErrorResponse(st.error());
+            }
+          }
+          for (const auto& t : teams->create) {
+            if (auto made = ctx.teams->Create(t); !made.ok()) return ErrorResponse(made.error());
+          }
+          for (const auto& t : teams->update) {
+            if (auto done = ctx.teams->Replace(t); !done.ok()) return ErrorResponse(done.error());
           }
           auto counts = ctx.fleet.Apply(spec.value());
           if (!counts.ok()) return ErrorResponse(counts.error());
@@ -367,16 +482,16 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
             if (!r.ok()) return ErrorResponse(r.error());
             ++(changed ? set : unchanged);
           }
-          json::object extra;
+          for (const auto& name : teams->remove) {
+            if (auto st = ctx.teams->Delete(name); !st.ok()) return ErrorResponse(st.error());
+          }
+          if (spec->teams) {
+            extra["teams"] = {{"created", teams->create.size()},
+                              {"updated", teams->update.size()},
+                              {"unchanged", teams->unchanged},
+                              {"deleted", json::value_from(teams->remove)}};
+          }
           if (channels) {
-            for (const auto& c : channels->create) {
-              if (auto st = ctx.store.alerting->CreateChannel(c); !st.ok())
-                return ErrorResponse(st.error());
-            }
-            for (const auto& c : channels->update) {
-              if (auto st = ctx.store.alerting->UpdateChannel(c); !st.ok())
-                return ErrorResponse(st.error());
-            }
             for (const auto& name : channels->remove) {
               if (auto st = ctx.store.alerting->DeleteChannel(name); !st.ok())
                 return ErrorResponse(st.error());
@@ -457,6 +572,10 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
           // Channels and rules are the whole fleet's: a fleet-wide token's export has them.
           std::vector<alerting::Rule> rules;
           if (who.clusters.empty()) {
+            if (ctx.teams) {
+              auto teams = ctx.teams->List();
+              if (!teams.empty()) spec.teams = std::move(teams);
+            }
             auto stored = ctx.store.alerting->ListChannels();
             if (!stored.ok()) return ErrorResponse(stored.error());
             if (!stored->empty()) spec.channels.emplace();

@@ -116,6 +116,13 @@ Response PoolReply(ApiContext& ctx, int status, const std::string& name) {
   return ObjectResponse(status, WithCounts(ToJson(pool.value()), counts[name]));
 }
 
+// A cluster's or pool's `team`, when it names one, is a known team.
+Status CheckTeam(ApiContext& ctx, const std::string& team) {
+  if (team.empty() || !ctx.teams || ctx.teams->Get(team).ok()) return {};
+  return MakeError(ErrorCode::kInvalidArgument,
+                   "team: no team '" + team + "' (create it first: gpufleet teams create)");
+}
+
 // Validates and stores one cluster: `create` refuses one that exists (409), otherwise it is
 // created or replaced. 201 when created, else 200.
 Response PutCluster(ApiContext& ctx, const Principal& who, const json::object& body, bool create) {
@@ -126,6 +133,7 @@ Response PutCluster(ApiContext& ctx, const Principal& who, const json::object& b
         MakeError(ErrorCode::kPermissionDenied,
                   "token '" + who.name + "' may not change cluster '" + cluster->name + "'"));
   }
+  if (auto s = CheckTeam(ctx, cluster->team); !s.ok()) return ErrorResponse(s.error());
   bool exists = FindCluster(ctx, who, cluster->name).ok();
   if (create && exists) {
     return ErrorResponse(
@@ -159,6 +167,7 @@ Response PutPool(ApiContext& ctx, const Principal& who, const json::object& body
     return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
                                    "cluster: no cluster '" + pool.cluster + "' (create it first)"));
   }
+  if (auto s = CheckTeam(ctx, pool.team); !s.ok()) return ErrorResponse(s.error());
   bool exists = false;
   if (auto old = ctx.fleet.FindPool(pool.name); old.ok()) {
     exists = true;

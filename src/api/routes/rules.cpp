@@ -59,6 +59,7 @@ void AddRuleRoutes(Router& router, ApiContext& ctx) {
         for (const auto& m : alerting::AllMetrics()) {
           const char* rows = m.rows == alerting::RowKind::kGpu    ? "gpu"
                              : m.rows == alerting::RowKind::kNode ? "node"
+                             : m.rows == alerting::RowKind::kPool ? "pool"
                                                                   : "controller";
           json::array labels;
           for (auto l : alerting::RowLabels(m.rows)) labels.push_back(json::string(l));

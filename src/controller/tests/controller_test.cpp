@@ -23,6 +23,10 @@ namespace {
 std::string Fleet(const std::string& scaling) {
   return R"(apiVersion: gpufleet/v1
 kind: Fleet
+teams:
+  - {name: t0, projects: [main]}
+  - {name: t1, projects: [main]}
+  - {name: t2, projects: [main]}
 clusters:
   - name: burst
     type: training
@@ -121,9 +125,10 @@ TEST(Controller, ATuneRunsOffTheIoThreadAndAStopCancelsIt) {
   auto submitting = std::chrono::steady_clock::now();
   for (int i = 0; i < kJobs; ++i) {
     char body[160];
-    std::snprintf(body, sizeof body,
-                  R"({"team": "t%d", "pool": "b200", "gpus": %d, "duration": "%dm"})", i % 3,
-                  1 << (i % 3), 5 + i % 90);
+    std::snprintf(
+        body, sizeof body,
+        R"({"team": "t%d", "project": "main", "pool": "b200", "gpus": %d, "duration": "%dm"})",
+        i % 3, 1 << (i % 3), 5 + i % 90);
     auto r = call("POST", "/api/v1/jobs", body);
     ASSERT_TRUE(r.ok()) << r.error().message;
     ASSERT_EQ(r->status, 201) << r->body;

@@ -150,6 +150,12 @@ CREATE INDEX drift_findings_node ON drift_findings(node)
       {15, R"SQL(
 CREATE TABLE compliance_days (day TEXT PRIMARY KEY, doc TEXT NOT NULL, updated_ms BIGINT NOT NULL)
 )SQL"},
+      // Teams and their projects, a JSON document each; the team that owns a cluster or pool.
+      {16, R"SQL(
+CREATE TABLE teams (name TEXT PRIMARY KEY, doc TEXT NOT NULL, updated_ms BIGINT NOT NULL);
+ALTER TABLE clusters ADD COLUMN team TEXT NOT NULL DEFAULT '';
+ALTER TABLE pools ADD COLUMN team TEXT NOT NULL DEFAULT ''
+)SQL"},
   };
   return kAll;
 }

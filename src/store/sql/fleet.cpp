@@ -25,31 +25,34 @@ Status SqlStore::ApplyFleet(const std::vector<Cluster>& clusters, const std::vec
       std::string remediation = JsonText(ToJson(c.remediation));
       std::string lifecycle = JsonText(ToJson(c.lifecycle));
       long long created = c.created_ms, updated = c.updated_ms;
-      sql << "INSERT INTO clusters (name, type, site, labels, remediation, lifecycle, "
-             "created_ms, updated_ms) VALUES (:n, :t, :s, :l, :r, :lc, :c, :u) "
+      sql << "INSERT INTO clusters (name, type, site, team, labels, remediation, lifecycle, "
+             "created_ms, updated_ms) VALUES (:n, :t, :s, :tm, :l, :r, :lc, :c, :u) "
              "ON CONFLICT (name) DO UPDATE "
-             "SET type = excluded.type, site = excluded.site, labels = excluded.labels, "
+             "SET type = excluded.type, site = excluded.site, team = excluded.team, "
+             "labels = excluded.labels, "
              "remediation = excluded.remediation, lifecycle = excluded.lifecycle, "
              "updated_ms = excluded.updated_ms",
-          soci::use(c.name), soci::use(type), soci::use(c.site), soci::use(labels),
-          soci::use(remediation), soci::use(lifecycle), soci::use(created), soci::use(updated);
+          soci::use(c.name), soci::use(type), soci::use(c.site), soci::use(c.team),
+          soci::use(labels), soci::use(remediation), soci::use(lifecycle), soci::use(created),
+          soci::use(updated);
     }
     for (const auto& p : pools) {
       std::string labels = JsonText(ToJson(p.labels)), exporters = JsonText(ToJson(p.exporters));
       std::string lifecycle = JsonText(ToJson(p.lifecycle));
       long long gpn = p.gpus_per_node, size = p.size, created = p.created_ms,
                 updated = p.updated_ms, interval = p.scrape_interval_ms;
-      sql << "INSERT INTO pools (name, cluster, gpu_model, gpus_per_node, size, labels, "
+      sql << "INSERT INTO pools (name, cluster, gpu_model, gpus_per_node, size, team, labels, "
              "exporters, scrape_interval_ms, lifecycle, created_ms, updated_ms) "
-             "VALUES (:n, :c, :m, :g, :s, :l, :e, :i, :lc, :cr, :u) "
+             "VALUES (:n, :c, :m, :g, :s, :tm, :l, :e, :i, :lc, :cr, :u) "
              "ON CONFLICT (name) DO UPDATE SET cluster = excluded.cluster, "
              "gpu_model = excluded.gpu_model, gpus_per_node = excluded.gpus_per_node, "
-             "size = excluded.size, labels = excluded.labels, exporters = excluded.exporters, "
+             "size = excluded.size, team = excluded.team, labels = excluded.labels, "
+             "exporters = excluded.exporters, "
              "scrape_interval_ms = excluded.scrape_interval_ms, "
              "lifecycle = excluded.lifecycle, updated_ms = excluded.updated_ms",
           soci::use(p.name), soci::use(p.cluster), soci::use(p.gpu_model), soci::use(gpn),
-          soci::use(size), soci::use(labels), soci::use(exporters), soci::use(interval),
-          soci::use(lifecycle), soci::use(created), soci::use(updated);
+          soci::use(size), soci::use(p.team), soci::use(labels), soci::use(exporters),
+          soci::use(interval), soci::use(lifecycle), soci::use(created), soci::use(updated);
     }
     tx.commit();
     return {};
@@ -73,12 +76,13 @@ Result<std::vector<Cluster>> SqlStore::ListClusters() {
     Cluster c;
     std::string type, labels, remediation, lifecycle;
     long long created = 0, updated = 0;
-    soci::statement st = Once(
-        sql,
-        "SELECT name, type, site, labels, remediation, lifecycle, created_ms, "
-        "updated_ms FROM clusters ORDER BY name COLLATE \"binary\"",
-        soci::into(c.name), soci::into(type), soci::into(c.site), soci::into(labels),
-        soci::into(remediation), soci::into(lifecycle), soci::into(created), soci::into(updated));
+    soci::statement st =
+        Once(sql,
+             "SELECT name, type, site, team, labels, remediation, lifecycle, created_ms, "
+             "updated_ms FROM clusters ORDER BY name COLLATE \"binary\"",
+             soci::into(c.name), soci::into(type), soci::into(c.site), soci::into(c.team),
+             soci::into(labels), soci::into(remediation), soci::into(lifecycle),
+             soci::into(created), soci::into(updated));
     st.execute();
     while (st.fetch()) {
       c.type = ParseClusterType(type).value_or(ClusterType::kTraining);
@@ -101,12 +105,12 @@ Result<std::vector<Pool>> SqlStore::ListPools() {
     long long gpn = 0, size = 0, created = 0, updated = 0, interval = 0;
     soci::statement st =
         Once(sql,
-             "SELECT name, cluster, gpu_model, gpus_per_node, size, labels, "
+             "SELECT name, cluster, gpu_model, gpus_per_node, size, team, labels, "
              "exporters, scrape_interval_ms, lifecycle, created_ms, updated_ms FROM pools "
              "ORDER BY cluster COLLATE \"binary\", name COLLATE \"binary\"",
              soci::into(p.name), soci::into(p.cluster), soci::into(p.gpu_model), soci::into(gpn),
-             soci::into(size), soci::into(labels), soci::into(exporters), soci::into(interval),
-             soci::into(lifecycle), soci::into(created), soci::into(updated));
+             soci::into(size), soci::into(p.team), soci::into(labels), soci::into(exporters),
+             soci::into(interval), soci::into(lifecycle), soci::into(created), soci::into(updated));
     st.execute();
     while (st.fetch()) {
       p.gpus_per_node = static_cast<int>(gpn);

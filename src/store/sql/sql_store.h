@@ -54,6 +54,7 @@ class SqlStore final : public FleetStore,
                        public RolloutStore,
                        public DriftStore,
                        public ComplianceStore,
+                       public TeamStore,
                        public Database {
  public:
   // Opens (or opens again) one session: the backend, its connection string, its settings.
@@ -148,6 +149,10 @@ class SqlStore final : public FleetStore,
   Result<std::vector<ComplianceDay>> ListComplianceDays(const std::string& from,
                                                         const std::string& to) override;
   Result<int64_t> DeleteComplianceDaysBefore(const std::string& day) override;
+
+  Status PutTeam(const TeamRecord& team) override;
+  Result<std::vector<TeamRecord>> ListTeams() override;
+  Status DeleteTeam(const std::string& name) override;
 
   std::string_view backend() const override;
   const std::string& location() const override { return location_; }

@@ -1,4 +1,4 @@
-// The embedded store: jobs, scaling policies, scale events and the scaling history.
+// The embedded store: jobs, teams, scaling policies, scale events and the scaling history.
 
 #include "store/sql/sql_store.h"
 
@@ -60,6 +60,39 @@ Result<std::optional<std::string>> SqlStore::GetSetting(const std::string& name)
 Status SqlStore::DeleteSetting(const std::string& name) {
   return Run([&](soci::session& sql) -> Status {
     sql << "DELETE FROM settings WHERE name = :n", soci::use(name);
+    return {};
+  });
+}
+
+Status SqlStore::PutTeam(const TeamRecord& team) {
+  return Run([&](soci::session& sql) -> Status {
+    long long t = team.updated_ms;
+    sql << "INSERT INTO teams (name, doc, updated_ms) VALUES (:n, :d, :t) "
+           "ON CONFLICT (name) DO UPDATE SET doc = excluded.doc, updated_ms = excluded.updated_ms",
+        soci::use(team.name), soci::use(team.doc), soci::use(t);
+    return {};
+  });
+}
+
+Result<std::vector<TeamRecord>> SqlStore::ListTeams() {
+  return Run([&](soci::session& sql) -> Result<std::vector<TeamRecord>> {
+    std::vector<TeamRecord> out;
+    TeamRecord r;
+    long long t = 0;
+    soci::statement st = Once(sql, "SELECT name, doc, updated_ms FROM teams ORDER BY name",
+                              soci::into(r.name), soci::into(r.doc), soci::into(t));
+    st.execute();
+    while (st.fetch()) {
+      r.updated_ms = t;
+      out.push_back(r);
+    }
+    return out;
+  });
+}
+
+Status SqlStore::DeleteTeam(const std::string& name) {
+  return Run([&](soci::session& sql) -> Status {
+    sql << "DELETE FROM teams WHERE name = :n", soci::use(name);
     return {};
   });
 }

@@ -231,6 +231,32 @@ TEST_P(StoreTest, ComplianceDaysAreUpsertedByDayListedByRangeAndPruned) {
   EXPECT_EQ(store_.compliance->ListComplianceDays("2000-01-01", "2999-12-31")->size(), 2u);
 }
 
+// Teams are one document each, upserted and deleted by name; clusters and pools keep the team
+// that owns them.
+TEST_P(StoreTest, TeamsAreUpsertedByNameAndClustersAndPoolsKeepTheirOwner) {
+  auto& t = *store_.teams;
+  ASSERT_TRUE(t.PutTeam({"vision", R"({"name":"vision"})", 1}).ok());
+  ASSERT_TRUE(t.PutTeam({"nlp", R"({"name":"nlp"})", 2}).ok());
+  ASSERT_TRUE(t.PutTeam({"vision", R"({"name":"vision","budget_monthly":5})", 3}).ok());
+  Cluster c{"train", ClusterType::kTraining, "lab", {}, 1, 1};
+  c.team = "nlp";
+  Pool p{"h100", "train", "H100-SXM5-80GB", 8, 2, {}, 1, 1};
+  p.team = "vision";
+  ASSERT_TRUE(store_.fleet->ApplyFleet({c}, {p}).ok());
+  Reopen();
+  auto teams = store_.teams->ListTeams();
+  ASSERT_TRUE(teams.ok()) << teams.error().message;
+  ASSERT_EQ(teams->size(), 2u);
+  EXPECT_EQ(teams->at(0).name, "nlp");
+  EXPECT_EQ(teams->at(1).doc, R"({"name":"vision","budget_monthly":5})");
+  EXPECT_EQ(teams->at(1).updated_ms, 3);
+  EXPECT_EQ(store_.fleet->ListClusters()->at(0).team, "nlp");
+  EXPECT_EQ(store_.fleet->ListPools()->at(0).team, "vision");
+  ASSERT_TRUE(store_.teams->DeleteTeam("nlp").ok());
+  ASSERT_TRUE(store_.teams->DeleteTeam("none").ok());
+  EXPECT_EQ(store_.teams->ListTeams()->size(), 1u);
+}
+
 TEST_P(StoreTest, PoolNeedsItsCluster) {
   Pool p{"p1", "nowhere", "L4", 1, 4, {}, 1, 1};
   EXPECT_FALSE(store_.fleet->ApplyFleet({}, {p}).ok());
@@ -832,6 +858,7 @@ TEST(StoreCopy, MovesEveryTableToAnEmptyDatabaseAndRefusesAFullOne) {
         s.rollouts->AppendRolloutEvents({{0, rollout.value(), 2, "n1", "drain", "x"}}).ok());
     ASSERT_TRUE(s.drift->SaveDriftFindings({{1, "n1", "open", "{}", 2}}).ok());
     ASSERT_TRUE(s.compliance->PutComplianceDay({"2026-12-03", "{}", 2}).ok());
+    ASSERT_TRUE(s.teams->PutTeam({"vision", R"({"name":"vision"})", 2}).ok());
   }
   auto& pg = testing::SharedPostgres();
   ASSERT_TRUE(pg.ok()) << pg.error();

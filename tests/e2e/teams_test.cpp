@@ -1,0 +1,198 @@
+// Teams and their projects end to end: the fleet file's teams and owners, the REST API and the
+// CLI, jobs that must name a known team and project, a team's alerts delivered to its channel
+// (a real webhook receiver on loopback), and the pool rows of the rule language.
+
+#include <thread>
+
+#include "common/json_text.h"
+#include "fixture.h"
+
+namespace gpufleet::e2e {
+namespace {
+
+using Teams = E2E;
+
+constexpr char kFleet[] = R"(apiVersion: gpufleet/v1
+kind: Fleet
+teams:
+  - name: vision
+    contacts: [vision-oncall@example.com]
+    budget_monthly: 50000
+    projects: [detector, {name: cameras, description: the store cameras}]
+  - {name: nlp, projects: [llm]}
+clusters:
+  - name: train
+    type: training
+    site: lab-a
+    team: nlp
+    pools:
+      - {name: h100, gpu_model: H100-SXM5-80GB, gpus_per_node: 8, size: 1, team: vision}
+      - {name: h100-b, gpu_model: H100-SXM5-80GB, gpus_per_node: 8, size: 0}
+)";
+
+TEST_F(Teams, TheFleetFileApiAndCliManageTeamsAndJobsMustNameOne) {
+  auto applied = ApplyText("fleet.yaml", kFleet);
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  EXPECT_NE(applied.out.find("teams: 2 created"), std::string::npos) << applied.out;
+
+  // What each team owns: a pool without a team of its own is its cluster's.
+  auto [s, vision] = controller_->Call("GET", "/api/v1/teams/vision");
+  ASSERT_EQ(s, 200) << vision;
+  EXPECT_EQ(vision.at("pools"), json::parse(R"(["h100"])"));
+  EXPECT_EQ(vision.at("budget_monthly"), 50000);
+  EXPECT_EQ(vision.at("projects").at(1).at("description"), "the store cameras");
+  auto nlp = controller_->Call("GET", "/api/v1/teams/nlp").second;
+  EXPECT_EQ(nlp.at("clusters"), json::parse(R"(["train"])"));
+  EXPECT_EQ(nlp.at("pools"), json::parse(R"(["h100-b"])"));
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/pools/h100").second.at("team"), "vision");
+
+  // Jobs: a known team and one of its projects, else a 400 that says which are known.
+  auto submit = [&](const std::string& body) {
+    return controller_->Call("POST", "/api/v1/jobs", body);
+  };
+  EXPECT_EQ(submit(R"({"team": "vision", "project": "detector", "pool": "h100", "gpus": 1})").first,
+            201);
+  auto [s1, v1] = submit(R"({"team": "speech", "project": "asr", "pool": "h100"})");
+  EXPECT_EQ(s1, 400);
+  EXPECT_EQ(v1.at("error").at("message"), "unknown team 'speech' (known: nlp, vision)");
+  auto [s2, v2] = submit(R"({"team": "vision", "project": "llm", "pool": "h100"})");
+  EXPECT_EQ(s2, 400);
+  EXPECT_EQ(v2.at("error").at("message"),
+            "team 'vision' has no project 'llm' (it has detector, cameras)");
+  EXPECT_EQ(submit(R"({"team": "vision", "pool": "h100"})").first, 400);
+  auto cli_job = Cli({"jobs", "submit", "--team", "nlp", "--pool", "h100"});
+  EXPECT_EQ(cli_job.exit_code, 2) << cli_job.err;  // --project is required
+
+  // The CLI: create, projects, set, show, list; bad input is one line and a non-zero exit.
+  auto made = Cli({"teams", "create", "speech", "--project", "asr", "--contact", "s@example.com",
+                   "--budget", "1200"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_EQ(made.out, "team speech created (1 project(s))\n");
+  EXPECT_EQ(Cli({"teams", "projects", "add", "speech", "tts", "--description", "voices"}).exit_code,
+            0);
+  auto dup = Cli({"teams", "projects", "add", "speech", "tts"});
+  EXPECT_EQ(dup.exit_code, 1);
+  EXPECT_EQ(dup.err, "error: team 'speech' has a project 'tts' already (HTTP 409)\n");
+  EXPECT_EQ(Cli({"teams", "set", "speech", "--budget", "1500"}).exit_code, 0);
+  auto shown = Cli({"teams", "show", "speech"});
+  EXPECT_NE(shown.out.find("Budget:    1500 a month"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("voices"), std::string::npos) << shown.out;
+  auto listed = Cli({"teams", "list"});
+  EXPECT_NE(listed.out.find("asr, tts"), std::string::npos) << listed.out;
+  auto bad = Cli({"teams", "create", "Bad Name"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("name: 'Bad Name' must be lower-case"), std::string::npos) << bad.err;
+  auto no_channel = controller_->Call("PATCH", "/api/v1/teams/speech", R"({"channels": ["x"]})");
+  EXPECT_EQ(no_channel.first, 400);
+  EXPECT_EQ(no_channel.second.at("error").at("message"),
+            "channels[0]: no channel 'x' (create it first: gpufleet channels create)");
+  EXPECT_EQ(controller_->Call("PATCH", "/api/v1/teams/speech", R"({"name": "other"})").first, 400);
+
+  // A team that owns a pool, or a project with a running job, is not deleted.
+  auto owner = controller_->Call("DELETE", "/api/v1/teams/vision");
+  EXPECT_EQ(owner.first, 409);
+  EXPECT_EQ(owner.second.at("error").at("message"),
+            "team 'vision' owns pool h100: give them another team first");
+  EXPECT_EQ(controller_->Call("DELETE", "/api/v1/teams/vision/projects/detector").first, 409);
+  EXPECT_EQ(controller_->Call("DELETE", "/api/v1/teams/vision/projects/cameras").first, 200);
+  EXPECT_EQ(controller_->Call("DELETE", "/api/v1/teams/speech").first, 200);
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/teams/speech").first, 404);
+  // A pool that names an unknown team is refused, and the change is audited.
+  auto pool = controller_->Call("PATCH", "/api/v1/pools/h100-b", R"({"team": "ghosts"})");
+  EXPECT_EQ(pool.first, 400);
+  EXPECT_EQ(pool.second.at("error").at("message"),
+            "team: no team 'ghosts' (create it first: gpufleet teams create)");
+  auto audit = controller_->Call("GET", "/api/v1/audit?target=team/speech").second;
+  EXPECT_GE(audit.at("items").as_array().size(), 3u) << audit;
+
+  // Export writes the teams back; applying the export changes nothing.
+  auto exported = Cli({"export"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_NE(exported.out.find("teams:\n  - {\"name\": \"nlp\""), std::string::npos) << exported.out;
+  EXPECT_NE(exported.out.find("team: \"vision\""), std::string::npos) << exported.out;
+  auto again = ApplyText("exported.yaml", exported.out);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("teams: 0 created, 0 updated, 2 unchanged"), std::string::npos)
+      << again.out;
+  // A file whose pool names a team it does not have, nor the controller, changes nothing.
+  std::string ghost = kFleet;
+  ghost.replace(ghost.find("team: vision}"), 13, "team: ghosts}");
+  auto refused = ApplyText("ghost.yaml", ghost);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("ghost.yaml: pool h100: team: no team 'ghosts'"), std::string::npos)
+      << refused.err;
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/pools/h100").second.at("team"), "vision");
+}
+
+// A team's alerts reach its channel: a channel only the team names gets the alerts about its
+// pool and not another team's; PoolNoFreeGpus-style rules read the pool rows with the team
+// label; and a channel a team names is not deleted from under it.
+TEST_F(Teams, ATeamsAlertsGoToItsChannel) {
+  ASSERT_EQ(ApplyText("fleet.yaml", kFleet).exit_code, 0);
+  PageServer vision_hook(""), nlp_hook("");
+  for (auto [name, port] :
+       {std::pair{"vision-pager", vision_hook.port()}, std::pair{"nlp-pager", nlp_hook.port()}}) {
+    auto [s, v] = controller_->Call("POST", "/api/v1/channels",
+                                    std::string(R"({"name": ")") + name +
+                                        R"(", "type": "webhook", "url": "http://127.0.0.1:)" +
+                                        std::to_string(port) + R"(/hook"})");
+    ASSERT_EQ(s, 201) << v;
+  }
+  ASSERT_EQ(
+      controller_->Call("PATCH", "/api/v1/teams/vision", R"({"channels": ["vision-pager"]})").first,
+      200);
+  ASSERT_EQ(controller_->Call("PATCH", "/api/v1/teams/nlp", R"({"channels": ["nlp-pager"]})").first,
+            200);
+  EXPECT_EQ(controller_->Call("DELETE", "/api/v1/channels/vision-pager").first, 409);
+  // A rule on the pool rows: the vision pool's queue holds a job it cannot run (more GPUs
+  // than its one node has free once the first job holds them all).
+  auto rules = ApplyText("rules.yaml", R"(groups:
+  - name: capacity
+    rules:
+      - alert: PoolBacklog
+        expr: pool_queued_jobs > 0
+        labels: {severity: warning}
+        annotations: {summary: "{{ $labels.pool }} of {{ $labels.team }}: {{ $value }} waiting"}
+)");
+  ASSERT_EQ(rules.exit_code, 0) << rules.err;
+  Sim(JoinToken("h100"), "tm", 1, "H100-SXM5-80GB", 8);
+  ASSERT_TRUE(WaitState("tm-0000", "ready"));
+  for (int i = 0; i < 2; ++i) {
+    auto [s, v] = controller_->Call(
+        "POST", "/api/v1/jobs",
+        R"({"team": "nlp", "project": "llm", "pool": "h100", "gpus": 8, "duration": "1h"})");
+    ASSERT_EQ(s, 201) << v;
+  }
+  // The node's XID: an alert about the vision pool's node.
+  ASSERT_EQ(
+      controller_->Call("POST", "/api/v1/nodes/tm-0000/gpus/0/inject", R"({"xid": 79})").first,
+      202);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::string all;
+        for (const auto& b : vision_hook.bodies()) all += b;
+        return all.find("GpuXidCritical") != std::string::npos &&
+               all.find("PoolBacklog") != std::string::npos;
+      },
+      20000))
+      << vision_hook.bodies().size();
+  std::string all;
+  for (const auto& b : vision_hook.bodies()) all += b;
+  EXPECT_NE(all.find(R"("team":"vision")"), std::string::npos) << all;
+  EXPECT_NE(all.find("h100 of vision: 1 waiting"), std::string::npos) << all;
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_TRUE(nlp_hook.bodies().empty());  // the jobs are nlp's, the pool is vision's
+  auto metrics = controller_->Call("GET", "/api/v1/alert-rules/metrics?limit=500").second;
+  bool found = false;
+  for (const auto& m : metrics.at("items").as_array()) {
+    if (m.at("name") == "pool_queue_wait_p95_seconds") {
+      found = true;
+      EXPECT_EQ(m.at("rows"), "pool");
+      EXPECT_EQ(m.at("labels"), json::parse(R"(["cluster","pool","team"])"));
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace gpufleet::e2e
