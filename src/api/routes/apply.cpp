@@ -261,6 +261,8 @@ std::vector<FleetChange> TeamChanges(const TeamPlan& plan) {
   for (const auto& name : plan.remove) {
     out.push_back({"team", name, "delete", DiffJson(before(name), "")});
   }
+  std::sort(out.begin(), out.end(),
+            [](const FleetChange& a, const FleetChange& b) { return a.name < b.name; });
   return out;
 }
 

@@ -72,6 +72,13 @@ TEST(FleetSpec, AWrittenSpecReadsBackTheSame) {
   EXPECT_FALSE(back->clusters[0].lifecycle.profile.empty()) << "the example has profiles";
   ASSERT_EQ(back->scaling.size(), 1u);
   EXPECT_EQ(PoolScalingJson(back->scaling[0]), PoolScalingJson(spec->scaling[0]));
+  // The teams, and the owners of clusters and pools.
+  ASSERT_TRUE(back->teams);
+  EXPECT_EQ(*back->teams, *spec->teams);
+  EXPECT_EQ(back->teams->size(), 5u);
+  EXPECT_EQ(back->clusters[0].team, "nlp");
+  for (size_t i = 0; i < spec->pools.size(); ++i)
+    EXPECT_EQ(back->pools[i].team, spec->pools[i].team);
   EXPECT_EQ(WriteFleetSpec(back.value()), text);
 }
 
