@@ -95,6 +95,7 @@ struct ServeFlags {
   std::string health_interval = "5s";
   std::string drain_timeout = "10m";
   std::string job_retention = "7d";
+  std::string usage_retention = "400d";
   std::string reserve_after = "10m";
   std::string header_timeout = "30s";
   std::string log_level = "info";
@@ -119,6 +120,9 @@ void AddControllerFlags(CLI::App* cmd, ServeFlags& f) {
                   "a drain waits this long for a node's jobs, then requeues them (default 10m)");
   cmd->add_option("--job-retention", f.job_retention,
                   "ended jobs are kept this long, then dropped (default 7d)");
+  cmd->add_option("--usage-retention", f.usage_retention,
+                  "how long the usage ledger keeps an allocation after its end (default 400d: "
+                  "13 months and more, for year-on-year reports)");
   cmd->add_option("--reserve-after", f.reserve_after,
                   "a job that does not fit waits this long, then nodes are kept for it so that "
                   "smaller jobs cannot starve it (default 10m; 0s: at once)");
@@ -176,6 +180,11 @@ Status Finish(ServeFlags& f, const cli::Globals& g) {
   f.options.job_retention_ms = ParseDurationMs(f.job_retention);
   if (f.options.job_retention_ms <= 0) {
     return MakeError(ErrorCode::kInvalidArgument, "--job-retention must be a duration, e.g. 7d");
+  }
+  f.options.usage_retention_ms = ParseDurationMs(f.usage_retention);
+  if (f.options.usage_retention_ms < 86'400'000LL) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "--usage-retention must be a duration of a day or more, e.g. 400d");
   }
   f.options.header_timeout_ms = static_cast<int>(ParseDurationMs(f.header_timeout));
   if (f.options.header_timeout_ms < 100 || f.options.header_timeout_ms > 3'600'000) {

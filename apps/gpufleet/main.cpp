@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   gpufleet::cli::AddDriftCommands(app, globals);
   gpufleet::cli::AddReportCommands(app, globals);
   gpufleet::cli::AddTeamCommands(app, globals);
+  gpufleet::cli::AddUsageCommands(app, globals);
   gpufleet::cli::AddReplayCommand(app, globals);
   gpufleet::cli::AddJobCommands(app, globals);
   gpufleet::cli::AddScalingCommands(app, globals);

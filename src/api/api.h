@@ -24,6 +24,7 @@
 #include "scrape/scraper.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
+#include "usage/usage.h"
 #include "workload/jobs.h"
 
 namespace gpufleet::api {
@@ -66,6 +67,7 @@ struct ApiDeps {
   lifecycle::DriftService* drift = nullptr;       // /api/v1/drift; absent: 503
   lifecycle::ComplianceService* compliance = nullptr;  // /api/v1/reports/compliance; absent: 503
   TeamService* teams = nullptr;                        // /api/v1/teams; absent: 503
+  usage::UsageService* usage = nullptr;                // /api/v1/usage; absent: 503
 };
 
 // Owns its I/O threads. Start() binds and serves; Stop() closes and joins. Thread-safe.

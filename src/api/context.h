@@ -20,6 +20,7 @@
 #include "scrape/scraper.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
+#include "usage/usage.h"
 #include "workload/jobs.h"
 
 namespace gpufleet::api {
@@ -49,6 +50,7 @@ struct ApiContext {
   lifecycle::DriftService* drift = nullptr;            // may be null
   lifecycle::ComplianceService* compliance = nullptr;  // may be null
   TeamService* teams = nullptr;                        // may be null
+  usage::UsageService* usage = nullptr;                // may be null
 };
 
 // Each routes/<resource>.cpp registers its handlers.
@@ -73,6 +75,7 @@ void AddSecurityRoutes(Router& router, ApiContext& ctx);   // vulnerabilities, b
 void AddDriftRoutes(Router& router, ApiContext& ctx);      // drift from the golden profiles
 void AddReportRoutes(Router& router, ApiContext& ctx);     // reports: compliance
 void AddTeamRoutes(Router& router, ApiContext& ctx);       // teams and their projects
+void AddUsageRoutes(Router& router, ApiContext& ctx);      // the usage ledger
 
 // Authenticates "Bearer <token>" against the stored API tokens. While the store is unavailable
 // it answers from the last successful lookup of the same token (its role, expiry and revocation

@@ -113,6 +113,7 @@ struct ApiServer::Impl {
     ctx.drift = d.drift;
     ctx.compliance = d.compliance;
     ctx.teams = d.teams;
+    ctx.usage = d.usage;
     ctx.flush_token_use = [this] {
       if (auto s = auth.FlushUse(); !s.ok()) {
         spdlog::warn("api: cannot write tokens' last use: {}", s.error().message);
@@ -139,6 +140,7 @@ struct ApiServer::Impl {
     AddDriftRoutes(router, ctx);
     AddReportRoutes(router, ctx);
     AddTeamRoutes(router, ctx);
+    AddUsageRoutes(router, ctx);
     // Last, so that it lists every route, itself included.
     router.Add("GET", "/api/v1/routes", Role::kViewer, [this](const Request&, const Principal&) {
       boost::json::array items;

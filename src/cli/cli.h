@@ -46,5 +46,6 @@ void AddSecurityCommands(CLI::App& app, Globals& g);  // vulns list|show|fix, bu
 void AddDriftCommands(CLI::App& app, Globals& g);     // drift list|show|remediate
 void AddReportCommands(CLI::App& app, Globals& g);    // reports compliance
 void AddTeamCommands(CLI::App& app, Globals& g);      // teams, teams projects
+void AddUsageCommands(CLI::App& app, Globals& g);     // usage list (the usage ledger)
 
 }  // namespace gpufleet::cli

@@ -26,6 +26,7 @@
 #include "scrape/scraper.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
+#include "usage/usage.h"
 #include "workload/generator.h"
 #include "workload/jobs.h"
 
@@ -103,6 +104,7 @@ struct Controller::Impl {
   std::unique_ptr<TelemetryStore> telemetry;
   std::unique_ptr<health::HealthService> health;
   std::unique_ptr<workload::JobService> jobs;
+  std::unique_ptr<usage::UsageService> usage;
   std::unique_ptr<scaling::ScalingService> scaling;
   std::unique_ptr<lifecycle::CompatService> compat;
   std::unique_ptr<lifecycle::RolloutService> rollouts;
@@ -196,6 +198,9 @@ Status Controller::Start() {
   impl_->jobs->set_audit(db.audit.get());  // allocations, from the first placement on
   impl_->jobs->set_teams(impl_->teams.get());
   GF_TRY(impl_->jobs->Load());
+  impl_->usage =
+      std::make_unique<usage::UsageService>(*impl_->jobs, *impl_->fleet, *impl_->telemetry,
+                                            *db.usage, impl_->clock, o.usage_retention_ms);
   impl_->fleet->set_busy_check(
       [jobs = impl_->jobs.get()](const std::string& node) { return jobs->Busy(node); });
   scaling::ScalingOptions so;
@@ -242,12 +247,12 @@ Status Controller::Start() {
   ao.max_connections = o.max_connections;
   ao.header_timeout_ms = o.header_timeout_ms;
   impl_->server = std::make_unique<api::ApiServer>(
-      ao, api::ApiDeps{*impl_->fleet, impl_->stores, impl_->catalog, impl_->clock,
-                       *impl_->telemetry, *impl_->ingest,
-                       [s = impl_->scraper.get()] { return s->Targets(); }, impl_->health.get(),
-                       impl_->notifier.get(), impl_->jobs.get(), impl_->scaling.get(), key.value(),
-                       impl_->compat.get(), impl_->rollouts.get(), impl_->vulns.get(),
-                       impl_->drift.get(), impl_->compliance.get(), impl_->teams.get()});
+      ao, api::ApiDeps{
+              *impl_->fleet, impl_->stores, impl_->catalog, impl_->clock, *impl_->telemetry,
+              *impl_->ingest, [s = impl_->scraper.get()] { return s->Targets(); },
+              impl_->health.get(), impl_->notifier.get(), impl_->jobs.get(), impl_->scaling.get(),
+              key.value(), impl_->compat.get(), impl_->rollouts.get(), impl_->vulns.get(),
+              impl_->drift.get(), impl_->compliance.get(), impl_->teams.get(), impl_->usage.get()});
   auto addr = impl_->server->Start();
   if (!addr.ok()) return addr.error();
   // Remediation actions go to agents over their connections (the monitor thread asks; it is
@@ -351,6 +356,8 @@ Status Controller::Start() {
       }
       // Jobs: ends, requeues off nodes that cannot run them, placements.
       impl_->jobs->Tick();
+      // The allocations that ended, with what their GPUs did, into the usage ledger.
+      if (auto s = impl_->usage->Tick(); !s.ok()) spdlog::error("usage: {}", s.error().message);
       // Autoscaling: the decisions that are due, from the demand the jobs just showed.
       if (impl_->scaling_on) impl_->scaling->Tick();
       // Rollouts and node actions: each node's next step.

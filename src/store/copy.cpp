@@ -10,32 +10,14 @@
 namespace gpufleet::store {
 
 const std::vector<std::string>& Tables() {
-  static const std::vector<std::string> kTables = {"clusters",
-                                                   "pools",
-                                                   "nodes",
-                                                   "gpus",
-                                                   "node_events",
-                                                   "join_tokens",
-                                                   "api_tokens",
-                                                   "audit",
-                                                   "gpu_events",
-                                                   "channels",
-                                                   "outbox",
-                                                   "alerts",
-                                                   "silences",
-                                                   "alert_rules",
-                                                   "jobs",
-                                                   "scaling_policies",
-                                                   "scale_events",
-                                                   "scaling_samples",
-                                                   "audit_anchor",
-                                                   "settings",
-                                                   "rollouts",
-                                                   "rollout_nodes",
-                                                   "rollout_events",
-                                                   "drift_findings",
-                                                   "compliance_days",
-                                                   "teams"};
+  static const std::vector<std::string> kTables = {
+      "clusters",        "pools",           "nodes",          "gpus",
+      "node_events",     "join_tokens",     "api_tokens",     "audit",
+      "gpu_events",      "channels",        "outbox",         "alerts",
+      "silences",        "alert_rules",     "jobs",           "scaling_policies",
+      "scale_events",    "scaling_samples", "audit_anchor",   "settings",
+      "rollouts",        "rollout_nodes",   "rollout_events", "drift_findings",
+      "compliance_days", "teams",           "usage_records"};
   return kTables;
 }
 

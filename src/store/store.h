@@ -426,6 +426,32 @@ class TeamStore {
   virtual Status DeleteTeam(const std::string& name) = 0;   // none is not an error
 };
 
+// The usage ledger (src/usage): one record per allocation that ended (a job's GPUs from a
+// start to its end, requeue or move), its fields for filtering and the whole record as a JSON
+// document. Kept for months (the ledger's retention), so reads are by time.
+struct UsageRecord {
+  int64_t id = 0;  // given by the store
+  int64_t job = 0;
+  std::string team, project, pool, cluster;
+  int64_t start_ms = 0, end_ms = 0;
+  std::string doc;
+};
+struct UsageQuery {
+  int64_t from_ms = 0;                       // allocations that ended at or after this
+  int64_t to_ms = INT64_MAX;                 // and started before this
+  std::string team, project, pool, cluster;  // empty: any
+  int64_t limit = 1000, offset = 0;          // newest end first
+};
+class UsageStore {
+ public:
+  virtual ~UsageStore() = default;
+  virtual Status AppendUsage(const std::vector<UsageRecord>& records) = 0;  // one transaction
+  // The records the query matches, newest end first, a page of them; `total` the count of all.
+  virtual Result<std::vector<UsageRecord>> ListUsage(const UsageQuery& query, int64_t* total) = 0;
+  // Records that ended before `before_ms`; how many went.
+  virtual Result<int64_t> DeleteUsageBefore(int64_t before_ms) = 0;
+};
+
 // The database itself: what /healthz and `gpufleet store` ask of it.
 class Database {
  public:
@@ -450,6 +476,7 @@ struct Stores {
   std::shared_ptr<DriftStore> drift;
   std::shared_ptr<ComplianceStore> compliance;
   std::shared_ptr<TeamStore> teams;
+  std::shared_ptr<UsageStore> usage;
 };
 
 struct OpenOptions {

@@ -52,6 +52,7 @@ json::object DocObject(const Job& j) {
                       {"gpus_per_node", j.spec.gpus_per_node},
                       {"moves", j.moves},
                       {"done_ms", j.done_ms},
+                      {"alloc_wait_ms", j.alloc_wait_ms},
                       {"reason", j.reason},
                       {"placement", std::move(placement)}};
 }
@@ -85,6 +86,7 @@ Job FromRecord(const JobRecord& r) {
   if (o.contains("moves")) j.moves = static_cast<int>(num("moves"));
   if (o.contains("gpus_per_node")) j.spec.gpus_per_node = static_cast<int>(num("gpus_per_node"));
   if (o.contains("done_ms")) j.done_ms = num("done_ms");
+  if (o.contains("alloc_wait_ms")) j.alloc_wait_ms = num("alloc_wait_ms");
   j.reason = str("reason");
   for (const auto& p : o.at("placement").as_array()) {
     Placement pl;
@@ -409,8 +411,38 @@ std::vector<Job> JobService::List(const JobFilter& f, size_t offset, size_t limi
   return out;
 }
 
+void JobService::RecordEndLocked(const Job& j, int64_t now, const char* outcome) {
+  if (j.state != JobState::kRunning || j.placement.empty()) return;
+  if (ended_.size() >= 100'000) {
+    spdlog::warn("jobs: the usage ledger is not taking ended allocations; dropping the oldest");
+    ended_.erase(ended_.begin(), ended_.begin() + 10'000);
+  }
+  EndedAllocation a;
+  a.job = j.id;
+  a.team = j.spec.team;
+  a.project = j.spec.project;
+  a.cluster = j.spec.cluster;
+  a.pool = j.spec.pool;
+  a.gpu_model = j.spec.gpu_model;
+  a.gpus = j.spec.gpus;
+  a.placement = j.placement;
+  a.start_ms = j.start_ms;
+  a.end_ms = now;
+  a.wait_ms = j.alloc_wait_ms;
+  a.outcome = outcome;
+  ended_.push_back(std::move(a));
+}
+
+std::vector<EndedAllocation> JobService::TakeEnded() {
+  std::lock_guard lock(mu_);
+  std::vector<EndedAllocation> out;
+  out.swap(ended_);
+  return out;
+}
+
 void JobService::EndLocked(Job& j, JobState state, int64_t now, const std::string& reason) {
   if (j.state == JobState::kRunning) {
+    RecordEndLocked(j, now, state == JobState::kCompleted ? "completed" : "cancelled");
     j.gpu_hours += RunHours(j, now);
   }
   j.state = state;
@@ -470,6 +502,7 @@ int JobService::Tick() {
             st == states.end() ? "was removed"
             : timed_out ? "did not finish draining within " + std::to_string(timeout / 1000) + " s"
                         : "is " + std::string(ToString(st->second));
+        RecordEndLocked(j, now, "requeued");
         j.gpu_hours += RunHours(j, now);
         j.state = JobState::kQueued;
         j.queued_ms = now;

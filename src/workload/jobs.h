@@ -60,10 +60,22 @@ struct Job {
   int64_t wait_ms = 0;   // queue wait over all its starts
   double gpu_hours = 0;  // GPU-hours run, over all its starts
   int requeues = 0;
-  int moves = 0;        // moved by consolidation
-  int64_t done_ms = 0;  // run time done before its last start (a moved job's progress)
-  std::string reason;   // why it is in its state
+  int moves = 0;              // moved by consolidation
+  int64_t done_ms = 0;        // run time done before its last start (a moved job's progress)
+  int64_t alloc_wait_ms = 0;  // the queue wait before its current allocation (0 after a move)
+  std::string reason;         // why it is in its state
   std::vector<Placement> placement;
+};
+
+// One allocation that ended: a job's GPUs from one start (or move) to its end, requeue or
+// move. The usage ledger (src/usage) adds what the GPUs did in that time.
+struct EndedAllocation {
+  int64_t job = 0;
+  std::string team, project, cluster, pool, gpu_model;
+  int gpus = 0;
+  std::vector<Placement> placement;
+  int64_t start_ms = 0, end_ms = 0, wait_ms = 0;
+  std::string outcome;  // "completed", "cancelled", "requeued", "moved"
 };
 
 struct JobFilter {
@@ -123,6 +135,9 @@ class JobService {
   // places queued jobs; once a minute, drops the jobs that ended more than the retention time
   // ago. Returns how many jobs changed state.
   int Tick();
+  // The allocations that ended since the last call, oldest first (at most 100,000 are kept
+  // between calls; older ones are dropped with a warning).
+  std::vector<EndedAllocation> TakeEnded();
   // Each node's GPUs by index: the running job's id, 0 when free.
   std::map<std::string, std::vector<int64_t>> Allocation() const;
   // Whether a node runs a job (what the fleet asks before completing a drain). Reads a set kept
@@ -163,6 +178,8 @@ class JobService {
   // Saves these jobs and any whose earlier save failed; a failure keeps them all for the next.
   void Persist(const std::vector<int64_t>& ids);
   void EndLocked(Job& job, JobState state, int64_t now, const std::string& reason);
+  // Records the end of a running job's current allocation (before its placement changes).
+  void RecordEndLocked(const Job& job, int64_t now, const char* outcome);
 
   FleetService& fleet_;
   store::JobStore& store_;
@@ -180,7 +197,8 @@ class JobService {
     std::string pool;
     int64_t wait_ms;
   };
-  std::deque<Start> starts_;  // guarded by mu_; oldest first
+  std::deque<Start> starts_;            // guarded by mu_; oldest first
+  std::vector<EndedAllocation> ended_;  // guarded by mu_; TakeEnded
   // The queued and running ones of jobs_, by id: what every pass walks. Ended jobs stay in
   // jobs_ for the retention time (a week: hundreds of thousands on a busy fleet).
   std::map<int64_t, Job*> live_;  // guarded by mu_

@@ -138,6 +138,7 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
       j.state = JobState::kRunning;
       j.start_ms = now;
       j.wait_ms += now - j.queued_ms;
+      j.alloc_wait_ms = now - j.queued_ms;
       starts_.push_back({now, j.spec.pool, now - j.queued_ms});
       j.reason = "running on " + std::to_string(j.placement.size()) + " node(s)";
       changed.push_back(j.id);
@@ -336,6 +337,8 @@ JobService::Consolidation JobService::Consolidate(const std::string& pool, int g
         auto& src = held[from.name];
         for (int idx : j.placement[0].gpus) src[static_cast<size_t>(idx)] = 0;
         Placement pl = Claim(held[to], to, g, j.spec.gpus, j.id);
+        RecordEndLocked(j, now, "moved");
+        j.alloc_wait_ms = 0;
         j.gpu_hours += RunHours(j, now);
         j.done_ms += now - j.start_ms;
         j.start_ms = now;

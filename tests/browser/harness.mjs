@@ -21,9 +21,11 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // overview must show, read from the file itself rather than from the API under test.
 export function fleetCounts(file) {
   const clusters = new Map();
-  let cluster = null, gpusPerNode = 0;
+  let cluster = null, gpusPerNode = 0, inClusters = false;
   for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
     let m;
+    if ((m = line.match(/^([a-z]\w*):/))) inClusters = m[1] === 'clusters';  // top-level sections
+    if (!inClusters) continue;  // the teams' entries are names too
     if ((m = line.match(/^ {2}- name: (\S+)/))) { cluster = m[1]; clusters.set(cluster, { gpus: 0, nodes: 0 }); }
     else if ((m = line.match(/^\s+gpus_per_node: (\d+)/))) gpusPerNode = Number(m[1]);
     else if ((m = line.match(/^\s+size: (\d+)/)) && cluster) {

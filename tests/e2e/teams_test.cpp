@@ -194,5 +194,61 @@ TEST_F(Teams, ATeamsAlertsGoToItsChannel) {
   EXPECT_TRUE(found);
 }
 
+// The usage ledger: a job that ends leaves a record of its allocation with what its GPUs did
+// (from the simulated node's telemetry), in the API, its CSV and the CLI; bad input is a 400.
+TEST_F(Teams, AnEndedJobLeavesAUsageRecordWithItsGpusUse) {
+  ASSERT_EQ(ApplyText("fleet.yaml", kFleet).exit_code, 0);
+  Sim(JoinToken("h100"), "us", 1, "H100-SXM5-80GB", 8);
+  ASSERT_TRUE(WaitState("us-0000", "ready"));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // telemetry before the job
+  auto [s, job] = controller_->Call(
+      "POST", "/api/v1/jobs",
+      R"({"team": "vision", "project": "cameras", "pool": "h100", "gpus": 2, "duration": "5s"})");
+  ASSERT_EQ(s, 201) << job;
+  json::value record;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto v = controller_->Call("GET", "/api/v1/usage?team=vision").second;
+        if (v.at("items").as_array().empty()) return false;
+        record = v.at("items").at(0);
+        return true;
+      },
+      30000));
+  EXPECT_EQ(record.at("job"), job.at("id"));
+  EXPECT_EQ(record.at("project"), "cameras");
+  EXPECT_EQ(record.at("pool"), "h100");
+  EXPECT_EQ(record.at("cluster"), "train");
+  EXPECT_EQ(record.at("gpu_model"), "H100-SXM5-80GB");
+  EXPECT_EQ(record.at("outcome"), "completed");
+  EXPECT_EQ(record.at("nodes").at(0).at("node"), "us-0000");
+  EXPECT_EQ(record.at("nodes").at(0).at("gpus").as_array().size(), 2u);
+  double hours = record.at("gpu_hours").to_number<double>();
+  EXPECT_NEAR(hours, 2 * 5 / 3600.0, 2 * 2 / 3600.0) << record;  // 2 GPUs, about 5 s
+  ASSERT_TRUE(record.at("util_mean").is_number()) << record;
+  EXPECT_GE(record.at("util_p95").to_number<double>(), record.at("util_mean").to_number<double>());
+  EXPECT_GT(record.at("mem_peak_bytes").to_number<double>(), 0);
+  // Two simulated H100s for about 5 s: between 50 W and 700 W each.
+  double joules = record.at("energy_j").to_number<double>();
+  EXPECT_GT(joules, 2 * 50 * 3.0) << record;
+  EXPECT_LT(joules, 2 * 700 * 7.0) << record;
+  EXPECT_TRUE(
+      controller_->Call("GET", "/api/v1/usage?team=nlp").second.at("items").as_array().empty());
+
+  auto csv = Cli({"usage", "list", "--team", "vision", "--csv"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(csv.out.rfind("id,job,team,project,cluster,pool,gpu_model,gpus,nodes,", 0), 0u);
+  EXPECT_NE(csv.out.find(",vision,cameras,train,h100,H100-SXM5-80GB,2,\"us-0000:"),
+            std::string::npos)
+      << csv.out;
+  auto table = Cli({"usage", "list"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("completed"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("kept 400 days"), std::string::npos) << table.out;
+  auto bad = controller_->Call("GET", "/api/v1/usage?from=yesterday");
+  EXPECT_EQ(bad.first, 400);
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/usage?from=-1d&to=-2d").first, 400);
+  EXPECT_EQ(Cli({"usage", "list", "--format", "x"}).exit_code, 2);
+}
+
 }  // namespace
 }  // namespace gpufleet::e2e

@@ -156,6 +156,15 @@ CREATE TABLE teams (name TEXT PRIMARY KEY, doc TEXT NOT NULL, updated_ms BIGINT 
 ALTER TABLE clusters ADD COLUMN team TEXT NOT NULL DEFAULT '';
 ALTER TABLE pools ADD COLUMN team TEXT NOT NULL DEFAULT ''
 )SQL"},
+      // The usage ledger: one record per ended allocation, a JSON document with the fields
+      // reports filter and order by beside it.
+      {17, R"SQL(
+CREATE TABLE usage_records (
+  id {ID}, job BIGINT NOT NULL, team TEXT NOT NULL, project TEXT NOT NULL, pool TEXT NOT NULL,
+  cluster TEXT NOT NULL, start_ms BIGINT NOT NULL, end_ms BIGINT NOT NULL, doc TEXT NOT NULL);
+CREATE INDEX usage_records_end ON usage_records(end_ms);
+CREATE INDEX usage_records_team ON usage_records(team, end_ms)
+)SQL"},
   };
   return kAll;
 }

@@ -55,6 +55,7 @@ class SqlStore final : public FleetStore,
                        public DriftStore,
                        public ComplianceStore,
                        public TeamStore,
+                       public UsageStore,
                        public Database {
  public:
   // Opens (or opens again) one session: the backend, its connection string, its settings.
@@ -153,6 +154,10 @@ class SqlStore final : public FleetStore,
   Status PutTeam(const TeamRecord& team) override;
   Result<std::vector<TeamRecord>> ListTeams() override;
   Status DeleteTeam(const std::string& name) override;
+
+  Status AppendUsage(const std::vector<UsageRecord>& records) override;
+  Result<std::vector<UsageRecord>> ListUsage(const UsageQuery& query, int64_t* total) override;
+  Result<int64_t> DeleteUsageBefore(int64_t before_ms) override;
 
   std::string_view backend() const override;
   const std::string& location() const override { return location_; }

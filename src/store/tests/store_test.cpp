@@ -257,6 +257,46 @@ TEST_P(StoreTest, TeamsAreUpsertedByNameAndClustersAndPoolsKeepTheirOwner) {
   EXPECT_EQ(store_.teams->ListTeams()->size(), 1u);
 }
 
+// The usage ledger: appended in one transaction, read newest end first by the allocations that
+// overlap a time range and by team, project, pool and cluster, a page at a time with the total,
+// and pruned by end.
+TEST_P(StoreTest, UsageRecordsAreFilteredByTimePagedAndPruned) {
+  auto& u = *store_.usage;
+  std::vector<store::UsageRecord> records;
+  for (int i = 0; i < 5; ++i) {
+    records.push_back({0, 100 + i, i % 2 ? "nlp" : "vision", "p" + std::to_string(i % 2), "h100",
+                       "train", i * 1000, i * 1000 + 500, "{\"i\":" + std::to_string(i) + "}"});
+  }
+  ASSERT_TRUE(u.AppendUsage(records).ok());
+  Reopen();
+  int64_t total = 0;
+  store::UsageQuery q;
+  auto all = store_.usage->ListUsage(q, &total);
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  EXPECT_EQ(total, 5);
+  ASSERT_EQ(all->size(), 5u);
+  EXPECT_EQ(all->at(0).job, 104);  // the newest end first
+  EXPECT_EQ(all->at(0).doc, R"({"i":4})");
+  EXPECT_GT(all->at(0).id, 0);
+  q.team = "vision";
+  q.from_ms = 600;  // ended at or after: 2000-2500 and 4000-4500 (0-500 ended before)
+  q.to_ms = 4000;   // started before: not 4000-4500
+  auto some = store_.usage->ListUsage(q, &total);
+  ASSERT_TRUE(some.ok());
+  ASSERT_EQ(some->size(), 1u);
+  EXPECT_EQ(some->at(0).job, 102);
+  EXPECT_EQ(total, 1);
+  store::UsageQuery page;
+  page.limit = 2;
+  page.offset = 2;
+  auto second = store_.usage->ListUsage(page, &total);
+  ASSERT_EQ(second->size(), 2u);
+  EXPECT_EQ(second->at(0).job, 102);
+  EXPECT_EQ(total, 5);
+  EXPECT_EQ(store_.usage->DeleteUsageBefore(2500).value(), 2);  // ended at 500 and 1500
+  EXPECT_EQ(store_.usage->ListUsage({}, &total)->size(), 3u);
+}
+
 TEST_P(StoreTest, PoolNeedsItsCluster) {
   Pool p{"p1", "nowhere", "L4", 1, 4, {}, 1, 1};
   EXPECT_FALSE(store_.fleet->ApplyFleet({}, {p}).ok());
@@ -859,6 +899,7 @@ TEST(StoreCopy, MovesEveryTableToAnEmptyDatabaseAndRefusesAFullOne) {
     ASSERT_TRUE(s.drift->SaveDriftFindings({{1, "n1", "open", "{}", 2}}).ok());
     ASSERT_TRUE(s.compliance->PutComplianceDay({"2026-12-03", "{}", 2}).ok());
     ASSERT_TRUE(s.teams->PutTeam({"vision", R"({"name":"vision"})", 2}).ok());
+    ASSERT_TRUE(s.usage->AppendUsage({{0, 7, "vision", "p", "h100", "train", 1, 2, "{}"}}).ok());
   }
   auto& pg = testing::SharedPostgres();
   ASSERT_TRUE(pg.ok()) << pg.error();
