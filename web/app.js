@@ -8,7 +8,7 @@ import { startLive, stopLive, onLive } from './live.js';
 const $ = (id) => document.getElementById(id);
 
 // #/ overview; #/clusters; #/cluster/NAME; #/node/NAME; #/alerts; #/scaling[/POOL]; #/jobs;
-// #/rollouts[/ID]; #/security; #/drift; #/compliance; #/teams; later
+// #/rollouts[/ID]; #/security; #/drift; #/compliance; #/teams; #/reports; later
 // capabilities by name.
 const routes = [
   [/^#?\/?$/, 'overview', () => ({})],
@@ -23,7 +23,8 @@ const routes = [
   [/^#\/drift$/, 'drift', () => ({})],
   [/^#\/compliance$/, 'compliance', () => ({})],
   [/^#\/teams$/, 'teams', () => ({})],
-  [/^#\/(inventory|reports)$/, 'later', (m) => ({ page: m[1] })],
+  [/^#\/reports$/, 'reports', () => ({})],
+  [/^#\/(inventory)$/, 'later', (m) => ({ page: m[1] })],
 ];
 const modules = {
   overview: () => import('./overview.js'),
@@ -37,6 +38,7 @@ const modules = {
   drift: () => import('./drift.js'),
   compliance: () => import('./compliance.js'),
   teams: () => import('./teams.js'),
+  reports: () => import('./reports.js'),
   later: () => import('./later.js'),
 };
 

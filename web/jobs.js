@@ -23,7 +23,7 @@ export function mount(el) {
     const live = j.state === 'queued' || j.state === 'running';
     return `<tr data-job="${j.id}" data-state="${esc(j.state)}"><td class="num">${j.id}</td><td>${esc(j.team)}${j.project ? ` <span class="muted">${esc(j.project)}</span>` : ''}</td>
       <td><a href="#/scaling/${encodeURIComponent(j.pool)}">${esc(j.pool)}</a></td><td class="num">${shape}</td><td class="num">${j.priority}</td>
-      <td>${esc(j.state)}${j.movable ? ' <span class="pill" title="consolidation may move it">movable</span>' : ''}</td>
+      <td>${esc(j.state)}${j.movable ? ' <span class="pill" title="consolidation may move it">movable</span>' : ''}${j.sim_profile ? ` <span class="pill" title="how its simulated GPUs behave">sim: ${esc(j.sim_profile)}</span>` : ''}</td>
       <td class="num">${secs(j.wait_s)}</td><td class="num">${secs(j.run_s)}</td><td class="num">${j.gpu_hours.toFixed(2)}</td>
       <td>${where || '–'}</td><td class="muted" title="${esc(fmtTime(j.submitted_at))}">${esc(j.reason)} · submitted ${esc(ago(j.submitted_at))}</td>
       <td>${can('operator') && live ? `<button type="button" data-cancel="${j.id}">Cancel</button>` : ''}</td></tr>`;

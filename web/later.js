@@ -5,7 +5,6 @@ import { esc } from './api.js';
 
 const PAGES = {
   inventory: ['Inventory', 'Models, serials, locations, age and warranty, and configuration drift. (Security bulletins and the CVEs of each node are on the Security page.)'],
-  reports: ['Reports', 'Utilization, cost per team, compliance and capacity plans.'],
 };
 
 export function mount(el, params) {

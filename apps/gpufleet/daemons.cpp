@@ -96,6 +96,7 @@ struct ServeFlags {
   std::string drain_timeout = "10m";
   std::string job_retention = "7d";
   std::string usage_retention = "400d";
+  std::string usage_interval = "1m";
   std::string reserve_after = "10m";
   std::string header_timeout = "30s";
   std::string log_level = "info";
@@ -123,6 +124,9 @@ void AddControllerFlags(CLI::App* cmd, ServeFlags& f) {
   cmd->add_option("--usage-retention", f.usage_retention,
                   "how long the usage ledger keeps an allocation after its end (default 400d: "
                   "13 months and more, for year-on-year reports)");
+  cmd->add_option("--usage-interval", f.usage_interval,
+                  "how often each pool's hour is added to: GPUs installed, held and queued for, "
+                  "energy (default 1m)");
   cmd->add_option("--reserve-after", f.reserve_after,
                   "a job that does not fit waits this long, then nodes are kept for it so that "
                   "smaller jobs cannot starve it (default 10m; 0s: at once)");
@@ -185,6 +189,11 @@ Status Finish(ServeFlags& f, const cli::Globals& g) {
   if (f.options.usage_retention_ms < 86'400'000LL) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "--usage-retention must be a duration of a day or more, e.g. 400d");
+  }
+  f.options.usage_interval_ms = ParseDurationMs(f.usage_interval);
+  if (f.options.usage_interval_ms < 1000 || f.options.usage_interval_ms > 3'600'000) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "--usage-interval must be a duration from 1s to 1h, e.g. 1m");
   }
   f.options.header_timeout_ms = static_cast<int>(ParseDurationMs(f.header_timeout));
   if (f.options.header_timeout_ms < 100 || f.options.header_timeout_ms > 3'600'000) {
@@ -427,6 +436,7 @@ void SimWorkload(const SimFlags& f, const std::string& token, const cli::Globals
             {"team", spec.team},         {"project", spec.project},
             {"pool", spec.pool},         {"gpus", spec.gpus},
             {"priority", spec.priority}, {"duration", std::to_string(spec.duration_ms) + "ms"}};
+        if (!spec.sim_profile.empty()) body["sim_profile"] = spec.sim_profile;
         auto r = client.Send("POST", "/api/v1/jobs", JsonText(body));
         if (!r.ok()) return r.error();
         if (r->status >= 400) {
@@ -435,7 +445,8 @@ void SimWorkload(const SimFlags& f, const std::string& token, const cli::Globals
         }
         return {};
       },
-      {{pool, f.pool.gpus_per_node, f.pool.nodes * f.pool.gpus_per_node, owner}}, std::move(teams));
+      {{pool, f.pool.gpus_per_node, f.pool.nodes * f.pool.gpus_per_node, owner, true, ""}},
+      std::move(teams));
   std::printf("sim: demo workload on pool %s (--workload off: none)\n", pool.c_str());
   std::fflush(stdout);
   auto clock = RealClock();

@@ -327,6 +327,12 @@ class Session : public std::enable_shared_from_this<Session> {
       ApplySetting(cmd);
       return;
     }
+    if (cmd.action == proto::kSimLoadAction) {
+      if (Status s = backend_->SetLoads(cmd.loads); !s.ok()) {
+        spdlog::warn("agent: command {} refused: {}", cmd.id, s.error().message);
+      }
+      return;
+    }
     if (!cmd.action.empty()) {
       Remediate(cmd);
       return;

@@ -41,6 +41,11 @@ class GpuBackend {
   virtual Status Inject(int gpu, const proto::Injection& injection) {
     return MakeError(ErrorCode::kConflict, "fault injection is for simulated GPUs");
   }
+  // Which GPUs jobs hold and how they behave (proto::kSimLoadAction), for simulated GPUs only:
+  // they follow their job, the others idle.
+  virtual Status SetLoads(const std::vector<proto::GpuLoad>& loads) {
+    return MakeError(ErrorCode::kConflict, "job profiles are for simulated GPUs");
+  }
   // A remediation action ("reset_gpu", "reboot_node") done by the backend itself: simulated
   // GPUs come back clean. Real nodes run the agent's configured commands instead.
   virtual Result<std::string> Remediate(int gpu, const std::string& action) {

@@ -47,7 +47,7 @@ void JobTable(const json::array& jobs) {
 void AddJobCommands(CLI::App& app, Globals& g) {
   auto* jobs = app.add_subcommand("jobs", "GPU jobs: submit, list, cancel")->require_subcommand(1);
 
-  static std::string team, project, cluster, pool, model, duration;
+  static std::string team, project, cluster, pool, model, duration, sim_profile;
   static int gpus = 1, priority = 0, per_node = 0;
   static bool movable = false;
   auto* submit = jobs->add_subcommand("submit", "Queue a GPU request; placed when GPUs are free");
@@ -66,6 +66,9 @@ void AddJobCommands(CLI::App& app, Globals& g) {
   submit->add_flag("--movable", movable,
                    "it may be moved to another node (it checkpoints), so that consolidation can "
                    "empty a lightly used node");
+  submit->add_option("--sim-profile", sim_profile,
+                     "on a simulated pool, how its GPUs behave: training, inference, bursty or "
+                     "idle (default training)");
   submit->callback([&g] {
     json::object body{{"team", team}, {"gpus", gpus}, {"priority", priority}};
     if (!project.empty()) body["project"] = project;
@@ -74,6 +77,7 @@ void AddJobCommands(CLI::App& app, Globals& g) {
     if (!model.empty()) body["gpu_model"] = model;
     if (!duration.empty()) body["duration"] = duration;
     if (movable) body["movable"] = true;
+    if (!sim_profile.empty()) body["sim_profile"] = sim_profile;
     if (per_node != 0) body["gpus_per_node"] = per_node;
     auto v = Call(g, "POST", "/api/v1/jobs", JsonText(body));
     if (!v) return;

@@ -66,13 +66,18 @@ std::unique_ptr<workload::WorkloadGenerator> DemoWorkload(FleetService& fleet,
   auto pools = fleet.Pools();
   auto clusters = fleet.Clusters();
   if (!pools.ok() || !clusters.ok()) return nullptr;
-  std::map<std::string, std::string> cluster_team;
-  for (const auto& c : clusters.value()) cluster_team[c.name] = c.team;
+  std::map<std::string, std::string> cluster_team, cluster_type;
+  for (const auto& c : clusters.value()) {
+    cluster_team[c.name] = c.team;
+    cluster_type[c.name] = std::string(ToString(c.type));
+  }
   std::vector<workload::GeneratedPool> sized;
   for (const auto& p : pools.value()) {
     if (p.size > 0) {
+      // `gpufleet up`'s pools are simulated but for those watched through dcgm-exporter.
       sized.push_back({p.name, p.gpus_per_node, p.size * p.gpus_per_node,
-                       p.team.empty() ? cluster_team[p.cluster] : p.team});
+                       p.team.empty() ? cluster_team[p.cluster] : p.team, p.exporters.empty(),
+                       cluster_type[p.cluster]});
     }
   }
   std::vector<workload::DemoTeam> demo_teams;
@@ -91,6 +96,54 @@ std::unique_ptr<workload::WorkloadGenerator> DemoWorkload(FleetService& fleet,
       },
       std::move(sized), std::move(demo_teams));
 }
+
+// The simulated nodes' GPUs follow their jobs: each node is told which of its GPUs jobs hold
+// (proto::kSimLoadAction) when that changes, when its agent registers again (it starts with
+// every GPU free), and every five minutes anyway. Real nodes are never told.
+class SimLoadPusher {
+ public:
+  using Send = std::function<Status(const std::string&, const proto::Command&)>;
+  void Push(FleetService& fleet, const workload::JobService& jobs, const Send& send, int64_t now) {
+    auto loads = jobs.Loads();
+    struct Target {
+      std::string node;
+      int64_t connected_ms;
+    };
+    std::vector<Target> targets;
+    fleet.ForEachNode({}, [&](const Node& n) {
+      if (n.simulated && n.connected) targets.push_back({n.name, n.connected_ms});
+    });
+    std::map<std::string, Sent> kept;
+    for (const auto& t : targets) {
+      std::vector<proto::GpuLoad> want;
+      for (const auto& l : loads[t.node]) want.push_back({l.gpu, l.job, l.profile, l.since_ms});
+      std::sort(want.begin(), want.end(),
+                [](const proto::GpuLoad& a, const proto::GpuLoad& b) { return a.gpu < b.gpu; });
+      auto it = sent_.find(t.node);
+      if (it != sent_.end() && it->second.loads == want &&
+          it->second.connected_ms == t.connected_ms && now < it->second.at_ms + 300'000) {
+        kept.emplace(t.node, std::move(it->second));
+        continue;
+      }
+      proto::Command cmd;
+      cmd.id = next_id_++;
+      cmd.action = std::string(proto::kSimLoadAction);
+      cmd.loads = want;
+      // Not sent (the agent is between connections): tried again on the next tick.
+      if (send(t.node, cmd).ok()) kept[t.node] = {std::move(want), t.connected_ms, now};
+    }
+    sent_ = std::move(kept);  // nodes gone or disconnected are forgotten
+  }
+
+ private:
+  struct Sent {
+    std::vector<proto::GpuLoad> loads;
+    int64_t connected_ms = 0;
+    int64_t at_ms = 0;
+  };
+  std::map<std::string, Sent> sent_;
+  int64_t next_id_ = 3'000'000'000;
+};
 
 }  // namespace
 
@@ -112,6 +165,7 @@ struct Controller::Impl {
   std::unique_ptr<lifecycle::DriftService> drift;
   std::unique_ptr<lifecycle::ComplianceService> compliance;
   std::unique_ptr<workload::WorkloadGenerator> generator;  // the monitor thread's
+  SimLoadPusher sim_loads;                                 // the monitor thread's
   std::unique_ptr<alerting::Notifier> notifier;
   std::unique_ptr<alerting::SeriesReader> series_reader;  // the monitor thread's
   std::unique_ptr<ingest::Ingest> ingest;  // the agent channel's handler, the scraper's sink
@@ -201,6 +255,8 @@ Status Controller::Start() {
   impl_->usage =
       std::make_unique<usage::UsageService>(*impl_->jobs, *impl_->fleet, *impl_->telemetry,
                                             *db.usage, impl_->clock, o.usage_retention_ms);
+  impl_->usage->set_settings(db.settings.get());
+  impl_->usage->set_capacity_interval(o.usage_interval_ms);
   impl_->fleet->set_busy_check(
       [jobs = impl_->jobs.get()](const std::string& node) { return jobs->Busy(node); });
   scaling::ScalingOptions so;
@@ -356,6 +412,12 @@ Status Controller::Start() {
       }
       // Jobs: ends, requeues off nodes that cannot run them, placements.
       impl_->jobs->Tick();
+      impl_->sim_loads.Push(
+          *impl_->fleet, *impl_->jobs,
+          [server = impl_->server.get()](const std::string& node, const proto::Command& cmd) {
+            return server->SendToAgent(node, proto::Message(cmd));
+          },
+          impl_->clock->NowMs());
       // The allocations that ended, with what their GPUs did, into the usage ledger.
       if (auto s = impl_->usage->Tick(); !s.ok()) spdlog::error("usage: {}", s.error().message);
       // Autoscaling: the decisions that are due, from the demand the jobs just showed.

@@ -26,6 +26,7 @@ struct ControllerOptions {
   int64_t job_retention_ms = 7 * 86'400'000LL;  // ended jobs are kept this long
   // The usage ledger keeps an allocation this long after its end (13 months and more).
   int64_t usage_retention_ms = 400 * 86'400'000LL;
+  int64_t usage_interval_ms = 60'000;      // how often the pools' hours are added to
   int64_t reserve_after_ms = 10 * 60'000;  // a job that does not fit waits this long for kept nodes
   int heartbeat_interval_ms = 5'000;
   int heartbeat_timeout_ms = 30'000;

@@ -43,6 +43,9 @@ Result<std::shared_ptr<const GpuCatalog>> GpuCatalog::Parse(std::string_view yam
       s.tdp_w = m["tdp_w"].as<int>();
       s.max_operating_temp_c = m["max_operating_temp_c"].as<int>(0);
       s.form_factor = m["form_factor"].as<std::string>("");
+      s.price_per_gpu_hour = m["price_per_gpu_hour"].as<double>(0);
+      if (s.price_per_gpu_hour < 0)
+        return Bad(source, m, "price_per_gpu_hour must not be negative");
       if (auto nv = m["nvlink"]) {
         s.nvlink_generation = nv["generation"].as<int>(0);
         s.nvlink_bandwidth_gbps = nv["bandwidth_gbps"].as<int>(0);

@@ -26,6 +26,8 @@ struct GpuModelSpec {
   bool mig_supported = false;
   int mig_max_instances = 0;
   std::vector<std::string> mig_profiles;
+  // The default rate of the cost reports, per GPU-hour; 0: none given (OpenCost's default).
+  double price_per_gpu_hour = 0;
 };
 
 class GpuCatalog {

@@ -100,6 +100,12 @@ struct Encoder {
     }
     if (m.timeout_ms > 0) o["timeout_ms"] = m.timeout_ms;
     if (m.sim_faulty) o["sim_faulty"] = true;
+    if (m.action == kSimLoadAction) {
+      json::array loads;
+      for (const auto& l : m.loads)
+        loads.push_back(json::array{l.gpu, l.job, l.profile, l.since_ms});
+      o["loads"] = std::move(loads);
+    }
     return o;
   }
   json::object operator()(const CommandResult& m) const {
@@ -173,6 +179,28 @@ Result<std::vector<std::string>> StringList(const json::object& o, const char* k
       return MakeError(ErrorCode::kInvalidArgument, "'" + path + "' must be a list of strings");
     }
     out.emplace_back(e.as_string());
+  }
+  return out;
+}
+
+// A sim-load command's "loads": [[gpu, job, profile, since_ms], ...].
+Result<std::vector<GpuLoad>> LoadsFromJson(const json::object& o) {
+  std::vector<GpuLoad> out;
+  const auto* v = o.if_contains("loads");
+  if (!v) return out;
+  auto bad = [] {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "'loads' must be a list of [gpu, job, profile, since_ms]");
+  };
+  if (!v->is_array()) return bad();
+  for (const auto& e : v->as_array()) {
+    const auto* a = e.if_array();
+    if (!a || a->size() != 4 || !(*a)[0].is_int64() || !(*a)[1].is_int64() ||
+        !(*a)[2].is_string() || !(*a)[3].is_int64()) {
+      return bad();
+    }
+    out.push_back({static_cast<int>((*a)[0].as_int64()), (*a)[1].as_int64(),
+                   std::string((*a)[2].as_string()), (*a)[3].as_int64()});
   }
   return out;
 }
@@ -377,10 +405,10 @@ Result<Message> Decode(std::string_view text) {
     m.gpu = static_cast<int>(gpu);
     GF_TRY_ASSIGN(m.action, GetString(o, "action", ""));
     if (!m.action.empty() && m.action != "reset_gpu" && m.action != "reboot_node" &&
-        m.action != kApplySettingAction && !IsNodeAction(m.action)) {
+        m.action != kApplySettingAction && m.action != kSimLoadAction && !IsNodeAction(m.action)) {
       return MakeError(ErrorCode::kInvalidArgument,
                        "unknown action '" + m.action +
-                           "': reset_gpu, reboot_node, apply-setting, install-driver, "
+                           "': reset_gpu, reboot_node, apply-setting, sim-load, install-driver, "
                            "flash-gpu-firmware, flash-nic-firmware, reboot, reset-gpu or "
                            "validate");
     }
@@ -395,6 +423,7 @@ Result<Message> Decode(std::string_view text) {
     }
     GF_TRY_ASSIGN(m.timeout_ms, GetInt(o, "timeout_ms", 0));
     GF_TRY_ASSIGN(m.sim_faulty, GetBool(o, "sim_faulty", false));
+    if (m.action == kSimLoadAction) GF_TRY_ASSIGN(m.loads, LoadsFromJson(o));
     if (!m.action.empty()) return Message(std::move(m));
     auto in = o.find("inject");
     if (in == o.end() || !in->value().is_object()) {

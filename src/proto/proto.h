@@ -98,6 +98,19 @@ bool IsNodeAction(std::string_view action);
 // The command that sets one of a GPU's settings (drift remediation "auto"): args {setting,
 // value}, as ParseGpuSetting (model/profile.h) reads them.
 inline constexpr std::string_view kApplySettingAction = "apply-setting";
+// The command that tells a simulated node which of its GPUs run a job, and how they behave
+// (Command::loads); real agents refuse it.
+inline constexpr std::string_view kSimLoadAction = "sim-load";
+
+// A simulated GPU held by a job: the job's id and model/sim_profile.h's profile, and when the
+// job started on it (the profile's phase). Wire: [gpu, job, profile, since_ms].
+struct GpuLoad {
+  int gpu = 0;
+  int64_t job = 0;
+  std::string profile;
+  int64_t since_ms = 0;
+  bool operator==(const GpuLoad&) const = default;
+};
 
 // controller -> agent: fault injection on a simulated GPU, a remediation action (the health
 // model's recommended action, where the cluster's policy allows it), or a node action.
@@ -112,6 +125,8 @@ struct Command {
   // Simulated nodes only: the version this action installs is marked faulty (the simulator's
   // GPUs raise XIDs once it runs). Real agents ignore it.
   bool sim_faulty = false;
+  // kSimLoadAction: every GPU of the node that a job holds; the others are free.
+  std::vector<GpuLoad> loads;
 };
 
 // agent -> controller: how a remediation or node action went.

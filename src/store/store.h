@@ -4,6 +4,7 @@
 // `store::Open(url)` gives the set for `sqlite:PATH` (embedded) or `postgresql://...` (a libpq
 // URI). Every implementation is thread-safe; a database that cannot be reached is kUnavailable.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -429,12 +430,39 @@ class TeamStore {
 // The usage ledger (src/usage): one record per allocation that ended (a job's GPUs from a
 // start to its end, requeue or move), its fields for filtering and the whole record as a JSON
 // document. Kept for months (the ledger's retention), so reads are by time.
+// The figures reports add up, in columns of their own beside the document (migration 18). A
+// record stored before them has gpus 0 here and its figures only in its document.
+struct UsageFigures {
+  std::string gpu_model;
+  int64_t gpus = 0;
+  int64_t wait_ms = 0;
+  int64_t util_milli = -1;      // mean GPU utilization, % x 1000; -1: no sample
+  int64_t util_p95_milli = -1;  // likewise its 95th percentile
+  int64_t mem_peak_mib = -1;    // the most memory one of its GPUs used; -1: no sample
+  int64_t energy_j = 0;         // all its GPUs together
+  std::string placement;        // "node-a:0,1;node-b:0,1"
+  std::string outcome;
+};
 struct UsageRecord {
   int64_t id = 0;  // given by the store
   int64_t job = 0;
   std::string team, project, pool, cluster;
   int64_t start_ms = 0, end_ms = 0;
-  std::string doc;
+  std::string doc;  // ScanUsage: only for records from before migration 18
+  UsageFigures figures{};
+};
+// A pool's hour (migration 18): what its GPUs were and did, added to minute by minute. The
+// idle share of energy and the idle cost (installed less allocated) come from here.
+struct PoolHour {
+  std::string pool, cluster, gpu_model;
+  int64_t hour_ms = 0;        // the hour's start (UTC)
+  int64_t covered_ms = 0;     // how much of the hour was recorded (the controller ran)
+  int64_t gpu_ms = 0;         // GPUs installed (registered nodes') x time
+  int64_t alloc_gpu_ms = 0;   // GPUs a job held x time
+  int64_t queued_gpu_ms = 0;  // GPUs queued jobs asked for x time (demand not met)
+  int64_t energy_j = 0;       // all of its GPUs
+  int64_t free_energy_j = 0;  // GPUs no job held
+  int64_t idle_energy_j = 0;  // GPUs a job held that computed nothing (utilization under 5%)
 };
 struct UsageQuery {
   int64_t from_ms = 0;                       // allocations that ended at or after this
@@ -450,6 +478,17 @@ class UsageStore {
   virtual Result<std::vector<UsageRecord>> ListUsage(const UsageQuery& query, int64_t* total) = 0;
   // Records that ended before `before_ms`; how many went.
   virtual Result<int64_t> DeleteUsageBefore(int64_t before_ms) = 0;
+  // Every record the query matches (limit and offset unused), in no set order, handed to `fn`
+  // one at a time while they are read a batch at a time: memory stays a batch's however many
+  // there are. The documents are left out but for records from before migration 18.
+  virtual Status ScanUsage(const UsageQuery& query,
+                           const std::function<void(const UsageRecord&)>& fn) = 0;
+  // Adds each delta's figures to its pool's hour (a new hour starts at zero), in one
+  // transaction.
+  virtual Status AddPoolHours(const std::vector<PoolHour>& deltas) = 0;
+  // The pools' hours in [from_ms, to_ms), by hour then pool.
+  virtual Result<std::vector<PoolHour>> ListPoolHours(int64_t from_ms, int64_t to_ms) = 0;
+  virtual Result<int64_t> DeletePoolHoursBefore(int64_t before_ms) = 0;
 };
 
 // The database itself: what /healthz and `gpufleet store` ask of it.

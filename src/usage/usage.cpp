@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <map>
 
 #include "common/json_text.h"
 #include "telemetry/telemetry.h"
@@ -96,6 +97,30 @@ std::string EntryDoc(const Entry& e) {
                                {"mem_peak_bytes", NumberOrNull(e.effective.mem_peak_bytes)},
                                {"energy_j", e.effective.energy_j},
                                {"samples", e.effective.samples}});
+}
+
+store::UsageFigures Figures(const Entry& e) {
+  const auto& a = e.allocation;
+  store::UsageFigures f;
+  f.gpu_model = a.gpu_model;
+  f.gpus = a.gpus;
+  f.wait_ms = a.wait_ms;
+  auto milli = [](double v) { return std::isnan(v) ? -1 : std::llround(v * 1000); };
+  f.util_milli = milli(e.effective.util_mean);
+  f.util_p95_milli = milli(e.effective.util_p95);
+  f.mem_peak_mib = std::isnan(e.effective.mem_peak_bytes)
+                       ? -1
+                       : std::llround(e.effective.mem_peak_bytes / 1048576.0);
+  f.energy_j = std::llround(e.effective.energy_j);
+  for (const auto& p : a.placement) {
+    if (!f.placement.empty()) f.placement += ';';
+    f.placement += p.node + ":";
+    for (size_t i = 0; i < p.gpus.size(); ++i) {
+      f.placement += (i ? "," : "") + std::to_string(p.gpus[i]);
+    }
+  }
+  f.outcome = a.outcome;
+  return f;
 }
 
 Result<Entry> EntryFromRecord(const store::UsageRecord& r) {
@@ -194,8 +219,8 @@ Status UsageService::Tick() {
     e.allocation = std::move(a);
     e.effective = Measure(e.allocation, now);
     const auto& x = e.allocation;
-    unsaved_.push_back(
-        {0, x.job, x.team, x.project, x.pool, x.cluster, x.start_ms, x.end_ms, EntryDoc(e)});
+    unsaved_.push_back({0, x.job, x.team, x.project, x.pool, x.cluster, x.start_ms, x.end_ms,
+                        EntryDoc(e), Figures(e)});
   }
   if (!unsaved_.empty()) {
     if (auto s = store_.AppendUsage(unsaved_); !s.ok()) {
@@ -204,14 +229,126 @@ Status UsageService::Tick() {
     }
     unsaved_.clear();
   }
+  if (now >= next_capacity_ms_) {
+    next_capacity_ms_ = now + capacity_interval_ms_;
+    GF_TRY(Capacity(now));
+  }
   if (now >= next_prune_ms_) {
     next_prune_ms_ = now + 3'600'000;
     auto gone = store_.DeleteUsageBefore(now - retention_ms_);
     if (!gone.ok()) return gone.error();
     if (gone.value() > 0)
       spdlog::info("usage: {} record(s) past the retention dropped", gone.value());
+    auto hours = store_.DeletePoolHoursBefore(now - retention_ms_);
+    if (!hours.ok()) return hours.error();
   }
   return {};
+}
+
+Status UsageService::Capacity(int64_t now) {
+  const int64_t last = last_capacity_ms_;
+  last_capacity_ms_ = now;
+  if (last == 0 || now <= last) return {};
+  const int64_t elapsed =
+      std::min<int64_t>(now - last, std::max<int64_t>(300'000, 2 * capacity_interval_ms_));
+  const int64_t from = now - elapsed;
+  auto pools = fleet_.Pools();
+  if (!pools.ok()) return pools.error();
+  std::map<std::string, store::PoolHour> by_pool;
+  for (const auto& p : pools.value()) {
+    by_pool[p.name] = {p.name, p.cluster, p.gpu_model, 0, elapsed};
+  }
+  const auto held = jobs_.Allocation();
+  for (const auto& [pool, d] : jobs_.Demand()) {
+    if (auto it = by_pool.find(pool); it != by_pool.end()) {
+      it->second.queued_gpu_ms += static_cast<int64_t>(d.queued_gpus) * elapsed;
+    }
+  }
+  const double seconds = static_cast<double>(elapsed) / 1000.0;
+  fleet_.ForEachNode({}, [&](const Node& n) {
+    auto it = by_pool.find(n.pool);
+    if (it == by_pool.end()) return;
+    store::PoolHour& h = it->second;
+    const auto jobs = held.find(n.name);
+    for (const auto& g : n.gpus) {
+      h.gpu_ms += elapsed;
+      const bool busy = jobs != held.end() && g.index >= 0 &&
+                        g.index < static_cast<int>(jobs->second.size()) &&
+                        jobs->second[static_cast<size_t>(g.index)] != 0;
+      if (busy) h.alloc_gpu_ms += elapsed;
+      if (g.uuid.empty()) continue;
+      auto power = telemetry_.Latest(g.uuid, Field::kPowerUsage);
+      if (!power || power->t < now - 120'000 || std::isnan(power->v)) continue;
+      const auto joules = static_cast<int64_t>(std::llround(power->v / 1000.0 * seconds));
+      h.energy_j += joules;
+      if (!busy) {
+        h.free_energy_j += joules;
+        continue;
+      }
+      auto util = telemetry_.Latest(g.uuid, Field::kGpuUtil);
+      if (util && util->t >= now - 120'000 && util->v < 5) h.idle_energy_j += joules;
+    }
+  });
+  // Into the hour (or the two hours) the time was in, in proportion.
+  const int64_t boundary = now / 3'600'000 * 3'600'000;
+  for (auto& [name, h] : by_pool) {
+    if (h.gpu_ms == 0 && h.queued_gpu_ms == 0) continue;
+    if (from >= boundary) {
+      h.hour_ms = boundary;
+      unsaved_hours_.push_back(std::move(h));
+      continue;
+    }
+    const double after = static_cast<double>(now - boundary) / static_cast<double>(elapsed);
+    store::PoolHour early = h;
+    early.hour_ms = boundary - 3'600'000;
+    h.hour_ms = boundary;
+    using Pair = std::pair<int64_t*, int64_t*>;
+    for (auto [late_v, early_v] :
+         std::initializer_list<Pair>{{&h.gpu_ms, &early.gpu_ms},
+                                     {&h.alloc_gpu_ms, &early.alloc_gpu_ms},
+                                     {&h.queued_gpu_ms, &early.queued_gpu_ms},
+                                     {&h.energy_j, &early.energy_j},
+                                     {&h.free_energy_j, &early.free_energy_j},
+                                     {&h.idle_energy_j, &early.idle_energy_j}}) {
+      const int64_t total = *late_v;
+      *late_v = std::llround(static_cast<double>(total) * after);
+      *early_v = total - *late_v;
+    }
+    unsaved_hours_.push_back(std::move(early));
+    unsaved_hours_.push_back(std::move(h));
+  }
+  if (unsaved_hours_.empty()) return {};
+  if (auto s = store_.AddPoolHours(unsaved_hours_); !s.ok()) {
+    // Kept for the next minute; a store away for days keeps the last day's at most.
+    if (unsaved_hours_.size() > 100'000) {
+      unsaved_hours_.erase(unsaved_hours_.begin(), unsaved_hours_.begin() + 10'000);
+    }
+    return s;
+  }
+  unsaved_hours_.clear();
+  return {};
+}
+
+Result<Report> UsageService::Run(const ReportRequest& request, ReportContext context,
+                                 const std::string& cluster) {
+  return RunReport(store_, request, std::move(context), cluster);
+}
+
+namespace {
+constexpr const char* kRatesSetting = "report_rates";
+}
+
+Result<Rates> UsageService::GetRates(const GpuCatalog& catalog) const {
+  if (!settings_) return Rates{};
+  std::optional<std::string> doc;
+  GF_TRY_ASSIGN(doc, settings_->GetSetting(kRatesSetting));
+  if (!doc) return Rates{};
+  return ParseRates(*doc, catalog);
+}
+
+Status UsageService::SetRates(const Rates& rates) {
+  if (!settings_) return MakeError(ErrorCode::kUnavailable, "the rates cannot be stored");
+  return settings_->PutSetting(kRatesSetting, RatesJson(rates), clock_->NowMs());
 }
 
 Result<std::vector<Entry>> UsageService::List(const store::UsageQuery& query, int64_t* total) {

@@ -17,6 +17,7 @@
 #include "fleet/fleet.h"
 #include "store/store.h"
 #include "tsdb/chunk.h"
+#include "usage/reports.h"
 #include "workload/jobs.h"
 
 namespace gpufleet {
@@ -50,7 +51,8 @@ struct Entry {
     return allocation.gpus * static_cast<double>(allocation.end_ms - allocation.start_ms) / 3.6e6;
   }
 };
-std::string EntryDoc(const Entry& e);  // the stored document
+std::string EntryDoc(const Entry& e);         // the stored document
+store::UsageFigures Figures(const Entry& e);  // the stored columns
 Result<Entry> EntryFromRecord(const store::UsageRecord& r);
 
 class UsageService {
@@ -59,12 +61,32 @@ class UsageService {
   UsageService(workload::JobService& jobs, FleetService& fleet, const TelemetryStore& telemetry,
                store::UsageStore& store, std::shared_ptr<Clock> clock,
                int64_t retention_ms = kDefaultRetentionMs);
-  // Records the allocations that ended since the last call (with their effective use); once
-  // an hour drops those that ended before the retention time. Allocations whose write failed
-  // are kept for the next call.
+  // Records the allocations that ended since the last call (with their effective use); once a
+  // minute adds to each pool's hour (Capacity); once an hour drops the records and hours older
+  // than the retention time. What could not be written is kept for the next call.
   Status Tick();
   Result<std::vector<Entry>> List(const store::UsageQuery& query, int64_t* total);
   int64_t retention_ms() const { return retention_ms_; }
+
+  // Adds the time since the last call to each pool's hour (store::PoolHour): its GPUs (those
+  // of its registered nodes), those a job holds, those its queued jobs ask for, and energy: each
+  // GPU's latest power (when under two minutes old) over the time, split into the GPUs no job
+  // holds and those held that compute nothing (latest utilization under 5%). The first call
+  // only starts the clock; a gap over five minutes (or two intervals) counts as that.
+  Status Capacity(int64_t now);
+  // How often Tick calls Capacity (default a minute).
+  void set_capacity_interval(int64_t ms) { capacity_interval_ms_ = ms; }
+
+  // A report over the ledger and the pools' hours in [from, to); `cluster` non-empty: that
+  // cluster's only.
+  Result<Report> Run(const ReportRequest& request, ReportContext context,
+                     const std::string& cluster = "");
+
+  // The prices the reports use (the settings store's "report_rates"; the catalogue's when none
+  // were set), and setting them. Without a settings store: the defaults, not settable.
+  void set_settings(store::SettingStore* settings) { settings_ = settings; }
+  Result<Rates> GetRates(const GpuCatalog& catalog) const;
+  Status SetRates(const Rates& rates);
 
  private:
   Effective Measure(const workload::EndedAllocation& a, int64_t now) const;
@@ -75,7 +97,12 @@ class UsageService {
   std::shared_ptr<Clock> clock_;
   int64_t retention_ms_;
   int64_t next_prune_ms_ = 0;
-  std::vector<store::UsageRecord> unsaved_;  // the monitor thread's
+  std::vector<store::UsageRecord> unsaved_;     // the monitor thread's
+  std::vector<store::PoolHour> unsaved_hours_;  // likewise
+  int64_t last_capacity_ms_ = 0;
+  int64_t next_capacity_ms_ = 0;
+  int64_t capacity_interval_ms_ = 60'000;
+  store::SettingStore* settings_ = nullptr;
 };
 
 }  // namespace gpufleet::usage

@@ -22,11 +22,21 @@ std::vector<std::pair<int, double>> Sizes(int g) {
   return out;
 }
 
+// A simulated job's profile, by its cluster's type: {training, inference, bursty, idle} weights.
+const char* DrawProfile(const std::string& cluster_type, std::mt19937_64& rng) {
+  static constexpr const char* kNames[] = {"training", "inference", "bursty", "idle"};
+  std::vector<double> w{0.85, 0.0, 0.05, 0.10};  // training
+  if (cluster_type == "inference" || cluster_type == "edge") w = {0.05, 0.85, 0.0, 0.10};
+  if (cluster_type == "development") w = {0.05, 0.0, 0.70, 0.25};
+  std::discrete_distribution<size_t> pick(w.begin(), w.end());
+  return kNames[pick(rng)];
+}
+
 }  // namespace
 
 WorkloadGenerator::WorkloadGenerator(Submit submit, std::vector<GeneratedPool> pools,
                                      std::vector<DemoTeam> teams, uint64_t seed)
-    : submit_(std::move(submit)), rng_(seed) {
+    : submit_(std::move(submit)), rng_(seed), profile_rng_(seed ^ 0x5157ULL) {
   for (auto& t : teams) {
     if (!t.projects.empty()) teams_.push_back(std::move(t));
   }
@@ -92,6 +102,7 @@ Status WorkloadGenerator::SubmitOne(const GeneratedPool& p, double duration_scal
   // Fine-tuning and sweep jobs checkpoint often: they may be moved (consolidation).
   s.movable = s.project.find("finetune") != std::string::npos ||
               s.project.find("sweep") != std::string::npos;
+  if (p.simulated) s.sim_profile = DrawProfile(p.cluster_type, profile_rng_);
   double d = std::clamp(duration(rng_), kMinS, kMaxS) * duration_scale;
   s.duration_ms = std::max<int64_t>(60'000, static_cast<int64_t>(d * 1000));
   return submit_(std::move(s));

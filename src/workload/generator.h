@@ -9,7 +9,10 @@
 // by Little's law; the first tick fills each pool to its target at once (jobs part-way through
 // their run), so the picture is there from the start. Deterministic for a seed. Jobs are the
 // teams' (one of each team's projects), mostly the pool's owning team's. Fine-tuning and sweep
-// projects' jobs are movable, so consolidation shows too.
+// projects' jobs are movable, so consolidation shows too. On simulated pools each job has a
+// profile: a training cluster's mostly train, an inference cluster's serve with the day, a
+// development cluster's work in bursts, and about one job in ten holds its GPUs and does
+// nothing (what the idle-allocation advice finds).
 
 #include <cstdint>
 #include <functional>
@@ -26,6 +29,10 @@ struct GeneratedPool {
   int gpus_per_node = 8;
   int capacity_gpus = 0;  // what the target is a share of (the pool's starting size)
   std::string team;       // its owner, whose jobs it mostly runs; empty: none
+  // Its nodes are simulated: each job says how its GPUs behave (JobSpec::sim_profile), mixed by
+  // the cluster's type (training, inference, development, edge; else training's mix).
+  bool simulated = false;
+  std::string cluster_type;
 };
 
 struct DemoTeam {
@@ -61,6 +68,7 @@ class WorkloadGenerator {
   std::vector<DemoTeam> teams_;
   std::vector<State> pools_;
   std::mt19937_64 rng_;
+  std::mt19937_64 profile_rng_;  // apart, so profiles leave the other draws as they were
 };
 
 }  // namespace gpufleet::workload

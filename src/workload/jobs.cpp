@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/json_text.h"
+#include "model/sim_profile.h"
 #include "sched/pool.h"
 #include "workload/internal.h"
 
@@ -49,6 +50,7 @@ json::object DocObject(const Job& j) {
                       {"gpu_hours", j.gpu_hours},
                       {"requeues", j.requeues},
                       {"movable", j.spec.movable},
+                      {"sim_profile", j.spec.sim_profile},
                       {"gpus_per_node", j.spec.gpus_per_node},
                       {"moves", j.moves},
                       {"done_ms", j.done_ms},
@@ -83,6 +85,7 @@ Job FromRecord(const JobRecord& r) {
   j.requeues = static_cast<int>(num("requeues"));
   // Absent in jobs stored before consolidation existed.
   if (const auto* v = o.if_contains("movable")) j.spec.movable = v->as_bool();
+  if (const auto* v = o.if_contains("sim_profile")) j.spec.sim_profile = v->as_string();
   if (o.contains("moves")) j.moves = static_cast<int>(num("moves"));
   if (o.contains("gpus_per_node")) j.spec.gpus_per_node = static_cast<int>(num("gpus_per_node"));
   if (o.contains("done_ms")) j.done_ms = num("done_ms");
@@ -318,6 +321,22 @@ Result<Job> JobService::Submit(JobSpec spec) {
                                                       pool->name + "': ask for a multiple of " +
                                                       std::to_string(g) +
                                                       ", or spread it with gpus_per_node");
+  }
+  if (!spec.sim_profile.empty()) {
+    if (!IsSimProfile(spec.sim_profile)) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "'sim_profile' must be training, inference, bursty or idle, not '" +
+                           spec.sim_profile + "'");
+    }
+    // Only the simulator's GPUs can be told how to behave.
+    bool real = !pool->exporters.empty();
+    NodeFilter in_pool;
+    in_pool.pool = pool->name;
+    fleet_.ForEachNode(in_pool, [&](const Node& n) { real = real || !n.simulated; });
+    if (real) {
+      return MakeError(ErrorCode::kInvalidArgument, "'sim_profile' is for simulated pools: pool '" +
+                                                        pool->name + "' has real nodes");
+    }
   }
   spec.pool = pool->name;
   spec.cluster = pool->cluster;

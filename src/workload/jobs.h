@@ -39,6 +39,9 @@ struct JobSpec {
   // It may be moved to another node of its pool (it checkpoints, or restarts cheaply), so that
   // consolidation can empty a lightly used node; a moved job keeps the run time it has done.
   bool movable = false;
+  // On a simulated pool: how its GPUs behave (model/sim_profile.h); empty: "training".
+  // Refused on a pool with real nodes.
+  std::string sim_profile;
 };
 
 enum class JobState { kQueued, kRunning, kCompleted, kCancelled };
@@ -140,6 +143,15 @@ class JobService {
   std::vector<EndedAllocation> TakeEnded();
   // Each node's GPUs by index: the running job's id, 0 when free.
   std::map<std::string, std::vector<int64_t>> Allocation() const;
+  // What each running job's GPUs should show on a simulated node, by node: the GPU, the job,
+  // its profile (the default resolved) and its start.
+  struct GpuLoad {
+    int gpu = 0;
+    int64_t job = 0;
+    std::string profile;
+    int64_t since_ms = 0;
+  };
+  std::map<std::string, std::vector<GpuLoad>> Loads() const;
   // Whether a node runs a job (what the fleet asks before completing a drain). Reads a set kept
   // apart from the jobs, so the fleet may call it under its own lock.
   bool Busy(const std::string& node) const;

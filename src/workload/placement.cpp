@@ -379,4 +379,18 @@ std::map<std::string, std::vector<int64_t>> JobService::Allocation() const {
   return out;
 }
 
+std::map<std::string, std::vector<JobService::GpuLoad>> JobService::Loads() const {
+  std::map<std::string, std::vector<GpuLoad>> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [id, job] : live_) {
+    const Job& j = *job;
+    if (j.state != JobState::kRunning) continue;
+    const std::string& profile = j.spec.sim_profile.empty() ? "training" : j.spec.sim_profile;
+    for (const auto& p : j.placement) {
+      for (int g : p.gpus) out[p.node].push_back({g, j.id, profile, j.start_ms});
+    }
+  }
+  return out;
+}
+
 }  // namespace gpufleet::workload

@@ -275,7 +275,7 @@ test('every page fits 1280x800 and a 390-px phone', async () => {
       ['node', '#/node/h100-sxm-0001', '.chart .uplot'], ['alerts', '#/alerts', '#alert-list'], ['scaling', '#/scaling', '#scaling-charts .uplot'],
       ['jobs', '#/jobs', '#jobs-summary:not(:empty)'], ['rollouts', '#/rollouts', '#rollout-list:not(:empty)'],
       ['security', '#/security', '#sec-cves tr[data-cve]'], ['drift', '#/drift', '#drift-list tbody tr'],
-      ['compliance', '#/compliance', '#comp-trend .uplot']]) {
+      ['compliance', '#/compliance', '#comp-trend .uplot'], ['reports', '#/reports', '#rep-peaks table, #rep-peaks p']]) {
       await page.goto(fleet.base + '/' + hash);
       await page.waitForSelector(ready, { timeout: 30000 });
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
@@ -457,6 +457,39 @@ test('the teams page shows the projects of each team, what it owns and what it r
   assert.deepEqual(page.errors, []);
   await page.context().close();
   assert.equal((await call(fleet.base, fleet.token, 'DELETE', `/api/v1/jobs/${job.body.id}`)).status, 200);
+});
+
+test('the reports page shows utilization and cost by team, energy by pool, peaks and queue waits, and saves a CSV', async () => {
+  // A job that holds a development GPU and does nothing: the ledger has an allocation of
+  // research's. (A pool no earlier test ran jobs on: a simulated GPU takes a monitor tick and a
+  // sample, up to 2 s, to leave the job it ran before.)
+  const job = await call(fleet.base, fleet.token, 'POST', '/api/v1/jobs',
+    { team: 'research', project: 'explore', pool: 'a10-dev', gpus: 1, duration: '5s', sim_profile: 'idle' });
+  assert.equal(job.status, 201);
+  assert.equal(job.body.sim_profile, 'idle');
+  const record = await waitFor('the job in the ledger', async () =>
+    (await call(fleet.base, fleet.token, 'GET', '/api/v1/usage?team=research')).body.items.find((r) => r.job === job.body.id));
+  assert.ok(record.util_mean <= 2 && record.energy_j > 0, JSON.stringify(record));
+  await waitFor('the pools\' hours', async () => (await call(fleet.base, fleet.token, 'GET', '/api/v1/reports/energy?by=pool')).body.items.length > 0);
+  const page = await signedIn(browser, fleet.base, fleet.token);
+  await page.goto(fleet.base + '/#/reports');
+  await page.waitForSelector('#rep-util tr[data-key="research"]');
+  // GPU-hours, used GPU-hours, the mean utilization and the idle share.
+  assert.match(await page.textContent('#rep-util tr[data-key="research"]'), /\d%.*\d%/s);
+  // research's cost against its 200,000 a month, over the 30 days shown.
+  const cost = await page.textContent('#rep-cost tr[data-key="research"]');
+  assert.match(cost, /USD/);
+  assert.match(cost, /%/);
+  await page.waitForSelector('#rep-energy tr[data-key="a10-dev"]');
+  assert.equal(await page.$$eval('#rep-peaks td.peak-cell', (c) => c.length), 7 * 24);
+  assert.match(await page.textContent('#rep-queue'), /a10-dev/);
+  const [csv] = await Promise.all([page.waitForEvent('download'), page.click('#rep-util .rep-csv')]);
+  const text = await (await import('node:fs/promises')).readFile(await csv.path(), 'utf8');
+  assert.match(text, /^key,gpu_hours_allocated,gpu_hours_effective,util_mean,/);
+  assert.match(text, /\nresearch,/);
+  await shot(page, 'reports');
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
 });
 
 test('the rollouts page: an operator plans and starts a rollout and watches it end live; the node page shows the new driver', async () => {

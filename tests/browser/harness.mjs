@@ -70,7 +70,7 @@ export async function startFleet(file, { healthInterval = '1s' } = {}) {
     const log = fs.openSync(path.join(OUT, `${path.basename(file, '.yaml')}-up.log`), 'a');
     // Simulated node actions in seconds, so that a rollout of a small pool ends within a test.
     fleet.proc = spawn(BIN, ['up', '-f', file, '--data-dir', dir, '--listen', fleet.listen, '--health-interval', healthInterval,
-      '--workload', 'off', '--sim-install-time', '2s', '--sim-reboot-time', '3s'],
+      '--workload', 'off', '--sim-install-time', '2s', '--sim-reboot-time', '3s', '--usage-interval', '5s'],
       { stdio: ['ignore', log, log] });
     fleet.exited = new Promise((r) => fleet.proc.once('exit', r));
     const addr = await waitFor('controller.addr', () => {

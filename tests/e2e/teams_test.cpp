@@ -2,6 +2,7 @@
 // CLI, jobs that must name a known team and project, a team's alerts delivered to its channel
 // (a real webhook receiver on loopback), and the pool rows of the rule language.
 
+#include <map>
 #include <thread>
 
 #include "common/json_text.h"
@@ -248,6 +249,167 @@ TEST_F(Teams, AnEndedJobLeavesAUsageRecordWithItsGpusUse) {
   EXPECT_EQ(bad.first, 400);
   EXPECT_EQ(controller_->Call("GET", "/api/v1/usage?from=-1d&to=-2d").first, 400);
   EXPECT_EQ(Cli({"usage", "list", "--format", "x"}).exit_code, 2);
+}
+
+// Simulated GPUs follow their job: a job that holds two GPUs and does nothing leaves a ledger
+// record of no use and idle power, a training job's GPUs run near full, and the free GPUs of the
+// node hold nothing in memory; the profile shows on the job, and a bad one is a 400.
+TEST_F(Teams, SimulatedGpusFollowTheirJobsProfile) {
+  ASSERT_EQ(ApplyText("fleet.yaml", kFleet).exit_code, 0);
+  Sim(JoinToken("h100"), "pf", 1, "H100-SXM5-80GB", 8);
+  ASSERT_TRUE(WaitState("pf-0000", "ready"));
+  auto submit = [&](const std::string& profile) {
+    return controller_->Call("POST", "/api/v1/jobs",
+                             R"({"team": "vision", "project": "detector", "pool": "h100", )"
+                             R"("gpus": 2, "duration": "10s", "sim_profile": ")" +
+                                 profile + R"("})");
+  };
+  auto [s1, idle] = submit("idle");
+  ASSERT_EQ(s1, 201) << idle;
+  EXPECT_EQ(idle.at("sim_profile"), "idle");
+  auto [s2, train] = submit("training");
+  ASSERT_EQ(s2, 201) << train;
+  auto [s3, bad] = submit("gaming");
+  EXPECT_EQ(s3, 400);
+  EXPECT_EQ(bad.at("error").at("message"),
+            "'sim_profile' must be training, inference, bursty or idle, not 'gaming'");
+  // While they run: the free GPUs (four of eight) hold nothing in memory.
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  auto latest = controller_->Call("GET", "/api/v1/query?metric=fb_used&node=pf-0000").second;
+  int empty = 0;
+  for (const auto& g : latest.at("items").as_array()) {
+    const auto& fb = g.at("value");
+    if (fb.is_number() && fb.to_number<double>() == 0) ++empty;
+  }
+  EXPECT_EQ(empty, 4) << latest;
+  std::map<int64_t, json::value> records;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json::value v = controller_->Call("GET", "/api/v1/usage?team=vision").second;
+        for (const auto& r : v.at("items").as_array()) records[r.at("job").as_int64()] = r;
+        return records.size() == 2;
+      },
+      40000));
+  const auto& i = records.at(idle.at("id").as_int64());
+  const auto& t = records.at(train.at("id").as_int64());
+  EXPECT_LE(i.at("util_mean").to_number<double>(), 2) << i;
+  EXPECT_GT(t.at("util_mean").to_number<double>(), 60) << t;
+  // An idle H100 draws about 70 W, a training one about 600 W.
+  double idle_w = i.at("energy_j").to_number<double>() / (2 * 10);
+  double train_w = t.at("energy_j").to_number<double>() / (2 * 10);
+  EXPECT_GT(idle_w, 40) << i;
+  EXPECT_LT(idle_w, 110) << i;
+  EXPECT_GT(train_w, 3 * idle_w) << t;
+  EXPECT_LT(i.at("mem_peak_bytes").to_number<double>(), 0.09 * 80.0 * (1ULL << 30)) << i;
+  EXPECT_GT(t.at("mem_peak_bytes").to_number<double>(), 0.69 * 80.0 * (1ULL << 30)) << t;
+}
+
+// The pools' hours are added to every second here, so that a test of a few seconds has them.
+class Reports : public E2E {
+ protected:
+  std::vector<std::string> ControllerFlags() override { return {"--usage-interval", "1s"}; }
+};
+
+// The reports on a live controller: two jobs of known profiles on a simulated node, their
+// ledger records and the pool's hours; utilization, cost (its rates set through the CLI),
+// energy, queue and peaks through the API, CSV and the CLI; bad input is a 400 or a usage error.
+TEST_F(Reports, ReportsShowWhatTheJobsDidAndCostAtTheRates) {
+  ASSERT_EQ(ApplyText("fleet.yaml", kFleet).exit_code, 0);
+  Sim(JoinToken("h100"), "rp", 1, "H100-SXM5-80GB", 8);
+  ASSERT_TRUE(WaitState("rp-0000", "ready"));
+  auto submit = [&](const std::string& team, const std::string& project, int gpus,
+                    const std::string& profile) {
+    auto [s, v] = controller_->Call(
+        "POST", "/api/v1/jobs",
+        R"({"team": ")" + team + R"(", "project": ")" + project + R"(", "pool": "h100", "gpus": )" +
+            std::to_string(gpus) + R"(, "duration": "8s", "sim_profile": ")" + profile + R"("})");
+    EXPECT_EQ(s, 201) << v;
+  };
+  submit("vision", "cameras", 2, "idle");
+  submit("nlp", "llm", 4, "training");
+  ASSERT_TRUE(WaitFor(
+      [&] { return controller_->Call("GET", "/api/v1/usage").second.at("total").as_int64() == 2; },
+      40000));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // an interval of the pool's hours more
+  auto report = [&](const std::string& query) {
+    auto [s, v] = controller_->Call("GET", "/api/v1/reports/" + query);
+    EXPECT_EQ(s, 200) << query << ": " << v;
+    std::map<std::string, json::object> items;
+    if (s == 200) {
+      for (const auto& i : v.at("items").as_array()) {
+        items[std::string(i.at("key").as_string())] = i.as_object();
+      }
+    }
+    return items;
+  };
+  auto num = [](const json::object& o, const char* k) { return o.at(k).to_number<double>(); };
+  auto util = report("utilization?from=-1h&by=team");
+  ASSERT_EQ(util.size(), 2u);
+  EXPECT_NEAR(num(util["vision"], "gpu_hours_allocated"), 2 * 8 / 3600.0, 2 * 2 / 3600.0);
+  EXPECT_LE(num(util["vision"], "util_mean"), 2);
+  EXPECT_GT(num(util["vision"], "idle_share"), 0.97);
+  EXPECT_GT(num(util["nlp"], "util_mean"), 60);
+  auto pools = report("utilization?from=-1h&by=pool");
+  const double installed = num(pools["h100"], "gpu_hours_installed");
+  EXPECT_GT(installed, 0);
+  EXPECT_GT(num(pools["h100"], "allocated_share"), 0);
+  EXPECT_LT(num(pools["h100"], "allocated_share"), 1) << "two of eight GPUs were free throughout";
+
+  // Cost at the catalogue's H100 price, then at the site's own rate set through the CLI.
+  auto cost = report("cost?from=-1h&by=team");
+  const double nlp_hours = num(cost["nlp"], "gpu_hours");
+  EXPECT_NEAR(num(cost["nlp"], "cost"), nlp_hours * 6.88, 1e-6);
+  EXPECT_GT(num(cost["nlp"], "idle_cost"), 0) << "the free GPUs' cost, shared";
+  EXPECT_TRUE(cost["vision"].at("budget").is_number()) << "vision has a monthly budget";
+  EXPECT_TRUE(cost["nlp"].at("budget").is_null());
+  auto set = Cli({"reports", "rates", "--set", "H100-SXM5-80GB@lab-a=2", "--energy-price", "0.3"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_NE(set.out.find("lab-a"), std::string::npos) << set.out;
+  cost = report("cost?from=-1h&by=team&share_idle=false");
+  EXPECT_NEAR(num(cost["nlp"], "cost"), nlp_hours * 2, 1e-6);
+  EXPECT_EQ(num(cost["nlp"], "idle_cost"), 0);
+  EXPECT_GT(num(cost["__idle__"], "idle_cost"), 0);
+  auto bad = controller_->Call("PUT", "/api/v1/reports/rates",
+                               R"({"gpu_hour": [{"model": "H900", "price": 1}]})");
+  EXPECT_EQ(bad.first, 400);
+  EXPECT_EQ(bad.second.at("error").at("message"), "'gpu_hour[0].model': unknown GPU model 'H900'");
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/reports/rates").second.at("energy_kwh"), 0.3);
+
+  // Energy: the idle job's is all idle; the free GPUs' is nobody's (__idle__).
+  auto energy = report("energy?from=-1h&by=team");
+  EXPECT_GT(num(energy["nlp"], "kwh"), 3 * num(energy["vision"], "kwh"));
+  EXPECT_EQ(num(energy["vision"], "idle_share"), 1);
+  EXPECT_GT(num(energy["__idle__"], "kwh"), 0);
+  auto by_pool = report("energy?from=-1h&by=pool");
+  EXPECT_GT(num(by_pool["h100"], "idle_share"), 0);
+  EXPECT_LT(num(by_pool["h100"], "idle_share"), 1);
+  EXPECT_NEAR(num(by_pool["h100"], "cost"), num(by_pool["h100"], "kwh") * 0.3, 1e-9);
+
+  auto queue = report("queue?from=-1h");
+  ASSERT_EQ(queue.size(), 1u);
+  EXPECT_EQ(queue.begin()->first, "h100");
+  EXPECT_EQ(num(queue.begin()->second, "starts"), 2);
+  auto [ps, peaks] = controller_->Call("GET", "/api/v1/reports/peaks?from=-1h");
+  ASSERT_EQ(ps, 200);
+  ASSERT_FALSE(peaks.at("items").as_array().empty());
+  EXPECT_NEAR(peaks.at("items").at(0).at("gpus_installed").to_number<double>(), 8, 0.5) << peaks;
+
+  auto csv = Cli({"reports", "utilization", "--from", "-1h", "--csv"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(csv.out.rfind("key,gpu_hours_allocated,gpu_hours_effective,util_mean,", 0), 0u)
+      << csv.out;
+  auto table = Cli({"reports", "cost", "--from", "-1h"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("TOTAL COST"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("in USD"), std::string::npos) << table.out;
+  auto wrong = controller_->Call("GET", "/api/v1/reports/cost?by=gpu");
+  EXPECT_EQ(wrong.first, 400);
+  EXPECT_EQ(wrong.second.at("error").at("message"),
+            "'by' must be one of team, project, pool, cluster, model, not 'gpu'");
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/reports/energy?from=tomorrow").first, 400);
+  auto cli_bad = Cli({"reports", "rates", "--set", "H100"});
+  EXPECT_EQ(cli_bad.exit_code, 2);
+  EXPECT_NE(cli_bad.err.find("give MODEL[@SITE]=PRICE"), std::string::npos) << cli_bad.err;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <numbers>
 #include <optional>
 #include <random>
 #include <set>
@@ -26,15 +27,13 @@ uint64_t Mix(uint64_t x) {  // splitmix64
   return x ^ (x >> 31);
 }
 
-// One simulated GPU's physics: jobs come and go (busy or idle for minutes at a time),
-// utilisation follows the job, power follows utilisation up to the model's TDP with sensor
-// noise, temperature follows power with thermal lag, memory steps with jobs, clocks boost
-// under load, and the energy counter integrates power.
+// One simulated GPU's physics: utilisation and memory follow the job that holds it (its
+// profile, model/sim_profile.h; a free GPU idles with nothing in memory), power follows
+// utilisation up to the model's TDP with sensor noise, temperature follows power with thermal
+// lag, clocks boost under load, and the energy counter integrates power.
 class SimGpu {
  public:
   SimGpu(const GpuModelSpec& model, uint64_t seed) : model_(model), rng_(seed) {
-    busy_ = rng_() % 2 == 0;
-    NewJob();
     // As a data-center GPU ships: persistence on (nvidia-persistenced), ECC on, the default
     // compute mode, the power limit at the board's TDP, the application clocks of the sample.
     settings.persistence_mode = 1;
@@ -47,6 +46,30 @@ class SimGpu {
 
   GpuSettings settings;
   int mig_mode = -1;
+
+  // The job that holds this GPU now (job 0: none). The same job again changes nothing; a new
+  // one draws its level and memory from its id, so all of a job's GPUs look alike.
+  void SetLoad(const proto::GpuLoad& load) {
+    if (load.job == load_.job && load.profile == load_.profile) return;
+    load_ = load;
+    const uint64_t h = Mix(static_cast<uint64_t>(load.job) * 0x9e37ULL + 17);
+    const double draw = static_cast<double>(h % 1000) / 1000.0;  // 0..1, the job's own
+    const double total_mib = model_.memory_gib * 1024;
+    level_ = 0;
+    fb_used_mib_ = 0;
+    if (load.profile == "training") {
+      level_ = 88 + draw * 11;
+      fb_used_mib_ = total_mib * (0.70 + draw * 0.25);
+    } else if (load.profile == "inference") {
+      level_ = 0.7 + draw * 0.3;  // a share of the daily peak
+      fb_used_mib_ = total_mib * (0.35 + draw * 0.25);
+    } else if (load.profile == "bursty") {
+      level_ = 60 + draw * 40;
+      fb_used_mib_ = total_mib * (0.15 + draw * 0.35);
+    } else if (load.job != 0) {  // idle: a CUDA context and little else
+      fb_used_mib_ = total_mib * (0.02 + draw * 0.06);
+    }
+  }
 
   void Inject(const proto::Injection& in) {
     if (in.clear) {
@@ -73,13 +96,8 @@ class SimGpu {
     if (lost_) return SampleRow{now, index};  // a lost GPU answers nothing
     double dt = last_ms_ ? std::clamp((now - last_ms_) / 1000.0, 0.0, 3600.0) : 1.0;
     last_ms_ = now;
-    if (now >= phase_end_ms_) {
-      busy_ = !busy_;
-      NewJob();
-      phase_end_ms_ = now + static_cast<int64_t>(60'000 + rng_() % 600'000);
-    }
-    util_ =
-        busy_ ? std::clamp(util_ + Noise(4), target_util_ - 15, 100.0) : (rng_() % 30 == 0 ? 1 : 0);
+    util_ = std::clamp(Utilization(now), 0.0, 100.0);
+    busy_ = util_ >= 20;
     double tdp_mw =
         std::min(model_.tdp_w, settings.power_limit_w > 0 ? settings.power_limit_w : model_.tdp_w) *
         1000.0;
@@ -132,10 +150,26 @@ class SimGpu {
   }
 
  private:
-  void NewJob() {
-    target_util_ = 75 + static_cast<double>(rng_() % 26);
-    fb_used_mib_ = busy_ ? model_.memory_gib * 1024 * (0.3 + (rng_() % 65) / 100.0) : 0;
-    if (busy_) util_ = target_util_;
+  // What the job's profile does at `now`.
+  double Utilization(int64_t now) {
+    const std::string& p = load_.profile;
+    const int64_t ran = std::max<int64_t>(0, now - load_.since_ms);
+    if (load_.job == 0 || p == "idle" || p.empty()) return rng_() % 30 == 0 ? 1 : 0;
+    if (p == "training") {
+      // Steady, with a checkpoint every 30 minutes (a minute of little compute).
+      if (ran % 1'800'000 >= 1'740'000) return 8 + Noise(4);
+      return level_ + Noise(3);
+    }
+    if (p == "inference") {
+      // Requests follow the day: quietest at 03:00 UTC, busiest at 15:00.
+      const double hour = static_cast<double>(now % 86'400'000) / 3'600'000.0;
+      const double rhythm = 0.5 - 0.5 * std::cos(2 * std::numbers::pi * (hour - 3) / 24);
+      return 8 + 80 * rhythm * level_ + Noise(5);
+    }
+    // bursty: two-minute spells, a quarter of them busy, the same on all of the job's GPUs.
+    const uint64_t spell = static_cast<uint64_t>(ran / 120'000);
+    const bool burst = Mix(static_cast<uint64_t>(load_.job) * 1'000'003ULL + spell) % 4 == 0;
+    return burst ? level_ + Noise(8) : (rng_() % 5 == 0 ? 2 : 0);
   }
   double Noise(double amplitude) {
     return (static_cast<double>(rng_() % 2001) / 1000.0 - 1.0) * amplitude;
@@ -144,8 +178,10 @@ class SimGpu {
   const GpuModelSpec& model_;
   std::mt19937_64 rng_;
   bool busy_ = false;
-  double util_ = 0, target_util_ = 90, fb_used_mib_ = 0, temp_ = 32, energy_mj_ = 0;
-  int64_t last_ms_ = 0, phase_end_ms_ = 0;
+  proto::GpuLoad load_;  // job 0: free
+  double level_ = 0;     // the job's utilisation level (inference: its share of the peak)
+  double util_ = 0, fb_used_mib_ = 0, temp_ = 32, energy_mj_ = 0;
+  int64_t last_ms_ = 0;
   // Injected faults.
   bool lost_ = false;
   std::optional<double> held_temp_;
@@ -265,6 +301,21 @@ class SimBackend : public GpuBackend {
       for (int xid : gpus_[i].TakeXids()) out.push_back({time_ms, static_cast<int>(i), "xid", xid});
     }
     return out;
+  }
+  Status SetLoads(const std::vector<proto::GpuLoad>& loads) override {
+    for (const auto& l : loads) {
+      if (l.gpu < 0 || l.gpu >= static_cast<int>(gpus_.size())) {
+        return MakeError(ErrorCode::kNotFound, "no GPU " + std::to_string(l.gpu) + " on this node");
+      }
+    }
+    for (size_t i = 0; i < gpus_.size(); ++i) {
+      proto::GpuLoad load{static_cast<int>(i)};  // free unless listed
+      for (const auto& l : loads) {
+        if (l.gpu == static_cast<int>(i)) load = l;
+      }
+      gpus_[i].SetLoad(load);
+    }
+    return {};
   }
   SampleRow Sample(int index, int64_t time_ms) override {
     if (index < 0 || index >= static_cast<int>(gpus_.size())) return SampleRow{time_ms, index};

@@ -44,6 +44,8 @@ json::object JobJson(const workload::Job& j, int64_t now) {
           {"gpu_hours", run_s * j.spec.gpus / 3600},
           {"requeues", j.requeues},
           {"movable", j.spec.movable},
+          {"sim_profile",
+           j.spec.sim_profile.empty() ? json::value(nullptr) : json::value(j.spec.sim_profile)},
           {"moves", j.moves},
           {"placement", std::move(placement)}};
 }
@@ -80,8 +82,9 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
         if (!ctx.jobs) return JobsUnavailable();
         auto body = ParseObject(req.body);
         if (!body.ok()) return ErrorResponse(body.error());
-        if (auto s = OnlyFields(*body, {"team", "project", "cluster", "pool", "gpu_model", "gpus",
-                                        "gpus_per_node", "priority", "duration", "movable"});
+        if (auto s = OnlyFields(
+                *body, {"team", "project", "cluster", "pool", "gpu_model", "gpus", "gpus_per_node",
+                        "priority", "duration", "movable", "sim_profile"});
             !s.ok()) {
           return ErrorResponse(s.error());
         }
@@ -100,9 +103,10 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
         }
         auto priority = GetInt(*body, "priority", 0);
         auto duration = GetString(*body, "duration", std::string());
+        auto sim_profile = GetString(*body, "sim_profile", std::string());
         auto movable = GetBool(*body, "movable", false);
         if (!movable.ok()) return ErrorResponse(movable.error());
-        for (const auto* r : {&team, &project, &cluster, &pool, &model, &duration}) {
+        for (const auto* r : {&team, &project, &cluster, &pool, &model, &duration, &sim_profile}) {
           if (!r->ok()) return ErrorResponse(r->error());
         }
         if (!gpus.ok()) return ErrorResponse(gpus.error());
@@ -120,6 +124,7 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
         spec.gpus_per_node = static_cast<int>(per_node.value());
         spec.priority = static_cast<int>(priority.value());
         spec.movable = movable.value();
+        spec.sim_profile = sim_profile.value();
         if (!duration->empty()) {
           spec.duration_ms = ParseDurationMs(duration.value());
           if (spec.duration_ms <= 0) {

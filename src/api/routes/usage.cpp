@@ -2,8 +2,12 @@
 //   GET /api/v1/usage[?from=&to=&team=&project=&pool=&cluster=&limit=&offset=&format=csv]
 // the allocations that ended in [from, to) (default: the last 30 days), newest end first:
 // who, where, when, the wait, and what the GPUs did (utilization, memory, energy).
+//   GET /api/v1/reports/{utilization,cost,energy,queue,peaks}[?from=&to=&by=&cluster=
+//       &share_idle=false&format=csv]   the reports over it and the pools' hours (usage/reports.h)
+//   GET /api/v1/reports/rates, PUT /api/v1/reports/rates   the prices the reports use
 
 #include <cmath>
+#include <variant>
 
 #include "api/json_util.h"
 #include "common/clock.h"
@@ -40,6 +44,108 @@ json::object EntryJson(const usage::Entry& e) {
           {"mem_mean_bytes", NumberOrNull(e.effective.mem_mean_bytes)},
           {"mem_peak_bytes", NumberOrNull(e.effective.mem_peak_bytes)},
           {"energy_j", e.effective.energy_j}};
+}
+
+Response NoLedger() {
+  return ErrorResponse(MakeError(ErrorCode::kUnavailable, "the usage ledger is not running"));
+}
+
+// A report's period: `from` and `to` as the API takes times, default the last 30 days.
+Result<std::pair<int64_t, int64_t>> Period(const Request& req, int64_t now) {
+  auto from = TimeParam(req, "from", now, now - 30 * 86'400'000LL);
+  if (!from.ok()) return from.error();
+  auto to = TimeParam(req, "to", now, now + 1);
+  if (!to.ok()) return to.error();
+  if (to.value() <= from.value()) {
+    return MakeError(ErrorCode::kInvalidArgument, "'to' must be after 'from'");
+  }
+  return std::pair{from.value(), to.value()};
+}
+
+// A token scoped to clusters reads one of them: `cluster=` (implied when it has one).
+Result<std::string> ScopedCluster(const Request& req, const Principal& who, const char* what) {
+  std::string cluster = req.Param("cluster");
+  if (!who.clusters.empty()) {
+    if (cluster.empty() && who.clusters.size() == 1) cluster = who.clusters[0];
+    if (!who.CanSeeCluster(cluster)) {
+      return MakeError(ErrorCode::kPermissionDenied, "token '" + who.name + "' may read the " +
+                                                         what +
+                                                         " of its own cluster only: give cluster=");
+    }
+  }
+  return cluster;
+}
+
+Result<std::string> Format(const Request& req) {
+  const std::string format = req.Param("format");
+  if (!format.empty() && format != "json" && format != "csv") {
+    return MakeError(ErrorCode::kInvalidArgument, "'format' must be json or csv");
+  }
+  return format;
+}
+
+json::value CellJson(const usage::Cell& c) {
+  if (const auto* d = std::get_if<double>(&c)) return *d;
+  if (const auto* s = std::get_if<std::string>(&c)) return json::string(*s);
+  return nullptr;
+}
+
+Response ReportResponse(ApiContext& ctx, const Request& req, const Principal& who,
+                        usage::ReportKind kind) {
+  if (!ctx.usage) return NoLedger();
+  const int64_t now = ctx.clock.NowMs();
+  auto period = Period(req, now);
+  if (!period.ok()) return ErrorResponse(period.error());
+  auto cluster = ScopedCluster(req, who, "reports");
+  if (!cluster.ok()) return ErrorResponse(cluster.error());
+  auto format = Format(req);
+  if (!format.ok()) return ErrorResponse(format.error());
+  usage::ReportRequest r;
+  r.kind = kind;
+  r.from_ms = period->first;
+  r.to_ms = std::min(period->second, now);
+  if (r.to_ms <= r.from_ms) r.to_ms = period->second;
+  r.by = req.Param("by");
+  const std::string share = req.Param("share_idle");
+  if (!share.empty() && share != "true" && share != "false") {
+    return ErrorResponse(
+        MakeError(ErrorCode::kInvalidArgument, "'share_idle' must be true or false"));
+  }
+  r.share_idle = share != "false";
+  usage::ReportContext c;
+  c.catalog = &ctx.catalog;
+  auto rates = ctx.usage->GetRates(ctx.catalog);
+  if (!rates.ok()) return ErrorResponse(rates.error());
+  c.rates = rates.value();
+  if (auto clusters = ctx.fleet.Clusters(); clusters.ok()) {
+    for (const auto& cl : clusters.value()) c.cluster_site[cl.name] = cl.site;
+  }
+  if (ctx.teams) {
+    for (const auto& t : ctx.teams->List()) c.team_budget[t.name] = t.budget_monthly;
+  }
+  auto report = ctx.usage->Run(r, std::move(c), cluster.value());
+  if (!report.ok()) return ErrorResponse(report.error());
+  if (format.value() == "csv") {
+    Response out;
+    out.content_type = "text/csv; charset=utf-8";
+    out.body = usage::ReportCsv(report.value());
+    return out;
+  }
+  json::array items;
+  for (const auto& row : report->rows) {
+    json::object item;
+    for (size_t i = 0; i < row.size() && i < report->columns.size(); ++i) {
+      item[report->columns[i]] = CellJson(row[i]);
+    }
+    items.push_back(std::move(item));
+  }
+  json::object reply{{"from", FormatTime(r.from_ms)},
+                     {"to", FormatTime(r.to_ms)},
+                     {"by", report->by},
+                     {"items", std::move(items)}};
+  if (!report->currency.empty()) reply["currency"] = report->currency;
+  if (!cluster->empty()) reply["cluster"] = cluster.value();
+  return ObjectResponse(200, reply);
 }
 
 std::string Cell(double v) {
@@ -132,6 +238,51 @@ void AddUsageRoutes(Router& router, ApiContext& ctx) {
                            {"offset", page->offset}};
         return ObjectResponse(200, reply);
       });
+
+  // The reports read up to 13 months of the ledger: off the I/O threads.
+  for (const char* name : {"utilization", "cost", "energy", "queue", "peaks"}) {
+    const usage::ReportKind kind = *usage::ParseReportKind(name);
+    router.AddSlow("GET", std::string("/api/v1/reports/") + name, Role::kViewer,
+                   [&ctx, kind](const Request& req, const Principal& who) {
+                     return ReportResponse(ctx, req, who, kind);
+                   });
+  }
+
+  router.Add(
+      "GET", "/api/v1/reports/rates", Role::kViewer, [&ctx](const Request&, const Principal&) {
+        if (!ctx.usage) return NoLedger();
+        auto rates = ctx.usage->GetRates(ctx.catalog);
+        if (!rates.ok()) return ErrorResponse(rates.error());
+        // What each catalogue model costs now, where no rate says otherwise.
+        json::array models;
+        for (const auto& m : ctx.catalog.models()) {
+          models.push_back(
+              json::object{{"model", m.id}, {"price", rates->GpuHour(ctx.catalog, m.id, "")}});
+        }
+        auto reply = json::parse(usage::RatesJson(rates.value())).as_object();
+        reply["models"] = std::move(models);
+        return ObjectResponse(200, reply);
+      });
+  router.Add("PUT", "/api/v1/reports/rates", Role::kOperator,
+             [&ctx](const Request& req, const Principal&) {
+               std::string before;
+               Response r = [&] {
+                 if (!ctx.usage) return NoLedger();
+                 if (auto old = ctx.usage->GetRates(ctx.catalog); old.ok()) {
+                   before = usage::RatesJson(old.value());
+                 }
+                 auto rates = usage::ParseRates(req.body, ctx.catalog);
+                 if (!rates.ok()) return ErrorResponse(rates.error());
+                 if (auto s = ctx.usage->SetRates(rates.value()); !s.ok()) {
+                   return ErrorResponse(s.error());
+                 }
+                 return JsonResponse(200, usage::RatesJson(rates.value()));
+               }();
+               r.audit_target = "reports/rates";
+               r.audit_before = before;
+               r.audit_after = req.body;
+               return r;
+             });
 }
 
 }  // namespace gpufleet::api

@@ -94,6 +94,24 @@ TEST(Proto, NodeActionsCarryTheirArgumentsDeadlineAndExitCode) {
       Decode(R"({"v":1,"type":"command","id":1,"gpu":0,"action":"reboot","args":[1]})").ok());
 }
 
+TEST(Proto, SimLoadCommandsCarryEachHeldGpusJobAndProfile) {
+  Command cmd;
+  cmd.id = 3'000'000'001;
+  cmd.action = std::string(kSimLoadAction);
+  cmd.loads = {{0, 59, "training", 1'764'547'200'000}, {3, 61, "idle", 1'764'547'260'000}};
+  auto c = Decode(Encode(cmd));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(std::get<Command>(c.value()).loads, cmd.loads);
+  cmd.loads.clear();  // every GPU free
+  c = Decode(Encode(cmd));
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(std::get<Command>(c.value()).loads.empty());
+  auto bad = Decode(R"({"v":1,"type":"command","id":1,"gpu":0,"action":"sim-load",)"
+                    R"("loads":[[0,59,"training"]]})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "'loads' must be a list of [gpu, job, profile, since_ms]");
+}
+
 TEST(Proto, SamplesRoundTripWithAbsentFields) {
   Samples s;
   s.seq = 42;

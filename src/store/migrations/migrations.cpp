@@ -165,6 +165,25 @@ CREATE TABLE usage_records (
 CREATE INDEX usage_records_end ON usage_records(end_ms);
 CREATE INDEX usage_records_team ON usage_records(team, end_ms)
 )SQL"},
+      // The figures reports add up, as columns (integers: % x 1000, MiB, joules), and each
+      // pool's hours: GPUs installed and allocated, energy of all, free and idle GPUs.
+      {18, R"SQL(
+ALTER TABLE usage_records ADD COLUMN gpu_model TEXT NOT NULL DEFAULT '';
+ALTER TABLE usage_records ADD COLUMN gpus BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_records ADD COLUMN wait_ms BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_records ADD COLUMN util_milli BIGINT NOT NULL DEFAULT -1;
+ALTER TABLE usage_records ADD COLUMN util_p95_milli BIGINT NOT NULL DEFAULT -1;
+ALTER TABLE usage_records ADD COLUMN mem_peak_mib BIGINT NOT NULL DEFAULT -1;
+ALTER TABLE usage_records ADD COLUMN energy_j BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_records ADD COLUMN placement TEXT NOT NULL DEFAULT '';
+ALTER TABLE usage_records ADD COLUMN outcome TEXT NOT NULL DEFAULT '';
+CREATE TABLE pool_hours (
+  pool TEXT NOT NULL, hour_ms BIGINT NOT NULL, cluster TEXT NOT NULL, gpu_model TEXT NOT NULL,
+  covered_ms BIGINT NOT NULL, gpu_ms BIGINT NOT NULL, alloc_gpu_ms BIGINT NOT NULL, queued_gpu_ms BIGINT NOT NULL,
+  energy_j BIGINT NOT NULL,
+  free_energy_j BIGINT NOT NULL, idle_energy_j BIGINT NOT NULL, PRIMARY KEY (pool, hour_ms));
+CREATE INDEX pool_hours_hour ON pool_hours(hour_ms)
+)SQL"},
   };
   return kAll;
 }

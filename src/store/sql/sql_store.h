@@ -158,6 +158,11 @@ class SqlStore final : public FleetStore,
   Status AppendUsage(const std::vector<UsageRecord>& records) override;
   Result<std::vector<UsageRecord>> ListUsage(const UsageQuery& query, int64_t* total) override;
   Result<int64_t> DeleteUsageBefore(int64_t before_ms) override;
+  Status ScanUsage(const UsageQuery& query,
+                   const std::function<void(const UsageRecord&)>& fn) override;
+  Status AddPoolHours(const std::vector<PoolHour>& deltas) override;
+  Result<std::vector<PoolHour>> ListPoolHours(int64_t from_ms, int64_t to_ms) override;
+  Result<int64_t> DeletePoolHoursBefore(int64_t before_ms) override;
 
   std::string_view backend() const override;
   const std::string& location() const override { return location_; }

@@ -297,6 +297,73 @@ TEST_P(StoreTest, UsageRecordsAreFilteredByTimePagedAndPruned) {
   EXPECT_EQ(store_.usage->ListUsage({}, &total)->size(), 3u);
 }
 
+// The reports' reads: a scan of every record a query matches with its figures (the document
+// only for a record from before them), and the pools' hours, added to and read by hour.
+TEST_P(StoreTest, UsageScansCarryTheFiguresAndPoolHoursAddUp) {
+  auto& u = *store_.usage;
+  std::vector<store::UsageRecord> records;
+  for (int i = 0; i < 10'000; ++i) {  // more than a batch
+    store::UsageRecord r{
+        0, i, i % 2 ? "nlp" : "vision", "p", "h100", "train", i * 10, i * 10 + 5, "{\"doc\":1}"};
+    r.figures = {"H100-SXM5-80GB",     8,          1000 + i, 90'500, 88'000, 70'000, 3'600 + i,
+                 "n1:0,1,2,3,4,5,6,7", "completed"};
+    records.push_back(std::move(r));
+  }
+  records.push_back({0, 99'999, "vision", "old", "h100", "train", 0, 1, R"({"gpus":2})"});
+  ASSERT_TRUE(u.AppendUsage(records).ok());
+  Reopen();
+  int64_t count = 0, energy = 0;
+  store::UsageRecord old, last;
+  auto scanned = store_.usage->ScanUsage({}, [&](const store::UsageRecord& r) {
+    ++count;
+    if (r.job == 99'999) {
+      old = r;
+      return;
+    }
+    energy += r.figures.energy_j;
+    EXPECT_TRUE(r.doc.empty());
+    if (r.job == 9'999) last = r;
+  });
+  ASSERT_TRUE(scanned.ok()) << scanned.error().message;
+  EXPECT_EQ(count, 10'001);
+  EXPECT_EQ(energy, 3'600LL * 10'000 + 9'999LL * 10'000 / 2);
+  EXPECT_EQ(last.team, "nlp");
+  EXPECT_EQ(last.end_ms, 99'995);
+  EXPECT_EQ(last.figures.gpu_model, "H100-SXM5-80GB");
+  EXPECT_EQ(last.figures.wait_ms, 10'999);
+  EXPECT_EQ(last.figures.util_milli, 90'500);
+  EXPECT_EQ(last.figures.mem_peak_mib, 70'000);
+  EXPECT_EQ(last.figures.placement, "n1:0,1,2,3,4,5,6,7");
+  EXPECT_EQ(old.figures.gpus, 0);
+  EXPECT_EQ(old.doc, R"({"gpus":2})") << "a record from before the figures: its document";
+  store::UsageQuery q;
+  q.team = "vision";
+  q.from_ms = 50'000;
+  count = 0;
+  ASSERT_TRUE(store_.usage->ScanUsage(q, [&](const store::UsageRecord&) { ++count; }).ok());
+  EXPECT_EQ(count, 2'500);  // the even jobs from 5,000
+
+  const int64_t h = 3'600'000;
+  store::PoolHour a{"h100", "train", "H100-SXM5-80GB", 10 * h, 40, 100, 50, 10, 1000, 300, 20};
+  ASSERT_TRUE(store_.usage->AddPoolHours({a, a, {"l4", "edge", "L4", 11 * h, 1, 7}}).ok());
+  ASSERT_TRUE(store_.usage->AddPoolHours({a}).ok());
+  auto hours = store_.usage->ListPoolHours(10 * h, 12 * h);
+  ASSERT_TRUE(hours.ok()) << hours.error().message;
+  ASSERT_EQ(hours->size(), 2u);
+  EXPECT_EQ(hours->at(0).pool, "h100");
+  EXPECT_EQ(hours->at(0).covered_ms, 120);
+  EXPECT_EQ(hours->at(0).gpu_ms, 300);
+  EXPECT_EQ(hours->at(0).alloc_gpu_ms, 150);
+  EXPECT_EQ(hours->at(0).queued_gpu_ms, 30);
+  EXPECT_EQ(hours->at(0).energy_j, 3000);
+  EXPECT_EQ(hours->at(0).free_energy_j, 900);
+  EXPECT_EQ(hours->at(0).idle_energy_j, 60);
+  EXPECT_EQ(hours->at(1).gpu_model, "L4");
+  EXPECT_EQ(store_.usage->ListPoolHours(11 * h, 12 * h)->size(), 1u);
+  EXPECT_EQ(store_.usage->DeletePoolHoursBefore(11 * h).value(), 1);
+  EXPECT_EQ(store_.usage->ListPoolHours(0, 12 * h)->size(), 1u);
+}
+
 TEST_P(StoreTest, PoolNeedsItsCluster) {
   Pool p{"p1", "nowhere", "L4", 1, 4, {}, 1, 1};
   EXPECT_FALSE(store_.fleet->ApplyFleet({}, {p}).ok());
@@ -900,6 +967,7 @@ TEST(StoreCopy, MovesEveryTableToAnEmptyDatabaseAndRefusesAFullOne) {
     ASSERT_TRUE(s.compliance->PutComplianceDay({"2026-12-03", "{}", 2}).ok());
     ASSERT_TRUE(s.teams->PutTeam({"vision", R"({"name":"vision"})", 2}).ok());
     ASSERT_TRUE(s.usage->AppendUsage({{0, 7, "vision", "p", "h100", "train", 1, 2, "{}"}}).ok());
+    ASSERT_TRUE(s.usage->AddPoolHours({{"h100", "train", "H100-SXM5-80GB", 3'600'000, 5, 5}}).ok());
   }
   auto& pg = testing::SharedPostgres();
   ASSERT_TRUE(pg.ok()) << pg.error();

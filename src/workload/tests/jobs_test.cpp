@@ -94,14 +94,15 @@ class JobsTest : public ::testing::Test {
     return ids;
   }
 
-  // Registers 8-GPU H100 nodes of pool h100 under these names.
-  void AddNodes(std::initializer_list<const char*> names) {
+  // Registers 8-GPU H100 nodes of pool h100 under these names (simulated ones, or real).
+  void AddNodes(std::initializer_list<const char*> names, bool simulated = false) {
     auto token = fleet_->CreateJoinToken("h100", kHour, "test");
     ASSERT_TRUE(token.ok()) << token.error().message;
     for (const char* name : names) {
       proto::Hello h;
       h.join_token = token->secret;
       h.facts.hostname = name;
+      h.simulated = simulated;
       for (int i = 0; i < 8; ++i) {
         Gpu g;
         g.index = i;
@@ -273,6 +274,50 @@ TEST_F(JobsTest, ListGivesAPageAndTheTotal) {
 }
 
 // A duration over a year is refused and queues nothing; a year is accepted.
+// A job's sim_profile is for simulated pools only; a running job's GPUs get its profile (the
+// default resolved) and its start, for the simulated nodes to follow; it survives a restart.
+TEST_F(JobsTest, SimProfilesAreForSimulatedPoolsAndGoToTheJobsGpus) {
+  AddNodes({"sim-0"}, true);
+  JobSpec s;
+  s.team = "nlp";
+  s.pool = "h100";
+  s.gpus = 2;
+  s.sim_profile = "idle";
+  auto idle = jobs_->Submit(s);
+  ASSERT_TRUE(idle.ok()) << idle.error().message;
+  s.gpus = 4;
+  s.sim_profile = "";
+  clock_->Advance(1000);
+  auto train = jobs_->Submit(s);
+  ASSERT_TRUE(train.ok()) << train.error().message;
+  ASSERT_EQ(train->state, JobState::kRunning);
+  auto loads = jobs_->Loads();
+  ASSERT_EQ(loads.size(), 1u);
+  int idle_gpus = 0, train_gpus = 0;
+  for (const auto& l : loads["sim-0"]) {
+    if (l.job == idle->id && l.profile == "idle" && l.since_ms == idle->start_ms) ++idle_gpus;
+    if (l.job == train->id && l.profile == "training" && l.since_ms == train->start_ms) {
+      ++train_gpus;
+    }
+  }
+  EXPECT_EQ(idle_gpus, 2);
+  EXPECT_EQ(train_gpus, 4);
+  s.sim_profile = "gaming";
+  EXPECT_EQ(jobs_->Submit(s).error().message,
+            "'sim_profile' must be training, inference, bursty or idle, not 'gaming'");
+  // A real node in the pool: its GPUs cannot be told how to behave.
+  AddNodes({"real-0"});
+  s.sim_profile = "bursty";
+  EXPECT_EQ(jobs_->Submit(s).error().message,
+            "'sim_profile' is for simulated pools: pool 'h100' has real nodes");
+  EXPECT_EQ(jobs_->List({}).size(), 2u) << "nothing queued by the refusals";
+  ASSERT_TRUE(jobs_->Cancel(train->id).ok());
+  EXPECT_EQ(jobs_->Loads()["sim-0"].size(), 2u);
+  Close();
+  Open();
+  EXPECT_EQ(jobs_->Get(idle->id)->spec.sim_profile, "idle");
+}
+
 TEST_F(JobsTest, ADurationOverAYearIsRefused) {
   JobSpec s;
   s.team = "nlp";

@@ -1,0 +1,201 @@
+// The reports over 13 months of a ledger of 1,000,000 allocations (issue 28: under 1 s), on
+// SQLite: 5 teams, 20 projects, 10 pools of 5 models in 4 clusters, allocations of 1 to 16 GPUs
+// spread evenly over 400 days, and each pool's 9,600 hours.
+//   BM_Report/KIND/BY:  one report over the whole period (usage::RunReport, what
+//                       GET /api/v1/reports/KIND does after its checks);
+//   BM_LedgerCsv:       every record streamed through ScanUsage into CSV lines written to
+//                       /dev/null; the counter rss_growth_mib is how much the process's
+//                       resident memory grew while it ran, sampled every 50,000 lines
+//                       (constant memory: about a batch's, not the ledger's).
+// The database is built once per run under $TMPDIR (about a minute).
+
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/store.h"
+#include "usage/reports.h"
+
+namespace gpufleet {
+namespace {
+
+constexpr int64_t kRecords = 1'000'000;
+constexpr int64_t kDayMs = 86'400'000;
+constexpr int64_t kHourMs = 3'600'000;
+constexpr int64_t kStart = 1'764'547'200'000;  // 2025-12-01
+constexpr int64_t kEnd = kStart + 400 * kDayMs;
+
+struct PoolSpec {
+  const char* pool;
+  const char* cluster;
+  const char* model;
+};
+constexpr PoolSpec kPools[] = {{"h100-a", "train-1", "H100-SXM5-80GB"},
+                               {"h100-b", "train-1", "H100-SXM5-80GB"},
+                               {"h200", "train-1", "H200-SXM-141GB"},
+                               {"a100-a", "train-2", "A100-SXM4-80GB"},
+                               {"a100-b", "train-2", "A100-SXM4-80GB"},
+                               {"l40s-a", "infer", "L40S"},
+                               {"l40s-b", "infer", "L40S"},
+                               {"l4-a", "edge", "L4"},
+                               {"l4-b", "edge", "L4"},
+                               {"l4-c", "edge", "L4"}};
+constexpr const char* kTeams[] = {"nlp", "vision", "speech", "recsys", "research"};
+
+class Ledger {
+ public:
+  static Ledger& Get() {
+    static Ledger ledger;
+    return ledger;
+  }
+  store::UsageStore& usage() { return *stores_.usage; }
+  usage::ReportContext Context() const {
+    usage::ReportContext c;
+    c.cluster_site = {{"train-1", "us-east-1"},
+                      {"train-2", "eu-west-1"},
+                      {"infer", "us-east-1"},
+                      {"edge", "us-central"}};
+    for (const char* t : kTeams) c.team_budget[t] = 100'000;
+    return c;
+  }
+
+ private:
+  Ledger() {
+    dir_ = std::filesystem::temp_directory_path() / "gf-report-bench";
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    stores_ = store::Open("sqlite:" + (dir_ / "db").string()).value();
+    std::vector<store::UsageRecord> batch;
+    const int64_t step = (kEnd - kStart) / kRecords;
+    for (int64_t i = 0; i < kRecords; ++i) {
+      const PoolSpec& p = kPools[i % std::size(kPools)];
+      store::UsageRecord r;
+      r.job = i + 1;
+      r.team = kTeams[i % std::size(kTeams)];
+      r.project = r.team + "-p" + std::to_string(i % 4);
+      r.pool = p.pool;
+      r.cluster = p.cluster;
+      r.start_ms = kStart + i * step;
+      r.end_ms = r.start_ms + 600'000 + (i % 37) * 120'000;
+      r.doc = "{}";
+      const int gpus = 1 << (i % 5);  // 1 to 16
+      std::string placement = "n" + std::to_string(i % 500) + ":";
+      for (int g = 0; g < std::min(gpus, 8); ++g) placement += (g ? "," : "") + std::to_string(g);
+      r.figures = {p.model,
+                   gpus,
+                   (i % 61) * 10'000,
+                   (i % 100) * 1000,
+                   (i % 100) * 1000 + 5'000,
+                   40'000,
+                   gpus * 300 * 1200,
+                   placement,
+                   i % 50 == 0 ? "moved" : "completed"};
+      batch.push_back(std::move(r));
+      if (batch.size() == 20'000) {
+        (void)stores_.usage->AppendUsage(batch);
+        batch.clear();
+      }
+    }
+    std::vector<store::PoolHour> hours;
+    for (int64_t h = kStart; h < kEnd; h += kHourMs) {
+      for (const auto& p : kPools) {
+        hours.push_back({p.pool, p.cluster, p.model, h, kHourMs, 64 * kHourMs, 40 * kHourMs,
+                         4 * kHourMs, 64 * 300 * 3600, 24 * 70 * 3600, 4 * 70 * 3600});
+      }
+      if (hours.size() >= 20'000) {
+        (void)stores_.usage->AddPoolHours(hours);
+        hours.clear();
+      }
+    }
+    (void)stores_.usage->AddPoolHours(hours);
+  }
+  std::filesystem::path dir_;
+  store::Stores stores_;
+};
+
+void BM_Report(benchmark::State& state, usage::ReportKind kind, const char* by) {
+  Ledger& l = Ledger::Get();
+  usage::ReportRequest req{kind, kStart, kEnd, by};
+  size_t rows = 0;
+  for (auto _ : state) {
+    auto r = usage::RunReport(l.usage(), req, l.Context());
+    if (!r.ok()) {
+      state.SkipWithError(r.error().message.c_str());
+      return;
+    }
+    rows = r->rows.size();
+    benchmark::DoNotOptimize(rows);
+  }
+  state.counters["records"] = static_cast<double>(kRecords);
+  state.counters["rows"] = static_cast<double>(rows);
+}
+BENCHMARK_CAPTURE(BM_Report, utilization_team, usage::ReportKind::kUtilization, "team")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_Report, utilization_node, usage::ReportKind::kUtilization, "node")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_Report, cost_team, usage::ReportKind::kCost, "team")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_Report, energy_team, usage::ReportKind::kEnergy, "team")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_Report, energy_pool, usage::ReportKind::kEnergy, "pool")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_Report, queue_pool, usage::ReportKind::kQueue, "pool")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_Report, peaks_fleet, usage::ReportKind::kPeaks, "fleet")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+
+// The process's resident memory now (/proc/self/statm), in KiB.
+long RssKib() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+void BM_LedgerCsv(benchmark::State& state) {
+  Ledger& l = Ledger::Get();
+  const long before = RssKib();
+  long most = before;
+  int64_t lines = 0;
+  for (auto _ : state) {
+    FILE* out = std::fopen("/dev/null", "w");
+    std::string line;
+    lines = 0;
+    auto s = l.usage().ScanUsage({}, [&](const store::UsageRecord& r) {
+      line.clear();
+      line += std::to_string(r.job) + "," + r.team + "," + r.project + "," + r.pool + "," +
+              r.cluster + "," + std::to_string(r.start_ms) + "," + std::to_string(r.end_ms) + "," +
+              r.figures.gpu_model + "," + std::to_string(r.figures.gpus) + ",\"" +
+              r.figures.placement + "\"," + std::to_string(r.figures.util_milli) + "," +
+              std::to_string(r.figures.energy_j) + "\n";
+      std::fwrite(line.data(), 1, line.size(), out);
+      if (++lines % 50'000 == 0) most = std::max(most, RssKib());
+    });
+    std::fclose(out);
+    if (!s.ok()) {
+      state.SkipWithError(s.error().message.c_str());
+      return;
+    }
+  }
+  state.counters["lines"] = static_cast<double>(lines);
+  state.counters["rss_growth_mib"] = static_cast<double>(most - before) / 1024.0;
+}
+BENCHMARK(BM_LedgerCsv)->Unit(benchmark::kMillisecond)->Iterations(2);
+
+}  // namespace
+}  // namespace gpufleet

@@ -1,0 +1,577 @@
+#include "usage/reports.h"
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <charconv>
+
+#include "common/clock.h"
+#include "common/json_text.h"
+#include "usage/usage.h"
+
+namespace json = boost::json;
+
+namespace gpufleet::usage {
+namespace {
+
+constexpr double kHourMs = 3.6e6;
+constexpr double kMonthMs = 30.4375 * 86'400'000.0;  // a budget is monthly: 365.25 / 12 days
+constexpr int64_t kIdleUtilMilli = 5'000;            // an allocation under 5% did nothing
+constexpr const char* kIdleKey = "__idle__";         // OpenCost's name for the idle allocation
+constexpr const char* kDays[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+
+Cell Num(double v) { return std::isnan(v) ? Cell() : Cell(v); }
+
+// The share of a record's time inside [from, to), and the GPU-hours of that part.
+struct Clip {
+  double share = 0;
+  double gpu_hours = 0;
+};
+Clip ClipTo(const store::UsageRecord& r, int64_t gpus, int64_t from, int64_t to) {
+  const int64_t a = std::max(r.start_ms, from), b = std::min(r.end_ms, to);
+  if (b <= a || r.end_ms <= r.start_ms) return {};
+  const double inside = static_cast<double>(b - a);
+  return {inside / static_cast<double>(r.end_ms - r.start_ms),
+          static_cast<double>(gpus) * inside / kHourMs};
+}
+
+// "node-a:0,1;node-b:2" -> {node-a: [0, 1], node-b: [2]}.
+std::vector<std::pair<std::string, std::vector<int>>> Placement(const std::string& text) {
+  std::vector<std::pair<std::string, std::vector<int>>> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(';', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string part = text.substr(start, end - start);
+    const size_t colon = part.rfind(':');
+    if (colon != std::string::npos) {
+      std::vector<int> gpus;
+      const char* p = part.data() + colon + 1;
+      const char* e = part.data() + part.size();
+      while (p < e) {
+        int g = 0;
+        auto [next, ec] = std::from_chars(p, e, g);
+        if (ec != std::errc()) break;
+        gpus.push_back(g);
+        p = next < e ? next + 1 : next;
+      }
+      out.emplace_back(part.substr(0, colon), std::move(gpus));
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+double Percentile(std::vector<double>& v, int p) {  // nearest rank
+  if (v.empty()) return NAN;
+  const size_t rank = std::max<size_t>(1, (v.size() * static_cast<size_t>(p) + 99) / 100);
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(rank - 1), v.end());
+  return v[rank - 1];
+}
+
+// What the ledger-based reports share: the request, the fleet's prices and sites.
+class Base : public ReportBuilder {
+ public:
+  Base(ReportRequest r, ReportContext c) : req_(std::move(r)), ctx_(std::move(c)) {}
+
+ protected:
+  std::string Site(const std::string& cluster) const {
+    auto it = ctx_.cluster_site.find(cluster);
+    return it == ctx_.cluster_site.end() ? std::string() : it->second;
+  }
+  double Rate(const std::string& model, const std::string& cluster) const {
+    return ctx_.rates.GpuHour(*ctx_.catalog, model, Site(cluster));
+  }
+  // A record's key along a ledger dimension (not node or gpu).
+  std::string KeyOf(const store::UsageRecord& r, const store::UsageFigures& f) const {
+    if (req_.by == "team") return r.team;
+    if (req_.by == "project") return r.team + "/" + r.project;
+    if (req_.by == "pool") return r.pool;
+    if (req_.by == "cluster") return r.cluster;
+    if (req_.by == "model") return f.gpu_model;
+    return "fleet";
+  }
+  std::string KeyOf(const store::PoolHour& h) const {
+    if (req_.by == "pool") return h.pool;
+    if (req_.by == "cluster") return h.cluster;
+    if (req_.by == "model") return h.gpu_model;
+    return "fleet";
+  }
+  bool ByPoolHours() const {
+    return req_.by == "pool" || req_.by == "cluster" || req_.by == "model";
+  }
+  Report Start(std::vector<std::string> columns) const {
+    Report r;
+    r.by = req_.by;
+    r.columns = std::move(columns);
+    return r;
+  }
+  ReportRequest req_;
+  ReportContext ctx_;
+};
+
+class Utilization : public Base {
+ public:
+  using Base::Base;
+  bool wants_hours() const override { return ByPoolHours(); }
+  bool wants_records() const override { return true; }
+  void Add(const store::UsageRecord& r) override {
+    const store::UsageFigures f = FiguresOf(r);
+    const Clip c = ClipTo(r, f.gpus, req_.from_ms, req_.to_ms);
+    if (c.gpu_hours <= 0) return;
+    auto add = [&](const std::string& key, double hours) {
+      Acc& a = acc_[key];
+      a.alloc_h += hours;
+      if (f.util_milli >= 0) {
+        a.measured_h += hours;
+        a.util_h += hours * static_cast<double>(f.util_milli) / 1000.0;
+      }
+    };
+    if (req_.by != "node" && req_.by != "gpu") {
+      add(KeyOf(r, f), c.gpu_hours);
+      return;
+    }
+    const double per_gpu = c.gpu_hours / static_cast<double>(f.gpus);
+    for (const auto& [node, gpus] : Placement(f.placement)) {
+      if (req_.by == "node") {
+        add(node, per_gpu * static_cast<double>(gpus.size()));
+        continue;
+      }
+      for (int g : gpus) add(node + ":" + std::to_string(g), per_gpu);
+    }
+  }
+  void AddHour(const store::PoolHour& h) override {
+    Acc& a = acc_[KeyOf(h)];
+    a.installed_h += static_cast<double>(h.gpu_ms) / kHourMs;
+    a.held_h += static_cast<double>(h.alloc_gpu_ms) / kHourMs;
+    a.has_hours = true;
+  }
+  Report Finish() override {
+    Report out =
+        Start({"key", "gpu_hours_allocated", "gpu_hours_effective", "util_mean", "gpu_hours_unused",
+               "idle_share", "gpu_hours_installed", "allocated_share"});
+    for (const auto& [key, a] : acc_) {
+      const double util = a.measured_h > 0 ? a.util_h / a.measured_h : NAN;
+      const double effective = a.alloc_h * util / 100.0;
+      out.rows.push_back(
+          {key, a.alloc_h, Num(effective), Num(util), Num(a.alloc_h - effective),
+           Num(a.alloc_h > 0 ? 1 - util / 100.0 : NAN), a.has_hours ? Num(a.installed_h) : Cell(),
+           a.has_hours && a.installed_h > 0 ? Num(a.held_h / a.installed_h) : Cell()});
+    }
+    return out;
+  }
+
+ private:
+  struct Acc {
+    double alloc_h = 0, measured_h = 0, util_h = 0;  // the ledger's
+    double installed_h = 0, held_h = 0;              // the pools' hours'
+    bool has_hours = false;
+  };
+  std::map<std::string, Acc> acc_;
+};
+
+class Cost : public Base {
+ public:
+  using Base::Base;
+  bool wants_hours() const override { return true; }
+  bool wants_records() const override { return true; }
+  void Add(const store::UsageRecord& r) override {
+    const store::UsageFigures f = FiguresOf(r);
+    const Clip c = ClipTo(r, f.gpus, req_.from_ms, req_.to_ms);
+    if (c.gpu_hours <= 0) return;
+    const double cost = c.gpu_hours * Rate(f.gpu_model, r.cluster);
+    const std::string key = KeyOf(r, f);
+    Acc& a = acc_[key];
+    a.gpu_h += c.gpu_hours;
+    a.cost += cost;
+    pools_[r.pool].cost_by_key[key] += cost;
+  }
+  void AddHour(const store::PoolHour& h) override {
+    PoolAcc& p = pools_[h.pool];
+    p.model = h.gpu_model;
+    p.cluster = h.cluster;
+    p.installed_h += static_cast<double>(h.gpu_ms) / kHourMs;
+    p.held_h += static_cast<double>(h.alloc_gpu_ms) / kHourMs;
+    if (ByPoolHours()) acc_[KeyOf(h)];  // a pool nobody used still shows its idle cost
+  }
+  Report Finish() override {
+    for (const auto& [pool, p] : pools_) {
+      const double idle = std::max(0.0, p.installed_h - p.held_h) * Rate(p.model, p.cluster);
+      if (idle <= 0) continue;
+      if (ByPoolHours()) {
+        store::PoolHour h;
+        h.pool = pool;
+        h.cluster = p.cluster;
+        h.gpu_model = p.model;
+        acc_[KeyOf(h)].idle_cost += idle;
+        continue;
+      }
+      double total = 0;
+      for (const auto& [key, c] : p.cost_by_key) total += c;
+      if (!req_.share_idle || total <= 0) {
+        acc_[kIdleKey].idle_cost += idle;
+        continue;
+      }
+      for (const auto& [key, c] : p.cost_by_key) acc_[key].idle_cost += idle * c / total;
+    }
+    Report out =
+        Start({"key", "gpu_hours", "cost", "idle_cost", "total_cost", "budget", "budget_used"});
+    out.currency = ctx_.rates.currency;
+    const double months = static_cast<double>(req_.to_ms - req_.from_ms) / kMonthMs;
+    for (const auto& [key, a] : acc_) {
+      Cell budget, used;
+      if (req_.by == "team") {
+        if (auto it = ctx_.team_budget.find(key); it != ctx_.team_budget.end() && it->second > 0) {
+          const double b = it->second * months;
+          budget = b;
+          used = (a.cost + a.idle_cost) / b;
+        }
+      }
+      out.rows.push_back({key, a.gpu_h, a.cost, a.idle_cost, a.cost + a.idle_cost, budget, used});
+    }
+    return out;
+  }
+
+ private:
+  struct Acc {
+    double gpu_h = 0, cost = 0, idle_cost = 0;
+  };
+  struct PoolAcc {
+    std::string model, cluster;
+    double installed_h = 0, held_h = 0;
+    std::map<std::string, double> cost_by_key;
+  };
+  std::map<std::string, Acc> acc_;
+  std::map<std::string, PoolAcc> pools_;
+};
+
+class Energy : public Base {
+ public:
+  using Base::Base;
+  bool wants_hours() const override { return true; }
+  bool wants_records() const override { return !ByPoolHours(); }
+  void Add(const store::UsageRecord& r) override {
+    const store::UsageFigures f = FiguresOf(r);
+    const Clip c = ClipTo(r, f.gpus, req_.from_ms, req_.to_ms);
+    if (c.gpu_hours <= 0) return;
+    Acc& a = acc_[KeyOf(r, f)];
+    const double j = static_cast<double>(f.energy_j) * c.share;
+    a.joules += j;
+    a.gpu_h += c.gpu_hours;
+    if (f.util_milli >= 0 && f.util_milli < kIdleUtilMilli) a.idle_joules += j;
+  }
+  void AddHour(const store::PoolHour& h) override {
+    if (!ByPoolHours()) {  // the energy of GPUs no job held is nobody's: OpenCost's idle item
+      Acc& a = acc_[kIdleKey];
+      a.joules += static_cast<double>(h.free_energy_j);
+      a.idle_joules += static_cast<double>(h.free_energy_j);
+      return;
+    }
+    Acc& a = acc_[KeyOf(h)];
+    a.joules += static_cast<double>(h.energy_j);
+    a.idle_joules += static_cast<double>(h.free_energy_j + h.idle_energy_j);
+    a.gpu_h += static_cast<double>(h.alloc_gpu_ms) / kHourMs;
+  }
+  Report Finish() override {
+    Report out = Start({"key", "kwh", "cost", "gpu_hours", "gpu_hours_per_kwh", "idle_share"});
+    out.currency = ctx_.rates.currency;
+    for (const auto& [key, a] : acc_) {
+      const double kwh = a.joules / 3.6e6;
+      out.rows.push_back({key, kwh, kwh * ctx_.rates.energy_kwh, a.gpu_h,
+                          kwh > 0 ? Num(a.gpu_h / kwh) : Cell(),
+                          a.joules > 0 ? Num(a.idle_joules / a.joules) : Cell()});
+    }
+    return out;
+  }
+
+ private:
+  struct Acc {
+    double joules = 0, idle_joules = 0, gpu_h = 0;
+  };
+  std::map<std::string, Acc> acc_;
+};
+
+class Queue : public Base {
+ public:
+  using Base::Base;
+  bool wants_hours() const override { return false; }
+  bool wants_records() const override { return true; }
+  void Add(const store::UsageRecord& r) override {
+    // Each start in the period, on its day (UTC); a move is not a wait.
+    if (r.start_ms < req_.from_ms || r.start_ms >= req_.to_ms) return;
+    const store::UsageFigures f = FiguresOf(r);
+    if (f.outcome == "moved") return;
+    const std::string key = req_.by == "team" ? r.team : r.pool;
+    waits_[{key, FormatTime(r.start_ms).substr(0, 10)}].push_back(static_cast<double>(f.wait_ms) /
+                                                                  1000.0);
+  }
+  void AddHour(const store::PoolHour&) override {}
+  Report Finish() override {
+    Report out = Start({"key", "day", "starts", "wait_p50_s", "wait_p95_s", "wait_max_s"});
+    for (auto& [k, w] : waits_) {
+      const double max = *std::max_element(w.begin(), w.end());
+      const double n = static_cast<double>(w.size());
+      const double p50 = Percentile(w, 50), p95 = Percentile(w, 95);
+      out.rows.push_back({k.first, k.second, n, p50, p95, max});
+    }
+    return out;
+  }
+
+ private:
+  std::map<std::pair<std::string, std::string>, std::vector<double>> waits_;
+};
+
+class Peaks : public Base {
+ public:
+  using Base::Base;
+  bool wants_hours() const override { return true; }
+  bool wants_records() const override { return false; }
+  void Add(const store::UsageRecord&) override {}
+  void AddHour(const store::PoolHour& h) override {
+    if (h.covered_ms <= 0) return;
+    // The pool's mean GPUs over the part of the hour that was recorded, summed over the
+    // key's pools.
+    const double covered = static_cast<double>(h.covered_ms);
+    Gpus& g = acc_[{KeyOf(h), HourOfWeek(h.hour_ms)}][h.hour_ms];
+    g.allocated += static_cast<double>(h.alloc_gpu_ms) / covered;
+    g.queued += static_cast<double>(h.queued_gpu_ms) / covered;
+    g.installed += static_cast<double>(h.gpu_ms) / covered;
+  }
+  Report Finish() override {
+    Report out = Start({"key", "hour_of_week", "gpus_allocated", "gpus_queued", "gpus_demand",
+                        "gpus_installed", "hours"});
+    for (const auto& [k, hours] : acc_) {
+      Gpus mean;  // over the hours of the week with data
+      for (const auto& [hour, g] : hours) {
+        mean.allocated += g.allocated;
+        mean.queued += g.queued;
+        mean.installed += g.installed;
+      }
+      const double n = static_cast<double>(hours.size());
+      char when[16];
+      std::snprintf(when, sizeof when, "%s %02d:00", kDays[k.second / 24], k.second % 24);
+      out.rows.push_back({k.first, std::string(when), mean.allocated / n, mean.queued / n,
+                          (mean.allocated + mean.queued) / n, mean.installed / n, n});
+    }
+    return out;
+  }
+
+ private:
+  // 0 = Monday 00:00 UTC ... 167 = Sunday 23:00 (1970-01-01 was a Thursday).
+  static int HourOfWeek(int64_t ms) {
+    const int64_t hours = ms / 3'600'000;
+    return static_cast<int>(((hours / 24 + 3) % 7) * 24 + hours % 24);
+  }
+  struct Gpus {
+    double allocated = 0, queued = 0, installed = 0;
+  };
+  std::map<std::pair<std::string, int>, std::map<int64_t, Gpus>> acc_;
+};
+
+}  // namespace
+
+double Rates::GpuHour(const GpuCatalog& catalog, const std::string& model,
+                      const std::string& site) const {
+  const Rate* any = nullptr;
+  for (const auto& r : gpu_hour) {
+    if (r.model != model) continue;
+    if (!site.empty() && r.site == site) return r.gpu_hour;
+    if (r.site.empty()) any = &r;
+  }
+  if (any) return any->gpu_hour;
+  const GpuModelSpec* spec = catalog.Find(model);
+  return spec && spec->price_per_gpu_hour > 0 ? spec->price_per_gpu_hour : default_gpu_hour;
+}
+
+Result<Rates> ParseRates(std::string_view text, const GpuCatalog& catalog) {
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec || !v.is_object()) {
+    return MakeError(ErrorCode::kInvalidArgument, "rates must be a JSON object");
+  }
+  const json::object& o = v.as_object();
+  auto bad = [](const std::string& what) { return MakeError(ErrorCode::kInvalidArgument, what); };
+  auto price = [&](const json::value& p, const std::string& field) -> Result<double> {
+    if (!p.is_number() || p.to_number<double>() < 0 || p.to_number<double>() > 1e6) {
+      return bad("'" + field + "' must be a price, 0 or more");
+    }
+    return p.to_number<double>();
+  };
+  Rates r;
+  for (const auto& kv : o) {
+    const std::string key(kv.key());
+    if (key == "currency") {
+      if (!kv.value().is_string() || kv.value().as_string().empty() ||
+          kv.value().as_string().size() > 8) {
+        return bad("'currency' must be a short code such as USD");
+      }
+      r.currency = std::string(kv.value().as_string());
+    } else if (key == "energy_kwh" || key == "default_gpu_hour") {
+      auto p = price(kv.value(), key);
+      if (!p.ok()) return p.error();
+      (key == "energy_kwh" ? r.energy_kwh : r.default_gpu_hour) = p.value();
+    } else if (key == "gpu_hour") {
+      if (!kv.value().is_array()) return bad("'gpu_hour' must be a list");
+      const auto& list = kv.value().as_array();
+      for (size_t i = 0; i < list.size(); ++i) {
+        const std::string at = "gpu_hour[" + std::to_string(i) + "]";
+        if (!list[i].is_object()) return bad("'" + at + "' must be an object");
+        Rates::Rate rate;
+        bool has_price = false;
+        for (const auto& f : list[i].as_object()) {
+          const std::string name(f.key());
+          if (name == "model" || name == "site") {
+            if (!f.value().is_string()) return bad("'" + at + "." + name + "' must be text");
+            (name == "model" ? rate.model : rate.site) = std::string(f.value().as_string());
+          } else if (name == "price") {
+            auto p = price(f.value(), at + ".price");
+            if (!p.ok()) return p.error();
+            rate.gpu_hour = p.value();
+            has_price = true;
+          } else {
+            return bad("'" + at + "': unknown field '" + name + "' (known: model, site, price)");
+          }
+        }
+        if (!has_price) return bad("'" + at + ".price' is required");
+        if (!catalog.Find(rate.model)) {
+          return bad("'" + at + ".model': unknown GPU model '" + rate.model + "'");
+        }
+        for (const auto& other : r.gpu_hour) {
+          if (other.model == rate.model && other.site == rate.site) {
+            return bad("'" + at + "': " + rate.model +
+                       (rate.site.empty() ? "" : " at " + rate.site) + " is priced twice");
+          }
+        }
+        r.gpu_hour.push_back(std::move(rate));
+      }
+    } else {
+      return bad("unknown field '" + key +
+                 "' (known: currency, energy_kwh, default_gpu_hour, gpu_hour)");
+    }
+  }
+  return r;
+}
+
+std::string RatesJson(const Rates& r) {
+  json::array list;
+  for (const auto& rate : r.gpu_hour) {
+    list.push_back(
+        json::object{{"model", rate.model}, {"site", rate.site}, {"price", rate.gpu_hour}});
+  }
+  return JsonText(json::object{{"currency", r.currency},
+                               {"energy_kwh", r.energy_kwh},
+                               {"default_gpu_hour", r.default_gpu_hour},
+                               {"gpu_hour", std::move(list)}});
+}
+
+std::optional<ReportKind> ParseReportKind(std::string_view name) {
+  if (name == "utilization") return ReportKind::kUtilization;
+  if (name == "cost") return ReportKind::kCost;
+  if (name == "energy") return ReportKind::kEnergy;
+  if (name == "queue") return ReportKind::kQueue;
+  if (name == "peaks") return ReportKind::kPeaks;
+  return std::nullopt;
+}
+
+const std::vector<std::string>& ReportDimensions(ReportKind kind) {
+  static const std::vector<std::string> kUtil{"team",  "project", "pool", "cluster",
+                                              "model", "node",    "gpu"};
+  static const std::vector<std::string> kMoney{"team", "project", "pool", "cluster", "model"};
+  static const std::vector<std::string> kQueue{"pool", "team"};
+  static const std::vector<std::string> kPeaks{"fleet", "pool", "cluster", "model"};
+  switch (kind) {
+    case ReportKind::kUtilization:
+      return kUtil;
+    case ReportKind::kCost:
+    case ReportKind::kEnergy:
+      return kMoney;
+    case ReportKind::kQueue:
+      return kQueue;
+    case ReportKind::kPeaks:
+      break;
+  }
+  return kPeaks;
+}
+
+Result<std::unique_ptr<ReportBuilder>> ReportBuilder::Make(ReportRequest req, ReportContext ctx) {
+  const auto& dims = ReportDimensions(req.kind);
+  if (req.by.empty()) req.by = dims.front();
+  if (std::find(dims.begin(), dims.end(), req.by) == dims.end()) {
+    std::string known;
+    for (const auto& d : dims) known += (known.empty() ? "" : ", ") + d;
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "'by' must be one of " + known + ", not '" + req.by + "'");
+  }
+  if (!ctx.catalog) ctx.catalog = GpuCatalog::Builtin().get();
+  switch (req.kind) {
+    case ReportKind::kUtilization:
+      return std::unique_ptr<ReportBuilder>(new Utilization(std::move(req), std::move(ctx)));
+    case ReportKind::kCost:
+      return std::unique_ptr<ReportBuilder>(new Cost(std::move(req), std::move(ctx)));
+    case ReportKind::kEnergy:
+      return std::unique_ptr<ReportBuilder>(new Energy(std::move(req), std::move(ctx)));
+    case ReportKind::kQueue:
+      return std::unique_ptr<ReportBuilder>(new Queue(std::move(req), std::move(ctx)));
+    case ReportKind::kPeaks:
+      break;
+  }
+  return std::unique_ptr<ReportBuilder>(new Peaks(std::move(req), std::move(ctx)));
+}
+
+Result<Report> RunReport(store::UsageStore& store, const ReportRequest& request,
+                         ReportContext context, const std::string& cluster) {
+  std::unique_ptr<ReportBuilder> b;
+  GF_TRY_ASSIGN(b, ReportBuilder::Make(request, std::move(context)));
+  if (b->wants_records()) {
+    store::UsageQuery q;
+    q.from_ms = request.from_ms;
+    q.to_ms = request.to_ms;
+    q.cluster = cluster;
+    GF_TRY(store.ScanUsage(q, [&](const store::UsageRecord& r) { b->Add(r); }));
+  }
+  if (b->wants_hours()) {
+    auto hours = store.ListPoolHours(request.from_ms / 3'600'000 * 3'600'000, request.to_ms);
+    if (!hours.ok()) return hours.error();
+    for (const auto& h : hours.value()) {
+      if (cluster.empty() || h.cluster == cluster) b->AddHour(h);
+    }
+  }
+  return b->Finish();
+}
+
+store::UsageFigures FiguresOf(const store::UsageRecord& r) {
+  if (r.figures.gpus > 0 || r.doc.empty()) return r.figures;
+  store::UsageFigures f;
+  auto e = EntryFromRecord(r);
+  if (!e.ok()) return f;
+  return Figures(e.value());
+}
+
+std::string ReportCsv(const Report& report) {
+  std::string out;
+  for (size_t i = 0; i < report.columns.size(); ++i) {
+    out += (i ? "," : "") + report.columns[i];
+  }
+  out += '\n';
+  for (const auto& row : report.rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i) out += ',';
+      if (const auto* d = std::get_if<double>(&row[i])) {
+        char buf[64];
+        auto [end, ec] = std::to_chars(buf, buf + sizeof buf, *d);
+        out.append(buf, ec == std::errc() ? end : buf);
+      } else if (const auto* s = std::get_if<std::string>(&row[i])) {
+        if (s->find_first_of(",\"\n") == std::string::npos) {
+          out += *s;
+        } else {
+          out += '"';
+          for (char c : *s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+          out += '"';
+        }
+      }
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace gpufleet::usage
