@@ -1,6 +1,6 @@
 // Reports: over a period, utilization (GPU-hours allocated against used) and cost per team
 // against its budget, energy per pool with the share spent by idle or unallocated GPUs, demand
-// by hour of the week, and queue waits per day. Each table can be saved as CSV; the page prints
+// by hour of the week, queue waits per day, and the optimization advice. Each table can be saved as CSV; the page prints
 // as a statement of the period (the browser's print).
 
 import { api, esc } from './api.js';
@@ -34,6 +34,7 @@ export function mount(el) {
     <section class="panel" id="rep-energy"><h3>Energy by pool</h3><div class="table-wrap">loading…</div></section>
     <section class="panel" id="rep-peaks"><h3>Demand by hour of the week (UTC)</h3><div class="table-wrap">loading…</div></section>
     <section class="panel" id="rep-queue"><h3>Queue waits per day</h3><div class="table-wrap">loading…</div></section>
+    <section class="panel" id="rep-advice"><h3>Recommendations</h3><div class="table-wrap">loading…</div></section>
     <p class="error" id="rep-error"></p>`;
   const $ = (id) => document.getElementById(id);
   const body = (id) => $(id).querySelector('.table-wrap');
@@ -107,9 +108,21 @@ export function mount(el) {
       <td class="num">${num(i.wait_p95_s, 0)} s</td><td class="num">${num(i.wait_max_s, 0)} s</td></tr>`).join('')}</tbody></table>${csvButton('queue', 'pool')}`;
   }
 
+  function advice(r) {
+    if (!r.items.length) return empty('Nothing to advise in this period: no idle allocation of an hour or more, no pool to shrink, no project to right-size.');
+    const total = r.items.reduce((n, i) => n + i.gpu_hours_saved, 0);
+    const cost = r.items.reduce((n, i) => n + (i.cost_saved || 0), 0);
+    return `<table><thead><tr><th>Kind</th><th>Target</th><th>Why</th><th class="num">GPU-h saved</th><th class="num">Cost saved</th><th class="num">kWh saved</th></tr></thead>
+      <tbody>${r.items.map((i) => `<tr data-kind="${esc(i.kind)}" data-target="${esc(i.target)}"><td><span class="pill">${esc(i.kind.replace('_', ' '))}</span></td><td>${esc(i.target)}</td>
+      <td title="${esc(JSON.stringify(i.evidence))}">${esc(i.summary)}</td><td class="num">${num(i.gpu_hours_saved)}</td><td class="num">${money(i.cost_saved, r.currency)}</td>
+      <td class="num">${num(i.kwh_saved)}</td></tr>`).join('')}</tbody></table>
+      <p class="muted">${r.items.length} recommendation(s): ${num(total)} GPU-hours and ${money(cost, r.currency)} over the period. A hover on the reason shows its evidence; <code>gpufleet recommendations -o json</code> gives all of it.</p>`;
+  }
+
   async function load() {
     const q = (kind, by) => api(`/api/v1/reports/${kind}?from=${from}&by=${by}`);
-    const [u, c, e, p, w] = await Promise.all([q('utilization', 'team'), q('cost', 'team'), q('energy', 'pool'), q('peaks', 'fleet'), q('queue', 'pool')]);
+    const [u, c, e, p, w, a] = await Promise.all([q('utilization', 'team'), q('cost', 'team'), q('energy', 'pool'), q('peaks', 'fleet'), q('queue', 'pool'),
+      api(`/api/v1/recommendations?from=${from}`)]);
     if (gone) return;
     $('rep-period-text').textContent = `From ${new Date(u.from).toLocaleString()} to ${new Date(u.to).toLocaleString()}.`;
     body('rep-util').innerHTML = utilization(u);
@@ -117,6 +130,7 @@ export function mount(el) {
     body('rep-energy').innerHTML = energy(e);
     body('rep-peaks').innerHTML = peaks(p);
     body('rep-queue').innerHTML = queue(w);
+    body('rep-advice').innerHTML = advice(a);
   }
 
   const fail = (err) => { if (!gone) $('rep-error').textContent = err.message; };

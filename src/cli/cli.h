@@ -42,10 +42,11 @@ void AddHealthCommands(CLI::App& app, Globals& g);  // health, xids, alerts, cha
 void AddRuleCommands(CLI::App& app, Globals& g);    // rules list|test|delete|metrics
 // compat, rollouts, node actions (nodes reboot|reset-gpu|maintenance|decommission|delete)
 void AddLifecycleCommands(CLI::App& app, Globals& g);
-void AddSecurityCommands(CLI::App& app, Globals& g);  // vulns list|show|fix, bulletins
-void AddDriftCommands(CLI::App& app, Globals& g);     // drift list|show|remediate
-void AddReportCommands(CLI::App& app, Globals& g);    // reports compliance
-void AddTeamCommands(CLI::App& app, Globals& g);      // teams, teams projects
-void AddUsageCommands(CLI::App& app, Globals& g);     // usage list (the usage ledger)
+void AddSecurityCommands(CLI::App& app, Globals& g);        // vulns list|show|fix, bulletins
+void AddDriftCommands(CLI::App& app, Globals& g);           // drift list|show|remediate
+void AddReportCommands(CLI::App& app, Globals& g);          // reports compliance
+void AddTeamCommands(CLI::App& app, Globals& g);            // teams, teams projects
+void AddUsageCommands(CLI::App& app, Globals& g);           // usage list (the usage ledger)
+void AddRecommendationCommands(CLI::App& app, Globals& g);  // recommendations (advice)
 
 }  // namespace gpufleet::cli

@@ -1,4 +1,5 @@
 // usage list: the usage ledger, each allocation that ended with what its GPUs did.
+// recommendations: the optimization advice, with its evidence and what it would save.
 
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -69,6 +70,40 @@ void AddUsageCommands(CLI::App& app, Globals& g) {
                   std::to_string(v.at("items").as_array().size()).c_str(),
                   Str(v.at("total")).c_str(), Str(v.at("from")).c_str(), Str(v.at("to")).c_str(),
                   Str(v.at("retention_days")).c_str());
+    });
+  });
+}
+
+void AddRecommendationCommands(CLI::App& app, Globals& g) {
+  auto* rec = app.add_subcommand(
+      "recommendations",
+      "Optimization advice: idle allocations, right-sizing to MIG slices, MIG for inference, "
+      "time-slicing for development, spot for patient movable jobs, pools to shrink");
+  static std::string from, to, min_idle;
+  rec->add_option("--from", from, "look from: -30d (default), ms since the epoch or RFC 3339");
+  rec->add_option("--to", to, "to (default: now)");
+  rec->add_option("--min-idle", min_idle,
+                  "an allocation under 5% utilization this long is idle (default 1h)");
+  rec->callback([&g] {
+    auto v = Call(g, "GET",
+                  "/api/v1/recommendations" +
+                      QueryString({{"from", from}, {"to", to}, {"min_idle", min_idle}}));
+    if (!v) return;
+    Show(g, *v, [](const json::value& v) {
+      const auto& items = v.at("items").as_array();
+      Table t({"KIND", "TARGET", "GPU-H SAVED", "COST SAVED", "kWh SAVED", "WHY"});
+      double gpu_h = 0, cost = 0;
+      for (const auto& i : items) {
+        t.Row({Str(i.at("kind")), Str(i.at("target")), Fixed(i.at("gpu_hours_saved"), 2),
+               Fixed(i.at("cost_saved"), 2), Fixed(i.at("kwh_saved"), 2), Str(i.at("summary"))});
+        gpu_h += i.at("gpu_hours_saved").to_number<double>();
+        if (i.at("cost_saved").is_number()) cost += i.at("cost_saved").to_number<double>();
+      }
+      t.Print();
+      std::printf(
+          "%zu recommendation(s) from %s to %s: %.1f GPU-hours, %.2f %s; the evidence: -o json\n",
+          items.size(), Str(v.at("from")).c_str(), Str(v.at("to")).c_str(), gpu_h, cost,
+          Str(v.at("currency")).c_str());
     });
   });
 }

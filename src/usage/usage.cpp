@@ -334,6 +334,31 @@ Result<Report> UsageService::Run(const ReportRequest& request, ReportContext con
   return RunReport(store_, request, std::move(context), cluster);
 }
 
+Result<std::vector<Recommendation>> UsageService::Advise(const AdviceRequest& request,
+                                                         ReportContext context,
+                                                         std::map<std::string, PoolFacts> pools) {
+  const int64_t now = clock_->NowMs();
+  std::vector<RunningJob> running;
+  workload::JobFilter running_only;
+  running_only.state = "running";
+  for (const auto& j : jobs_.List(running_only)) {
+    if (now - j.start_ms < request.min_idle_ms) continue;  // too young to call idle
+    workload::EndedAllocation a;
+    a.placement = j.placement;
+    a.start_ms = j.start_ms;
+    a.end_ms = now;
+    const Effective e = Measure(a, now);
+    RunningJob r{j.id,           j.spec.team,      j.spec.project, j.spec.pool,
+                 j.spec.cluster, j.spec.gpu_model, j.spec.gpus};
+    for (const auto& p : j.placement) r.nodes.push_back(p.node);
+    r.start_ms = j.start_ms;
+    r.util_mean = e.util_mean;
+    r.energy_j = e.energy_j;
+    running.push_back(std::move(r));
+  }
+  return RunAdvice(store_, request, std::move(context), std::move(pools), running);
+}
+
 namespace {
 constexpr const char* kRatesSetting = "report_rates";
 }

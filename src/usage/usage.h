@@ -17,6 +17,7 @@
 #include "fleet/fleet.h"
 #include "store/store.h"
 #include "tsdb/chunk.h"
+#include "usage/advice.h"
 #include "usage/reports.h"
 #include "workload/jobs.h"
 
@@ -81,6 +82,11 @@ class UsageService {
   // cluster's only.
   Result<Report> Run(const ReportRequest& request, ReportContext context,
                      const std::string& cluster = "");
+
+  // Optimization advice (usage/advice.h) over the ledger, the pools' hours and the jobs running
+  // now, each measured over its allocation so far.
+  Result<std::vector<Recommendation>> Advise(const AdviceRequest& request, ReportContext context,
+                                             std::map<std::string, PoolFacts> pools);
 
   // The prices the reports use (the settings store's "report_rates"; the catalogue's when none
   // were set), and setting them. Without a settings store: the defaults, not settable.

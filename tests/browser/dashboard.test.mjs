@@ -483,6 +483,7 @@ test('the reports page shows utilization and cost by team, energy by pool, peaks
   await page.waitForSelector('#rep-energy tr[data-key="a10-dev"]');
   assert.equal(await page.$$eval('#rep-peaks td.peak-cell', (c) => c.length), 7 * 24);
   assert.match(await page.textContent('#rep-queue'), /a10-dev/);
+  await page.waitForSelector('#rep-advice table, #rep-advice p');
   const [csv] = await Promise.all([page.waitForEvent('download'), page.click('#rep-util .rep-csv')]);
   const text = await (await import('node:fs/promises')).readFile(await csv.path(), 'utf8');
   assert.match(text, /^key,gpu_hours_allocated,gpu_hours_effective,util_mean,/);

@@ -407,6 +407,32 @@ TEST_F(Reports, ReportsShowWhatTheJobsDidAndCostAtTheRates) {
   EXPECT_EQ(wrong.second.at("error").at("message"),
             "'by' must be one of team, project, pool, cluster, model, not 'gpu'");
   EXPECT_EQ(controller_->Call("GET", "/api/v1/reports/energy?from=tomorrow").first, 400);
+  // The advice finds the idle job, with the energy the ledger has for it.
+  const json::value ledger = controller_->Call("GET", "/api/v1/usage?team=vision").second;
+  const json::value& idle_record = ledger.at("items").at(0);
+  auto [rs, recs] = controller_->Call("GET", "/api/v1/recommendations?from=-1h&min_idle=5s");
+  ASSERT_EQ(rs, 200) << recs;
+  const json::object* idle = nullptr;
+  for (const auto& r : recs.at("items").as_array()) {
+    if (r.at("kind") == "idle_allocation") idle = &r.as_object();
+  }
+  ASSERT_NE(idle, nullptr) << recs;
+  EXPECT_EQ(idle->at("target").as_string(),
+            "job " + std::to_string(idle_record.at("job").as_int64()));
+  EXPECT_EQ(idle->at("evidence").at("jobs").at(0), idle_record.at("job"));
+  EXPECT_EQ(idle->at("evidence").at("nodes").at(0), "rp-0000");
+  EXPECT_NEAR(idle->at("kwh_saved").to_number<double>(),
+              idle_record.at("energy_j").to_number<double>() / 3.6e6, 1 / 3.6e6)
+      << "the ledger keeps whole joules";
+  EXPECT_NEAR(idle->at("gpu_hours_saved").to_number<double>(),
+              idle_record.at("gpu_hours").to_number<double>(), 1e-9);
+  EXPECT_NEAR(idle->at("cost_saved").to_number<double>(),
+              idle_record.at("gpu_hours").to_number<double>() * 2, 1e-9)
+      << "at the site's rate set above";
+  auto advice = Cli({"recommendations", "--from", "-1h", "--min-idle", "5s"});
+  ASSERT_EQ(advice.exit_code, 0) << advice.err;
+  EXPECT_NE(advice.out.find("idle_allocation"), std::string::npos) << advice.out;
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/recommendations?min_idle=soon").first, 400);
   auto cli_bad = Cli({"reports", "rates", "--set", "H100"});
   EXPECT_EQ(cli_bad.exit_code, 2);
   EXPECT_NE(cli_bad.err.find("give MODEL[@SITE]=PRICE"), std::string::npos) << cli_bad.err;

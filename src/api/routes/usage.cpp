@@ -5,6 +5,7 @@
 //   GET /api/v1/reports/{utilization,cost,energy,queue,peaks}[?from=&to=&by=&cluster=
 //       &share_idle=false&format=csv]   the reports over it and the pools' hours (usage/reports.h)
 //   GET /api/v1/reports/rates, PUT /api/v1/reports/rates   the prices the reports use
+//   GET /api/v1/recommendations[?from=&to=&min_idle=1h]   optimization advice (usage/advice.h)
 
 #include <cmath>
 #include <variant>
@@ -90,6 +91,69 @@ json::value CellJson(const usage::Cell& c) {
   return nullptr;
 }
 
+// The fleet's sites and the teams' budgets, and the prices, for the reports and the advice.
+Result<usage::ReportContext> Context(ApiContext& ctx) {
+  usage::ReportContext c;
+  c.catalog = &ctx.catalog;
+  auto rates = ctx.usage->GetRates(ctx.catalog);
+  if (!rates.ok()) return rates.error();
+  c.rates = rates.value();
+  if (auto clusters = ctx.fleet.Clusters(); clusters.ok()) {
+    for (const auto& cl : clusters.value()) c.cluster_site[cl.name] = cl.site;
+  }
+  if (ctx.teams) {
+    for (const auto& t : ctx.teams->List()) c.team_budget[t.name] = t.budget_monthly;
+  }
+  return c;
+}
+
+Response AdviceResponse(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.usage) return NoLedger();
+  const int64_t now = ctx.clock.NowMs();
+  auto period = Period(req, now);
+  if (!period.ok()) return ErrorResponse(period.error());
+  usage::AdviceRequest r;
+  r.from_ms = period->first;
+  r.to_ms = std::min(period->second, now);
+  if (r.to_ms <= r.from_ms) r.to_ms = period->second;
+  if (const std::string idle = req.Param("min_idle"); !idle.empty()) {
+    r.min_idle_ms = ParseDurationMs(idle);
+    if (r.min_idle_ms <= 0) {
+      return ErrorResponse(
+          MakeError(ErrorCode::kInvalidArgument, "'min_idle' must be a duration such as 1h"));
+    }
+  }
+  auto c = Context(ctx);
+  if (!c.ok()) return ErrorResponse(c.error());
+  std::map<std::string, usage::PoolFacts> pools;
+  if (auto clusters = ctx.fleet.Clusters(); clusters.ok()) {
+    std::map<std::string, std::string> type;
+    for (const auto& cl : clusters.value()) type[cl.name] = std::string(ToString(cl.type));
+    if (auto list = ctx.fleet.Pools(); list.ok()) {
+      for (const auto& p : list.value()) pools[p.name] = {type[p.cluster], p.gpus_per_node};
+    }
+  }
+  const std::string currency = c->rates.currency;
+  auto advice = ctx.usage->Advise(r, std::move(c).value(), std::move(pools));
+  if (!advice.ok()) return ErrorResponse(advice.error());
+  json::array items;
+  for (const auto& a : advice.value()) {
+    if (!who.CanSeeCluster(a.cluster)) continue;
+    items.push_back(json::object{{"kind", a.kind},
+                                 {"target", a.target},
+                                 {"cluster", a.cluster},
+                                 {"summary", a.summary},
+                                 {"evidence", json::parse(a.evidence)},
+                                 {"gpu_hours_saved", a.gpu_hours_saved},
+                                 {"cost_saved", NumberOrNull(a.cost_saved)},
+                                 {"kwh_saved", a.kwh_saved}});
+  }
+  return ObjectResponse(200, json::object{{"from", FormatTime(r.from_ms)},
+                                          {"to", FormatTime(r.to_ms)},
+                                          {"currency", currency},
+                                          {"items", std::move(items)}});
+}
+
 Response ReportResponse(ApiContext& ctx, const Request& req, const Principal& who,
                         usage::ReportKind kind) {
   if (!ctx.usage) return NoLedger();
@@ -112,18 +176,9 @@ Response ReportResponse(ApiContext& ctx, const Request& req, const Principal& wh
         MakeError(ErrorCode::kInvalidArgument, "'share_idle' must be true or false"));
   }
   r.share_idle = share != "false";
-  usage::ReportContext c;
-  c.catalog = &ctx.catalog;
-  auto rates = ctx.usage->GetRates(ctx.catalog);
-  if (!rates.ok()) return ErrorResponse(rates.error());
-  c.rates = rates.value();
-  if (auto clusters = ctx.fleet.Clusters(); clusters.ok()) {
-    for (const auto& cl : clusters.value()) c.cluster_site[cl.name] = cl.site;
-  }
-  if (ctx.teams) {
-    for (const auto& t : ctx.teams->List()) c.team_budget[t.name] = t.budget_monthly;
-  }
-  auto report = ctx.usage->Run(r, std::move(c), cluster.value());
+  auto c = Context(ctx);
+  if (!c.ok()) return ErrorResponse(c.error());
+  auto report = ctx.usage->Run(r, std::move(c).value(), cluster.value());
   if (!report.ok()) return ErrorResponse(report.error());
   if (format.value() == "csv") {
     Response out;
@@ -247,6 +302,10 @@ void AddUsageRoutes(Router& router, ApiContext& ctx) {
                      return ReportResponse(ctx, req, who, kind);
                    });
   }
+
+  router.AddSlow(
+      "GET", "/api/v1/recommendations", Role::kViewer,
+      [&ctx](const Request& req, const Principal& who) { return AdviceResponse(ctx, req, who); });
 
   router.Add(
       "GET", "/api/v1/reports/rates", Role::kViewer, [&ctx](const Request&, const Principal&) {
