@@ -56,7 +56,8 @@ double AdviceBuilder::Rate(const std::string& model, const std::string& cluster)
 }
 
 void AdviceBuilder::Add(const store::UsageRecord& r) {
-  const store::UsageFigures f = FiguresOf(r);
+  store::UsageFigures scratch;
+  const store::UsageFigures& f = FiguresOf(r, scratch);
   const int64_t a = std::max(r.start_ms, req_.from_ms), b = std::min(r.end_ms, req_.to_ms);
   if (f.gpus <= 0 || b <= a || r.end_ms <= r.start_ms) return;
   const double share = static_cast<double>(b - a) / static_cast<double>(r.end_ms - r.start_ms);

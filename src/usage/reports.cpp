@@ -107,6 +107,7 @@ class Base : public ReportBuilder {
   }
   ReportRequest req_;
   ReportContext ctx_;
+  store::UsageFigures scratch_;  // a record's figures read from its document
 };
 
 class Utilization : public Base {
@@ -115,7 +116,7 @@ class Utilization : public Base {
   bool wants_hours() const override { return ByPoolHours(); }
   bool wants_records() const override { return true; }
   void Add(const store::UsageRecord& r) override {
-    const store::UsageFigures f = FiguresOf(r);
+    const store::UsageFigures& f = FiguresOf(r, scratch_);
     const Clip c = ClipTo(r, f.gpus, req_.from_ms, req_.to_ms);
     if (c.gpu_hours <= 0) return;
     auto add = [&](const std::string& key, double hours) {
@@ -175,7 +176,7 @@ class Cost : public Base {
   bool wants_hours() const override { return true; }
   bool wants_records() const override { return true; }
   void Add(const store::UsageRecord& r) override {
-    const store::UsageFigures f = FiguresOf(r);
+    const store::UsageFigures& f = FiguresOf(r, scratch_);
     const Clip c = ClipTo(r, f.gpus, req_.from_ms, req_.to_ms);
     if (c.gpu_hours <= 0) return;
     const double cost = c.gpu_hours * Rate(f.gpu_model, r.cluster);
@@ -250,7 +251,7 @@ class Energy : public Base {
   bool wants_hours() const override { return true; }
   bool wants_records() const override { return !ByPoolHours(); }
   void Add(const store::UsageRecord& r) override {
-    const store::UsageFigures f = FiguresOf(r);
+    const store::UsageFigures& f = FiguresOf(r, scratch_);
     const Clip c = ClipTo(r, f.gpus, req_.from_ms, req_.to_ms);
     if (c.gpu_hours <= 0) return;
     Acc& a = acc_[KeyOf(r, f)];
@@ -298,7 +299,7 @@ class Queue : public Base {
   void Add(const store::UsageRecord& r) override {
     // Each start in the period, on its day (UTC); a move is not a wait.
     if (r.start_ms < req_.from_ms || r.start_ms >= req_.to_ms) return;
-    const store::UsageFigures f = FiguresOf(r);
+    const store::UsageFigures& f = FiguresOf(r, scratch_);
     if (f.outcome == "moved") return;
     const std::string key = req_.by == "team" ? r.team : r.pool;
     waits_[{key, FormatTime(r.start_ms).substr(0, 10)}].push_back(static_cast<double>(f.wait_ms) /
@@ -536,6 +537,12 @@ Result<Report> RunReport(store::UsageStore& store, const ReportRequest& request,
     }
   }
   return b->Finish();
+}
+
+const store::UsageFigures& FiguresOf(const store::UsageRecord& r, store::UsageFigures& scratch) {
+  if (r.figures.gpus > 0 || r.doc.empty()) return r.figures;
+  scratch = FiguresOf(r);
+  return scratch;
 }
 
 store::UsageFigures FiguresOf(const store::UsageRecord& r) {

@@ -95,6 +95,9 @@ Result<Report> RunReport(store::UsageStore& store, const ReportRequest& request,
 
 // The figures of a record: its columns, or its document for one stored before they existed.
 store::UsageFigures FiguresOf(const store::UsageRecord& record);
+// The same without a copy: the record's own columns, or `scratch` filled from its document.
+const store::UsageFigures& FiguresOf(const store::UsageRecord& record,
+                                     store::UsageFigures& scratch);
 
 // The CSV of a report: a header of its columns, a line per row (text quoted where it needs).
 std::string ReportCsv(const Report& report);
