@@ -14,12 +14,19 @@ namespace {
 
 constexpr double kHourMs = 3.6e6;
 constexpr int64_t kIdleUtilMilli = 5'000;
-constexpr size_t kMaxJobs = 20;  // jobs named in one recommendation's evidence
+constexpr size_t kMaxJobs = 20;                       // jobs named in one recommendation's evidence
+constexpr double kMinShrinkEvidenceMs = 6 * kHourMs;  // a pool's hours before it is shrunk
 
 std::string Fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
+}
+
+// "2.5 h", or "25 min" under an hour.
+std::string Duration(double hours) {
+  if (hours >= 1) return Fixed(hours, 1) + " h";
+  return Fixed(hours * 60, 0) + " min";
 }
 
 // "3g.40gb" -> {3, 40}; {0, 0} when it is not of that form.
@@ -166,7 +173,7 @@ std::vector<Recommendation> AdviceBuilder::Finish() {
     add("idle_allocation", "job " + std::to_string(job),
         "job " + std::to_string(job) + " (" + i.team + "/" + i.project + ") " +
             (i.running ? "has held" : "held") + " its GPUs of pool " + i.pool + " for " +
-            Fixed(i.hours, 1) + " h at " + Fixed(util, 1) +
+            Duration(i.hours) + " at " + Fixed(util, 1) +
             "% utilization: give them back (cancel it, or end it when its work is done)",
         {{"jobs", json::array{job}},
          {"team", i.team},
@@ -256,11 +263,13 @@ std::vector<Recommendation> AdviceBuilder::Finish() {
           {{"pool", name}, {"jobs", Jobs(p.jobs)}, {"util_mean", util}, {"gpu_hours", p.alloc_h}},
           saved, saved * rate, p.alloc_h > 0 ? p.energy_j / 3.6e6 * saved / p.alloc_h : 0);
     }
-    if (p.covered_ms > 0) {
+    // Only with six hours recorded, and never the pool's last node.
+    if (p.covered_ms >= kMinShrinkEvidenceMs) {
       const double installed = p.installed_ms / p.covered_ms;
       const int per_node = fact == facts_.end() ? 8 : std::max(1, fact->second.gpus_per_node);
       const double spare = installed - std::ceil(p.peak_demand * 1.2);
-      const int nodes = static_cast<int>(std::floor(spare / per_node));
+      const int nodes = std::min(static_cast<int>(std::floor(spare / per_node)),
+                                 static_cast<int>(std::floor(installed / per_node)) - 1);
       if (p.peak_demand < 0.7 * installed && nodes >= 1) {
         const double gpus = nodes * per_node, hours = p.covered_ms / kHourMs;
         const double free_w = p.free_gpu_ms > 0 ? p.free_energy_j / (p.free_gpu_ms / 1000) : 0;

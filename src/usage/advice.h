@@ -15,7 +15,8 @@
 //                    the queue (p50 over 10 minutes): fit for spot or preemptible capacity (no
 //                    saving is given: spot prices are not known here)
 //   shrink_pool      a pool whose peak demand (held and queued GPUs) in any hour stayed under
-//                    70% of its GPUs: whole nodes it could do without, with 20% headroom
+//                    70% of its GPUs over at least six recorded hours: whole nodes it could do
+//                    without, with 20% headroom, never its last
 
 #include <map>
 #include <optional>

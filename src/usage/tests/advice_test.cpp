@@ -61,6 +61,12 @@ std::vector<Recommendation> Advise() {
                        10 * kH, 0,       0,    22 * 70 * 3600};
     b.AddHour(ph);
   }
+  // Pool h200: 16 GPUs, nothing held for 8 hours: all but its last node could go. Pool l4: the
+  // same for 3 hours only: too little to judge.
+  for (int h = 0; h < 8; ++h) {
+    b.AddHour({"h200", "train", "H200-SXM-141GB", kT0 + h * kH, kH, 16 * kH, 0, 0, 0, 0});
+    if (h < 3) b.AddHour({"l4", "edge", "L4", kT0 + h * kH, kH, 16 * kH, 0, 0, 0, 0});
+  }
   // Running: 3 GPUs idle for 2 h (advised), one busy, one idle for only 10 minutes.
   b.AddRunning(
       {51, "speech", "asr", "h100", "train", h100, 3, {"n7"}, kTo - 2 * kH, 2, 3 * 70 * 7200});
@@ -73,17 +79,21 @@ TEST(Advice, EachKindWithItsEvidenceAndSavingsLargestFirst) {
   auto recs = Advise();
   std::vector<std::string> got;
   for (const auto& r : recs) got.push_back(r.kind + " " + r.target);
-  EXPECT_EQ(got, (std::vector<std::string>{"shrink_pool pool h100", "idle_allocation job 51",
-                                           "idle_allocation job 11", "time_slicing pool a10",
-                                           "right_size project nlp/infer", "mig pool h100i",
-                                           "spot project research/sweep"}));
-  ASSERT_EQ(recs.size(), 7u);
+  EXPECT_EQ(got, (std::vector<std::string>{"shrink_pool pool h100", "shrink_pool pool h200",
+                                           "idle_allocation job 51", "idle_allocation job 11",
+                                           "time_slicing pool a10", "right_size project nlp/infer",
+                                           "mig pool h100i", "spot project research/sweep"}));
+  ASSERT_EQ(recs.size(), 8u);
   // Shrink: peak 10 of 32 GPUs; 32 - ceil(12) = 20 spare, 2 whole nodes of 8: 16 GPUs x 10 h,
   // at 6.88 and, idle, 70 W each.
   EXPECT_DOUBLE_EQ(recs[0].gpu_hours_saved, 160);
   EXPECT_NEAR(recs[0].cost_saved, 160 * 6.88, 1e-9);
   EXPECT_NEAR(recs[0].kwh_saved, 16 * 70 * 10 / 1000.0, 1e-9);
   EXPECT_EQ(recs[0].cluster, "train");
+  // h200 keeps its last node: one of its two goes, 8 GPUs x 8 h.
+  EXPECT_DOUBLE_EQ(recs[1].gpu_hours_saved, 64);
+  EXPECT_EQ(boost::json::parse(recs[1].evidence).at("nodes_to_remove"), 1);
+  recs.erase(recs.begin() + 1);
   // The running idle job: 3 GPUs x 2 h, its energy.
   EXPECT_DOUBLE_EQ(recs[1].gpu_hours_saved, 6);
   EXPECT_NEAR(recs[1].kwh_saved, 3 * 70 * 7200 / 3.6e6, 1e-9);
@@ -91,6 +101,8 @@ TEST(Advice, EachKindWithItsEvidenceAndSavingsLargestFirst) {
   EXPECT_EQ(evidence.at("jobs"), boost::json::parse("[51]"));
   EXPECT_EQ(evidence.at("nodes"), boost::json::parse(R"(["n7"])"));
   EXPECT_EQ(evidence.at("running"), true);
+  EXPECT_NE(recs[1].summary.find("for 2.0 h at 2.0% utilization"), std::string::npos)
+      << recs[1].summary;
   // The ended one: 2 GPUs x 2 h.
   EXPECT_DOUBLE_EQ(recs[2].gpu_hours_saved, 4);
   EXPECT_NEAR(recs[2].cost_saved, 4 * 6.88, 1e-9);
