@@ -24,10 +24,12 @@ let onUnauthorized = () => {};
 export function setUnauthorizedHandler(fn) { onUnauthorized = fn; }
 
 // fetch + JSON; a non-2xx reply throws ApiError with the server's message.
-export async function api(path, { method = 'GET', body } = {}) {
+// `type`: the body is text of that Content-Type (an asset file's CSV), sent as it is.
+export async function api(path, { method = 'GET', body, type } = {}) {
   const headers = { Authorization: 'Bearer ' + session.token };
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const r = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (body !== undefined) headers['Content-Type'] = type || 'application/json';
+  const sent = body === undefined ? undefined : type ? body : JSON.stringify(body);
+  const r = await fetch(path, { method, headers, body: sent });
   let data = null;
   const text = await r.text();
   if (text) { try { data = JSON.parse(text); } catch { data = { raw: text }; } }

@@ -8,8 +8,7 @@ import { startLive, stopLive, onLive } from './live.js';
 const $ = (id) => document.getElementById(id);
 
 // #/ overview; #/clusters; #/cluster/NAME; #/node/NAME; #/alerts; #/scaling[/POOL]; #/jobs;
-// #/rollouts[/ID]; #/security; #/drift; #/compliance; #/teams; #/reports; later
-// capabilities by name.
+// #/rollouts[/ID]; #/security; #/drift; #/compliance; #/teams; #/reports; #/inventory[/ID].
 const routes = [
   [/^#?\/?$/, 'overview', () => ({})],
   [/^#\/clusters$/, 'cluster', () => ({})],
@@ -24,7 +23,7 @@ const routes = [
   [/^#\/compliance$/, 'compliance', () => ({})],
   [/^#\/teams$/, 'teams', () => ({})],
   [/^#\/reports$/, 'reports', () => ({})],
-  [/^#\/(inventory)$/, 'later', (m) => ({ page: m[1] })],
+  [/^#\/inventory(?:\/([^/]+))?$/, 'inventory', (m) => ({ id: m[1] ? decodeURIComponent(m[1]) : '' })],
 ];
 const modules = {
   overview: () => import('./overview.js'),
@@ -39,7 +38,7 @@ const modules = {
   compliance: () => import('./compliance.js'),
   teams: () => import('./teams.js'),
   reports: () => import('./reports.js'),
-  later: () => import('./later.js'),
+  inventory: () => import('./inventory.js'),
 };
 
 let current = null;
@@ -55,7 +54,7 @@ async function route() {
   }
   const el = $('view');
   if (current) { current.unmount?.(); current = null; }
-  for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.view === (name === 'later' ? params.page : name));
+  for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.view === name);
   if (!name) { el.innerHTML = `<div class="panel">No page at ${esc(hash)}. <a href="#/">Overview</a></div>`; return; }
   const mod = await modules[name]();
   if (seq !== routeSeq) return; // the user moved on while the module loaded

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -292,8 +293,39 @@ struct AgentFlags {
   std::string client_cert, client_key;  // for a controller with --client-ca
   std::string action_dir, action_timeout = "1h";
   std::vector<std::string> labels;
+  std::vector<std::string> sim_gpus_from;
   SimActionFlags sim_actions;
 };
+
+// --sim-gpu-from SLOT=HOST:INDEX, repeated.
+Result<std::map<int, std::pair<std::string, int>>> ParseGpusFrom(
+    const std::vector<std::string>& args, int gpus) {
+  std::map<int, std::pair<std::string, int>> out;
+  for (const auto& arg : args) {
+    auto bad = [&] {
+      return MakeError(
+          ErrorCode::kInvalidArgument,
+          "--sim-gpu-from '" + arg + "': expected SLOT=HOST:INDEX, such as 0=node-a:3");
+    };
+    auto eq = arg.find('='), colon = arg.rfind(':');
+    if (eq == std::string::npos || colon == std::string::npos || colon < eq + 2) return bad();
+    int slot = 0, index = 0;
+    std::string_view s(arg.data(), eq), i(arg.data() + colon + 1, arg.size() - colon - 1);
+    auto [p1, e1] = std::from_chars(s.data(), s.data() + s.size(), slot);
+    auto [p2, e2] = std::from_chars(i.data(), i.data() + i.size(), index);
+    if (e1 != std::errc() || p1 != s.data() + s.size() || e2 != std::errc() ||
+        p2 != i.data() + i.size() || slot < 0 || index < 0) {
+      return bad();
+    }
+    if (slot >= gpus) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "--sim-gpu-from '" + arg + "': slot " + std::to_string(slot) +
+                           " is past the node's " + std::to_string(gpus) + " GPUs");
+    }
+    out[slot] = {arg.substr(eq + 1, colon - eq - 1), index};
+  }
+  return out;
+}
 
 int RunAgent(AgentFlags& f, const cli::Globals& g) {
   SetLogLevel(f.log_level);
@@ -317,6 +349,9 @@ int RunAgent(AgentFlags& f, const cli::Globals& g) {
     spec.hostname = f.hostname.empty() ? HostFacts().hostname : f.hostname;
     spec.model = model;
     spec.gpu_count = f.sim_gpus;
+    auto from = ParseGpusFrom(f.sim_gpus_from, f.sim_gpus);
+    if (!from.ok()) return Fail(from.error());
+    spec.gpus_from = std::move(from).value();
     auto times = f.sim_actions.Times();
     if (!times.ok()) return Fail(times.error());
     spec.actions = times.value();
@@ -659,7 +694,12 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
            std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    if (!stopping) controller.StartScaling();
+    if (stopping) return;
+    controller.StartScaling();
+    // The demo's purchase dates, warranties and racks on the assets discovery found.
+    if (auto s = controller.SeedDemoAssets(); !s.ok()) {
+      spdlog::warn("demo assets: {}", s.error().message);
+    }
   });
   // The pool a rollout demo suggests: a development cluster's, where a new driver goes first.
   auto in_development = [&](const Pool& p) {
@@ -680,6 +720,8 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
       "  Workload:           %s\n"
       "  Jobs:               gpufleet jobs list (and the dashboard's Jobs page)\n"
       "  Autoscaled pools:   %zu (gpufleet scaling list; gpufleet scaling tune POOL)\n"
+      "  Inventory:          gpufleet assets summary; gpufleet assets list (and the Inventory\n"
+      "                      page): purchase dates, warranties and racks are the demo's\n"
       "  Security:           some simulated nodes run drivers with published CVEs (staged):\n"
       "                      gpufleet vulns list; gpufleet vulns fix --pool %s proposes the\n"
       "                      rollout to 580.159.03 (then rollouts start, and the dashboard's\n"
@@ -735,6 +777,9 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
                 "select nodes by them");
   a->add_option("--sim-model", agent.sim_model, "GPU model for --backend sim");
   a->add_option("--sim-gpus", agent.sim_gpus, "GPU count for --backend sim");
+  a->add_option("--sim-gpu-from", agent.sim_gpus_from,
+                "SLOT=HOST:INDEX: the simulated GPU in SLOT is the one HOST's simulated GPU INDEX "
+                "is (its serial and UUID), as if moved from there (repeat)");
   a->add_option("--log-level", agent.log_level, "trace, debug, info, warn, error");
   a->add_option("--reset-gpu-command", agent.reset_gpu_command,
                 "remediation: how to reset a GPU, {index} and {uuid} replaced, e.g. "

@@ -96,6 +96,10 @@ struct SimNodeSpec {
   // Installed beside the simulated node's base packages (name -> version).
   std::map<std::string, std::string> extra_packages;
   int power_limit_w = 0;  // every GPU's at start; 0: the model's TDP
+  // A simulated GPU's serial and UUID follow from the node's name and its index; a slot listed
+  // here holds the GPU of another node's index instead (slot -> {hostname, index}): a GPU
+  // moved from that node, as a technician would move one.
+  std::map<int, std::pair<std::string, int>> gpus_from;
   // How long simulated node actions take, and the share of them that fail (0..1).
   struct ActionTimes {
     int64_t install_ms = 10000;  // install-driver

@@ -9,6 +9,7 @@
 #include "alerting/notifier.h"
 #include "common/clock.h"
 #include "common/result.h"
+#include "fleet/assets.h"
 #include "fleet/fleet.h"
 #include "fleet/teams.h"
 #include "health/service.h"
@@ -68,6 +69,7 @@ struct ApiDeps {
   lifecycle::ComplianceService* compliance = nullptr;  // /api/v1/reports/compliance; absent: 503
   TeamService* teams = nullptr;                        // /api/v1/teams; absent: 503
   usage::UsageService* usage = nullptr;                // /api/v1/usage; absent: 503
+  AssetService* assets = nullptr;                      // /api/v1/assets; absent: 503
 };
 
 // Owns its I/O threads. Start() binds and serves; Stop() closes and joins. Thread-safe.

@@ -6,6 +6,7 @@
 #include "api/http.h"
 #include "api/http_metrics.h"
 #include "common/clock.h"
+#include "fleet/assets.h"
 #include "fleet/fleet.h"
 #include "fleet/teams.h"
 #include "health/service.h"
@@ -51,6 +52,7 @@ struct ApiContext {
   lifecycle::ComplianceService* compliance = nullptr;  // may be null
   TeamService* teams = nullptr;                        // may be null
   usage::UsageService* usage = nullptr;                // may be null
+  AssetService* assets = nullptr;                      // may be null
 };
 
 // Each routes/<resource>.cpp registers its handlers.
@@ -76,6 +78,7 @@ void AddDriftRoutes(Router& router, ApiContext& ctx);      // drift from the gol
 void AddReportRoutes(Router& router, ApiContext& ctx);     // reports: compliance
 void AddTeamRoutes(Router& router, ApiContext& ctx);       // teams and their projects
 void AddUsageRoutes(Router& router, ApiContext& ctx);      // the usage ledger
+void AddAssetRoutes(Router& router, ApiContext& ctx);      // the asset register
 
 // Authenticates "Bearer <token>" against the stored API tokens. While the store is unavailable
 // it answers from the last successful lookup of the same token (its role, expiry and revocation

@@ -65,14 +65,16 @@ class Router {
   void AddSlow(std::string method, std::string pattern, Role min_role, Handler handler);
   // The route added last takes a YAML body (a fleet or rule file) whatever its Content-Type;
   // every other route's body must be a JSON object.
-  void TakesYaml() { routes_.back().yaml_body = true; }
+  void TakesYaml() { routes_.back().raw_body = true; }
+  // The route added last takes CSV or JSON, by its Content-Type, and checks the body itself.
+  void TakesCsv() { routes_.back().raw_body = true; }
 
   struct Match {
     const Handler* handler = nullptr;
     Role min_role = Role::kViewer;
     bool public_route = false;
-    bool slow = false;       // AddSlow
-    bool yaml_body = false;  // TakesYaml
+    bool slow = false;      // AddSlow
+    bool raw_body = false;  // TakesYaml, TakesCsv
     std::map<std::string, std::string> params;
     bool path_known = false;  // some route has this path (for 405 vs 404)
     std::string pattern;      // the matched route, "/api/v1/nodes/{name}"
@@ -96,7 +98,7 @@ class Router {
     Handler handler;
     bool public_route;
     bool slow = false;
-    bool yaml_body = false;
+    bool raw_body = false;
   };
   std::vector<Route> routes_;
 };

@@ -63,7 +63,7 @@ Router::Match Router::Find(const std::string& method, const std::string& path) c
     m.min_role = r.min_role;
     m.public_route = r.public_route;
     m.slow = r.slow;
-    m.yaml_body = r.yaml_body;
+    m.raw_body = r.raw_body;
     m.pattern = r.pattern;
     m.params = std::move(params);
     return m;

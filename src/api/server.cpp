@@ -114,6 +114,7 @@ struct ApiServer::Impl {
     ctx.compliance = d.compliance;
     ctx.teams = d.teams;
     ctx.usage = d.usage;
+    ctx.assets = d.assets;
     ctx.flush_token_use = [this] {
       if (auto s = auth.FlushUse(); !s.ok()) {
         spdlog::warn("api: cannot write tokens' last use: {}", s.error().message);
@@ -141,6 +142,7 @@ struct ApiServer::Impl {
     AddReportRoutes(router, ctx);
     AddTeamRoutes(router, ctx);
     AddUsageRoutes(router, ctx);
+    AddAssetRoutes(router, ctx);
     // Last, so that it lists every route, itself included.
     router.Add("GET", "/api/v1/routes", Role::kViewer, [this](const Request&, const Principal&) {
       boost::json::array items;
@@ -209,7 +211,7 @@ struct ApiServer::Impl {
         return r;
       }
     }
-    if (Status s = CheckBody(req, match.yaml_body); !s.ok()) {
+    if (Status s = CheckBody(req, match.raw_body); !s.ok()) {
       Response bad = ErrorResponse(s.error());
       if (!match.public_route) Audit(req, principal, bad);
       return bad;
@@ -225,11 +227,11 @@ struct ApiServer::Impl {
     return r;
   }
 
-  // A body sent with POST, PUT or PATCH is a JSON object, or YAML where the route takes it
-  // (apply, rule files: Router::TakesYaml): an action that ignores its body must not take
-  // garbage as a yes.
-  static Status CheckBody(const Request& req, bool yaml_route) {
-    if (req.body.empty() || yaml_route ||
+  // A body sent with POST, PUT or PATCH is a JSON object, or YAML or CSV where the route takes
+  // it (apply, rule files, asset imports: Router::TakesYaml, TakesCsv): an action that ignores
+  // its body must not take garbage as a yes.
+  static Status CheckBody(const Request& req, bool raw_route) {
+    if (req.body.empty() || raw_route ||
         (req.method != "POST" && req.method != "PUT" && req.method != "PATCH")) {
       return {};
     }

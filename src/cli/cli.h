@@ -48,5 +48,6 @@ void AddReportCommands(CLI::App& app, Globals& g);          // reports complianc
 void AddTeamCommands(CLI::App& app, Globals& g);            // teams, teams projects
 void AddUsageCommands(CLI::App& app, Globals& g);           // usage list (the usage ledger)
 void AddRecommendationCommands(CLI::App& app, Globals& g);  // recommendations (advice)
+void AddAssetCommands(CLI::App& app, Globals& g);           // assets (the asset register)
 
 }  // namespace gpufleet::cli

@@ -13,7 +13,9 @@
 #include "alerting/notifier.h"
 #include "api/api.h"
 #include "common/crypto.h"
+#include "common/timezone.h"
 #include "config/fleet_spec.h"
+#include "fleet/assets.h"
 #include "fleet/fleet.h"
 #include "health/service.h"
 #include "ingest/ingest.h"
@@ -154,6 +156,7 @@ struct Controller::Impl {
   store::Stores stores;
   std::unique_ptr<FleetService> fleet;
   std::unique_ptr<TeamService> teams;
+  std::unique_ptr<AssetService> assets;
   std::unique_ptr<TelemetryStore> telemetry;
   std::unique_ptr<health::HealthService> health;
   std::unique_ptr<workload::JobService> jobs;
@@ -228,6 +231,8 @@ Status Controller::Start() {
   GF_TRY(impl_->fleet->Load());
   impl_->teams = std::make_unique<TeamService>(*db.teams, impl_->clock);
   GF_TRY(impl_->teams->Load());
+  impl_->assets = std::make_unique<AssetService>(*db.assets, impl_->clock);
+  GF_TRY(impl_->assets->Load());
   auto telemetry = TelemetryStore::Open({o.data_dir + "/tsdb", {}});
   if (!telemetry.ok()) return telemetry.error();
   impl_->telemetry = std::move(telemetry.value());
@@ -303,12 +308,26 @@ Status Controller::Start() {
   ao.max_connections = o.max_connections;
   ao.header_timeout_ms = o.header_timeout_ms;
   impl_->server = std::make_unique<api::ApiServer>(
-      ao, api::ApiDeps{
-              *impl_->fleet, impl_->stores, impl_->catalog, impl_->clock, *impl_->telemetry,
-              *impl_->ingest, [s = impl_->scraper.get()] { return s->Targets(); },
-              impl_->health.get(), impl_->notifier.get(), impl_->jobs.get(), impl_->scaling.get(),
-              key.value(), impl_->compat.get(), impl_->rollouts.get(), impl_->vulns.get(),
-              impl_->drift.get(), impl_->compliance.get(), impl_->teams.get(), impl_->usage.get()});
+      ao, api::ApiDeps{*impl_->fleet,
+                       impl_->stores,
+                       impl_->catalog,
+                       impl_->clock,
+                       *impl_->telemetry,
+                       *impl_->ingest,
+                       [s = impl_->scraper.get()] { return s->Targets(); },
+                       impl_->health.get(),
+                       impl_->notifier.get(),
+                       impl_->jobs.get(),
+                       impl_->scaling.get(),
+                       key.value(),
+                       impl_->compat.get(),
+                       impl_->rollouts.get(),
+                       impl_->vulns.get(),
+                       impl_->drift.get(),
+                       impl_->compliance.get(),
+                       impl_->teams.get(),
+                       impl_->usage.get(),
+                       impl_->assets.get()});
   auto addr = impl_->server->Start();
   if (!addr.ok()) return addr.error();
   // Remediation actions go to agents over their connections (the monitor thread asks; it is
@@ -433,6 +452,8 @@ Status Controller::Start() {
           spdlog::error("drift: {}", d.error().message);
         }
         impl_->scraper->SetTargets(ingest::ScrapeTargets(*impl_->fleet));
+        // The asset register: GPUs and nodes that came, moved or went.
+        if (auto a = ObserveAssets(); !a.ok()) spdlog::error("assets: {}", a.error().message);
       }
       if (now >= next_health) {
         next_health = now + impl_->options.health_interval_ms;
@@ -548,6 +569,83 @@ std::string Controller::url() const {
 Status Controller::ReloadTls() {
   if (!impl_->server) return MakeError(ErrorCode::kUnavailable, "the controller is not started");
   return impl_->server->ReloadTls();
+}
+
+Status Controller::ObserveAssets() {
+  std::vector<NodeSighting> nodes;
+  impl_->fleet->ForEachNode({}, [&](const Node& n) { nodes.push_back(NodeSighting::Of(n)); });
+  auto clusters = impl_->fleet->Clusters();
+  if (!clusters.ok()) return clusters.error();
+  std::map<std::string, std::string> site;
+  for (const auto& c : clusters.value()) site[c.name] = c.site;
+  return impl_->assets->Observe(nodes, site);
+}
+
+Status Controller::SeedDemoAssets() {
+  GF_TRY(ObserveAssets());
+  auto clusters = impl_->fleet->Clusters();
+  if (!clusters.ok()) return clusters.error();
+  std::map<std::string, int> cluster_no;
+  for (const auto& c : clusters.value()) cluster_no.emplace(c.name, cluster_no.size());
+  // Each cluster was bought at one time, so their warranties (three years) end apart: one
+  // with years left, one ending within weeks, one over.
+  static constexpr int kAgeDays[] = {250, 600, 1080, 1400, 900};
+  const int64_t today = impl_->clock->NowMs() / 86'400'000;
+  auto date = [](int64_t days) {
+    int64_t y = 0;
+    int m = 0, d = 0;
+    CivilFromDays(days, y, m, d);
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%04lld-%02d-%02d", static_cast<long long>(y), m, d);
+    return std::string(buf);
+  };
+  std::string csv = "kind,serial,name,status,location,rack,purchase_date,warranty_end,comments\n";
+  std::string rma, spare_model, spare_site;
+  std::map<std::string, std::string> rack_of;  // pool -> rack
+  for (const auto& a : impl_->assets->List({})) {
+    if (!a.purchase_date.empty() || a.node.empty()) continue;  // an operator's, or not ours
+    auto n = impl_->fleet->GetNode(a.node);
+    if (!n.ok() || !n->simulated) continue;
+    int64_t bought = today - kAgeDays[cluster_no[n->cluster] % std::size(kAgeDays)];
+    auto [r, fresh] = rack_of.try_emplace(n->pool, "r" + std::to_string(rack_of.size() + 1));
+    std::string status = "active", comment;
+    if (a.kind == "gpu" && rma.empty() && n->pool.find("h100") != std::string::npos) {
+      rma = a.serial;
+      status = "failed";
+      comment = "RMA-2291: row remapping failures (demo)";
+    }
+    if (a.kind == "gpu" && spare_model.empty()) {
+      spare_model = a.model;
+      spare_site = a.site;
+    }
+    csv += a.kind + "," + (a.kind == "gpu" ? a.serial : "") + "," + a.name + "," + status +
+           ",hall-1," + r->second + "," + date(bought) + "," + date(bought + 3 * 365) + "," +
+           comment + "\n";
+  }
+  // Three spare GPUs on the shelf, bought with the newest cluster.
+  for (int i = 1; i <= 3 && !spare_model.empty(); ++i) {
+    csv += "gpu,16522990000" + std::to_string(i) + ",,inventory,store-room,," + date(today - 250) +
+           "," + date(today - 250 + 3 * 365) + ",spare (demo)\n";
+  }
+  auto rows = ParseAssetsCsv(csv);
+  if (!rows.ok()) return rows.error();
+  for (auto& row : rows.value()) {
+    if (row.key.rfind("16522990000", 0) == 0) {
+      row.set["model"] = spare_model;
+      row.set["site"] = spare_site;
+    }
+  }
+  auto done = impl_->assets->Import(rows.value(), "demo");
+  if (!done.ok()) return done.error();
+  AuditRecord rec;
+  rec.time_ms = impl_->clock->NowMs();
+  rec.actor = "demo";
+  rec.action = "POST /api/v1/assets/import";
+  rec.target = "assets";
+  rec.status = 200;
+  rec.result = "ok";
+  rec.after = "{\"applied\":" + std::to_string(done->applied) + "}";
+  return impl_->stores.audit->AppendAudit(rec);
 }
 
 void Controller::StartScaling() {

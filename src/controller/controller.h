@@ -68,6 +68,13 @@ class Controller {
   Result<std::string> IssueJoinToken(const std::string& pool);
   // Starts autoscaling's decisions when Start() deferred them (defer_scaling); else nothing.
   void StartScaling();
+  // Adds the GPUs and nodes the fleet reports to the asset register and follows their moves
+  // (the monitor does every 5 s).
+  Status ObserveAssets();
+  // The demo's asset records (`gpufleet up`): what an operator's import would add to the
+  // simulated fleet's discovered assets (purchase dates, warranties, racks), a few spare GPUs
+  // and one in RMA. Audited as the actor "demo".
+  Status SeedDemoAssets();
 
  private:
   struct Impl;

@@ -17,7 +17,8 @@ const std::vector<std::string>& Tables() {
       "silences",        "alert_rules",     "jobs",           "scaling_policies",
       "scale_events",    "scaling_samples", "audit_anchor",   "settings",
       "rollouts",        "rollout_nodes",   "rollout_events", "drift_findings",
-      "compliance_days", "teams",           "usage_records",  "pool_hours"};
+      "compliance_days", "teams",           "usage_records",  "pool_hours",
+      "assets",          "asset_events"};
   return kTables;
 }
 

@@ -59,7 +59,7 @@ Result<Stores> Open(const std::string& url, const OpenOptions& options) {
   auto db = OpenSql(url, options.connections);
   if (!db.ok()) return db.error();
   auto s = db.value();
-  return Stores{s, s, s, s, s, s, s, s, s, s, s, s, s};
+  return Stores{s, s, s, s, s, s, s, s, s, s, s, s, s, s};
 }
 
 }  // namespace gpufleet::store

@@ -491,6 +491,33 @@ class UsageStore {
   virtual Result<int64_t> DeletePoolHoursBefore(int64_t before_ms) = 0;
 };
 
+// Assets (model/asset.h): each one a JSON document keyed by its id (a GPU's serial, a node's
+// name), and what happened to each, in order.
+struct AssetRecord {
+  std::string id;
+  std::string kind;  // "gpu" or "node"
+  std::string state;
+  std::string doc;
+  int64_t updated_ms = 0;
+};
+struct AssetEventRecord {
+  int64_t id = 0;  // given by the store
+  std::string asset;
+  int64_t time_ms = 0;
+  std::string doc;
+};
+class AssetStore {
+ public:
+  virtual ~AssetStore() = default;
+  // Upserts the assets and appends the events, in one transaction.
+  virtual Status SaveAssets(const std::vector<AssetRecord>& assets,
+                            const std::vector<AssetEventRecord>& events) = 0;
+  virtual Result<std::vector<AssetRecord>> ListAssets() = 0;  // by id
+  // The asset's events, oldest first, the newest `limit` of them; empty `asset`: every asset's.
+  virtual Result<std::vector<AssetEventRecord>> ListAssetEvents(const std::string& asset,
+                                                                int limit) = 0;
+};
+
 // The database itself: what /healthz and `gpufleet store` ask of it.
 class Database {
  public:
@@ -516,6 +543,7 @@ struct Stores {
   std::shared_ptr<ComplianceStore> compliance;
   std::shared_ptr<TeamStore> teams;
   std::shared_ptr<UsageStore> usage;
+  std::shared_ptr<AssetStore> assets;
 };
 
 struct OpenOptions {

@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "common/clock.h"
+#include "common/csv.h"
 #include "common/json_text.h"
 #include "usage/usage.h"
 
@@ -567,13 +568,7 @@ std::string ReportCsv(const Report& report) {
         auto [end, ec] = std::to_chars(buf, buf + sizeof buf, *d);
         out.append(buf, ec == std::errc() ? end : buf);
       } else if (const auto* s = std::get_if<std::string>(&row[i])) {
-        if (s->find_first_of(",\"\n") == std::string::npos) {
-          out += *s;
-        } else {
-          out += '"';
-          for (char c : *s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-          out += '"';
-        }
+        AppendCsvField(out, *s);
       }
     }
     out += '\n';

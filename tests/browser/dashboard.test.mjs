@@ -275,7 +275,8 @@ test('every page fits 1280x800 and a 390-px phone', async () => {
       ['node', '#/node/h100-sxm-0001', '.chart .uplot'], ['alerts', '#/alerts', '#alert-list'], ['scaling', '#/scaling', '#scaling-charts .uplot'],
       ['jobs', '#/jobs', '#jobs-summary:not(:empty)'], ['rollouts', '#/rollouts', '#rollout-list:not(:empty)'],
       ['security', '#/security', '#sec-cves tr[data-cve]'], ['drift', '#/drift', '#drift-list tbody tr'],
-      ['compliance', '#/compliance', '#comp-trend .uplot'], ['reports', '#/reports', '#rep-peaks table, #rep-peaks p']]) {
+      ['compliance', '#/compliance', '#comp-trend .uplot'], ['reports', '#/reports', '#rep-peaks table, #rep-peaks p'],
+      ['inventory', '#/inventory', '#inv-table tbody tr']]) {
       await page.goto(fleet.base + '/' + hash);
       await page.waitForSelector(ready, { timeout: 30000 });
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
@@ -489,6 +490,55 @@ test('the reports page shows utilization and cost by team, energy by pool, peaks
   assert.match(text, /^key,gpu_hours_allocated,gpu_hours_effective,util_mean,/);
   assert.match(text, /\nresearch,/);
   await shot(page, 'reports');
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
+});
+
+test('the inventory page counts the GPUs, lists warranties ending soon and an asset\'s history; an operator imports and steps the lifecycle', async () => {
+  // The demo's import: purchase dates and warranties for the simulated fleet, one GPU in RMA.
+  const summary = await waitFor('the demo\'s assets', async () => {
+    const s = (await call(fleet.base, fleet.token, 'GET', '/api/v1/assets/summary')).body;
+    return s.gpus.by_state.rma === 1 && s;
+  });
+  const rma = (await call(fleet.base, fleet.token, 'GET', '/api/v1/assets?state=rma')).body.items[0];
+  const page = await signedIn(browser, fleet.base, fleet.token);
+  await page.goto(fleet.base + '/#/inventory');
+  await page.waitForSelector('#inv-cards .stat');
+  assert.match(await page.textContent('#inv-cards'), new RegExp(`${summary.gpus.total}\\s*GPUs`));
+  assert.match(await page.textContent('#inv-counts'), /H100-SXM5-80GB/);
+  assert.ok(summary.warranty_expiring.length > 0);
+  assert.equal(await page.$$eval('#inv-warranty tbody tr', (r) => r.length), summary.warranty_expiring.length);
+  await page.fill('#inv-table input[type=search]', rma.id);
+  await page.waitForFunction(() => document.querySelectorAll('#inv-table tbody tr').length === 1);
+  assert.match(await page.textContent('#inv-table tbody'), /RMA/);
+  assert.match(await page.textContent('#inv-table tbody'), /simulated/);
+  // Its history: discovered, then the demo's import put it in RMA.
+  await page.click(`#inv-table a[href="#/inventory/${rma.id}"]`);
+  await page.waitForSelector('#inv-detail tr[data-event="rma"]');
+  assert.match(await page.textContent('#inv-detail tr[data-event="rma"]'), /demo/);
+  assert.ok(await page.$('#inv-detail tr[data-event="discovered"]'));
+  // Back from repair.
+  await page.selectOption('#inv-state select', 'in_service');
+  await page.fill('#inv-state input[name=note]', 'repaired: HBM replaced');
+  await page.click('#inv-state button');
+  await page.waitForSelector('#inv-detail tr[data-event="repaired"]');
+  assert.match(await page.textContent('#inv-detail tr[data-event="repaired"]'), /HBM replaced/);
+  // A bad file is refused whole with its line and field; a good one applied.
+  await page.setInputFiles('#inv-file', { name: 'bad.csv', mimeType: 'text/csv', buffer: Buffer.from(`serial,colour\n${rma.id},red\n`) });
+  await page.click('#inv-import');
+  await page.waitForSelector('#inv-import-result.error');
+  assert.match(await page.textContent('#inv-import-result'), /nothing applied: line 1, field 'colour': unknown column/);
+  await page.setInputFiles('#inv-file', { name: 'tags.csv', mimeType: 'text/csv', buffer: Buffer.from(`serial,asset_tag\n${rma.id},GPU-TAG-77\n`) });
+  await page.click('#inv-check');
+  await page.waitForFunction(() => /would apply 1/.test(document.querySelector('#inv-import-result').textContent));
+  await page.click('#inv-import');
+  await page.waitForFunction(() => /^applied 1/.test(document.querySelector('#inv-import-result').textContent));
+  assert.equal((await call(fleet.base, fleet.token, 'GET', `/api/v1/assets/${rma.id}`)).body.asset_tag, 'GPU-TAG-77');
+  const [csv] = await Promise.all([page.waitForEvent('download'), page.click('#inv-export')]);
+  const text = await (await import('node:fs/promises')).readFile(await csv.path(), 'utf8');
+  assert.match(text, /^name,kind,serial,asset_tag,status,site,location,rack,position,/);
+  assert.match(text, new RegExp(`,${rma.id},GPU-TAG-77,active,`));
+  await shot(page, 'inventory');
   assert.deepEqual(page.errors, []);
   await page.context().close();
 });

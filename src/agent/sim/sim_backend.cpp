@@ -420,9 +420,11 @@ class SimBackend : public GpuBackend {
   }
   Result<std::vector<Gpu>> Inventory() override {
     std::vector<Gpu> gpus;
-    uint64_t seed = std::hash<std::string>{}(spec_.hostname);
     for (int i = 0; i < spec_.gpu_count; ++i) {
-      uint64_t a = Mix(seed + static_cast<uint64_t>(i) * 2 + 1);
+      auto from = spec_.gpus_from.find(i);
+      const std::string& host = from == spec_.gpus_from.end() ? spec_.hostname : from->second.first;
+      int index = from == spec_.gpus_from.end() ? i : from->second.second;
+      uint64_t a = Mix(std::hash<std::string>{}(host) + static_cast<uint64_t>(index) * 2 + 1);
       uint64_t b = Mix(a);
       char uuid[64];
       std::snprintf(uuid, sizeof uuid, "GPU-%08x-%04x-%04x-%04x-%012llx",

@@ -184,6 +184,15 @@ CREATE TABLE pool_hours (
   free_energy_j BIGINT NOT NULL, idle_energy_j BIGINT NOT NULL, PRIMARY KEY (pool, hour_ms));
 CREATE INDEX pool_hours_hour ON pool_hours(hour_ms)
 )SQL"},
+      // Assets (GPUs by serial, nodes by name), a JSON document each, and their histories.
+      {19, R"SQL(
+CREATE TABLE assets (
+  id TEXT PRIMARY KEY, kind TEXT NOT NULL, state TEXT NOT NULL, doc TEXT NOT NULL,
+  updated_ms BIGINT NOT NULL);
+CREATE TABLE asset_events (
+  id {ID}, asset TEXT NOT NULL, time_ms BIGINT NOT NULL, doc TEXT NOT NULL);
+CREATE INDEX asset_events_asset ON asset_events(asset, id)
+)SQL"},
   };
   return kAll;
 }

@@ -56,6 +56,7 @@ class SqlStore final : public FleetStore,
                        public ComplianceStore,
                        public TeamStore,
                        public UsageStore,
+                       public AssetStore,
                        public Database {
  public:
   // Opens (or opens again) one session: the backend, its connection string, its settings.
@@ -163,6 +164,12 @@ class SqlStore final : public FleetStore,
   Status AddPoolHours(const std::vector<PoolHour>& deltas) override;
   Result<std::vector<PoolHour>> ListPoolHours(int64_t from_ms, int64_t to_ms) override;
   Result<int64_t> DeletePoolHoursBefore(int64_t before_ms) override;
+
+  Status SaveAssets(const std::vector<AssetRecord>& assets,
+                    const std::vector<AssetEventRecord>& events) override;
+  Result<std::vector<AssetRecord>> ListAssets() override;
+  Result<std::vector<AssetEventRecord>> ListAssetEvents(const std::string& asset,
+                                                        int limit) override;
 
   std::string_view backend() const override;
   const std::string& location() const override { return location_; }

@@ -209,6 +209,39 @@ TEST_P(StoreTest, DriftFindingsAreUpsertedAndOnlyOldResolvedOnesPruned) {
   EXPECT_EQ(all->at(1).id, 3);
 }
 
+// Assets are upserted by id and their events kept in order, the newest `limit` of them; both
+// in one transaction.
+TEST_P(StoreTest, AssetsAreUpsertedAndTheirEventsReadOldestFirst) {
+  auto& a = *store_.assets;
+  ASSERT_TRUE(
+      a.SaveAssets({{"S1", "gpu", "in_service", R"({"v":1})", 10},
+                    {"n1", "node", "in_service", R"({"v":2})", 10}},
+                   {{0, "S1", 10, R"({"e":"discovered"})"}, {0, "n1", 10, R"({"e":"discovered"})"}})
+          .ok());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(a.SaveAssets({{"S1", "gpu", "spare", R"({"v":3})", 20 + i}},
+                             {{0, "S1", 20 + i, "{\"e\":" + std::to_string(i) + "}"}})
+                    .ok());
+  }
+  Reopen();
+  auto& b = *store_.assets;
+  auto all = b.ListAssets();
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ(all->at(0).id, "S1");
+  EXPECT_EQ(all->at(0).state, "spare");
+  EXPECT_EQ(all->at(0).doc, R"({"v":3})");
+  EXPECT_EQ(all->at(0).updated_ms, 24);
+  auto events = b.ListAssetEvents("S1", 3);
+  ASSERT_TRUE(events.ok()) << events.error().message;
+  ASSERT_EQ(events->size(), 3u);
+  EXPECT_EQ(events->at(0).doc, R"({"e":2})");
+  EXPECT_EQ(events->at(2).doc, R"({"e":4})");
+  EXPECT_LT(events->at(0).id, events->at(2).id);
+  EXPECT_EQ(b.ListAssetEvents("", 100)->size(), 7u);
+  EXPECT_EQ(b.ListAssetEvents("n1", 100)->size(), 1u);
+}
+
 // The compliance posture keeps one document a day: a later measurement replaces the day's, a
 // range is read oldest first with both ends included, and old days are pruned.
 TEST_P(StoreTest, ComplianceDaysAreUpsertedByDayListedByRangeAndPruned) {
@@ -968,6 +1001,7 @@ TEST(StoreCopy, MovesEveryTableToAnEmptyDatabaseAndRefusesAFullOne) {
     ASSERT_TRUE(s.teams->PutTeam({"vision", R"({"name":"vision"})", 2}).ok());
     ASSERT_TRUE(s.usage->AppendUsage({{0, 7, "vision", "p", "h100", "train", 1, 2, "{}"}}).ok());
     ASSERT_TRUE(s.usage->AddPoolHours({{"h100", "train", "H100-SXM5-80GB", 3'600'000, 5, 5}}).ok());
+    ASSERT_TRUE(s.assets->SaveAssets({{"S1", "gpu", "spare", "{}", 1}}, {{0, "S1", 1, "{}"}}).ok());
   }
   auto& pg = testing::SharedPostgres();
   ASSERT_TRUE(pg.ok()) << pg.error();
