@@ -1,7 +1,8 @@
 // Reports: over a period, utilization (GPU-hours allocated against used) and cost per team
 // against its budget, energy per pool with the share spent by idle or unallocated GPUs, demand
-// by hour of the week, queue waits per day, and the optimization advice. Each table can be saved as CSV; the page prints
-// as a statement of the period (the browser's print).
+// by hour of the week, queue waits per day, the optimization advice and the capacity plan. Each
+// table but the last two can be saved as CSV; the page prints as a statement of the period (the
+// browser's print).
 
 import { api, esc } from './api.js';
 
@@ -35,6 +36,12 @@ export function mount(el) {
     <section class="panel" id="rep-peaks"><h3>Demand by hour of the week (UTC)</h3><div class="table-wrap">loading…</div></section>
     <section class="panel" id="rep-queue"><h3>Queue waits per day</h3><div class="table-wrap">loading…</div></section>
     <section class="panel" id="rep-advice"><h3>Recommendations</h3><div class="table-wrap">loading…</div></section>
+    <section class="panel" id="rep-capacity"><h3>Capacity plan</h3>
+      <div class="row no-print" id="cap-form"><label>Horizon <select name="horizon"><option value="90d">90 days</option><option value="180d" selected>180 days</option><option value="365d">a year</option><option value="730d">two years</option></select></label>
+        <label>Lead time <input name="lead_time" value="90" size="4" aria-label="lead time in days"> days</label>
+        <label>p95 wait under <input name="wait" value="10" size="4" aria-label="p95 wait in minutes"> min</label>
+        <label>Budget <input name="budget" size="9" placeholder="none" aria-label="budget"></label></div>
+      <div class="table-wrap">loading…</div></section>
     <p class="error" id="rep-error"></p>`;
   const $ = (id) => document.getElementById(id);
   const body = (id) => $(id).querySelector('.table-wrap');
@@ -119,6 +126,33 @@ export function mount(el) {
       <p class="muted">${r.items.length} recommendation(s): ${num(total)} GPU-hours and ${money(cost, r.currency)} over the period. A hover on the reason shows its evidence; <code>gpufleet recommendations -o json</code> gives all of it.</p>`;
   }
 
+  const wait = (s) => (s == null ? 'no fit' : s < 120 ? `${num(s, 0)} s` : `${num(s / 60, 0)} min`);
+  function capacity(r) {
+    if (!r.items.length) return empty('No pools.');
+    const g = r.growth;
+    const growth = [...g.teams.map((t) => `team ${esc(t.team)} ${t.quarterly >= 0 ? '+' : ''}${num(t.quarterly * 100, 0)}% a quarter`),
+      ...g.demands.map((d) => `${esc(d.name)}: ${d.gpus} GPUs of ${esc(d.pool)} from ${esc(d.from)}`)];
+    return `<table><thead><tr><th>Pool</th><th>Model</th><th class="num">Nodes</th><th class="num">Demand now</th><th class="num">× at horizon</th>
+      <th class="num">p95 wait now</th><th class="num">then</th><th class="num">Nodes needed</th><th>Order</th><th>Order by</th><th class="num">Cost</th></tr></thead>
+      <tbody>${r.items.map((i) => `<tr data-pool="${esc(i.pool)}"${i.order_gpus ? ' class="cap-order"' : ''} title="${esc([i.summary, ...i.notes].join('\n'))}">
+      <td>${esc(i.pool)}</td><td>${esc(i.gpu_model)}</td><td class="num">${i.nodes}</td><td class="num">${num(i.peak_demand_now)} GPUs</td>
+      <td class="num">${num(i.factor, 2)}</td><td class="num">${wait(i.wait_p95_now_s)}</td><td class="num">${wait(i.wait_p95_horizon_s)}</td>
+      <td class="num">${i.nodes_needed}</td><td>${i.order_gpus ? `${i.order_nodes} × ${i.gpus_per_node} GPUs` : '–'}</td>
+      <td>${esc(i.order_by || '–')}${i.notes.some((n) => n.startsWith('late')) ? ' <span class="pill state-rma">late</span>' : ''}</td>
+      <td class="num">${money(i.cost, r.currency)}${i.within_budget ? '' : ' <span class="pill state-rma">over budget</span>'}</td></tr>`).join('')}</tbody></table>
+      <ul class="cap-orders">${r.items.filter((i) => i.order_gpus).map((i) => `<li><b>${esc(i.pool)}</b>: ${esc(i.summary)}</li>`).join('')}</ul>
+      <p class="muted">Each pool's jobs of the last ${r.history_days} days and those running and queued now, replayed on its nodes as they are and with more, on the demand projected to the horizon: the trend of its daily peak, its season (with a year of data), and the growth planned (${growth.length ? growth.join('; ') : 'none'}: <code>gpufleet plan growth</code>). Costs from the purchase prices in the asset register; total ${money(r.total_cost, r.currency)}. A hover on a row gives its notes.</p>`;
+  }
+  async function loadCapacity() {
+    const f = new FormData();
+    for (const el of $('cap-form').querySelectorAll('select, input')) f.set(el.name, el.value.trim());
+    const q = new URLSearchParams({ horizon: f.get('horizon'), lead_time: `${Number(f.get('lead_time')) || 0}d`, wait_p95: `${Number(f.get('wait')) || 0}m` });
+    if (f.get('budget')) q.set('budget', f.get('budget'));
+    const r = await api('/api/v1/reports/capacity?' + q);
+    if (!gone) body('rep-capacity').innerHTML = capacity(r);
+  }
+  $('cap-form').addEventListener('change', () => loadCapacity().catch(fail));
+
   async function load() {
     const q = (kind, by) => api(`/api/v1/reports/${kind}?from=${from}&by=${by}`);
     const [u, c, e, p, w, a] = await Promise.all([q('utilization', 'team'), q('cost', 'team'), q('energy', 'pool'), q('peaks', 'fleet'), q('queue', 'pool'),
@@ -141,6 +175,7 @@ export function mount(el) {
     if (b) csv(b.dataset.kind, b.dataset.by).catch(fail);
   });
   load().catch(fail);
+  loadCapacity().catch(fail);
   let last = Date.now();
   return {
     live() {

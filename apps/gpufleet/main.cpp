@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   gpufleet::cli::AddUsageCommands(app, globals);
   gpufleet::cli::AddRecommendationCommands(app, globals);
   gpufleet::cli::AddAssetCommands(app, globals);
+  gpufleet::cli::AddPlanCommands(app, globals);
   gpufleet::cli::AddReplayCommand(app, globals);
   gpufleet::cli::AddJobCommands(app, globals);
   gpufleet::cli::AddScalingCommands(app, globals);

@@ -79,6 +79,7 @@ void AddReportRoutes(Router& router, ApiContext& ctx);     // reports: complianc
 void AddTeamRoutes(Router& router, ApiContext& ctx);       // teams and their projects
 void AddUsageRoutes(Router& router, ApiContext& ctx);      // the usage ledger
 void AddAssetRoutes(Router& router, ApiContext& ctx);      // the asset register
+void AddCapacityRoutes(Router& router, ApiContext& ctx);   // capacity planning
 
 // Authenticates "Bearer <token>" against the stored API tokens. While the store is unavailable
 // it answers from the last successful lookup of the same token (its role, expiry and revocation

@@ -49,5 +49,6 @@ void AddTeamCommands(CLI::App& app, Globals& g);            // teams, teams proj
 void AddUsageCommands(CLI::App& app, Globals& g);           // usage list (the usage ledger)
 void AddRecommendationCommands(CLI::App& app, Globals& g);  // recommendations (advice)
 void AddAssetCommands(CLI::App& app, Globals& g);           // assets (the asset register)
+void AddPlanCommands(CLI::App& app, Globals& g);            // plan capacity|growth
 
 }  // namespace gpufleet::cli

@@ -13,7 +13,6 @@
 #include "alerting/notifier.h"
 #include "api/api.h"
 #include "common/crypto.h"
-#include "common/timezone.h"
 #include "config/fleet_spec.h"
 #include "fleet/assets.h"
 #include "fleet/fleet.h"
@@ -28,6 +27,7 @@
 #include "scrape/scraper.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
+#include "usage/capacity.h"
 #include "usage/usage.h"
 #include "workload/generator.h"
 #include "workload/jobs.h"
@@ -591,15 +591,17 @@ Status Controller::SeedDemoAssets() {
   // with years left, one ending within weeks, one over.
   static constexpr int kAgeDays[] = {250, 600, 1080, 1400, 900};
   const int64_t today = impl_->clock->NowMs() / 86'400'000;
-  auto date = [](int64_t days) {
-    int64_t y = 0;
-    int m = 0, d = 0;
-    CivilFromDays(days, y, m, d);
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "%04lld-%02d-%02d", static_cast<long long>(y), m, d);
-    return std::string(buf);
+  // Street prices per GPU where the reference has one (lifecycle-facts.md 8b: H100 SXM
+  // about 25-40k USD, refurbished A100 80GB 8-15k; low confidence): the middle of each.
+  auto price = [](const Asset& a) -> std::string {
+    if (a.kind != "gpu") return "";
+    if (a.model.rfind("H100", 0) == 0) return "32500";
+    if (a.model.rfind("A100", 0) == 0) return "11500";
+    return "";
   };
-  std::string csv = "kind,serial,name,status,location,rack,purchase_date,warranty_end,comments\n";
+  std::string csv =
+      "kind,serial,name,status,location,rack,purchase_date,purchase_price,warranty_end,"
+      "comments\n";
   std::string rma, spare_model, spare_site;
   std::map<std::string, std::string> rack_of;  // pool -> rack
   for (const auto& a : impl_->assets->List({})) {
@@ -619,13 +621,14 @@ Status Controller::SeedDemoAssets() {
       spare_site = a.site;
     }
     csv += a.kind + "," + (a.kind == "gpu" ? a.serial : "") + "," + a.name + "," + status +
-           ",hall-1," + r->second + "," + date(bought) + "," + date(bought + 3 * 365) + "," +
-           comment + "\n";
+           ",hall-1," + r->second + "," + usage::IsoDate(bought) + "," + price(a) + "," +
+           usage::IsoDate(bought + 3 * 365) + "," + comment + "\n";
   }
   // Three spare GPUs on the shelf, bought with the newest cluster.
   for (int i = 1; i <= 3 && !spare_model.empty(); ++i) {
-    csv += "gpu,16522990000" + std::to_string(i) + ",,inventory,store-room,," + date(today - 250) +
-           "," + date(today - 250 + 3 * 365) + ",spare (demo)\n";
+    csv += "gpu,16522990000" + std::to_string(i) + ",,inventory,store-room,," +
+           usage::IsoDate(today - 250) + ",," + usage::IsoDate(today - 250 + 3 * 365) +
+           ",spare (demo)\n";
   }
   auto rows = ParseAssetsCsv(csv);
   if (!rows.ok()) return rows.error();
@@ -645,6 +648,29 @@ Status Controller::SeedDemoAssets() {
   rec.status = 200;
   rec.result = "ok";
   rec.after = "{\"applied\":" + std::to_string(done->applied) + "}";
+  GF_TRY(impl_->stores.audit->AppendAudit(rec));
+  // And what an operator would plan beyond the trend: the first team's demand +25% a quarter,
+  // and a new model needing 64 GPUs of the biggest pool from three months on (unless a plan
+  // is there already).
+  auto existing = impl_->stores.settings->GetSetting(usage::kCapacityGrowthSetting);
+  if (!existing.ok()) return existing.error();
+  auto teams = impl_->teams->List();
+  auto pools = impl_->fleet->Pools();
+  if (existing.value() || teams.empty() || !pools.ok() || pools->empty()) return {};
+  const Pool* biggest = &pools->front();
+  for (const auto& p : pools.value()) {
+    if (p.size * p.gpus_per_node > biggest->size * biggest->gpus_per_node) biggest = &p;
+  }
+  std::string growth = "{\"teams\":[{\"team\":\"" + teams.front().name +
+                       "\",\"quarterly\":0.25}],\"demands\":[{\"name\":\"next-model (demo)\","
+                       "\"pool\":\"" +
+                       biggest->name + "\",\"gpus\":64,\"from\":\"" + usage::IsoDate(today + 90) +
+                       "\"}]}";
+  GF_TRY(impl_->stores.settings->PutSetting(usage::kCapacityGrowthSetting, growth,
+                                            impl_->clock->NowMs()));
+  rec.action = "PUT /api/v1/reports/capacity/growth";
+  rec.target = "reports/capacity/growth";
+  rec.after = growth;
   return impl_->stores.audit->AppendAudit(rec);
 }
 

@@ -72,8 +72,9 @@ class Controller {
   // (the monitor does every 5 s).
   Status ObserveAssets();
   // The demo's asset records (`gpufleet up`): what an operator's import would add to the
-  // simulated fleet's discovered assets (purchase dates, warranties, racks), a few spare GPUs
-  // and one in RMA. Audited as the actor "demo".
+  // simulated fleet's discovered assets (purchase dates, street prices, warranties, racks), a
+  // few spare GPUs and one in RMA; and a capacity growth plan (a team's growth, a new model's
+  // GPUs from three months on). Audited as the actor "demo".
   Status SeedDemoAssets();
 
  private:

@@ -167,8 +167,10 @@ Result<AssetPatch> MakePatch(std::string where,
   const char* key = p.kind == "node" ? "name" : "serial";
   auto it = p.set.find(key);
   if (it == p.set.end() || it->second.empty()) {
-    return bad(key, p.kind == "node" ? "a node is known by its name: it is required"
-                                     : "a GPU is known by its serial: it is required");
+    return bad(key, p.kind == "node"
+                        ? "a node is known by its name: it is required"
+                        : "a GPU is known by its serial: it is required (a node's row has kind "
+                          "node)");
   }
   p.key = it->second;
   auto bought = p.set.find("purchase_date"), ends = p.set.find("warranty_end");

@@ -489,6 +489,17 @@ test('the reports page shows utilization and cost by team, energy by pool, peaks
   const text = await (await import('node:fs/promises')).readFile(await csv.path(), 'utf8');
   assert.match(text, /^key,gpu_hours_allocated,gpu_hours_effective,util_mean,/);
   assert.match(text, /\nresearch,/);
+  // The capacity plan: a row per pool, the demo's growth plan named; another horizon replans.
+  await waitFor('the demo\'s growth plan', async () =>
+    (await call(fleet.base, fleet.token, 'GET', '/api/v1/reports/capacity/growth')).body.demands.length > 0);
+  const pools = (await call(fleet.base, fleet.token, 'GET', '/api/v1/pools')).body.items.length;
+  await page.selectOption('#cap-form select[name=horizon]', '365d');
+  await page.waitForFunction(() => /next-model \(demo\)/.test(document.querySelector('#rep-capacity').textContent), null, { timeout: 60000 });
+  assert.equal(await page.$$eval('#rep-capacity tr[data-pool]', (r) => r.length), pools);
+  const plan = (await call(fleet.base, fleet.token, 'GET', '/api/v1/reports/capacity?horizon=365d')).body;
+  for (const i of plan.items.filter((x) => x.order_gpus > 0)) {
+    assert.match(await page.textContent('#rep-capacity .cap-orders'), new RegExp(`${i.pool}: order ${i.order_nodes} x`));
+  }
   await shot(page, 'reports');
   assert.deepEqual(page.errors, []);
   await page.context().close();

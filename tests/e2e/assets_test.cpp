@@ -44,14 +44,6 @@ class Assets : public E2E {
 
 int64_t N(const json::value& v) { return v.to_number<int64_t>(); }
 
-std::string Date(int64_t days_from_today) {
-  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now() +
-                                                std::chrono::hours(24 * days_from_today));
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
-  return buf;
-}
-
 TEST_F(Assets, AGpuMovedBetweenNodesKeepsItsHistoryAndImportsRoundTrip) {
   Apply();
   std::string token = JoinToken("h100-quad");
@@ -84,7 +76,7 @@ TEST_F(Assets, AGpuMovedBetweenNodesKeepsItsHistoryAndImportsRoundTrip) {
       "name,kind,serial,asset_tag,status,site,location,rack,position,purchase_date,"
       "purchase_price,warranty_end\n"
       ",gpu," +
-      moved + ",GPU-0042,active,lab-a,hall-1,r07,,2024-01-10,31000," + Date(30) +
+      moved + ",GPU-0042,active,lab-a,hall-1,r07,,2024-01-10,31000," + UtcDate(30) +
       "\n"
       "mv-a,node,SRV-9,SRV-TAG-1,active,lab-a,hall-1,r07,12,2024-01-10,,\n"
       ",gpu,1652299912345,,inventory,lab-a,store-room,,,2026-06-01,,2029-06-01\n";

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -20,6 +22,15 @@ namespace json = boost::json;
 inline const std::string kFleet =
     std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/e2e-fleet.yaml";
 inline const std::string kNvmlFixtures = std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/nvml/";
+
+// Today's date (UTC) and days from it, "YYYY-MM-DD", as the API writes dates.
+inline std::string UtcDate(int64_t days_from_today = 0) {
+  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now() +
+                                                std::chrono::hours(24 * days_from_today));
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
 
 class E2E : public ::testing::Test {
  protected:

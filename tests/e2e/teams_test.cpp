@@ -2,6 +2,8 @@
 // CLI, jobs that must name a known team and project, a team's alerts delivered to its channel
 // (a real webhook receiver on loopback), and the pool rows of the rule language.
 
+#include <chrono>
+#include <ctime>
 #include <map>
 #include <thread>
 
@@ -436,6 +438,92 @@ TEST_F(Reports, ReportsShowWhatTheJobsDidAndCostAtTheRates) {
   auto cli_bad = Cli({"reports", "rates", "--set", "H100"});
   EXPECT_EQ(cli_bad.exit_code, 2);
   EXPECT_NE(cli_bad.err.find("give MODEL[@SITE]=PRICE"), std::string::npos) << cli_bad.err;
+}
+
+// The capacity plan on a live controller: a node's 8 GPUs held for an hour and 8 more queued
+// behind them; with a p95 target of a minute the pool needs a second node now (late for any lead
+// time), at the price the asset register has. The growth plan is strict and audited.
+TEST_F(Reports, TheCapacityPlanReplaysTheJobsAndNamesTheOrder) {
+  ASSERT_EQ(ApplyText("fleet.yaml", kFleet).exit_code, 0);
+  Sim(JoinToken("h100"), "cp", 1, "H100-SXM5-80GB", 8);
+  ASSERT_TRUE(WaitState("cp-0000", "ready"));
+  for (int i = 0; i < 2; ++i) {
+    auto [s, v] = controller_->Call(
+        "POST", "/api/v1/jobs",
+        R"({"team": "nlp", "project": "llm", "pool": "h100", "gpus": 8, "duration": "1h"})");
+    ASSERT_EQ(s, 201) << v;
+  }
+  // A price for the model, as an import would give it.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return controller_->Call("GET", "/api/v1/assets?kind=gpu")
+                   .second.at("total")
+                   .to_number<int64_t>() == 8;
+      },
+      15000));
+  std::string serial(controller_->Call("GET", "/api/v1/assets?kind=gpu")
+                         .second.at("items")
+                         .at(0)
+                         .at("id")
+                         .as_string());
+  auto [is, iv] =
+      controller_->Call("POST", "/api/v1/assets/import",
+                        "serial,purchase_price\n" + serial + ",30000\n", nullptr, "text/csv");
+  ASSERT_EQ(is, 200) << iv;
+
+  auto [s, plan] =
+      controller_->Call("GET", "/api/v1/reports/capacity?pool=h100&wait_p95=1m&lead_time=60d");
+  ASSERT_EQ(s, 200) << plan;
+  ASSERT_EQ(plan.at("items").as_array().size(), 1u);
+  const auto& p = plan.at("items").at(0);
+  EXPECT_EQ(p.at("nodes").to_number<int64_t>(), 1);
+  EXPECT_EQ(p.at("history_jobs").to_number<int64_t>(), 2);  // running and queued, none ended
+  EXPECT_GT(p.at("wait_p95_now_s").to_number<double>(), 3000) << p;  // the second waits ~1 h
+  EXPECT_EQ(p.at("nodes_needed").to_number<int64_t>(), 2) << p;
+  EXPECT_EQ(p.at("order_gpus").to_number<int64_t>(), 8);
+  EXPECT_EQ(p.at("cost").to_number<double>(), 8 * 30000.0);
+  const std::string today = UtcDate();
+
+  EXPECT_EQ(p.at("need_by").as_string(), today);
+  EXPECT_EQ(p.at("order_by").as_string(), today);
+  EXPECT_NE(std::string(p.at("summary").as_string())
+                .find("order 1 x 8 H100-SXM5-80GB (8 GPUs) by " + today + ", cost 240,000 USD"),
+            std::string::npos)
+      << p;
+  // Over a budget of 100,000: flagged.
+  auto over =
+      controller_->Call("GET", "/api/v1/reports/capacity?pool=h100&wait_p95=1m&budget=100000");
+  EXPECT_FALSE(over.second.at("items").at(0).at("within_budget").as_bool()) << over.second;
+
+  // The growth plan, through the CLI and the API: strict, audited, in the plan's answer.
+  auto set = Cli({"plan", "growth", "--team", "nlp=20%", "--demand", "next:h100:16@2030-01-01"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_NE(set.out.find("nlp +20%"), std::string::npos) << set.out;
+  auto growth = controller_->Call("GET", "/api/v1/reports/capacity/growth").second;
+  EXPECT_EQ(growth.at("demands").at(0).at("gpus").to_number<int64_t>(), 16);
+  EXPECT_EQ(controller_
+                ->Call("PUT", "/api/v1/reports/capacity/growth",
+                       R"({"teams": [{"team": "ghost", "quarterly": 0.1}]})")
+                .second.at("error")
+                .at("message"),
+            "teams[0].team: no team 'ghost'");
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/reports/capacity/growth").second, growth);
+  auto audit = controller_->Call("GET", "/api/v1/audit?target=reports/capacity/growth").second;
+  EXPECT_EQ(audit.at("items").as_array().size(), 1u) << audit;
+  auto cli = Cli({"plan", "capacity", "--pool", "h100", "--wait-p95", "1m"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  // nlp's 20% a quarter on top: more than the one node more.
+  EXPECT_NE(cli.out.find("h100: order 2 x 8 H100-SXM5-80GB (16 GPUs)"), std::string::npos)
+      << cli.out;
+  EXPECT_NE(cli.out.find("new demand: next: 16 GPUs of h100 from 2030-01-01"), std::string::npos)
+      << cli.out;
+  for (const char* bad :
+       {"horizon=5d", "lead_time=x", "wait_p95=forever", "budget=-1", "history=365d"}) {
+    EXPECT_EQ(controller_->Call("GET", std::string("/api/v1/reports/capacity?") + bad).first, 400)
+        << bad;
+  }
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/reports/capacity?pool=nope").first, 404);
+  EXPECT_NE(Cli({"plan", "growth", "--team", "nlp"}).exit_code, 0);
 }
 
 }  // namespace
