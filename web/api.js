@@ -41,6 +41,19 @@ export async function api(path, { method = 'GET', body, type } = {}) {
   return data;
 }
 
+// Saves the CSV that `path` answers as the file `name` (the browser's download).
+export async function downloadCsv(path, name) {
+  const d = await api(path);
+  const url = URL.createObjectURL(new Blob([d?.raw ?? ''], { type: 'text/csv' }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
 export const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => '&#' + c.charCodeAt(0) + ';');
 
 export function ago(iso) {

@@ -3,7 +3,7 @@
 // audit chain verifies; the daily trend; the nodes behind the figures with why they fail; both
 // as CSV.
 
-import { api, session, esc, fmtTime, Table } from './api.js';
+import { api, downloadCsv, esc, fmtTime, Table } from './api.js';
 import { lineChart, destroyChart } from './charts.js';
 
 const CHECKS = [
@@ -67,16 +67,7 @@ export function mount(el) {
   async function download(path, name) {
     $('comp-error').textContent = '';
     try {
-      const r = await fetch(path, { headers: { Authorization: 'Bearer ' + session.token } });
-      if (!r.ok) throw new Error(`${path}: HTTP ${r.status}`);
-      const url = URL.createObjectURL(new Blob([await r.text()], { type: 'text/csv' }));
-      const a = document.createElement('a');
-      a.href = url;
-      a.download = name;
-      document.body.appendChild(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 1000);
+      await downloadCsv(path, name);
     } catch (e) { $('comp-error').textContent = e.message; }
   }
   $('comp-csv').addEventListener('click', () => download('/api/v1/reports/compliance?format=csv&days=400', 'compliance.csv'));

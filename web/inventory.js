@@ -3,7 +3,7 @@
 // asset's history (#/inventory/ID), and for operators the NetBox-column CSV import and the
 // lifecycle steps.
 
-import { api, can, esc, simPill, Table } from './api.js';
+import { api, can, downloadCsv, esc, simPill, Table } from './api.js';
 
 const STATES = ['in_service', 'spare', 'rma', 'retired'];
 const LABEL = { in_service: 'in service', spare: 'spare', rma: 'RMA', retired: 'retired' };
@@ -114,13 +114,7 @@ export function mount(el, params) {
   const fail = (e) => { if (!gone) $('inv-error').textContent = e.message; };
   $('inv-export').addEventListener('click', async () => {
     try {
-      const d = await api('/api/v1/assets/export?format=csv');
-      const url = URL.createObjectURL(new Blob([d.raw ?? ''], { type: 'text/csv' }));
-      const a = document.createElement('a');
-      a.href = url;
-      a.download = 'gpufleet-assets.csv';
-      a.click();
-      URL.revokeObjectURL(url);
+      await downloadCsv('/api/v1/assets/export?format=csv', 'gpufleet-assets.csv');
     } catch (e) { fail(e); }
   });
   if (operator) {

@@ -4,7 +4,7 @@
 // table but the last two can be saved as CSV; the page prints as a statement of the period (the
 // browser's print).
 
-import { api, esc } from './api.js';
+import { api, downloadCsv, esc } from './api.js';
 
 const PERIODS = [['-7d', 'last 7 days'], ['-30d', 'last 30 days'], ['-90d', 'last 90 days'], ['-400d', 'last 13 months']];
 const DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
@@ -46,15 +46,7 @@ export function mount(el) {
   const $ = (id) => document.getElementById(id);
   const body = (id) => $(id).querySelector('.table-wrap');
 
-  async function csv(kind, by) {
-    const d = await api(`/api/v1/reports/${kind}?from=${from}&by=${by}&format=csv`);
-    const url = URL.createObjectURL(new Blob([d.raw ?? ''], { type: 'text/csv' }));
-    const a = document.createElement('a');
-    a.href = url;
-    a.download = `gpufleet-${kind}-by-${by}.csv`;
-    a.click();
-    URL.revokeObjectURL(url);
-  }
+  const csv = (kind, by) => downloadCsv(`/api/v1/reports/${kind}?from=${from}&by=${by}&format=csv`, `gpufleet-${kind}-by-${by}.csv`);
   const csvButton = (kind, by) => `<button type="button" class="no-print rep-csv" data-kind="${kind}" data-by="${by}">CSV</button>`;
   const empty = (what) => `<p class="muted">${what}</p>`;
 

@@ -95,13 +95,8 @@ void AdviceBuilder::Add(const store::UsageRecord& r) {
     i.energy_j += energy;
     i.util_h += gpu_h * util;
     i.hours += static_cast<double>(r.end_ms - r.start_ms) / kHourMs;
-    for (size_t start = 0; start < f.placement.size();) {
-      size_t end = f.placement.find(';', start);
-      if (end == std::string::npos) end = f.placement.size();
-      const std::string part = f.placement.substr(start, end - start);
-      std::string node = part.substr(0, part.rfind(':'));
+    for (auto& [node, gpus] : ParsePlacement(f.placement)) {
       if (std::find(i.nodes.begin(), i.nodes.end(), node) == i.nodes.end()) i.nodes.push_back(node);
-      start = end + 1;
     }
   }
 

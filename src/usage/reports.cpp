@@ -35,33 +35,6 @@ Clip ClipTo(const store::UsageRecord& r, int64_t gpus, int64_t from, int64_t to)
           static_cast<double>(gpus) * inside / kHourMs};
 }
 
-// "node-a:0,1;node-b:2" -> {node-a: [0, 1], node-b: [2]}.
-std::vector<std::pair<std::string, std::vector<int>>> Placement(const std::string& text) {
-  std::vector<std::pair<std::string, std::vector<int>>> out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find(';', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string part = text.substr(start, end - start);
-    const size_t colon = part.rfind(':');
-    if (colon != std::string::npos) {
-      std::vector<int> gpus;
-      const char* p = part.data() + colon + 1;
-      const char* e = part.data() + part.size();
-      while (p < e) {
-        int g = 0;
-        auto [next, ec] = std::from_chars(p, e, g);
-        if (ec != std::errc()) break;
-        gpus.push_back(g);
-        p = next < e ? next + 1 : next;
-      }
-      out.emplace_back(part.substr(0, colon), std::move(gpus));
-    }
-    start = end + 1;
-  }
-  return out;
-}
-
 double Percentile(std::vector<double>& v, int p) {  // nearest rank
   if (v.empty()) return NAN;
   const size_t rank = std::max<size_t>(1, (v.size() * static_cast<size_t>(p) + 99) / 100);
@@ -133,7 +106,7 @@ class Utilization : public Base {
       return;
     }
     const double per_gpu = c.gpu_hours / static_cast<double>(f.gpus);
-    for (const auto& [node, gpus] : Placement(f.placement)) {
+    for (const auto& [node, gpus] : ParsePlacement(f.placement)) {
       if (req_.by == "node") {
         add(node, per_gpu * static_cast<double>(gpus.size()));
         continue;
@@ -370,6 +343,32 @@ class Peaks : public Base {
 };
 
 }  // namespace
+
+std::vector<std::pair<std::string, std::vector<int>>> ParsePlacement(const std::string& text) {
+  std::vector<std::pair<std::string, std::vector<int>>> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(';', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string part = text.substr(start, end - start);
+    const size_t colon = part.rfind(':');
+    if (colon != std::string::npos) {
+      std::vector<int> gpus;
+      const char* p = part.data() + colon + 1;
+      const char* e = part.data() + part.size();
+      while (p < e) {
+        int g = 0;
+        auto [next, ec] = std::from_chars(p, e, g);
+        if (ec != std::errc()) break;
+        gpus.push_back(g);
+        p = next < e ? next + 1 : next;
+      }
+      out.emplace_back(part.substr(0, colon), std::move(gpus));
+    }
+    start = end + 1;
+  }
+  return out;
+}
 
 double Rates::GpuHour(const GpuCatalog& catalog, const std::string& model,
                       const std::string& site) const {

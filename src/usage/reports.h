@@ -99,6 +99,9 @@ store::UsageFigures FiguresOf(const store::UsageRecord& record);
 const store::UsageFigures& FiguresOf(const store::UsageRecord& record,
                                      store::UsageFigures& scratch);
 
+// A record's placement: "node-a:0,1;node-b:2" -> {node-a: [0, 1], node-b: [2]}.
+std::vector<std::pair<std::string, std::vector<int>>> ParsePlacement(const std::string& text);
+
 // The CSV of a report: a header of its columns, a line per row (text quoted where it needs).
 std::string ReportCsv(const Report& report);
 

@@ -233,16 +233,9 @@ void AddUsageRoutes(Router& router, ApiContext& ctx) {
         q.team = req.Param("team");
         q.project = req.Param("project");
         q.pool = req.Param("pool");
-        q.cluster = req.Param("cluster");
-        if (!who.clusters.empty()) {
-          if (q.cluster.empty() && who.clusters.size() == 1) q.cluster = who.clusters[0];
-          if (!who.CanSeeCluster(q.cluster)) {
-            return ErrorResponse(
-                MakeError(ErrorCode::kPermissionDenied, "token '" + who.name +
-                                                            "' may read the usage of its own "
-                                                            "cluster only: give cluster="));
-          }
-        }
+        auto cluster = ScopedCluster(req, who, "usage");
+        if (!cluster.ok()) return ErrorResponse(cluster.error());
+        q.cluster = cluster.value();
         const std::string format = req.Param("format");
         if (!format.empty() && format != "json" && format != "csv") {
           return ErrorResponse(
