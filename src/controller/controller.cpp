@@ -661,11 +661,10 @@ Status Controller::SeedDemoAssets() {
   for (const auto& p : pools.value()) {
     if (p.size * p.gpus_per_node > biggest->size * biggest->gpus_per_node) biggest = &p;
   }
-  std::string growth = "{\"teams\":[{\"team\":\"" + teams.front().name +
-                       "\",\"quarterly\":0.25}],\"demands\":[{\"name\":\"next-model (demo)\","
-                       "\"pool\":\"" +
-                       biggest->name + "\",\"gpus\":64,\"from\":\"" + usage::IsoDate(today + 90) +
-                       "\"}]}";
+  usage::CapacityGrowth plan;
+  plan.teams.push_back({teams.front().name, 0.25});
+  plan.demands.push_back({"next-model (demo)", biggest->name, 64, usage::IsoDate(today + 90)});
+  const std::string growth = usage::CapacityGrowthJson(plan);
   GF_TRY(impl_->stores.settings->PutSetting(usage::kCapacityGrowthSetting, growth,
                                             impl_->clock->NowMs()));
   rec.action = "PUT /api/v1/reports/capacity/growth";

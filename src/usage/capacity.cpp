@@ -7,6 +7,7 @@
 #include <map>
 
 #include "common/timezone.h"
+#include "model/asset.h"
 #include "sched/replay.h"
 #include "usage/reports.h"
 
@@ -18,16 +19,6 @@ namespace {
 constexpr int64_t kDayMs = 86'400'000;
 constexpr double kQuarterDays = 91.3125;
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::optional<int64_t> Days(std::string_view t) {  // "YYYY-MM-DD" -> days since the epoch
-  if (t.size() != 10 || t[4] != '-' || t[7] != '-') return std::nullopt;
-  int y = 0, m = 0, d = 0;
-  if (std::sscanf(std::string(t).c_str(), "%4d-%2d-%2d", &y, &m, &d) != 3) return std::nullopt;
-  if (m < 1 || m > 12 || d < 1 || d > 31) return std::nullopt;
-  int64_t days = DaysFromCivil(y, m, d);
-  if (IsoDate(days) != t) return std::nullopt;
-  return days;
-}
 
 int MonthOf(int64_t days) {
   int64_t y = 0;
@@ -137,7 +128,8 @@ Result<CapacityGrowth> ParseCapacityGrowth(std::string_view text) {
     GF_TRY(text_of(*d, at, "name", nd.name));
     GF_TRY(text_of(*d, at, "pool", nd.pool));
     GF_TRY(text_of(*d, at, "from", nd.from));
-    if (!Days(nd.from)) return bad(at + ".from", "'" + nd.from + "' is not a date (YYYY-MM-DD)");
+    if (!ParseIsoDate(nd.from))
+      return bad(at + ".from", "'" + nd.from + "' is not a date (YYYY-MM-DD)");
     const json::value* n = d->if_contains("gpus");
     if (!n || !n->is_int64() || n->as_int64() < 1 || n->as_int64() > 100'000) {
       return bad(at + ".gpus", "is required: a whole number of GPUs, 1 to 100000");
@@ -277,7 +269,7 @@ Result<PoolCapacityPlan> PlanPool(const CapacityPool& pool,
     std::vector<sched::TraceJob> out = jobs;
     for (const auto& n : growth.demands) {
       if (n.pool != pool.name) continue;
-      auto from = Days(n.from);
+      auto from = ParseIsoDate(n.from);
       if (!from || *from > today + d) continue;
       int g = n.gpus <= gpn ? n.gpus : (n.gpus + gpn - 1) / gpn * gpn;
       if (gpus) *gpus += g;
@@ -290,9 +282,9 @@ Result<PoolCapacityPlan> PlanPool(const CapacityPool& pool,
     }
     return out;
   };
-  // The p95 wait of the demand `d` days ahead on `nodes` nodes; infinite when a job cannot fit.
-  auto wait_at = [&](int nodes, int64_t d) -> Result<double> {
-    auto trace = with_planned(d, nullptr);
+  // The p95 wait of `trace` at `scale` on a fixed pool of `nodes` nodes; infinite when a job
+  // cannot fit.
+  auto replay = [&](std::vector<sched::TraceJob> trace, int nodes, double scale) -> Result<double> {
     if (trace.empty()) return 0.0;
     if (nodes <= 0) return kInf;
     sched::ReplayOptions o;
@@ -300,39 +292,27 @@ Result<PoolCapacityPlan> PlanPool(const CapacityPool& pool,
     o.policy.mode = ScaleMode::kReactive;
     o.policy.min_nodes = o.policy.max_nodes = nodes;
     o.policy.consolidate_below = 0;
-    // A fixed pool: no scaling to decide, no forecast to keep (a decision a day, a forecast
-    // step of a day keep the replay to its jobs).
+    // No scaling to decide, no forecast to keep (a decision a day, a forecast step of a day
+    // keep the replay to its jobs).
     o.policy.interval_s = 86'400;
     o.forecast_step_s = 86'400;
     o.initial_nodes = nodes;
-    o.size_scale = std::clamp(factor_at(d), 0.01, sched::kMaxSizeScale);
+    o.size_scale = std::clamp(scale, 0.01, sched::kMaxSizeScale);
     ++plan.replays;
     auto r = sched::Replay(std::move(trace), o);
     if (!r.ok()) return r.error();
     return r->unplaceable ? kInf : r->wait_p95_s;
   };
+  // The demand `d` days ahead, planned demand included.
+  auto wait_at = [&](int nodes, int64_t d) {
+    return replay(with_planned(d, nullptr), nodes, factor_at(d));
+  };
   auto meets = [&](double w) { return w <= req.wait_p95_s; };
 
-  {
-    // As it was: the history at factor 1 (the planned demand left out).
-    std::vector<sched::TraceJob> past = jobs;
-    if (past.empty() || pool.nodes <= 0) {
-      plan.wait_p95_now_s = past.empty() ? 0 : kInf;
-    } else {
-      sched::ReplayOptions o;
-      o.gpus_per_node = gpn;
-      o.policy.mode = ScaleMode::kReactive;
-      o.policy.min_nodes = o.policy.max_nodes = pool.nodes;
-      o.policy.consolidate_below = 0;
-      o.policy.interval_s = 86'400;
-      o.forecast_step_s = 86'400;
-      o.initial_nodes = pool.nodes;
-      ++plan.replays;
-      auto r = sched::Replay(std::move(past), o);
-      if (!r.ok()) return r.error();
-      plan.wait_p95_now_s = r->unplaceable ? kInf : r->wait_p95_s;
-    }
-  }
+  // As it was: the history at factor 1 (the planned demand left out).
+  auto now_as_was = replay(jobs, pool.nodes, 1.0);
+  if (!now_as_was.ok()) return now_as_was.error();
+  plan.wait_p95_now_s = now_as_was.value();
   with_planned(horizon, &plan.planned_gpus);
   auto at_horizon = wait_at(pool.nodes, horizon);
   if (!at_horizon.ok()) return at_horizon.error();

@@ -16,6 +16,7 @@
 // A token limited to clusters sees the assets in their nodes only, and changes none.
 
 #include <boost/json.hpp>
+#include <set>
 
 #include "api/json_util.h"
 #include "common/json_text.h"
@@ -60,11 +61,11 @@ Result<AssetFilter> Filter(const Request& req) {
 // The assets the caller may see: a token limited to clusters, those in its clusters' nodes.
 std::vector<Asset> Visible(ApiContext& ctx, const Principal& who, std::vector<Asset> assets) {
   if (who.clusters.empty()) return assets;
-  std::erase_if(assets, [&](const Asset& a) {
-    if (a.node.empty()) return true;
-    auto n = ctx.fleet.GetNode(a.node);
-    return !n.ok() || !who.CanSeeCluster(n->cluster);
+  std::set<std::string> visible;  // the nodes of its clusters
+  ctx.fleet.ForEachNode({}, [&](const Node& n) {
+    if (who.CanSeeCluster(n.cluster)) visible.insert(n.name);
   });
+  std::erase_if(assets, [&](const Asset& a) { return !visible.count(a.node); });
   return assets;
 }
 
