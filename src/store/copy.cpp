@@ -18,7 +18,7 @@ const std::vector<std::string>& Tables() {
       "scale_events",    "scaling_samples", "audit_anchor",   "settings",
       "rollouts",        "rollout_nodes",   "rollout_events", "drift_findings",
       "compliance_days", "teams",           "usage_records",  "pool_hours",
-      "assets",          "asset_events"};
+      "assets",          "asset_events",    "usage_days"};
   return kTables;
 }
 

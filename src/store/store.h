@@ -464,11 +464,54 @@ struct PoolHour {
   int64_t free_energy_j = 0;  // GPUs no job held
   int64_t idle_energy_j = 0;  // GPUs a job held that computed nothing (utilization under 5%)
 };
+// The part of one or more allocations inside a period, as the ledger's daily sums keep it
+// (migration 20: a row per UTC day, team, project, pool, cluster and model, added to as each
+// record is appended). The reports that add the ledger up read these instead of a million
+// records, and only the records at a period's ragged ends.
+struct UsageDay {
+  int64_t day_ms = 0;  // the day's start (UTC)
+  std::string team, project, pool, cluster, gpu_model;
+  double gpu_ms = 0;            // GPUs held x time
+  double measured_gpu_ms = 0;   // the part of gpu_ms with utilization samples
+  double effective_gpu_ms = 0;  // measured GPU time x utilization: the GPU time put to use
+  double energy_j = 0;          // the records' energy, in proportion to their time inside
+  double idle_energy_j = 0;     // the part of energy_j of records under 5% utilization
+  int64_t max_span_ms = 0;      // the longest record in it, start to end (bounds edge scans)
+};
+constexpr int64_t kUsageDayMs = 86'400'000;
+constexpr int64_t kIdleUtilMilli = 5'000;  // an allocation under 5% utilization did nothing
+// The part of `record` (its figure columns) inside [from_ms, to_ms); zero where none is.
+UsageDay UsagePiece(const UsageRecord& record, int64_t from_ms, int64_t to_ms);
+// Its parts in each UTC day it spans, oldest first.
+std::vector<UsageDay> UsageDaysOf(const UsageRecord& record);
+// Adds `part`'s figures to `sum` (the same day and key).
+void AddTo(UsageDay& sum, const UsageDay& part);
+
 struct UsageQuery {
   int64_t from_ms = 0;                       // allocations that ended at or after this
   int64_t to_ms = INT64_MAX;                 // and started before this
+  int64_t end_before_ms = INT64_MAX;         // and ended before this
   std::string team, project, pool, cluster;  // empty: any
   int64_t limit = 1000, offset = 0;          // newest end first
+  // ScanUsage: which records (those with figure columns, those from before migration 18 that
+  // have them only in their document, or both), and which of their columns beyond the job,
+  // times and GPU count (those left out are empty or 0): a narrow scan is a faster one.
+  enum class Rows { kAll, kWithFigures, kDocumentOnly } rows = Rows::kAll;
+  enum Column : uint32_t {
+    kTeam = 1,
+    kProject = 2,
+    kPool = 4,
+    kCluster = 8,
+    kModel = 16,
+    kWait = 32,
+    kUtil = 64,     // util_milli and util_p95_milli
+    kMemory = 128,  // mem_peak_mib
+    kEnergy = 256,
+    kPlacement = 512,
+    kOutcome = 1024,
+    kAllColumns = 2047,
+  };
+  uint32_t columns = kAllColumns;
 };
 class UsageStore {
  public:
@@ -489,6 +532,13 @@ class UsageStore {
   // The pools' hours in [from_ms, to_ms), by hour then pool.
   virtual Result<std::vector<PoolHour>> ListPoolHours(int64_t from_ms, int64_t to_ms) = 0;
   virtual Result<int64_t> DeletePoolHoursBefore(int64_t before_ms) = 0;
+  // The ledger's daily sums (AppendUsage keeps them; records from before migration 18 are not
+  // in them) of the days in [from_ms, to_ms), of `cluster` (empty: all), oldest first.
+  virtual Result<std::vector<UsageDay>> ListUsageDays(int64_t from_ms, int64_t to_ms,
+                                                      const std::string& cluster) = 0;
+  // The longest record in those days (0: none): a record that overlaps them ended before
+  // their end plus this.
+  virtual Result<int64_t> MaxUsageSpan(int64_t from_ms, int64_t to_ms) = 0;
 };
 
 // Assets (model/asset.h): each one a JSON document keyed by its id (a GPU's serial, a node's

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <charconv>
+#include <unordered_map>
 
 #include "common/clock.h"
 #include "common/csv.h"
@@ -16,23 +17,16 @@ namespace {
 
 constexpr double kHourMs = 3.6e6;
 constexpr double kMonthMs = 30.4375 * 86'400'000.0;  // a budget is monthly: 365.25 / 12 days
-constexpr int64_t kIdleUtilMilli = 5'000;            // an allocation under 5% did nothing
 constexpr const char* kIdleKey = "__idle__";         // OpenCost's name for the idle allocation
 constexpr const char* kDays[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
 
 Cell Num(double v) { return std::isnan(v) ? Cell() : Cell(v); }
 
-// The share of a record's time inside [from, to), and the GPU-hours of that part.
-struct Clip {
-  double share = 0;
-  double gpu_hours = 0;
-};
-Clip ClipTo(const store::UsageRecord& r, int64_t gpus, int64_t from, int64_t to) {
+// The GPU-hours of a record inside [from, to).
+double GpuHoursIn(const store::UsageRecord& r, int64_t gpus, int64_t from, int64_t to) {
   const int64_t a = std::max(r.start_ms, from), b = std::min(r.end_ms, to);
-  if (b <= a || r.end_ms <= r.start_ms) return {};
-  const double inside = static_cast<double>(b - a);
-  return {inside / static_cast<double>(r.end_ms - r.start_ms),
-          static_cast<double>(gpus) * inside / kHourMs};
+  if (b <= a || r.end_ms <= r.start_ms) return 0;
+  return static_cast<double>(gpus) * static_cast<double>(b - a) / kHourMs;
 }
 
 double Percentile(std::vector<double>& v, int p) {  // nearest rank
@@ -46,8 +40,22 @@ double Percentile(std::vector<double>& v, int p) {  // nearest rank
 class Base : public ReportBuilder {
  public:
   Base(ReportRequest r, ReportContext c) : req_(std::move(r)), ctx_(std::move(c)) {}
+  bool wants_days() const override { return false; }
+  void AddDay(const store::UsageDay&) override {}
+  uint32_t columns() const override { return store::UsageQuery::kAllColumns; }
 
  protected:
+  // A record as the part of it inside the period (its figures from its document if it is
+  // from before migration 18), for the reports that add days up.
+  void AddAsDay(const store::UsageRecord& r) {
+    if (r.figures.gpus > 0 || r.doc.empty()) {
+      AddDay(store::UsagePiece(r, req_.from_ms, req_.to_ms));
+      return;
+    }
+    store::UsageRecord copy = r;
+    copy.figures = FiguresOf(r);
+    AddDay(store::UsagePiece(copy, req_.from_ms, req_.to_ms));
+  }
   std::string Site(const std::string& cluster) const {
     auto it = ctx_.cluster_site.find(cluster);
     return it == ctx_.cluster_site.end() ? std::string() : it->second;
@@ -56,12 +64,12 @@ class Base : public ReportBuilder {
     return ctx_.rates.GpuHour(*ctx_.catalog, model, Site(cluster));
   }
   // A record's key along a ledger dimension (not node or gpu).
-  std::string KeyOf(const store::UsageRecord& r, const store::UsageFigures& f) const {
-    if (req_.by == "team") return r.team;
-    if (req_.by == "project") return r.team + "/" + r.project;
-    if (req_.by == "pool") return r.pool;
-    if (req_.by == "cluster") return r.cluster;
-    if (req_.by == "model") return f.gpu_model;
+  std::string KeyOf(const store::UsageDay& d) const {
+    if (req_.by == "team") return d.team;
+    if (req_.by == "project") return d.team + "/" + d.project;
+    if (req_.by == "pool") return d.pool;
+    if (req_.by == "cluster") return d.cluster;
+    if (req_.by == "model") return d.gpu_model;
     return "fleet";
   }
   std::string KeyOf(const store::PoolHour& h) const {
@@ -84,34 +92,65 @@ class Base : public ReportBuilder {
   store::UsageFigures scratch_;  // a record's figures read from its document
 };
 
+constexpr double kHourOfMs = 1 / kHourMs;
+
 class Utilization : public Base {
  public:
   using Base::Base;
   bool wants_hours() const override { return ByPoolHours(); }
   bool wants_records() const override { return true; }
+  bool wants_days() const override { return !ByPlacement(); }
+  uint32_t columns() const override {
+    return ByPlacement() ? store::UsageQuery::kUtil | store::UsageQuery::kPlacement
+                         : store::UsageQuery::kAllColumns;
+  }
+  void AddDay(const store::UsageDay& d) override {
+    if (d.gpu_ms <= 0) return;
+    Acc& a = acc_[KeyOf(d)];
+    a.alloc_h += d.gpu_ms * kHourOfMs;
+    a.measured_h += d.measured_gpu_ms * kHourOfMs;
+    a.effective_h += d.effective_gpu_ms * kHourOfMs;
+  }
   void Add(const store::UsageRecord& r) override {
+    if (!ByPlacement()) {
+      AddAsDay(r);
+      return;
+    }
     const store::UsageFigures& f = FiguresOf(r, scratch_);
-    const Clip c = ClipTo(r, f.gpus, req_.from_ms, req_.to_ms);
-    if (c.gpu_hours <= 0) return;
-    auto add = [&](const std::string& key, double hours) {
-      Acc& a = acc_[key];
+    const double gpu_hours = GpuHoursIn(r, f.gpus, req_.from_ms, req_.to_ms);
+    if (gpu_hours <= 0) return;
+    // A million records' placements: read in place and looked up by view, not copied.
+    auto add = [&](std::string_view key, double hours) {
+      auto it = placed_.find(key);
+      if (it == placed_.end()) it = placed_.emplace(std::string(key), Acc()).first;
+      Acc& a = it->second;
       a.alloc_h += hours;
       if (f.util_milli >= 0) {
         a.measured_h += hours;
-        a.util_h += hours * static_cast<double>(f.util_milli) / 1000.0;
+        a.effective_h += hours * static_cast<double>(f.util_milli) / 100'000.0;
       }
     };
-    if (req_.by != "node" && req_.by != "gpu") {
-      add(KeyOf(r, f), c.gpu_hours);
-      return;
-    }
-    const double per_gpu = c.gpu_hours / static_cast<double>(f.gpus);
-    for (const auto& [node, gpus] : ParsePlacement(f.placement)) {
-      if (req_.by == "node") {
-        add(node, per_gpu * static_cast<double>(gpus.size()));
+    const double per_gpu = gpu_hours / static_cast<double>(f.gpus);
+    const bool by_node = req_.by == "node";
+    const std::string_view text = f.placement;
+    for (size_t start = 0; start < text.size();) {  // "node-a:0,1;node-b:2"
+      const size_t end = std::min(text.find(';', start), text.size());
+      const std::string_view part = text.substr(start, end - start);
+      start = end + 1;
+      const size_t colon = part.rfind(':');
+      if (colon == std::string_view::npos) continue;
+      const std::string_view gpus = part.substr(colon + 1);
+      if (by_node) {
+        const auto n = gpus.empty() ? 0 : std::count(gpus.begin(), gpus.end(), ',') + 1;
+        add(part.substr(0, colon), per_gpu * static_cast<double>(n));
         continue;
       }
-      for (int g : gpus) add(node + ":" + std::to_string(g), per_gpu);
+      for (size_t g = 0; g < gpus.size();) {
+        const size_t comma = std::min(gpus.find(',', g), gpus.size());
+        key_.assign(part.substr(0, colon + 1)).append(gpus.substr(g, comma - g));
+        add(key_, per_gpu);
+        g = comma + 1;
+      }
     }
   }
   void AddHour(const store::PoolHour& h) override {
@@ -124,8 +163,9 @@ class Utilization : public Base {
     Report out =
         Start({"key", "gpu_hours_allocated", "gpu_hours_effective", "util_mean", "gpu_hours_unused",
                "idle_share", "gpu_hours_installed", "allocated_share"});
+    for (auto& [key, a] : placed_) acc_.emplace(key, a);
     for (const auto& [key, a] : acc_) {
-      const double util = a.measured_h > 0 ? a.util_h / a.measured_h : NAN;
+      const double util = a.measured_h > 0 ? 100 * a.effective_h / a.measured_h : NAN;
       const double effective = a.alloc_h * util / 100.0;
       out.rows.push_back(
           {key, a.alloc_h, Num(effective), Num(util), Num(a.alloc_h - effective),
@@ -136,12 +176,20 @@ class Utilization : public Base {
   }
 
  private:
+  bool ByPlacement() const { return req_.by == "node" || req_.by == "gpu"; }
   struct Acc {
-    double alloc_h = 0, measured_h = 0, util_h = 0;  // the ledger's
-    double installed_h = 0, held_h = 0;              // the pools' hours'
+    double alloc_h = 0, measured_h = 0, effective_h = 0;  // the ledger's
+    double installed_h = 0, held_h = 0;                   // the pools' hours'
     bool has_hours = false;
   };
   std::map<std::string, Acc> acc_;
+  // By node or GPU: by key, unordered until Finish.
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  std::unordered_map<std::string, Acc, Hash, std::equal_to<>> placed_;
+  std::string key_;  // a GPU's key, "node:index"
 };
 
 class Cost : public Base {
@@ -149,16 +197,17 @@ class Cost : public Base {
   using Base::Base;
   bool wants_hours() const override { return true; }
   bool wants_records() const override { return true; }
-  void Add(const store::UsageRecord& r) override {
-    const store::UsageFigures& f = FiguresOf(r, scratch_);
-    const Clip c = ClipTo(r, f.gpus, req_.from_ms, req_.to_ms);
-    if (c.gpu_hours <= 0) return;
-    const double cost = c.gpu_hours * Rate(f.gpu_model, r.cluster);
-    const std::string key = KeyOf(r, f);
+  bool wants_days() const override { return true; }
+  void Add(const store::UsageRecord& r) override { AddAsDay(r); }
+  void AddDay(const store::UsageDay& d) override {
+    if (d.gpu_ms <= 0) return;
+    const double hours = d.gpu_ms * kHourOfMs;
+    const double cost = hours * Rate(d.gpu_model, d.cluster);
+    const std::string key = KeyOf(d);
     Acc& a = acc_[key];
-    a.gpu_h += c.gpu_hours;
+    a.gpu_h += hours;
     a.cost += cost;
-    pools_[r.pool].cost_by_key[key] += cost;
+    pools_[d.pool].cost_by_key[key] += cost;
   }
   void AddHour(const store::PoolHour& h) override {
     PoolAcc& p = pools_[h.pool];
@@ -173,11 +222,11 @@ class Cost : public Base {
       const double idle = std::max(0.0, p.installed_h - p.held_h) * Rate(p.model, p.cluster);
       if (idle <= 0) continue;
       if (ByPoolHours()) {
-        store::PoolHour h;
-        h.pool = pool;
-        h.cluster = p.cluster;
-        h.gpu_model = p.model;
-        acc_[KeyOf(h)].idle_cost += idle;
+        store::UsageDay d;
+        d.pool = pool;
+        d.cluster = p.cluster;
+        d.gpu_model = p.model;
+        acc_[KeyOf(d)].idle_cost += idle;
         continue;
       }
       double total = 0;
@@ -224,15 +273,14 @@ class Energy : public Base {
   using Base::Base;
   bool wants_hours() const override { return true; }
   bool wants_records() const override { return !ByPoolHours(); }
-  void Add(const store::UsageRecord& r) override {
-    const store::UsageFigures& f = FiguresOf(r, scratch_);
-    const Clip c = ClipTo(r, f.gpus, req_.from_ms, req_.to_ms);
-    if (c.gpu_hours <= 0) return;
-    Acc& a = acc_[KeyOf(r, f)];
-    const double j = static_cast<double>(f.energy_j) * c.share;
-    a.joules += j;
-    a.gpu_h += c.gpu_hours;
-    if (f.util_milli >= 0 && f.util_milli < kIdleUtilMilli) a.idle_joules += j;
+  bool wants_days() const override { return !ByPoolHours(); }
+  void Add(const store::UsageRecord& r) override { AddAsDay(r); }
+  void AddDay(const store::UsageDay& d) override {
+    if (d.gpu_ms <= 0) return;
+    Acc& a = acc_[KeyOf(d)];
+    a.joules += d.energy_j;
+    a.gpu_h += d.gpu_ms * kHourOfMs;
+    a.idle_joules += d.idle_energy_j;
   }
   void AddHour(const store::PoolHour& h) override {
     if (!ByPoolHours()) {  // the energy of GPUs no job held is nobody's: OpenCost's idle item
@@ -270,29 +318,38 @@ class Queue : public Base {
   using Base::Base;
   bool wants_hours() const override { return false; }
   bool wants_records() const override { return true; }
+  uint32_t columns() const override {
+    return store::UsageQuery::kTeam | store::UsageQuery::kPool | store::UsageQuery::kWait |
+           store::UsageQuery::kOutcome;
+  }
   void Add(const store::UsageRecord& r) override {
     // Each start in the period, on its day (UTC); a move is not a wait.
     if (r.start_ms < req_.from_ms || r.start_ms >= req_.to_ms) return;
     const store::UsageFigures& f = FiguresOf(r, scratch_);
     if (f.outcome == "moved") return;
-    const std::string key = req_.by == "team" ? r.team : r.pool;
-    waits_[{key, FormatTime(r.start_ms).substr(0, 10)}].push_back(static_cast<double>(f.wait_ms) /
-                                                                  1000.0);
+    const std::string& key = req_.by == "team" ? r.team : r.pool;
+    auto it = waits_.find(key);
+    if (it == waits_.end()) it = waits_.emplace(key, Days()).first;
+    it->second[r.start_ms / store::kUsageDayMs].push_back(static_cast<double>(f.wait_ms) / 1000.0);
   }
   void AddHour(const store::PoolHour&) override {}
   Report Finish() override {
     Report out = Start({"key", "day", "starts", "wait_p50_s", "wait_p95_s", "wait_max_s"});
-    for (auto& [k, w] : waits_) {
-      const double max = *std::max_element(w.begin(), w.end());
-      const double n = static_cast<double>(w.size());
-      const double p50 = Percentile(w, 50), p95 = Percentile(w, 95);
-      out.rows.push_back({k.first, k.second, n, p50, p95, max});
+    for (auto& [key, days] : waits_) {
+      for (auto& [day, w] : days) {
+        const double max = *std::max_element(w.begin(), w.end());
+        const double n = static_cast<double>(w.size());
+        const double p50 = Percentile(w, 50), p95 = Percentile(w, 95);
+        out.rows.push_back(
+            {key, FormatTime(day * store::kUsageDayMs).substr(0, 10), n, p50, p95, max});
+      }
     }
     return out;
   }
 
  private:
-  std::map<std::pair<std::string, std::string>, std::vector<double>> waits_;
+  using Days = std::map<int64_t, std::vector<double>>;  // day number (UTC) -> waits, s
+  std::map<std::string, Days, std::less<>> waits_;
 };
 
 class Peaks : public Base {
@@ -518,15 +575,74 @@ Result<std::unique_ptr<ReportBuilder>> ReportBuilder::Make(ReportRequest req, Re
   return std::unique_ptr<ReportBuilder>(new Peaks(std::move(req), std::move(ctx)));
 }
 
+namespace {
+
+int64_t FloorDay(int64_t ms) {
+  const int64_t d = ms / store::kUsageDayMs - (ms % store::kUsageDayMs < 0 ? 1 : 0);
+  return d * store::kUsageDayMs;
+}
+
+// The records with figures that overlap [from, to), each as its part inside. The daily sums of
+// those days bound how long such a record is, and so how late it can have ended: the scan
+// reads the records that ended in [from, to + that), not all those after `from`.
+Status AddEdge(store::UsageStore& store, ReportBuilder& b, int64_t from, int64_t to,
+               const std::string& cluster) {
+  if (to <= from) return {};
+  int64_t span = 0;
+  GF_TRY_ASSIGN(span, store.MaxUsageSpan(FloorDay(from), to));
+  if (span <= 0) return {};
+  store::UsageQuery q;
+  q.from_ms = from;
+  q.to_ms = to;
+  q.end_before_ms = span < INT64_MAX - to ? to + span : INT64_MAX;
+  q.cluster = cluster;
+  q.rows = store::UsageQuery::Rows::kWithFigures;
+  q.columns = store::UsageQuery::kTeam | store::UsageQuery::kProject | store::UsageQuery::kPool |
+              store::UsageQuery::kCluster | store::UsageQuery::kModel | store::UsageQuery::kUtil |
+              store::UsageQuery::kEnergy;
+  return store.ScanUsage(
+      q, [&](const store::UsageRecord& r) { b.AddDay(store::UsagePiece(r, from, to)); });
+}
+
+// The ledger through its daily sums: the whole days inside [from, to), the records at its
+// ends, and each record from before the sums (before migration 18) whole.
+Status AddDays(store::UsageStore& store, ReportBuilder& b, const ReportRequest& req,
+               const std::string& cluster) {
+  const int64_t first = FloorDay(req.from_ms) == req.from_ms
+                            ? req.from_ms
+                            : FloorDay(req.from_ms) + store::kUsageDayMs;
+  const int64_t last = FloorDay(req.to_ms);
+  if (first < last) {
+    auto days = store.ListUsageDays(first, last, cluster);
+    if (!days.ok()) return days.error();
+    for (const auto& d : days.value()) b.AddDay(d);
+    GF_TRY(AddEdge(store, b, req.from_ms, first, cluster));
+    GF_TRY(AddEdge(store, b, last, req.to_ms, cluster));
+  } else {
+    GF_TRY(AddEdge(store, b, req.from_ms, req.to_ms, cluster));
+  }
+  store::UsageQuery q;
+  q.from_ms = req.from_ms;
+  q.to_ms = req.to_ms;
+  q.cluster = cluster;
+  q.rows = store::UsageQuery::Rows::kDocumentOnly;
+  return store.ScanUsage(q, [&](const store::UsageRecord& r) { b.Add(r); });
+}
+
+}  // namespace
+
 Result<Report> RunReport(store::UsageStore& store, const ReportRequest& request,
                          ReportContext context, const std::string& cluster) {
   std::unique_ptr<ReportBuilder> b;
   GF_TRY_ASSIGN(b, ReportBuilder::Make(request, std::move(context)));
-  if (b->wants_records()) {
+  if (b->wants_days()) {
+    GF_TRY(AddDays(store, *b, request, cluster));
+  } else if (b->wants_records()) {
     store::UsageQuery q;
     q.from_ms = request.from_ms;
     q.to_ms = request.to_ms;
     q.cluster = cluster;
+    q.columns = b->columns();
     GF_TRY(store.ScanUsage(q, [&](const store::UsageRecord& r) { b->Add(r); }));
   }
   if (b->wants_hours()) {

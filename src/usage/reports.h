@@ -86,10 +86,17 @@ class ReportBuilder {
   // Whether it reads the pools' hours / the ledger at all.
   virtual bool wants_hours() const = 0;
   virtual bool wants_records() const = 0;
+  // Whether it only adds the ledger up (by team, project, pool, cluster or model): RunReport
+  // then hands it the ledger's daily sums of the days inside the period and the parts inside
+  // it of the records at its ends, not each record.
+  virtual bool wants_days() const = 0;
+  virtual void AddDay(const store::UsageDay& day) = 0;
+  // The columns Add reads (store::UsageQuery::Column).
+  virtual uint32_t columns() const = 0;
 };
 
-// Runs a report over the store's ledger (streamed, a batch at a time) and pools' hours in
-// [from, to); `cluster` non-empty: that cluster's only.
+// Runs a report over the store's ledger (its daily sums, or its records streamed a batch at
+// a time) and pools' hours in [from, to); `cluster` non-empty: that cluster's only.
 Result<Report> RunReport(store::UsageStore& store, const ReportRequest& request,
                          ReportContext context, const std::string& cluster = "");
 

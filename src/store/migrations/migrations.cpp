@@ -193,6 +193,17 @@ CREATE TABLE asset_events (
   id {ID}, asset TEXT NOT NULL, time_ms BIGINT NOT NULL, doc TEXT NOT NULL);
 CREATE INDEX asset_events_asset ON asset_events(asset, id)
 )SQL"},
+      // The ledger's daily sums (store::UsageDay; filled from the records already there after
+      // this runs), and the records from before migration 18 found without reading the rest.
+      {20, R"SQL(
+CREATE TABLE usage_days (
+  day_ms BIGINT NOT NULL, team TEXT NOT NULL, project TEXT NOT NULL, pool TEXT NOT NULL,
+  cluster TEXT NOT NULL, gpu_model TEXT NOT NULL, gpu_ms BIGINT NOT NULL,
+  measured_gpu_ms BIGINT NOT NULL, effective_gpu_ms BIGINT NOT NULL, energy_j BIGINT NOT NULL,
+  idle_energy_j BIGINT NOT NULL, max_span_ms BIGINT NOT NULL,
+  PRIMARY KEY (day_ms, team, project, pool, cluster, gpu_model));
+CREATE INDEX usage_records_unfigured ON usage_records(end_ms) WHERE gpus = 0
+)SQL"},
   };
   return kAll;
 }

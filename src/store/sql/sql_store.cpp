@@ -124,6 +124,7 @@ Status SqlStore::Migrate(soci::session& sql) {
     long long v = m.version;
     sql << "INSERT INTO schema_migrations (version) VALUES (:v)", soci::use(v);
     spdlog::info("store: applied migration {}", m.version);
+    if (m.version == 20) BackfillUsageDays(sql);
   }
   tx.commit();
   return {};

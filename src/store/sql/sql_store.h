@@ -164,6 +164,9 @@ class SqlStore final : public FleetStore,
   Status AddPoolHours(const std::vector<PoolHour>& deltas) override;
   Result<std::vector<PoolHour>> ListPoolHours(int64_t from_ms, int64_t to_ms) override;
   Result<int64_t> DeletePoolHoursBefore(int64_t before_ms) override;
+  Result<std::vector<UsageDay>> ListUsageDays(int64_t from_ms, int64_t to_ms,
+                                              const std::string& cluster) override;
+  Result<int64_t> MaxUsageSpan(int64_t from_ms, int64_t to_ms) override;
 
   Status SaveAssets(const std::vector<AssetRecord>& assets,
                     const std::vector<AssetEventRecord>& events) override;
@@ -196,6 +199,8 @@ class SqlStore final : public FleetStore,
 
  private:
   Status Migrate(soci::session& sql);
+  // Migration 20: the daily sums of the records already in the ledger.
+  void BackfillUsageDays(soci::session& sql);
   // True when the session's connection was lost and is open again.
   bool Reconnect(soci::session& sql);
   // All tokens, or the one with this hash when `hash` is not empty.

@@ -717,6 +717,98 @@ bool RawSql(const std::string& url, const std::string& sql) {
   return testing::SharedPostgres().Sql(name.substr(0, name.find('?')), sql);
 }
 
+// The ledger's daily sums: a record split at midnight, added to its day's row with the others
+// of its key, filled by migration 20 from the records already there, gone with the days that
+// retention ends; and the scans the reports make around them.
+TEST_P(StoreTest, UsageDaysSplitRecordsAtMidnightAndTheMigrationFillsThem) {
+  const int64_t day = store::kUsageDayMs, h = 3'600'000;
+  auto record = [](int64_t job, const char* team, const char* pool, const char* cluster,
+                   int64_t start, int64_t end, store::UsageFigures f) {
+    store::UsageRecord r{0, job, team, "p", pool, cluster, start, end, "{}"};
+    r.figures = std::move(f);
+    return r;
+  };
+  ASSERT_TRUE(
+      store_.usage
+          ->AppendUsage(
+              {record(1, "nlp", "h100", "train", day - 6 * h, day + 12 * h,
+                      {"H100-SXM5-80GB", 2, 0, 50'000, 60'000, 1, 1'800, "n1:0,1", "completed"}),
+               record(2, "nlp", "h100", "train", day + h, day + 2 * h,
+                      {"H100-SXM5-80GB", 1, 0, 2'000, 3'000, 1, 100, "n1:2", "completed"}),
+               record(3, "vision", "l4", "edge", 2 * day, 2 * day + 3 * h,
+                      {"L4", 4, 0, -1, -1, -1, 300, "e1:0,1,2,3", "completed"}),
+               {0, 4, "vision", "old", "l4", "edge", 0, 1, R"({"gpus":2})"}})
+          .ok());
+  auto check = [&](const char* when) {
+    SCOPED_TRACE(when);
+    auto days = store_.usage->ListUsageDays(0, 3 * day, "");
+    ASSERT_TRUE(days.ok()) << days.error().message;
+    ASSERT_EQ(days->size(), 3u);
+    const store::UsageDay &d0 = days->at(0), &d1 = days->at(1), &d2 = days->at(2);
+    EXPECT_EQ(d0.day_ms, 0);
+    EXPECT_EQ(d0.team, "nlp");
+    EXPECT_EQ(d0.gpu_model, "H100-SXM5-80GB");
+    EXPECT_DOUBLE_EQ(d0.gpu_ms, 2.0 * 6 * h);
+    EXPECT_DOUBLE_EQ(d0.effective_gpu_ms, 6.0 * h);  // 50% of it
+    EXPECT_DOUBLE_EQ(d0.energy_j, 600);              // 6 of its 18 hours
+    EXPECT_EQ(d0.max_span_ms, 18 * h);
+    EXPECT_EQ(d1.day_ms, day);  // the rest of job 1 and all of job 2, one row
+    EXPECT_DOUBLE_EQ(d1.gpu_ms, 2.0 * 12 * h + 1.0 * h);
+    EXPECT_DOUBLE_EQ(d1.measured_gpu_ms, 25.0 * h);
+    EXPECT_DOUBLE_EQ(d1.effective_gpu_ms, 12.0 * h + 0.02 * h);
+    EXPECT_DOUBLE_EQ(d1.energy_j, 1'200 + 100);
+    EXPECT_DOUBLE_EQ(d1.idle_energy_j, 100);  // job 2, under 5%
+    EXPECT_EQ(d1.max_span_ms, 18 * h);
+    EXPECT_EQ(d2.cluster, "edge");
+    EXPECT_DOUBLE_EQ(d2.gpu_ms, 12.0 * h);
+    EXPECT_DOUBLE_EQ(d2.measured_gpu_ms, 0);  // no samples
+    EXPECT_DOUBLE_EQ(d2.energy_j, 300);
+  };
+  check("appended");
+  EXPECT_EQ(store_.usage->ListUsageDays(day, 2 * day, "edge")->size(), 0u);
+  EXPECT_EQ(store_.usage->ListUsageDays(0, 3 * day, "edge")->size(), 1u);
+  EXPECT_EQ(store_.usage->MaxUsageSpan(day, 2 * day).value(), 18 * h);
+  EXPECT_EQ(store_.usage->MaxUsageSpan(2 * day, 3 * day).value(), 3 * h);
+  EXPECT_EQ(store_.usage->MaxUsageSpan(5 * day, 6 * day).value(), 0);
+
+  auto scan = [&](store::UsageQuery q) {
+    std::vector<int64_t> jobs;
+    EXPECT_TRUE(store_.usage
+                    ->ScanUsage(q,
+                                [&](const store::UsageRecord& r) {
+                                  if (!(q.columns & store::UsageQuery::kPlacement)) {
+                                    EXPECT_EQ(r.figures.placement, "");
+                                    EXPECT_EQ(r.project, "");
+                                  }
+                                  jobs.push_back(r.job);
+                                })
+                    .ok());
+    std::sort(jobs.begin(), jobs.end());
+    return jobs;
+  };
+  store::UsageQuery q;
+  q.rows = store::UsageQuery::Rows::kWithFigures;
+  q.columns = store::UsageQuery::kTeam;
+  EXPECT_EQ(scan(q), (std::vector<int64_t>{1, 2, 3}));
+  q.end_before_ms = day + 12 * h;
+  EXPECT_EQ(scan(q), (std::vector<int64_t>{2}));
+  q = {};
+  q.rows = store::UsageQuery::Rows::kDocumentOnly;
+  EXPECT_EQ(scan(q), (std::vector<int64_t>{4}));
+
+  // As a store from before migration 20 had it: the records without their sums.
+  ASSERT_TRUE(RawSql(url_, "DROP TABLE usage_days"));
+  ASSERT_TRUE(RawSql(url_, "DROP INDEX usage_records_unfigured"));
+  ASSERT_TRUE(RawSql(url_, "DELETE FROM schema_migrations WHERE version = 20"));
+  Reopen();
+  check("migrated");
+
+  EXPECT_EQ(store_.usage->DeleteUsageBefore(day + 13 * h).value(), 3);
+  auto days = store_.usage->ListUsageDays(0, 3 * day, "");
+  ASSERT_EQ(days->size(), 2u);
+  EXPECT_EQ(days->at(0).day_ms, day);
+}
+
 // Five chained records at times 1000 .. 5000 with ids ascending; returns their ids.
 std::vector<int64_t> AppendFive(store::AuditLog& audit) {
   for (int i = 1; i <= 5; ++i) {
@@ -999,7 +1091,10 @@ TEST(StoreCopy, MovesEveryTableToAnEmptyDatabaseAndRefusesAFullOne) {
     ASSERT_TRUE(s.drift->SaveDriftFindings({{1, "n1", "open", "{}", 2}}).ok());
     ASSERT_TRUE(s.compliance->PutComplianceDay({"2026-12-03", "{}", 2}).ok());
     ASSERT_TRUE(s.teams->PutTeam({"vision", R"({"name":"vision"})", 2}).ok());
-    ASSERT_TRUE(s.usage->AppendUsage({{0, 7, "vision", "p", "h100", "train", 1, 2, "{}"}}).ok());
+    ASSERT_TRUE(s.usage
+                    ->AppendUsage({{0, 7, "vision", "p", "h100", "train", 1, 2, "{}",
+                                    store::UsageFigures{"H100-SXM5-80GB", 1}}})
+                    .ok());
     ASSERT_TRUE(s.usage->AddPoolHours({{"h100", "train", "H100-SXM5-80GB", 3'600'000, 5, 5}}).ok());
     ASSERT_TRUE(s.assets->SaveAssets({{"S1", "gpu", "spare", "{}", 1}}, {{0, "S1", 1, "{}"}}).ok());
   }

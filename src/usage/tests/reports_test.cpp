@@ -6,6 +6,9 @@
 #include "usage/reports.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "usage/usage.h"
 
@@ -293,6 +296,85 @@ TEST(Reports, ARecordFromBeforeTheColumnsIsReadFromItsDocument) {
   EXPECT_EQ(f.energy_j, 1234);
   EXPECT_EQ(f.placement, "n1:0,1");
   EXPECT_EQ(f.gpu_model, "H100-SXM5-80GB");
+}
+
+// RunReport reads the store's daily sums for the whole days of a period and only the records
+// at its ends: over a SQLite ledger of jobs up to three days long (some without samples, some
+// idle, one from before the figure columns), each utilization, cost and energy report of an
+// aligned, a ragged, a within-a-day and an across-midnight period, whole or of one cluster,
+// is the report of every record fed to the builder one by one.
+TEST(Reports, TheDailySumsGiveWhatEveryRecordGives) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("gf-report-days-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto stores = store::Open("sqlite:" + (dir / "db").string());
+  ASSERT_TRUE(stores.ok()) << stores.error().message;
+  store::UsageStore& st = *stores->usage;
+  const int64_t day = store::kUsageDayMs;
+  std::vector<store::UsageRecord> ledger;
+  const char* teams[] = {"nlp", "vision", "speech"};
+  const char* pools[][3] = {{"h100", "train", "H100-SXM5-80GB"}, {"l4", "edge", "L4"}};
+  for (int i = 0; i < 300; ++i) {
+    const auto* p = pools[i % 2];
+    const int64_t start = kT0 + (i * 7'919'000LL) % (10 * day);
+    const int64_t length = 60'000 + (i * 3'571'000LL) % (3 * day);
+    const int64_t util = i % 7 == 0 ? -1 : (i % 5 == 0 ? 1'500 : (i * 13'000) % 100'000);
+    ledger.push_back(Rec(teams[i % 3], std::string("p") + std::to_string(i % 4), p[0], p[1], p[2],
+                         1 + i % 8, start, start + length, util, 1 + i * 12'345, 0, "n1:0"));
+    ledger.back().job = i;
+  }
+  Entry e;
+  e.allocation = {999,       "vision",           "cam", "h100",
+                  "train",   "H100-SXM5-80GB",   2,     {{"n1", {0, 1}}},
+                  kT0 + day, kT0 + 2 * day + kH, 0,     "completed"};
+  e.effective.util_mean = 3;
+  e.effective.energy_j = 50'000;
+  ledger.push_back(
+      {0, 999, "vision", "cam", "h100", "train", kT0 + day, kT0 + 2 * day + kH, EntryDoc(e)});
+  ASSERT_TRUE(st.AppendUsage(ledger).ok());
+
+  struct Period {
+    int64_t from, to;
+  };
+  const Period periods[] = {{kT0 + day, kT0 + 5 * day},
+                            {kT0 + day + 3 * kH + 17 * 60'000, kT0 + 7 * day + 5 * kH},
+                            {kT0 + 2 * day + kH, kT0 + 2 * day + 9 * kH},
+                            {kT0 + 3 * day + 20 * kH, kT0 + 4 * day + 2 * kH},
+                            {kT0 - 5 * day, kT0 + 20 * day}};
+  for (ReportKind kind : {ReportKind::kUtilization, ReportKind::kCost, ReportKind::kEnergy}) {
+    for (const std::string by : {"team", "project", "pool", "cluster", "model"}) {
+      for (const auto& period : periods) {
+        for (const std::string cluster : {"", "edge"}) {
+          SCOPED_TRACE(by + " " + std::to_string(period.from - kT0) + ".." +
+                       std::to_string(period.to - kT0) + " " + cluster);
+          const ReportRequest req{kind, period.from, period.to, by};
+          auto got = RunReport(st, req, Context(), cluster);
+          ASSERT_TRUE(got.ok()) << got.error().message;
+          auto b = ReportBuilder::Make(req, Context()).value();
+          for (const auto& r : ledger) {
+            if (b->wants_records() && (cluster.empty() || r.cluster == cluster)) b->Add(r);
+          }
+          const Report want = b->Finish();
+          ASSERT_EQ(got->rows.size(), want.rows.size());
+          for (size_t i = 0; i < want.rows.size(); ++i) {
+            for (size_t c = 0; c < want.columns.size(); ++c) {
+              const Cell &g = got->rows[i][c], &w = want.rows[i][c];
+              ASSERT_EQ(g.index(), w.index()) << want.columns[c];
+              if (const double* d = std::get_if<double>(&w)) {
+                EXPECT_NEAR(std::get<double>(g), *d, 1e-6 * std::max(1.0, std::abs(*d)))
+                    << want.columns[c];
+              } else {
+                EXPECT_EQ(g, w) << want.columns[c];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  stores = store::Stores{};
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
