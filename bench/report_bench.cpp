@@ -5,10 +5,11 @@
 //   BM_Report/KIND/BY:  one report over the whole period less a few hours at each end, so that
 //                       the records at its ends are read too (usage::RunReport, what
 //                       GET /api/v1/reports/KIND does after its checks);
-//   BM_LedgerCsv:       every record streamed through ScanUsage into CSV lines written to
+//   BM_LedgerCsv:       the ledger's CSV export (usage::LedgerExport, what
+//                       GET /api/v1/usage/export streams) of every record, its parts written to
 //                       /dev/null; the counter rss_growth_mib is how much the process's
-//                       resident memory grew while it ran, sampled every 50,000 lines
-//                       (constant memory: about a batch's, not the ledger's).
+//                       resident memory grew while it ran, sampled every 12 parts (constant
+//                       memory: about a part's, not the ledger's).
 // The database is built once per run under $TMPDIR (a few minutes); REPORT_BENCH_REUSE=1 takes
 // the one a previous run left there.
 
@@ -212,28 +213,27 @@ void BM_LedgerCsv(benchmark::State& state) {
   Ledger& l = Ledger::Get();
   const long before = RssKib();
   long most = before;
-  int64_t lines = 0;
+  int64_t bytes = 0, parts = 0;
   for (auto _ : state) {
     FILE* out = std::fopen("/dev/null", "w");
-    std::string line;
-    lines = 0;
-    auto s = l.usage().ScanUsage({}, [&](const store::UsageRecord& r) {
-      line.clear();
-      line += std::to_string(r.job) + "," + r.team + "," + r.project + "," + r.pool + "," +
-              r.cluster + "," + std::to_string(r.start_ms) + "," + std::to_string(r.end_ms) + "," +
-              r.figures.gpu_model + "," + std::to_string(r.figures.gpus) + ",\"" +
-              r.figures.placement + "\"," + std::to_string(r.figures.util_milli) + "," +
-              std::to_string(r.figures.energy_j) + "\n";
-      std::fwrite(line.data(), 1, line.size(), out);
-      if (++lines % 50'000 == 0) most = std::max(most, RssKib());
-    });
-    std::fclose(out);
-    if (!s.ok()) {
-      state.SkipWithError(s.error().message.c_str());
-      return;
+    usage::LedgerExport ledger(l.usage(), {});
+    bytes = parts = 0;
+    for (;;) {
+      auto part = ledger.Next();
+      if (!part.ok()) {
+        std::fclose(out);
+        state.SkipWithError(part.error().message.c_str());
+        return;
+      }
+      if (part->empty()) break;
+      std::fwrite(part->data(), 1, part->size(), out);
+      bytes += static_cast<int64_t>(part->size());
+      if (++parts % 12 == 0) most = std::max(most, RssKib());
     }
+    std::fclose(out);
   }
-  state.counters["lines"] = static_cast<double>(lines);
+  state.counters["mib"] = static_cast<double>(bytes) / 1048576.0;
+  state.counters["parts"] = static_cast<double>(parts);
   state.counters["rss_growth_mib"] = static_cast<double>(most - before) / 1024.0;
 }
 BENCHMARK(BM_LedgerCsv)->Unit(benchmark::kMillisecond)->Iterations(2);

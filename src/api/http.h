@@ -40,6 +40,11 @@ struct Response {
   std::string audit_before;
   std::string audit_after;
   int64_t retry_after_s = 0;  // sent as Retry-After when set (429)
+  // A body too large to hold (an export): the server sends it chunked, calling this for each
+  // next part until it gives an empty one. Each call should be short (a page of a store read):
+  // it runs on the connection's thread, between the writes that wait for the client. An error
+  // after the first part can only cut the answer short: the connection is closed.
+  std::function<Result<std::string>()> more;
 };
 
 struct Principal {

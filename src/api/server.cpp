@@ -279,9 +279,9 @@ struct ApiServer::Impl {
     return req;
   }
 
-  asio::awaitable<void> WriteSimple(net::Stream& stream, Response r, unsigned version,
-                                    bool keep_alive, bool gzip_ok = false) {
-    http::response<http::string_body> res{static_cast<http::status>(r.status), version};
+  // The headers every answer carries.
+  template <typename Message>
+  static void SetHeaders(Message& res, const Response& r) {
     res.set(http::field::server, "gpufleet");
     res.set(http::field::content_type, r.content_type);
     res.set(http::field::cache_control, "no-store");
@@ -297,6 +297,12 @@ struct ApiServer::Impl {
     res.set("Referrer-Policy", "no-referrer");
     if (r.status == 401) res.set(http::field::www_authenticate, "Bearer");
     if (r.retry_after_s > 0) res.set(http::field::retry_after, std::to_string(r.retry_after_s));
+  }
+
+  asio::awaitable<void> WriteSimple(net::Stream& stream, Response r, unsigned version,
+                                    bool keep_alive, bool gzip_ok = false) {
+    http::response<http::string_body> res{static_cast<http::status>(r.status), version};
+    SetHeaders(res, r);
     res.keep_alive(keep_alive);
     if (r.body.size() >= kGzipMinBytes) {
       res.set(http::field::vary, "Accept-Encoding");
@@ -313,6 +319,55 @@ struct ApiServer::Impl {
     res.prepare_payload();
     co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
     buffers.Give(std::move(res.body()));
+  }
+
+  // A Response with `more`: the headers, then each part as a chunk as the client takes it
+  // (memory: one part), then the last chunk; to an HTTP/1.0 client, which knows no chunks, the
+  // parts as they are and then the close. False: the connection is to be closed (that, the
+  // client went away, or a part failed and the answer is cut short).
+  asio::awaitable<bool> WriteStream(net::Stream& stream, Response r, unsigned version,
+                                    bool keep_alive) {
+    http::response<http::empty_body> res{static_cast<http::status>(r.status), version};
+    SetHeaders(res, r);
+    const bool chunked = version >= 11;
+    res.keep_alive(chunked && keep_alive);
+    res.chunked(chunked);
+    http::response_serializer<http::empty_body> head{res};
+    // Each write within the body timeout: a client that stops reading is let go, one that
+    // reads slowly is not (the request's deadline would cut a long answer short).
+    auto deadline = [&] {
+      stream.next_layer().expires_after(std::chrono::milliseconds(options.body_timeout_ms));
+    };
+    deadline();
+    auto [ec, n] =
+        co_await http::async_write_header(stream, head, asio::as_tuple(asio::use_awaitable));
+    if (ec) co_return false;
+    // Buffers named, not temporaries inside co_await: see Send() in agent.cpp (a GCC 12 bug).
+    for (;;) {
+      Result<std::string> part = r.more();
+      if (!part.ok()) {
+        spdlog::warn("api: an answer was cut short: {}", part.error().message);
+        co_return false;
+      }
+      if (part->empty()) break;
+      deadline();
+      boost::system::error_code wec;
+      if (chunked) {
+        auto chunk = http::make_chunk(asio::buffer(*part));
+        std::tie(wec, n) =
+            co_await asio::async_write(stream, chunk, asio::as_tuple(asio::use_awaitable));
+      } else {
+        auto bytes = asio::buffer(*part);
+        std::tie(wec, n) =
+            co_await asio::async_write(stream, bytes, asio::as_tuple(asio::use_awaitable));
+      }
+      if (wec) co_return false;
+    }
+    if (!chunked) co_return false;
+    auto last = http::make_chunk_last();
+    deadline();
+    std::tie(ec, n) = co_await asio::async_write(stream, last, asio::as_tuple(asio::use_awaitable));
+    co_return !ec;
   }
 
   // A lingering close: after an early reply (413), read and drop what the client still sends
@@ -446,8 +501,12 @@ struct ApiServer::Impl {
         r = Dispatch(req, match);
       }
       bool keep = in.keep_alive() && !stopping;
-      bool gzip_ok = AcceptsGzip(in[http::field::accept_encoding]);
-      co_await WriteSimple(stream, std::move(r), in.version(), keep, gzip_ok);
+      if (r.more) {
+        if (!co_await WriteStream(stream, std::move(r), in.version(), keep)) break;
+      } else {
+        bool gzip_ok = AcceptsGzip(in[http::field::accept_encoding]);
+        co_await WriteSimple(stream, std::move(r), in.version(), keep, gzip_ok);
+      }
       if (!keep) break;
     }
     if (stream.tls()) {  // close_notify, then the TCP half-close

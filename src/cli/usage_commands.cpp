@@ -1,4 +1,5 @@
-// usage list: the usage ledger, each allocation that ended with what its GPUs did.
+// usage list: the usage ledger, each allocation that ended with what its GPUs did; usage
+// export: all of a period's as CSV.
 // recommendations: the optimization advice, with its evidence and what it would save.
 
 #include <CLI/CLI.hpp>
@@ -28,23 +29,27 @@ void AddUsageCommands(CLI::App& app, Globals& g) {
   auto* list = usage->add_subcommand("list", "Allocations that ended, newest first");
   static std::string from, to, team, project, pool, cluster, limit = "100";
   static bool csv = false;
-  list->add_option("--from", from, "ended after: -30d (default), ms since the epoch or RFC 3339");
-  list->add_option("--to", to, "started before (default: now)");
-  list->add_option("--team", team, "one team's");
-  list->add_option("--project", project, "one project's");
-  list->add_option("--pool", pool, "one pool's");
-  list->add_option("--cluster", cluster, "one cluster's");
+  static auto filter_params = [] {
+    return std::vector<std::pair<std::string, std::string>>{{"from", from}, {"to", to},
+                                                            {"team", team}, {"project", project},
+                                                            {"pool", pool}, {"cluster", cluster}};
+  };
+  auto filters = [](CLI::App* command) {
+    command->add_option("--from", from,
+                        "ended after: -30d (default), ms since the epoch or RFC 3339");
+    command->add_option("--to", to, "started before (default: now)");
+    command->add_option("--team", team, "one team's");
+    command->add_option("--project", project, "one project's");
+    command->add_option("--pool", pool, "one pool's");
+    command->add_option("--cluster", cluster, "one cluster's");
+  };
+  filters(list);
   list->add_option("--limit", limit, "at most this many (default 100)");
   list->add_flag("--csv", csv, "print CSV as the API writes it");
   list->callback([&g] {
-    const std::string query = QueryString({{"from", from},
-                                           {"to", to},
-                                           {"team", team},
-                                           {"project", project},
-                                           {"pool", pool},
-                                           {"cluster", cluster},
-                                           {"limit", limit},
-                                           {"format", csv ? "csv" : ""}});
+    auto params = filter_params();
+    params.insert(params.end(), {{"limit", limit}, {"format", csv ? "csv" : ""}});
+    const std::string query = QueryString(params);
     if (csv) {
       if (auto text = CallText(g, "GET", "/api/v1/usage" + query)) {
         std::fputs(text->c_str(), stdout);
@@ -71,6 +76,14 @@ void AddUsageCommands(CLI::App& app, Globals& g) {
                   Str(v.at("total")).c_str(), Str(v.at("from")).c_str(), Str(v.at("to")).c_str(),
                   Str(v.at("retention_days")).c_str());
     });
+  });
+  auto* export_ = usage->add_subcommand(
+      "export", "Every allocation of the period as CSV (the API streams it; up to 256 MiB here)");
+  filters(export_);
+  export_->callback([&g] {
+    if (auto text = CallText(g, "GET", "/api/v1/usage/export" + QueryString(filter_params()))) {
+      std::fwrite(text->data(), 1, text->size(), stdout);
+    }
   });
 }
 

@@ -512,6 +512,10 @@ struct UsageQuery {
     kAllColumns = 2047,
   };
   uint32_t columns = kAllColumns;
+  // ScanUsage by pages (an export): `page` > 0 reads at most that many, those with an id over
+  // `after_id`, by id; the next page starts after the last one's id.
+  int64_t after_id = 0;
+  int64_t page = 0;
 };
 class UsageStore {
  public:
@@ -521,9 +525,10 @@ class UsageStore {
   virtual Result<std::vector<UsageRecord>> ListUsage(const UsageQuery& query, int64_t* total) = 0;
   // Records that ended before `before_ms`; how many went.
   virtual Result<int64_t> DeleteUsageBefore(int64_t before_ms) = 0;
-  // Every record the query matches (limit and offset unused), in no set order, handed to `fn`
-  // one at a time while they are read a batch at a time: memory stays a batch's however many
-  // there are. The documents are left out but for records from before migration 18.
+  // Every record the query matches (limit and offset unused), in no set order (by id with a
+  // `page`), handed to `fn` one at a time while they are read a batch at a time: memory stays
+  // a batch's however many there are. The documents are left out but for records from before
+  // migration 18.
   virtual Status ScanUsage(const UsageQuery& query,
                            const std::function<void(const UsageRecord&)>& fn) = 0;
   // Adds each delta's figures to its pool's hour (a new hour starts at zero), in one

@@ -112,4 +112,24 @@ std::vector<std::pair<std::string, std::vector<int>>> ParsePlacement(const std::
 // The CSV of a report: a header of its columns, a line per row (text quoted where it needs).
 std::string ReportCsv(const Report& report);
 
+// The ledger's CSV export (GET /api/v1/usage/export): the header, then a line per record from
+// its columns (its document's figures for one from before them): id, job, team, project,
+// cluster, pool, gpu_model, gpus, nodes ("node:0,1;node-b:2"), start, end (RFC 3339), wait_s,
+// outcome, gpu_hours, util_mean, util_p95 (%; empty: no samples), mem_peak_mib, energy_j.
+std::string LedgerCsvHeader();
+void AppendLedgerCsv(std::string& out, const store::UsageRecord& record);
+// The export a part at a time: the header and the first page's lines, then a page's lines each
+// call (one short store read of kPage records by id), then "" at the end.
+class LedgerExport {
+ public:
+  static constexpr int64_t kPage = 4096;
+  LedgerExport(store::UsageStore& store, store::UsageQuery query);
+  Result<std::string> Next();
+
+ private:
+  store::UsageStore& store_;
+  store::UsageQuery query_;
+  bool started_ = false, done_ = false;
+};
+
 }  // namespace gpufleet::usage

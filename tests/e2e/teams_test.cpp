@@ -2,6 +2,12 @@
 // CLI, jobs that must name a known team and project, a team's alerts delivered to its channel
 // (a real webhook receiver on loopback), and the pool rows of the rule language.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <map>
@@ -14,6 +20,30 @@ namespace gpufleet::e2e {
 namespace {
 
 using Teams = E2E;
+
+// A GET over a plain socket, answered whole (Connection: close): the status line and headers
+// as sent, which the HTTP clients hide (here: how the body was framed).
+std::string RawGet(const std::string& address, const std::string& target, const std::string& token,
+                   const std::string& version = "HTTP/1.1") {
+  const size_t colon = address.rfind(':');
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(colon + 1))));
+  inet_pton(AF_INET, address.substr(0, colon).c_str(), &to.sin_addr);
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0) {
+    const std::string req = "GET " + target + " " + version +
+                            "\r\nHost: x\r\nAuthorization: Bearer " + token +
+                            "\r\nConnection: close\r\n\r\n";
+    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return out;
+}
 
 constexpr char kFleet[] = R"(apiVersion: gpufleet/v1
 kind: Fleet
@@ -243,6 +273,34 @@ TEST_F(Teams, AnEndedJobLeavesAUsageRecordWithItsGpusUse) {
   EXPECT_NE(csv.out.find(",vision,cameras,train,h100,H100-SXM5-80GB,2,\"us-0000:"),
             std::string::npos)
       << csv.out;
+  // The export: all of the period's records, streamed in chunks, the same columns.
+  auto exported = Cli({"usage", "export", "--team", "vision"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_EQ(exported.out.rfind("id,job,team,project,cluster,pool,gpu_model,gpus,nodes,start,end,"
+                               "wait_s,outcome,gpu_hours,util_mean,util_p95,mem_peak_mib,"
+                               "energy_j\n",
+                               0),
+            0u)
+      << exported.out;
+  EXPECT_EQ(std::count(exported.out.begin(), exported.out.end(), '\n'), 2) << exported.out;
+  EXPECT_NE(exported.out.find("," + std::to_string(job.at("id").as_int64()) +
+                              ",vision,cameras,train,h100,H100-SXM5-80GB,2,\"us-0000:"),
+            std::string::npos)
+      << exported.out;
+  const std::string raw =
+      RawGet(controller_->address(), "/api/v1/usage/export?from=-1d", controller_->admin_token());
+  EXPECT_EQ(raw.rfind("HTTP/1.1 200", 0), 0u) << raw;
+  EXPECT_NE(raw.find("Transfer-Encoding: chunked"), std::string::npos) << raw;
+  EXPECT_NE(raw.find("\r\n0\r\n\r\n"), std::string::npos) << "the last chunk: " << raw;
+  // HTTP/1.0 knows no chunks: the CSV as it is, ended by the close.
+  const std::string old = RawGet(controller_->address(), "/api/v1/usage/export?team=vision",
+                                 controller_->admin_token(), "HTTP/1.0");
+  EXPECT_EQ(old.find("chunked"), std::string::npos) << old;
+  const size_t body = old.find("\r\n\r\n");
+  ASSERT_NE(body, std::string::npos) << old;
+  EXPECT_EQ(old.substr(body + 4), exported.out);
+  EXPECT_EQ(Cli({"usage", "export", "--from", "soon"}).exit_code, 1);
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/usage/export?from=-1d&to=-2d").first, 400);
   auto table = Cli({"usage", "list"});
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("completed"), std::string::npos) << table.out;

@@ -1,5 +1,6 @@
 // The usage ledger (src/usage):
 //   GET /api/v1/usage[?from=&to=&team=&project=&pool=&cluster=&limit=&offset=&format=csv]
+//   GET /api/v1/usage/export[?from=&to=&team=&project=&pool=&cluster=]   all of it, CSV, streamed
 // the allocations that ended in [from, to) (default: the last 30 days), newest end first:
 // who, where, when, the wait, and what the GPUs did (utilization, memory, energy).
 //   GET /api/v1/reports/{utilization,cost,energy,queue,peaks}[?from=&to=&by=&cluster=
@@ -203,6 +204,32 @@ Response ReportResponse(ApiContext& ctx, const Request& req, const Principal& wh
   return ObjectResponse(200, reply);
 }
 
+// The ledger's records a call asks for: from, to (default the last 30 days), team, project,
+// pool and cluster (a scoped token's own).
+Result<store::UsageQuery> LedgerQuery(const Request& req, const Principal& who, int64_t now) {
+  store::UsageQuery q;
+  GF_TRY_ASSIGN(q.from_ms, TimeParam(req, "from", now, now - 30 * 86'400'000LL));
+  GF_TRY_ASSIGN(q.to_ms, TimeParam(req, "to", now, now + 1));
+  if (q.to_ms <= q.from_ms) {
+    return MakeError(ErrorCode::kInvalidArgument, "'to' must be after 'from'");
+  }
+  q.team = req.Param("team");
+  q.project = req.Param("project");
+  q.pool = req.Param("pool");
+  GF_TRY_ASSIGN(q.cluster, ScopedCluster(req, who, "usage"));
+  return q;
+}
+
+// GET /api/v1/usage/export: every record of the period as CSV, streamed a page at a time (each
+// page one short store read, so that a slow client holds no database session).
+Response LedgerExport(ApiContext& ctx, store::UsageQuery q) {
+  auto parts = std::make_shared<usage::LedgerExport>(*ctx.store.usage, std::move(q));
+  Response r;
+  r.content_type = "text/csv; charset=utf-8";
+  r.more = [parts] { return parts->Next(); };
+  return r;
+}
+
 std::string Cell(double v) {
   if (std::isnan(v)) return "";
   std::string out;
@@ -220,22 +247,9 @@ void AddUsageRoutes(Router& router, ApiContext& ctx) {
               MakeError(ErrorCode::kUnavailable, "the usage ledger is not running"));
         }
         const int64_t now = ctx.clock.NowMs();
-        store::UsageQuery q;
-        auto from = TimeParam(req, "from", now, now - 30 * 86'400'000LL);
-        if (!from.ok()) return ErrorResponse(from.error());
-        auto to = TimeParam(req, "to", now, now + 1);
-        if (!to.ok()) return ErrorResponse(to.error());
-        if (to.value() <= from.value()) {
-          return ErrorResponse(MakeError(ErrorCode::kInvalidArgument, "'to' must be after 'from'"));
-        }
-        q.from_ms = from.value();
-        q.to_ms = to.value();
-        q.team = req.Param("team");
-        q.project = req.Param("project");
-        q.pool = req.Param("pool");
-        auto cluster = ScopedCluster(req, who, "usage");
-        if (!cluster.ok()) return ErrorResponse(cluster.error());
-        q.cluster = cluster.value();
+        auto query = LedgerQuery(req, who, now);
+        if (!query.ok()) return ErrorResponse(query.error());
+        store::UsageQuery& q = query.value();
         const std::string format = req.Param("format");
         if (!format.empty() && format != "json" && format != "csv") {
           return ErrorResponse(
@@ -286,6 +300,17 @@ void AddUsageRoutes(Router& router, ApiContext& ctx) {
                            {"offset", page->offset}};
         return ObjectResponse(200, reply);
       });
+
+  router.Add("GET", "/api/v1/usage/export", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) {
+               if (!ctx.usage) {
+                 return ErrorResponse(
+                     MakeError(ErrorCode::kUnavailable, "the usage ledger is not running"));
+               }
+               auto query = LedgerQuery(req, who, ctx.clock.NowMs());
+               if (!query.ok()) return ErrorResponse(query.error());
+               return LedgerExport(ctx, std::move(query).value());
+             });
 
   // The reports read up to 13 months of the ledger: off the I/O threads.
   for (const char* name : {"utilization", "cost", "energy", "queue", "peaks"}) {

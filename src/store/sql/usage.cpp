@@ -55,7 +55,7 @@ void WriteDays(soci::session& sql, const DaySums& sums) {
 std::string Where(const char* end = "end_ms") {
   return std::string(" WHERE ") + end + " >= :from AND start_ms < :to AND " + end +
          " < :eb AND (:t1 = '' OR team = :t2) AND (:p1 = '' OR project = :p2) "
-         "AND (:o1 = '' OR pool = :o2) AND (:c1 = '' OR cluster = :c2)";
+         "AND (:o1 = '' OR pool = :o2) AND (:c1 = '' OR cluster = :c2) AND id > :after";
 }
 
 // ScanUsage's columns, in order (then the document of a record from before migration 18), and
@@ -65,7 +65,8 @@ struct ScanColumn {
   uint32_t column;  // UsageQuery::Column; 0: always read
   const char* absent;
 };
-constexpr ScanColumn kScanColumns[] = {{"job", 0, ""},
+constexpr ScanColumn kScanColumns[] = {{"id", 0, ""},
+                                       {"job", 0, ""},
                                        {"team", UsageQuery::kTeam, "''"},
                                        {"project", UsageQuery::kProject, "''"},
                                        {"pool", UsageQuery::kPool, "''"},
@@ -114,6 +115,7 @@ Status ScanSqlite(soci::session& sql, const std::string& query, const UsageQuery
        {&q.team, &q.team, &q.project, &q.project, &q.pool, &q.pool, &q.cluster, &q.cluster}) {
     sqlite3_bind_text(raw, ++n, v->data(), static_cast<int>(v->size()), SQLITE_STATIC);
   }
+  sqlite3_bind_int64(raw, ++n, q.after_id);
   auto text = [raw](int column, std::string& out) {
     const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(raw, column));
     out.assign(p ? p : "", static_cast<size_t>(sqlite3_column_bytes(raw, column)));
@@ -126,26 +128,27 @@ Status ScanSqlite(soci::session& sql, const std::string& query, const UsageQuery
   UsageFigures& f = r.figures;
   int rc;
   while ((rc = sqlite3_step(raw)) == SQLITE_ROW) {
-    r.job = sqlite3_column_int64(raw, 0);
-    if (has(UsageQuery::kTeam)) text(1, r.team);
-    if (has(UsageQuery::kProject)) text(2, r.project);
-    if (has(UsageQuery::kPool)) text(3, r.pool);
-    if (has(UsageQuery::kCluster)) text(4, r.cluster);
-    r.start_ms = sqlite3_column_int64(raw, 5);
-    r.end_ms = sqlite3_column_int64(raw, 6);
-    if (has(UsageQuery::kModel)) text(7, f.gpu_model);
-    f.gpus = sqlite3_column_int64(raw, 8);
-    if (has(UsageQuery::kWait)) f.wait_ms = sqlite3_column_int64(raw, 9);
+    r.id = sqlite3_column_int64(raw, 0);
+    r.job = sqlite3_column_int64(raw, 1);
+    if (has(UsageQuery::kTeam)) text(2, r.team);
+    if (has(UsageQuery::kProject)) text(3, r.project);
+    if (has(UsageQuery::kPool)) text(4, r.pool);
+    if (has(UsageQuery::kCluster)) text(5, r.cluster);
+    r.start_ms = sqlite3_column_int64(raw, 6);
+    r.end_ms = sqlite3_column_int64(raw, 7);
+    if (has(UsageQuery::kModel)) text(8, f.gpu_model);
+    f.gpus = sqlite3_column_int64(raw, 9);
+    if (has(UsageQuery::kWait)) f.wait_ms = sqlite3_column_int64(raw, 10);
     if (has(UsageQuery::kUtil)) {
-      f.util_milli = sqlite3_column_int64(raw, 10);
-      f.util_p95_milli = sqlite3_column_int64(raw, 11);
+      f.util_milli = sqlite3_column_int64(raw, 11);
+      f.util_p95_milli = sqlite3_column_int64(raw, 12);
     }
-    if (has(UsageQuery::kMemory)) f.mem_peak_mib = sqlite3_column_int64(raw, 12);
-    if (has(UsageQuery::kEnergy)) f.energy_j = sqlite3_column_int64(raw, 13);
-    if (has(UsageQuery::kPlacement)) text(14, f.placement);
-    if (has(UsageQuery::kOutcome)) text(15, f.outcome);
+    if (has(UsageQuery::kMemory)) f.mem_peak_mib = sqlite3_column_int64(raw, 13);
+    if (has(UsageQuery::kEnergy)) f.energy_j = sqlite3_column_int64(raw, 14);
+    if (has(UsageQuery::kPlacement)) text(15, f.placement);
+    if (has(UsageQuery::kOutcome)) text(16, f.outcome);
     if (f.gpus == 0) {
-      text(16, r.doc);
+      text(17, r.doc);
     } else {
       r.doc.clear();
     }
@@ -170,31 +173,36 @@ Status Scan(soci::session& sql, Dialect dialect, const UsageQuery& q,
     query += ", ";
   }
   query += "CASE WHEN gpus = 0 THEN doc ELSE '' END FROM usage_records";
+  const std::string page = q.page > 0 ? " ORDER BY id LIMIT " + std::to_string(q.page) : "";
   if (dialect == Dialect::kSqlite) {
-    return ScanSqlite(sql, query + Where(ByEndIndex(sql, q) ? "end_ms" : "+end_ms") + rows, q, fn);
+    // A page is read by id: not by the index of ends either.
+    const bool by_end = q.page <= 0 && ByEndIndex(sql, q);
+    return ScanSqlite(sql, query + Where(by_end ? "end_ms" : "+end_ms") + rows + page, q, fn);
   }
   query += Where();
   query += rows;
+  query += page;
   // A batch at a time into vectors: a million records cost a batch's memory, and far less
   // time than a row at a time.
   constexpr size_t kBatch = 4096;
-  long long from = q.from_ms, to = q.to_ms, end_before = q.end_before_ms;
-  std::vector<long long> job(kBatch), start(kBatch), end(kBatch), gpus(kBatch), wait(kBatch),
-      util(kBatch), p95(kBatch), mem(kBatch), energy(kBatch);
+  long long from = q.from_ms, to = q.to_ms, end_before = q.end_before_ms, after = q.after_id;
+  std::vector<long long> id(kBatch), job(kBatch), start(kBatch), end(kBatch), gpus(kBatch),
+      wait(kBatch), util(kBatch), p95(kBatch), mem(kBatch), energy(kBatch);
   std::vector<std::string> team(kBatch), project(kBatch), pool(kBatch), cluster(kBatch),
       model(kBatch), placement(kBatch), outcome(kBatch), doc(kBatch);
   soci::statement st =
-      (sql.prepare << query, soci::into(job), soci::into(team), soci::into(project),
+      (sql.prepare << query, soci::into(id), soci::into(job), soci::into(team), soci::into(project),
        soci::into(pool), soci::into(cluster), soci::into(start), soci::into(end), soci::into(model),
        soci::into(gpus), soci::into(wait), soci::into(util), soci::into(p95), soci::into(mem),
        soci::into(energy), soci::into(placement), soci::into(outcome), soci::into(doc),
        soci::use(from), soci::use(to), soci::use(end_before), soci::use(q.team), soci::use(q.team),
        soci::use(q.project), soci::use(q.project), soci::use(q.pool), soci::use(q.pool),
-       soci::use(q.cluster), soci::use(q.cluster));
+       soci::use(q.cluster), soci::use(q.cluster), soci::use(after));
   st.execute();
   UsageRecord r;
   while (st.fetch()) {
     for (size_t i = 0; i < job.size(); ++i) {
+      r.id = id[i];
       r.job = job[i];
       r.team = std::move(team[i]);
       r.project = std::move(project[i]);
@@ -215,7 +223,7 @@ Status Scan(soci::session& sql, Dialect dialect, const UsageQuery& q,
       f.outcome = std::move(outcome[i]);
       fn(r);
     }
-    for (auto* v : {&job, &start, &end, &gpus, &wait, &util, &p95, &mem, &energy}) {
+    for (auto* v : {&id, &job, &start, &end, &gpus, &wait, &util, &p95, &mem, &energy}) {
       v->resize(kBatch);
     }
     for (auto* v : {&team, &project, &pool, &cluster, &model, &placement, &outcome, &doc}) {
@@ -255,14 +263,14 @@ Status SqlStore::AppendUsage(const std::vector<UsageRecord>& records) {
 
 Result<std::vector<UsageRecord>> SqlStore::ListUsage(const UsageQuery& q, int64_t* total) {
   return Run([&](soci::session& sql) -> Result<std::vector<UsageRecord>> {
-    long long from = q.from_ms, to = q.to_ms, end_before = q.end_before_ms,
+    long long from = q.from_ms, to = q.to_ms, end_before = q.end_before_ms, after = q.after_id,
               limit = std::max<int64_t>(0, q.limit), offset = std::max<int64_t>(0, q.offset);
     if (total) {
       long long n = 0;
       sql << std::string("SELECT COUNT(*) FROM usage_records") + Where(), soci::into(n),
           soci::use(from), soci::use(to), soci::use(end_before), soci::use(q.team),
           soci::use(q.team), soci::use(q.project), soci::use(q.project), soci::use(q.pool),
-          soci::use(q.pool), soci::use(q.cluster), soci::use(q.cluster);
+          soci::use(q.pool), soci::use(q.cluster), soci::use(q.cluster), soci::use(after);
       *total = n;
     }
     std::vector<UsageRecord> out;
@@ -278,7 +286,7 @@ Result<std::vector<UsageRecord>> SqlStore::ListUsage(const UsageQuery& q, int64_
              soci::into(r.doc), soci::use(from), soci::use(to), soci::use(end_before),
              soci::use(q.team), soci::use(q.team), soci::use(q.project), soci::use(q.project),
              soci::use(q.pool), soci::use(q.pool), soci::use(q.cluster), soci::use(q.cluster),
-             soci::use(limit), soci::use(offset));
+             soci::use(after), soci::use(limit), soci::use(offset));
     st.execute();
     while (st.fetch()) {
       r.id = id;

@@ -795,6 +795,22 @@ TEST_P(StoreTest, UsageDaysSplitRecordsAtMidnightAndTheMigrationFillsThem) {
   q = {};
   q.rows = store::UsageQuery::Rows::kDocumentOnly;
   EXPECT_EQ(scan(q), (std::vector<int64_t>{4}));
+  // By pages (the export): by id, each page after the last one's id.
+  q = {};
+  q.page = 3;
+  std::vector<std::vector<int64_t>> pages;
+  for (int i = 0; i < 4; ++i) {
+    pages.emplace_back();
+    ASSERT_TRUE(store_.usage
+                    ->ScanUsage(q,
+                                [&](const store::UsageRecord& r) {
+                                  pages.back().push_back(r.job);
+                                  q.after_id = r.id;
+                                })
+                    .ok());
+    if (pages.back().empty()) break;
+  }
+  EXPECT_EQ(pages, (std::vector<std::vector<int64_t>>{{1, 2, 3}, {4}, {}}));
 
   // As a store from before migration 20 had it: the records without their sums.
   ASSERT_TRUE(RawSql(url_, "DROP TABLE usage_days"));
