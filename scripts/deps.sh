@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 pkgs=(cmake ninja-build g++ ccache pkg-config
       libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
       libsoci-dev libsqlite3-dev libpq-dev libssl-dev zlib1g-dev libspdlog-dev libcli11-dev libyaml-cpp-dev
+      libre2-dev  # patterns from users (silence matchers, rule selectors): linear time, no recursion
       tzdata)  # maintenance windows in a cluster's time zone (common/timezone.h)
 if [[ "${1:-}" == "--test" ]]; then
   # promtool checks /metrics; Alertmanager receives alerts in the tests

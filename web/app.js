@@ -73,6 +73,26 @@ async function refreshBadge() {
   } catch { /* alerting may be off; the badge stays */ }
 }
 
+// The controller's own health (GET /healthz, public): a store or telemetry log that cannot be
+// written is said at the top of every page, since nothing new is kept until it can.
+async function refreshHealth() {
+  let h = null;
+  try {
+    const r = await fetch('/healthz');
+    h = await r.json();
+  } catch { return; }
+  const problems = [];
+  if (h?.store && !h.store.ok) problems.push(`the store: ${h.store.error || 'unavailable'}`);
+  if (h?.telemetry && !h.telemetry.ok) problems.push(`the telemetry log: ${h.telemetry.error || 'cannot write'}`);
+  const banner = $('health-banner');
+  banner.hidden = problems.length === 0;
+  banner.textContent = problems.length
+    ? `This controller cannot write ${problems.join('; ')}. Nothing new is kept, and agents keep what was not acknowledged, until it can.`
+    : '';
+}
+setInterval(refreshHealth, 10000);
+refreshHealth();
+
 function showLogin(message) {
   stopLive();
   session.who = null;

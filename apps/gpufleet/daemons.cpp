@@ -378,20 +378,7 @@ int RunAgent(AgentFlags& f, const cli::Globals& g) {
     return Fail(
         MakeError(ErrorCode::kNotFound, "--action-dir " + o.action_dir + " is not a directory"));
   }
-  std::string token_file = f.state_dir.empty() ? "" : f.state_dir + "/node.token";
-  if (!token_file.empty()) {
-    std::ifstream in(token_file);
-    std::getline(in, o.node_token);
-    o.on_node_token = [token_file](const std::string& token) {
-      std::error_code ec;
-      std::filesystem::create_directories(std::filesystem::path(token_file).parent_path(), ec);
-      std::ofstream out(token_file, std::ios::trunc);
-      out << token << "\n";
-      std::filesystem::permissions(
-          token_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write, ec);
-      if (!out) spdlog::warn("cannot keep the node token in {}", token_file);
-    };
-  }
+  if (!f.state_dir.empty()) KeepNodeTokenIn(o, f.state_dir + "/node.token");
   if (o.join_token.empty() && o.node_token.empty()) {
     return Fail(MakeError(ErrorCode::kInvalidArgument,
                           "give --join-token (or GPUFLEET_JOIN_TOKEN); create one with "
@@ -665,6 +652,9 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
     o.controller = controller.url();
     o.tls = agent_tls;
     o.join_token = token.value();
+    // Each node's token kept in the data directory: `gpufleet up` run again on it rejoins as
+    // the same nodes (a join token admits only names not registered yet).
+    o.token_dir = f.serve.options.data_dir + "/sim-agents";
     o.name_prefix = pool.name;
     o.nodes = pool.size;
     o.gpus_per_node = pool.gpus_per_node;
@@ -833,6 +823,9 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
                 "every GPU's power limit in watts at start (cycling as --driver; '-': the "
                 "model's TDP), e.g. '-,500' on the second node")
       ->delimiter(',');
+  m->add_option("--state-dir", sim.pool.token_dir,
+                "where each node keeps its node token (NAME.token), to rejoin as the same nodes "
+                "when run again");
   m->add_option("--threads", sim.threads, "I/O threads");
   sim.actions.Add(m);
   m->add_option("--log-level", sim.log_level, "trace, debug, info, warn, error");

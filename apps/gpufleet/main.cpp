@@ -1,6 +1,7 @@
 // gpufleet: one binary, many subcommands. main() parses and wires; the logic is in src/.
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 
 #include "apps/gpufleet/daemons.h"
@@ -8,6 +9,9 @@
 #include "cli/cli.h"
 
 int main(int argc, char** argv) {
+  // A file that may not grow (RLIMIT_FSIZE) is a failed write, as a full disk is, that the
+  // controller reports and survives, not a signal that ends it.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"gpufleet: manage fleets of GPU servers", "gpufleet"};
   app.set_version_flag("--version", GPUFLEET_VERSION);
   app.require_subcommand(1);

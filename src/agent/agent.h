@@ -53,6 +53,12 @@ struct AgentOptions {
   std::function<void(const std::string&)> on_node_token;
 };
 
+// Keeps the node token in `path` (mode 0600, written whole through a rename): reads the one
+// there into options.node_token, if any, and sets options.on_node_token to write each new one.
+// A controller admits a join token only for a name not registered yet, so an agent that lost
+// its node token needs an admin's `gpufleet nodes reset-identity NAME`.
+void KeepNodeTokenIn(AgentOptions& options, const std::string& path);
+
 struct AgentStats {
   std::atomic<int> connected{0};         // sessions with a live, welcomed connection
   std::atomic<int64_t> welcomes{0};      // successful registrations, reconnects included

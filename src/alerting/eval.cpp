@@ -1,9 +1,10 @@
 #include "alerting/eval.h"
 
 #include <algorithm>
-#include <regex>
+#include <optional>
 
 #include "alerting/metrics.h"
+#include "common/pattern.h"
 
 namespace gpufleet::alerting {
 namespace {
@@ -27,9 +28,17 @@ int SpaceOf(RowKind kind) {
   return kGpuSpace;
 }
 
-bool Matches(const Matcher& m, const std::regex* re, std::string_view value) {
-  bool hit = re ? std::regex_match(value.begin(), value.end(), *re) : value == m.value;
+bool Matches(const Matcher& m, const Pattern* re, std::string_view value) {
+  bool hit = re ? re->FullMatch(value) : value == m.value;
   return hit == m.is_equal;
+}
+
+// A matcher's pattern (checked when the expression was parsed); none for a literal matcher.
+std::optional<Pattern> PatternOf(const Matcher& m) {
+  if (!m.is_regex) return std::nullopt;
+  auto p = Pattern::Compile(m.value);
+  // Parsing refused patterns RE2 does not take; one that still fails matches nothing.
+  return p.ok() ? std::move(p).value() : Pattern::Compile("[^\\s\\S]").value();
 }
 
 }  // namespace
@@ -133,8 +142,7 @@ const std::vector<char>& Evaluator::Mask(const Expr& selector, int space) {
   std::vector<char> mask(rows, 1);
   for (const auto& m : selector.matchers) {
     if (m.name == "xid" || m.name == "severity" || m.name == "action") continue;  // events
-    std::optional<std::regex> re;
-    if (m.is_regex) re.emplace(m.value);
+    std::optional<Pattern> re = PatternOf(m);
     // cluster, pool and modelName: match each distinct value once, then look rows up by id.
     const std::vector<std::string>* table = m.name == "cluster"     ? &snap_.clusters
                                             : m.name == "pool"      ? &snap_.pools
@@ -328,11 +336,10 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::RangeCall(const Expr& c
   int64_t end = snap_.now_ms, start = end - sel.range_ms + 1;
 
   if (metric->special == Special::kXidEvents) {
-    std::vector<std::pair<const Matcher*, std::optional<std::regex>>> event_matchers;
+    std::vector<std::pair<const Matcher*, std::optional<Pattern>>> event_matchers;
     for (const auto& m : sel.matchers) {
       if (m.name != "xid" && m.name != "severity" && m.name != "action") continue;
-      event_matchers.emplace_back(&m,
-                                  m.is_regex ? std::optional<std::regex>(m.value) : std::nullopt);
+      event_matchers.emplace_back(&m, PatternOf(m));
     }
     for (const auto& [row, events] : snap_.xids) {
       if (row >= mask.size() || !mask[row]) continue;

@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <regex>
 #include <set>
 
 #include "alerting/metrics.h"
 #include "common/clock.h"
+#include "common/pattern.h"
+#include "common/strings.h"
 
 namespace gpufleet::alerting {
 namespace {
@@ -527,10 +528,8 @@ class Parser {
                            (list.empty() ? "" : " (it has " + list + ")"));
     }
     if (m.is_regex) {
-      try {
-        std::regex check(m.value);
-      } catch (const std::regex_error&) {
-        return Fail(pos, "'" + m.value + "' is not a valid regular expression");
+      if (auto p = Pattern::Compile(m.value); !p.ok()) {
+        return Fail(pos, "'" + Printable(m.value, 80) + "': " + p.error().message);
       }
     }
     return {};

@@ -10,6 +10,7 @@
 #include "common/json_text.h"
 #include "config/yaml_errors.h"
 #include "model/json.h"
+#include "model/yaml_input.h"
 
 namespace json = boost::json;
 
@@ -146,22 +147,14 @@ std::string FormatDuration(int64_t ms) {
 }
 
 bool IsRuleFile(std::string_view yaml) {
-  try {
-    YAML::Node root = YAML::Load(std::string(yaml));
-    return root.IsMap() && root["groups"];
-  } catch (const std::exception&) {
-    return false;
-  }
+  auto root = LoadYamlInput(yaml, "rules");
+  return root.ok() && root->IsMap() && (*root)["groups"];
 }
 
 Result<RuleFile> ParseRuleFile(std::string_view yaml, std::string_view filename) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     std::string(filename) + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  auto loaded = LoadYamlInput(yaml, filename);
+  if (!loaded.ok()) return loaded.error();
+  YAML::Node root = std::move(loaded).value();
   try {
     return FileParser(filename).Run(root);
   } catch (const YAML::Exception& e) {

@@ -50,11 +50,8 @@ Result<std::vector<Matcher>> ParseMatchers(const std::string& text) {
       x.is_equal = e->as_bool();
     }
     if (x.is_regex) {
-      try {
-        std::regex check(x.value);
-      } catch (const std::regex_error& err) {
-        return MakeError(ErrorCode::kInvalidArgument,
-                         at + ".value: not a regular expression: " + err.what());
+      if (auto p = Pattern::Compile(x.value); !p.ok()) {
+        return MakeError(ErrorCode::kInvalidArgument, at + ".value: " + p.error().message);
       }
     }
     out.push_back(std::move(x));
@@ -89,7 +86,15 @@ std::vector<std::string> ActiveSilences::Matching(const Labels& labels) const {
 }
 
 MatcherSet::MatcherSet(std::vector<Matcher> matchers) : matchers_(std::move(matchers)) {
-  for (const auto& m : matchers_) regexes_.emplace_back(m.is_regex ? m.value : "");
+  for (const auto& m : matchers_) {
+    std::optional<Pattern> p;
+    if (m.is_regex) {
+      // ParseMatchers checked it; one that fails after all matches nothing.
+      auto compiled = Pattern::Compile(m.value);
+      p = compiled.ok() ? std::move(compiled).value() : Pattern::Compile("[^\\s\\S]").value();
+    }
+    regexes_.push_back(std::move(p));
+  }
 }
 
 bool MatcherSet::Matches(const Labels& labels) const {
@@ -97,7 +102,7 @@ bool MatcherSet::Matches(const Labels& labels) const {
     const Matcher& m = matchers_[i];
     auto it = labels.find(m.name);
     std::string value = it == labels.end() ? "" : it->second;  // absent reads as empty
-    bool match = m.is_regex ? std::regex_match(value, regexes_[i]) : value == m.value;
+    bool match = regexes_[i] ? regexes_[i]->FullMatch(value) : value == m.value;
     if (match != m.is_equal) return false;
   }
   return true;

@@ -3,12 +3,13 @@
 // anchored regular expression), a time window, an author and a comment. A silenced alert keeps
 // its state but its notifications are not sent.
 
-#include <regex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "alerting/engine.h"
 #include "alerting/matcher.h"
+#include "common/pattern.h"
 #include "common/result.h"
 #include "store/store.h"
 
@@ -28,7 +29,7 @@ class MatcherSet {
 
  private:
   std::vector<Matcher> matchers_;
-  std::vector<std::regex> regexes_;  // one per matcher; unused for literal ones
+  std::vector<std::optional<Pattern>> regexes_;  // one per matcher; none for literal ones
 };
 
 // The silences in force at `now`, ready to match.

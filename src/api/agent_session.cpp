@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "api/sessions.h"
+#include "common/strings.h"
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -83,43 +84,49 @@ asio::awaitable<void> AgentWriter(std::shared_ptr<AgentConn> conn,
 
 asio::awaitable<void> ServeAgent(net::Stream stream, UpgradeRequest req, std::string remote,
                                  proto::AgentHandler& agents, AgentRegistry& registry,
-                                 SignInGate gate, asio::any_io_executor registrar) {
+                                 SignInGate gate, UnsignedConnections::Slot slot,
+                                 asio::any_io_executor registrar) {
   websocket::stream<net::Stream> ws(std::move(stream));
-  // A ping after 30 s of silence; closed when nothing, not even the pong, comes in 60 s.
-  ws.set_option(
-      websocket::stream_base::timeout{std::chrono::seconds(30), std::chrono::seconds(60), true});
   ws.read_message_max(1 << 20);
+  // The upgrade and the hello within the deadline, whatever else the client sends (pings
+  // included): a connection that never says who it is does not stay.
+  beast::get_lowest_layer(ws).expires_after(std::chrono::milliseconds(kFirstMessageDeadlineMs));
   auto [aec] = co_await ws.async_accept(req, asio::as_tuple(asio::use_awaitable));
   if (aec) co_return;
   beast::flat_buffer buf;
   auto [hec, hn] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
   if (hec) co_return;
+  slot.Release();
+  beast::get_lowest_layer(ws).expires_never();
+  // A ping after 30 s of silence; closed when nothing, not even the pong, comes in 60 s.
+  ws.set_option(
+      websocket::stream_base::timeout{std::chrono::seconds(30), std::chrono::seconds(60), true});
   auto first = proto::Decode(beast::buffers_to_string(buf.data()));
   buf.consume(buf.size());
   Result<proto::Welcome> welcome = MakeError(ErrorCode::kInvalidArgument, "");
-  int64_t wait = 0;
   if (!first.ok()) {
     welcome = first.error();
   } else if (auto* hello = std::get_if<proto::Hello>(&first.value())) {
-    if (wait = gate.Wait(remote); wait == 0) {
-      std::optional<Result<proto::Welcome>> done;  // (a Result has no empty state)
-      co_await asio::co_spawn(
-          registrar,
-          [&]() -> asio::awaitable<void> {
-            done.emplace(agents.OnHello(*hello, remote));
-            co_return;
-          },
-          asio::use_awaitable);
-      welcome = std::move(*done);
-      if (!welcome.ok() && welcome.error().code == ErrorCode::kUnauthenticated) {
-        gate.Failed(remote);
-      }
-    }
+    std::optional<Result<proto::Welcome>> done;  // (a Result has no empty state)
+    co_await asio::co_spawn(
+        registrar,
+        [&]() -> asio::awaitable<void> {
+          done.emplace(agents.OnHello(*hello, remote));
+          co_return;
+        },
+        asio::use_awaitable);
+    welcome = std::move(*done);
   } else {
     welcome = MakeError(ErrorCode::kInvalidArgument, "the first message must be a hello");
   }
   std::string out;
-  if (wait > 0) {  // refused before its token is looked at; the limiter has logged the address
+  // Every refusal but the store's own outage counts against the address: a bad token, a
+  // message that is no hello, a name that is not the token's to take.
+  int64_t wait = 0;
+  if (!welcome.ok() && welcome.error().code != ErrorCode::kUnavailable) {
+    wait = gate.Failed(remote);
+  }
+  if (wait > 0) {
     out =
         proto::Encode(proto::ErrorMessage{"too_many_requests", SignInGate::Message(remote, wait)});
     ws.text(true);
@@ -129,7 +136,8 @@ asio::awaitable<void> ServeAgent(net::Stream stream, UpgradeRequest req, std::st
     co_return;
   }
   if (!welcome.ok()) {
-    spdlog::warn("agent from {} refused: {}", remote, welcome.error().message);
+    spdlog::warn("agent from {} refused: {}", Printable(remote),
+                 Printable(welcome.error().message));
     out = proto::Encode(proto::ErrorMessage{std::string(ErrorCodeName(welcome.error().code)),
                                             welcome.error().message});
     ws.text(true);
@@ -161,13 +169,33 @@ asio::awaitable<void> ServeAgent(net::Stream stream, UpgradeRequest req, std::st
     auto msg = proto::Decode(beast::buffers_to_string(buf.data()));
     buf.consume(buf.size());
     if (!msg.ok()) {
-      spdlog::warn("agent {}: bad message: {}", node, msg.error().message);
-      continue;
-    }
-    if (auto reply = agents.OnMessage(node, msg.value())) {
-      conn->outbox.push_back(proto::Encode(*reply));
+      // A frame that is no message: the agent is told why, and the connection closes.
+      spdlog::warn("agent {}: bad message, closing: {}", node, Printable(msg.error().message));
+      conn->outbox.push_back(
+          proto::Encode(proto::ErrorMessage{"invalid_argument", msg.error().message}));
       conn->wake.cancel();
+      break;
     }
+    std::optional<proto::Message> reply;
+    try {
+      reply = agents.OnMessage(node, msg.value());
+    } catch (const std::exception& e) {  // a bug must not take the process down with it
+      spdlog::error("agent {}: handling a message threw: {}", node, e.what());
+      break;
+    }
+    if (!reply) continue;
+    const bool refused = std::holds_alternative<proto::ErrorMessage>(*reply);
+    conn->outbox.push_back(proto::Encode(*reply));
+    conn->wake.cancel();
+    // Something the controller could not keep (telemetry while the disk is full): the agent
+    // reconnects and sends again what was not acknowledged.
+    if (refused) break;
+  }
+  // What was queued (the reason for a close above) goes out first, for a moment at most.
+  asio::steady_timer flush(conn->strand);
+  for (int i = 0; i < 100 && !conn->outbox.empty() && !conn->writer_done; ++i) {
+    flush.expires_after(std::chrono::milliseconds(10));
+    co_await flush.async_wait(asio::as_tuple(asio::use_awaitable));
   }
   registry.Unregister(node, conn);
   conn->closing = true;

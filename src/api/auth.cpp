@@ -3,12 +3,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
 #include "api/api.h"
 #include "api/context.h"
 #include "common/crypto.h"
+#include "common/strings.h"
 
 namespace gpufleet::api {
 
@@ -18,15 +20,23 @@ Result<Principal> Authenticate(store::TokenStore& store, Clock& clock,
 }
 
 Result<Principal> Authenticator::Check(const std::string& authorization) {
-  const std::string prefix = "Bearer ";
   if (authorization.empty()) {
     return MakeError(ErrorCode::kUnauthenticated, "missing 'Authorization: Bearer <token>' header");
   }
-  if (authorization.rfind(prefix, 0) != 0 || authorization.size() <= prefix.size()) {
+  // The scheme is case-insensitive (RFC 9110 11.1), followed by one or more spaces.
+  std::string_view rest(authorization);
+  constexpr std::string_view kScheme = "bearer";
+  const bool bearer = rest.size() > kScheme.size() &&
+                      ToLower(rest.substr(0, kScheme.size())) == kScheme &&
+                      (rest[kScheme.size()] == ' ' || rest[kScheme.size()] == '\t');
+  if (bearer) rest.remove_prefix(kScheme.size());
+  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+  while (!rest.empty() && (rest.back() == ' ' || rest.back() == '\t')) rest.remove_suffix(1);
+  if (!bearer || rest.empty()) {
     return MakeError(ErrorCode::kUnauthenticated,
                      "the Authorization header must be 'Bearer <token>'");
   }
-  std::string hash = Sha256Hex(authorization.substr(prefix.size()));
+  std::string hash = Sha256Hex(rest);
   auto token = store_.FindApiToken(hash);
   if (token.ok()) {
     std::lock_guard lock(mu_);
@@ -75,20 +85,17 @@ Status Authenticator::FlushUse() {
   return s;
 }
 
-int64_t SignInLimiter::RetryAfterS(const std::string& remote, int64_t now_ms) {
+int64_t SignInLimiter::Failed(const std::string& remote, int64_t now_ms) {
   std::lock_guard lock(mu_);
-  auto it = by_address_.find(remote);
-  if (it == by_address_.end() || it->second.failures < kMaxFailures) return 0;
-  const int64_t left_ms = it->second.start_ms + kWindowMs - now_ms;
-  if (left_ms <= 0) {
-    by_address_.erase(it);
-    return 0;
+  if (auto it = for_audit_.find(remote); it != for_audit_.end()) {
+    it->second.last_ms = now_ms;
+    ++it->second.count;
+  } else if (for_audit_.size() < kMaxAuditAddresses) {
+    for_audit_.emplace(remote, AuditCount{remote, now_ms, now_ms, 1});
+  } else {
+    if (others_.count++ == 0) others_.first_ms = now_ms;
+    others_.last_ms = now_ms;
   }
-  return (left_ms + 999) / 1000;
-}
-
-void SignInLimiter::Failed(const std::string& remote, int64_t now_ms) {
-  std::lock_guard lock(mu_);
   if (by_address_.size() >= kMaxAddresses && !by_address_.count(remote)) {
     std::erase_if(by_address_,
                   [&](const auto& e) { return e.second.start_ms + kWindowMs <= now_ms; });
@@ -98,10 +105,25 @@ void SignInLimiter::Failed(const std::string& remote, int64_t now_ms) {
   if (w.start_ms + kWindowMs <= now_ms) w = Window{now_ms, 0};
   if (++w.failures == kMaxFailures) {
     spdlog::warn(
-        "api: {} failed sign-ins from {} within a minute: refusing it for the rest of "
-        "the minute",
-        kMaxFailures, remote);
+        "api: {} failed sign-ins from {} within a minute: refusing its unknown tokens for the "
+        "rest of the minute",
+        kMaxFailures, Printable(remote));
   }
+  if (w.failures <= kMaxFailures) return 0;
+  return std::max<int64_t>(1, (w.start_ms + kWindowMs - now_ms + 999) / 1000);
+}
+
+std::vector<SignInLimiter::AuditCount> SignInLimiter::TakeAuditCounts() {
+  std::lock_guard lock(mu_);
+  std::vector<AuditCount> out;
+  out.reserve(for_audit_.size() + 1);
+  for (auto& [_, c] : for_audit_) out.push_back(std::move(c));
+  for_audit_.clear();
+  std::sort(out.begin(), out.end(),
+            [](const AuditCount& a, const AuditCount& b) { return a.first_ms < b.first_ms; });
+  if (others_.count > 0) out.push_back(others_);
+  others_ = AuditCount{"other addresses"};
+  return out;
 }
 
 Result<bool> BootstrapAdminToken(store::TokenStore& store, Clock& clock, const std::string& path) {

@@ -103,19 +103,32 @@ class Authenticator {
   std::map<std::string, int64_t> used_;    // by token id, not yet written; guarded by mu_
 };
 
-// Failed sign-ins per source address: after kMaxFailures within a minute the address is refused
-// (429 with Retry-After) until that minute is over, whatever token it sends, so tokens cannot
-// be guessed at speed. A valid token costs one map lookup. Thread-safe; at most kMaxAddresses
-// are remembered (the oldest windows go first).
+// Failed sign-ins per source address. A valid token always passes; after kMaxFailures within a
+// minute an unknown token from the address is refused (429 with Retry-After) until that minute
+// is over, so tokens cannot be guessed at speed while nobody with a valid token behind the same
+// address (a NAT, a proxy, a site of agents) is kept out. The failures are also gathered for
+// the audit log, one record per address and minute with its count (TakeAuditCounts), so a flood
+// of bad tokens writes a bounded number of rows. Thread-safe; at most kMaxAddresses remembered.
 class SignInLimiter {
  public:
   static constexpr int kMaxFailures = 20;
   static constexpr int64_t kWindowMs = 60'000;
   static constexpr size_t kMaxAddresses = 100'000;
-  // 0 when `remote` may try; else the seconds until it may.
-  int64_t RetryAfterS(const std::string& remote, int64_t now_ms);
-  // Counts a failed sign-in; logs the one that starts the refusal.
-  void Failed(const std::string& remote, int64_t now_ms);
+  // Addresses named in the audit log per flush; the failures of any more are summed in one
+  // record for "other addresses".
+  static constexpr size_t kMaxAuditAddresses = 1'000;
+  // Counts a failed sign-in from `remote`. 0 while the address may still try; else the seconds
+  // until it may again (the answer is then a 429).
+  int64_t Failed(const std::string& remote, int64_t now_ms);
+
+  struct AuditCount {
+    std::string remote;  // "other addresses" for the sum beyond kMaxAuditAddresses
+    int64_t first_ms = 0;
+    int64_t last_ms = 0;
+    int64_t count = 0;
+  };
+  // The failures counted since the last call, one entry per address, oldest first.
+  std::vector<AuditCount> TakeAuditCounts();
 
  private:
   struct Window {
@@ -123,7 +136,9 @@ class SignInLimiter {
     int failures = 0;
   };
   std::mutex mu_;
-  std::map<std::string, Window> by_address_;  // guarded by mu_
+  std::map<std::string, Window> by_address_;     // guarded by mu_
+  std::map<std::string, AuditCount> for_audit_;  // guarded by mu_
+  AuditCount others_{"other addresses"};         // guarded by mu_
 };
 
 // One lookup, with nothing remembered.

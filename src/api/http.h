@@ -60,6 +60,21 @@ Response JsonResponse(int status, std::string body);
 // A handler runs with the caller already authenticated and authorised for `min_role`.
 using Handler = std::function<Response(const Request&, const Principal&)>;
 
+// What a route touches, for the scope policy (a token limited to some clusters). Every route
+// states it; the server applies it before the handler runs (scope.h says what each means).
+enum class Scope {
+  kUndeclared,  // treated as kFleet; the route walk fails on it
+  kFleet,       // fleet-wide objects (tokens, audit, channels, rules, prices, compat, bulletins,
+                // teams, the simulator): a token limited to some clusters is refused (403)
+  kClusters,    // objects of clusters: the one the path names is checked by the server (404
+                // when the token cannot see it), what a body or selector reaches by the
+                // handler through the policy's checks, and lists show only the token's clusters
+  kAny,         // nothing of any cluster (reference data, the caller itself): any token
+};
+// The path parameter that names a kClusters route's object, resolved to its cluster.
+enum class ScopeObject { kNone, kNode, kPool, kCluster };
+std::string_view ToString(Scope scope);
+
 class Router {
  public:
   // pattern: "/api/v1/nodes/{name}/cordon"; `public_route` skips authentication.
@@ -73,6 +88,12 @@ class Router {
   void TakesYaml() { routes_.back().raw_body = true; }
   // The route added last takes CSV or JSON, by its Content-Type, and checks the body itself.
   void TakesCsv() { routes_.back().raw_body = true; }
+  // The scope of the route added last, and the path parameter that names its object.
+  void Scoped(Scope scope, ScopeObject object = ScopeObject::kNone, std::string param = "name") {
+    routes_.back().scope = scope;
+    routes_.back().object = object;
+    routes_.back().object_param = std::move(param);
+  }
 
   struct Match {
     const Handler* handler = nullptr;
@@ -80,6 +101,9 @@ class Router {
     bool public_route = false;
     bool slow = false;      // AddSlow
     bool raw_body = false;  // TakesYaml, TakesCsv
+    Scope scope = Scope::kUndeclared;
+    ScopeObject object = ScopeObject::kNone;
+    std::string object_param;
     std::map<std::string, std::string> params;
     bool path_known = false;  // some route has this path (for 405 vs 404)
     std::string pattern;      // the matched route, "/api/v1/nodes/{name}"
@@ -91,6 +115,7 @@ class Router {
     std::string method, pattern;
     Role min_role;
     bool public_route;
+    Scope scope;
   };
   std::vector<Entry> Entries() const;
 
@@ -104,6 +129,9 @@ class Router {
     bool public_route;
     bool slow = false;
     bool raw_body = false;
+    Scope scope = Scope::kUndeclared;
+    ScopeObject object = ScopeObject::kNone;
+    std::string object_param;
   };
   std::vector<Route> routes_;
 };

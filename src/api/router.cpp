@@ -11,6 +11,20 @@ bool Principal::CanSeeCluster(const std::string& cluster) const {
   return clusters.empty() || std::find(clusters.begin(), clusters.end(), cluster) != clusters.end();
 }
 
+std::string_view ToString(Scope scope) {
+  switch (scope) {
+    case Scope::kFleet:
+      return "fleet";
+    case Scope::kClusters:
+      return "clusters";
+    case Scope::kAny:
+      return "any";
+    case Scope::kUndeclared:
+      break;
+  }
+  return "undeclared";
+}
+
 Response JsonResponse(int status, std::string body) {
   Response r;
   r.status = status;
@@ -31,7 +45,9 @@ void Router::Add(std::string method, std::string pattern, Role min_role, Handler
 
 std::vector<Router::Entry> Router::Entries() const {
   std::vector<Entry> out;
-  for (const auto& r : routes_) out.push_back({r.method, r.pattern, r.min_role, r.public_route});
+  for (const auto& r : routes_) {
+    out.push_back({r.method, r.pattern, r.min_role, r.public_route, r.scope});
+  }
   return out;
 }
 
@@ -64,6 +80,9 @@ Router::Match Router::Find(const std::string& method, const std::string& path) c
     m.public_route = r.public_route;
     m.slow = r.slow;
     m.raw_body = r.raw_body;
+    m.scope = r.scope;
+    m.object = r.object;
+    m.object_param = r.object_param;
     m.pattern = r.pattern;
     m.params = std::move(params);
     return m;

@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -19,8 +20,11 @@
 #include "api/context.h"
 #include "api/gzip.h"
 #include "api/json_util.h"
+#include "api/scope.h"
 #include "api/sessions.h"
+#include "common/json_keys.h"
 #include "common/json_text.h"
+#include "common/strings.h"
 #include "net/stream.h"
 #include "proto/proto.h"
 
@@ -71,6 +75,9 @@ struct ApiServer::Impl {
   // safe to use from two threads at once.
   asio::strand<asio::io_context::executor_type> accept_strand{asio::make_strand(io)};
   AgentRegistry agent_conns;
+  // WebSockets not signed in yet, per address: a quarter of the connection limit at most, and
+  // no more than 256, so those that never send a hello cannot fill the server.
+  UnsignedConnections unsigned_conns{std::clamp(options.max_connections / 4, 1, 256)};
   ApiContext ctx;
   Router router;
   std::optional<tcp::acceptor> acceptor;
@@ -119,6 +126,7 @@ struct ApiServer::Impl {
       if (auto s = auth.FlushUse(); !s.ok()) {
         spdlog::warn("api: cannot write tokens' last use: {}", s.error().message);
       }
+      AuditFailedSignIns();
     };
     AddClusterRoutes(router, ctx);
     AddNodeRoutes(router, ctx);
@@ -151,10 +159,31 @@ struct ApiServer::Impl {
         items.push_back(boost::json::object{{"method", e.method},
                                             {"path", e.pattern},
                                             {"role", ToString(e.min_role)},
+                                            {"scope", ToString(e.scope)},
                                             {"public", e.public_route}});
       }
       return ListResponse(std::move(items), Page{5000, 0});
     });
+    router.Scoped(Scope::kAny);
+  }
+
+  // The failed sign-ins gathered since the last flush: one audit record per address (and one
+  // for the addresses beyond SignInLimiter::kMaxAuditAddresses), with the count.
+  void AuditFailedSignIns() {
+    for (const auto& c : sign_ins.TakeAuditCounts()) {
+      AuditRecord rec;
+      rec.time_ms = c.last_ms;
+      rec.actor = "unauthenticated";
+      rec.action = "sign-in failed";
+      rec.target = "sign-in/" + Printable(c.remote, 64);
+      rec.status = 401;
+      rec.result = JsonText(boost::json::object{
+          {"failures", c.count}, {"first_ms", c.first_ms}, {"last_ms", c.last_ms}});
+      if (auto s = store.audit->AppendAudit(rec); !s.ok()) {
+        spdlog::error("api: audit write failed: {}", s.error().message);
+        return;
+      }
+    }
   }
 
   // Latency is measured on the steady clock (an interval, not a time of day).
@@ -181,26 +210,23 @@ struct ApiServer::Impl {
     req.params = std::move(match.params);
     Principal principal{"anonymous", Role::kViewer, {}};
     if (!match.public_route) {
-      SignInGate gate{sign_ins, http_metrics, *clock};
-      if (int64_t wait = gate.Wait(req.remote); wait > 0) {
-        Response r = JsonResponse(
-            429,
-            JsonText(boost::json::object{{"error",
-                                          {{"code", "too_many_requests"},
-                                           {"message", SignInGate::Message(req.remote, wait)}}}}));
-        r.retry_after_s = wait;
-        return r;
-      }
+      // A valid token always passes; an unknown one counts against its address, and past the
+      // limit the answer is a 429 (the failures go to the audit log a minute at a time).
       auto who = auth.Check(req.authorization);
       if (!who.ok()) {
-        Response refused = ErrorResponse(who.error());
         if (who.error().code == ErrorCode::kUnauthenticated) {
-          gate.Failed(req.remote);
-          // In the audit log too (at most kMaxFailures a minute from one address: then 429).
-          refused.audit_target = "sign-in/" + req.remote;
-          Audit(req, Principal{"unauthenticated", Role::kViewer, {}}, refused, true);
+          SignInGate gate{sign_ins, http_metrics, *clock};
+          if (int64_t wait = gate.Failed(req.remote); wait > 0) {
+            Response r =
+                JsonResponse(429, JsonText(boost::json::object{
+                                      {"error",
+                                       {{"code", "too_many_requests"},
+                                        {"message", SignInGate::Message(req.remote, wait)}}}}));
+            r.retry_after_s = wait;
+            return r;
+          }
         }
-        return refused;
+        return ErrorResponse(who.error());
       }
       principal = who.value();
       if (principal.role < match.min_role) {
@@ -208,6 +234,21 @@ struct ApiServer::Impl {
             ErrorCode::kPermissionDenied,
             "this call needs the " + std::string(ToString(match.min_role)) + " role; token '" +
                 principal.name + "' has " + std::string(ToString(principal.role))));
+        Audit(req, principal, r);
+        return r;
+      }
+    }
+    if (!match.public_route) {
+      // The scope policy (scope.h): a fleet-wide route needs a fleet-wide token, and the
+      // object the path names must be one of the token's clusters.
+      Status in_scope =
+          match.scope == Scope::kFleet || match.scope == Scope::kUndeclared
+              ? ScopeFleet(principal, req.method + " " + match.pattern)
+          : match.scope == Scope::kClusters && match.object != ScopeObject::kNone
+              ? ScopePathObject(ctx, principal, match.object, PathParam(req, match.object_param))
+              : Status{};
+      if (!in_scope.ok()) {
+        Response r = ErrorResponse(in_scope.error());
         Audit(req, principal, r);
         return r;
       }
@@ -239,15 +280,21 @@ struct ApiServer::Impl {
     boost::system::error_code ec;
     auto v = boost::json::parse(req.body, ec);
     if (ec) return MakeError(ErrorCode::kInvalidArgument, "malformed JSON: " + ec.message());
+    GF_TRY(CheckJsonKeys(req.body));  // one meaning: no key given twice
     if (!v.is_object()) {
       return MakeError(ErrorCode::kInvalidArgument, "the body must be a JSON object");
     }
     return {};
   }
 
-  // Mutating calls are audited; a failed sign-in is, whatever the method (`always`).
-  void Audit(const Request& req, const Principal& who, const Response& r, bool always = false) {
-    if (!always && (req.method == "GET" || req.method == "HEAD")) return;
+  static std::string PathParam(const Request& req, const std::string& key) {
+    auto it = req.params.find(key);
+    return it == req.params.end() ? std::string() : it->second;
+  }
+
+  // Mutating calls are audited (failed sign-ins a minute at a time: AuditFailedSignIns).
+  void Audit(const Request& req, const Principal& who, const Response& r) {
+    if (req.method == "GET" || req.method == "HEAD") return;
     AuditRecord rec;
     rec.time_ms = clock->NowMs();
     rec.actor = who.name;
@@ -370,6 +417,19 @@ struct ApiServer::Impl {
     co_return !ec;
   }
 
+  Response TooManyUnsigned(const std::string& remote) {
+    http_metrics.CountConnectionRefused();
+    Response r = JsonResponse(
+        429, JsonText(boost::json::object{
+                 {"error",
+                  {{"code", "too_many_requests"},
+                   {"message", std::to_string(unsigned_conns.limit()) + " WebSockets from " +
+                                   Printable(remote) +
+                                   " have not signed in yet: try again when they have"}}}}));
+    r.retry_after_s = 1;
+    return r;
+  }
+
   // A lingering close: after an early reply (413), read and drop what the client still sends
   // for a moment, so the kernel does not reset the connection before it reads our reply.
   asio::awaitable<void> DrainAndClose(net::Stream& stream) {
@@ -474,17 +534,30 @@ struct ApiServer::Impl {
           co_await WriteSimple(stream, std::move(refused), in.version(), false);
           break;
         }
-        stream.next_layer().expires_never();
+        auto slot = unsigned_conns.Acquire(remote);
+        if (!slot) {
+          // Named, not a temporary inside co_await: see Send() in agent.cpp (a GCC 12 bug).
+          Response too_many = TooManyUnsigned(remote);
+          co_await WriteSimple(stream, std::move(too_many), in.version(), false);
+          break;
+        }
         auto upgrade = parser.release();
         co_await ServeAgent(std::move(stream), std::move(upgrade), remote, agents, agent_conns,
-                            {sign_ins, http_metrics, *clock}, registrar.get_executor());
+                            {sign_ins, http_metrics, *clock}, std::move(slot),
+                            registrar.get_executor());
         co_return;
       }
       if (websocket::is_upgrade(in) && in.target() == "/api/v1/stream") {
-        stream.next_layer().expires_never();
+        auto slot = unsigned_conns.Acquire(remote);
+        if (!slot) {
+          // Named, not a temporary inside co_await: see Send() in agent.cpp (a GCC 12 bug).
+          Response too_many = TooManyUnsigned(remote);
+          co_await WriteSimple(stream, std::move(too_many), in.version(), false);
+          break;
+        }
         auto upgrade = parser.release();
         co_await ServeStream(std::move(stream), std::move(upgrade), remote, auth, hub,
-                             {sign_ins, http_metrics, *clock});
+                             {sign_ins, http_metrics, *clock}, std::move(slot));
         co_return;
       }
       // Counted from here until its answer is written: a request whose work is done (a job

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -63,28 +64,72 @@ class SignInLimiter;  // context.h
 class HttpMetrics;    // http_metrics.h
 
 // The failed sign-in limit of the HTTP routes, applied to the WebSocket hellos too: a dashboard
-// stream's token and an agent's join token or node token count against the same address.
+// stream's token and an agent's join token or node token (or a hello that is no hello) count
+// against the same address. A valid credential always passes.
 struct SignInGate {
   SignInLimiter& limiter;
   HttpMetrics& metrics;
   Clock& clock;
-  // 0 when `remote` may try; else the seconds until it may (counted as a refusal).
-  int64_t Wait(const std::string& remote);
-  void Failed(const std::string& remote);
+  // Counts a refused sign-in from `remote`: 0, or the seconds until the address may try an
+  // unknown credential again (counted as a refusal; the answer is then "too many").
+  int64_t Failed(const std::string& remote);
   // "too many failed sign-ins from ADDRESS: try again in N s"
   static std::string Message(const std::string& remote, int64_t wait_s);
 };
+
+// WebSockets that have not signed in yet (no hello, no token), per source address: at most
+// `limit` at once from one address, so connections that never say who they are cannot take
+// the server's connection limit. Thread-safe.
+class UnsignedConnections {
+ public:
+  explicit UnsignedConnections(int limit) : limit_(limit) {}
+  // A slot for one connection from `remote`, released when the returned guard goes (or by its
+  // Release()); an empty guard when the address already holds `limit`.
+  class Slot {
+   public:
+    Slot() = default;
+    Slot(UnsignedConnections* owner, std::string remote)
+        : owner_(owner), remote_(std::move(remote)) {}
+    Slot(Slot&& o) noexcept : owner_(std::exchange(o.owner_, nullptr)), remote_(o.remote_) {}
+    Slot& operator=(Slot&& o) noexcept {
+      Release();
+      owner_ = std::exchange(o.owner_, nullptr);
+      remote_ = o.remote_;
+      return *this;
+    }
+    ~Slot() { Release(); }
+    explicit operator bool() const { return owner_ != nullptr; }
+    void Release();
+
+   private:
+    UnsignedConnections* owner_ = nullptr;
+    std::string remote_;
+  };
+  Slot Acquire(const std::string& remote);
+  int limit() const { return limit_; }
+
+ private:
+  const int limit_;
+  std::mutex mu_;
+  std::map<std::string, int> open_;  // guarded by mu_
+};
+
+// How long a WebSocket has, from its upgrade, to send its first message (the hello).
+constexpr int kFirstMessageDeadlineMs = 10'000;
 
 // An agent's WebSocket from its hello until it closes: registered in `registry` while open,
 // its messages handed to `agents`. The hello, which writes the node to the store, runs on
 // `registrar` rather than on the I/O thread, so that a storm of registrations (a fleet that
 // starts, a controller that restarts) does not hold up the heartbeats of the nodes already in.
+// `slot` is the connection's place among those not signed in, released once the hello is read.
 boost::asio::awaitable<void> ServeAgent(net::Stream stream, UpgradeRequest req, std::string remote,
                                         proto::AgentHandler& agents, AgentRegistry& registry,
-                                        SignInGate gate, boost::asio::any_io_executor registrar);
+                                        SignInGate gate, UnsignedConnections::Slot slot,
+                                        boost::asio::any_io_executor registrar);
 
 // The dashboard's live stream, authenticated by its first message, then fed from `hub`.
 boost::asio::awaitable<void> ServeStream(net::Stream stream, UpgradeRequest req, std::string remote,
-                                         Authenticator& auth, const EventHub& hub, SignInGate gate);
+                                         Authenticator& auth, const EventHub& hub, SignInGate gate,
+                                         UnsignedConnections::Slot slot);
 
 }  // namespace gpufleet::api

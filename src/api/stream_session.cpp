@@ -11,6 +11,7 @@
 #include "api/http_metrics.h"
 #include "api/sessions.h"
 #include "common/json_text.h"
+#include "common/strings.h"
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -62,40 +63,56 @@ Result<Principal> Hello(const std::string& first, Authenticator& auth) {
 
 }  // namespace
 
-int64_t SignInGate::Wait(const std::string& remote) {
-  int64_t wait = limiter.RetryAfterS(remote, clock.NowMs());
+int64_t SignInGate::Failed(const std::string& remote) {
+  metrics.CountSignInFailure();
+  int64_t wait = limiter.Failed(remote, clock.NowMs());
   if (wait > 0) metrics.CountSignInRefused();
   return wait;
 }
 
-void SignInGate::Failed(const std::string& remote) {
-  metrics.CountSignInFailure();
-  limiter.Failed(remote, clock.NowMs());
+std::string SignInGate::Message(const std::string& remote, int64_t wait_s) {
+  return "too many failed sign-ins from " + Printable(remote) + ": try again in " +
+         std::to_string(wait_s) + " s";
 }
 
-std::string SignInGate::Message(const std::string& remote, int64_t wait_s) {
-  return "too many failed sign-ins from " + remote + ": try again in " + std::to_string(wait_s) +
-         " s";
+UnsignedConnections::Slot UnsignedConnections::Acquire(const std::string& remote) {
+  std::lock_guard lock(mu_);
+  int& n = open_[remote];
+  if (n >= limit_) return Slot();
+  ++n;
+  return Slot(this, remote);
+}
+
+void UnsignedConnections::Slot::Release() {
+  if (!owner_) return;
+  std::lock_guard lock(owner_->mu_);
+  auto it = owner_->open_.find(remote_);
+  if (it != owner_->open_.end() && --it->second <= 0) owner_->open_.erase(it);
+  owner_ = nullptr;
 }
 
 asio::awaitable<void> ServeStream(net::Stream stream, UpgradeRequest req, std::string remote,
-                                  Authenticator& auth, const EventHub& hub, SignInGate gate) {
+                                  Authenticator& auth, const EventHub& hub, SignInGate gate,
+                                  UnsignedConnections::Slot slot) {
   websocket::stream<net::Stream> ws(std::move(stream));
-  // A ping after 30 s of silence; closed when nothing, not even the pong, comes in 60 s.
-  ws.set_option(
-      websocket::stream_base::timeout{std::chrono::seconds(30), std::chrono::seconds(60), true});
   ws.read_message_max(64 * 1024);
+  // The upgrade and the first message within the deadline, pings or not; then the idle rule.
+  beast::get_lowest_layer(ws).expires_after(std::chrono::milliseconds(kFirstMessageDeadlineMs));
   auto [aec] = co_await ws.async_accept(req, asio::as_tuple(asio::use_awaitable));
   if (aec) co_return;
   beast::flat_buffer buf;
   auto [hec, hn] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
   if (hec) co_return;
-  Result<Principal> who = MakeError(ErrorCode::kUnauthenticated, "");
-  if (int64_t wait = gate.Wait(remote); wait > 0) {
-    who = MakeError(ErrorCode::kUnauthenticated, SignInGate::Message(remote, wait));
-  } else {
-    who = Hello(beast::buffers_to_string(buf.data()), auth);
-    if (!who.ok() && who.error().code == ErrorCode::kUnauthenticated) gate.Failed(remote);
+  slot.Release();
+  beast::get_lowest_layer(ws).expires_never();
+  // A ping after 30 s of silence; closed when nothing, not even the pong, comes in 60 s.
+  ws.set_option(
+      websocket::stream_base::timeout{std::chrono::seconds(30), std::chrono::seconds(60), true});
+  Result<Principal> who = Hello(beast::buffers_to_string(buf.data()), auth);
+  if (!who.ok() && who.error().code == ErrorCode::kUnauthenticated) {
+    if (int64_t wait = gate.Failed(remote); wait > 0) {
+      who = MakeError(ErrorCode::kUnauthenticated, SignInGate::Message(remote, wait));
+    }
   }
   buf.consume(buf.size());
   std::string out;

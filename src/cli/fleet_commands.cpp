@@ -254,6 +254,21 @@ void AddFleetCommands(CLI::App& app, Globals& g) {
         });
       });
     }
+    {
+      auto* cmd = nodes->add_subcommand(
+          "reset-identity",
+          "clear a node's identity: the next agent with a join token takes the name (admin)");
+      static std::string name;
+      cmd->add_option("name", name, "node name")->required();
+      cmd->callback([&g] {
+        auto v = Call(g, "POST", "/api/v1/nodes/" + UrlEncode(name) + "/reset-identity", "{}");
+        if (!v) return;
+        Show(g, *v, [](const json::value& n) {
+          std::printf("node/%s identity cleared: the next agent with a join token takes it\n",
+                      Field(n, "name").c_str());
+        });
+      });
+    }
   }
 
   {

@@ -1,5 +1,8 @@
 #include "common/csv.h"
 
+#include <cctype>
+#include <cstdlib>
+
 namespace gpufleet {
 
 Result<std::vector<CsvRow>> ParseCsv(std::string_view text) {
@@ -78,7 +81,40 @@ Result<std::vector<CsvRow>> ParseCsv(std::string_view text) {
   return rows;
 }
 
+namespace {
+
+bool FormulaChar(char c) {
+  return c == '=' || c == '+' || c == '-' || c == '@' || c == '\t' || c == '\r';
+}
+
+// A number as a spreadsheet reads one: digits, a point, an exponent; nothing to compute.
+bool PlainNumber(std::string_view s) {
+  if (s.empty() || !std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  const std::string text(s);
+  char* end = nullptr;
+  std::strtod(text.c_str(), &end);
+  return end == text.c_str() + text.size();
+}
+
+// Would a spreadsheet take it for a formula?
+bool LooksLikeFormula(std::string_view field) {
+  if (field.empty() || !FormulaChar(field[0])) return false;
+  return !(field[0] == '-' && PlainNumber(field.substr(1)));
+}
+
+}  // namespace
+
+std::string UnguardCsvField(std::string field) {
+  if (field.size() >= 2 && field[0] == '\'' && FormulaChar(field[1])) field.erase(0, 1);
+  return field;
+}
+
 void AppendCsvField(std::string& out, std::string_view field) {
+  std::string guarded;
+  if (LooksLikeFormula(field)) {
+    guarded = "'" + std::string(field);
+    field = guarded;
+  }
   if (field.find_first_of(",\"\r\n") == std::string_view::npos) {
     out += field;
     return;

@@ -21,7 +21,12 @@ struct CsvRow {
 // start is ignored (spreadsheets write one).
 Result<std::vector<CsvRow>> ParseCsv(std::string_view text);
 
-// Appends `field`, quoted when it must be.
+// Appends `field`, quoted when it must be. A field a spreadsheet would run as a formula (one
+// that starts with =, +, @, a tab or a carriage return, or with - and is not a number) gets a
+// leading ' (OWASP's advice for CSV injection), which UnguardCsvField takes off again.
 void AppendCsvField(std::string& out, std::string_view field);
+// A field as read back from a file this project wrote: the ' put before a formula character
+// taken off.
+std::string UnguardCsvField(std::string field);
 
 }  // namespace gpufleet

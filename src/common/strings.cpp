@@ -1,5 +1,6 @@
 #include "common/strings.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 
@@ -38,6 +39,40 @@ std::string FormatBytes(uint64_t bytes) {
   double gib = static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0);
   std::snprintf(buf, sizeof buf, "%.1f GiB", gib);
   return buf;
+}
+
+std::string Printable(std::string_view text, size_t max) {
+  std::string out;
+  out.reserve(std::min(text.size(), max) + 8);
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (out.size() >= max) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c != 0x7f) {
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      static const char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+bool HasControl(std::string_view text) {
+  return std::any_of(text.begin(), text.end(), [](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return c < 0x20 || c == 0x7f;
+  });
 }
 
 void AppendJsonString(std::string& out, std::string_view s) {

@@ -12,6 +12,7 @@
 #include "model/compat.h"
 #include "model/profile.h"
 #include "model/scaling_policy.h"
+#include "model/yaml_input.h"
 
 namespace gpufleet {
 namespace {
@@ -149,9 +150,25 @@ class Validator {
     GF_TRY_ASSIGN(name, Str(map, path, "name", true));
     if (!IsValidName(name)) {
       return Fail(map["name"], path + ".name",
-                  "'" + name + "' must be lower-case letters, digits, '-' or '.', at most 63");
+                  "'" + Printable(name, 80) +
+                      "' must be lower-case letters, digits, '-' or '.', at most 63");
+    }
+    // A plain `name: true` (or null, yes, 1e3) is another type to other YAML readers: a name is
+    // a string, so an ambiguous one must be quoted.
+    if (map["name"].Tag() == "?" && LooksTyped(name)) {
+      return Fail(
+          map["name"], path + ".name",
+          "'" + name + "' reads as a boolean, null or number in YAML: quote it (\"" + name + "\")");
     }
     return name;
+  }
+
+  static bool LooksTyped(const std::string& v) {
+    static const std::set<std::string> kWords = {"true", "false", "yes",  "no",  "on", "off",
+                                                 "y",    "n",     "null", "nan", "inf"};
+    if (kWords.count(v)) return true;
+    return !v.empty() && v.find_first_not_of("0123456789.e-") == std::string::npos &&
+           std::isdigit(static_cast<unsigned char>(v[0]));
   }
 
   Result<int> Int(const YAML::Node& map, const std::string& path, const char* key, int lo, int hi,
@@ -483,14 +500,9 @@ Result<FleetSpec> ParseRoot(const YAML::Node& root, std::string_view filename,
 
 Result<FleetSpec> ParseFleetSpec(std::string_view yaml, std::string_view filename,
                                  const GpuCatalog& catalog) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     std::string(filename) + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
-  return ParseRoot(root, filename, catalog);
+  auto root = LoadYamlInput(yaml, filename);
+  if (!root.ok()) return root.error();
+  return ParseRoot(root.value(), filename, catalog);
 }
 
 namespace {
@@ -519,12 +531,12 @@ Error FromObjectRoot(const Error& e, std::string_view prefix) {
 }
 
 Result<YAML::Node> LoadObject(std::string_view json) {
-  YAML::Node n;
-  try {
-    n = YAML::Load(std::string(json));
-  } catch (const YAML::Exception& e) {
-    return MakeError(ErrorCode::kInvalidArgument, "the body is not a JSON object: " + e.msg);
+  auto loaded = LoadYamlInput(json, kBody);
+  if (!loaded.ok()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "the body is not a JSON object: " + loaded.error().message);
   }
+  YAML::Node n = std::move(loaded).value();
   if (!n.IsMap()) return MakeError(ErrorCode::kInvalidArgument, "the body must be a JSON object");
   return n;
 }

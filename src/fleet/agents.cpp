@@ -65,8 +65,9 @@ int FleetService::ConnectedAgents() const {
 Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const std::string& remote) {
   std::string name = ToLower(hello.facts.hostname);
   if (!IsValidName(name)) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "hostname '" + hello.facts.hostname + "' is not a valid node name");
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        "hostname '" + Printable(hello.facts.hostname, 80) + "' is not a valid node name");
   }
   std::string pool_name, via;
   bool by_node_token = false;
@@ -102,6 +103,24 @@ Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const st
   int64_t now = clock_->NowMs();
   auto [it, created] = nodes_.try_emplace(name);
   Node& node = it->second.node;
+  if (!created && !by_node_token) {
+    // A join token admits a name not registered yet; a registered one needs its own node
+    // token, or an admin's reset of its identity, or to be a node provisioned for this pool,
+    // or one this pool's token registered whose agent never got the welcome (it has not
+    // spoken since: a lost welcome must not lock the machine out).
+    const bool reset = node.token_hash == kJoinableNode;
+    const bool provisioned =
+        node.state == NodeState::kProvisioning && node.token_hash.empty() && node.pool == pool_name;
+    const bool unconfirmed = !it->second.confirmed && node.pool == pool_name;
+    if (!reset && !provisioned && !unconfirmed) {
+      return MakeError(ErrorCode::kPermissionDenied,
+                       "node '" + name + "' is already registered (cluster " + node.cluster +
+                           "): a join token admits only a new name; the node's agent must "
+                           "present its node token, or an admin clears its identity with "
+                           "`gpufleet nodes reset-identity " +
+                           name + "`");
+    }
+  }
   Node before = node;
   std::vector<NodeEvent> events;
   proto::Welcome welcome;
@@ -164,6 +183,7 @@ Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const st
   }
   entry.unsaved = false;
   entry.unsaved_events.clear();
+  entry.confirmed = by_node_token;  // a new node token is confirmed by the agent's next word
   welcome.node = node.name;
   welcome.cluster = node.cluster;
   welcome.pool = node.pool;
@@ -274,6 +294,7 @@ std::optional<proto::Message> FleetService::OnMessage(const std::string& name,
   auto lock = LockFor(name);
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return std::nullopt;
+  it->second.confirmed = true;  // it speaks after the welcome: it has its node token
   Node& node = it->second.node;
   node.last_seen_ms = clock_->NowMs();
   const auto* inventory = std::get_if<proto::Inventory>(&message);

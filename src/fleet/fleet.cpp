@@ -392,6 +392,32 @@ Result<Node> FleetService::Act(const std::string& name, NodeAction action,
   return node;
 }
 
+Result<Node> FleetService::ResetIdentity(const std::string& name, const std::string& actor) {
+  auto lock = LockFor(name);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return MakeError(ErrorCode::kNotFound, "no node '" + name + "'");
+  Entry& entry = it->second;
+  Node& node = entry.node;
+  if (node.facts.backend == kExporterBackend) {
+    return MakeError(ErrorCode::kConflict,
+                     "node " + name + " is scraped from dcgm-exporter; it has no agent identity");
+  }
+  Node before = node;
+  node.token_hash = std::string(kJoinableNode);
+  NodeEvent e;
+  e.node = name;
+  e.time_ms = clock_->NowMs();
+  e.from = e.to = std::string(ToString(node.state));
+  e.reason = "identity cleared by " + actor + ": the next agent with a join token takes the name";
+  e.actor = actor;
+  entry.summary.clear();
+  if (auto s = Save(entry, {e}, /*retry=*/false); !s.ok()) {
+    node = before;
+    return s.error();
+  }
+  return node;
+}
+
 Result<Node> FleetService::Provision(const std::string& pool_name, const std::string& name,
                                      bool simulated, const std::string& reason,
                                      const std::string& actor) {

@@ -128,6 +128,11 @@ class FleetService : public proto::AgentHandler {
   void set_busy_check(std::function<bool(const std::string& node)> busy) {
     busy_ = std::move(busy);
   }
+  // Clears the node's identity (its node token): the next agent that says hello with the name
+  // and a join token, of any pool, takes it, as a machine reinstalled without its state does.
+  // Until then a join token is refused for a registered name. The agent connected now, if any,
+  // keeps its connection until it closes. Returns the node after it.
+  Result<Node> ResetIdentity(const std::string& name, const std::string& actor);
   // Autoscaling. Provision records a node that is being started for `pool` (state
   // provisioning, until its agent registers); a retired node of that name is brought back.
   // kConflict for a node that exists and is not retired.
@@ -189,6 +194,10 @@ class FleetService : public proto::AgentHandler {
     std::vector<NodeEvent> unsaved_events;
     // A registration (OnHello) is writing this node outside mu_: no other change until it ends.
     bool writing = false;
+    // The agent has its node token: it spoke after the welcome that carried it, or came back
+    // with it. Until then (a welcome lost on the way) the same pool's join token may register
+    // the name again. Memory only: a node read from the store is taken as confirmed.
+    bool confirmed = true;
   };
   // mu_, once no registration is writing node `name` (LockFor's wait is on written_).
   std::unique_lock<std::mutex> LockFor(const std::string& name);

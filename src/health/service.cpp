@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/strings.h"
+
 namespace gpufleet::health {
 namespace {
 
@@ -269,11 +271,11 @@ void HealthService::OnActionResult(const std::string& node, const proto::Command
   (void)audit_.AppendAudit(a);
   if (!result.ok) {
     spdlog::error("remediation: {} of GPU {} on {} failed: {}", result.action, result.gpu, node,
-                  result.message);
+                  Printable(result.message, 400));
     return;
   }
   spdlog::warn("remediation: {} of GPU {} on {} done: {}", result.action, result.gpu, node,
-               result.message);
+               Printable(result.message, 400));
   OnReset(node, result.action == "reset_gpu" ? result.gpu : -1);
 }
 

@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/json_text.h"
+#include "common/strings.h"
 
 namespace gpufleet::ingest {
 
@@ -31,6 +32,20 @@ std::map<std::string, std::string> Versions(const NodeFacts& facts, const std::v
 Result<proto::Welcome> Ingest::OnHello(const proto::Hello& hello, const std::string& remote) {
   auto before = fleet_.GetNode(hello.facts.hostname);
   auto welcome = fleet_.OnHello(hello, remote);
+  if (!welcome.ok() && welcome.error().code == ErrorCode::kPermissionDenied) {
+    // A name taken by a credential that is not the node's own: in the audit log, not only the
+    // log, as an attempt on the node's identity.
+    AuditRecord rec;
+    rec.time_ms = RealClock()->NowMs();
+    rec.actor = "agent at " + Printable(remote, 64);
+    rec.action = "hello refused";
+    rec.target = "node/" + Printable(ToLower(hello.facts.hostname), 64);
+    rec.status = 403;
+    rec.result = welcome.error().message;
+    if (auto s = audit_.AppendAudit(rec); !s.ok()) {
+      spdlog::error("ingest: audit of a refused hello failed: {}", s.error().message);
+    }
+  }
   if (!welcome.ok() || !before.ok() || before->name != welcome->node) return welcome;
   auto was = Versions(before->facts, before->gpus);
   auto now = Versions(hello.facts, hello.gpus);
@@ -84,14 +99,22 @@ std::optional<proto::Message> Ingest::OnMessage(const std::string& node,
   const auto* samples = std::get_if<proto::Samples>(&message);
   if (!samples) return std::nullopt;
   std::vector<std::string> uuids = fleet_.GpuUuids(node);
+  // A batch that is not stored is not acknowledged, and neither is any later one on this
+  // connection (an acknowledgement covers every batch before it): the error closes the
+  // connection, and the agent sends again, on its next, everything not acknowledged.
+  auto not_stored = [&](const std::string& why) {
+    return proto::Message(proto::ErrorMessage{
+        "unavailable", "batch " + std::to_string(samples->seq) + " not stored (" + why +
+                           "); reconnect and send it again"});
+  };
   if (!samples->events.empty() && !RecordGpuEvents(node, uuids, samples->events)) {
-    return std::nullopt;
+    return not_stored("its GPU events could not be written");
   }
   // One append for the rows and the XID gauge of the events (TelemetryStore::Ingest).
   auto stored = telemetry_.Ingest(uuids, *samples);
   if (!stored.ok()) {
     spdlog::error("telemetry from {} not stored: {}", node, stored.error().message);
-    return std::nullopt;
+    return not_stored(stored.error().message);
   }
   return proto::Message(proto::Ack{samples->seq});
 }
@@ -103,7 +126,8 @@ bool Ingest::RecordGpuEvents(const std::string& node, const std::vector<std::str
   for (const auto& e : events) {
     bool known = e.gpu >= 0 && e.gpu < static_cast<int>(uuids.size());
     records.push_back({0, e.time_ms, node, e.gpu, known ? uuids[e.gpu] : "", e.kind, e.value});
-    spdlog::warn("{} GPU {} ({}): {} {}", node, e.gpu, records.back().uuid, e.kind, e.value);
+    spdlog::warn("{} GPU {} ({}): {} {}", node, e.gpu, Printable(records.back().uuid, 80),
+                 Printable(e.kind, 64), e.value);
   }
   if (auto s = store_.AppendGpuEvents(records); !s.ok()) {
     spdlog::error("events from {} not stored: {}", node, s.error().message);

@@ -6,6 +6,8 @@
 #include <set>
 #include <unordered_map>
 
+#include "common/strings.h"
+
 namespace gpufleet::lifecycle {
 namespace {
 
@@ -193,7 +195,7 @@ void DriftService::OnCommandResult(const std::string& node, const proto::Command
   if (what.empty()) return;
   Audit("drift auto remediation result: " + what, "node/" + node, result.ok ? 200 : 409,
         result.message);
-  spdlog::info("drift: {} {}: {}", node, what, result.message);
+  spdlog::info("drift: {} {}: {}", node, what, Printable(result.message, 400));
 }
 
 Status DriftService::Load() {

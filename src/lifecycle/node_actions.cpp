@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/strings.h"
 #include "lifecycle/internal.h"
 #include "lifecycle/rollout_service.h"
 
@@ -123,9 +124,9 @@ void RolloutService::AdvanceOperations(Snapshot& snap, int64_t now) {
                 (op.mode.empty() ? "" : " " + op.mode) + " (operation " + std::to_string(id) + ")",
             "node/" + op.node, ok ? 200 : 500, message);
       if (ok) {
-        spdlog::info("node {}: {} done: {}", op.node, op.action, message);
+        spdlog::info("node {}: {} done: {}", op.node, op.action, Printable(message, 400));
       } else {
-        spdlog::error("node {}: {} failed: {}", op.node, op.action, message);
+        spdlog::error("node {}: {} failed: {}", op.node, op.action, Printable(message, 400));
       }
     };
     auto restore = [&] {

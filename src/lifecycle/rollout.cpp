@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <set>
 
 #include "common/clock.h"
 #include "common/json_text.h"
+#include "common/strings.h"
 #include "model/json.h"
 
 namespace json = boost::json;
@@ -264,13 +266,20 @@ Result<RolloutRequest> ParseRolloutRequest(std::string_view body) {
   if (!k) return Bad("kind", "'" + kind + "' must be driver, gpu-firmware or nic-firmware");
   r.kind = *k;
   r.target = Str(o, "target");
+  // Both go to the node's action program as arguments: neither may look like an option.
   if (r.target.empty() || r.target.size() > 64 ||
+      !std::isalnum(static_cast<unsigned char>(r.target[0])) ||
       r.target.find_first_not_of("0123456789abcdefABCDEF.-_") != std::string::npos) {
     return Bad("target", "must be a version such as 580.95.05");
   }
   if (const auto* p = o.if_contains("package")) {
     if (!p->is_string()) return Bad("package", "must be a path or URL");
     r.package = std::string(p->as_string());
+    if (r.package.size() > 1024 || (!r.package.empty() && r.package[0] == '-') ||
+        HasControl(r.package)) {
+      return Bad("package",
+                 "must be a path or URL of at most 1024 bytes, not starting with '-', on one line");
+    }
   }
   const auto* sel = o.if_contains("selector");
   if (!sel || !sel->is_object()) return Bad("selector", "is required: {pools: [...]} or the like");

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "common/clock.h"
+#include "common/strings.h"
 #include "lifecycle/internal.h"
 
 namespace gpufleet::lifecycle {
@@ -667,7 +668,7 @@ void RolloutService::Fail(Rollout& r, RolloutNode& n, const std::string& why, in
     }
   }
   events.push_back({0, r.id, now, n.node, "failed", n.message});
-  spdlog::error("rollout {}: node {} failed: {}", r.id, n.node, n.message);
+  spdlog::error("rollout {}: node {} failed: {}", r.id, n.node, Printable(n.message, 400));
 }
 
 void RolloutService::Restore(Rollout& r, RolloutNode& n, int64_t now,

@@ -243,8 +243,9 @@ Result<std::vector<AssetPatch>> ParseAssetsCsv(std::string_view text) {
                            " fields where the header has " + std::to_string(header.fields.size()));
     }
     std::vector<std::pair<std::string, std::string>> cells;
-    for (size_t i = 0; i < row.fields.size(); ++i)
-      cells.emplace_back(header.fields[i], row.fields[i]);
+    for (size_t i = 0; i < row.fields.size(); ++i) {
+      cells.emplace_back(header.fields[i], UnguardCsvField(row.fields[i]));  // as exported
+    }
     auto p = MakePatch(line, std::move(cells), [&](std::string_view c) {
       return line + ", field '" + std::string(c) + "'";
     });

@@ -7,9 +7,11 @@
 #include <cstdlib>
 #include <map>
 #include <numeric>
-#include <regex>
 #include <set>
 #include <tuple>
+
+#include "common/strings.h"
+#include "model/yaml_input.h"
 
 namespace gpufleet {
 namespace embedded {
@@ -20,14 +22,32 @@ namespace {
 
 namespace json = boost::json;
 
-bool IsDate(std::string_view s) {
-  static const std::regex re(R"(\d{4}-\d{2}-\d{2})");
-  return std::regex_match(s.begin(), s.end(), re);
+// Fixed shapes are checked by hand: no regular expression runs over a document's text.
+bool AllDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+bool IsDate(std::string_view s) {  // YYYY-MM-DD
+  return s.size() == 10 && s[4] == '-' && s[7] == '-' && AllDigits(s.substr(0, 4)) &&
+         AllDigits(s.substr(5, 2)) && AllDigits(s.substr(8, 2));
+}
+
+// CVE-YYYY-NNNN..., the sequence number of 4 to 19 digits (MITRE's are at most 7 today).
 bool IsCveId(std::string_view s) {
-  static const std::regex re(R"(CVE-\d{4}-\d{4,})");
-  return std::regex_match(s.begin(), s.end(), re);
+  if (s.size() < 13 || s.size() > 28 || s.substr(0, 4) != "CVE-" || s[8] != '-') return false;
+  return AllDigits(s.substr(4, 4)) && AllDigits(s.substr(9));
+}
+
+// A bulletin's id (a CSAF tracking.id, NVIDIA's "5614"-style numbers): it becomes a key and a
+// part of URLs, so letters, digits, '.', '_' and '-' only, at most 64 of them.
+bool IsBulletinId(std::string_view s) {
+  return !s.empty() && s.size() <= 64 &&
+         std::all_of(s.begin(), s.end(),
+                     [](char c) {
+                       return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                              (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+                     }) &&
+         s != "." && s != "..";
 }
 
 bool KnownComponent(std::string_view c) {
@@ -82,7 +102,7 @@ Result<BulletinCve> ReadCve(const YamlReader& r, const YAML::Node& e, const std:
   BulletinCve cve;
   auto id = r.Str(e, at, "id", true);
   if (!id) return id.error();
-  if (!IsCveId(*id)) return r.Bad(e["id"], at + ".id", "not a CVE id: " + *id);
+  if (!IsCveId(*id)) return r.Bad(e["id"], at + ".id", "not a CVE id: " + Printable(*id, 80));
   cve.id = *id;
   const YAML::Node score = e["cvss"];
   double cvss = -1;
@@ -217,11 +237,13 @@ Status WalkTree(const CsafReader& r, const json::array& branches, const std::str
 enum class RowKind { kSkip, kBareMetal, kVgpu };
 
 RowKind Classify(const CsafProduct& p, BulletinFix& fix) {
-  static const std::regex linux_branch(R"(Linux\(R(\d+)\))");
-  std::smatch m;
-  const bool linux_arch = p.architecture.rfind("Linux", 0) == 0;
-  if (p.product_name == "Tesla" && std::regex_match(p.architecture, m, linux_branch)) {
-    fix = {std::string(kComponentDriver), "R" + m[1].str(), p.version};
+  // "Linux(R580)": the branch of a data-center driver row.
+  const std::string_view arch = p.architecture;
+  const bool linux_arch = arch.rfind("Linux", 0) == 0;
+  if (p.product_name == "Tesla" && arch.size() > 8 && arch.substr(0, 7) == "Linux(R" &&
+      arch.back() == ')' && AllDigits(arch.substr(7, arch.size() - 8))) {
+    fix = {std::string(kComponentDriver), "R" + std::string(arch.substr(7, arch.size() - 8)),
+           p.version};
     return RowKind::kBareMetal;
   }
   if ((p.product_name == "Guest driver" || p.product_name == "Virtual GPU Manager") &&
@@ -267,8 +289,10 @@ Result<double> ScoreOf(const CsafReader& r, const json::object& s, const std::st
 
 Result<BulletinSet> BulletinSet::Parse(std::string_view yaml, std::string_view source) {
   YamlReader r(source);
+  auto loaded = LoadYamlInput(yaml, source);
+  if (!loaded.ok()) return loaded.error();
   try {
-    const YAML::Node root = YAML::Load(std::string(yaml));
+    const YAML::Node root = std::move(loaded).value();
     if (auto s = r.Keys(root, "$", {"version", "bulletins"}); !s) return s.error();
     if (root["version"].as<std::string>("") != "1") {
       return r.Bad(root["version"], "version", "expected 1");
@@ -285,6 +309,11 @@ Result<BulletinSet> BulletinSet::Parse(std::string_view yaml, std::string_view s
       Bulletin b;
       auto id = r.Str(e, at, "id", true);
       if (!id) return id.error();
+      if (!IsBulletinId(*id)) {
+        return r.Bad(e["id"], at + ".id",
+                     "'" + Printable(*id, 80) +
+                         "' is not a bulletin id (letters, digits, '.', '_' and '-', at most 64)");
+      }
       if (!ids.insert(*id).second) return r.Bad(e["id"], at + ".id", "listed twice: " + *id);
       b.id = *id;
       auto product = r.Str(e, at, "product", true);
@@ -366,7 +395,11 @@ Result<Bulletin> ParseCsafAdvisory(std::string_view json_text) {
   b.origin = "imported";
   auto id = r.Str(**tracking, "$.document.tracking", "id", true);
   if (!id) return id.error();
-  if (id->empty()) return r.Bad("$.document.tracking.id", "empty");
+  if (!IsBulletinId(*id)) {
+    return r.Bad("$.document.tracking.id",
+                 "'" + Printable(*id, 80) +
+                     "' is not a bulletin id (letters, digits, '.', '_' and '-', at most 64)");
+  }
   b.id = *id;
   auto released = r.Str(**tracking, "$.document.tracking", "initial_release_date", true);
   if (!released) return released.error();
@@ -403,7 +436,7 @@ Result<Bulletin> ParseCsafAdvisory(std::string_view json_text) {
     BulletinCve cve;
     auto cve_id = r.Str(**v, at, "cve", true);
     if (!cve_id) return cve_id.error();
-    if (!IsCveId(*cve_id)) return r.Bad(at + ".cve", "not a CVE id: " + *cve_id);
+    if (!IsCveId(*cve_id)) return r.Bad(at + ".cve", "not a CVE id: " + Printable(*cve_id, 80));
     cve.id = *cve_id;
     if (const json::value* cwe = (*v)->if_contains("cwe")) {
       auto co = r.Obj(*cwe, at + ".cwe");

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <set>
 
+#include "model/yaml_input.h"
+
 namespace gpufleet {
 namespace embedded {
 std::string_view compat_matrix();
@@ -191,8 +193,10 @@ Result<std::shared_ptr<const CompatMatrix>> CompatMatrix::Parse(std::string_view
                                                                 std::string_view source) {
   auto m = std::make_shared<CompatMatrix>();
   Reader r(source);
+  auto loaded = LoadYamlInput(yaml, source);
+  if (!loaded.ok()) return loaded.error();
   try {
-    YAML::Node root = YAML::Load(std::string(yaml));
+    YAML::Node root = std::move(loaded).value();
     if (!root.IsMap()) return r.Bad(root, "(document)", "must be a mapping");
     GF_TRY(r.Keys(root, "(document)",
                   {"version", "branches", "cuda", "architectures", "models", "gpu_operator"}));

@@ -253,8 +253,13 @@ struct Node {
   // When its agent last registered (a hello): a reboot is over when this is after it began.
   // Kept in memory only.
   int64_t connected_ms = 0;
-  std::string token_hash;  // the node credential's SHA-256; never leaves the controller
+  // The node credential's SHA-256; never leaves the controller. kJoinableNode when an admin has
+  // cleared the node's identity: the next agent with a join token may take the name.
+  std::string token_hash;
 };
+
+// Node::token_hash of a node whose identity was cleared (no SHA-256 hex digest is this).
+inline constexpr std::string_view kJoinableNode = "joinable";
 
 struct NodeEvent {
   int64_t id = 0;

@@ -17,6 +17,8 @@ class AgentHandler {
   // A hello: registers (or re-attaches) the node. The error's message goes back to the agent.
   virtual Result<Welcome> OnHello(const Hello& hello, const std::string& remote) = 0;
   // Any later message from the registered node `node`; a returned message (an ack) is sent back.
+  // A returned ErrorMessage also closes the connection: what the agent sent was not kept, and
+  // it sends again what was not acknowledged when it reconnects.
   virtual std::optional<Message> OnMessage(const std::string& node, const Message& message) = 0;
   // The connection of `node` closed (the node may be back on a new one already).
   virtual void OnClosed(const std::string& node, uint64_t connection) = 0;

@@ -308,7 +308,19 @@ std::string Encode(const Message& message) {
   return JsonText(o);
 }
 
-Result<Message> Decode(std::string_view text) {
+namespace {
+
+// An integer in a row of numbers (a fraction or a number out of range is not one).
+std::optional<int64_t> IntegerIn(const json::value& v) {
+  if (v.is_int64()) return v.as_int64();
+  if (v.is_uint64() && v.as_uint64() <= INT64_MAX) return static_cast<int64_t>(v.as_uint64());
+  return std::nullopt;
+}
+
+// A GPU's index on its node, as rows and events carry it.
+constexpr int64_t kMaxGpuIndex = 1023;
+
+Result<Message> DecodeObject(std::string_view text) {
   json::object o;
   GF_TRY_ASSIGN(o, ParseObject(text));
   int64_t version = 0;
@@ -364,14 +376,22 @@ Result<Message> Decode(std::string_view text) {
       return MakeError(ErrorCode::kInvalidArgument, "samples need 'rows'");
     }
     for (const auto& rv : rows->value().as_array()) {
-      if (!rv.is_array() || rv.as_array().size() < 2 || !rv.as_array()[0].is_number() ||
-          !rv.as_array()[1].is_number()) {
-        return MakeError(ErrorCode::kInvalidArgument, "each row is [time_ms, gpu, values...]");
+      const auto* row_array = rv.if_array();
+      std::optional<int64_t> time_ms, gpu;
+      if (row_array && row_array->size() >= 2) {
+        time_ms = IntegerIn((*row_array)[0]);
+        gpu = IntegerIn((*row_array)[1]);
       }
-      const auto& row = rv.as_array();
+      if (!time_ms || !gpu || *time_ms < 0 || *gpu < 0 || *gpu > kMaxGpuIndex) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "each row is [time_ms, gpu, values...] with whole non-negative "
+                         "time_ms and gpu (0.." +
+                             std::to_string(kMaxGpuIndex) + ")");
+      }
+      const auto& row = *row_array;
       SampleRow r;
-      r.time_ms = row[0].to_number<int64_t>();
-      r.gpu = row[1].to_number<int>();
+      r.time_ms = *time_ms;
+      r.gpu = static_cast<int>(*gpu);
       for (size_t i = 2; i < row.size() && i - 2 < kFieldCount; ++i) {
         if (row[i].is_null()) continue;
         if (!row[i].is_number()) {
@@ -384,15 +404,21 @@ Result<Message> Decode(std::string_view text) {
     }
     if (auto ev = o.find("events"); ev != o.end() && ev->value().is_array()) {
       for (const auto& e : ev->value().as_array()) {
-        if (!e.is_array() || e.as_array().size() != 4 || !e.as_array()[0].is_number() ||
-            !e.as_array()[1].is_number() || !e.as_array()[2].is_string() ||
-            !e.as_array()[3].is_number()) {
-          return MakeError(ErrorCode::kInvalidArgument,
-                           "each event is [time_ms, gpu, kind, value]");
+        const auto* a = e.if_array();
+        std::optional<int64_t> time_ms, gpu, value;
+        if (a && a->size() == 4 && (*a)[2].is_string()) {
+          time_ms = IntegerIn((*a)[0]);
+          gpu = IntegerIn((*a)[1]);
+          value = IntegerIn((*a)[3]);
         }
-        const auto& a = e.as_array();
-        m.events.push_back({a[0].to_number<int64_t>(), a[1].to_number<int>(),
-                            std::string(a[2].as_string()), a[3].to_number<int64_t>()});
+        if (!time_ms || !gpu || !value || *time_ms < 0 || *gpu < 0 || *gpu > kMaxGpuIndex ||
+            (*a)[2].as_string().size() > 64) {
+          return MakeError(ErrorCode::kInvalidArgument,
+                           "each event is [time_ms, gpu, kind, value]: whole numbers, gpu 0.." +
+                               std::to_string(kMaxGpuIndex) + ", a kind of at most 64 bytes");
+        }
+        m.events.push_back(
+            {*time_ms, static_cast<int>(*gpu), std::string((*a)[2].as_string()), *value});
       }
     }
     return Message(std::move(m));
@@ -463,6 +489,18 @@ Result<Message> Decode(std::string_view text) {
     return Message(std::move(m));
   }
   return MakeError(ErrorCode::kInvalidArgument, "unknown message type '" + type + "'");
+}
+
+}  // namespace
+
+Result<Message> Decode(std::string_view text) {
+  // A frame comes from the network: whatever it holds is an error value, never an exception
+  // that unwinds a session (a fraction where an integer goes once did, and took the process).
+  try {
+    return DecodeObject(text);
+  } catch (const std::exception& e) {
+    return MakeError(ErrorCode::kInvalidArgument, std::string("malformed message: ") + e.what());
+  }
 }
 
 }  // namespace gpufleet::proto

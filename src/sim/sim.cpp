@@ -86,6 +86,7 @@ Status SimFleet::AddNode(const SimPoolOptions& o, const std::string& name) {
   ao.join_token = o.join_token;
   ao.tls = o.tls;
   ao.hostname = name;
+  if (!o.token_dir.empty()) KeepNodeTokenIn(ao, o.token_dir + "/" + name + ".token");
   if (!o.labels.empty()) {
     auto labels = NodeLabels(o.labels[number % o.labels.size()]);
     if (labels.ok()) ao.labels = std::move(labels).value();  // checked above

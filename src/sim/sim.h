@@ -32,6 +32,9 @@ struct SimPoolOptions {
   // The node's labels, "KEY=VALUE;KEY=VALUE", the same way; "-" (or "") for none.
   std::vector<std::string> labels;
   net::TlsContext tls;  // for an https:// controller (AgentOptions::tls)
+  // Where each node keeps its node token (DIR/NAME.token, KeepNodeTokenIn), so that a fleet
+  // started again rejoins as the same nodes; empty: in memory only, for one run.
+  std::string token_dir;
 };
 
 // Thread-safe: AddPool and Stop may be called from any thread while Run runs.

@@ -65,6 +65,8 @@ class TelemetryStore {
   // Recomputed at most every 5 s: it walks every series (280,000 for 10,000 GPUs).
   tsdb::TsdbStats Stats() const;
   uint64_t wal_bytes() const { return engine_->wal_bytes(); }
+  // Why the telemetry log cannot be written now; empty when it can (tsdb::Engine::write_error).
+  std::string write_error() const { return engine_->write_error(); }
   uint64_t samples_ingested() const;
   const tsdb::ReplayStats& replay() const { return engine_->replay(); }
 

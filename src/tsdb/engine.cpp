@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "tsdb/chunk.h"
@@ -54,22 +55,63 @@ struct Record {
   std::string_view payload;
 };
 
-// Reads framed records from `data` until the end or the first torn or corrupt one; returns the
-// records and how many bytes were good.
-std::pair<std::vector<Record>, size_t> ReadRecords(std::string_view data) {
-  std::vector<Record> out;
+constexpr bool KnownType(uint8_t t) {
+  return t == kSeriesRecord || t == kPointsRecord || t == kPointsRecordV2 ||
+         t == kCheckpointHeader || t == kCheckpointSeries;
+}
+
+// The frame at `pos`, when one is whole and its CRC holds.
+std::optional<Record> FrameAt(std::string_view data, size_t pos) {
+  if (data.size() - pos < 8) return std::nullopt;
+  uint32_t len, crc;
+  std::memcpy(&len, data.data() + pos, 4);
+  std::memcpy(&crc, data.data() + pos + 4, 4);
+  if (len == 0 || len > kMaxRecord || data.size() - pos - 8 < len) return std::nullopt;
+  std::string_view body = data.substr(pos + 8, len);
+  if (!KnownType(static_cast<uint8_t>(body[0])) || Crc32c(body) != crc) return std::nullopt;
+  return Record{static_cast<uint8_t>(body[0]), body.substr(1)};
+}
+
+struct Frames {
+  std::vector<Record> records;
+  size_t good = 0;     // the end of the last good frame
+  size_t skipped = 0;  // torn or corrupt bytes between good frames
+};
+
+// Reads framed records from `data`. A torn or corrupt frame is skipped to the next good one
+// (a write that failed half way, with frames appended after it, loses only itself); what
+// follows the last good frame is not counted as good.
+Frames ReadRecords(std::string_view data) {
+  Frames out;
   size_t pos = 0;
-  while (data.size() - pos >= 8) {
-    uint32_t len, crc;
-    std::memcpy(&len, data.data() + pos, 4);
-    std::memcpy(&crc, data.data() + pos + 4, 4);
-    if (len == 0 || len > kMaxRecord || data.size() - pos - 8 < len) break;
-    std::string_view body = data.substr(pos + 8, len);
-    if (Crc32c(body) != crc) break;
-    out.push_back({static_cast<uint8_t>(body[0]), body.substr(1)});
-    pos += 8 + len;
+  size_t resync_budget = 8 * data.size() + (1 << 20);
+  while (pos < data.size()) {
+    if (auto r = FrameAt(data, pos)) {
+      out.records.push_back(*r);
+      pos += 8 + r->payload.size() + 1;
+      out.good = pos;
+      continue;
+    }
+    // Resynchronising costs a CRC for each candidate whose header looks right: bounded, so a
+    // segment of garbage cannot keep a start busy for long (past it, the rest counts as torn).
+    size_t next = pos + 1;
+    while (next < data.size() && resync_budget > 0) {
+      if (data.size() - next > 8) {  // a CRC is computed only where the header fits
+        uint32_t len;
+        std::memcpy(&len, data.data() + next, 4);
+        if (len > 0 && len <= data.size() - next - 8 &&
+            KnownType(static_cast<uint8_t>(data[next + 8]))) {
+          resync_budget -= std::min<size_t>(resync_budget, len);
+        }
+      }
+      if (FrameAt(data, next)) break;
+      ++next;
+    }
+    if (next >= data.size() || resync_budget == 0) break;
+    out.skipped += next - pos;
+    pos = next;
   }
-  return {out, pos};
+  return out;
 }
 
 Result<std::string> ReadWhole(const fs::path& p) {
@@ -123,8 +165,9 @@ Status Engine::Replay() {
   if (!checkpoints.empty()) {
     std::string data;
     GF_TRY_ASSIGN(data, ReadWhole(checkpoints.back()));
-    auto [records, good] = ReadRecords(data);
-    if (good != data.size() || records.empty() || records[0].type != kCheckpointHeader) {
+    auto [records, good, skipped] = ReadRecords(data);
+    if (good != data.size() || skipped > 0 || records.empty() ||
+        records[0].type != kCheckpointHeader) {
       return MakeError(ErrorCode::kInternal,
                        "checkpoint " + checkpoints.back().string() +
                            " is damaged; move it aside to start from the log");
@@ -155,7 +198,8 @@ Status Engine::Replay() {
   for (const auto& seg : segments) {
     std::string data;
     GF_TRY_ASSIGN(data, ReadWhole(seg));
-    auto [records, good] = ReadRecords(data);
+    auto [records, good, skipped] = ReadRecords(data);
+    replay_.skipped_bytes += skipped;
     for (const Record& r : records) {
       ++replay_.wal_records;
       Decoder d(r.payload);
@@ -228,24 +272,59 @@ Status Engine::WriteRecord(uint8_t type, const std::string& payload) {
   return WriteFrames(Frame(type, payload));
 }
 
-Status Engine::WriteFrames(const std::string& frame) {
-  if (segment_size_ > 0 && segment_size_ + frame.size() > options_.segment_bytes) {
-    GF_TRY(OpenSegment(segment_ + 1));
+Status Engine::WriteFrames(const std::string& frames) {
+  // Series records that could not be logged before go first: their ids are in use in memory,
+  // and the log must hold them before any point of theirs, in id order.
+  std::string joined;
+  const std::string* out = &frames;
+  if (!unlogged_series_.empty()) {
+    joined = unlogged_series_ + frames;
+    out = &joined;
   }
-  const char* p = frame.data();
-  size_t left = frame.size();
+  if (cut_failed_ || fd_ < 0) {
+    // The last segment may end in a torn frame that could not be cut off (or could not be
+    // opened): go on in a new one (replay cuts the torn tail of the old one and reads on).
+    GF_TRY(Failing(OpenSegment(segment_ + 1)));
+    cut_failed_ = false;
+  } else if (segment_size_ > 0 && segment_size_ + out->size() > options_.segment_bytes) {
+    GF_TRY(Failing(OpenSegment(segment_ + 1)));
+  }
+  const char* p = out->data();
+  size_t left = out->size();
   while (left > 0) {
     ssize_t n = ::write(fd_, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Io("write-ahead log");
+      Error e = Io("write-ahead log");
+      // Nothing after a torn frame: the segment is cut back to its last whole frame before
+      // anything else is appended, or the next write starts a new segment.
+      if (out->size() != left && ::ftruncate(fd_, static_cast<off_t>(segment_size_)) != 0) {
+        cut_failed_ = true;
+      }
+      return Failing(e);
     }
     p += n;
     left -= static_cast<size_t>(n);
   }
-  segment_size_ += frame.size();
-  if (options_.fsync_each_append && ::fdatasync(fd_) != 0) return Io("fdatasync");
+  segment_size_ += out->size();
+  unlogged_series_.clear();
+  if (options_.fsync_each_append && ::fdatasync(fd_) != 0) return Failing(Io("fdatasync"));
+  std::lock_guard lock(health_mu_);
+  write_error_.clear();
   return {};
+}
+
+Status Engine::Failing(Status s) {
+  if (!s.ok()) {
+    std::lock_guard lock(health_mu_);
+    write_error_ = s.error().message;
+  }
+  return s;
+}
+
+std::string Engine::write_error() const {
+  std::lock_guard lock(health_mu_);
+  return write_error_;
 }
 
 Result<SeriesId> Engine::Intern(std::string_view key) {
@@ -280,7 +359,14 @@ Result<std::vector<SeriesId>> Engine::InternAll(const std::vector<std::string_vi
     AppendFrame(frames, kSeriesRecord, e.out());
     ids.push_back(id);
   }
-  if (!frames.empty()) GF_TRY(WriteFrames(frames));
+  if (!frames.empty()) {
+    if (Status s = WriteFrames(frames); !s.ok()) {
+      // The series exist in memory from now on: their records are logged before the next
+      // frame that is (WriteFrames), so the log's ids stay in step.
+      unlogged_series_ += frames;
+      return s.error();
+    }
+  }
   return ids;
 }
 

@@ -2,7 +2,9 @@
 // Engine: the durable time-series store. Every interned series and every batch of points is
 // written to a write-ahead log before it is applied and acknowledged; Checkpoint() snapshots all
 // series (compressed chunks and encoder state) and drops the log it covers. Open() loads the
-// newest checkpoint and replays the log after it, stopping at a torn tail. Replaying a point
+// newest checkpoint and replays the log after it, skipping a torn frame to the next good one and
+// cutting a torn tail. A write that fails half way is cut back to the last whole frame (or the
+// log goes on in a new segment) before anything else is appended. Replaying a point
 // the series already has is skipped (timestamps only move forward), so nothing is stored twice.
 //
 // Durability: a point is in the log (the kernel's page cache) when Append returns, so a killed
@@ -43,7 +45,8 @@ struct ReplayStats {
   size_t checkpoint_series = 0;
   size_t wal_records = 0;
   size_t wal_points = 0;
-  size_t torn_bytes = 0;  // cut from the end of the log (an interrupted write)
+  size_t torn_bytes = 0;     // cut from the end of a segment (an interrupted write)
+  size_t skipped_bytes = 0;  // torn frames skipped between good ones
 };
 
 class Engine {
@@ -65,6 +68,9 @@ class Engine {
   void Retain(int64_t now) { db_.Retain(now); }
   uint64_t wal_bytes() const;
   const ReplayStats& replay() const { return replay_; }
+  // Why the last write to the log failed, until a write succeeds again; empty when it can
+  // write. What /healthz reports.
+  std::string write_error() const;
 
  private:
   explicit Engine(EngineOptions options);
@@ -72,6 +78,7 @@ class Engine {
   Status OpenSegment(uint64_t number);
   Status WriteRecord(uint8_t type, const std::string& payload);  // caller holds wal_mu_
   Status WriteFrames(const std::string& frames);                 // caller holds wal_mu_
+  Status Failing(Status s);  // records a failed write for write_error()
 
   EngineOptions options_;
   Tsdb db_;
@@ -82,7 +89,12 @@ class Engine {
   uint64_t segment_ = 0;               // guarded by wal_mu_
   uint64_t segment_size_ = 0;          // guarded by wal_mu_
   uint64_t older_segments_bytes_ = 0;  // guarded by wal_mu_
-  std::mutex checkpoint_mu_;           // one checkpoint at a time
+  // Series records interned in memory whose write failed; written first by the next write.
+  std::string unlogged_series_;  // guarded by wal_mu_
+  bool cut_failed_ = false;      // a torn frame could not be cut off; guarded by wal_mu_
+  mutable std::mutex health_mu_;
+  std::string write_error_;   // guarded by health_mu_
+  std::mutex checkpoint_mu_;  // one checkpoint at a time
 };
 
 }  // namespace gpufleet::tsdb

@@ -328,6 +328,11 @@ TEST_F(Alerting, BadChannelsAreRefusedWithTheReason) {
   bad(R"({"name": "X Y", "type": "webhook", "url": "http://a"})", "'name' must be");
   bad(R"({"name": "x", "type": "webhook", "url": "http://a", "colour": 1})", "unknown field");
   bad(R"({"type": "webhook", "url": "http://a"})", "name");
+  // No scheme, or a URL past 2 KiB: refused, not taken.
+  bad(R"({"name": "x", "type": "webhook", "url": ")" + std::string(70'000, 'A') + R"("})",
+      "'url' must start with http:// or https:// and be at most 2048 bytes");
+  bad(R"({"name": "x", "type": "webhook", "url": "http://a/)" + std::string(3000, 'a') + R"("})",
+      "at most 2048 bytes");
   EXPECT_EQ(controller_->Call("GET", "/api/v1/channels").second.at("items").as_array().size(), 0u);
   EXPECT_EQ(controller_->Call("DELETE", "/api/v1/channels/none").first, 404);
   EXPECT_EQ(controller_->Call("GET", "/api/v1/alerts?state=sleeping").first, 400);

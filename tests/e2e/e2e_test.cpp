@@ -340,9 +340,11 @@ TEST_F(E2E, AgentWithoutNvmlExitsWithOneClearLine) {
       << r.err;
 }
 
-// Twenty failed sign-ins from one address within a minute, and it is refused (429 with
-// Retry-After) for the rest of the minute, whatever token it sends; both are counted.
-TEST_F(E2E, FailedSignInsAreRateLimitedPerAddress) {
+// Twenty failed sign-ins from one address within a minute, and its unknown tokens are refused
+// (429 with Retry-After) for the rest of the minute, while a valid token from the same address
+// (behind the same NAT) always passes; both are counted. The scheme is case-insensitive, and
+// the failures reach the audit log as one record per address with their count.
+TEST_F(E2E, FailedSignInsAreRateLimitedPerAddressButValidTokensPass) {
   const std::string bad = "gfa_not-a-token";
   for (int i = 0; i < 5; ++i) {
     EXPECT_EQ(controller_->Call("GET", "/api/v1/nodes", "", &bad).first, 401);
@@ -355,16 +357,42 @@ TEST_F(E2E, FailedSignInsAreRateLimitedPerAddress) {
     EXPECT_EQ(controller_->Call("GET", "/api/v1/nodes", "", &bad).first, 401);
   }
   std::string reply = RawHttp(controller_->address(),
-                              "GET /api/v1/nodes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
-                                  controller_->admin_token() + "\r\nConnection: close\r\n\r\n");
+                              "GET /api/v1/nodes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                              "gfa_still-wrong\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(reply.rfind("HTTP/1.1 429", 0), 0u) << reply;
   EXPECT_NE(reply.find("Retry-After: "), std::string::npos) << reply;
   EXPECT_NE(reply.find("too many failed sign-ins from 127.0.0.1"), std::string::npos) << reply;
-  auto [refused, body] = controller_->Call("GET", "/api/v1/clusters");  // a valid token too
+  // A valid token is never refused, with the scheme in any case.
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/clusters").first, 200);
+  reply = RawHttp(controller_->address(),
+                  "GET /api/v1/clusters HTTP/1.1\r\nHost: x\r\nAuthorization: bearer  " +
+                      controller_->admin_token() + "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+  reply = RawHttp(controller_->address(),
+                  "GET /api/v1/clusters HTTP/1.1\r\nHost: x\r\nAuthorization: BEARER " +
+                      controller_->admin_token() + "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+  auto [refused, body] = controller_->Call("GET", "/api/v1/clusters", "", &bad);
   EXPECT_EQ(refused, 429);
   EXPECT_EQ(body.at("error").at("code"), "too_many_requests");
   // Public routes are not refused.
   EXPECT_EQ(controller_->Call("GET", "/healthz").first, 200);
+  // The failures are in the audit log once the minute's flush has run: at most one record
+  // per address, with the count (listing the tokens runs it now).
+  ASSERT_EQ(controller_->Call("GET", "/api/v1/api-tokens").first, 200);
+  auto [astatus, audit] = controller_->Call("GET", "/api/v1/audit?action=sign-in&limit=100");
+  ASSERT_EQ(astatus, 200) << audit;
+  int records = 0;
+  int64_t failures = 0;
+  for (const auto& r : audit.at("items").as_array()) {
+    if (r.at("action") != "sign-in failed") continue;
+    ++records;
+    EXPECT_EQ(r.at("target"), "sign-in/127.0.0.1");
+    auto result = boost::json::parse(std::string(r.at("result").as_string()));
+    failures += result.at("failures").as_int64();
+  }
+  EXPECT_EQ(records, 1) << audit;
+  EXPECT_EQ(failures, 22) << audit;
 }
 
 // The first reply of a WebSocket at `target` of the plain controller at "127.0.0.1:PORT" to
@@ -387,7 +415,8 @@ std::string WebSocketReply(const std::string& address, const std::string& target
 }
 
 // The dashboard stream's token and an agent's join token count against the same per-address
-// limit as the API's tokens: failures of both add up, and then all three are refused.
+// limit as the API's tokens: failures of all add up, then unknown credentials are refused on
+// all three, while valid ones still pass.
 TEST_F(E2E, WebSocketSignInsShareTheFailedSignInLimit) {
   Apply();
   const std::string join = JoinToken("h100");
@@ -402,7 +431,7 @@ TEST_F(E2E, WebSocketSignInsShareTheFailedSignInLimit) {
   for (int i = 0; i < 10; ++i) {
     std::string reply = WebSocketReply(addr, "/api/v1/stream", R"({"token": "gfa_wrong"})");
     ASSERT_NE(reply.find(R"("type":"error")"), std::string::npos) << reply;
-    if (i == 9) {  // /metrics needs a token too: read before the twentieth failure
+    if (i == 9) {
       auto [status, metrics] = controller_->Call("GET", "/metrics");
       ASSERT_EQ(status, 200);
       EXPECT_NE(metrics.as_string().find("gpufleet_http_sign_in_failures_total 19\n"),
@@ -411,13 +440,19 @@ TEST_F(E2E, WebSocketSignInsShareTheFailedSignInLimit) {
     reply = agent_hello("gfj_wrong");
     ASSERT_NE(reply.find("unknown join token"), std::string::npos) << reply;
   }
-  EXPECT_EQ(controller_->Call("GET", "/api/v1/clusters").first, 429);  // the admin token too
-  std::string reply = WebSocketReply(addr, "/api/v1/stream",
-                                     R"({"token": ")" + controller_->admin_token() + R"("})");
+  const std::string bad = "gfa_wrong";
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/clusters", "", &bad).first, 429);
+  std::string reply = WebSocketReply(addr, "/api/v1/stream", R"({"token": "gfa_wrong"})");
   EXPECT_NE(reply.find("too many failed sign-ins from 127.0.0.1"), std::string::npos) << reply;
-  reply = agent_hello(join);  // a valid join token, refused before it is looked at
+  reply = agent_hello("gfj_wrong");
   EXPECT_NE(reply.find("too_many_requests"), std::string::npos) << reply;
-  EXPECT_NE(reply.find("too many failed sign-ins from 127.0.0.1"), std::string::npos) << reply;
+  // Valid credentials from the same address pass: the API's, the stream's, an agent's.
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/clusters").first, 200);
+  reply = WebSocketReply(addr, "/api/v1/stream",
+                         R"({"token": ")" + controller_->admin_token() + R"("})");
+  EXPECT_NE(reply.find(R"("type":"hello")"), std::string::npos) << reply;
+  reply = agent_hello(join);
+  EXPECT_NE(reply.find(R"("type":"welcome")"), std::string::npos) << reply;
 }
 
 // A client given an https:// URL must not speak plain HTTP to it with the token in clear (it
@@ -565,6 +600,9 @@ TEST_F(E2E, AuditIsFilteredExportedAndVerifiedAndTokensRotate) {
   auto bad = RunGpufleet(
       {"--server", controller_->address(), "--token", "gfa_wrong", "nodes", "cordon", "n1"});
   EXPECT_EQ(bad.exit_code, 1);
+  // Failed sign-ins reach the audit log a minute at a time, one record per address; listing
+  // the tokens writes what is gathered (with the tokens' last use).
+  ASSERT_EQ(Cli({"tokens", "list", "--api"}).exit_code, 0);
 
   auto errors = Cli({"-o", "json", "audit", "list", "--result", "error"});
   ASSERT_EQ(errors.exit_code, 0) << errors.err;

@@ -88,11 +88,30 @@ class E2E : public ::testing::Test {
     args.insert(args.end(),
                 {"sim", "--controller", controller_->address(), "--join-token", token, "--prefix",
                  prefix, "--workload", "off", "--nodes", std::to_string(nodes), "--model", model,
-                 "--gpus-per-node", std::to_string(gpus)});
+                 "--gpus-per-node", std::to_string(gpus),
+                 // node tokens kept: a simulator started again rejoins as the same nodes
+                 "--state-dir", dir_ + "/sim-state"});
     args.insert(args.end(), extra.begin(), extra.end());
     agents_.push_back(std::make_unique<Process>(args, std::map<std::string, std::string>{},
                                                 dir_ + "/sim-" + prefix + ".log"));
     return *agents_.back();
+  }
+
+  // A node's first GPU's `metric`, one point a second over the last ten minutes (the maximum
+  // of each second), oldest first; none while nothing is stored.
+  json::array SecondPoints(const std::string& node, const std::string& metric = "gpu_temp") {
+    auto [s, v] = controller_->Call("GET", "/api/v1/query_range?metric=" + metric +
+                                               "&node=" + node + "&start=-10m&step=1s&agg=max");
+    return s == 200 && !v.at("series").as_array().empty()
+               ? v.at("series").at(0).at("points").as_array()
+               : json::array{};
+  }
+  // Every second once: no point missing between the first and the last, none twice.
+  static void ExpectEverySecond(const json::array& points) {
+    for (size_t i = 1; i < points.size(); ++i) {
+      int64_t gap = points[i].at(0).as_int64() - points[i - 1].at(0).as_int64();
+      EXPECT_EQ(gap, 1000) << "a second is missing or doubled at point " << i;
+    }
   }
 
   json::value Node(const std::string& name) {

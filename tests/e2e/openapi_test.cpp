@@ -15,7 +15,8 @@ namespace {
 namespace json = boost::json;
 
 TEST(OpenApiCheck, AcceptsWhatTheSchemaDescribes) {
-  json::value health = json::parse(R"({"status":"ok","store":{"backend":"sqlite","ok":true}})");
+  json::value health = json::parse(
+      R"({"status":"ok","store":{"backend":"sqlite","ok":true},"telemetry":{"ok":true}})");
   EXPECT_TRUE(CheckResponse("GET", "/healthz", 200, &health).empty());
   json::value error = json::parse(R"({"error":{"code":"not_found","message":"no node 'x'"}})");
   EXPECT_TRUE(CheckResponse("GET", "/api/v1/nodes/x?verbose=1", 404, &error).empty());
@@ -27,12 +28,17 @@ TEST(OpenApiCheck, RefusesWhatItDoesNot) {
     return problems.empty() ? std::string() : problems.front();
   };
   EXPECT_EQ(one("Health", R"({"status":"ok"})"), "Health: required property 'store' is missing");
-  EXPECT_EQ(one("Health", R"({"status":"fine","store":{"backend":"sqlite","ok":true}})"),
-            "Health.status: 'fine' is not in the schema's enum");
-  EXPECT_EQ(one("Health", R"({"status":"ok","store":{"backend":"sqlite","ok":1}})"),
+  EXPECT_EQ(
+      one("Health",
+          R"({"status":"fine","store":{"backend":"sqlite","ok":true},"telemetry":{"ok":true}})"),
+      "Health.status: 'fine' is not in the schema's enum");
+  EXPECT_EQ(one("Health",
+                R"({"status":"ok","store":{"backend":"sqlite","ok":1},"telemetry":{"ok":true}})"),
             "Health.store.ok: integer, the schema says boolean");
-  EXPECT_EQ(one("Health", R"({"status":"ok","store":{"backend":"sqlite","ok":true},"x":1})"),
-            "Health: property 'x' is not in the schema");
+  EXPECT_EQ(
+      one("Health",
+          R"({"status":"ok","store":{"backend":"sqlite","ok":true},"telemetry":{"ok":true},"x":1})"),
+      "Health: property 'x' is not in the schema");
   EXPECT_EQ(one("Node", R"({"state_since":"yesterday"})"),
             "Node.state_since: 'yesterday' is not an RFC 3339 date-time");
   EXPECT_EQ(one("Node", R"({"gpus":[{"index":"0"}]})"),

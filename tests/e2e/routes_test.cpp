@@ -8,6 +8,7 @@
 
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
+#include <map>
 
 #include "fixture.h"
 
@@ -212,6 +213,99 @@ TEST_P(Routes, EveryRouteAnswersEachRoleAsDeclaredAndARefusalChangesNothing) {
     ++checked;
   }
   EXPECT_GE(checked, 60);
+}
+
+// Every route states its scope, and holds it: an admin token scoped to cluster train calls
+// every route against cluster edge's objects (in the path, or in the bodies that name them).
+// A fleet-wide route refuses it (403); a cluster route answers 403 or 404, or answers without
+// a word of edge's nodes, pools or cluster; a refused change changes nothing.
+TEST_P(Routes, EveryRouteKeepsAScopedTokenInItsClusters) {
+  Apply();
+  Sim(JoinToken("h100"), "walk", 1, "H100-SXM5-80GB", 8);
+  Sim(JoinToken("l4"), "edge", 1, "L4", 1);
+  ASSERT_TRUE(WaitState("walk-0000", "ready"));
+  ASSERT_TRUE(WaitState("edge-0000", "ready"));
+  const std::string scoped = Token("admin", "walk-train-admin", "train");
+  auto [status, table] = controller_->Call("GET", "/api/v1/routes");
+  ASSERT_EQ(status, 200);
+  // Bodies that reach edge's objects, for the routes whose objects are in the body.
+  const std::map<std::string, std::string> bodies = {
+      {"POST /api/v1/rollouts",
+       R"({"kind":"driver","target":"580.95.05","selector":{"pools":["l4"]}})"},
+      {"POST /api/v1/rollouts/plan",
+       R"({"kind":"driver","target":"580.95.05","selector":{"nodes":["edge-0000"]}})"},
+      {"POST /api/v1/silences",
+       R"({"matchers":[{"name":"alertname","value":".+","isRegex":true}],"duration":"30d",)"
+       R"("comment":"all of them"})"},
+      {"POST /api/v1/api-tokens", R"({"name":"escape","role":"admin"})"},
+      {"POST /api/v1/join-tokens", R"({"pool":"l4"})"},
+      {"POST /api/v1/jobs",
+       R"({"pool":"l4","gpus":1,"team":"nlp","project":"main","duration":"1m"})"},
+      {"POST /api/v1/pools",
+       R"({"name":"l4-more","cluster":"edge","gpu_model":"L4","gpus_per_node":1})"},
+      {"POST /api/v1/clusters", R"({"name":"edge","type":"edge","site":"lab-b"})"},
+  };
+  auto mentions_edge = [](const std::string& body) {
+    return body.find("edge-0000") != std::string::npos ||
+           body.find(R"("l4")") != std::string::npos ||
+           body.find(R"("cluster":"edge")") != std::string::npos;
+  };
+  int fleet = 0, clusters = 0;
+  for (const auto& r : table.at("items").as_array()) {
+    std::string method(r.at("method").as_string()), pattern(r.at("path").as_string());
+    const std::string scope(r.at("scope").as_string());
+    EXPECT_NE(scope, "undeclared") << method << " " << pattern << " states no scope";
+    if (r.at("public").as_bool() || scope == "any") continue;
+    std::string path = pattern;
+    auto set = [&](const std::string& param, const std::string& value) {
+      for (size_t at; (at = path.find(param)) != std::string::npos;) {
+        path.replace(at, param.size(), value);
+      }
+    };
+    if (path.rfind("/api/v1/clusters/", 0) == 0) set("{name}", "edge");
+    if (path.rfind("/api/v1/pools/", 0) == 0) set("{name}", "l4");
+    if (path.rfind("/api/v1/nodes/", 0) == 0) set("{name}", "edge-0000");
+    set("{pool}", "l4");
+    set("{index}", "0");
+    set("{team}", "nlp");
+    set("{project}", "main");
+    set("{name}", "none");
+    set("{id}", "none");
+    const std::string what = method + " " + path;
+    const bool mutating = method != "GET" && method != "HEAD";
+    auto body = bodies.count(method + " " + pattern) ? bodies.at(method + " " + pattern) : "{}";
+    std::string before = mutating ? State() : "";
+    auto [got, reply] = controller_->Call(method, path, body, &scoped);
+    const std::string text =
+        reply.is_string() ? std::string(reply.as_string()) : json::serialize(reply);
+    if (scope == "fleet") {
+      ++fleet;
+      EXPECT_EQ(got, 403) << what << ": " << text.substr(0, 300);
+    } else {
+      ++clusters;
+      EXPECT_NE(got, 0) << what;
+      if (got < 300) {
+        EXPECT_FALSE(mentions_edge(text))
+            << what << " showed edge's objects: " << text.substr(0, 600);
+      }
+      if (mutating &&
+          (path.find("edge") != std::string::npos || path.find("/l4") != std::string::npos ||
+           bodies.count(method + " " + pattern))) {
+        EXPECT_TRUE(got == 403 || got == 404) << what << ": " << got << " " << text.substr(0, 300);
+      }
+    }
+    if (mutating && got >= 400) {
+      EXPECT_EQ(State(), before) << what << " changed the state";
+    }
+  }
+  EXPECT_GE(fleet, 15);
+  EXPECT_GE(clusters, 60);
+  // The same token within its own cluster: it works there.
+  EXPECT_EQ(controller_->Call("GET", "/api/v1/nodes/walk-0000", "", &scoped).first, 200);
+  auto [made, token] =
+      controller_->Call("POST", "/api/v1/api-tokens",
+                        R"({"name":"train-viewer","role":"viewer","clusters":["train"]})", &scoped);
+  EXPECT_EQ(made, 201) << token;
 }
 
 TEST_P(Routes, EveryBodyTakingRouteRefusesABadBodyWithAMessageAndChangesNothing) {

@@ -115,13 +115,7 @@ TEST_F(Telemetry, AgentReplaysItsBufferAfterAControllerOutage) {
   Apply();
   std::string token = JoinToken("l4");
   Sim(token, "edge", 1, "L4", 1);
-  auto points = [&] {
-    auto [s, v] = controller_->Call(
-        "GET", "/api/v1/query_range?metric=gpu_temp&node=edge-0000&start=-10m&step=1s&agg=max");
-    return s == 200 && !v.at("series").as_array().empty()
-               ? v.at("series").at(0).at("points").as_array()
-               : json::array{};
-  };
+  auto points = [&] { return SecondPoints("edge-0000"); };
   ASSERT_TRUE(WaitFor([&] { return points().size() >= 2; }, 15000));
   controller_->Stop();
   std::this_thread::sleep_for(std::chrono::seconds(4));
@@ -130,10 +124,7 @@ TEST_F(Telemetry, AgentReplaysItsBufferAfterAControllerOutage) {
   std::this_thread::sleep_for(std::chrono::seconds(2));
   auto all = points();
   ASSERT_GE(all.size(), 8u);
-  for (size_t i = 1; i < all.size(); ++i) {
-    int64_t gap = all[i].at(0).as_int64() - all[i - 1].at(0).as_int64();
-    EXPECT_EQ(gap, 1000) << "a second is missing or doubled at point " << i;
-  }
+  ExpectEverySecond(all);
 }
 
 }  // namespace

@@ -34,7 +34,10 @@ TEST(Expr, ErrorsNameThePositionAndTheReason) {
       "expr: at 9: 'rack' is not a label to group by: Hostname (or node), UUID, cluster, gpu, "
       "modelName, pool, team");
   EXPECT_EQ(ParseError("gpu_temp{pool=~\"(\"} > 1"),
-            "expr: at 10: '(' is not a valid regular expression");
+            "expr: at 10: '(': not a regular expression RE2 accepts: missing ): (");
+  // An expression (and so its patterns) is bounded before it is parsed.
+  EXPECT_EQ(ParseError("gpu_temp{pool=~\"" + std::string(5000, 'a') + "\"} > 1"),
+            "expr: longer than 4096 characters");
   EXPECT_EQ(ParseError("node_up{gpu=\"0\"}"),
             "expr: at 9: 'node_up' has no label 'gpu' (it has Hostname, cluster, pool, team)");
   EXPECT_EQ(ParseError("1 > 2"), "expr: at 3: a comparison of two numbers: compare a series");

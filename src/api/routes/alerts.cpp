@@ -5,6 +5,7 @@
 
 #include "alerting/silence.h"
 #include "api/json_util.h"
+#include "api/scope.h"
 #include "common/crypto.h"
 #include "common/json_text.h"
 #include "common/strings.h"
@@ -67,6 +68,10 @@ Result<Channel> ChannelFromJson(ApiContext& ctx, const json::object& body) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "'group_by' is for webhooks: Alertmanager groups by its own route's group_by");
   }
+  if (c.url.size() > 2048 || c.url.find("://") == std::string::npos) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "'url' must start with http:// or https:// and be at most 2048 bytes");
+  }
   HttpUrl parsed;
   GF_TRY_ASSIGN(parsed, ParseHttpUrl(c.url, "80"));
   if (parsed.scheme != "http" && parsed.scheme != "https") {
@@ -87,6 +92,9 @@ json::object ChannelJson(const Channel& c) {
           {"group_by", GroupByJson(c.group_by)}};
 }
 
+// The longest silence: a year and a day (a silence for good is a rule to change).
+constexpr int64_t kMaxSilenceMs = 366LL * 86'400'000;
+
 void AddAlertRoutes(Router& router, ApiContext& ctx) {
   router.Add(
       "GET", "/api/v1/alerts", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
@@ -106,8 +114,12 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
         for (const auto& a : ctx.alerts->Alerts()) {
           if (!state.empty() && alerting::ToString(a.state) != state) continue;
           if (!fingerprint.empty() && a.fingerprint != fingerprint) continue;
+          // A scoped token sees the alerts of its clusters, not the fleet's own.
           auto cluster = a.labels.find("cluster");
-          if (cluster != a.labels.end() && !who.CanSeeCluster(cluster->second)) continue;
+          if (!who.clusters.empty() &&
+              (cluster == a.labels.end() || !who.CanSeeCluster(cluster->second))) {
+            continue;
+          }
           json::object o{{"fingerprint", a.fingerprint},
                          {"alertname", a.rule},
                          {"state", alerting::ToString(a.state)},
@@ -123,6 +135,7 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
         }
         return ListResponse(std::move(items), page.value());
       });
+  router.Scoped(Scope::kClusters);
 
   router.Add("POST", "/api/v1/channels", Role::kAdmin,
              [&ctx](const Request& req, const Principal&) {
@@ -136,6 +149,7 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                  return ErrorResponse(s.error());
                return ObjectResponse(201, ChannelJson(c));
              });
+  router.Scoped(Scope::kFleet);
 
   router.Add("GET", "/api/v1/channels", Role::kViewer,
              [&ctx](const Request& req, const Principal&) {
@@ -162,6 +176,7 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                }
                return ListResponse(std::move(items), page.value());
              });
+  router.Scoped(Scope::kFleet);  // webhook URLs and routes of every team
 
   router.Add("POST", "/api/v1/silences", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
@@ -174,39 +189,56 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                auto* m = body->if_contains("matchers");
                auto matchers = alerting::ParseMatchers(m ? JsonText(*m) : std::string("null"));
                if (!matchers.ok()) return ErrorResponse(matchers.error());
+               // A scoped token's silence names one of its clusters.
+               if (auto s = ScopeMatchers(who, matchers.value()); !s.ok()) {
+                 return ErrorResponse(s.error());
+               }
                auto comment = GetString(*body, "comment", std::string());
                if (!comment.ok()) return ErrorResponse(comment.error());
                if (comment->empty()) {
                  return ErrorResponse(
                      MakeError(ErrorCode::kInvalidArgument, "'comment' is required: say why"));
                }
+               // Who silenced is the token that did: a name given for someone else goes with
+               // the comment.
                auto author = GetString(*body, "created_by", who.name);
                if (!author.ok()) return ErrorResponse(author.error());
+               if (HasControl(*author) || author->size() > 128) {
+                 return ErrorResponse(MakeError(
+                     ErrorCode::kInvalidArgument,
+                     "'created_by' must be at most 128 characters, none a control character"));
+               }
+               if (*author != who.name) *comment = "(for " + *author + ") " + *comment;
                auto duration = GetString(*body, "duration", std::string());
                if (!duration.ok()) return ErrorResponse(duration.error());
                int64_t ms = ParseDurationMs(duration.value());
-               if (ms <= 0) {
-                 return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
-                                                "'duration' must be such as 30m, 2h or 7d"));
+               if (ms <= 0 || ms > kMaxSilenceMs) {
+                 return ErrorResponse(
+                     MakeError(ErrorCode::kInvalidArgument,
+                               "'duration' must be such as 30m, 2h or 7d, and at most 366d"));
                }
                int64_t now = ctx.clock.NowMs();
                SilenceRecord s;
                s.id = "sil-" + RandomHex(6);
                s.matchers = alerting::MatchersJson(matchers.value());
-               s.created_by = author.value();
+               s.created_by = who.name;
                s.comment = comment.value();
                s.created_ms = now;
                s.starts_ms = now;
                s.ends_ms = now + ms;
                if (auto st = ctx.store.alerting->CreateSilence(s); !st.ok())
                  return ErrorResponse(st.error());
-               return ObjectResponse(201, {{"id", s.id},
-                                           {"starts_at", FormatTime(s.starts_ms)},
-                                           {"ends_at", FormatTime(s.ends_ms)}});
+               Response r = ObjectResponse(201, {{"id", s.id},
+                                                 {"starts_at", FormatTime(s.starts_ms)},
+                                                 {"ends_at", FormatTime(s.ends_ms)}});
+               r.audit_target = "silence/" + s.id;
+               r.audit_after = "{\"matchers\":" + s.matchers + "}";
+               return r;
              });
+  router.Scoped(Scope::kClusters);  // the matchers' cluster (ScopeMatchers)
 
   router.Add("GET", "/api/v1/silences", Role::kViewer,
-             [&ctx](const Request& req, const Principal&) {
+             [&ctx](const Request& req, const Principal& who) {
                auto page = ParsePage(req);
                if (!page.ok()) return ErrorResponse(page.error());
                auto silences = ctx.store.alerting->ListSilences();
@@ -214,6 +246,7 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                int64_t now = ctx.clock.NowMs();
                json::array items;
                for (const auto& s : silences.value()) {
+                 if (!SilenceInScope(who, s.matchers)) continue;
                  const char* state = s.ends_ms <= now    ? "expired"
                                      : s.starts_ms > now ? "pending"
                                                          : "active";
@@ -229,16 +262,28 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                }
                return ListResponse(std::move(items), page.value());
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add(
       "DELETE", "/api/v1/silences/{id}", Role::kOperator,
-      [&ctx](const Request& req, const Principal&) {
+      [&ctx](const Request& req, const Principal& who) {
+        if (!who.clusters.empty()) {
+          auto silences = ctx.store.alerting->ListSilences();
+          if (!silences.ok()) return ErrorResponse(silences.error());
+          auto it = std::find_if(silences->begin(), silences->end(),
+                                 [&](const auto& s) { return s.id == req.params.at("id"); });
+          if (it == silences->end() || !SilenceInScope(who, it->matchers)) {
+            return ErrorResponse(MakeError(
+                ErrorCode::kNotFound, "no silence '" + Printable(req.params.at("id"), 80) + "'"));
+          }
+        }
         if (auto s = ctx.store.alerting->ExpireSilence(req.params.at("id"), ctx.clock.NowMs());
             !s.ok()) {
           return ErrorResponse(s.error());
         }
         return ObjectResponse(200, {{"expired", req.params.at("id")}});
       });
+  router.Scoped(Scope::kClusters);
 
   router.Add("DELETE", "/api/v1/channels/{name}", Role::kAdmin,
              [&ctx](const Request& req, const Principal&) {
@@ -257,6 +302,7 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                }
                return ObjectResponse(200, {{"deleted", req.params.at("name")}});
              });
+  router.Scoped(Scope::kFleet);
 }
 
 }  // namespace gpufleet::api

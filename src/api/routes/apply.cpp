@@ -532,7 +532,8 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
         if (r.status == 200) r.audit_after = r.body;
         return r;
       });
-  router.TakesYaml();  // a fleet or rule file, as YAML
+  router.TakesYaml();
+  router.Scoped(Scope::kClusters);  // a fleet or rule file, as YAML
 
   router.Add(
       "GET", "/api/v1/export", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
@@ -595,6 +596,7 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
         }
         return r;
       });
+  router.Scoped(Scope::kClusters);
 }
 
 }  // namespace gpufleet::api

@@ -105,6 +105,7 @@ void AddAssetRoutes(Router& router, ApiContext& ctx) {
                }
                return ListResponse(std::move(items), page.value());
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/assets/summary", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -145,6 +146,7 @@ void AddAssetRoutes(Router& router, ApiContext& ctx) {
                                                     ? json::value(nullptr)
                                                     : json::value(s.gpu_mean_age_years)}});
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/assets/export", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -163,6 +165,7 @@ void AddAssetRoutes(Router& router, ApiContext& ctx) {
                out.body = AssetsCsv(assets);
                return out;
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("POST", "/api/v1/assets/import", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
@@ -199,6 +202,7 @@ void AddAssetRoutes(Router& router, ApiContext& ctx) {
                return r;
              });
   router.TakesCsv();
+  router.Scoped(Scope::kFleet);
 
   router.Add("GET", "/api/v1/assets/{id}", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -218,6 +222,7 @@ void AddAssetRoutes(Router& router, ApiContext& ctx) {
                o["history"] = std::move(events);
                return ObjectResponse(200, o);
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add(
       "POST", "/api/v1/assets/{id}/state", Role::kOperator,
@@ -254,6 +259,7 @@ void AddAssetRoutes(Router& router, ApiContext& ctx) {
         r.audit_after = AssetDoc(after.value());
         return r;
       });
+  router.Scoped(Scope::kFleet);
 }
 
 }  // namespace gpufleet::api

@@ -75,6 +75,7 @@ void AddAuditRoutes(Router& router, ApiContext& ctx) {
     for (const auto& r : records.value()) items.push_back(RecordJson(r));
     return ListResponse(std::move(items), Page{static_cast<size_t>(filter->limit), 0});
   });
+  router.Scoped(Scope::kFleet);
 
   router.Add("GET", "/api/v1/audit/verify", Role::kAdmin, [&ctx](const Request&, const Principal&) {
     auto v = store::VerifyAudit(*ctx.store.audit, ctx.secret_key);
@@ -89,6 +90,7 @@ void AddAuditRoutes(Router& router, ApiContext& ctx) {
     }
     return ObjectResponse(200, o);
   });
+  router.Scoped(Scope::kFleet);
 
   router.Add(
       "POST", "/api/v1/audit/prune", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
@@ -114,6 +116,7 @@ void AddAuditRoutes(Router& router, ApiContext& ctx) {
         r.audit_after = JsonText(json::object{{"pruned", pruned.value()}});
         return r;
       });
+  router.Scoped(Scope::kFleet);
 }
 
 }  // namespace gpufleet::api

@@ -212,6 +212,7 @@ void AddCapacityRoutes(Router& router, ApiContext& ctx) {
                    }
                    return Plan(ctx, req, who);
                  });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/reports/capacity/growth", Role::kViewer,
              [&ctx](const Request&, const Principal&) {
@@ -220,6 +221,7 @@ void AddCapacityRoutes(Router& router, ApiContext& ctx) {
                return ObjectResponse(200,
                                      json::parse(usage::CapacityGrowthJson(g.value())).as_object());
              });
+  router.Scoped(Scope::kFleet);
 
   router.Add(
       "PUT", "/api/v1/reports/capacity/growth", Role::kOperator,
@@ -265,6 +267,7 @@ void AddCapacityRoutes(Router& router, ApiContext& ctx) {
         out.audit_after = doc;
         return out;
       });
+  router.Scoped(Scope::kFleet);
 }
 
 }  // namespace gpufleet::api

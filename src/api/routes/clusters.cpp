@@ -4,6 +4,7 @@
 // through the same FleetService::Apply.
 
 #include "api/json_util.h"
+#include "api/scope.h"
 #include "config/fleet_spec.h"
 #include "model/json.h"
 
@@ -162,6 +163,8 @@ Response PutPool(ApiContext& ctx, const Principal& who, const json::object& body
   auto parsed = ParsePoolObject(json::serialize(body), ctx.catalog);
   if (!parsed.ok()) return ErrorResponse(parsed.error());
   const Pool& pool = parsed->pool;
+  // A cluster the token cannot see is one that does not exist for it (the scope policy).
+  if (auto s = ScopeCluster(who, pool.cluster); !s.ok()) return ErrorResponse(s.error());
   auto cluster = FindCluster(ctx, who, pool.cluster);
   if (!cluster.ok()) {
     return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
@@ -218,11 +221,19 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
         store["ok"] = ping.ok();
         // Not the error itself: it names the database's host, and this route is public.
         if (!ping.ok()) store["error"] = "the store does not answer";
-        o["status"] = ping.ok() ? "ok" : "unavailable";
+        // The telemetry log: a controller that cannot write it acknowledges nothing, and says
+        // so here (the reason, "No space left on device", names no host).
+        const std::string wal_error = ctx.telemetry.write_error();
+        json::object telemetry{{"ok", wal_error.empty()}};
+        if (!wal_error.empty()) telemetry["error"] = wal_error;
+        const bool ok = ping.ok() && wal_error.empty();
+        o["status"] = ok ? "ok" : "unavailable";
         o["store"] = std::move(store);
-        return JsonResponse(ping.ok() ? 200 : 503, json::serialize(o));
+        o["telemetry"] = std::move(telemetry);
+        return JsonResponse(ok ? 200 : 503, json::serialize(o));
       },
       /*public_route=*/true);
+  router.Scoped(Scope::kAny);
 
   router.Add("GET", "/api/v1/clusters", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -241,6 +252,7 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
                }
                return ListResponse(std::move(items), page.value());
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/clusters/{name}", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -256,6 +268,7 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
                }
                return ErrorResponse(MakeError(ErrorCode::kNotFound, "no cluster '" + name + "'"));
              });
+  router.Scoped(Scope::kClusters, ScopeObject::kCluster);
 
   router.Add("GET", "/api/v1/pools", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -273,6 +286,7 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
                }
                return ListResponse(std::move(items), page.value());
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/pools/{name}", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -286,6 +300,7 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
                auto counts = CountBy(ctx, ctx.fleet.Nodes(f), true);
                return ObjectResponse(200, WithCounts(ToJson(pool.value()), counts[pool->name]));
              });
+  router.Scoped(Scope::kClusters, ScopeObject::kPool);
 
   router.Add("POST", "/api/v1/clusters", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
@@ -298,6 +313,7 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
                if (r.status < 300) r.audit_after = r.body;
                return r;
              });
+  router.Scoped(Scope::kClusters);
 
   // PUT replaces a cluster with the body; PATCH merges the body into the one stored (404 when
   // there is none). Both then go through PutCluster.
@@ -328,7 +344,9 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
     };
   };
   router.Add("PUT", "/api/v1/clusters/{name}", Role::kOperator, write_cluster(false));
+  router.Scoped(Scope::kClusters, ScopeObject::kCluster);
   router.Add("PATCH", "/api/v1/clusters/{name}", Role::kOperator, write_cluster(true));
+  router.Scoped(Scope::kClusters, ScopeObject::kCluster);
 
   router.Add("DELETE", "/api/v1/clusters/{name}", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
@@ -355,6 +373,7 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
                if (before.ok()) r.audit_before = ClusterObject(before.value());
                return r;
              });
+  router.Scoped(Scope::kClusters, ScopeObject::kCluster);
 
   router.Add(
       "POST", "/api/v1/pools", Role::kOperator, [&ctx](const Request& req, const Principal& who) {
@@ -367,6 +386,7 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
         if (r.status < 300) r.audit_after = r.body;
         return r;
       });
+  router.Scoped(Scope::kClusters);
 
   // The pool as it is stored, in its REST form, with its scaling block; "" when there is none.
   auto pool_object = [&ctx](const Principal& who, const std::string& name) -> std::string {
@@ -405,7 +425,9 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
     };
   };
   router.Add("PUT", "/api/v1/pools/{name}", Role::kOperator, write_pool(false));
+  router.Scoped(Scope::kClusters);
   router.Add("PATCH", "/api/v1/pools/{name}", Role::kOperator, write_pool(true));
+  router.Scoped(Scope::kClusters, ScopeObject::kPool);
 
   router.Add("DELETE", "/api/v1/pools/{name}", Role::kOperator,
              [&ctx, pool_object](const Request& req, const Principal& who) {
@@ -436,6 +458,7 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
                r.audit_before = before;
                return r;
              });
+  router.Scoped(Scope::kClusters, ScopeObject::kPool);
 
   router.Add("GET", "/api/v1/gpu-models", Role::kViewer,
              [&ctx](const Request& req, const Principal&) {
@@ -445,6 +468,7 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
                for (const auto& m : ctx.catalog.models()) items.push_back(ToJson(m));
                return ListResponse(std::move(items), page.value());
              });
+  router.Scoped(Scope::kAny);
 
   router.Add("GET", "/api/v1/gpu-models/{id}", Role::kViewer,
              [&ctx](const Request& req, const Principal&) {
@@ -454,6 +478,7 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
                      MakeError(ErrorCode::kNotFound, "no GPU model '" + req.params.at("id") + "'"));
                return ObjectResponse(200, ToJson(*m));
              });
+  router.Scoped(Scope::kAny);
 }
 
 }  // namespace gpufleet::api

@@ -5,6 +5,7 @@
 // GET /api/v1/compat/check?pool=P&driver=V[&cuda=C] (every rule, failed and passed).
 
 #include "api/json_util.h"
+#include "api/scope.h"
 #include "common/json_text.h"
 #include "model/json.h"
 
@@ -100,11 +101,13 @@ void AddCompatRoutes(Router& router, ApiContext& ctx) {
                if (!ctx.compat) return CompatUnavailable();
                return ObjectResponse(200, MatrixJson(ctx.compat->current(), today()));
              });
+  router.Scoped(Scope::kAny);
   router.Add("GET", "/api/v1/compat/yaml", Role::kViewer, [&ctx](const Request&, const Principal&) {
     if (!ctx.compat) return CompatUnavailable();
     auto in = ctx.compat->current();
     return ObjectResponse(200, {{"origin", in.applied ? "applied" : "builtin"}, {"yaml", in.yaml}});
   });
+  router.Scoped(Scope::kAny);
   // A change of the matrix (`change` applies it): the new matrix, and in the audit log the
   // tables' sizes before and after.
   auto changed = [&ctx, today](const std::function<Status()>& change) {
@@ -134,10 +137,12 @@ void AddCompatRoutes(Router& router, ApiContext& ctx) {
                });
              });
   router.TakesYaml();
+  router.Scoped(Scope::kFleet);
   router.Add("DELETE", "/api/v1/compat", Role::kAdmin,
              [&ctx, changed](const Request&, const Principal&) {
                return changed([&] { return ctx.compat->Reset(); });
              });
+  router.Scoped(Scope::kFleet);
   router.Add(
       "GET", "/api/v1/compat/check", Role::kViewer,
       [&ctx](const Request& req, const Principal& who) {
@@ -169,6 +174,7 @@ void AddCompatRoutes(Router& router, ApiContext& ctx) {
                                     {"failed", RulesJson(result->failed)},
                                     {"passed", RulesJson(result->passed)}});
       });
+  router.Scoped(Scope::kClusters);
 }
 
 }  // namespace gpufleet::api

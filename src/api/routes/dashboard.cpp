@@ -8,6 +8,7 @@
 
 #include "alerting/eval.h"
 #include "api/json_util.h"
+#include "api/scope.h"
 
 namespace json = boost::json;
 
@@ -220,8 +221,10 @@ void AddDashboardRoutes(Router& router, ApiContext& ctx) {
     return ObjectResponse(
         200, {{"name", who.name}, {"role", ToString(who.role)}, {"clusters", std::move(clusters)}});
   });
+  router.Scoped(Scope::kAny);
   router.Add("GET", "/api/v1/heatmap", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) { return Heatmap(ctx, req, who); });
+  router.Scoped(Scope::kClusters);
 }
 
 }  // namespace gpufleet::api

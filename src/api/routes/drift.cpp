@@ -150,6 +150,7 @@ void AddDriftRoutes(Router& router, ApiContext& ctx) {
                                     {"offset", page->offset},
                                     {"summary", std::move(summary)}});
       });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/drift/{id}", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -161,6 +162,7 @@ void AddDriftRoutes(Router& router, ApiContext& ctx) {
                o["profile"] = json::parse(ProfileJson(p.ok() ? p.value() : Profile{}));
                return ObjectResponse(200, o);
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/drift/{id}/remediation", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -174,6 +176,7 @@ void AddDriftRoutes(Router& router, ApiContext& ctx) {
                o["finding"] = FindingJson(f.value());
                return ObjectResponse(200, o);
              });
+  router.Scoped(Scope::kClusters);
 }
 
 }  // namespace gpufleet::api

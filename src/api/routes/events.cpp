@@ -51,6 +51,7 @@ void AddEventRoutes(Router& router, ApiContext& ctx) {
                }
                return ListResponse(std::move(items), Page{page->limit, 0});
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("POST", "/api/v1/nodes/{name}/gpus/{index}/inject", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
@@ -78,6 +79,7 @@ void AddEventRoutes(Router& router, ApiContext& ctx) {
                r.audit_after = req.body;
                return r;
              });
+  router.Scoped(Scope::kClusters, ScopeObject::kNode);
 
   // A simulated node's facts, packages or a GPU's settings changed as if by hand: what drift
   // detection must find. {"facts": {...}}, {"packages": {"add": [...], "remove": [...]}},
@@ -120,6 +122,7 @@ void AddEventRoutes(Router& router, ApiContext& ctx) {
         r.audit_after = req.body;
         return r;
       });
+  router.Scoped(Scope::kClusters, ScopeObject::kNode);
 }
 
 }  // namespace gpufleet::api

@@ -91,6 +91,7 @@ void AddHealthRoutes(Router& router, ApiContext& ctx) {
                                            {"total", total},
                                            {"show", show}});
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/xids", Role::kViewer, [&ctx](const Request& req, const Principal&) {
     if (!ctx.health) {
@@ -109,6 +110,7 @@ void AddHealthRoutes(Router& router, ApiContext& ctx) {
     if (!page.ok()) return ErrorResponse(page.error());
     return ListResponse(std::move(items), page.value());
   });
+  router.Scoped(Scope::kAny);
 }
 
 }  // namespace gpufleet::api

@@ -2,6 +2,7 @@
 // /api/v1/jobs/{id} (cancel).
 
 #include "api/json_util.h"
+#include "api/scope.h"
 #include "common/json_text.h"
 #include "model/json.h"
 
@@ -122,6 +123,10 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
         spec.gpu_model = model.value();
         spec.gpus = static_cast<int>(gpus.value());
         spec.gpus_per_node = static_cast<int>(per_node.value());
+        if (priority.value() < -1'000'000 || priority.value() > 1'000'000) {
+          return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                         "'priority' must be from -1000000 to 1000000"));
+        }
         spec.priority = static_cast<int>(priority.value());
         spec.movable = movable.value();
         spec.sim_profile = sim_profile.value();
@@ -131,6 +136,10 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
             return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
                                            "'duration' must be such as 90s, 30m or 2h"));
           }
+        }
+        // A pool the token cannot see is refused before anything is queued.
+        if (!spec.pool.empty()) {
+          if (auto s = ScopePool(ctx, who, spec.pool); !s.ok()) return ErrorResponse(s.error());
         }
         if (!spec.cluster.empty() && !who.CanSeeCluster(spec.cluster)) {
           return ErrorResponse(
@@ -150,6 +159,7 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
         r.audit_after = r.body;
         return r;
       });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/jobs", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -176,6 +186,7 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
                }
                return PageResponse(std::move(items), total, page.value());
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/jobs/{id}", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -184,6 +195,7 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
                if (!job.ok()) return ErrorResponse(job.error());
                return ObjectResponse(200, JobJson(job.value(), ctx.clock.NowMs()));
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("DELETE", "/api/v1/jobs/{id}", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
@@ -199,6 +211,7 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
                r.audit_after = r.body;
                return r;
              });
+  router.Scoped(Scope::kClusters);
 }
 
 }  // namespace gpufleet::api

@@ -186,6 +186,7 @@ std::vector<GpuRef> SelectGpus(ApiContext& ctx, const Request& req, const Princi
 void AddMetricsRoutes(Router& router, ApiContext& ctx) {
   router.Add("GET", "/metrics", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) { return Metrics(ctx, req, who); });
+  router.Scoped(Scope::kClusters);
 
   // Ranges per GPU, aligned to `step`, from the coarsest tier that serves the step: raw below a
   // minute, 1-minute rollups below an hour, 1-hour rollups above.
@@ -264,6 +265,7 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx) {
                                     {"tier", tier},
                                     {"series", std::move(series)}});
       });
+  router.Scoped(Scope::kClusters);
 
   router.Add(
       "GET", "/api/v1/query", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
@@ -323,6 +325,7 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx) {
         out += "]}";
         return JsonResponse(200, std::move(out));
       });
+  router.Scoped(Scope::kClusters);
 }
 
 }  // namespace gpufleet::api

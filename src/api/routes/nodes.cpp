@@ -1,6 +1,8 @@
-// Nodes, their GPUs and events, and the operator actions cordon, uncordon and drain.
+// Nodes, their GPUs and events, the operator actions cordon, uncordon and drain, and an
+// admin's reset of a node's identity.
 
 #include "api/json_util.h"
+#include "api/scope.h"
 #include "common/json_text.h"
 #include "model/json.h"
 
@@ -56,6 +58,7 @@ void AddNodeRoutes(Router& router, ApiContext& ctx) {
                        ",\"offset\":" + std::to_string(page->offset) + "}";
                return JsonResponse(200, std::move(body));
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/nodes/{name}", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -66,6 +69,7 @@ void AddNodeRoutes(Router& router, ApiContext& ctx) {
                }
                return ObjectResponse(200, ToJson(node.value(), true));
              });
+  router.Scoped(Scope::kClusters, ScopeObject::kNode);
 
   router.Add("GET", "/api/v1/nodes/{name}/events", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -82,19 +86,42 @@ void AddNodeRoutes(Router& router, ApiContext& ctx) {
                for (const auto& e : events.value()) items.push_back(ToJson(e));
                return ListResponse(std::move(items), Page{page->limit, 0});
              });
+  router.Scoped(Scope::kClusters, ScopeObject::kNode);
 
   router.Add("POST", "/api/v1/nodes/{name}/cordon", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
                return Action(ctx, req, who, NodeAction::kCordon);
              });
+  router.Scoped(Scope::kClusters, ScopeObject::kNode);
   router.Add("POST", "/api/v1/nodes/{name}/uncordon", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
                return Action(ctx, req, who, NodeAction::kUncordon);
              });
+  router.Scoped(Scope::kClusters, ScopeObject::kNode);
   router.Add("POST", "/api/v1/nodes/{name}/drain", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
                return Action(ctx, req, who, NodeAction::kDrain);
              });
+  router.Scoped(Scope::kClusters, ScopeObject::kNode);
+
+  // Clears a node's identity, so that an agent with a join token may take the name again (a
+  // machine reinstalled without its node token). Admin only: it hands the name to whoever
+  // holds a join token next.
+  router.Add("POST", "/api/v1/nodes/{name}/reset-identity", Role::kAdmin,
+             [&ctx](const Request& req, const Principal& who) {
+               const std::string& name = req.params.at("name");
+               auto before = ctx.fleet.GetNode(name);
+               if (!before.ok() || !who.CanSeeCluster(before->cluster)) {
+                 return ErrorResponse(MakeError(ErrorCode::kNotFound, "no node '" + name + "'"));
+               }
+               auto after = ctx.fleet.ResetIdentity(name, who.name);
+               Response r = after.ok() ? ObjectResponse(200, ToJson(after.value(), true))
+                                       : ErrorResponse(after.error());
+               r.audit_target = "node/" + name;
+               r.audit_after = JsonText(json::object{{"identity", "cleared"}});
+               return r;
+             });
+  router.Scoped(Scope::kClusters, ScopeObject::kNode);
 
   router.Add(
       "GET", "/api/v1/gpus", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
@@ -119,6 +146,7 @@ void AddNodeRoutes(Router& router, ApiContext& ctx) {
         }
         return ListResponse(std::move(items), page.value());
       });
+  router.Scoped(Scope::kClusters);
 }
 
 }  // namespace gpufleet::api

@@ -192,6 +192,7 @@ void AddReportRoutes(Router& router, ApiContext& ctx) {
                            {"problem", a.problem.empty() ? json::value() : json::value(a.problem)},
                            {"checked_at", FormatTime(a.checked_ms)}}}});
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/reports/compliance/nodes", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -237,6 +238,7 @@ void AddReportRoutes(Router& router, ApiContext& ctx) {
                }
                return PageResponse(std::move(items), nodes.size(), page.value());
              });
+  router.Scoped(Scope::kClusters);
 }
 
 }  // namespace gpufleet::api

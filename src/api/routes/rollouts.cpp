@@ -9,6 +9,7 @@
 //   GET and POST /api/v1/sim/faulty-versions (the simulator's faulty versions).
 
 #include "api/json_util.h"
+#include "api/scope.h"
 #include "common/clock.h"
 #include "common/json_text.h"
 #include "model/json.h"
@@ -101,6 +102,21 @@ bool Visible(const lifecycle::Rollout& r, const Principal& who) {
                      [&](const lifecycle::RolloutNode& n) { return who.CanSeeCluster(n.cluster); });
 }
 
+// The scope policy for a rollout's request: for a token limited to some clusters, what the
+// selector and the strategy name must lie in them (404 as if absent otherwise), and a
+// selection by labels alone, or none, is narrowed to them.
+Status ScopeRollout(ApiContext& ctx, const Principal& who, lifecycle::RolloutRequest& req) {
+  if (who.clusters.empty()) return {};
+  auto& sel = req.selector;
+  for (const auto& c : sel.clusters) GF_TRY(ScopeCluster(who, c));
+  for (const auto& p : sel.pools) GF_TRY(ScopePool(ctx, who, p));
+  for (const auto& n : sel.nodes) GF_TRY(ScopeNode(ctx, who, n));
+  for (const auto& n : req.strategy.test_nodes) GF_TRY(ScopeNode(ctx, who, n));
+  if (!req.strategy.test_pool.empty()) GF_TRY(ScopePool(ctx, who, req.strategy.test_pool));
+  if (sel.clusters.empty()) sel.clusters = who.clusters;
+  return {};
+}
+
 }  // namespace
 
 void AddRolloutRoutes(Router& router, ApiContext& ctx) {
@@ -111,6 +127,9 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
           if (!ctx.rollouts) return Unavailable();
           auto parsed = lifecycle::ParseRolloutRequest(req.body);
           if (!parsed.ok()) return ErrorResponse(parsed.error());
+          if (auto s = ScopeRollout(ctx, who, parsed.value()); !s.ok()) {
+            return ErrorResponse(s.error());
+          }
           if (parsed->force && who.role != Role::kAdmin) {
             return ErrorResponse(
                 MakeError(ErrorCode::kPermissionDenied, "only an admin may force a rollout"));
@@ -148,12 +167,16 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
         if (r.audit_target.empty()) r.audit_target = "rollouts";
         return r;
       });
+  router.Scoped(Scope::kClusters);
 
   router.Add("POST", "/api/v1/rollouts/plan", Role::kViewer,
-             [&ctx](const Request& req, const Principal&) {
+             [&ctx](const Request& req, const Principal& who) {
                if (!ctx.rollouts) return Unavailable();
                auto parsed = lifecycle::ParseRolloutRequest(req.body);
                if (!parsed.ok()) return ErrorResponse(parsed.error());
+               if (auto s = ScopeRollout(ctx, who, parsed.value()); !s.ok()) {
+                 return ErrorResponse(s.error());
+               }
                auto plan = ctx.rollouts->Plan(parsed.value());
                if (!plan.ok()) return ErrorResponse(plan.error());
                json::object o = PlanJson(plan.value());
@@ -161,6 +184,7 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
                o["failed"] = refusals.ok() ? FailedJson(refusals.value()) : json::array();
                return ObjectResponse(200, o);
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/rollouts", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -175,6 +199,7 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
                }
                return ListResponse(std::move(items), page.value());
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/rollouts/{id}", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -188,12 +213,20 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
                }
                return ObjectResponse(200, lifecycle::ToJson(r.value(), true));
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/rollouts/{id}/events", Role::kViewer,
-             [&ctx](const Request& req, const Principal&) {
+             [&ctx](const Request& req, const Principal& who) {
                if (!ctx.rollouts) return Unavailable();
                auto id = IdOf(req);
                if (!id.ok()) return ErrorResponse(id.error());
+               if (!who.clusters.empty()) {
+                 auto r = ctx.rollouts->Get(id.value());
+                 if (!r.ok() || !Visible(r.value(), who)) {
+                   return ErrorResponse(
+                       MakeError(ErrorCode::kNotFound, "no rollout " + std::to_string(id.value())));
+                 }
+               }
                int64_t after = std::atoll(req.Param("after").c_str());
                int limit = std::clamp(std::atoi(req.Param("limit").c_str()), 0, 1000);
                auto events = ctx.rollouts->Events(id.value(), after, limit ? limit : 200);
@@ -208,6 +241,7 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
                }
                return ObjectResponse(200, {{"items", std::move(items)}});
              });
+  router.Scoped(Scope::kClusters);
 
   // The controls, each its own route (one path each in docs/openapi.yaml).
   auto control = [&ctx](std::string control) -> Handler {
@@ -233,10 +267,15 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
     };
   };
   router.Add("POST", "/api/v1/rollouts/{id}/pause", Role::kOperator, control("pause"));
+  router.Scoped(Scope::kClusters);
   router.Add("POST", "/api/v1/rollouts/{id}/resume", Role::kOperator, control("resume"));
+  router.Scoped(Scope::kClusters);
   router.Add("POST", "/api/v1/rollouts/{id}/abort", Role::kOperator, control("abort"));
+  router.Scoped(Scope::kClusters);
   router.Add("POST", "/api/v1/rollouts/{id}/approve", Role::kOperator, control("approve"));
+  router.Scoped(Scope::kClusters);
   router.Add("POST", "/api/v1/rollouts/{id}/rollback", Role::kOperator, control("rollback"));
+  router.Scoped(Scope::kClusters);
 
   router.Add("POST", "/api/v1/nodes/{name}/actions", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
@@ -270,6 +309,7 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
                r.audit_target = "node/" + name;
                return r;
              });
+  router.Scoped(Scope::kClusters, ScopeObject::kNode);
 
   router.Add("GET", "/api/v1/nodes/{name}/actions", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -283,6 +323,7 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
                }
                return ObjectResponse(200, {{"items", std::move(items)}});
              });
+  router.Scoped(Scope::kClusters, ScopeObject::kNode);
 
   router.Add("GET", "/api/v1/nodes/{name}/versions", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -310,6 +351,7 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
                                               node.value(), lifecycle::RolloutKind::kNicFirmware)},
                          {"history", std::move(items)}});
              });
+  router.Scoped(Scope::kClusters, ScopeObject::kNode);
 
   router.Add("DELETE", "/api/v1/nodes/{name}", Role::kAdmin,
              [&ctx](const Request& req, const Principal& who) {
@@ -325,6 +367,7 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
                r.audit_target = "node/" + name;
                return r;
              });
+  router.Scoped(Scope::kClusters, ScopeObject::kNode);
 
   router.Add(
       "GET", "/api/v1/sim/faulty-versions", Role::kViewer,
@@ -336,6 +379,7 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
         }
         return ObjectResponse(200, {{"items", std::move(items)}, {"simulated", true}});
       });
+  router.Scoped(Scope::kFleet);
   router.Add(
       "POST", "/api/v1/sim/faulty-versions", Role::kOperator,
       [&ctx](const Request& req, const Principal&) {
@@ -372,6 +416,7 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
         r.audit_target = "sim/faulty-versions";
         return r;
       });
+  router.Scoped(Scope::kFleet);
 }
 
 }  // namespace gpufleet::api

@@ -34,6 +34,11 @@ json::object RuleObject(const alerting::Rule& r) {
 
 }  // namespace
 
+// A rule test's bounds: the rules of one request, and the alerts listed per rule (the rest are
+// counted in "alerts_total").
+constexpr size_t kMaxTestRules = 50;
+constexpr size_t kMaxTestAlerts = 200;
+
 void AddRuleRoutes(Router& router, ApiContext& ctx) {
   router.Add("GET", "/api/v1/alert-rules", Role::kViewer,
              [&ctx](const Request& req, const Principal&) {
@@ -49,6 +54,7 @@ void AddRuleRoutes(Router& router, ApiContext& ctx) {
                }
                return ListResponse(std::move(items), page.value());
              });
+  router.Scoped(Scope::kAny);
 
   router.Add(
       "GET", "/api/v1/alert-rules/metrics", Role::kViewer,
@@ -68,6 +74,7 @@ void AddRuleRoutes(Router& router, ApiContext& ctx) {
         }
         return ListResponse(std::move(items), page.value());
       });
+  router.Scoped(Scope::kAny);
 
   router.Add("POST", "/api/v1/alert-rules", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
@@ -87,6 +94,7 @@ void AddRuleRoutes(Router& router, ApiContext& ctx) {
                r.audit_after = r.body;
                return r;
              });
+  router.Scoped(Scope::kFleet);
 
   router.Add("DELETE", "/api/v1/alert-rules/{name}", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
@@ -100,6 +108,7 @@ void AddRuleRoutes(Router& router, ApiContext& ctx) {
                r.audit_target = "alert-rule/" + name;
                return r;
              });
+  router.Scoped(Scope::kFleet);
 
   router.Add("POST", "/api/v1/alert-rules/test", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -108,15 +117,24 @@ void AddRuleRoutes(Router& router, ApiContext& ctx) {
                auto file =
                    alerting::ParseRuleFile(req.body, filename.empty() ? "request" : filename);
                if (!file.ok()) return ErrorResponse(file.error());
+               // Bounded work and answer: a test is for a few rules, not a fleet's file.
+               if (file->rules.size() > kMaxTestRules) {
+                 return ErrorResponse(MakeError(
+                     ErrorCode::kInvalidArgument,
+                     "a test takes at most " + std::to_string(kMaxTestRules) + " rules; this has " +
+                         std::to_string(file->rules.size()) + ": test them in parts"));
+               }
                auto reader = alerting::MakeTelemetryReader(ctx.telemetry);
                auto tests = ctx.alerts->TestRules(file->rules, *reader);
                if (!tests.ok()) return ErrorResponse(tests.error());
                json::array items;
                for (const auto& t : tests.value()) {
                  json::array alerts;
+                 size_t visible = 0;
                  for (const auto& a : t.alerts) {
                    auto cluster = a.labels.find("cluster");
                    if (cluster != a.labels.end() && !who.CanSeeCluster(cluster->second)) continue;
+                   if (++visible > kMaxTestAlerts) continue;
                    alerts.push_back(json::object{{"state", alerting::ToString(a.state)},
                                                  {"value", a.value},
                                                  {"labels", ToJson(a.labels)},
@@ -125,13 +143,15 @@ void AddRuleRoutes(Router& router, ApiContext& ctx) {
                  json::object o = RuleObject(t.rule);
                  o["run"] = RunJson(t.run);
                  o["alerts"] = std::move(alerts);
+                 o["alerts_total"] = visible;  // the list holds kMaxTestAlerts at most
                  items.push_back(std::move(o));
                }
                Page all;
                all.limit = 1000;
                return ListResponse(std::move(items), all);
              });
-  router.TakesYaml();  // a rule file
+  router.TakesYaml();
+  router.Scoped(Scope::kClusters);  // a rule file
 }
 
 }  // namespace gpufleet::api

@@ -141,6 +141,7 @@ void AddScalingRoutes(Router& router, ApiContext& ctx) {
                }
                return ListResponse(std::move(items), page.value());
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/pools/{pool}/scaling", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -151,6 +152,7 @@ void AddScalingRoutes(Router& router, ApiContext& ctx) {
                if (!s.ok()) return ErrorResponse(s.error());
                return ObjectResponse(200, StatusJson(s.value(), pool->cluster));
              });
+  router.Scoped(Scope::kClusters, ScopeObject::kPool, "pool");
 
   router.Add("PUT", "/api/v1/pools/{pool}/scaling", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
@@ -176,6 +178,7 @@ void AddScalingRoutes(Router& router, ApiContext& ctx) {
                r.audit_after = sched::PoolScalingJson(set.value());
                return r;
              });
+  router.Scoped(Scope::kClusters, ScopeObject::kPool, "pool");
 
   router.Add("DELETE", "/api/v1/pools/{pool}/scaling", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
@@ -192,6 +195,7 @@ void AddScalingRoutes(Router& router, ApiContext& ctx) {
                r.audit_before = sched::PoolScalingJson(before->scaling);
                return r;
              });
+  router.Scoped(Scope::kClusters, ScopeObject::kPool, "pool");
 
   router.Add(
       "POST", "/api/v1/pools/{pool}/scale", Role::kOperator,
@@ -236,6 +240,7 @@ void AddScalingRoutes(Router& router, ApiContext& ctx) {
         r.audit_after = r.body;
         return r;
       });
+  router.Scoped(Scope::kClusters, ScopeObject::kPool, "pool");
 
   // Replays the pool's past under a grid of settings; {"wait_p95": "60s", "window": "7d",
   // "apply": false}. Operator: it takes CPU (seconds), and may change the policy. Slow: it runs
@@ -275,6 +280,7 @@ void AddScalingRoutes(Router& router, ApiContext& ctx) {
         }
         return r;
       });
+  router.Scoped(Scope::kClusters, ScopeObject::kPool, "pool");
 
   router.Add("GET", "/api/v1/pools/{pool}/scaling/events", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -290,6 +296,7 @@ void AddScalingRoutes(Router& router, ApiContext& ctx) {
                for (const auto& e : events.value()) items.push_back(EventJson(e));
                return ListResponse(std::move(items), page.value());
              });
+  router.Scoped(Scope::kClusters, ScopeObject::kPool, "pool");
 
   // Columns, oldest first: time_ms, ready, provisioning, other, target, demand, running,
   // queued, forecast (null where none), oldest_wait_s. `window`: how far back (default 6h).
@@ -333,6 +340,7 @@ void AddScalingRoutes(Router& router, ApiContext& ctx) {
                                     {"forecast", std::move(forecast)},
                                     {"oldest_wait_s", std::move(wait)}});
       });
+  router.Scoped(Scope::kClusters, ScopeObject::kPool, "pool");
 }
 
 }  // namespace gpufleet::api

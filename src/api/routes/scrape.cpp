@@ -39,6 +39,7 @@ void AddScrapeRoutes(Router& router, ApiContext& ctx) {
         }
         return ListResponse(std::move(items), page.value());
       });
+  router.Scoped(Scope::kClusters);
 }
 
 }  // namespace gpufleet::api

@@ -202,6 +202,7 @@ void AddSecurityRoutes(Router& router, ApiContext& ctx) {
                        {"today", ctx.compat ? ctx.compat->today() : ""}};
         return ObjectResponse(200, o);
       });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/vulnerabilities/fix", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -231,6 +232,7 @@ void AddSecurityRoutes(Router& router, ApiContext& ctx) {
                                            {"nodes", std::move(nodes)},
                                            {"request", std::move(request)}});
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/bulletins", Role::kViewer,
              [&ctx](const Request& req, const Principal&) {
@@ -245,6 +247,7 @@ void AddSecurityRoutes(Router& router, ApiContext& ctx) {
                }
                return ListResponse(std::move(all), page.value());
              });
+  router.Scoped(Scope::kAny);
 
   router.Add("GET", "/api/v1/bulletins/{id}", Role::kViewer,
              [&ctx](const Request& req, const Principal&) {
@@ -257,6 +260,7 @@ void AddSecurityRoutes(Router& router, ApiContext& ctx) {
                }
                return ObjectResponse(200, BulletinJson(*b, true));
              });
+  router.Scoped(Scope::kAny);
 
   router.Add("POST", "/api/v1/bulletins/import", Role::kAdmin,
              [&ctx](const Request& req, const Principal&) {
@@ -275,6 +279,7 @@ void AddSecurityRoutes(Router& router, ApiContext& ctx) {
                if (r.audit_target.empty()) r.audit_target = "bulletins";
                return r;
              });
+  router.Scoped(Scope::kFleet);
 }
 
 }  // namespace gpufleet::api

@@ -45,10 +45,12 @@ void AddStaticRoutes(Router& router, ApiContext&) {
       "GET", "/", Role::kViewer,
       [](const Request&, const Principal&) { return File("index.html"); },
       /*public_route=*/true);
+  router.Scoped(Scope::kAny);
   router.Add(
       "GET", "/ui/{file}", Role::kViewer,
       [](const Request& req, const Principal&) { return File(req.params.at("file")); },
       /*public_route=*/true);
+  router.Scoped(Scope::kAny);
 }
 
 }  // namespace api

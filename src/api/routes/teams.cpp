@@ -17,8 +17,10 @@
 #include <set>
 
 #include "api/json_util.h"
+#include "api/scope.h"
 #include "common/clock.h"
 #include "common/json_text.h"
+#include "common/strings.h"
 #include "model/json.h"
 
 namespace json = boost::json;
@@ -112,17 +114,36 @@ Result<Team> ParseBody(const Request& req) {
   return ParseTeam(req.body);
 }
 
+// The scope policy on the team the path names: a scoped token sees a team that owns something
+// in its clusters, and changes one all of whose clusters are its own (ScopeTeam).
+Handler TeamScoped(ApiContext& ctx, bool change, Handler handler) {
+  return [&ctx, change, handler = std::move(handler)](const Request& req, const Principal& who) {
+    const std::string& team = req.params.at("team");
+    if (change) {
+      if (auto s = ScopeTeam(ctx, who, team); !s.ok()) return ErrorResponse(s.error());
+    } else if (!TeamVisible(ctx, who, team)) {
+      return ErrorResponse(
+          MakeError(ErrorCode::kNotFound, "no team '" + Printable(team, 80) + "'"));
+    }
+    return handler(req, who);
+  };
+}
+
 }  // namespace
 
 void AddTeamRoutes(Router& router, ApiContext& ctx) {
-  router.Add("GET", "/api/v1/teams", Role::kViewer, [&ctx](const Request& req, const Principal&) {
-    if (!ctx.teams) return Unavailable();
-    auto page = ParsePage(req);
-    if (!page.ok()) return ErrorResponse(page.error());
-    json::array items;
-    for (const auto& t : ctx.teams->List()) items.push_back(TeamView(ctx, t));
-    return ListResponse(std::move(items), page.value());
-  });
+  router.Add("GET", "/api/v1/teams", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) {
+               if (!ctx.teams) return Unavailable();
+               auto page = ParsePage(req);
+               if (!page.ok()) return ErrorResponse(page.error());
+               json::array items;
+               for (const auto& t : ctx.teams->List()) {
+                 if (TeamVisible(ctx, who, t.name)) items.push_back(TeamView(ctx, t));
+               }
+               return ListResponse(std::move(items), page.value());
+             });
+  router.Scoped(Scope::kClusters);
 
   router.Add("POST", "/api/v1/teams", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
     if (!ctx.teams) return Unavailable();
@@ -133,43 +154,47 @@ void AddTeamRoutes(Router& router, ApiContext& ctx) {
     if (!made.ok()) return ErrorResponse(made.error());
     return TeamResponse(ctx, 201, made.value(), "");
   });
+  router.Scoped(Scope::kFleet);
 
   router.Add("GET", "/api/v1/teams/{team}", Role::kViewer,
-             [&ctx](const Request& req, const Principal&) {
+             TeamScoped(ctx, false, [&ctx](const Request& req, const Principal&) {
                if (!ctx.teams) return Unavailable();
                auto t = ctx.teams->Get(req.params.at("team"));
                if (!t.ok()) return ErrorResponse(t.error());
                return ObjectResponse(200, TeamView(ctx, t.value()));
-             });
+             }));
+  router.Scoped(Scope::kClusters);
 
-  router.Add(
-      "PATCH", "/api/v1/teams/{team}", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
-        if (!ctx.teams) return Unavailable();
-        auto old = ctx.teams->Get(req.params.at("team"));
-        if (!old.ok()) return ErrorResponse(old.error());
-        auto body = ParseObject(req.body);
-        if (!body.ok()) return ErrorResponse(body.error());
-        if (auto s =
-                OnlyFields(*body, {"name", "contacts", "channels", "budget_monthly", "projects"});
-            !s.ok()) {
-          return ErrorResponse(s.error());
-        }
-        if (const auto* n = body->if_contains("name");
-            n && !(n->is_string() && n->as_string() == old->name)) {
-          return ErrorResponse(
-              MakeError(ErrorCode::kInvalidArgument, "name: a team cannot be renamed"));
-        }
-        // The body's fields over the stored team's.
-        json::object merged = json::parse(TeamJson(old.value())).as_object();
-        for (const auto& [k, v] : *body) merged[k] = v;
-        auto team = ParseTeam(JsonText(merged));
-        if (!team.ok()) return ErrorResponse(team.error());
-        if (auto s = CheckChannels(ctx, team.value()); !s.ok()) return ErrorResponse(s.error());
-        std::string before = TeamJson(old.value());
-        auto done = ctx.teams->Replace(std::move(team).value());
-        if (!done.ok()) return ErrorResponse(done.error());
-        return TeamResponse(ctx, 200, done.value(), before);
-      });
+  router.Add("PATCH", "/api/v1/teams/{team}", Role::kAdmin,
+             TeamScoped(ctx, true, [&ctx](const Request& req, const Principal&) {
+               if (!ctx.teams) return Unavailable();
+               auto old = ctx.teams->Get(req.params.at("team"));
+               if (!old.ok()) return ErrorResponse(old.error());
+               auto body = ParseObject(req.body);
+               if (!body.ok()) return ErrorResponse(body.error());
+               if (auto s = OnlyFields(
+                       *body, {"name", "contacts", "channels", "budget_monthly", "projects"});
+                   !s.ok()) {
+                 return ErrorResponse(s.error());
+               }
+               if (const auto* n = body->if_contains("name");
+                   n && !(n->is_string() && n->as_string() == old->name)) {
+                 return ErrorResponse(
+                     MakeError(ErrorCode::kInvalidArgument, "name: a team cannot be renamed"));
+               }
+               // The body's fields over the stored team's.
+               json::object merged = json::parse(TeamJson(old.value())).as_object();
+               for (const auto& [k, v] : *body) merged[k] = v;
+               auto team = ParseTeam(JsonText(merged));
+               if (!team.ok()) return ErrorResponse(team.error());
+               if (auto s = CheckChannels(ctx, team.value()); !s.ok())
+                 return ErrorResponse(s.error());
+               std::string before = TeamJson(old.value());
+               auto done = ctx.teams->Replace(std::move(team).value());
+               if (!done.ok()) return ErrorResponse(done.error());
+               return TeamResponse(ctx, 200, done.value(), before);
+             }));
+  router.Scoped(Scope::kClusters);
 
   router.Add(
       "DELETE", "/api/v1/teams/{team}", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
@@ -204,9 +229,10 @@ void AddTeamRoutes(Router& router, ApiContext& ctx) {
         r.audit_before = TeamJson(old.value());
         return r;
       });
+  router.Scoped(Scope::kFleet);
 
   router.Add("GET", "/api/v1/teams/{team}/projects", Role::kViewer,
-             [&ctx](const Request& req, const Principal&) {
+             TeamScoped(ctx, false, [&ctx](const Request& req, const Principal&) {
                if (!ctx.teams) return Unavailable();
                auto page = ParsePage(req);
                if (!page.ok()) return ErrorResponse(page.error());
@@ -215,10 +241,11 @@ void AddTeamRoutes(Router& router, ApiContext& ctx) {
                json::array items;
                for (const auto& p : t->projects) items.push_back(ProjectJson(p));
                return ListResponse(std::move(items), page.value());
-             });
+             }));
+  router.Scoped(Scope::kClusters);
 
   router.Add("POST", "/api/v1/teams/{team}/projects", Role::kOperator,
-             [&ctx](const Request& req, const Principal&) {
+             TeamScoped(ctx, true, [&ctx](const Request& req, const Principal&) {
                if (!ctx.teams) return Unavailable();
                auto old = ctx.teams->Get(req.params.at("team"));
                if (!old.ok()) return ErrorResponse(old.error());
@@ -237,10 +264,11 @@ void AddTeamRoutes(Router& router, ApiContext& ctx) {
                r.audit_before = TeamJson(old.value());
                r.audit_after = TeamJson(t.value());
                return r;
-             });
+             }));
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/teams/{team}/projects/{project}", Role::kViewer,
-             [&ctx](const Request& req, const Principal&) {
+             TeamScoped(ctx, false, [&ctx](const Request& req, const Principal&) {
                if (!ctx.teams) return Unavailable();
                auto t = ctx.teams->Get(req.params.at("team"));
                if (!t.ok()) return ErrorResponse(t.error());
@@ -251,11 +279,12 @@ void AddTeamRoutes(Router& router, ApiContext& ctx) {
                      "team '" + t->name + "' has no project '" + req.params.at("project") + "'"));
                }
                return ObjectResponse(200, ProjectJson(*p));
-             });
+             }));
+  router.Scoped(Scope::kClusters);
 
   router.Add(
       "PATCH", "/api/v1/teams/{team}/projects/{project}", Role::kOperator,
-      [&ctx](const Request& req, const Principal&) {
+      TeamScoped(ctx, true, [&ctx](const Request& req, const Principal&) {
         if (!ctx.teams) return Unavailable();
         auto old = ctx.teams->Get(req.params.at("team"));
         if (!old.ok()) return ErrorResponse(old.error());
@@ -288,10 +317,11 @@ void AddTeamRoutes(Router& router, ApiContext& ctx) {
         r.audit_before = TeamJson(old.value());
         r.audit_after = TeamJson(done.value());
         return r;
-      });
+      }));
+  router.Scoped(Scope::kClusters);
 
   router.Add("DELETE", "/api/v1/teams/{team}/projects/{project}", Role::kOperator,
-             [&ctx](const Request& req, const Principal&) {
+             TeamScoped(ctx, true, [&ctx](const Request& req, const Principal&) {
                if (!ctx.teams) return Unavailable();
                auto old = ctx.teams->Get(req.params.at("team"));
                if (!old.ok()) return ErrorResponse(old.error());
@@ -308,7 +338,8 @@ void AddTeamRoutes(Router& router, ApiContext& ctx) {
                r.audit_before = TeamJson(old.value());
                r.audit_after = TeamJson(t.value());
                return r;
-             });
+             }));
+  router.Scoped(Scope::kClusters);
 }
 
 }  // namespace gpufleet::api

@@ -1,9 +1,13 @@
 // Join tokens (per pool, for agents) and API tokens (per person or system, with a role).
 // Secrets are returned once, at creation; the store keeps only their SHA-256.
 
+#include <algorithm>
+
 #include "api/json_util.h"
+#include "api/scope.h"
 #include "common/crypto.h"
 #include "common/json_text.h"
+#include "common/strings.h"
 #include "model/json.h"
 
 namespace json = boost::json;
@@ -53,8 +57,9 @@ Result<ApiToken> ApiTokenFrom(const json::object& o, Clock& clock) {
   GF_TRY(OnlyFields(o, {"name", "role", "clusters", "ttl"}));
   ApiToken t;
   GF_TRY_ASSIGN(t.name, GetString(o, "name"));
-  if (t.name.empty() || t.name.size() > 128) {
-    return MakeError(ErrorCode::kInvalidArgument, "field 'name' must be 1 to 128 characters");
+  if (t.name.empty() || t.name.size() > 128 || HasControl(t.name)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "field 'name' must be 1 to 128 characters, none of them a control character");
   }
   std::string role;
   GF_TRY_ASSIGN(role, GetString(o, "role"));
@@ -81,53 +86,92 @@ Result<ApiToken> ApiTokenFrom(const json::object& o, Clock& clock) {
   return t;
 }
 
+// A token that a scoped token may see and change: one limited to some of its own clusters (as
+// the tokens it may create are). A fleet-wide token sees them all.
+bool TokenInScope(const Principal& who, const ApiToken& t) {
+  if (who.clusters.empty()) return true;
+  return !t.clusters.empty() && std::all_of(t.clusters.begin(), t.clusters.end(),
+                                            [&](const auto& c) { return who.CanSeeCluster(c); });
+}
+
+// The API token `id`, when `who` may see it; 404 as if it did not exist otherwise.
+Status ApiTokenInScope(ApiContext& ctx, const Principal& who, const std::string& id) {
+  if (who.clusters.empty()) return {};
+  auto tokens = ctx.store.tokens->ListApiTokens();
+  if (!tokens.ok()) return tokens.error();
+  for (const auto& t : tokens.value()) {
+    if (t.id == id && TokenInScope(who, t)) return {};
+  }
+  return MakeError(ErrorCode::kNotFound, "no API token '" + Printable(id, 80) + "'");
+}
+
+// The join token `id`, when its pool is in `who`'s clusters; 404 otherwise.
+Status JoinTokenInScope(ApiContext& ctx, const Principal& who, const std::string& id) {
+  if (who.clusters.empty()) return {};
+  auto tokens = ctx.store.tokens->ListJoinTokens();
+  if (!tokens.ok()) return tokens.error();
+  for (const auto& t : tokens.value()) {
+    if (t.id == id && ScopePool(ctx, who, t.pool).ok()) return {};
+  }
+  return MakeError(ErrorCode::kNotFound, "no join token '" + Printable(id, 80) + "'");
+}
+
 }  // namespace
 
 void AddTokenRoutes(Router& router, ApiContext& ctx) {
-  router.Add(
-      "POST", "/api/v1/join-tokens", Role::kOperator,
-      [&ctx](const Request& req, const Principal& who) {
-        auto body = ParseObject(req.body);
-        if (!body.ok()) return ErrorResponse(body.error());
-        if (auto s = OnlyFields(body.value(), {"pool", "ttl"}); !s.ok())
-          return ErrorResponse(s.error());
-        auto pool = GetString(body.value(), "pool");
-        if (!pool.ok()) return ErrorResponse(pool.error());
-        auto ttl = Ttl(body.value(), "24h");
-        if (!ttl.ok()) return ErrorResponse(ttl.error());
-        auto p = ctx.fleet.FindPool(pool.value());
-        if (!p.ok() || !who.CanSeeCluster(p->cluster)) {
-          return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + pool.value() + "'"));
-        }
-        auto issued = ctx.fleet.CreateJoinToken(pool.value(), ttl.value(), who.name);
-        if (!issued.ok()) return ErrorResponse(issued.error());
-        json::object o = JoinTokenJson(issued->token, ctx.clock.NowMs());
-        Response r = ObjectResponse(201, [&] {
-          json::object with = o;
-          with["token"] = issued->secret;
-          return with;
-        }());
-        r.audit_target = "join-token/" + issued->token.id;
-        r.audit_after = JsonText(o);
-        return r;
-      });
+  router.Add("POST", "/api/v1/join-tokens", Role::kOperator,
+             [&ctx](const Request& req, const Principal& who) {
+               auto body = ParseObject(req.body);
+               if (!body.ok()) return ErrorResponse(body.error());
+               if (auto s = OnlyFields(body.value(), {"pool", "ttl"}); !s.ok())
+                 return ErrorResponse(s.error());
+               auto pool = GetString(body.value(), "pool");
+               if (!pool.ok()) return ErrorResponse(pool.error());
+               auto ttl = Ttl(body.value(), "24h");
+               if (!ttl.ok()) return ErrorResponse(ttl.error());
+               auto p = ctx.fleet.FindPool(pool.value());
+               if (!p.ok()) {
+                 return ErrorResponse(MakeError(ErrorCode::kNotFound,
+                                                "no pool '" + Printable(pool.value(), 80) + "'"));
+               }
+               if (auto s = ScopePool(ctx, who, pool.value()); !s.ok())
+                 return ErrorResponse(s.error());
+               auto issued = ctx.fleet.CreateJoinToken(pool.value(), ttl.value(), who.name);
+               if (!issued.ok()) return ErrorResponse(issued.error());
+               json::object o = JoinTokenJson(issued->token, ctx.clock.NowMs());
+               Response r = ObjectResponse(201, [&] {
+                 json::object with = o;
+                 with["token"] = issued->secret;
+                 return with;
+               }());
+               r.audit_target = "join-token/" + issued->token.id;
+               r.audit_after = JsonText(o);
+               return r;
+             });
+  router.Scoped(Scope::kClusters);  // the body's pool
 
   router.Add("GET", "/api/v1/join-tokens", Role::kOperator,
-             [&ctx](const Request& req, const Principal&) {
+             [&ctx](const Request& req, const Principal& who) {
                auto page = ParsePage(req);
                if (!page.ok()) return ErrorResponse(page.error());
                auto tokens = ctx.store.tokens->ListJoinTokens();
                if (!tokens.ok()) return ErrorResponse(tokens.error());
                json::array items;
-               for (const auto& t : tokens.value())
+               for (const auto& t : tokens.value()) {
+                 if (!ScopePool(ctx, who, t.pool).ok()) continue;
                  items.push_back(JoinTokenJson(t, ctx.clock.NowMs()));
+               }
                return ListResponse(std::move(items), page.value());
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("DELETE", "/api/v1/join-tokens/{id}", Role::kOperator,
-             [&ctx](const Request& req, const Principal&) {
+             [&ctx](const Request& req, const Principal& who) {
                const std::string& id = req.params.at("id");
                Response r = [&] {
+                 if (auto s = JoinTokenInScope(ctx, who, id); !s.ok()) {
+                   return ErrorResponse(s.error());
+                 }
                  if (auto s = ctx.store.tokens->RevokeJoinToken(id); !s.ok())
                    return ErrorResponse(s.error());
                  return ObjectResponse(200, {{"id", id}, {"revoked", true}});
@@ -135,13 +179,17 @@ void AddTokenRoutes(Router& router, ApiContext& ctx) {
                r.audit_target = "join-token/" + id;
                return r;
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("POST", "/api/v1/api-tokens", Role::kAdmin,
-             [&ctx](const Request& req, const Principal&) {
+             [&ctx](const Request& req, const Principal& who) {
                auto body = ParseObject(req.body);
                if (!body.ok()) return ErrorResponse(body.error());
                auto token = ApiTokenFrom(body.value(), ctx.clock);
                if (!token.ok()) return ErrorResponse(token.error());
+               if (auto s = ScopeNewToken(who, token->role, token->clusters); !s.ok()) {
+                 return ErrorResponse(s.error());
+               }
                std::string secret = "gfa_" + RandomHex(24);
                token->id = "tok-" + RandomHex(6);
                token->hash = Sha256Hex(secret);
@@ -156,23 +204,30 @@ void AddTokenRoutes(Router& router, ApiContext& ctx) {
                r.audit_after = JsonText(o);
                return r;
              });
+  router.Scoped(Scope::kClusters);  // the new token's role and clusters (ScopeNewToken)
 
   router.Add("GET", "/api/v1/api-tokens", Role::kAdmin,
-             [&ctx](const Request& req, const Principal&) {
+             [&ctx](const Request& req, const Principal& who) {
                auto page = ParsePage(req);
                if (!page.ok()) return ErrorResponse(page.error());
                ctx.flush_token_use();  // so that last_used_at is up to date
                auto tokens = ctx.store.tokens->ListApiTokens();
                if (!tokens.ok()) return ErrorResponse(tokens.error());
                json::array items;
-               for (const auto& t : tokens.value()) items.push_back(ApiTokenJson(t));
+               for (const auto& t : tokens.value()) {
+                 if (TokenInScope(who, t)) items.push_back(ApiTokenJson(t));
+               }
                return ListResponse(std::move(items), page.value());
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("POST", "/api/v1/api-tokens/{id}/rotate", Role::kAdmin,
-             [&ctx](const Request& req, const Principal&) {
+             [&ctx](const Request& req, const Principal& who) {
                const std::string& id = req.params.at("id");
                Response r = [&] {
+                 if (auto s = ApiTokenInScope(ctx, who, id); !s.ok()) {
+                   return ErrorResponse(s.error());
+                 }
                  json::object o;
                  if (!req.body.empty()) {
                    auto body = ParseObject(req.body);
@@ -208,11 +263,15 @@ void AddTokenRoutes(Router& router, ApiContext& ctx) {
                r.audit_target = "api-token/" + id;
                return r;
              });
+  router.Scoped(Scope::kClusters);
 
   router.Add("DELETE", "/api/v1/api-tokens/{id}", Role::kAdmin,
-             [&ctx](const Request& req, const Principal&) {
+             [&ctx](const Request& req, const Principal& who) {
                const std::string& id = req.params.at("id");
                Response r = [&] {
+                 if (auto s = ApiTokenInScope(ctx, who, id); !s.ok()) {
+                   return ErrorResponse(s.error());
+                 }
                  if (auto s = ctx.store.tokens->RevokeApiToken(id); !s.ok())
                    return ErrorResponse(s.error());
                  return ObjectResponse(200, {{"id", id}, {"revoked", true}});
@@ -220,6 +279,7 @@ void AddTokenRoutes(Router& router, ApiContext& ctx) {
                r.audit_target = "api-token/" + id;
                return r;
              });
+  router.Scoped(Scope::kClusters);
 }
 
 }  // namespace gpufleet::api

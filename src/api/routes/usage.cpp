@@ -300,6 +300,7 @@ void AddUsageRoutes(Router& router, ApiContext& ctx) {
                            {"offset", page->offset}};
         return ObjectResponse(200, reply);
       });
+  router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/usage/export", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
@@ -311,6 +312,7 @@ void AddUsageRoutes(Router& router, ApiContext& ctx) {
                if (!query.ok()) return ErrorResponse(query.error());
                return LedgerExport(ctx, std::move(query).value());
              });
+  router.Scoped(Scope::kClusters);
 
   // The reports read up to 13 months of the ledger: off the I/O threads.
   for (const char* name : {"utilization", "cost", "energy", "queue", "peaks"}) {
@@ -319,11 +321,13 @@ void AddUsageRoutes(Router& router, ApiContext& ctx) {
                    [&ctx, kind](const Request& req, const Principal& who) {
                      return ReportResponse(ctx, req, who, kind);
                    });
+    router.Scoped(Scope::kClusters);
   }
 
   router.AddSlow(
       "GET", "/api/v1/recommendations", Role::kViewer,
       [&ctx](const Request& req, const Principal& who) { return AdviceResponse(ctx, req, who); });
+  router.Scoped(Scope::kClusters);
 
   router.Add(
       "GET", "/api/v1/reports/rates", Role::kViewer, [&ctx](const Request&, const Principal&) {
@@ -340,6 +344,7 @@ void AddUsageRoutes(Router& router, ApiContext& ctx) {
         reply["models"] = std::move(models);
         return ObjectResponse(200, reply);
       });
+  router.Scoped(Scope::kAny);
   router.Add("PUT", "/api/v1/reports/rates", Role::kOperator,
              [&ctx](const Request& req, const Principal&) {
                std::string before;
@@ -360,6 +365,7 @@ void AddUsageRoutes(Router& router, ApiContext& ctx) {
                r.audit_after = req.body;
                return r;
              });
+  router.Scoped(Scope::kFleet);
 }
 
 }  // namespace gpufleet::api

@@ -192,18 +192,58 @@ TEST_F(AuthTest, AnOutageIsBridgedByTheLastLookupAndARevocationStillCounts) {
   EXPECT_EQ(auth.Check("Bearer secret-e").error().message, "token has expired");
 }
 
+// Twenty failures from one address within a minute, and its further failures are answered
+// with the seconds left in that minute (the caller then says 429); other addresses, and the
+// next minute, start afresh. The failures are gathered for the audit log, one entry per
+// address with its count.
 TEST(SignInLimiter, RefusesAnAddressAfterTwentyFailuresForTheRestOfTheMinute) {
   SignInLimiter limiter;
   const int64_t t0 = 1'000'000;
-  for (int i = 0; i < SignInLimiter::kMaxFailures - 1; ++i) limiter.Failed("10.0.0.9", t0 + i);
-  EXPECT_EQ(limiter.RetryAfterS("10.0.0.9", t0 + 100), 0);  // 19: may still try
-  limiter.Failed("10.0.0.9", t0 + 100);
-  EXPECT_EQ(limiter.RetryAfterS("10.0.0.9", t0 + 1000), 59);   // the window began at t0
-  EXPECT_EQ(limiter.RetryAfterS("10.0.0.8", t0 + 1000), 0);    // another address is not refused
-  EXPECT_EQ(limiter.RetryAfterS("10.0.0.9", t0 + 60'000), 0);  // the minute is over
-  // A failure after the window starts a new one.
-  limiter.Failed("10.0.0.9", t0 + 61'000);
-  EXPECT_EQ(limiter.RetryAfterS("10.0.0.9", t0 + 61'001), 0);
+  for (int i = 0; i < SignInLimiter::kMaxFailures; ++i) {
+    EXPECT_EQ(limiter.Failed("10.0.0.9", t0 + i), 0) << i;  // the twentieth still a 401
+  }
+  EXPECT_EQ(limiter.Failed("10.0.0.9", t0 + 1000), 59);   // the window began at t0
+  EXPECT_EQ(limiter.Failed("10.0.0.8", t0 + 1000), 0);    // another address is not refused
+  EXPECT_EQ(limiter.Failed("10.0.0.9", t0 + 60'000), 0);  // the minute is over: a new one
+  auto counts = limiter.TakeAuditCounts();
+  ASSERT_EQ(counts.size(), 2u);
+  EXPECT_EQ(counts[0].remote, "10.0.0.9");
+  EXPECT_EQ(counts[0].count, 22);
+  EXPECT_EQ(counts[0].first_ms, t0);
+  EXPECT_EQ(counts[0].last_ms, t0 + 60'000);
+  EXPECT_EQ(counts[1].remote, "10.0.0.8");
+  EXPECT_EQ(counts[1].count, 1);
+  EXPECT_TRUE(limiter.TakeAuditCounts().empty());  // taken
+}
+
+// A flood from many addresses writes a bounded number of audit records: past
+// kMaxAuditAddresses, the rest are summed in one.
+TEST(SignInLimiter, AFloodOfAddressesIsAuditedInBoundedRecords) {
+  SignInLimiter limiter;
+  for (int i = 0; i < 5000; ++i) limiter.Failed("10.1." + std::to_string(i), 1000 + i);
+  auto counts = limiter.TakeAuditCounts();
+  ASSERT_EQ(counts.size(), SignInLimiter::kMaxAuditAddresses + 1);
+  EXPECT_EQ(counts.back().remote, "other addresses");
+  EXPECT_EQ(counts.back().count, 5000 - static_cast<int64_t>(SignInLimiter::kMaxAuditAddresses));
+}
+
+// The scheme of the Authorization header is case-insensitive; the token itself is not.
+TEST_F(AuthTest, TheBearerSchemeIsCaseInsensitive) {
+  Authenticator auth(*store_.tokens, clock_);
+  ApiToken t;
+  t.id = "tok-c";
+  t.name = "c";
+  t.hash = Sha256Hex("secret-c");
+  t.prefix = "secret-c";
+  ASSERT_TRUE(store_.tokens->CreateApiToken(t).ok());
+  for (const char* h :
+       {"Bearer secret-c", "bearer secret-c", "BEARER   secret-c", "Bearer\tsecret-c"}) {
+    EXPECT_TRUE(auth.Check(h).ok()) << h;
+  }
+  for (const char* h :
+       {"Bearer SECRET-C", "Basic secret-c", "Bearersecret-c", "bearer ", "secret-c"}) {
+    EXPECT_FALSE(auth.Check(h).ok()) << h;
+  }
 }
 
 TEST(Paging, ParsesAndBoundsLimitAndOffset) {

@@ -155,6 +155,61 @@ TEST_F(FleetTest, NodeTokenReconnectsWithoutJoinToken) {
   EXPECT_EQ(fleet_->OnHello(h, "x").error().code, ErrorCode::kUnauthenticated);
 }
 
+// A join token admits a name not registered yet: another pool's token (or the same pool's)
+// cannot move a node, take its node token or its commands. An admin's reset of its identity
+// lets the next join token take the name; a node provisioned for a pool is joined by that
+// pool's token only.
+TEST_F(FleetTest, AJoinTokenCannotTakeARegisteredName) {
+  // A welcome lost on the way: the agent never got its node token and never spoke, so the same
+  // pool's join token registers the name again (a new node token), and only until it speaks.
+  auto lost = fleet_->OnHello(Hello("gpu-t", 8, "NVIDIA H100 80GB HBM3"), "10.0.0.1");
+  ASSERT_TRUE(lost.ok());
+  auto w = fleet_->OnHello(Hello("gpu-t", 8, "NVIDIA H100 80GB HBM3"), "10.0.0.1");
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_NE(w->node_token, lost->node_token);
+  fleet_->OnMessage("gpu-t", proto::Heartbeat{1, 0});  // it has its token now
+  auto l4 = fleet_->CreateJoinToken("l4", 3'600'000, "test");
+  ASSERT_TRUE(l4.ok());
+  auto h = Hello("gpu-t", 1, "NVIDIA L4");
+  for (const std::string& token : {l4->secret, join_}) {
+    h.join_token = token;
+    auto refused = fleet_->OnHello(h, "10.9.9.9");
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::kPermissionDenied);
+    EXPECT_NE(refused.error().message.find("already registered (cluster train)"), std::string::npos)
+        << refused.error().message;
+  }
+  auto n = fleet_->GetNode("gpu-t");
+  EXPECT_EQ(n->pool, "h100");
+  EXPECT_EQ(n->gpus.size(), 8u);
+  // Its own token still works; a hostname in another case is the same name.
+  h = Hello("GPU-T", 8, "NVIDIA H100 80GB HBM3");
+  h.join_token.clear();
+  h.node_token = w->node_token;
+  EXPECT_TRUE(fleet_->OnHello(h, "10.0.0.1").ok());
+  // The admin clears the identity: the next join token, of any pool, takes the name.
+  auto reset = fleet_->ResetIdentity("gpu-t", "admin");
+  ASSERT_TRUE(reset.ok()) << reset.error().message;
+  h = Hello("gpu-t", 1, "NVIDIA L4");
+  h.join_token = l4->secret;
+  auto taken = fleet_->OnHello(h, "10.0.0.2");
+  ASSERT_TRUE(taken.ok()) << taken.error().message;
+  EXPECT_EQ(taken->pool, "l4");
+  EXPECT_FALSE(taken->node_token.empty());
+  // and the old node token is no longer the node's.
+  h.join_token.clear();
+  h.node_token = w->node_token;
+  EXPECT_EQ(fleet_->OnHello(h, "x").error().code, ErrorCode::kUnauthenticated);
+  EXPECT_EQ(fleet_->ResetIdentity("nope", "admin").error().code, ErrorCode::kNotFound);
+  fleet_->OnMessage("gpu-t", proto::Heartbeat{2, 0});
+  // Provisioned for l4 (as the autoscaler does): l4's token joins it, h100's does not.
+  ASSERT_TRUE(fleet_->Provision("l4", "gpu-p", true, "scale up", "scaler").ok());
+  auto p = Hello("gpu-p", 1, "NVIDIA L4");
+  EXPECT_EQ(fleet_->OnHello(p, "x").error().code, ErrorCode::kPermissionDenied);
+  p.join_token = l4->secret;
+  EXPECT_TRUE(fleet_->OnHello(p, "x").ok());
+}
+
 TEST_F(FleetTest, SilentNodeTurnsUnreachableAndComesBack) {
   ASSERT_TRUE(fleet_->OnHello(Hello("gpu-g", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
   clock_->Advance(4000);
@@ -171,12 +226,15 @@ TEST_F(FleetTest, SilentNodeTurnsUnreachableAndComesBack) {
 }
 
 TEST_F(FleetTest, CordonSurvivesAnOutage) {
-  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-h", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
+  auto w = fleet_->OnHello(Hello("gpu-h", 8, "NVIDIA H100 80GB HBM3"), "x");
+  ASSERT_TRUE(w.ok());
   ASSERT_TRUE(fleet_->Act("gpu-h", NodeAction::kCordon, "alice").ok());
   clock_->Advance(10'000);
   fleet_->CheckHeartbeats();
   EXPECT_EQ(fleet_->GetNode("gpu-h")->state, NodeState::kUnreachable);
-  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-h", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
+  auto back = Hello("gpu-h", 8, "NVIDIA H100 80GB HBM3");
+  back.node_token = w->node_token;  // the agent comes back with its own credential
+  ASSERT_TRUE(fleet_->OnHello(back, "x").ok());
   EXPECT_EQ(fleet_->GetNode("gpu-h")->state, NodeState::kCordoned);
   auto drained = fleet_->Act("gpu-h", NodeAction::kDrain, "alice");
   ASSERT_TRUE(drained.ok());

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
 #include "config/fleet_spec.h"
 
@@ -69,10 +70,16 @@ class DriftTest : public ::testing::Test {
     g.vbios_version = vbios;
     g.settings.power_limit_w = power_limit_w;
     h.gpus.push_back(g);
+    if (auto t = node_tokens_.find(name); t != node_tokens_.end()) {
+      h.join_token.clear();  // a registered node comes back with its own credential
+      h.node_token = t->second;
+    }
     auto w = fleet_->OnHello(h, "127.0.0.1");
     ASSERT_TRUE(w.ok()) << w.error().message;
+    if (!w->node_token.empty()) node_tokens_[name] = w->node_token;
   }
   std::vector<DriftFinding> Open() { return drift_->List({.state = "open"}); }
+  std::map<std::string, std::string> node_tokens_;
 
   std::filesystem::path dir_;
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -63,9 +64,15 @@ class LifecycleFixture : public ::testing::Test {
     g.name = "NVIDIA L4";
     g.vbios_version = vbios;
     h.gpus.push_back(g);
+    if (auto t = node_tokens_.find(name); t != node_tokens_.end()) {
+      h.join_token.clear();  // a registered node comes back with its own credential
+      h.node_token = t->second;
+    }
     auto w = fleet_->OnHello(h, "127.0.0.1");
     ASSERT_TRUE(w.ok()) << w.error().message;
+    if (!w->node_token.empty()) node_tokens_[name] = w->node_token;
   }
+  std::map<std::string, std::string> node_tokens_;
 
   std::filesystem::path dir_;
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();

@@ -177,6 +177,22 @@ TEST(Csaf, AMalformedAdvisoryIsRefusedWithTheJsonPath) {
     EXPECT_EQ(b.error().message, c.message);
   }
   EXPECT_FALSE(ParseCsafAdvisory("{not json"));
+  // Ids become keys and parts of URLs: bounded and plain. A CVE id of 100,000 digits once
+  // crashed the controller through std::regex's recursion.
+  auto long_cve =
+      ParseCsafAdvisory(replace(kCsaf5703, R"({"cve": "CVE-2025-23300")",
+                                R"({"cve": "CVE-2025-)" + std::string(100'000, '1') + "\""));
+  ASSERT_FALSE(long_cve);
+  EXPECT_NE(long_cve.error().message.find("not a CVE id"), std::string::npos);
+  EXPECT_LT(long_cve.error().message.size(), 300u);
+  for (const std::string& id :
+       std::vector<std::string>{"../../etc", std::string(70, '5'), "a b", ""}) {
+    auto bad_id =
+        ParseCsafAdvisory(replace(kCsaf5703, R"("id": "5703")", R"("id": ")" + id + "\""));
+    ASSERT_FALSE(bad_id) << id;
+    EXPECT_NE(bad_id.error().message.find("$.document.tracking.id"), std::string::npos)
+        << bad_id.error().message;
+  }
   auto none = ParseCsafAdvisory(
       replace(kCsaf5703, R"("vulnerabilities": [)", R"("vulnerabilities": [], "unused": [)"));
   ASSERT_FALSE(none);

@@ -158,3 +158,32 @@ TEST(Proto, RefusesNewerVersionsAndJunk) {
 
 }  // namespace
 }  // namespace gpufleet::proto
+
+namespace gpufleet::proto {
+namespace {
+
+// A frame from the network is an error value whatever it holds: a fraction, a number out of
+// range or a negative where a whole number goes never throws (it once took the controller
+// down: the exception unwound an agent's session).
+TEST(Decode, NumbersThatAreNotWholeAreErrorsNotExceptions) {
+  for (const char* row :
+       {"[1.5,0,50]", "[1000,0.5,50]", "[1e300,0,50]", "[-5,0,50]", "[1000,99999,50]",
+        "[1000,-1,50]", "[18446744073709551615,0,1]", "[\"1\",0,1]", "[1000]"}) {
+    auto m = Decode(std::string(R"({"v":1,"type":"samples","seq":1,"rows":[)") + row + "]}");
+    EXPECT_FALSE(m.ok()) << row;
+  }
+  for (const char* event : {"[1.5,0,\"xid\",79]", "[1,0,\"xid\",79.5]", "[1,0,\"xid\"]"}) {
+    auto m = Decode(std::string(R"({"v":1,"type":"samples","seq":1,"rows":[],"events":[)") + event +
+                    "]}");
+    EXPECT_FALSE(m.ok()) << event;
+  }
+  auto fine = Decode(R"({"v":1,"type":"samples","seq":1,"rows":[[1000,0,50.5,null]]})");
+  ASSERT_TRUE(fine.ok()) << fine.error().message;
+  EXPECT_EQ(std::get<Samples>(fine.value()).rows.at(0).time_ms, 1000);
+  // Deep nesting and garbage: errors too.
+  EXPECT_FALSE(Decode(std::string(10'000, '[')).ok());
+  EXPECT_FALSE(Decode(R"({"v":1.5,"type":"hello"})").ok());
+}
+
+}  // namespace
+}  // namespace gpufleet::proto

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -270,6 +271,119 @@ TEST_F(EngineTest, KillNineLosesNothingAcknowledged) {
       ASSERT_EQ(raw[b].v, b % 101);
     }
   }
+}
+
+// Files may not grow past `bytes` while it lives (RLIMIT_FSIZE): a write that crosses the limit
+// is cut short and the next fails with EFBIG, as on a disk that fills up. SIGXFSZ is ignored,
+// as the controller ignores it.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &old_);
+    old_handler_ = ::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim = old_;
+    lim.rlim_cur = bytes;
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &old_);
+    ::signal(SIGXFSZ, old_handler_);
+  }
+
+ private:
+  rlimit old_{};
+  sighandler_t old_handler_ = SIG_DFL;
+};
+
+fs::path LastSegment(const fs::path& dir) {
+  fs::path last;
+  for (const auto& f : fs::directory_iterator(dir / "wal")) last = std::max(last, f.path());
+  return last;
+}
+
+// The disk fills up half way through a frame: the torn frame is cut off before anything else
+// is appended, the engine says why it cannot write, the series interned meanwhile are logged
+// before their points, and a reopen finds every acknowledged point and no torn byte.
+TEST_F(EngineTest, AFullDiskLosesNothingAcknowledgedAndLeavesNoTornFrame) {
+  // A series whose record does not fit in what is left of the disk.
+  const std::string kLateKey = "GPU-c/" + std::string(200, 'u');
+  auto open = [&] {
+    auto e = Engine::Open({dir_.string(), {}, false, 1 << 20});
+    EXPECT_TRUE(e.ok()) << e.error().message;
+    return std::move(e.value());
+  };
+  auto e = open();
+  Fill(*e, 0, 5);  // 150 points acknowledged
+  SeriesId a = *e->db().Find("GPU-a/util");
+  EXPECT_EQ(e->write_error(), "");
+  size_t refused = 0;
+  SeriesId late = 0;
+  {
+    FileSizeLimit full(fs::file_size(LastSegment(dir_)) + 40);
+    for (int i = 5; i < 10; ++i) {
+      std::vector<Point> pts;
+      for (int k = 0; k < 10; ++k) pts.push_back({a, 1000LL * (i * 10 + k), 1.0 * k});
+      auto r = e->Append(pts);
+      EXPECT_FALSE(r.ok());  // not acknowledged
+      refused += r.ok() ? 0 : 1;
+    }
+    EXPECT_NE(e->write_error(), "");
+    auto c = e->Intern(kLateKey);  // in memory, not in the log
+    EXPECT_FALSE(c.ok());
+    late = *e->db().Find(kLateKey);
+  }
+  EXPECT_EQ(refused, 5u);
+  // The disk has room again: the agent sends the refused batches again, and new ones.
+  auto c = e->Intern(kLateKey);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(*c, late);
+  for (int i = 5; i < 12; ++i) {
+    std::vector<Point> pts;
+    for (int k = 0; k < 10; ++k) {
+      pts.push_back({a, 1000LL * (i * 10 + k), 1.0 * k});
+      pts.push_back({*c, 1000LL * (i * 10 + k), 2.0 * k});
+    }
+    auto r = e->Append(pts);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+  }
+  EXPECT_EQ(e->write_error(), "");
+  e.reset();
+  e = open();
+  EXPECT_EQ(e->replay().torn_bytes, 0u);
+  EXPECT_EQ(e->replay().skipped_bytes, 0u);
+  EXPECT_EQ(e->db().Raw(*e->db().Find("GPU-a/util"), 0, INT64_MAX).size(), 120u);
+  ASSERT_TRUE(e->db().Find(kLateKey).has_value());
+  EXPECT_EQ(*e->db().Find(kLateKey), late);
+  EXPECT_EQ(e->db().Raw(late, 0, INT64_MAX).size(), 70u);
+}
+
+// A log written before torn frames were cut back: frames after a torn one are read, not lost.
+TEST_F(EngineTest, ReplaySkipsATornFrameToTheNextGoodOne) {
+  std::string before;
+  {
+    auto e = Engine::Open({dir_.string(), {}, false, 1 << 20});
+    ASSERT_TRUE(e.ok());
+    Fill(*e.value(), 0, 3);
+    std::ifstream in(LastSegment(dir_), std::ios::binary);
+    before.assign(std::istreambuf_iterator<char>(in), {});
+    Fill(*e.value(), 3, 2);
+  }
+  fs::path seg = LastSegment(dir_);
+  std::string all;
+  {
+    std::ifstream in(seg, std::ios::binary);
+    all.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_GT(all.size(), before.size());
+  {
+    std::ofstream out(seg, std::ios::binary | std::ios::trunc);
+    out << before << std::string("\x40\x00\x00\x00garbage", 11) << all.substr(before.size());
+  }
+  auto e = Engine::Open({dir_.string(), {}, false, 1 << 20});
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e.value()->replay().skipped_bytes, 11u);
+  EXPECT_EQ(e.value()->replay().torn_bytes, 0u);
+  EXPECT_EQ(e.value()->replay().wal_points, 150u);
 }
 
 }  // namespace

@@ -1,0 +1,50 @@
+// YAML from outside is read event by event before any tree is built: an alias bomb is refused
+// at once, and so is a key given twice.
+
+#include "model/yaml_input.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace gpufleet {
+namespace {
+
+TEST(YamlInput, AnAliasBombIsRefusedBeforeItExpands) {
+  // A few hundred bytes that expand to 9^9 strings when walked.
+  std::string bomb = "a: &a [\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\"]\n";
+  for (char c = 'b'; c <= 'i'; ++c) {
+    std::string prev(1, static_cast<char>(c - 1));
+    bomb += std::string(1, c) + ": &" + c + " [*" + prev + ",*" + prev + ",*" + prev + ",*" + prev +
+            ",*" + prev + ",*" + prev + ",*" + prev + ",*" + prev + ",*" + prev + "]\n";
+  }
+  bomb += "clusters: [*i]\n";
+  auto loaded = LoadYamlInput(bomb, "fleet.yaml");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.error().message,
+            "fleet.yaml:2: aliases (*name) are not accepted; write the value out");
+}
+
+TEST(YamlInput, AKeyGivenTwiceIsRefusedWithItsLine) {
+  auto twice = LoadYamlInput("clusters:\n  - name: a\n    type: edge\n    name: b\n", "f.yaml");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error().message, "f.yaml:4: key 'name' is given twice in this mapping");
+  auto flow = LoadYamlInput(R"({"role": "viewer", "role": "admin"})", "body");
+  ASSERT_FALSE(flow.ok());
+  EXPECT_NE(flow.error().message.find("key 'role' is given twice"), std::string::npos);
+}
+
+TEST(YamlInput, OrdinaryYamlLoadsAsBefore) {
+  auto ok = LoadYamlInput(
+      "clusters:\n  - name: a\n    pools: [{name: p, size: 2}, {name: q, size: 3}]\n"
+      "  - name: b\n    labels: {zone: x, name: y}\n",
+      "f.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ((*ok)["clusters"][1]["labels"]["name"].as<std::string>(), "y");
+  auto syntax = LoadYamlInput("a: [1, 2\n", "f.yaml");
+  ASSERT_FALSE(syntax.ok());
+  EXPECT_EQ(syntax.error().message.rfind("f.yaml:", 0), 0u) << syntax.error().message;
+}
+
+}  // namespace
+}  // namespace gpufleet

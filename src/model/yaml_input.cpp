@@ -1,0 +1,100 @@
+#include "model/yaml_input.h"
+
+#include <yaml-cpp/eventhandler.h>
+
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/strings.h"
+
+namespace gpufleet {
+namespace {
+
+struct Refusal {
+  YAML::Mark mark;
+  std::string message;
+};
+
+// Walks the events of one document: no aliases, no key twice in a mapping.
+class Checker : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Scalar(mark, "~"); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
+    throw Refusal{mark, "aliases (*name) are not accepted; write the value out"};
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string& value) override {
+    Scalar(mark, value);
+  }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Open(false);
+  }
+  void OnSequenceEnd() override { Close(); }
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Open(true);
+  }
+  void OnMapEnd() override { Close(); }
+
+ private:
+  struct Frame {
+    bool map = false;
+    bool want_key = true;  // in a map: the next node is a key
+    std::set<std::string> keys;
+  };
+
+  // A node (scalar or container) in the current frame is complete.
+  void Done() {
+    if (!stack_.empty() && stack_.back().map) stack_.back().want_key = !stack_.back().want_key;
+  }
+  void Scalar(const YAML::Mark& mark, const std::string& value) {
+    if (!stack_.empty() && stack_.back().map && stack_.back().want_key &&
+        !stack_.back().keys.insert(value).second) {
+      throw Refusal{mark, "key '" + Printable(value, 80) + "' is given twice in this mapping"};
+    }
+    Done();
+  }
+  void Open(bool map) {
+    // A container as a key (rare, never ours) counts as a key that is not a string.
+    stack_.push_back(Frame{map, true, {}});
+  }
+  void Close() {
+    stack_.pop_back();
+    Done();
+  }
+
+  std::vector<Frame> stack_;
+};
+
+Error At(std::string_view source, const YAML::Mark& mark, const std::string& message) {
+  return MakeError(ErrorCode::kInvalidArgument,
+                   std::string(source) + ":" + std::to_string(mark.line + 1) + ": " + message);
+}
+
+}  // namespace
+
+Result<YAML::Node> LoadYamlInput(std::string_view text, std::string_view source) {
+  std::string copy(text);
+  try {
+    std::istringstream in(copy);
+    YAML::Parser parser(in);
+    Checker checker;
+    parser.HandleNextDocument(checker);
+  } catch (const Refusal& r) {
+    return At(source, r.mark, r.message);
+  } catch (const YAML::Exception& e) {
+    return At(source, e.mark, e.msg);
+  }
+  try {
+    return YAML::Load(copy);
+  } catch (const YAML::Exception& e) {
+    return At(source, e.mark, e.msg);
+  }
+}
+
+}  // namespace gpufleet
