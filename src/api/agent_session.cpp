@@ -90,7 +90,7 @@ asio::awaitable<void> ServeAgent(net::Stream stream, UpgradeRequest req, std::st
   ws.read_message_max(1 << 20);
   // The upgrade and the hello within the deadline, whatever else the client sends (pings
   // included): a connection that never says who it is does not stay.
-  beast::get_lowest_layer(ws).expires_after(std::chrono::milliseconds(kFirstMessageDeadlineMs));
+  beast::get_lowest_layer(ws).expires_after(std::chrono::milliseconds(gate.first_message_ms));
   auto [aec] = co_await ws.async_accept(req, asio::as_tuple(asio::use_awaitable));
   if (aec) co_return;
   beast::flat_buffer buf;

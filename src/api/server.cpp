@@ -69,15 +69,16 @@ struct ApiServer::Impl {
   // The TLS context new connections get; null for plain HTTP. Replaced by ReloadTls().
   std::mutex tls_mu;
   net::TlsContext tls;
+  // WebSockets not signed in yet, per address: a quarter of the connection limit at most, and
+  // no more than 256, so those that never send a hello cannot fill the server. Before `io`:
+  // the sessions that hold its slots are destroyed with it.
+  UnsignedConnections unsigned_conns{std::clamp(options.max_connections / 4, 1, 256)};
   // Before the connections, so that it is destroyed after them: their timers need it.
   asio::io_context io;
   // The acceptor's coroutine runs here, and Stop() closes the acceptor here: an acceptor is not
   // safe to use from two threads at once.
   asio::strand<asio::io_context::executor_type> accept_strand{asio::make_strand(io)};
   AgentRegistry agent_conns;
-  // WebSockets not signed in yet, per address: a quarter of the connection limit at most, and
-  // no more than 256, so those that never send a hello cannot fill the server.
-  UnsignedConnections unsigned_conns{std::clamp(options.max_connections / 4, 1, 256)};
   ApiContext ctx;
   Router router;
   std::optional<tcp::acceptor> acceptor;
@@ -215,7 +216,7 @@ struct ApiServer::Impl {
       auto who = auth.Check(req.authorization);
       if (!who.ok()) {
         if (who.error().code == ErrorCode::kUnauthenticated) {
-          SignInGate gate{sign_ins, http_metrics, *clock};
+          SignInGate gate{sign_ins, http_metrics, *clock, options.header_timeout_ms};
           if (int64_t wait = gate.Failed(req.remote); wait > 0) {
             Response r =
                 JsonResponse(429, JsonText(boost::json::object{
@@ -543,8 +544,8 @@ struct ApiServer::Impl {
         }
         auto upgrade = parser.release();
         co_await ServeAgent(std::move(stream), std::move(upgrade), remote, agents, agent_conns,
-                            {sign_ins, http_metrics, *clock}, std::move(slot),
-                            registrar.get_executor());
+                            {sign_ins, http_metrics, *clock, options.header_timeout_ms},
+                            std::move(slot), registrar.get_executor());
         co_return;
       }
       if (websocket::is_upgrade(in) && in.target() == "/api/v1/stream") {
@@ -557,7 +558,8 @@ struct ApiServer::Impl {
         }
         auto upgrade = parser.release();
         co_await ServeStream(std::move(stream), std::move(upgrade), remote, auth, hub,
-                             {sign_ins, http_metrics, *clock}, std::move(slot));
+                             {sign_ins, http_metrics, *clock, options.header_timeout_ms},
+                             std::move(slot));
         co_return;
       }
       // Counted from here until its answer is written: a request whose work is done (a job

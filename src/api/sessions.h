@@ -70,6 +70,9 @@ struct SignInGate {
   SignInLimiter& limiter;
   HttpMetrics& metrics;
   Clock& clock;
+  // How long a WebSocket has, from its upgrade, to send its first message (the hello or the
+  // stream's token), pings or not: the server's header deadline.
+  int first_message_ms = 30'000;
   // Counts a refused sign-in from `remote`: 0, or the seconds until the address may try an
   // unknown credential again (counted as a refusal; the answer is then "too many").
   int64_t Failed(const std::string& remote);
@@ -113,9 +116,6 @@ class UnsignedConnections {
   std::mutex mu_;
   std::map<std::string, int> open_;  // guarded by mu_
 };
-
-// How long a WebSocket has, from its upgrade, to send its first message (the hello).
-constexpr int kFirstMessageDeadlineMs = 10'000;
 
 // An agent's WebSocket from its hello until it closes: registered in `registry` while open,
 // its messages handed to `agents`. The hello, which writes the node to the store, runs on

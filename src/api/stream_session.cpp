@@ -97,7 +97,7 @@ asio::awaitable<void> ServeStream(net::Stream stream, UpgradeRequest req, std::s
   websocket::stream<net::Stream> ws(std::move(stream));
   ws.read_message_max(64 * 1024);
   // The upgrade and the first message within the deadline, pings or not; then the idle rule.
-  beast::get_lowest_layer(ws).expires_after(std::chrono::milliseconds(kFirstMessageDeadlineMs));
+  beast::get_lowest_layer(ws).expires_after(std::chrono::milliseconds(gate.first_message_ms));
   auto [aec] = co_await ws.async_accept(req, asio::as_tuple(asio::use_awaitable));
   if (aec) co_return;
   beast::flat_buffer buf;
