@@ -89,10 +89,16 @@ TEST_F(E2E, ABadAgentFrameClosesOnlyItsConnection) {
         HelloFrom(std::string("frac-") + std::to_string(std::rand() % 100000), join)));
     ASSERT_TRUE(d.Read().has_value());
     d.Send(R"({"v":1,"type":"samples","seq":1,"rows":[)" + std::string(row) + "]}");
-    auto reply = d.Read();
-    ASSERT_TRUE(reply.has_value());
-    EXPECT_NE(reply->find(R"("type":"error")"), std::string::npos) << *reply;
-    EXPECT_FALSE(d.Read().has_value());  // then closed
+    // The error (after what was already queued for the node, such as a simulator's load),
+    // then the close.
+    bool error = false, closed = false;
+    for (int i = 0; i < 20 && !closed; ++i) {
+      auto reply = d.Read();
+      closed = !reply.has_value();
+      error = error || (reply && reply->find(R"("type":"error")") != std::string::npos);
+    }
+    EXPECT_TRUE(error);
+    EXPECT_TRUE(closed);
   }
   // Not a hello first: refused and closed; a bad frame first, the same.
   WsClient e(controller_->address(), "/api/v1/agent");
