@@ -111,7 +111,9 @@ std::vector<NodeOperation> RolloutService::Operations(const std::string& node) c
 
 // Caller holds mu_.
 void RolloutService::AdvanceOperations(Snapshot& snap, int64_t now) {
-  for (auto& [id, op] : operations_) {
+  for (auto& entry : operations_) {
+    const auto id = entry.first;  // not a structured binding: lambdas below capture them
+    NodeOperation& op = entry.second;
     if (!Active(op)) continue;
     std::string who = "operation " + std::to_string(id) + " by " + op.actor;
     auto end = [&](bool ok, const std::string& message) {

@@ -132,6 +132,11 @@ Result<Profile> ParseProfileObject(const json::object& o, const std::string& pre
 
 }  // namespace
 
+// ProfileOverride's defaulted == used once before Profile's is defaulted: clang 14 crashes
+// resolving it from inside Profile's (each type holds the other), as the fuzz build found.
+[[maybe_unused]] static bool SameOverride(const ProfileOverride& a, const ProfileOverride& b) {
+  return a == b;
+}
 bool Profile::operator==(const Profile&) const = default;
 bool Profile::empty() const { return *this == Profile{}; }
 

@@ -279,8 +279,8 @@ void ScalingService::Tick() {
   std::map<std::string, workload::PoolDemand> demand;  // every pool's, from one pass over jobs
   bool counted = false;
   for (auto& [name, st] : pools_) {
-    auto pool =
-        std::find_if(pools->begin(), pools->end(), [&](const Pool& p) { return p.name == name; });
+    auto pool = std::find_if(pools->begin(), pools->end(),
+                             [&name = name](const Pool& p) { return p.name == name; });
     if (pool == pools->end()) continue;
     // Nodes that never registered: retired, and their actuator told to stop them.
     const auto& p = st.scaling.policy;

@@ -130,8 +130,8 @@ void ScalingService::Resume() {
   std::lock_guard lock(mu_);
   for (auto& [name, st] : pools_) {
     if (st.scaling.actuator.type != "sim" || !options_.sim) continue;
-    auto pool =
-        std::find_if(pools->begin(), pools->end(), [&](const Pool& p) { return p.name == name; });
+    auto pool = std::find_if(pools->begin(), pools->end(),
+                             [&name = name](const Pool& p) { return p.name == name; });
     if (pool == pools->end()) continue;
     // The nodes this autoscaler started and has not removed, from its events (oldest first).
     auto events = store_.ListScaleEvents(name, 1'000'000);

@@ -60,8 +60,9 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
   if (!pools.ok()) return 0;
   int started = 0;
   for (auto& [pool_name, waiting] : queued) {
-    auto pool = std::find_if(pools->begin(), pools->end(),
-                             [&](const Pool& p) { return p.name == pool_name; });
+    auto pool = std::find_if(pools->begin(), pools->end(), [&pool_name = pool_name](const Pool& p) {
+      return p.name == pool_name;
+    });
     if (pool == pools->end()) continue;
     const int g = pool->gpus_per_node;
     // The pool as the allocator sees it: its ready nodes with the GPUs running jobs hold.
