@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages gpufleet needs to build and test, if any are missing.
-# Usage: scripts/deps.sh [--test]   (--test adds what the tests need)
+# Usage: scripts/deps.sh [--test|--fuzz]   (--test adds what the tests need, --fuzz what
+# scripts/fuzz.sh needs: clang and its libFuzzer runtime)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=(cmake ninja-build g++ ccache pkg-config
@@ -20,6 +21,9 @@ if [[ "${1:-}" == "--test" ]]; then
   # playwright-core needs Node.js 20 or newer; Debian 12's own nodejs is 18, so only a machine
   # without any node gets it (and the check below says what is missing).
   command -v node >/dev/null || pkgs+=(nodejs npm)
+fi
+if [[ "${1:-}" == "--fuzz" ]]; then
+  pkgs+=(clang libclang-rt-14-dev)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

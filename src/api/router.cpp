@@ -3,6 +3,7 @@
 #include "api/http.h"
 #include "common/json_text.h"
 #include "common/strings.h"
+#include "common/utf8.h"
 #include "model/json.h"
 
 namespace gpufleet::api {
@@ -33,7 +34,8 @@ Response JsonResponse(int status, std::string body) {
 }
 
 Response ErrorResponse(const Error& error) {
-  boost::json::object e{{"code", ErrorCodeName(error.code)}, {"message", error.message}};
+  // A message may quote the request (a path's name, a query's value): a reply must be JSON.
+  boost::json::object e{{"code", ErrorCodeName(error.code)}, {"message", ToUtf8(error.message)}};
   return JsonResponse(HttpStatus(error.code), JsonText(boost::json::object{{"error", e}}));
 }
 

@@ -1,12 +1,20 @@
 #include "common/csv.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
+
+#include "common/utf8.h"
 
 namespace gpufleet {
 
 Result<std::vector<CsvRow>> ParseCsv(std::string_view text) {
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  if (size_t at = InvalidUtf8At(text); at != std::string_view::npos) {
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(at), '\n');
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "line " + std::to_string(line) + ": the text is not UTF-8");
+  }
   std::vector<CsvRow> rows;
   CsvRow row;
   std::string field;
@@ -102,16 +110,23 @@ bool LooksLikeFormula(std::string_view field) {
   return !(field[0] == '-' && PlainNumber(field.substr(1)));
 }
 
+// A field that UnguardCsvField takes a ' off: one or more ' and then a formula character. The
+// export guards it too (one more '), so that a value that starts so reads back as it was.
+bool LooksGuarded(std::string_view field) {
+  const size_t rest = field.find_first_not_of('\'');
+  return rest > 0 && rest != std::string_view::npos && FormulaChar(field[rest]);
+}
+
 }  // namespace
 
 std::string UnguardCsvField(std::string field) {
-  if (field.size() >= 2 && field[0] == '\'' && FormulaChar(field[1])) field.erase(0, 1);
+  if (LooksGuarded(field)) field.erase(0, 1);
   return field;
 }
 
 void AppendCsvField(std::string& out, std::string_view field) {
   std::string guarded;
-  if (LooksLikeFormula(field)) {
+  if (LooksLikeFormula(field) || LooksGuarded(field)) {
     guarded = "'" + std::string(field);
     field = guarded;
   }

@@ -23,10 +23,11 @@ Result<std::vector<CsvRow>> ParseCsv(std::string_view text);
 
 // Appends `field`, quoted when it must be. A field a spreadsheet would run as a formula (one
 // that starts with =, +, @, a tab or a carriage return, or with - and is not a number) gets a
-// leading ' (OWASP's advice for CSV injection), which UnguardCsvField takes off again.
+// leading ' (OWASP's advice for CSV injection), which UnguardCsvField takes off again; so does a
+// field that already starts with ' (or several) and such a character, so that it reads back.
 void AppendCsvField(std::string& out, std::string_view field);
 // A field as read back from a file this project wrote: the ' put before a formula character
-// taken off.
+// (or before more ' and one) taken off.
 std::string UnguardCsvField(std::string field);
 
 }  // namespace gpufleet

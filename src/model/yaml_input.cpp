@@ -2,12 +2,14 @@
 
 #include <yaml-cpp/eventhandler.h>
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/strings.h"
+#include "common/utf8.h"
 
 namespace gpufleet {
 namespace {
@@ -79,6 +81,12 @@ Error At(std::string_view source, const YAML::Mark& mark, const std::string& mes
 }  // namespace
 
 Result<YAML::Node> LoadYamlInput(std::string_view text, std::string_view source) {
+  // YAML is Unicode; what is read here goes back out in JSON replies, which must be UTF-8.
+  if (size_t at = InvalidUtf8At(text); at != std::string_view::npos) {
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(at), '\n');
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string(source) + ":" + std::to_string(line) + ": the text is not UTF-8");
+  }
   std::string copy(text);
   try {
     std::istringstream in(copy);

@@ -44,6 +44,16 @@ void AppendFrame(std::string& out, uint8_t type, const std::string& payload) {
   for (size_t k = 0; k < 8; ++k) out[at + k] = static_cast<char>(head[k / 4] >> (8 * (k % 4)));
 }
 
+// Deltas between points' ids and times, and their sums at replay, modulo 2^64: a batch may hold
+// any int64 timestamps (an agent's clock; the store refuses what is out of range when it
+// applies them), and a damaged log any deltas, and neither may overflow.
+int64_t WrapSub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+int64_t WrapAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
 std::string Frame(uint8_t type, const std::string& payload) {
   std::string out;
   AppendFrame(out, type, payload);
@@ -224,8 +234,8 @@ Status Engine::Replay() {
             v = d.Get<double>();
           }
           if (!did || !dt || !v) break;
-          id += *did;
-          t += *dt;
+          id = WrapAdd(id, *did);
+          t = WrapAdd(t, *dt);
           if (db_.Append(static_cast<SeriesId>(id), t, *v).ok()) ++replay_.wal_points;
         }
       } else if (r.type == kPointsRecord) {
@@ -380,7 +390,7 @@ Result<BatchResult> Engine::Append(const std::vector<Point>& points) {
     int64_t id = 0, t = 0;
     for (const Point& p : points) {
       e.Zigzag(static_cast<int64_t>(p.id) - id);
-      e.Zigzag(p.t - t);
+      e.Zigzag(WrapSub(p.t, t));
       id = p.id;
       t = p.t;
       if (Chunk::FitsInteger(p.v)) {

@@ -2,6 +2,13 @@
 
 namespace gpufleet::tsdb {
 
+namespace {
+// Timestamps are milliseconds since 1970 up to 2^53 (the year 285,000): within it a chunk's
+// deltas and their differences cannot overflow. Outside, from an agent's clock or a damaged
+// log, a point is refused.
+constexpr int64_t kMaxTime = int64_t{1} << 53;
+}  // namespace
+
 SeriesId Tsdb::Intern(std::string_view key) {
   {
     std::shared_lock lock(registry_mu_);
@@ -31,6 +38,10 @@ Tsdb::Entry* Tsdb::Get(SeriesId id) const {
 }
 
 Status Tsdb::Append(SeriesId id, int64_t t, double v) {
+  if (t < 0 || t > kMaxTime) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "timestamp " + std::to_string(t) + " ms is out of range (0 to 2^53)");
+  }
   Entry* e = Get(id);
   if (!e) return MakeError(ErrorCode::kNotFound, "no series " + std::to_string(id));
   std::lock_guard lock(shards_[id % kShards]);

@@ -37,6 +37,13 @@ TEST(Csv, NamesTheLineOfABadQuote) {
   EXPECT_NE(after.error().message.find("line 1:"), std::string::npos);
 }
 
+TEST(Csv, TextThatIsNotUtf8IsRefusedWithItsLine) {
+  auto bad = ParseCsv("serial,comments\n1,ok\n2,caf\xe9\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "line 3: the text is not UTF-8");
+  EXPECT_TRUE(ParseCsv("serial,comments\n1,caf\xc3\xa9\n").ok());
+}
+
 TEST(Csv, WrittenFieldsReadBack) {
   std::vector<std::string> fields = {"plain", "with,comma", "with \"quote\"", "two\nlines", ""};
   std::string line;

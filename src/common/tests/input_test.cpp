@@ -67,6 +67,16 @@ TEST(Csv, FormulaCellsAreExportedInertAndReadBack) {
   EXPECT_EQ(UnguardCsvField("'-x"), "-x");
   EXPECT_EQ(UnguardCsvField("'quoted"), "'quoted");  // not a guard
   EXPECT_EQ(UnguardCsvField("-5"), "-5");
+  // A value that itself starts with ' and a formula character (the asset fuzzer's find: it
+  // lost its ' on the way back) gets one more.
+  for (const char* cell : {"'=SUM(A1:A2)", "''-5", "'", "''", "'quoted"}) {
+    std::string one;
+    AppendCsvField(one, cell);
+    EXPECT_EQ(UnguardCsvField(one), cell) << one;
+  }
+  std::string guarded;
+  AppendCsvField(guarded, "'=SUM(A1:A2)");
+  EXPECT_EQ(guarded, "''=SUM(A1:A2)");
 }
 
 }  // namespace

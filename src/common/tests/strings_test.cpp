@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/utf8.h"
+
 namespace gpufleet {
 namespace {
 
@@ -30,6 +32,21 @@ TEST(HasControl, FindsEveryControlCharacter) {
   EXPECT_TRUE(HasControl(std::string("nul\0", 4)));
   EXPECT_TRUE(HasControl("del\x7f"));
   EXPECT_FALSE(HasControl("caf\xc3\xa9"));
+}
+
+TEST(InvalidUtf8At, FindsTheFirstByteThatIsNotUtf8) {
+  const size_t none = std::string_view::npos;
+  EXPECT_EQ(InvalidUtf8At("plain ascii"), none);
+  EXPECT_EQ(InvalidUtf8At("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf"), none);
+  EXPECT_EQ(InvalidUtf8At("{\xff $la"), 1u);         // what the rule file fuzzer found
+  EXPECT_EQ(InvalidUtf8At("ab\xc3"), 2u);            // cut short
+  EXPECT_EQ(InvalidUtf8At("\xc0\xaf"), 0u);          // overlong '/'
+  EXPECT_EQ(InvalidUtf8At("\xe0\x80\xaf"), 0u);      // overlong, three bytes
+  EXPECT_EQ(InvalidUtf8At("x\xed\xa0\x80"), 1u);     // a surrogate
+  EXPECT_EQ(InvalidUtf8At("\xf4\x90\x80\x80"), 0u);  // past U+10FFFF
+  EXPECT_EQ(InvalidUtf8At("\xe2\x82x"), 0u);         // a continuation byte missing
+  EXPECT_EQ(ToUtf8("no '\xff' here, caf\xc3\xa9"), "no '\xEF\xBF\xBD' here, caf\xc3\xa9");
+  EXPECT_EQ(ToUtf8("\xe2\x82"), "\xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
 }  // namespace

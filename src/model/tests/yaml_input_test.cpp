@@ -34,6 +34,15 @@ TEST(YamlInput, AKeyGivenTwiceIsRefusedWithItsLine) {
   EXPECT_NE(flow.error().message.find("key 'role' is given twice"), std::string::npos);
 }
 
+// A byte that is not UTF-8 would go back out in JSON replies (a rule's annotations), which
+// would then not be JSON: the rule file fuzzer's find.
+TEST(YamlInput, TextThatIsNotUtf8IsRefusedWithItsLine) {
+  auto bad = LoadYamlInput("groups:\n  - name: g\n    summary: \"{\xff $la\"\n", "r.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "r.yaml:3: the text is not UTF-8");
+  EXPECT_TRUE(LoadYamlInput("site: \"M\xc3\xbcnchen\"\n", "f.yaml").ok());
+}
+
 TEST(YamlInput, OrdinaryYamlLoadsAsBefore) {
   auto ok = LoadYamlInput(
       "clusters:\n  - name: a\n    pools: [{name: p, size: 2}, {name: q, size: 3}]\n"

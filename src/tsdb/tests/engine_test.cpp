@@ -66,6 +66,26 @@ TEST_F(EngineTest, ReopenReplaysTheLog) {
   EXPECT_EQ(e->db().Raw(b, 0, INT64_MAX).size(), 510u);
 }
 
+// The WAL replay fuzzer's finds: timestamps far apart in one batch (an agent's clock may say
+// anything) overflowed the log's deltas when written and their sums when replayed. They are
+// logged modulo 2^64, refused by the store, and the points around them kept.
+TEST_F(EngineTest, TimestampsFarApartAreLoggedAndRefusedWithoutOverflow) {
+  {
+    auto e = Open();
+    SeriesId a = e->Intern("GPU-a/temp").value();
+    auto r = e->Append({{a, 1000, 40}, {a, INT64_MIN, 41}, {a, INT64_MAX, 42}, {a, 2000, 43}});
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->stored, 2u);
+    EXPECT_EQ(r->refused, 2u);
+  }
+  auto e = Open();
+  EXPECT_EQ(e->replay().wal_points, 2u);
+  auto raw = e->db().Raw(*e->db().Find("GPU-a/temp"), 0, INT64_MAX);
+  ASSERT_EQ(raw.size(), 2u);
+  EXPECT_EQ(raw[1].t, 2000);
+  EXPECT_EQ(raw[1].v, 43);
+}
+
 TEST_F(EngineTest, CheckpointCoversTheLogAndDropsIt) {
   auto e = Open();
   Fill(*e, 0, 100);

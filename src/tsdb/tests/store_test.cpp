@@ -32,6 +32,19 @@ TEST(Tsdb, InternsAppendsAndReads) {
   EXPECT_EQ(stats.raw_samples, 2u);
 }
 
+// The WAL replay fuzzer's find: a damaged log (or an agent's clock) with timestamps far apart
+// overflowed a chunk's delta arithmetic. Points outside 0 to 2^53 ms are refused.
+TEST(Tsdb, TimestampsOutsideTheirRangeAreRefused) {
+  Tsdb db;
+  SeriesId a = db.Intern("GPU-1/gpu_temp");
+  EXPECT_EQ(db.Append(a, -2954361355555045376, 1).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(db.Append(a, 7343252733147873280, 1).error().code, ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(db.Append(a, 0, 1).ok());
+  ASSERT_TRUE(db.Append(a, int64_t{1} << 53, 2).ok());  // the largest delta there can be
+  EXPECT_EQ(db.Raw(a, 0, (int64_t{1} << 53) + 1).size(), 2u);
+  EXPECT_EQ(db.Latest(a)->v, 2);
+}
+
 TEST(Tsdb, ConcurrentWritersAndReaders) {
   Tsdb db;
   constexpr int kThreads = 4, kSeries = 50, kSamples = 400;
