@@ -44,7 +44,7 @@ run_one() {
     echo "$target: $(grep -E '^stat::number_of_executed_units' "$build/logs/$target.log" | awk '{print $2}') runs," \
          "$(find "$work" -type f | wc -l) inputs in its corpus, no failure"
   else
-    echo "$target: FAILED (build-fuzz/logs/$target.log):"
+    echo "$target: FAILED ($build/logs/$target.log):"
     grep -E 'ERROR|fuzz property failed|SUMMARY|Test unit written' "$build/logs/$target.log" | head -5
     return 1
   fi
