@@ -106,6 +106,20 @@ class E2E : public ::testing::Test {
                ? v.at("series").at(0).at("points").as_array()
                : json::array{};
   }
+  static int64_t NowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+  // Waits until the node has a stored second later than `after_ms`.
+  bool WaitPointAfter(const std::string& node, int64_t after_ms, int timeout_ms = 30000) {
+    return WaitFor(
+        [&] {
+          auto p = SecondPoints(node);
+          return !p.empty() && p.back().at(0).as_int64() > after_ms;
+        },
+        timeout_ms);
+  }
   // Every second once: no point missing between the first and the last, none twice.
   static void ExpectEverySecond(const json::array& points) {
     for (size_t i = 1; i < points.size(); ++i) {
