@@ -67,10 +67,15 @@ class Fleet10k {
     fleet_ = std::make_unique<FleetService>(*store_.fleet, *store_.tokens, catalog_, clock_,
                                             FleetOptions{});
     (void)fleet_->Load();
-    ctx_ = std::make_unique<api::ApiContext>(api::ApiContext{
-        *fleet_, store_, *catalog_, *clock_, *telemetry_, http_metrics_,
-        [](const std::string&, const proto::Message&) { return Status{}; },
-        [] { return std::vector<scrape::TargetStatus>(); }, buffers_, nullptr, nullptr});
+    runtime::Services services{*fleet_,
+                               store_,
+                               catalog_,
+                               clock_,
+                               *telemetry_,
+                               *fleet_,
+                               [] { return std::vector<scrape::TargetStatus>(); },
+                               ""};
+    ctx_ = std::make_unique<api::ApiContext>(services, http_metrics_, buffers_);
     api::AddMetricsRoutes(router_, *ctx_);
     health_ =
         std::make_unique<health::HealthService>(*fleet_, *telemetry_, *store_.fleet, *store_.audit,

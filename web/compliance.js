@@ -5,6 +5,7 @@
 
 import { api, downloadCsv, esc, fmtTime, Table } from './api.js';
 import { lineChart, destroyChart } from './charts.js';
+import { throttled } from './live.js';
 
 const CHECKS = [
   ['supported_branch', 'Supported branch'],
@@ -95,13 +96,8 @@ export function mount(el) {
 
   const fail = (e) => { if (!gone) $('comp-error').textContent = e.message; };
   load().catch(fail);
-  let last = Date.now();
   return {
-    live() {
-      if (Date.now() - last < 30000) return;
-      last = Date.now();
-      load().catch(() => {});
-    },
+    live: throttled(30000, load),
     unmount() { gone = true; destroyChart(chart); },
   };
 }

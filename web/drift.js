@@ -3,6 +3,7 @@
 // plans and starts the rollout that fixes a driver or firmware finding here.
 
 import { api, can, esc, ago, Table } from './api.js';
+import { throttled } from './live.js';
 
 const SEV_CLASS = { critical: 'critical', high: 'critical', medium: 'warning', low: '' };
 
@@ -77,13 +78,8 @@ export function mount(el) {
 
   const fail = (e) => { if (!gone) $('drift-error').textContent = e.message; };
   load().catch(fail);
-  let last = Date.now();
   return {
-    live() {
-      if (Date.now() - last < 10000) return;
-      last = Date.now();
-      load().catch(() => {});
-    },
+    live: throttled(10000, load),
     unmount() { gone = true; },
   };
 }

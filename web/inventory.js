@@ -4,6 +4,7 @@
 // lifecycle steps.
 
 import { api, can, downloadCsv, esc, simPill, Table } from './api.js';
+import { throttled } from './live.js';
 
 const STATES = ['in_service', 'spare', 'rma', 'retired'];
 const LABEL = { in_service: 'in service', spare: 'spare', rma: 'RMA', retired: 'retired' };
@@ -142,13 +143,8 @@ export function mount(el, params) {
     $('inv-import').addEventListener('click', () => send(false));
   }
   load().then(() => detail(params.id)).catch(fail);
-  let last = Date.now();
   return {
-    live() {
-      if (Date.now() - last < 10000) return;
-      last = Date.now();
-      load().catch(() => {});
-    },
+    live: throttled(10000, load),
     unmount() { gone = true; },
   };
 }

@@ -2,6 +2,7 @@
 // where each runs, how long it waited and ran, and its GPU-hours. Operators can cancel one.
 
 import { api, can, esc, ago, fmtTime } from './api.js';
+import { throttled } from './live.js';
 
 const STATES = ['', 'queued', 'running', 'completed', 'cancelled'];
 const secs = (s) => (s < 90 ? `${Math.round(s)} s` : s < 5400 ? `${Math.round(s / 60)} min` : `${(s / 3600).toFixed(1)} h`);
@@ -57,13 +58,8 @@ export function mount(el) {
   }).catch(() => {});
   for (const id of ['jobs-state', 'jobs-pool']) $(id).addEventListener('change', () => load().catch(fail));
   load().catch(fail);
-  let last = Date.now();
   return {
-    live() {
-      if (Date.now() - last < 5000) return;
-      last = Date.now();
-      load().catch(() => {});
-    },
+    live: throttled(5000, load),
     unmount() { gone = true; },
   };
 }

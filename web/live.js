@@ -71,3 +71,15 @@ export function onLive(fn) {
   listeners.add(fn);
   return () => listeners.delete(fn);
 }
+
+// A view's live(): `fn` at most once every `ms`, the first `ms` after the view was mounted (it
+// loaded then). The stream's cycles come every few seconds; a page whose figures change slowly
+// refetches less often. A failed refetch is left for the next.
+export function throttled(ms, fn) {
+  let last = Date.now();
+  return () => {
+    if (Date.now() - last < ms) return;
+    last = Date.now();
+    Promise.resolve().then(fn).catch(() => {});
+  };
+}

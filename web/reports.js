@@ -5,6 +5,7 @@
 // browser's print).
 
 import { api, downloadCsv, esc } from './api.js';
+import { throttled } from './live.js';
 
 const PERIODS = [['-7d', 'last 7 days'], ['-30d', 'last 30 days'], ['-90d', 'last 90 days'], ['-400d', 'last 13 months']];
 const DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
@@ -168,13 +169,8 @@ export function mount(el) {
   });
   load().catch(fail);
   loadCapacity().catch(fail);
-  let last = Date.now();
   return {
-    live() {
-      if (Date.now() - last < 30000) return;
-      last = Date.now();
-      load().catch(() => {});
-    },
+    live: throttled(30000, load),
     unmount() { gone = true; },
   };
 }

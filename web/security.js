@@ -4,6 +4,7 @@
 // bulletins themselves.
 
 import { api, can, esc, simPill, Table } from './api.js';
+import { throttled } from './live.js';
 
 const STATUS_LABEL = { ok: 'ok', exposed: 'exposed', unsupported_branch: 'unsupported branch' };
 const score = (x) => Number(x).toFixed(1);
@@ -96,13 +97,8 @@ export function mount(el) {
 
   const fail = (e) => { if (!gone) $('sec-error').textContent = e.message; };
   load().catch(fail);
-  let last = Date.now();
   return {
-    live() {
-      if (Date.now() - last < 10000) return;
-      last = Date.now();
-      load().catch(() => {});
-    },
+    live: throttled(10000, load),
     unmount() { gone = true; },
   };
 }

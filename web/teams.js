@@ -2,6 +2,7 @@
 // budget, and what they run now (GPUs of their running jobs, their queued jobs).
 
 import { api, esc } from './api.js';
+import { throttled } from './live.js';
 
 const list = (xs) => (xs.length ? xs.map(esc).join(', ') : '<span class="muted">–</span>');
 
@@ -35,13 +36,8 @@ export function mount(el) {
 
   const fail = (e) => { if (!gone) $('teams-error').textContent = e.message; };
   load().catch(fail);
-  let last = Date.now();
   return {
-    live() {
-      if (Date.now() - last < 5000) return;
-      last = Date.now();
-      load().catch(() => {});
-    },
+    live: throttled(5000, load),
     unmount() { gone = true; },
   };
 }

@@ -222,6 +222,11 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Select(const Expr& e) {
   const auto& mask = Mask(e, out->space);
   const std::vector<double>* latest =
       metric->special == Special::kNone ? &LatestOf(metric->field) : nullptr;
+  const std::unordered_map<std::string, double>* node_input = nullptr;
+  if (metric->special == Special::kNodeInput) {
+    auto it = snap_.node_inputs.find(metric->name);
+    if (it != snap_.node_inputs.end()) node_input = &it->second;
+  }
   for (size_t r = 0; r < rows; ++r) {
     if (!mask[r]) continue;
     double v = NAN;
@@ -254,15 +259,13 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Select(const Expr& e) {
           v = static_cast<double>(snap_.now_ms - snap_.nodes[r].last_seen_ms) / 1000.0;
         }
         break;
-      case Special::kNodeRolloutFailed:
-        v = snap_.nodes[r].rollout_failed ? 1 : 0;
+      case Special::kNodeInput: {
+        v = 0;
+        if (!node_input) break;
+        auto it = node_input->find(snap_.nodes[r].name);
+        if (it != node_input->end()) v = it->second;
         break;
-      case Special::kNodeCveMaxCvss:
-        v = snap_.nodes[r].cve_max_cvss;
-        break;
-      case Special::kNodeDriftSeverity:
-        v = snap_.nodes[r].drift_severity;
-        break;
+      }
       case Special::kPoolFreeGpus:
         v = snap_.pool_rows[r].free_gpus;
         break;
@@ -278,9 +281,11 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Select(const Expr& e) {
       case Special::kApiP99:
         v = snap_.api_p99_s;
         break;
-      case Special::kRolloutsHalted:
-        v = snap_.rollouts_halted;
+      case Special::kControllerInput: {
+        auto it = snap_.controller_inputs.find(metric->name);
+        v = it == snap_.controller_inputs.end() ? 0 : it->second;
         break;
+      }
       case Special::kXidEvents:
         break;  // a range: counted by RangeCall
     }
@@ -574,6 +579,35 @@ Result<std::vector<OutputSample>> Evaluator::Run(const Expr& expr) {
     out.push_back({LabelsOf(vec.space, i), vec.v[i]});
   }
   return out;
+}
+
+Status AlertInputs::AddNode(std::string_view name, NodeFigures figures) {
+  auto metric = FindMetric(name);
+  if (!metric || metric->special != Special::kNodeInput || nodes_.count(name)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "'" + std::string(name) + "' is not a node input the rules know, or taken");
+  }
+  nodes_.emplace(std::string(name), std::move(figures));
+  return {};
+}
+
+Status AlertInputs::AddController(std::string_view name, Figure figure) {
+  auto metric = FindMetric(name);
+  if (!metric || metric->special != Special::kControllerInput || controller_.count(name)) {
+    return MakeError(ErrorCode::kInvalidArgument, "'" + std::string(name) +
+                                                      "' is not a controller input the rules "
+                                                      "know, or taken");
+  }
+  controller_.emplace(std::string(name), std::move(figure));
+  return {};
+}
+
+void AlertInputs::Fill(Snapshot& snap) const {
+  for (const auto& [name, figures] : nodes_) {
+    auto& into = snap.node_inputs[name];
+    for (auto& [node, v] : figures()) into[node] = v;
+  }
+  for (const auto& [name, figure] : controller_) snap.controller_inputs[name] = figure();
 }
 
 }  // namespace gpufleet::alerting

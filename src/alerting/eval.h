@@ -9,9 +9,11 @@
 // few fields read each field once.
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -40,9 +42,6 @@ struct Snapshot {
     int health = 0;  // 0 ready, 1 degraded, 2 unhealthy
     bool cordoned = false;
     int64_t last_seen_ms = 0;
-    bool rollout_failed = false;  // set by the controller from the rollouts
-    double cve_max_cvss = 0;      // set by the controller from the vulnerability status
-    int drift_severity = 0;       // set by the controller from the drift findings
   };
   struct GpuRow {
     uint32_t node = 0;  // index into nodes
@@ -72,7 +71,29 @@ struct Snapshot {
   std::vector<std::string> pool_teams;
   std::unordered_map<size_t, std::vector<Xid>> xids;  // by GPU row
   double api_p99_s = NAN;                             // NaN: no requests since the last cycle
-  double rollouts_halted = 0;                         // set by the controller from the rollouts
+  // The figures other components contribute (AlertInputs), by the metric's name: per node by
+  // the node's name (a node absent reads 0), and the controller's own.
+  std::map<std::string, std::unordered_map<std::string, double>, std::less<>> node_inputs;
+  std::map<std::string, double, std::less<>> controller_inputs;
+};
+
+// The figures components contribute to the rules, each under the name of a node or controller
+// metric of the catalogue (metrics.h: node_rollout_failed, node_cve_max_cvss,
+// node_drift_severity, rollouts_halted): registered once at start, read at each evaluation by
+// Fill. Not thread-safe while registering; Fill may run from one thread at a time.
+class AlertInputs {
+ public:
+  using NodeFigures = std::function<std::map<std::string, double>()>;
+  using Figure = std::function<double()>;
+  // kInvalidArgument when the name is not a contributed metric of that kind, or taken.
+  Status AddNode(std::string_view name, NodeFigures figures);
+  Status AddController(std::string_view name, Figure figure);
+  // Each input's figures into the snapshot.
+  void Fill(Snapshot& snap) const;
+
+ private:
+  std::map<std::string, NodeFigures, std::less<>> nodes_;
+  std::map<std::string, Figure, std::less<>> controller_;
 };
 
 // From the health model's reports (which carry every node, its state and its GPUs), the recent

@@ -21,11 +21,11 @@ const std::vector<MetricDef>& Specials() {
        "1 when the node is cordoned or draining, else 0."},
       {"node_report_age_seconds", RowKind::kNode, Special::kNodeReportAge, Field::kGpuUtil, 1,
        "Seconds since the node's last heartbeat or scrape."},
-      {"node_rollout_failed", RowKind::kNode, Special::kNodeRolloutFailed, Field::kGpuUtil, 1,
+      {"node_rollout_failed", RowKind::kNode, Special::kNodeInput, Field::kGpuUtil, 1,
        "1 when the node failed its update in a rollout (not ended, or ended within the hour)."},
-      {"node_cve_max_cvss", RowKind::kNode, Special::kNodeCveMaxCvss, Field::kGpuUtil, 1,
+      {"node_cve_max_cvss", RowKind::kNode, Special::kNodeInput, Field::kGpuUtil, 1,
        "The highest CVSS score of the published CVEs the node is exposed to; 0 when none."},
-      {"node_drift_severity", RowKind::kNode, Special::kNodeDriftSeverity, Field::kGpuUtil, 1,
+      {"node_drift_severity", RowKind::kNode, Special::kNodeInput, Field::kGpuUtil, 1,
        "The highest severity of the node's unresolved drift from its profile: 4 critical, 3 "
        "high, 2 medium, 1 low; 0 when none."},
       {"pool_free_gpus", RowKind::kPool, Special::kPoolFreeGpus, Field::kGpuUtil, 1,
@@ -41,7 +41,7 @@ const std::vector<MetricDef>& Specials() {
        "of the jobs that started and the waits so far of those still queued; 0 when none."},
       {"api_request_duration_p99_seconds", RowKind::kController, Special::kApiP99, Field::kGpuUtil,
        1, "The 99th percentile of the API's request durations since the last evaluation."},
-      {"rollouts_halted", RowKind::kController, Special::kRolloutsHalted, Field::kGpuUtil, 1,
+      {"rollouts_halted", RowKind::kController, Special::kControllerInput, Field::kGpuUtil, 1,
        "Rollouts halted or rolling back, and those rolled back within the last hour."},
   };
   return kSpecials;

@@ -41,15 +41,13 @@ enum class Special {
   kNodeHealth,
   kNodeCordoned,
   kNodeReportAge,
-  kNodeRolloutFailed,
-  kNodeCveMaxCvss,
-  kNodeDriftSeverity,
+  kNodeInput,  // contributed by another component, by name (Snapshot::node_inputs)
   kPoolFreeGpus,
   kPoolAllocatedGpus,
   kPoolQueuedJobs,
   kPoolQueueWaitP95,
   kApiP99,
-  kRolloutsHalted,
+  kControllerInput,  // contributed by another component, by name (Snapshot::controller_inputs)
 };
 
 struct MetricDef {

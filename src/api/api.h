@@ -6,27 +6,16 @@
 #include <memory>
 #include <string>
 
-#include "alerting/notifier.h"
-#include "common/clock.h"
 #include "common/result.h"
-#include "fleet/assets.h"
-#include "fleet/fleet.h"
-#include "fleet/teams.h"
-#include "health/service.h"
-#include "lifecycle/compat_service.h"
-#include "lifecycle/compliance_service.h"
-#include "lifecycle/drift_service.h"
-#include "lifecycle/rollout_service.h"
-#include "lifecycle/vuln_service.h"
-#include "model/catalog.h"
 #include "net/tls.h"
-#include "proto/agent_handler.h"
-#include "scaling/scaling.h"
-#include "scrape/scraper.h"
-#include "store/store.h"
-#include "telemetry/telemetry.h"
-#include "usage/usage.h"
-#include "workload/jobs.h"
+#include "runtime/services.h"
+
+namespace gpufleet::proto {
+struct Command;
+}
+namespace gpufleet::store {
+class TokenStore;
+}
 
 namespace gpufleet::api {
 
@@ -47,35 +36,11 @@ struct ApiOptions {
   int body_timeout_ms = 60'000;
 };
 
-// What the server serves; all outlive it.
-struct ApiDeps {
-  FleetService& fleet;
-  store::Stores& store;
-  std::shared_ptr<const GpuCatalog> catalog;
-  std::shared_ptr<Clock> clock;
-  TelemetryStore& telemetry;
-  proto::AgentHandler& agents;  // the agent channel's receiver
-  // Scrape mode's targets and how their last scrape went; empty when nothing is scraped.
-  std::function<std::vector<scrape::TargetStatus>()> scrape_targets;
-  health::HealthService* health = nullptr;     // GET /api/v1/health; absent: 503
-  alerting::Notifier* alerts = nullptr;        // GET /api/v1/alerts; absent: 503
-  workload::JobService* jobs = nullptr;        // /api/v1/jobs; absent: 503
-  scaling::ScalingService* scaling = nullptr;  // /api/v1/scaling, pools' scaling; absent: 503
-  std::string secret_key;                      // the data directory's secret.key (common/crypto.h)
-  lifecycle::CompatService* compat = nullptr;  // /api/v1/compat; absent: 503
-  lifecycle::RolloutService* rollouts = nullptr;  // /api/v1/rollouts, node actions; absent: 503
-  lifecycle::VulnService* vulns = nullptr;        // /api/v1/vulnerabilities, bulletins; absent: 503
-  lifecycle::DriftService* drift = nullptr;       // /api/v1/drift; absent: 503
-  lifecycle::ComplianceService* compliance = nullptr;  // /api/v1/reports/compliance; absent: 503
-  TeamService* teams = nullptr;                        // /api/v1/teams; absent: 503
-  usage::UsageService* usage = nullptr;                // /api/v1/usage; absent: 503
-  AssetService* assets = nullptr;                      // /api/v1/assets; absent: 503
-};
-
 // Owns its I/O threads. Start() binds and serves; Stop() closes and joins. Thread-safe.
 class ApiServer {
  public:
-  ApiServer(ApiOptions options, ApiDeps deps);
+  // What it serves: the services all outlive it.
+  ApiServer(ApiOptions options, const runtime::Services& services);
   ~ApiServer();
   // Returns the bound address, "127.0.0.1:43121". Refuses plain HTTP on an address that is
   // not loopback unless ApiOptions::insecure_plaintext.
@@ -90,8 +55,9 @@ class ApiServer {
   void Stop();
   // The API's p99 request duration since the last call, in seconds; NaN without requests.
   double TakeRecentP99();
-  // A message to a node's agent over its live connection; kUnavailable when not connected.
-  Status SendToAgent(const std::string& node, const proto::Message& message);
+  // A command to a node's agent over its live connection; kUnavailable when not connected.
+  // (The command bus's transport: everything else sends through the bus.)
+  Status SendToAgent(const std::string& node, const proto::Command& command);
   // An event for the dashboard's live stream (/api/v1/stream): one JSON object, sent as it is
   // to every connected browser.
   void Publish(std::string json);

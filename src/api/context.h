@@ -17,6 +17,9 @@
 #include "lifecycle/vuln_service.h"
 #include "model/catalog.h"
 #include "proto/proto.h"
+#include "runtime/command_bus.h"
+#include "runtime/services.h"
+#include "runtime/ticker.h"
 #include "scaling/scaling.h"
 #include "scrape/scraper.h"
 #include "store/store.h"
@@ -26,33 +29,14 @@
 
 namespace gpufleet::api {
 
-struct ApiContext {
-  FleetService& fleet;
-  store::Stores& store;
-  const GpuCatalog& catalog;
-  Clock& clock;
-  TelemetryStore& telemetry;
+// The services (runtime::Services, as the controller built them) and what the server adds.
+struct ApiContext : runtime::Services {
+  ApiContext(const runtime::Services& services, HttpMetrics& metrics, BufferPool& pool)
+      : runtime::Services(services), http_metrics(metrics), buffers(pool) {}
   HttpMetrics& http_metrics;
-  // Queues a message for a node's live agent; kConflict when it is not connected.
-  std::function<Status(const std::string& node, const proto::Message&)> send_to_agent;
-  std::function<std::vector<scrape::TargetStatus>()> scrape_targets;
   BufferPool& buffers;  // for large reply bodies; the server hands them back after writing
-  health::HealthService* health = nullptr;     // may be null (tests that do not need it)
-  alerting::Notifier* alerts = nullptr;        // may be null
-  workload::JobService* jobs = nullptr;        // may be null
-  scaling::ScalingService* scaling = nullptr;  // may be null
-  // The data directory's secret.key (64 hex digits): signs the audit anchor, seals secrets.
-  std::string secret_key;
   // Writes the API tokens' last-use times kept in memory (Authenticator::FlushUse).
   std::function<void()> flush_token_use = [] {};
-  lifecycle::CompatService* compat = nullptr;          // may be null
-  lifecycle::RolloutService* rollouts = nullptr;       // may be null
-  lifecycle::VulnService* vulns = nullptr;             // may be null
-  lifecycle::DriftService* drift = nullptr;            // may be null
-  lifecycle::ComplianceService* compliance = nullptr;  // may be null
-  TeamService* teams = nullptr;                        // may be null
-  usage::UsageService* usage = nullptr;                // may be null
-  AssetService* assets = nullptr;                      // may be null
 };
 
 // Each routes/<resource>.cpp registers its handlers.

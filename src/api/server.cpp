@@ -92,39 +92,17 @@ struct ApiServer::Impl {
   // Agents' hellos, which write to the store (ServeAgent): off the I/O threads.
   asio::thread_pool registrar{2};
 
-  Impl(ApiOptions o, ApiDeps d)
+  Impl(ApiOptions o, const runtime::Services& s)
       : options(std::move(o)),
-        fleet(d.fleet),
-        store(d.store),
-        auth(*d.store.tokens, *d.clock),
-        catalog(std::move(d.catalog)),
-        clock(std::move(d.clock)),
-        agents(d.agents),
-        ctx{fleet,
-            store,
-            *catalog,
-            *clock,
-            d.telemetry,
-            http_metrics,
-            [this](const std::string& node, const proto::Message& m) {
-              return agent_conns.Send(node, m);
-            },
-            d.scrape_targets ? d.scrape_targets
-                             : [] { return std::vector<scrape::TargetStatus>(); },
-            buffers,
-            d.health,
-            d.alerts,
-            d.jobs,
-            d.scaling,
-            d.secret_key} {
-    ctx.compat = d.compat;
-    ctx.rollouts = d.rollouts;
-    ctx.vulns = d.vulns;
-    ctx.drift = d.drift;
-    ctx.compliance = d.compliance;
-    ctx.teams = d.teams;
-    ctx.usage = d.usage;
-    ctx.assets = d.assets;
+        fleet(s.fleet),
+        store(s.store),
+        auth(*s.store.tokens, *s.clock),
+        catalog(s.catalog),
+        clock(s.clock),
+        agents(s.agents),
+        ctx(s, http_metrics, buffers) {
+    if (!ctx.scrape_targets)
+      ctx.scrape_targets = [] { return std::vector<scrape::TargetStatus>(); };
     ctx.flush_token_use = [this] {
       if (auto s = auth.FlushUse(); !s.ok()) {
         spdlog::warn("api: cannot write tokens' last use: {}", s.error().message);
@@ -613,8 +591,8 @@ struct ApiServer::Impl {
   }
 };
 
-ApiServer::ApiServer(ApiOptions options, ApiDeps deps)
-    : impl_(std::make_unique<Impl>(std::move(options), std::move(deps))) {}
+ApiServer::ApiServer(ApiOptions options, const runtime::Services& services)
+    : impl_(std::make_unique<Impl>(std::move(options), services)) {}
 
 ApiServer::~ApiServer() { Stop(); }
 
@@ -622,8 +600,8 @@ double ApiServer::TakeRecentP99() { return impl_->http_metrics.TakeRecentQuantil
 
 void ApiServer::Publish(std::string json) { impl_->hub.Publish(std::move(json)); }
 
-Status ApiServer::SendToAgent(const std::string& node, const proto::Message& message) {
-  return impl_->agent_conns.Send(node, message);
+Status ApiServer::SendToAgent(const std::string& node, const proto::Command& command) {
+  return impl_->agent_conns.Send(node, proto::Message(command));
 }
 
 Result<std::string> ApiServer::Start() {

@@ -140,9 +140,9 @@ int HealthService::Apply(std::vector<NodeHealth>* reports) {
   return changed;
 }
 
-void HealthService::set_agent_sender(AgentSender sender) {
+void HealthService::set_commands(runtime::CommandBus* commands) {
   std::lock_guard lock(mu_);
-  sender_ = std::move(sender);
+  commands_ = commands;
 }
 
 int HealthService::Remediate(const std::vector<NodeHealth>& reports) {
@@ -230,18 +230,17 @@ int HealthService::AskAgent(const Cluster& cluster, const Node& node, const Node
     if (action.empty()) continue;
     std::string key = action == "reboot_node" ? "node/" + node.name : g.uuid;
     proto::Command cmd;
-    AgentSender sender;
+    runtime::CommandBus* commands;
     {
       std::lock_guard lock(mu_);
       auto last = asked_.find(key);
-      if (!sender_ || (last != asked_.end() && now - last->second < 3'600'000)) continue;
+      if (!commands_ || (last != asked_.end() && now - last->second < 3'600'000)) continue;
       asked_[key] = now;
-      cmd.id = next_command_id_++;
-      sender = sender_;
+      commands = commands_;
     }
     cmd.gpu = g.index;
     cmd.action = action;
-    Status sent = sender(node.name, cmd);
+    Status sent = commands->Send(node.name, cmd, this);
     AuditRecord a;
     a.time_ms = now;
     a.actor = "remediation";
@@ -258,7 +257,7 @@ int HealthService::AskAgent(const Cluster& cluster, const Node& node, const Node
   return asked;
 }
 
-void HealthService::OnActionResult(const std::string& node, const proto::CommandResult& result) {
+void HealthService::OnResult(const std::string& node, const proto::CommandResult& result) {
   int64_t now = clock_->NowMs();
   AuditRecord a;
   a.time_ms = now;

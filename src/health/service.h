@@ -16,12 +16,13 @@
 #include "health/health.h"
 #include "model/catalog.h"
 #include "model/xid_catalog.h"
+#include "runtime/command_bus.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
 
 namespace gpufleet::health {
 
-class HealthService {
+class HealthService : public runtime::CommandOwner {
  public:
   HealthService(FleetService& fleet, TelemetryStore& telemetry, store::FleetStore& store,
                 store::AuditLog& audit, std::shared_ptr<const GpuCatalog> gpus,
@@ -48,14 +49,14 @@ class HealthService {
   // Where the cluster's policy also allows it (reset_gpu, reboot_node), a node that remediation
   // took out gets its failed GPUs' recommended action asked of its agent: at most once an hour
   // per GPU (per node for a reboot), within the same per-cycle limit, each request an audit
-  // record; the agent's answer comes back through OnActionResult.
+  // record; the agent's answer comes back through the bus (OnResult).
   int Remediate(const std::vector<NodeHealth>& reports = {});
   static constexpr int kMaxActionsPerCycle = 10;
-  using AgentSender = std::function<Status(const std::string& node, const proto::Command&)>;
-  void set_agent_sender(AgentSender sender);
+  // Where the remediation's commands go; none: nothing is asked of agents.
+  void set_commands(runtime::CommandBus* commands);
   // The agent's answer: an audit record; a GPU that was reset (or a node rebooted) is judged
   // afresh: the XIDs it had before no longer count against it.
-  void OnActionResult(const std::string& node, const proto::CommandResult& result);
+  void OnResult(const std::string& node, const proto::CommandResult& result) override;
   // A GPU (`gpu` -1: every GPU of the node, a reboot) was reset by other means (an operator's
   // node action): the XIDs it had before no longer count against it.
   void OnReset(const std::string& node, int gpu);
@@ -78,9 +79,8 @@ class HealthService {
   int AskAgent(const Cluster& cluster, const Node& node, const NodeHealth& report, int budget);
   std::map<std::string, std::vector<XidSeen>> recent_;  // by GPU UUID; guarded by mu_
   std::map<std::string, bool> breaker_open_;            // by cluster; guarded by mu_
-  std::map<std::string, int64_t> asked_;  // GPU UUID or node -> last request; guarded by mu_
-  AgentSender sender_;                    // guarded by mu_
-  int64_t next_command_id_ = 1;           // guarded by mu_
+  std::map<std::string, int64_t> asked_;     // GPU UUID or node -> last request; guarded by mu_
+  runtime::CommandBus* commands_ = nullptr;  // guarded by mu_
 };
 
 }  // namespace gpufleet::health

@@ -85,15 +85,7 @@ std::optional<proto::Message> Ingest::OnMessage(const std::string& node,
                                                 const proto::Message& message) {
   fleet_.OnMessage(node, message);
   if (const auto* result = std::get_if<proto::CommandResult>(&message)) {
-    if (proto::IsNodeAction(result->action)) {
-      if (action_results_) action_results_(node, *result);
-      return std::nullopt;
-    }
-    if (result->action == proto::kApplySettingAction) {
-      if (setting_results_) setting_results_(node, *result);
-      return std::nullopt;
-    }
-    health_.OnActionResult(node, *result);
+    commands_.OnResult(node, *result);
     return std::nullopt;
   }
   const auto* samples = std::get_if<proto::Samples>(&message);

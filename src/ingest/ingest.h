@@ -13,6 +13,7 @@
 #include "fleet/fleet.h"
 #include "health/service.h"
 #include "proto/agent_handler.h"
+#include "runtime/command_bus.h"
 #include "scrape/scraper.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
@@ -21,9 +22,15 @@ namespace gpufleet::ingest {
 
 class Ingest : public proto::AgentHandler {
  public:
+  // Agents' answers to commands go to `commands`, which routes each to its sender.
   Ingest(FleetService& fleet, TelemetryStore& telemetry, store::FleetStore& store,
-         health::HealthService& health, store::AuditLog& audit)
-      : fleet_(fleet), telemetry_(telemetry), store_(store), health_(health), audit_(audit) {}
+         health::HealthService& health, store::AuditLog& audit, runtime::CommandBus& commands)
+      : fleet_(fleet),
+        telemetry_(telemetry),
+        store_(store),
+        health_(health),
+        audit_(audit),
+        commands_(commands) {}
 
   // A registration; a node whose driver, CUDA, VBIOS or InfoROM version differs from what it
   // last reported is audited, with the node as the actor (an upgrade done outside gpufleet).
@@ -40,13 +47,6 @@ class Ingest : public proto::AgentHandler {
   Status OnScrape(const scrape::ScrapeTarget& target, int64_t now,
                   const scrape::DcgmReading& reading);
 
-  // Where the answers to node actions (proto::kNodeActions) go: the rollouts. Set before
-  // serving; remediation's answers go to the health service.
-  using ActionResults = std::function<void(const std::string& node, const proto::CommandResult&)>;
-  void set_action_results(ActionResults sink) { action_results_ = std::move(sink); }
-  // Where the answers to apply-setting commands go: drift remediation.
-  void set_setting_results(ActionResults sink) { setting_results_ = std::move(sink); }
-
  private:
   // The durable, queryable record of each event, then the health model's view of its XIDs.
   // False when the records could not be stored.
@@ -57,9 +57,8 @@ class Ingest : public proto::AgentHandler {
   TelemetryStore& telemetry_;
   store::FleetStore& store_;
   health::HealthService& health_;
-  ActionResults action_results_;
-  ActionResults setting_results_;
   store::AuditLog& audit_;
+  runtime::CommandBus& commands_;
 };
 
 // Every pool's exporters, as scrape targets.

@@ -40,9 +40,9 @@ DriftService::DriftService(FleetService& fleet, store::DriftStore& store,
       audit_(audit),
       zoneinfo_(std::move(zoneinfo)) {}
 
-void DriftService::set_agent_sender(AgentSender sender) {
+void DriftService::set_commands(runtime::CommandBus* commands) {
   std::lock_guard lock(mu_);
-  sender_ = std::move(sender);
+  commands_ = commands;
 }
 
 void DriftService::Audit(const std::string& action, const std::string& target, int status,
@@ -147,7 +147,7 @@ std::vector<DriftService::Dispatch> DriftService::PlanAuto(
     }
     changing.insert(f.node);
     proto::Command cmd;
-    cmd.id = next_command_++;
+    cmd.id = commands_->Issue(this);
     cmd.gpu = f.gpu;
     cmd.action = std::string(proto::kApplySettingAction);
     cmd.args = {f.fact, f.expected};
@@ -173,7 +173,7 @@ std::vector<DriftService::Dispatch> DriftService::PlanAuto(
   return out;
 }
 
-void DriftService::OnCommandResult(const std::string& node, const proto::CommandResult& result) {
+void DriftService::OnResult(const std::string& node, const proto::CommandResult& result) {
   std::string what;
   {
     std::lock_guard lock(mu_);
@@ -361,11 +361,11 @@ Result<int> DriftService::Tick() {
   std::map<std::string, Pool> pool_of;
   for (const auto& p : pools.value()) pool_of[p.name] = p;
   std::vector<Dispatch> dispatch;
-  if (sender_) dispatch = PlanAuto(now, cluster_of, pool_of, cluster_nodes, connected, changed);
+  if (commands_) dispatch = PlanAuto(now, cluster_of, pool_of, cluster_nodes, connected, changed);
   if (auto s = store_.SaveDriftFindings(changed); !s.ok()) return s.error();
   for (const auto& d : dispatch) {
     // Sent under mu_: the agents' registry lock is a leaf (never held while taking this one).
-    Status sent = sender_(d.finding.node, d.command);
+    Status sent = commands_->Send(d.finding.node, d.command);
     std::string action = "drift auto remediation: set " + d.finding.fact + " to " +
                          d.finding.expected + " on GPU " + std::to_string(d.finding.gpu) +
                          " (was " + d.finding.actual + "; profile of pool " + d.finding.pool + ")";

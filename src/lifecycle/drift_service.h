@@ -21,6 +21,7 @@
 #include "model/profile.h"
 #include "model/window.h"
 #include "proto/proto.h"
+#include "runtime/command_bus.h"
 #include "store/store.h"
 
 namespace gpufleet::lifecycle {
@@ -44,15 +45,14 @@ int SeverityRank(const std::string& severity);
 inline constexpr int kAutoAttempts = 3;
 inline constexpr int64_t kAutoRetryMs = 60'000;
 
-class DriftService {
+class DriftService : public runtime::CommandOwner {
  public:
-  using AgentSender = std::function<Status(const std::string& node, const proto::Command&)>;
   DriftService(FleetService& fleet, store::DriftStore& store, std::shared_ptr<Clock> clock,
                store::AuditLog* audit = nullptr, std::string zoneinfo = "/usr/share/zoneinfo");
   // Where apply-setting commands go (the agents' connections); none: nothing is set.
-  void set_agent_sender(AgentSender sender);
+  void set_commands(runtime::CommandBus* commands);
   // An agent's answer to an apply-setting command.
-  void OnCommandResult(const std::string& node, const proto::CommandResult& result);
+  void OnResult(const std::string& node, const proto::CommandResult& result) override;
   // The nodes a rollout is updating: node -> "KIND TARGET" (RolloutService::ActiveTargets). A
   // rollout finding whose node is on its way to the profile's version is "remediating".
   void set_rollout_targets(std::function<std::map<std::string, std::string>()> fn) {
@@ -103,9 +103,8 @@ class DriftService {
   std::shared_ptr<Clock> clock_;
   store::AuditLog* audit_;
   std::string zoneinfo_;
-  AgentSender sender_;                             // guarded by mu_
-  std::map<int64_t, AutoAttempt> auto_;            // by finding id; guarded by mu_
-  int64_t next_command_ = (int64_t{7} << 40) + 1;  // apart from other senders' ids
+  runtime::CommandBus* commands_ = nullptr;  // guarded by mu_
+  std::map<int64_t, AutoAttempt> auto_;      // by finding id; guarded by mu_
   std::map<std::string, TimeZone> zones_;
   std::set<std::string> breaker_open_;  // clusters whose auto remediation is held
   std::function<std::map<std::string, std::string>()> rollout_targets_;

@@ -11,7 +11,6 @@
 namespace gpufleet::lifecycle {
 namespace {
 
-constexpr int64_t kOperationBit = int64_t{1} << 62;
 constexpr int64_t kOperationTimeoutMs = 30 * 60'000;  // an answer, or the node back
 
 bool Active(const NodeOperation& op) {
@@ -170,7 +169,7 @@ void RolloutService::AdvanceOperations(Snapshot& snap, int64_t now) {
         continue;
       }
       proto::Command cmd;
-      cmd.id = kOperationBit | (id << 8) | 1;
+      cmd.id = hooks_.commands ? hooks_.commands->Issue(this) : 0;
       cmd.action = op.action;
       cmd.gpu = std::max(0, op.gpu);
       if (op.action == "reset-gpu") cmd.args = {std::to_string(op.gpu)};
@@ -179,8 +178,8 @@ void RolloutService::AdvanceOperations(Snapshot& snap, int64_t now) {
       op.step = op.action == "reboot" ? "reboot" : "act";
       op.step_ms = now;
       op.message = op.action == "reboot" ? "rebooting" : "resetting GPU " + std::to_string(op.gpu);
-      Status sent = hooks_.send ? hooks_.send(op.node, cmd)
-                                : MakeError(ErrorCode::kUnavailable, "no agent connections");
+      Status sent = hooks_.commands ? hooks_.commands->Send(op.node, cmd)
+                                    : MakeError(ErrorCode::kUnavailable, "no agent connections");
       if (!sent.ok()) {
         end(false, "cannot reach its agent: " + sent.error().message + " (left drained)");
       }

@@ -16,13 +16,6 @@ namespace {
 bool InService(NodeState s) { return s == NodeState::kReady || s == NodeState::kDegraded; }
 bool Counted(NodeState s) { return s != NodeState::kRetired && s != NodeState::kDecommissioning; }
 
-constexpr int64_t kOperationBit = int64_t{1} << 62;  // command ids of node operations
-// A rollout's command: its id, the node's index in it and an attempt count.
-int64_t CommandId(int64_t rollout, size_t index, int64_t previous) {
-  int64_t attempt = ((previous & 0xff) + 1) & 0xff;
-  return (rollout << 40) | (static_cast<int64_t>(index) << 8) | attempt;
-}
-
 std::string StageName(const Rollout& r) {
   if (r.current < 0) return "test";
   if (r.current == 0) return "canary";
@@ -58,6 +51,15 @@ RolloutService::RolloutService(FleetService& fleet, CompatService* compat,
 void RolloutService::set_hooks(RolloutHooks hooks) {
   std::lock_guard lock(mu_);
   hooks_ = std::move(hooks);
+  // The commands sent before a restart whose answers are still awaited (an agent that ran an
+  // install while the controller was away answers once it reconnects).
+  if (!hooks_.commands) return;
+  for (const auto& [id, r] : rollouts_) {
+    if (r.Ended()) continue;
+    for (const auto& n : r.nodes) {
+      if (n.Busy() && n.command != 0 && n.result.empty()) hooks_.commands->Claim(n.command, this);
+    }
+  }
 }
 
 Status RolloutService::Load() {
@@ -514,7 +516,7 @@ std::vector<RolloutService::VersionChange> RolloutService::History(const std::st
   return out;
 }
 
-void RolloutService::OnCommandResult(const std::string& node, const proto::CommandResult& res) {
+void RolloutService::OnResult(const std::string& node, const proto::CommandResult& res) {
   std::lock_guard lock(mu_);
   std::string outcome =
       res.ok
@@ -522,17 +524,25 @@ void RolloutService::OnCommandResult(const std::string& node, const proto::Comma
           : (res.exit_code >= 0 ? "exit " + std::to_string(res.exit_code) + ": " : std::string()) +
                 Short(res.message);
   if (outcome.empty()) outcome = "failed";
-  if (res.id & kOperationBit) {
-    for (auto& [id, op] : operations_) {
-      if (op.command == res.id && op.node == node) op.result = outcome;
+  for (auto& [id, op] : operations_) {
+    if (op.command == res.id && op.node == node) {
+      op.result = outcome;
+      return;
     }
-    return;
   }
-  auto it = rollouts_.find(res.id >> 40);
-  size_t index = static_cast<size_t>((res.id >> 8) & 0xffffffff);
-  if (it == rollouts_.end() || index >= it->second.nodes.size()) return;
+  // The rollout node waiting for this command (an answer to an earlier attempt finds none).
+  auto it = rollouts_.begin();
+  size_t index = 0;
+  for (; it != rollouts_.end(); ++it) {
+    if (it->second.Ended()) continue;
+    const auto& nodes = it->second.nodes;
+    index = std::find_if(nodes.begin(), nodes.end(),
+                         [&](const RolloutNode& n) { return n.command == res.id; }) -
+            nodes.begin();
+    if (index < nodes.size()) break;
+  }
+  if (it == rollouts_.end() || it->second.nodes[index].node != node) return;
   RolloutNode& n = it->second.nodes[index];
-  if (n.node != node || n.command != res.id) return;  // an answer to an earlier attempt
   n.result = outcome;
   if (!res.ok || res.action == "validate") n.message = res.action + ": " + Short(res.message);
   Persist(it->second, {index});
@@ -616,7 +626,7 @@ bool RolloutService::Send(Rollout& r, size_t i, const std::string& action,
     return false;
   }
   proto::Command cmd;
-  cmd.id = CommandId(r.id, i, n.command);
+  cmd.id = hooks_.commands ? hooks_.commands->Issue(this) : 0;
   cmd.action = action;
   cmd.timeout_ms = r.strategy.action_timeout_ms;
   // The simulator's faulty versions (MarkFaulty): a simulated node told so turns faulty once
@@ -635,8 +645,8 @@ bool RolloutService::Send(Rollout& r, size_t i, const std::string& action,
               (cmd.args.empty() ? "" : " " + cmd.args[0]);  // what it does now
   r.updated_ms = now;
   Persist(r, {i});
-  Status sent = hooks_.send ? hooks_.send(n.node, cmd)
-                            : MakeError(ErrorCode::kUnavailable, "no agent connections");
+  Status sent = hooks_.commands ? hooks_.commands->Send(n.node, cmd)
+                                : MakeError(ErrorCode::kUnavailable, "no agent connections");
   events.push_back({0, r.id, now, n.node, n.step,
                     action + (cmd.args.empty() ? "" : " " + cmd.args[0]) +
                         (sent.ok() ? "" : ": " + sent.error().message)});

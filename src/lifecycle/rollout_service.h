@@ -22,14 +22,16 @@
 #include "lifecycle/compat_service.h"
 #include "lifecycle/rollout.h"
 #include "proto/proto.h"
+#include "runtime/command_bus.h"
 #include "store/store.h"
 
 namespace gpufleet::lifecycle {
 
 // What the rollouts need of the rest of the controller, set before serving.
 struct RolloutHooks {
-  // Queues a command for a node's agent; an error when it is not connected.
-  std::function<Status(const std::string& node, const proto::Command&)> send;
+  // Commands to the nodes' agents; their answers come back to OnResult. None: every command
+  // fails as if the agent could not be reached.
+  runtime::CommandBus* commands = nullptr;
   // Whether a node runs jobs, and: a drain of this node requeues its jobs after `timeout_ms`.
   std::function<bool(const std::string& node)> busy;
   std::function<void(const std::string& node, int64_t timeout_ms)> drain_timeout;
@@ -92,11 +94,12 @@ struct NodeOperation {
   std::string resume;
 };
 
-class RolloutService {
+class RolloutService : public runtime::CommandOwner {
  public:
   RolloutService(FleetService& fleet, CompatService* compat, store::RolloutStore& store,
                  store::AuditLog& audit, std::shared_ptr<Clock> clock,
                  std::string zoneinfo = "/usr/share/zoneinfo");
+  // After Load(): the loaded rollouts' commands still awaiting an answer are claimed on the bus.
   void set_hooks(RolloutHooks hooks);
 
   // Reads the rollouts from the store; the unfinished go on from the step each node was at.
@@ -131,8 +134,8 @@ class RolloutService {
                                     const std::string& actor);
   std::vector<NodeOperation> Operations(const std::string& node) const;  // newest first
 
-  // An agent's answer to a node action.
-  void OnCommandResult(const std::string& node, const proto::CommandResult& result);
+  // An agent's answer to a node action (through hooks.commands, by the command's id).
+  void OnResult(const std::string& node, const proto::CommandResult& result) override;
 
   // Moves every rollout and operation along; returns how many node steps changed.
   int Tick();

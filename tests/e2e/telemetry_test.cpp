@@ -66,6 +66,14 @@ TEST_F(Telemetry, FakeNvmlValuesReachTheQueryApiAndMetricsUnderDcgmNames) {
   EXPECT_NE(text.find("gpufleet_http_request_duration_seconds_count{method=\"GET\","
                       "route=\"/api/v1/query\"}"),
             std::string::npos);
+  // The controller's periodic tasks: each one's runs, errors and last duration.
+  EXPECT_NE(text.find("# TYPE gpufleet_task_duration_seconds gauge\n"), std::string::npos);
+  for (const char* task : {"heartbeats", "jobs", "rollouts", "health", "checkpoint"}) {
+    EXPECT_NE(text.find("gpufleet_task_runs_total{task=\"" + std::string(task) + "\"} "),
+              std::string::npos)
+        << task;
+  }
+  EXPECT_NE(text.find("gpufleet_task_errors_total{task=\"heartbeats\"} 0\n"), std::string::npos);
   // ?cluster= narrows the page, and a token scoped to another cluster sees none of these GPUs.
   auto page_of = [&](const std::string& target, const std::string* token = nullptr) {
     return std::string(controller_->Call("GET", target, "", token).second.as_string());

@@ -227,7 +227,18 @@ TEST(Eval, HealthNodesEventsAndTheController) {
   EXPECT_EQ(Results("node_report_age_seconds > 10", snap, reader).begin()->second, 45);
   EXPECT_EQ(Results("node_report_age_seconds > 10 and node_up == 1", snap, reader).size(), 0u);
   EXPECT_EQ(Results("node_cordoned unless node_up == 0", snap, reader).size(), 1u);  // n1's 0
-  snap.nodes[1].drift_severity = 3;  // the controller sets it from the drift findings
+  // The drift service contributes it by name.
+  AlertInputs inputs;
+  ASSERT_TRUE(inputs
+                  .AddNode("node_drift_severity",
+                           [&] {
+                             return std::map<std::string, double>{{snap.nodes[1].name, 3}};
+                           })
+                  .ok());
+  EXPECT_FALSE(inputs.AddNode("node_drift_severity", nullptr).ok()) << "taken";
+  EXPECT_FALSE(inputs.AddNode("gpu_temp", nullptr).ok()) << "not a contributed input";
+  EXPECT_FALSE(inputs.AddController("node_cve_max_cvss", nullptr).ok()) << "a node input";
+  inputs.Fill(snap);
   EXPECT_EQ(Results("node_drift_severity >= 3", snap, reader),
             (std::map<std::string, double>{{"Hostname=n2,cluster=train,pool=b", 3}}));
   EXPECT_EQ(Results("node_drift_severity", snap, reader).size(), 2u);  // n1's 0 too

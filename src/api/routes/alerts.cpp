@@ -109,7 +109,7 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
         std::string fingerprint = req.Param("fingerprint");
         auto silences = ctx.store.alerting->ListSilences();
         if (!silences.ok()) return ErrorResponse(silences.error());
-        alerting::ActiveSilences active(silences.value(), ctx.clock.NowMs());
+        alerting::ActiveSilences active(silences.value(), ctx.clock->NowMs());
         json::array items;
         for (const auto& a : ctx.alerts->Alerts()) {
           if (!state.empty() && alerting::ToString(a.state) != state) continue;
@@ -144,7 +144,7 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                auto parsed = ChannelFromJson(ctx, body.value());
                if (!parsed.ok()) return ErrorResponse(parsed.error());
                Channel c = std::move(parsed).value();
-               c.created_ms = ctx.clock.NowMs();
+               c.created_ms = ctx.clock->NowMs();
                if (auto s = ctx.store.alerting->CreateChannel(c); !s.ok())
                  return ErrorResponse(s.error());
                return ObjectResponse(201, ChannelJson(c));
@@ -217,7 +217,7 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                      MakeError(ErrorCode::kInvalidArgument,
                                "'duration' must be such as 30m, 2h or 7d, and at most 366d"));
                }
-               int64_t now = ctx.clock.NowMs();
+               int64_t now = ctx.clock->NowMs();
                SilenceRecord s;
                s.id = "sil-" + RandomHex(6);
                s.matchers = alerting::MatchersJson(matchers.value());
@@ -243,7 +243,7 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                if (!page.ok()) return ErrorResponse(page.error());
                auto silences = ctx.store.alerting->ListSilences();
                if (!silences.ok()) return ErrorResponse(silences.error());
-               int64_t now = ctx.clock.NowMs();
+               int64_t now = ctx.clock->NowMs();
                json::array items;
                for (const auto& s : silences.value()) {
                  if (!SilenceInScope(who, s.matchers)) continue;
@@ -277,7 +277,7 @@ void AddAlertRoutes(Router& router, ApiContext& ctx) {
                 ErrorCode::kNotFound, "no silence '" + Printable(req.params.at("id"), 80) + "'"));
           }
         }
-        if (auto s = ctx.store.alerting->ExpireSilence(req.params.at("id"), ctx.clock.NowMs());
+        if (auto s = ctx.store.alerting->ExpireSilence(req.params.at("id"), ctx.clock->NowMs());
             !s.ok()) {
           return ErrorResponse(s.error());
         }

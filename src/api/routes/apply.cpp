@@ -160,7 +160,7 @@ Result<ChannelPlan> PlanChannels(ApiContext& ctx, const std::vector<ChannelEntry
     named.insert(c.name);
     auto it = have.find(c.name);
     if (it == have.end()) {
-      c.created_ms = ctx.clock.NowMs();
+      c.created_ms = ctx.clock->NowMs();
       plan.create.push_back(std::move(c));
       continue;
     }
@@ -368,7 +368,7 @@ void AddApplyRoutes(Router& router, ApiContext& ctx) {
                                            filename + ": no YAML document in the file"));
           }
           if (fleet_doc.empty()) return ApplyRules(ctx, who, rules_doc, filename, dry_run);
-          auto spec = ParseFleetSpec(fleet_doc, filename, ctx.catalog);
+          auto spec = ParseFleetSpec(fleet_doc, filename, *ctx.catalog);
           if (!spec.ok()) return ErrorResponse(spec.error());
           // The rule file and the channels, checked before anything changes: both are the
           // whole fleet's, and channels an admin's.

@@ -98,7 +98,7 @@ void AddAssetRoutes(Router& router, ApiContext& ctx) {
                if (!page.ok()) return ErrorResponse(page.error());
                auto f = Filter(req);
                if (!f.ok()) return ErrorResponse(f.error());
-               int64_t now = ctx.clock.NowMs();
+               int64_t now = ctx.clock->NowMs();
                json::array items;
                for (const auto& a : Visible(ctx, who, ctx.assets->List(f.value()))) {
                  items.push_back(json::parse(AssetJson(a, now)));
@@ -127,7 +127,7 @@ void AddAssetRoutes(Router& router, ApiContext& ctx) {
                  days = static_cast<int>(d);
                }
                AssetSummary s = ctx.assets->Summary(days);
-               int64_t now = ctx.clock.NowMs();
+               int64_t now = ctx.clock->NowMs();
                json::array expiring;
                for (const auto& a : s.warranty_expiring) {
                  expiring.push_back(json::parse(AssetJson(a, now)));
@@ -214,7 +214,7 @@ void AddAssetRoutes(Router& router, ApiContext& ctx) {
                }
                auto history = ctx.assets->History(id, 500);
                if (!history.ok()) return ErrorResponse(history.error());
-               json::object o = json::parse(AssetJson(a.value(), ctx.clock.NowMs())).as_object();
+               json::object o = json::parse(AssetJson(a.value(), ctx.clock->NowMs())).as_object();
                json::array events;
                for (const auto& e : history.value()) {
                  events.push_back(json::parse(AssetEventJson(e)));
@@ -253,7 +253,7 @@ void AddAssetRoutes(Router& router, ApiContext& ctx) {
         auto after = ctx.assets->SetState(id, *state, note, who.name);
         if (!after.ok()) return ErrorResponse(after.error());
         Response r = ObjectResponse(
-            200, json::parse(AssetJson(after.value(), ctx.clock.NowMs())).as_object());
+            200, json::parse(AssetJson(after.value(), ctx.clock->NowMs())).as_object());
         r.audit_target = "asset/" + id;
         r.audit_before = AssetDoc(before.value());
         r.audit_after = AssetDoc(after.value());

@@ -67,7 +67,7 @@ json::object RecordJson(const AuditRecord& r) {
 
 void AddAuditRoutes(Router& router, ApiContext& ctx) {
   router.Add("GET", "/api/v1/audit", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
-    auto filter = Filter(req, ctx.clock.NowMs());
+    auto filter = Filter(req, ctx.clock->NowMs());
     if (!filter.ok()) return ErrorResponse(filter.error());
     auto records = ctx.store.audit->QueryAudit(filter.value());
     if (!records.ok()) return ErrorResponse(records.error());
@@ -107,7 +107,7 @@ void AddAuditRoutes(Router& router, ApiContext& ctx) {
               MakeError(ErrorCode::kInvalidArgument,
                         "'older_than' must be a duration of at least 1d, such as 90d or 400d"));
         }
-        int64_t before = ctx.clock.NowMs() - age;
+        int64_t before = ctx.clock->NowMs() - age;
         auto pruned = ctx.store.audit->PruneAudit(before, ctx.secret_key);
         if (!pruned.ok()) return ErrorResponse(pruned.error());
         Response r =

@@ -49,7 +49,7 @@ Result<int> DaysParam(const Request& req, const char* key, int dflt, int lo, int
 
 Response Plan(ApiContext& ctx, const Request& req, const Principal& who) {
   usage::CapacityRequest r;
-  r.now_ms = ctx.clock.NowMs();
+  r.now_ms = ctx.clock->NowMs();
   for (auto [key, into, dflt, lo, hi] : {std::tuple{"horizon", &r.horizon_days, 180, 30, 730},
                                          std::tuple{"lead_time", &r.lead_time_days, 90, 0, 730},
                                          std::tuple{"history", &r.history_days, 30, 1, 90}}) {
@@ -74,7 +74,7 @@ Response Plan(ApiContext& ctx, const Request& req, const Principal& who) {
     }
     r.budget = v;
   }
-  auto rates = ctx.usage->GetRates(ctx.catalog);
+  auto rates = ctx.usage->GetRates(*ctx.catalog);
   if (!rates.ok()) return ErrorResponse(rates.error());
   r.currency = rates->currency;
   auto growth = StoredGrowth(ctx);
@@ -257,7 +257,8 @@ void AddCapacityRoutes(Router& router, ApiContext& ctx) {
         }
         auto before = StoredGrowth(ctx);
         std::string doc = usage::CapacityGrowthJson(g.value());
-        if (auto s = ctx.store.settings->PutSetting(kCapacityGrowthSetting, doc, ctx.clock.NowMs());
+        if (auto s =
+                ctx.store.settings->PutSetting(kCapacityGrowthSetting, doc, ctx.clock->NowMs());
             !s.ok()) {
           return ErrorResponse(s.error());
         }

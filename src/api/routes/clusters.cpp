@@ -127,7 +127,7 @@ Status CheckTeam(ApiContext& ctx, const std::string& team) {
 // Validates and stores one cluster: `create` refuses one that exists (409), otherwise it is
 // created or replaced. 201 when created, else 200.
 Response PutCluster(ApiContext& ctx, const Principal& who, const json::object& body, bool create) {
-  auto cluster = ParseClusterObject(json::serialize(body), ctx.catalog);
+  auto cluster = ParseClusterObject(json::serialize(body), *ctx.catalog);
   if (!cluster.ok()) return ErrorResponse(cluster.error());
   if (!who.CanSeeCluster(cluster->name)) {
     return ErrorResponse(
@@ -160,7 +160,7 @@ const sched::PoolScaling* PolicyOf(const std::vector<scaling::PoolStatus>& pools
 // removed the block deletes the pool's policy.
 Response PutPool(ApiContext& ctx, const Principal& who, const json::object& body, bool create,
                  bool drop_scaling) {
-  auto parsed = ParsePoolObject(json::serialize(body), ctx.catalog);
+  auto parsed = ParsePoolObject(json::serialize(body), *ctx.catalog);
   if (!parsed.ok()) return ErrorResponse(parsed.error());
   const Pool& pool = parsed->pool;
   // A cluster the token cannot see is one that does not exist for it (the scope policy).
@@ -465,14 +465,14 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
                auto page = ParsePage(req);
                if (!page.ok()) return ErrorResponse(page.error());
                json::array items;
-               for (const auto& m : ctx.catalog.models()) items.push_back(ToJson(m));
+               for (const auto& m : ctx.catalog->models()) items.push_back(ToJson(m));
                return ListResponse(std::move(items), page.value());
              });
   router.Scoped(Scope::kAny);
 
   router.Add("GET", "/api/v1/gpu-models/{id}", Role::kViewer,
              [&ctx](const Request& req, const Principal&) {
-               const GpuModelSpec* m = ctx.catalog.Find(req.params.at("id"));
+               const GpuModelSpec* m = ctx.catalog->Find(req.params.at("id"));
                if (!m)
                  return ErrorResponse(
                      MakeError(ErrorCode::kNotFound, "no GPU model '" + req.params.at("id") + "'"));

@@ -124,7 +124,7 @@ Response Heatmap(ApiContext& ctx, const Request& req, const Principal& who) {
     ctx.telemetry.Handles(uuids, handles);
     std::vector<std::optional<tsdb::Sample>> latest;
     // Older samples count as absent, as in alert rules (Prometheus's lookback).
-    int64_t stale_before = ctx.clock.NowMs() - alerting::kStalenessMs;
+    int64_t stale_before = ctx.clock->NowMs() - alerting::kStalenessMs;
     auto fresh = [&](const std::optional<tsdb::Sample>& s) {
       return s && s->t >= stale_before && std::isfinite(s->v);
     };
@@ -187,7 +187,7 @@ Response Heatmap(ApiContext& ctx, const Request& req, const Principal& who) {
   AppendNumber(out, hf->min);
   out += ",\"max\":";
   AppendNumber(out, std::round(max));
-  out += ",\"time_ms\":" + std::to_string(ctx.clock.NowMs());
+  out += ",\"time_ms\":" + std::to_string(ctx.clock->NowMs());
   out += ",\"pools\":[";
   for (size_t i = 0; i < pools.size(); ++i) {
     if (i) out += ',';

@@ -27,6 +27,13 @@ Result<int> Injectable(const Node& node, const std::optional<std::string>& gpu) 
   return MakeError(ErrorCode::kNotFound, "node '" + node.name + "' has no GPU " + *gpu);
 }
 
+// An injection for a simulated node's agent; nobody waits for its answer (the node's telemetry
+// and facts show what it did).
+Status SendToAgent(ApiContext& ctx, const std::string& node, proto::Command& cmd) {
+  if (!ctx.commands) return MakeError(ErrorCode::kUnavailable, "no agent connections");
+  return ctx.commands->Send(node, cmd, nullptr);
+}
+
 }  // namespace
 
 void AddEventRoutes(Router& router, ApiContext& ctx) {
@@ -55,7 +62,6 @@ void AddEventRoutes(Router& router, ApiContext& ctx) {
 
   router.Add("POST", "/api/v1/nodes/{name}/gpus/{index}/inject", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
-               static std::atomic<int64_t> next_command{1};
                const std::string& name = req.params.at("name");
                const std::string& index = req.params.at("index");
                Response r = [&] {
@@ -70,9 +76,8 @@ void AddEventRoutes(Router& router, ApiContext& ctx) {
                  if (!inject.ok()) return ErrorResponse(inject.error());
                  auto gpu = Injectable(node.value(), index);
                  if (!gpu.ok()) return ErrorResponse(gpu.error());
-                 proto::Command cmd{next_command++, gpu.value(), inject.value(), "", {}, 0, false};
-                 if (auto s = ctx.send_to_agent(name, cmd); !s.ok())
-                   return ErrorResponse(s.error());
+                 proto::Command cmd{0, gpu.value(), inject.value(), "", {}, 0, false};
+                 if (auto s = SendToAgent(ctx, name, cmd); !s.ok()) return ErrorResponse(s.error());
                  return ObjectResponse(202, {{"queued", true}, {"command", cmd.id}});
                }();
                r.audit_target = "node/" + name + "/gpu/" + index;
@@ -87,7 +92,6 @@ void AddEventRoutes(Router& router, ApiContext& ctx) {
   router.Add(
       "POST", "/api/v1/nodes/{name}/inject", Role::kOperator,
       [&ctx](const Request& req, const Principal& who) {
-        static std::atomic<int64_t> next_command{1'000'000'000};
         const std::string& name = req.params.at("name");
         Response r = [&] {
           auto node = ctx.fleet.GetNode(name);
@@ -114,8 +118,8 @@ void AddEventRoutes(Router& router, ApiContext& ctx) {
           auto found =
               Injectable(node.value(), gpu < 0 ? std::nullopt : std::optional(std::to_string(gpu)));
           if (!found.ok()) return ErrorResponse(found.error());
-          proto::Command cmd{next_command++, std::max(gpu, 0), inject.value(), "", {}, 0, false};
-          if (auto s = ctx.send_to_agent(name, cmd); !s.ok()) return ErrorResponse(s.error());
+          proto::Command cmd{0, std::max(gpu, 0), inject.value(), "", {}, 0, false};
+          if (auto s = SendToAgent(ctx, name, cmd); !s.ok()) return ErrorResponse(s.error());
           return ObjectResponse(202, {{"queued", true}, {"command", cmd.id}});
         }();
         r.audit_target = "node/" + name;

@@ -154,7 +154,7 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
               MakeError(ErrorCode::kPermissionDenied,
                         "pool '" + job->spec.pool + "' is outside this token's scope"));
         }
-        Response r = ObjectResponse(201, JobJson(job.value(), ctx.clock.NowMs()));
+        Response r = ObjectResponse(201, JobJson(job.value(), ctx.clock->NowMs()));
         r.audit_target = "job/" + std::to_string(job->id);
         r.audit_after = r.body;
         return r;
@@ -182,7 +182,7 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
                size_t total = 0;
                json::array items;
                for (const auto& j : ctx.jobs->List(f, page->offset, page->limit, total)) {
-                 items.push_back(JobJson(j, ctx.clock.NowMs()));
+                 items.push_back(JobJson(j, ctx.clock->NowMs()));
                }
                return PageResponse(std::move(items), total, page.value());
              });
@@ -193,7 +193,7 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
                if (!ctx.jobs) return JobsUnavailable();
                auto job = VisibleJob(ctx, req, who);
                if (!job.ok()) return ErrorResponse(job.error());
-               return ObjectResponse(200, JobJson(job.value(), ctx.clock.NowMs()));
+               return ObjectResponse(200, JobJson(job.value(), ctx.clock->NowMs()));
              });
   router.Scoped(Scope::kClusters);
 
@@ -202,10 +202,10 @@ void AddJobRoutes(Router& router, ApiContext& ctx) {
                if (!ctx.jobs) return JobsUnavailable();
                auto job = VisibleJob(ctx, req, who);
                if (!job.ok()) return ErrorResponse(job.error());
-               auto before = JobJson(job.value(), ctx.clock.NowMs());
+               auto before = JobJson(job.value(), ctx.clock->NowMs());
                auto cancelled = ctx.jobs->Cancel(job->id);
                if (!cancelled.ok()) return ErrorResponse(cancelled.error());
-               Response r = ObjectResponse(200, JobJson(cancelled.value(), ctx.clock.NowMs()));
+               Response r = ObjectResponse(200, JobJson(cancelled.value(), ctx.clock->NowMs()));
                r.audit_target = "job/" + std::to_string(job->id);
                r.audit_before = JsonText(before);
                r.audit_after = r.body;

@@ -52,6 +52,41 @@ void AppendFamily(std::string& out, std::string_view name, std::string_view type
 
 // ?cluster=&pool= narrow the page (a scrape job per cluster keeps each page small); a token
 // scoped to clusters sees only their GPUs.
+// The controller's periodic tasks (runtime::Ticker): how long each last took, how often it ran
+// and failed, and when it last ran.
+void AppendTaskFigures(std::string& out, const std::vector<runtime::TaskFigures>& tasks) {
+  struct Family {
+    const char* name;
+    const char* type;
+    const char* help;
+    double (*value)(const runtime::TaskFigures&);
+  };
+  static constexpr Family kFamilies[] = {
+      {"gpufleet_task_duration_seconds", "gauge", "How long the task's last run took.",
+       [](const runtime::TaskFigures& t) { return t.last_duration_s; }},
+      {"gpufleet_task_busy_seconds_total", "counter", "Time spent in the task's runs.",
+       [](const runtime::TaskFigures& t) { return t.total_duration_s; }},
+      {"gpufleet_task_runs_total", "counter", "The task's runs since the controller started.",
+       [](const runtime::TaskFigures& t) { return static_cast<double>(t.runs); }},
+      {"gpufleet_task_errors_total", "counter", "The task's runs that failed.",
+       [](const runtime::TaskFigures& t) { return static_cast<double>(t.errors); }},
+      {"gpufleet_task_last_run_timestamp_seconds", "gauge",
+       "When the task's last run began (0: not run yet).",
+       [](const runtime::TaskFigures& t) { return static_cast<double>(t.last_run_ms) / 1000.0; }},
+  };
+  for (const Family& f : kFamilies) {
+    AppendFamily(out, f.name, f.type, f.help);
+    for (const auto& t : tasks) {
+      out += f.name;
+      out += '{';
+      AppendLabel(out, "task", t.name, true);
+      out += "} ";
+      AppendNumber(out, f.value(t));
+      out += '\n';
+    }
+  }
+}
+
 Response Metrics(ApiContext& ctx, const Request& req, const Principal& who) {
   NodeFilter filter;
   filter.cluster = req.Param("cluster");
@@ -146,6 +181,7 @@ Response Metrics(ApiContext& ctx, const Request& req, const Principal& who) {
       out += '\n';
     }
   }
+  if (ctx.ticker) AppendTaskFigures(out, ctx.ticker->Figures());
   ctx.http_metrics.Render(out);
   Response r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -198,7 +234,7 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx) {
           return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
                                          "'metric' must name a field, e.g. metric=gpu_util"));
         }
-        int64_t now = ctx.clock.NowMs();
+        int64_t now = ctx.clock->NowMs();
         auto end = TimeParam(req, "end", now, now);
         if (!end.ok()) return ErrorResponse(end.error());
         auto start = TimeParam(req, "start", now, end.value() - 3'600'000);

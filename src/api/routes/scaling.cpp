@@ -312,7 +312,7 @@ void AddScalingRoutes(Router& router, ApiContext& ctx) {
           return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
                                          "'window' must be a duration up to 8d, such as 6h"));
         }
-        auto samples = ctx.scaling->History(pool->name, ctx.clock.NowMs() - window_ms);
+        auto samples = ctx.scaling->History(pool->name, ctx.clock->NowMs() - window_ms);
         json::array t, ready, prov, other, target, demand, running, queued, forecast, wait;
         for (const auto& s : samples) {
           t.push_back(s.time_ms);

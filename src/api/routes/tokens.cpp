@@ -138,7 +138,7 @@ void AddTokenRoutes(Router& router, ApiContext& ctx) {
                  return ErrorResponse(s.error());
                auto issued = ctx.fleet.CreateJoinToken(pool.value(), ttl.value(), who.name);
                if (!issued.ok()) return ErrorResponse(issued.error());
-               json::object o = JoinTokenJson(issued->token, ctx.clock.NowMs());
+               json::object o = JoinTokenJson(issued->token, ctx.clock->NowMs());
                Response r = ObjectResponse(201, [&] {
                  json::object with = o;
                  with["token"] = issued->secret;
@@ -159,7 +159,7 @@ void AddTokenRoutes(Router& router, ApiContext& ctx) {
                json::array items;
                for (const auto& t : tokens.value()) {
                  if (!ScopePool(ctx, who, t.pool).ok()) continue;
-                 items.push_back(JoinTokenJson(t, ctx.clock.NowMs()));
+                 items.push_back(JoinTokenJson(t, ctx.clock->NowMs()));
                }
                return ListResponse(std::move(items), page.value());
              });
@@ -185,7 +185,7 @@ void AddTokenRoutes(Router& router, ApiContext& ctx) {
              [&ctx](const Request& req, const Principal& who) {
                auto body = ParseObject(req.body);
                if (!body.ok()) return ErrorResponse(body.error());
-               auto token = ApiTokenFrom(body.value(), ctx.clock);
+               auto token = ApiTokenFrom(body.value(), *ctx.clock);
                if (!token.ok()) return ErrorResponse(token.error());
                if (auto s = ScopeNewToken(who, token->role, token->clusters); !s.ok()) {
                  return ErrorResponse(s.error());
@@ -245,7 +245,7 @@ void AddTokenRoutes(Router& router, ApiContext& ctx) {
                        "field 'grace' must be a duration from 0s to 30d, such as 1h (default 1h)"));
                  }
                  std::string secret = "gfa_" + RandomHex(24);
-                 int64_t until = grace ? ctx.clock.NowMs() + grace : 0;
+                 int64_t until = grace ? ctx.clock->NowMs() + grace : 0;
                  if (auto s = ctx.store.tokens->RotateApiToken(id, Sha256Hex(secret),
                                                                SecretPrefix(secret), until);
                      !s.ok()) {

@@ -95,8 +95,8 @@ json::value CellJson(const usage::Cell& c) {
 // The fleet's sites and the teams' budgets, and the prices, for the reports and the advice.
 Result<usage::ReportContext> Context(ApiContext& ctx) {
   usage::ReportContext c;
-  c.catalog = &ctx.catalog;
-  auto rates = ctx.usage->GetRates(ctx.catalog);
+  c.catalog = ctx.catalog.get();
+  auto rates = ctx.usage->GetRates(*ctx.catalog);
   if (!rates.ok()) return rates.error();
   c.rates = rates.value();
   if (auto clusters = ctx.fleet.Clusters(); clusters.ok()) {
@@ -110,7 +110,7 @@ Result<usage::ReportContext> Context(ApiContext& ctx) {
 
 Response AdviceResponse(ApiContext& ctx, const Request& req, const Principal& who) {
   if (!ctx.usage) return NoLedger();
-  const int64_t now = ctx.clock.NowMs();
+  const int64_t now = ctx.clock->NowMs();
   auto period = Period(req, now);
   if (!period.ok()) return ErrorResponse(period.error());
   usage::AdviceRequest r;
@@ -158,7 +158,7 @@ Response AdviceResponse(ApiContext& ctx, const Request& req, const Principal& wh
 Response ReportResponse(ApiContext& ctx, const Request& req, const Principal& who,
                         usage::ReportKind kind) {
   if (!ctx.usage) return NoLedger();
-  const int64_t now = ctx.clock.NowMs();
+  const int64_t now = ctx.clock->NowMs();
   auto period = Period(req, now);
   if (!period.ok()) return ErrorResponse(period.error());
   auto cluster = ScopedCluster(req, who, "reports");
@@ -246,7 +246,7 @@ void AddUsageRoutes(Router& router, ApiContext& ctx) {
           return ErrorResponse(
               MakeError(ErrorCode::kUnavailable, "the usage ledger is not running"));
         }
-        const int64_t now = ctx.clock.NowMs();
+        const int64_t now = ctx.clock->NowMs();
         auto query = LedgerQuery(req, who, now);
         if (!query.ok()) return ErrorResponse(query.error());
         store::UsageQuery& q = query.value();
@@ -308,7 +308,7 @@ void AddUsageRoutes(Router& router, ApiContext& ctx) {
                  return ErrorResponse(
                      MakeError(ErrorCode::kUnavailable, "the usage ledger is not running"));
                }
-               auto query = LedgerQuery(req, who, ctx.clock.NowMs());
+               auto query = LedgerQuery(req, who, ctx.clock->NowMs());
                if (!query.ok()) return ErrorResponse(query.error());
                return LedgerExport(ctx, std::move(query).value());
              });
@@ -332,13 +332,13 @@ void AddUsageRoutes(Router& router, ApiContext& ctx) {
   router.Add(
       "GET", "/api/v1/reports/rates", Role::kViewer, [&ctx](const Request&, const Principal&) {
         if (!ctx.usage) return NoLedger();
-        auto rates = ctx.usage->GetRates(ctx.catalog);
+        auto rates = ctx.usage->GetRates(*ctx.catalog);
         if (!rates.ok()) return ErrorResponse(rates.error());
         // What each catalogue model costs now, where no rate says otherwise.
         json::array models;
-        for (const auto& m : ctx.catalog.models()) {
+        for (const auto& m : ctx.catalog->models()) {
           models.push_back(
-              json::object{{"model", m.id}, {"price", rates->GpuHour(ctx.catalog, m.id, "")}});
+              json::object{{"model", m.id}, {"price", rates->GpuHour(*ctx.catalog, m.id, "")}});
         }
         auto reply = json::parse(usage::RatesJson(rates.value())).as_object();
         reply["models"] = std::move(models);
@@ -350,10 +350,10 @@ void AddUsageRoutes(Router& router, ApiContext& ctx) {
                std::string before;
                Response r = [&] {
                  if (!ctx.usage) return NoLedger();
-                 if (auto old = ctx.usage->GetRates(ctx.catalog); old.ok()) {
+                 if (auto old = ctx.usage->GetRates(*ctx.catalog); old.ok()) {
                    before = usage::RatesJson(old.value());
                  }
-                 auto rates = usage::ParseRates(req.body, ctx.catalog);
+                 auto rates = usage::ParseRates(req.body, *ctx.catalog);
                  if (!rates.ok()) return ErrorResponse(rates.error());
                  if (auto s = ctx.usage->SetRates(rates.value()); !s.ok()) {
                    return ErrorResponse(s.error());

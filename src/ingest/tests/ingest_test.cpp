@@ -40,8 +40,8 @@ clusters:
     health_ = std::make_unique<health::HealthService>(*fleet_, *telemetry_, *store_.fleet,
                                                       *store_.audit, GpuCatalog::Builtin(),
                                                       XidCatalog::Builtin(), clock_);
-    ingest_ =
-        std::make_unique<Ingest>(*fleet_, *telemetry_, *store_.fleet, *health_, *store_.audit);
+    ingest_ = std::make_unique<Ingest>(*fleet_, *telemetry_, *store_.fleet, *health_, *store_.audit,
+                                       commands_);
     proto::Hello h;
     h.join_token = fleet_->CreateJoinToken("h100", 3'600'000, "test")->secret;
     h.facts.hostname = "n1";
@@ -65,6 +65,7 @@ clusters:
 
   std::filesystem::path dir_;
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(1'800'000'000'000);
+  runtime::CommandBus commands_{clock_};
   store::Stores store_;
   std::unique_ptr<FleetService> fleet_;
   std::unique_ptr<TelemetryStore> telemetry_;

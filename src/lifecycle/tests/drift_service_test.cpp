@@ -83,6 +83,7 @@ class DriftTest : public ::testing::Test {
 
   std::filesystem::path dir_;
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+  runtime::CommandBus bus_{clock_};  // the answers go to the service that sent the command
   store::Stores store_;
   std::unique_ptr<FleetService> fleet_;
   std::unique_ptr<DriftService> drift_;
@@ -183,10 +184,11 @@ TEST_F(DriftTest, AnAutoFindingIsSetByTheAgentRetriedAndBoundedByTheBreaker) {
   drift_ = std::make_unique<DriftService>(*fleet_, *store_.drift, clock_, store_.audit.get());
   ASSERT_TRUE(drift_->Load().ok());
   std::vector<std::pair<std::string, proto::Command>> sent;
-  drift_->set_agent_sender([&](const std::string& node, const proto::Command& cmd) {
+  bus_.set_transport([&](const std::string& node, const proto::Command& cmd) {
     sent.emplace_back(node, cmd);
     return Status{};
   });
+  drift_->set_commands(&bus_);
   Apply(", profile: {power_limit_w: 72}");
   Hello("n1", "580.159.03", "95.04.00.00.01", 60);
   Hello("n2", "580.159.03", "95.04.00.00.01", 50);
@@ -205,8 +207,8 @@ TEST_F(DriftTest, AnAutoFindingIsSetByTheAgentRetriedAndBoundedByTheBreaker) {
   EXPECT_EQ(drift_->List({.node = other}).at(0).state, "open") << "held by the breaker";
 
   // The agent refuses: the finding is open again with why, and retried a minute later.
-  drift_->OnCommandResult(first, {sent[0].second.id, 0, sent[0].second.action, false,
-                                  "NVML_ERROR_NO_PERMISSION", -1, 5});
+  bus_.OnResult(first, proto::CommandResult{sent[0].second.id, 0, sent[0].second.action, false,
+                                            "NVML_ERROR_NO_PERMISSION", -1, 5});
   f = drift_->Get(f.id).value();
   EXPECT_EQ(f.state, "open");
   EXPECT_NE(f.note.find("attempt 1: failed: NVML_ERROR_NO_PERMISSION"), std::string::npos)
@@ -216,14 +218,15 @@ TEST_F(DriftTest, AnAutoFindingIsSetByTheAgentRetriedAndBoundedByTheBreaker) {
   ASSERT_EQ(sent.size(), 2u);
   EXPECT_EQ(sent[1].first, other);
   for (int attempt = 2; attempt <= 3; ++attempt) {
-    drift_->OnCommandResult(other, {sent[1].second.id, 0, "apply-setting", true, "set", 0, 5});
+    bus_.OnResult(other,
+                  proto::CommandResult{sent[1].second.id, 0, "apply-setting", true, "set", 0, 5});
     clock_->Advance(kAutoRetryMs);
     size_t before = sent.size();
     ASSERT_TRUE(drift_->Tick().ok());
     ASSERT_GT(sent.size(), before);
     EXPECT_EQ(sent.back().first, first) << "attempt " << attempt;
-    drift_->OnCommandResult(first,
-                            {sent.back().second.id, 0, "apply-setting", false, "refused", -1, 5});
+    bus_.OnResult(first, proto::CommandResult{sent.back().second.id, 0, "apply-setting", false,
+                                              "refused", -1, 5});
   }
   // Three attempts: the first node's finding is left for an operator, open with why.
   clock_->Advance(kAutoRetryMs);
@@ -259,10 +262,11 @@ TEST_F(DriftTest, AnAutoFindingIsSetByTheAgentRetriedAndBoundedByTheBreaker) {
 // ECC and MIG modes need a GPU reset: auto waits for the pool's maintenance window.
 TEST_F(DriftTest, AnEccChangeWaitsForTheMaintenanceWindow) {
   std::vector<proto::Command> sent;
-  drift_->set_agent_sender([&](const std::string&, const proto::Command& cmd) {
+  bus_.set_transport([&](const std::string&, const proto::Command& cmd) {
     sent.push_back(cmd);
     return Status{};
   });
+  drift_->set_commands(&bus_);
   // Sundays 02:00-04:00 UTC; the clock is a Wednesday (2026-12-02 00:00 UTC).
   Apply(
       ", profile: {ecc_mode: true, remediation: {ecc_mode: auto}}, maintenance_windows: "

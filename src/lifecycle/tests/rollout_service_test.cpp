@@ -77,15 +77,18 @@ class RolloutTest : public ::testing::Test {
     rollouts_ =
         std::make_unique<RolloutService>(*fleet_, nullptr, *store_.rollouts, *store_.audit, clock_);
     ASSERT_TRUE(rollouts_->Load().ok());
-    RolloutHooks hooks;
-    hooks.send = [this](const std::string& node, const proto::Command& cmd) -> Status {
+    // A restarted controller has a new bus: the service claims the answers it still waits for.
+    bus_ = std::make_unique<runtime::CommandBus>(clock_);
+    bus_->set_transport([this](const std::string& node, const proto::Command& cmd) -> Status {
       auto it = nodes_.find(node);
       if (it == nodes_.end() || !it->second.connected) {
         return MakeError(ErrorCode::kConflict, node + " is not connected");
       }
       sent_.emplace_back(node, cmd);
       return {};
-    };
+    });
+    RolloutHooks hooks;
+    hooks.commands = bus_.get();
     hooks.busy = [this](const std::string& node) { return busy_.count(node) > 0; };
     hooks.last_xid = [this] { return xids_; };
     rollouts_->set_hooks(hooks);
@@ -140,7 +143,7 @@ class RolloutTest : public ::testing::Test {
         r.exit_code = 1;
         r.message = "dcgmi diag: FAIL";
       }
-      rollouts_->OnCommandResult(name, r);
+      bus_->OnResult(name, r);
       if (cmd.action == "reboot") {
         fleet_->OnClosed(name, n.connection);
         n.connected = false;
@@ -195,6 +198,7 @@ class RolloutTest : public ::testing::Test {
   store::Stores store_;
   std::unique_ptr<FleetService> fleet_;
   std::unique_ptr<RolloutService> rollouts_;
+  std::unique_ptr<runtime::CommandBus> bus_;
   std::map<std::string, std::string> join_;
   std::map<std::string, FakeNode> nodes_;
   std::vector<std::pair<std::string, proto::Command>> sent_;
