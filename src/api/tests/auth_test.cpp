@@ -7,23 +7,18 @@
 #include "api/api.h"
 #include "api/context.h"
 #include "common/crypto.h"
+#include "tests/support/temp_dir.h"
 
 namespace gpufleet::api {
 namespace {
 
 class AuthTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gf-auth-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    store_ = store::Open("sqlite:" + (dir_ / "db").string()).value();
-  }
+  void SetUp() override { store_ = store::Open("sqlite:" + (dir_ / "db").string()).value(); }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  std::filesystem::path dir_;
+  testing::TempDir tmp_{"gf-auth"};  // removed with everything in it after the test
+  std::filesystem::path dir_ = tmp_.path();
   store::Stores store_;
   ManualClock clock_;
 };

@@ -7,24 +7,20 @@
 
 #include <filesystem>
 
+#include "tests/support/temp_dir.h"
+
 namespace gpufleet {
 namespace {
 
 class AssetServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gf-assets-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
     clock_->Set(1'800'000'000'000);  // 2027-01-15
     Reopen();
   }
   void TearDown() override {
     assets_.reset();
     store_ = {};
-    std::filesystem::remove_all(dir_);
   }
   void Reopen() {
     assets_.reset();
@@ -60,7 +56,8 @@ class AssetServiceTest : public ::testing::Test {
     return assets_->Import(rows.value(), "ops", dry);
   }
 
-  std::filesystem::path dir_;
+  testing::TempDir tmp_{"gf-assets"};  // removed with everything in it after the test
+  std::filesystem::path dir_ = tmp_.path();
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
   store::Stores store_;
   std::unique_ptr<AssetService> assets_;

@@ -9,6 +9,8 @@
 #include <set>
 #include <thread>
 
+#include "tests/support/temp_dir.h"
+
 namespace gpufleet {
 namespace {
 
@@ -30,11 +32,6 @@ clusters:
 class FleetTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gf-fleet-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
     Start();
     auto spec = ParseFleetSpec(kFleet, "fleet.yaml", *GpuCatalog::Builtin());
     ASSERT_TRUE(spec.ok()) << spec.error().message;
@@ -49,7 +46,6 @@ class FleetTest : public ::testing::Test {
   void TearDown() override {
     fleet_.reset();
     store_ = {};
-    std::filesystem::remove_all(dir_);
   }
   void Start() {
     fleet_.reset();
@@ -77,7 +73,8 @@ class FleetTest : public ::testing::Test {
     return h;
   }
 
-  std::filesystem::path dir_;
+  testing::TempDir tmp_{"gf-fleet"};  // removed with everything in it after the test
+  std::filesystem::path dir_ = tmp_.path();
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
   store::Stores store_;
   std::unique_ptr<FleetService> fleet_;

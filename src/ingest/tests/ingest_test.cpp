@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "config/fleet_spec.h"
+#include "tests/support/temp_dir.h"
 
 namespace gpufleet::ingest {
 namespace {
@@ -15,11 +16,6 @@ namespace {
 class IngestTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gf-ingest-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
     store_ = store::Open("sqlite:" + (dir_ / "db").string()).value();
     fleet_ = std::make_unique<FleetService>(*store_.fleet, *store_.tokens, GpuCatalog::Builtin(),
                                             clock_, FleetOptions{});
@@ -60,10 +56,10 @@ clusters:
     telemetry_.reset();
     fleet_.reset();
     store_ = {};
-    std::filesystem::remove_all(dir_);
   }
 
-  std::filesystem::path dir_;
+  testing::TempDir tmp_{"gf-ingest"};  // removed with everything in it after the test
+  std::filesystem::path dir_ = tmp_.path();
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(1'800'000'000'000);
   runtime::CommandBus commands_{clock_};
   store::Stores store_;

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "config/fleet_spec.h"
+#include "tests/support/temp_dir.h"
 
 namespace gpufleet::lifecycle {
 namespace {
@@ -31,11 +32,6 @@ clusters:
 class DriftTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gf-drift-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
     clock_->Set(1'796'169'600'000);
     store_ = store::Open("sqlite:" + (dir_ / "db").string()).value();
     fleet_ = std::make_unique<FleetService>(*store_.fleet, *store_.tokens, GpuCatalog::Builtin(),
@@ -50,7 +46,6 @@ class DriftTest : public ::testing::Test {
     drift_.reset();
     fleet_.reset();
     store_ = {};
-    std::filesystem::remove_all(dir_);
   }
   void Apply(const std::string& pool_profile) {
     auto spec = ParseFleetSpec(FleetWith(pool_profile), "fleet.yaml", *GpuCatalog::Builtin());
@@ -81,7 +76,8 @@ class DriftTest : public ::testing::Test {
   std::vector<DriftFinding> Open() { return drift_->List({.state = "open"}); }
   std::map<std::string, std::string> node_tokens_;
 
-  std::filesystem::path dir_;
+  testing::TempDir tmp_{"gf-drift"};  // removed with everything in it after the test
+  std::filesystem::path dir_ = tmp_.path();
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
   runtime::CommandBus bus_{clock_};  // the answers go to the service that sent the command
   store::Stores store_;

@@ -15,6 +15,7 @@
 #include "config/fleet_spec.h"
 #include "fleet/fleet.h"
 #include "lifecycle/compat_service.h"
+#include "tests/support/temp_dir.h"
 
 namespace gpufleet::lifecycle {
 
@@ -23,21 +24,13 @@ class LifecycleFixture : public ::testing::Test {
   explicit LifecycleFixture(const char* fleet_yaml) : fleet_yaml_(fleet_yaml) {}
 
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gf-lifecycle-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
     clock_->Set(1'796'169'600'000);  // 2026-12-02
     Start();
     auto spec = ParseFleetSpec(fleet_yaml_, "fleet.yaml", *GpuCatalog::Builtin());
     ASSERT_TRUE(spec.ok()) << spec.error().message;
     ASSERT_TRUE(fleet_->Apply(spec.value()).ok());
   }
-  void TearDown() override {
-    Stop();
-    std::filesystem::remove_all(dir_);
-  }
+  void TearDown() override { Stop(); }
   void Start() {
     Stop();
     store_ = store::Open("sqlite:" + (dir_ / "db").string()).value();
@@ -74,7 +67,8 @@ class LifecycleFixture : public ::testing::Test {
   }
   std::map<std::string, std::string> node_tokens_;
 
-  std::filesystem::path dir_;
+  testing::TempDir tmp_{"gf-lifecycle"};  // removed with everything in it after the test
+  std::filesystem::path dir_ = tmp_.path();
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
   store::Stores store_;
   std::unique_ptr<FleetService> fleet_;

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "config/fleet_spec.h"
+#include "tests/support/temp_dir.h"
 
 namespace gpufleet::lifecycle {
 namespace {
@@ -48,11 +49,6 @@ struct FakeNode {
 class RolloutTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gf-rollout-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
     clock_->Set(kWed);
     store_ = store::Open("sqlite:" + (dir_ / "db").string()).value();
     fleet_ = std::make_unique<FleetService>(*store_.fleet, *store_.tokens, GpuCatalog::Builtin(),
@@ -70,7 +66,6 @@ class RolloutTest : public ::testing::Test {
     rollouts_.reset();
     fleet_.reset();
     store_ = {};
-    std::filesystem::remove_all(dir_);
   }
 
   void StartService() {
@@ -193,7 +188,8 @@ class RolloutTest : public ::testing::Test {
     return rollouts_->Create(req.value(), "test", "");
   }
 
-  std::filesystem::path dir_;
+  testing::TempDir tmp_{"gf-rollouts"};  // removed with everything in it after the test
+  std::filesystem::path dir_ = tmp_.path();
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
   store::Stores store_;
   std::unique_ptr<FleetService> fleet_;

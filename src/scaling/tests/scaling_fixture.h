@@ -15,6 +15,7 @@
 
 #include "config/fleet_spec.h"
 #include "scaling/scaling.h"
+#include "tests/support/temp_dir.h"
 
 namespace gpufleet::scaling {
 
@@ -87,11 +88,6 @@ class JoiningActuator : public Actuator {
 class ScalingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gf-scaling-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
     Start();
     auto spec = ParseFleetSpec(kFleet, "fleet.yaml", *GpuCatalog::Builtin());
     ASSERT_TRUE(spec.ok()) << spec.error().message;
@@ -100,10 +96,7 @@ class ScalingTest : public ::testing::Test {
     auto set = scaling_->SetPolicy(spec->scaling[0], "test");
     ASSERT_TRUE(set.ok()) << set.error().message;
   }
-  void TearDown() override {
-    Shut();
-    std::filesystem::remove_all(dir_);
-  }
+  void TearDown() override { Shut(); }
   void Shut() {
     if (scaling_) scaling_->Stop();
     scaling_.reset();
@@ -165,7 +158,8 @@ class ScalingTest : public ::testing::Test {
     scaling_->Tick();
   }
 
-  std::filesystem::path dir_;
+  testing::TempDir tmp_{"gf-scaling"};  // removed with everything in it after the test
+  std::filesystem::path dir_ = tmp_.path();
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
   FleetService* fleet_ptr_ = nullptr;
   std::shared_ptr<JoiningActuator> actuator_ = std::make_shared<JoiningActuator>(fleet_ptr_);

@@ -11,6 +11,7 @@
 
 #include "store/migrations/migrations.h"
 #include "tests/support/postgres.h"
+#include "tests/support/temp_dir.h"
 
 // Records and filters are written as aggregates here, naming only the fields a test sets.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -25,10 +26,6 @@ class StoreTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(c) : '_';
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gf-store-" + std::to_string(::getpid()) + "-" + name);
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
     if (GetParam() == "postgresql") {
       auto& pg = testing::SharedPostgres();
       ASSERT_TRUE(pg.ok()) << pg.error();
@@ -39,10 +36,7 @@ class StoreTest : public ::testing::TestWithParam<std::string> {
     }
     Reopen();
   }
-  void TearDown() override {
-    store_ = {};
-    std::filesystem::remove_all(dir_);
-  }
+  void TearDown() override { store_ = {}; }
   void Reopen() {
     store_ = {};
     auto s = store::Open(url_);
@@ -50,7 +44,8 @@ class StoreTest : public ::testing::TestWithParam<std::string> {
     store_ = std::move(s.value());
   }
 
-  std::filesystem::path dir_;
+  testing::TempDir tmp_{"gf-store"};  // removed with everything in it after the test
+  std::filesystem::path dir_ = tmp_.path();
   std::string url_;
   store::Stores store_;
 };

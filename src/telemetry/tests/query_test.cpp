@@ -8,6 +8,8 @@
 
 #include <filesystem>
 
+#include "tests/support/temp_dir.h"
+
 namespace gpufleet {
 namespace {
 
@@ -17,8 +19,6 @@ class QueryRangeTest : public ::testing::Test {
   // cluster c. GPU i reports gpu_util = 10 * (i + 1) + t for t = 0..5 s (one sample a second
   // from kT0), so in 2 s steps GPU i's means are 10(i+1) + 0.5, + 2.5, + 4.5.
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("gf-query-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir_);
     store_ = std::move(TelemetryStore::Open({dir_.string(), {}}).value());
     for (int i = 0; i < 4; ++i) {
       proto::Samples s;
@@ -32,10 +32,7 @@ class QueryRangeTest : public ::testing::Test {
       ASSERT_TRUE(store_->Ingest({gpus_[i].uuid}, s).ok());
     }
   }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  void TearDown() override { store_.reset(); }
   RangeResult Query(RangeAgg agg, RangeBy by, int64_t step = 2000) {
     auto r = QueryRange(*store_, {Field::kGpuUtil, kT0, kT0 + 6000, step, agg, by}, gpus_);
     EXPECT_TRUE(r.ok()) << r.error().message;
@@ -48,7 +45,8 @@ class QueryRangeTest : public ::testing::Test {
   }
 
   static constexpr int64_t kT0 = 1'800'000'000'000;
-  std::filesystem::path dir_;
+  testing::TempDir tmp_{"gf-query"};  // removed with everything in it after the test
+  std::filesystem::path dir_ = tmp_.path();
   std::unique_ptr<TelemetryStore> store_;
   std::vector<RangeGpu> gpus_ = {{"na", "c", "pa", "GPU-a0", 0},
                                  {"na", "c", "pa", "GPU-a1", 1},

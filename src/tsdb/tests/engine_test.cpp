@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/temp_dir.h"
+
 namespace gpufleet::tsdb {
 namespace {
 
@@ -16,19 +18,13 @@ namespace fs = std::filesystem;
 
 class EngineTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gf-engine-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::unique_ptr<Engine> Open() {
     auto e = Engine::Open({dir_.string(), {}, false, 4096});
     EXPECT_TRUE(e.ok()) << e.error().message;
     return std::move(e.value());
   }
-  fs::path dir_;
+  testing::TempDir tmp_{"gf-tsdb"};  // removed with everything in it after the test
+  fs::path dir_ = tmp_.path();
 };
 
 // Writes `batches` batches of 3 series x 10 points, one second apart.

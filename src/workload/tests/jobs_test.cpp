@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "config/fleet_spec.h"
+#include "tests/support/temp_dir.h"
 
 namespace gpufleet::workload {
 namespace {
@@ -46,19 +47,12 @@ class SwitchedJobStore : public store::JobStore {
 class JobsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gf-jobs-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
-            std::to_string(reinterpret_cast<uintptr_t>(this)));
-    std::filesystem::create_directories(dir_);
     Open();
     auto spec = ParseFleetSpec(kFleet, "fleet.yaml", *GpuCatalog::Builtin());
     ASSERT_TRUE(spec.ok()) << spec.error().message;
     ASSERT_TRUE(fleet_->Apply(spec.value()).ok());
   }
-  void TearDown() override {
-    Close();
-    std::filesystem::remove_all(dir_);
-  }
+  void TearDown() override { Close(); }
   // A controller (re)start: the store, the fleet and the jobs loaded from it.
   void Open() {
     store_ = store::Open("sqlite:" + (dir_ / "db").string()).value();
@@ -114,7 +108,8 @@ class JobsTest : public ::testing::Test {
     }
   }
 
-  std::filesystem::path dir_;
+  testing::TempDir tmp_{"gf-jobs"};  // removed with everything in it after the test
+  std::filesystem::path dir_ = tmp_.path();
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
   store::Stores store_;
   std::unique_ptr<FleetService> fleet_;
