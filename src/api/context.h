@@ -46,7 +46,7 @@ void AddTokenRoutes(Router& router, ApiContext& ctx);
 void AddApplyRoutes(Router& router, ApiContext& ctx);
 void AddAuditRoutes(Router& router, ApiContext& ctx);
 void AddStaticRoutes(Router& router, ApiContext& ctx);
-void AddMetricsRoutes(Router& router, ApiContext& ctx);    // /api/v1/query, /metrics
+void AddMetricsRoutes(Router& router, ApiContext& ctx);    // /healthz, /metrics, /api/v1/query
 void AddEventRoutes(Router& router, ApiContext& ctx);      // GPU events, fault injection
 void AddScrapeRoutes(Router& router, ApiContext& ctx);     // scrape mode's targets
 void AddHealthRoutes(Router& router, ApiContext& ctx);     // GPU and node health
@@ -141,6 +141,8 @@ Result<Page> ParsePage(const Request& req);
 Result<int64_t> TimeParam(const Request& req, const char* key, int64_t now, int64_t fallback);
 // Alert rules cover the whole fleet: a token limited to some clusters may not change them.
 Status RequireFleetWide(const Principal& who);
+// The node named in the path ({name}), if the caller may see it; else kNotFound.
+Result<Node> VisibleNode(ApiContext& ctx, const Request& req, const Principal& who);
 // A pool about to be deleted has no queued job and no GPU running one (kConflict naming them).
 Status RequirePoolsIdle(ApiContext& ctx, const std::vector<std::string>& pools);
 

@@ -210,31 +210,6 @@ Response PutPool(ApiContext& ctx, const Principal& who, const json::object& body
 }  // namespace
 
 void AddClusterRoutes(Router& router, ApiContext& ctx) {
-  // Public: says whether this controller can serve, not what it holds. A store that does not
-  // answer makes it 503, so a load balancer or a supervisor sees it.
-  router.Add(
-      "GET", "/healthz", Role::kViewer,
-      [&ctx](const Request&, const Principal&) {
-        json::object o;
-        json::object store{{"backend", ctx.store.database->backend()}};
-        auto ping = ctx.store.database->Ping();
-        store["ok"] = ping.ok();
-        // Not the error itself: it names the database's host, and this route is public.
-        if (!ping.ok()) store["error"] = "the store does not answer";
-        // The telemetry log: a controller that cannot write it acknowledges nothing, and says
-        // so here (the reason, "No space left on device", names no host).
-        const std::string wal_error = ctx.telemetry.write_error();
-        json::object telemetry{{"ok", wal_error.empty()}};
-        if (!wal_error.empty()) telemetry["error"] = wal_error;
-        const bool ok = ping.ok() && wal_error.empty();
-        o["status"] = ok ? "ok" : "unavailable";
-        o["store"] = std::move(store);
-        o["telemetry"] = std::move(telemetry);
-        return JsonResponse(ok ? 200 : 503, json::serialize(o));
-      },
-      /*public_route=*/true);
-  router.Scoped(Scope::kAny);
-
   router.Add("GET", "/api/v1/clusters", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
                auto page = ParsePage(req);

@@ -3,7 +3,9 @@
 
 #include "api/json_util.h"
 #include "api/scope.h"
+#include "common/clock.h"
 #include "common/json_text.h"
+#include "lifecycle/rollout.h"
 #include "model/json.h"
 
 namespace json = boost::json;
@@ -39,7 +41,22 @@ Response Action(ApiContext& ctx, const Request& req, const Principal& who, NodeA
   return r;
 }
 
+std::string Time(int64_t ms) { return ms > 0 ? FormatTime(ms) : ""; }
+
+Response RolloutsUnavailable() {
+  return ErrorResponse(MakeError(ErrorCode::kUnavailable, "rollouts are not running"));
+}
+
 }  // namespace
+
+Result<Node> VisibleNode(ApiContext& ctx, const Request& req, const Principal& who) {
+  const std::string& name = req.params.at("name");
+  auto node = ctx.fleet.GetNode(name);
+  if (!node.ok() || !who.CanSeeCluster(node->cluster)) {
+    return MakeError(ErrorCode::kNotFound, "no node '" + name + "'");
+  }
+  return node;
+}
 
 void AddNodeRoutes(Router& router, ApiContext& ctx) {
   router.Add("GET", "/api/v1/nodes", Role::kViewer,
@@ -147,6 +164,50 @@ void AddNodeRoutes(Router& router, ApiContext& ctx) {
         return ListResponse(std::move(items), page.value());
       });
   router.Scoped(Scope::kClusters);
+
+  router.Add("GET", "/api/v1/nodes/{name}/versions", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) {
+               if (!ctx.rollouts) return RolloutsUnavailable();
+               const std::string& name = req.params.at("name");
+               auto node = VisibleNode(ctx, req, who);
+               if (!node.ok()) return ErrorResponse(node.error());
+               json::array items;
+               for (const auto& h : ctx.rollouts->History(name)) {
+                 items.push_back(json::object{{"rollout", h.rollout},
+                                              {"kind", lifecycle::ToString(h.kind)},
+                                              {"from", h.node.from},
+                                              {"to", h.node.to},
+                                              {"state", h.node.state},
+                                              {"started_at", Time(h.node.started_ms)},
+                                              {"ended_at", Time(h.node.ended_ms)},
+                                              {"message", h.node.message}});
+               }
+               return ObjectResponse(
+                   200, {{"driver", node->facts.driver_version},
+                         {"cuda_driver", node->facts.cuda_driver_version},
+                         {"vbios", lifecycle::RunningVersion(node.value(),
+                                                             lifecycle::RolloutKind::kGpuFirmware)},
+                         {"nic_firmware", lifecycle::RunningVersion(
+                                              node.value(), lifecycle::RolloutKind::kNicFirmware)},
+                         {"history", std::move(items)}});
+             });
+  router.Scoped(Scope::kClusters, ScopeObject::kNode);
+
+  router.Add("DELETE", "/api/v1/nodes/{name}", Role::kAdmin,
+             [&ctx](const Request& req, const Principal& who) {
+               const std::string& name = req.params.at("name");
+               Response r = [&]() -> Response {
+                 auto node = VisibleNode(ctx, req, who);
+                 if (!node.ok()) return ErrorResponse(node.error());
+                 if (auto s = ctx.fleet.Delete(name); !s.ok()) return ErrorResponse(s.error());
+                 Response done = ObjectResponse(200, {{"deleted", name}});
+                 done.audit_before = JsonText(json::object{{"state", ToString(node->state)}});
+                 return done;
+               }();
+               r.audit_target = "node/" + name;
+               return r;
+             });
+  router.Scoped(Scope::kClusters, ScopeObject::kNode);
 }
 
 }  // namespace gpufleet::api
