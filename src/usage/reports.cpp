@@ -8,7 +8,7 @@
 #include "common/clock.h"
 #include "common/csv.h"
 #include "common/json_text.h"
-#include "usage/usage.h"
+#include "usage/ledger.h"
 
 namespace json = boost::json;
 
