@@ -54,8 +54,8 @@ void RolloutService::set_hooks(RolloutHooks hooks) {
   // The commands sent before a restart whose answers are still awaited (an agent that ran an
   // install while the controller was away answers once it reconnects).
   if (!hooks_.commands) return;
+  // (An aborted rollout's node finishes the step it is in, so ended rollouts are looked at too.)
   for (const auto& [id, r] : rollouts_) {
-    if (r.Ended()) continue;
     for (const auto& n : r.nodes) {
       if (n.Busy() && n.command != 0 && n.result.empty()) hooks_.commands->Claim(n.command, this);
     }
@@ -533,8 +533,7 @@ void RolloutService::OnResult(const std::string& node, const proto::CommandResul
   // The rollout node waiting for this command (an answer to an earlier attempt finds none).
   auto it = rollouts_.begin();
   size_t index = 0;
-  for (; it != rollouts_.end(); ++it) {
-    if (it->second.Ended()) continue;
+  for (; it != rollouts_.end(); ++it) {  // ended ones too: an aborted one's step finishes
     const auto& nodes = it->second.nodes;
     index = std::find_if(nodes.begin(), nodes.end(),
                          [&](const RolloutNode& n) { return n.command == res.id; }) -

@@ -325,6 +325,27 @@ TEST_F(RolloutTest, ACanaryRestoredInTheTickTheRolloutHaltsIsDrainedForItsRollba
   EXPECT_EQ(nodes_["p1-1"].ran.at("install-driver"), 2) << "the target, then the previous one";
 }
 
+// An aborted rollout lets a node finish the step it is in: the agent's answer to the command
+// sent before the abort still reaches the node's step.
+TEST_F(RolloutTest, AnAbortedRolloutsNodeStillGetsTheAnswerToItsStep) {
+  AddNodes("p1", 2);
+  auto r = Start(R"({"kind":"driver","target":"580.95.05","selector":{"pools":["p1"]},
+      "strategy":{"canary":1,"confidence":"30s"}})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  for (int t = 0; t < 50 && sent_.empty(); ++t) {
+    rollouts_->Tick();
+    clock_->Advance(1000);
+  }
+  ASSERT_EQ(sent_.size(), 1u);
+  ASSERT_EQ(sent_[0].second.action, "install-driver");
+  ASSERT_TRUE(rollouts_->Control(r->id, "abort", "test").ok());
+  Agents();  // the install's answer comes after the abort
+  auto now = rollouts_->Get(r->id).value();
+  EXPECT_EQ(now.state, "aborted");
+  EXPECT_EQ(now.nodes.at(0).result, "ok");
+  EXPECT_EQ(now.nodes.at(0).step, "install");
+}
+
 TEST_F(RolloutTest, AControllerRestartedMidBatchResumesAndRepeatsNoAction) {
   AddNodes("p1", 8);
   auto r = Start(R"({"kind":"driver","target":"580.95.05","selector":{"pools":["p1"]},
