@@ -143,7 +143,7 @@ void RolloutService::AdvanceOperations(Snapshot& snap, int64_t now) {
       end(false, "the node is gone");
       continue;
     }
-    const NodeView& view = v->second;
+    const NodeFacts& view = v->second;
     if (op.step == "drain") {
       bool out = view.effective == NodeState::kDrained || view.effective == NodeState::kMaintenance;
       if (!out) {

@@ -1,6 +1,7 @@
 #include "lifecycle/rollout.h"
 
 #include <algorithm>
+#include <array>
 #include <boost/json.hpp>
 #include <cctype>
 #include <cmath>
@@ -199,49 +200,6 @@ std::string Time(int64_t ms) { return ms > 0 ? FormatTime(ms) : ""; }
 
 }  // namespace
 
-std::string_view ToString(RolloutKind kind) {
-  switch (kind) {
-    case RolloutKind::kDriver:
-      return "driver";
-    case RolloutKind::kGpuFirmware:
-      return "gpu-firmware";
-    case RolloutKind::kNicFirmware:
-      return "nic-firmware";
-  }
-  return "driver";
-}
-
-std::optional<RolloutKind> ParseRolloutKind(std::string_view text) {
-  if (text == "driver") return RolloutKind::kDriver;
-  if (text == "gpu-firmware") return RolloutKind::kGpuFirmware;
-  if (text == "nic-firmware") return RolloutKind::kNicFirmware;
-  return std::nullopt;
-}
-
-std::string_view InstallAction(RolloutKind kind) {
-  switch (kind) {
-    case RolloutKind::kDriver:
-      return "install-driver";
-    case RolloutKind::kGpuFirmware:
-      return "flash-gpu-firmware";
-    case RolloutKind::kNicFirmware:
-      return "flash-nic-firmware";
-  }
-  return "install-driver";
-}
-
-std::string RunningVersion(const Node& node, RolloutKind kind) {
-  if (kind == RolloutKind::kDriver) return node.facts.driver_version;
-  std::set<std::string> seen;
-  if (kind == RolloutKind::kGpuFirmware) {
-    for (const auto& g : node.gpus) seen.insert(g.vbios_version);
-  } else {
-    for (const auto& n : node.facts.nics) seen.insert(n.fw_version);
-  }
-  if (seen.empty()) return "";
-  return seen.size() == 1 ? *seen.begin() : "mixed";
-}
-
 int Amount::Of(int total) const {
   if (!share) return static_cast<int>(value);
   if (value == 0) return 0;
@@ -263,7 +221,7 @@ Result<RolloutRequest> ParseRolloutRequest(std::string_view body) {
   RolloutRequest r;
   std::string kind = Str(o, "kind");
   auto k = ParseRolloutKind(kind);
-  if (!k) return Bad("kind", "'" + kind + "' must be driver, gpu-firmware or nic-firmware");
+  if (!k) return Bad("kind", "'" + kind + "' must be " + RolloutKindNames());
   r.kind = *k;
   r.target = Str(o, "target");
   // Both go to the node's action program as arguments: neither may look like an option.
@@ -330,7 +288,7 @@ json::object ToJson(const RolloutNode& n) {
   return {{"node", n.node},
           {"pool", n.pool},
           {"cluster", n.cluster},
-          {"state", n.state},
+          {"state", ToString(n.state)},
           {"from", n.from},
           {"to", n.to},
           {"started_at", Time(n.started_ms)},
@@ -339,7 +297,7 @@ json::object ToJson(const RolloutNode& n) {
           {"stage", n.stage < 0    ? "test"
                     : n.stage == 0 ? "canary"
                                    : "batch " + std::to_string(n.stage)},
-          {"step", n.step}};
+          {"step", ToString(n.step)}};
 }
 
 json::object ToJson(const Rollout& r, bool with_nodes) {
@@ -348,12 +306,10 @@ json::object ToJson(const Rollout& r, bool with_nodes) {
                    {"nodes", Array(r.selector.nodes)},
                    {"labels", ::gpufleet::ToJson(r.selector.labels)}};
   json::object counts;
-  for (const char* s : {"pending", "draining", "installing", "rebooting", "validating", "updated",
-                        "failed", "skipped", "rolling_back", "rolled_back"}) {
-    counts[s] = 0;
-  }
-  for (const auto& n : r.nodes) {
-    if (auto* c = counts.if_contains(n.state)) *c = c->as_int64() + 1;
+  std::array<int64_t, static_cast<size_t>(NodeProgress::kRolledBack) + 1> count{};
+  for (const auto& n : r.nodes) ++count[static_cast<size_t>(n.state)];
+  for (size_t i = 0; i < count.size(); ++i) {
+    counts[ToString(static_cast<NodeProgress>(i))] = count[i];
   }
   json::object o{{"id", r.id},
                  {"kind", ToString(r.kind)},
@@ -361,7 +317,7 @@ json::object ToJson(const Rollout& r, bool with_nodes) {
                  {"package", r.package},
                  {"selector", std::move(sel)},
                  {"strategy", ToJson(r.strategy)},
-                 {"state", r.state},
+                 {"state", ToString(r.state)},
                  {"stage", r.stage},
                  {"reason", r.reason},
                  {"batches", r.batches},
@@ -437,7 +393,12 @@ Result<Rollout> RolloutFromDoc(int64_t id, const std::string& doc) {
       r.strategy.boot_timeout_ms = Int(m, "boot_timeout", r.strategy.boot_timeout_ms);
     }
   }
-  r.state = Str(o, "state");
+  auto state = ParseRolloutState(Str(o, "state"));
+  if (!state) {
+    return MakeError(ErrorCode::kInternal, "rollout " + std::to_string(id) + ": state '" +
+                                               Str(o, "state") + "' is not known");
+  }
+  r.state = *state;
   r.stage = Str(o, "stage");
   r.reason = Str(o, "reason");
   r.batches = static_cast<int>(Int(o, "batches"));
@@ -455,7 +416,7 @@ Result<Rollout> RolloutFromDoc(int64_t id, const std::string& doc) {
 std::string NodeDoc(const RolloutNode& n) {
   return JsonText(json::object{{"pool", n.pool},
                                {"cluster", n.cluster},
-                               {"state", n.state},
+                               {"state", ToString(n.state)},
                                {"from", n.from},
                                {"to", n.to},
                                {"started_ms", n.started_ms},
@@ -463,7 +424,7 @@ std::string NodeDoc(const RolloutNode& n) {
                                {"message", n.message},
                                {"stage", n.stage},
                                {"command", n.command},
-                               {"step", n.step},
+                               {"step", ToString(n.step)},
                                {"step_ms", n.step_ms},
                                {"rollback", n.rollback},
                                {"resume", n.resume},
@@ -478,7 +439,13 @@ Result<RolloutNode> NodeFromDoc(const std::string& node, const std::string& doc)
   n.node = node;
   n.pool = Str(o, "pool");
   n.cluster = Str(o, "cluster");
-  n.state = Str(o, "state");
+  auto state = ParseNodeProgress(Str(o, "state"));
+  auto step = ParseRolloutStep(Str(o, "step"));
+  if (!state || !step) {
+    return MakeError(ErrorCode::kInternal, "rollout node " + node + ": state '" + Str(o, "state") +
+                                               "' or step '" + Str(o, "step") + "' is not known");
+  }
+  n.state = *state;
   n.from = Str(o, "from");
   n.to = Str(o, "to");
   n.started_ms = Int(o, "started_ms");
@@ -486,7 +453,7 @@ Result<RolloutNode> NodeFromDoc(const std::string& node, const std::string& doc)
   n.message = Str(o, "message");
   n.stage = static_cast<int>(Int(o, "stage"));
   n.command = Int(o, "command");
-  n.step = Str(o, "step");
+  n.step = *step;
   n.step_ms = Int(o, "step_ms");
   n.rollback = Bool(o, "rollback");
   n.resume = Str(o, "resume");

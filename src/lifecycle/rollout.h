@@ -7,6 +7,7 @@
 #include <boost/json/fwd.hpp>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,15 +18,70 @@
 namespace gpufleet::lifecycle {
 
 enum class RolloutKind { kDriver, kGpuFirmware, kNicFirmware };
-std::string_view ToString(RolloutKind kind);  // "driver", "gpu-firmware", "nic-firmware"
+inline constexpr int kRolloutKinds = 3;
+
+// All that differs between the kinds of rollout, one row each (rollout_kinds.cpp). A new kind
+// is an enum value, a row, the agent's program for its action, the web form and the docs.
+struct RolloutKindSpec {
+  RolloutKind kind;
+  std::string_view name;    // in the API: "driver", "gpu-firmware", "nic-firmware"
+  std::string_view action;  // the agent action that installs a version: "install-driver"
+  // The version's field in GET /api/v1/nodes/{name}/versions: "driver", "vbios", ...
+  std::string_view fact;
+  // The version a node runs now, from what its agent reports: "mixed" when its parts differ,
+  // empty when unknown (no GPUs, no NICs).
+  std::string (*running)(const Node& node);
+  // Why a node without the part is left out of a rollout of this kind ("no GPU reported");
+  // empty: such a node is kept (and fails, as one whose version cannot be told).
+  std::string_view none;
+  bool windows;  // kept to the maintenance windows unless the strategy says otherwise
+};
+const RolloutKindSpec& Spec(RolloutKind kind);
+std::span<const RolloutKindSpec> RolloutKinds();
+std::string RolloutKindNames();               // "driver, gpu-firmware or nic-firmware"
+std::string_view ToString(RolloutKind kind);  // Spec(kind).name
 std::optional<RolloutKind> ParseRolloutKind(std::string_view text);
-// The agent action that installs a version of this kind: install-driver, flash-gpu-firmware,
-// flash-nic-firmware.
-std::string_view InstallAction(RolloutKind kind);
-// The version of `kind` a node runs now, from what its agent reports: the driver; the VBIOS
-// all its GPUs share; the firmware all its NICs share. "mixed" when they differ, empty when
-// unknown (no GPUs, no NICs).
-std::string RunningVersion(const Node& node, RolloutKind kind);
+std::string_view InstallAction(RolloutKind kind);                // Spec(kind).action
+std::string RunningVersion(const Node& node, RolloutKind kind);  // Spec(kind).running
+
+// A rollout's state: planned, waiting_window, running, awaiting_approval, paused, halted,
+// rolling_back, rolled_back, completed, aborted (the names in the API and the store).
+enum class RolloutState {
+  kPlanned,
+  kWaitingWindow,
+  kRunning,
+  kAwaitingApproval,
+  kPaused,
+  kHalted,
+  kRollingBack,
+  kRolledBack,
+  kCompleted,
+  kAborted,
+};
+std::string_view ToString(RolloutState state);
+std::optional<RolloutState> ParseRolloutState(std::string_view text);
+
+// A node's part in a rollout: pending, draining, installing, rebooting, validating, updated,
+// failed, skipped, rolling_back, rolled_back.
+enum class NodeProgress {
+  kPending,
+  kDraining,
+  kInstalling,
+  kRebooting,
+  kValidating,
+  kUpdated,
+  kFailed,
+  kSkipped,
+  kRollingBack,
+  kRolledBack,
+};
+std::string_view ToString(NodeProgress progress);
+std::optional<NodeProgress> ParseNodeProgress(std::string_view text);
+
+// The step a node is in: none, or waiting for its drain or for the answer to a command.
+enum class RolloutStep { kNone, kDrain, kInstall, kReboot, kValidate };
+std::string_view ToString(RolloutStep step);  // "", "drain", "install", "reboot", "validate"
+std::optional<RolloutStep> ParseRolloutStep(std::string_view text);
 
 // A count ("2") or a share of a total ("25%").
 struct Amount {
@@ -55,7 +111,7 @@ struct RolloutStrategy {
   int64_t action_timeout_ms = 30 * 60'000;  // an install, flash or validation
   int64_t boot_timeout_ms = 15 * 60'000;    // back, reporting the target, after the reboot
   bool RespectsWindows(RolloutKind kind) const {
-    return respect_windows.value_or(kind != RolloutKind::kDriver);
+    return respect_windows.value_or(Spec(kind).windows);
   }
 };
 
@@ -67,26 +123,26 @@ struct RolloutSelector {
   }
 };
 
-// A node's part in a rollout. `state`: pending, draining, installing, rebooting, validating,
-// updated, failed, skipped, rolling_back, rolled_back.
+// A node's part in a rollout.
 struct RolloutNode {
   std::string node, pool, cluster;
-  std::string state = "pending";
+  NodeProgress state = NodeProgress::kPending;
   std::string from, to;
   int64_t started_ms = 0, ended_ms = 0;
   std::string message;
   int stage = 0;  // -1 test, 0 canary, 1.. the rolling batches
   // Where its step is: the command in flight (0: none) and since when.
   int64_t command = 0;
-  std::string step;  // "", "drain", "install", "reboot", "validate", "restore"
+  RolloutStep step = RolloutStep::kNone;
   int64_t step_ms = 0;
   bool rollback = false;         // the steps put `from` back
   std::string resume = "ready";  // the node's state before the rollout took it
   std::string result;            // the last command's outcome: "", "ok", or why it failed
   bool Done() const {
-    return state == "updated" || state == "failed" || state == "skipped" || state == "rolled_back";
+    return state == NodeProgress::kUpdated || state == NodeProgress::kFailed ||
+           state == NodeProgress::kSkipped || state == NodeProgress::kRolledBack;
   }
-  bool Busy() const { return !step.empty(); }
+  bool Busy() const { return step != RolloutStep::kNone; }
 };
 
 struct Rollout {
@@ -95,9 +151,7 @@ struct Rollout {
   std::string target, package;
   RolloutSelector selector;
   RolloutStrategy strategy;
-  // planned, waiting_window, running, awaiting_approval, paused, halted, rolling_back,
-  // rolled_back, completed, aborted
-  std::string state = "planned";
+  RolloutState state = RolloutState::kPlanned;
   std::string stage;   // "test", "canary", "confidence", "batch 2/7", "rollback", ""
   std::string reason;  // why it is in its state
   int current = -1;    // the stage being worked: -1 test .. batches
@@ -108,7 +162,8 @@ struct Rollout {
   int64_t created_ms = 0, updated_ms = 0, started_ms = 0, ended_ms = 0;
   std::vector<RolloutNode> nodes;
   bool Ended() const {
-    return state == "completed" || state == "aborted" || state == "rolled_back";
+    return state == RolloutState::kCompleted || state == RolloutState::kAborted ||
+           state == RolloutState::kRolledBack;
   }
 };
 

@@ -21,6 +21,7 @@
 #include "fleet/fleet.h"
 #include "lifecycle/compat_service.h"
 #include "lifecycle/rollout.h"
+#include "lifecycle/sim_faults.h"
 #include "proto/proto.h"
 #include "runtime/command_bus.h"
 #include "store/store.h"
@@ -157,28 +158,15 @@ class RolloutService : public runtime::CommandOwner {
   std::map<std::string, std::string> ActiveTargets() const;
 
  private:
-  struct NodeView;
   struct Snapshot;
+  class TickEffects;
   Snapshot Take(const std::set<RolloutKind>& kinds) const;
   Result<std::vector<RolloutNode>> Select(const RolloutRequest& request, const Snapshot& snap,
                                           std::vector<std::string>& skipped) const;
   void Assign(const RolloutRequest& request, std::vector<RolloutNode>& nodes, int& batches) const;
-  // Advances one rollout; appends what changed.
-  void Advance(Rollout& r, Snapshot& snap, int64_t now, std::vector<size_t>& changed,
-               std::vector<store::RolloutEventRecord>& events);
-  void Step(Rollout& r, size_t i, Snapshot& snap, int64_t now,
-            std::vector<store::RolloutEventRecord>& events);
-  bool Begin(Rollout& r, size_t i, Snapshot& snap, int64_t now,
-             std::vector<store::RolloutEventRecord>& events);
-  void Fail(Rollout& r, RolloutNode& n, const std::string& why, int64_t now,
-            std::vector<store::RolloutEventRecord>& events);
-  bool Send(Rollout& r, size_t i, const std::string& action, std::vector<std::string> args,
-            const NodeView* view, int64_t now, std::vector<store::RolloutEventRecord>& events);
-  void Restore(Rollout& r, RolloutNode& n, int64_t now,
-               std::vector<store::RolloutEventRecord>& events);
   bool WindowOpen(const std::string& pool, int64_t now, Snapshot& snap, std::string* why);
   const TimeZone* Zone(const std::string& name);
-  void Persist(Rollout& r, const std::vector<size_t>& changed);
+  void Persist(const Rollout& r, const std::vector<size_t>& changed);
   void Audit(const std::string& actor, const std::string& action, const std::string& target,
              int status, const std::string& result);
   void AdvanceOperations(Snapshot& snap, int64_t now);
@@ -197,8 +185,8 @@ class RolloutService : public runtime::CommandOwner {
   int64_t next_operation_ = 1;                   // guarded by mu_
   // When Load read the rollouts back: the agents reconnect after it. Guarded by mu_.
   int64_t loaded_ms_ = 0;
-  std::set<std::pair<RolloutKind, std::string>> faulty_;  // guarded by mu_
-  std::map<std::string, TimeZone> zones_;                 // guarded by mu_
+  FaultyVersions faulty_;
+  std::map<std::string, TimeZone> zones_;  // guarded by mu_
 };
 
 }  // namespace gpufleet::lifecycle

@@ -432,11 +432,11 @@ Result<Message> DecodeObject(std::string_view text) {
     GF_TRY_ASSIGN(m.action, GetString(o, "action", ""));
     if (!m.action.empty() && m.action != "reset_gpu" && m.action != "reboot_node" &&
         m.action != kApplySettingAction && m.action != kSimLoadAction && !IsNodeAction(m.action)) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "unknown action '" + m.action +
-                           "': reset_gpu, reboot_node, apply-setting, sim-load, install-driver, "
-                           "flash-gpu-firmware, flash-nic-firmware, reboot, reset-gpu or "
-                           "validate");
+      std::string known = "reset_gpu, reboot_node, apply-setting, sim-load";
+      for (size_t i = 0; i < kNodeActions.size(); ++i) {
+        known += (i + 1 == kNodeActions.size() ? " or " : ", ") + std::string(kNodeActions[i]);
+      }
+      return MakeError(ErrorCode::kInvalidArgument, "unknown action '" + m.action + "': " + known);
     }
     if (auto* args = o.if_contains("args")) {
       if (!args->is_array()) return MakeError(ErrorCode::kInvalidArgument, "'args' must be a list");

@@ -177,19 +177,17 @@ void AddNodeRoutes(Router& router, ApiContext& ctx) {
                                               {"kind", lifecycle::ToString(h.kind)},
                                               {"from", h.node.from},
                                               {"to", h.node.to},
-                                              {"state", h.node.state},
+                                              {"state", lifecycle::ToString(h.node.state)},
                                               {"started_at", Time(h.node.started_ms)},
                                               {"ended_at", Time(h.node.ended_ms)},
                                               {"message", h.node.message}});
                }
-               return ObjectResponse(
-                   200, {{"driver", node->facts.driver_version},
-                         {"cuda_driver", node->facts.cuda_driver_version},
-                         {"vbios", lifecycle::RunningVersion(node.value(),
-                                                             lifecycle::RolloutKind::kGpuFirmware)},
-                         {"nic_firmware", lifecycle::RunningVersion(
-                                              node.value(), lifecycle::RolloutKind::kNicFirmware)},
-                         {"history", std::move(items)}});
+               json::object out{{"cuda_driver", node->facts.cuda_driver_version}};
+               for (const auto& kind : lifecycle::RolloutKinds()) {
+                 out[kind.fact] = kind.running(node.value());  // driver, vbios, nic_firmware
+               }
+               out["history"] = std::move(items);
+               return ObjectResponse(200, std::move(out));
              });
   router.Scoped(Scope::kClusters, ScopeObject::kNode);
 

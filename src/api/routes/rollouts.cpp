@@ -184,7 +184,8 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
                std::string state = req.Param("state");
                json::array items;
                for (const auto& r : ctx.rollouts->List()) {
-                 if (!Visible(r, who) || (!state.empty() && r.state != state)) continue;
+                 if (!Visible(r, who) || (!state.empty() && lifecycle::ToString(r.state) != state))
+                   continue;
                  items.push_back(lifecycle::ToJson(r, false));
                }
                return ListResponse(std::move(items), page.value());
@@ -248,8 +249,8 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
         auto after = ctx.rollouts->Control(id.value(), control, who.name);
         if (!after.ok()) return ErrorResponse(after.error());
         Response done = ObjectResponse(200, lifecycle::ToJson(after.value(), true));
-        done.audit_before = JsonText(json::object{{"state", before->state}});
-        done.audit_after = JsonText(json::object{{"state", after->state}});
+        done.audit_before = JsonText(json::object{{"state", lifecycle::ToString(before->state)}});
+        done.audit_after = JsonText(json::object{{"state", lifecycle::ToString(after->state)}});
         return done;
       }();
       r.audit_target = "rollout/" + req.params.at("id");
@@ -342,7 +343,7 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
           if (!kind) {
             return ErrorResponse(MakeError(
                 ErrorCode::kInvalidArgument,
-                "kind: '" + kind_text.value() + "' must be driver, gpu-firmware or nic-firmware"));
+                "kind: '" + kind_text.value() + "' must be " + lifecycle::RolloutKindNames()));
           }
           auto version = GetString(body.value(), "version");
           if (!version.ok() || version->empty()) {

@@ -216,7 +216,7 @@ TEST_F(RolloutTest, RollsEveryNodeWithinMaxUnavailableAndTheNodesReportTheTarget
   EXPECT_EQ(r->nodes.front().node, "p1-0");
   EXPECT_EQ(r->nodes.front().stage, -1);
   Rollout done = Run(r->id, 2);
-  EXPECT_EQ(done.state, "completed") << done.reason;
+  EXPECT_EQ(ToString(done.state), "completed") << done.reason;
   EXPECT_EQ(max_seen_, 2) << "20% of 10 nodes is 2 at once";
   for (const auto& n : fleet_->Nodes({})) {
     EXPECT_EQ(n.facts.driver_version, "580.95.05") << n.name;
@@ -231,7 +231,7 @@ TEST_F(RolloutTest, RollsEveryNodeWithinMaxUnavailableAndTheNodesReportTheTarget
   // Every node's from and to, and the events in order: the test node first.
   for (const auto& n : done.nodes) {
     EXPECT_EQ(n.from, "550.54.15");
-    EXPECT_EQ(n.state, "updated");
+    EXPECT_EQ(ToString(n.state), "updated");
   }
   auto events = rollouts_->Events(r->id, 0, 1000);
   ASSERT_TRUE(events.ok());
@@ -255,7 +255,7 @@ TEST_F(RolloutTest, ANodeThatRunsJobsSaysItsDrainWaitsForThem) {
   EXPECT_EQ(now->nodes.at(0).message, "draining: waiting for its jobs to end (requeued after 15m)");
   busy_.clear();
   Rollout done = Run(r->id, 1);
-  EXPECT_EQ(done.state, "completed") << done.reason;
+  EXPECT_EQ(ToString(done.state), "completed") << done.reason;
 }
 
 TEST_F(RolloutTest, AFaultyCanaryHaltsTheRolloutAndEveryTouchedNodeGoesBack) {
@@ -272,7 +272,7 @@ TEST_F(RolloutTest, AFaultyCanaryHaltsTheRolloutAndEveryTouchedNodeGoesBack) {
   ASSERT_EQ(rollouts_->Get(r->id)->stage, "confidence");
   xids_["p1-0"] = clock_->NowMs();  // a canary raises an XID
   Rollout done = Run(r->id, 2);
-  EXPECT_EQ(done.state, "rolled_back") << done.reason;
+  EXPECT_EQ(ToString(done.state), "rolled_back") << done.reason;
   EXPECT_NE(done.reason.find("XID after its update"), std::string::npos) << done.reason;
   for (const auto& n : fleet_->Nodes({})) {
     EXPECT_EQ(n.facts.driver_version, "550.54.15") << n.name;
@@ -281,7 +281,7 @@ TEST_F(RolloutTest, AFaultyCanaryHaltsTheRolloutAndEveryTouchedNodeGoesBack) {
   EXPECT_EQ(nodes_["p1-0"].ran.at("install-driver"), 2) << "the target, then the previous one";
   EXPECT_EQ(nodes_["p1-5"].ran.count("install-driver"), 0u) << "never reached";
   int skipped = 0;
-  for (const auto& n : done.nodes) skipped += n.state == "skipped";
+  for (const auto& n : done.nodes) skipped += n.state == NodeProgress::kSkipped;
   EXPECT_EQ(skipped, 4);
   auto alarms = rollouts_->Alarms();
   ASSERT_EQ(alarms.size(), 1u);
@@ -299,7 +299,7 @@ TEST_F(RolloutTest, ACanaryRestoredInTheTickTheRolloutHaltsIsDrainedForItsRollba
   auto state_of = [&](const std::string& node) {
     Rollout now = rollouts_->Get(r->id).value();
     for (const auto& n : now.nodes) {
-      if (n.node == node) return n.state;
+      if (n.node == node) return std::string(ToString(n.state));
     }
     return std::string();
   };
@@ -316,7 +316,7 @@ TEST_F(RolloutTest, ACanaryRestoredInTheTickTheRolloutHaltsIsDrainedForItsRollba
   nodes_["p1-1"].back_at = kWed;    // ... as the other one comes back
   Agents();
   Rollout done = Run(r->id, 2);
-  EXPECT_EQ(done.state, "rolled_back") << done.reason;
+  EXPECT_EQ(ToString(done.state), "rolled_back") << done.reason;
   EXPECT_EQ(state_of("p1-1"), "rolled_back") << done.reason;
   for (const auto& n : fleet_->Nodes({})) {
     EXPECT_EQ(n.facts.driver_version, "550.54.15") << n.name;
@@ -341,9 +341,9 @@ TEST_F(RolloutTest, AnAbortedRolloutsNodeStillGetsTheAnswerToItsStep) {
   ASSERT_TRUE(rollouts_->Control(r->id, "abort", "test").ok());
   Agents();  // the install's answer comes after the abort
   auto now = rollouts_->Get(r->id).value();
-  EXPECT_EQ(now.state, "aborted");
+  EXPECT_EQ(ToString(now.state), "aborted");
   EXPECT_EQ(now.nodes.at(0).result, "ok");
-  EXPECT_EQ(now.nodes.at(0).step, "install");
+  EXPECT_EQ(ToString(now.nodes.at(0).step), "install");
 }
 
 TEST_F(RolloutTest, AControllerRestartedMidBatchResumesAndRepeatsNoAction) {
@@ -360,7 +360,7 @@ TEST_F(RolloutTest, AControllerRestartedMidBatchResumesAndRepeatsNoAction) {
   rollouts_->Tick();  // sends what the answers allow; not yet answered
   StartService();     // a new controller's service, from the store
   Rollout done = Run(r->id, 3);
-  EXPECT_EQ(done.state, "completed") << done.reason;
+  EXPECT_EQ(ToString(done.state), "completed") << done.reason;
   for (const auto& [name, n] : nodes_) {
     EXPECT_EQ(n.ran.at("install-driver"), 1) << name;
     EXPECT_EQ(n.ran.at("reboot"), 1) << name;
@@ -375,14 +375,14 @@ TEST_F(RolloutTest, AFirmwareRolloutWaitsForItsWindowAndStartsWhenItOpens) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   rollouts_->Tick();
   auto waiting = rollouts_->Get(r->id);
-  EXPECT_EQ(waiting->state, "waiting_window");
+  EXPECT_EQ(ToString(waiting->state), "waiting_window");
   EXPECT_NE(waiting->reason.find("cluster edge"), std::string::npos) << waiting->reason;
   EXPECT_NE(waiting->reason.find("2026-12-05T02:00:00"), std::string::npos) << waiting->reason;
   EXPECT_TRUE(sent_.empty());
   clock_->Set(kSat0200);
   rollouts_->Tick();
   auto running = rollouts_->Get(r->id);
-  EXPECT_EQ(running->state, "running");
+  EXPECT_EQ(ToString(running->state), "running");
   EXPECT_EQ(Down()["e1"], 1);
 }
 
@@ -393,16 +393,16 @@ TEST_F(RolloutTest, AFailedNodeBelowTheThresholdIsSetAsideAndTheRestFinish) {
       "strategy":{"canary":0,"max_unavailable":1,"max_failed_nodes":2,"rollback":"manual"}})");
   ASSERT_TRUE(r.ok()) << r.error().message;
   Rollout done = Run(r->id, 1);
-  EXPECT_EQ(done.state, "completed") << done.reason;
+  EXPECT_EQ(ToString(done.state), "completed") << done.reason;
   EXPECT_EQ(done.reason, "1 node(s) failed and were set aside");
   for (const auto& n : done.nodes) {
     if (n.node == "p1-2") {
-      EXPECT_EQ(n.state, "failed");
+      EXPECT_EQ(ToString(n.state), "failed");
       EXPECT_NE(n.message.find("exit 2: dpkg: error"), std::string::npos) << n.message;
       EXPECT_NE(n.message.find("still runs 550.54.15: back in service"), std::string::npos)
           << n.message;
     } else {
-      EXPECT_EQ(n.state, "updated") << n.node;
+      EXPECT_EQ(ToString(n.state), "updated") << n.node;
     }
   }
   EXPECT_EQ(fleet_->GetNode("p1-2")->state, NodeState::kReady) << "unchanged, so back at work";
@@ -420,7 +420,7 @@ TEST_F(RolloutTest, ANodeDownForAnyReasonCountsAgainstMaxUnavailable) {
   EXPECT_TRUE(sent_.empty());
   EXPECT_EQ(Down()["p1"], 1);
   ASSERT_TRUE(fleet_->Act("p1-0", NodeAction::kUncordon, "ops").ok());
-  EXPECT_EQ(Run(r->id, 1).state, "completed");
+  EXPECT_EQ(ToString(Run(r->id, 1).state), "completed");
 }
 
 TEST_F(RolloutTest, AFailedValidationOfTheTestNodesHaltsBeforeTheCanaries) {
@@ -429,20 +429,20 @@ TEST_F(RolloutTest, AFailedValidationOfTheTestNodesHaltsBeforeTheCanaries) {
   auto r = Start(R"({"kind":"driver","target":"580.95.05","selector":{"pools":["p1"]},
       "strategy":{"test_nodes":["p1-3"],"max_failed_nodes":3,"rollback":"manual"}})");
   ASSERT_TRUE(r.ok()) << r.error().message;
-  for (int t = 0; t < 100 && rollouts_->Get(r->id)->state == "running"; ++t) {
+  for (int t = 0; t < 100 && rollouts_->Get(r->id)->state == RolloutState::kRunning; ++t) {
     rollouts_->Tick();
     Agents();
     clock_->Advance(1000);
   }
   auto halted = rollouts_->Get(r->id);
-  EXPECT_EQ(halted->state, "halted");
+  EXPECT_EQ(halted->state, RolloutState::kHalted);
   EXPECT_NE(halted->reason.find("the test stage failed"), std::string::npos) << halted->reason;
   EXPECT_NE(halted->reason.find("dcgmi diag: FAIL"), std::string::npos) << halted->reason;
   EXPECT_EQ(nodes_["p1-0"].ran.count("install-driver"), 0u);
   // An operator rolls it back by hand.
   ASSERT_TRUE(rollouts_->Control(r->id, "rollback", "ops").ok());
   Rollout done = Run(r->id, 2);
-  EXPECT_EQ(done.state, "rolled_back");
+  EXPECT_EQ(ToString(done.state), "rolled_back");
   EXPECT_EQ(nodes_["p1-3"].driver, "550.54.15");
 }
 
@@ -451,15 +451,15 @@ TEST_F(RolloutTest, ApprovalBetweenStagesWaitsForAnOperator) {
   auto r = Start(R"({"kind":"driver","target":"580.95.05","selector":{"pools":["p1"]},
       "strategy":{"canary":1,"confidence":"0s","approve_between_stages":true}})");
   ASSERT_TRUE(r.ok());
-  for (int t = 0; t < 100 && rollouts_->Get(r->id)->state == "running"; ++t) {
+  for (int t = 0; t < 100 && rollouts_->Get(r->id)->state == RolloutState::kRunning; ++t) {
     rollouts_->Tick();
     Agents();
     clock_->Advance(1000);
   }
-  EXPECT_EQ(rollouts_->Get(r->id)->state, "awaiting_approval");
+  EXPECT_EQ(ToString(rollouts_->Get(r->id)->state), "awaiting_approval");
   EXPECT_EQ(rollouts_->Control(r->id, "resume", "ops").error().code, ErrorCode::kConflict);
   ASSERT_TRUE(rollouts_->Control(r->id, "approve", "ops").ok());
-  EXPECT_EQ(Run(r->id, 1).state, "completed");
+  EXPECT_EQ(ToString(Run(r->id, 1).state), "completed");
 }
 
 TEST_F(RolloutTest, RequestsAreCheckedWithTheFieldNamed) {
