@@ -59,11 +59,10 @@ void AddCompatRoutes(Router& router, ApiContext& ctx);     // the compatibility 
 void AddRolloutRoutes(Router& router, ApiContext& ctx);    // rollouts, node actions
 void AddSecurityRoutes(Router& router, ApiContext& ctx);   // vulnerabilities, bulletins
 void AddDriftRoutes(Router& router, ApiContext& ctx);      // drift from the golden profiles
-void AddReportRoutes(Router& router, ApiContext& ctx);     // reports: compliance
-void AddTeamRoutes(Router& router, ApiContext& ctx);       // teams and their projects
-void AddUsageRoutes(Router& router, ApiContext& ctx);      // the usage ledger
-void AddAssetRoutes(Router& router, ApiContext& ctx);      // the asset register
-void AddCapacityRoutes(Router& router, ApiContext& ctx);   // capacity planning
+void AddReportRoutes(Router& router, ApiContext& ctx);  // /reports/*: usage, capacity, compliance
+void AddTeamRoutes(Router& router, ApiContext& ctx);    // teams and their projects
+void AddUsageRoutes(Router& router, ApiContext& ctx);   // the usage ledger
+void AddAssetRoutes(Router& router, ApiContext& ctx);   // the asset register
 
 // Authenticates "Bearer <token>" against the stored API tokens. While the store is unavailable
 // it answers from the last successful lookup of the same token (its role, expiry and revocation

@@ -132,7 +132,6 @@ struct ApiServer::Impl {
     AddTeamRoutes(router, ctx);
     AddUsageRoutes(router, ctx);
     AddAssetRoutes(router, ctx);
-    AddCapacityRoutes(router, ctx);
     // Last, so that it lists every route, itself included.
     router.Add("GET", "/api/v1/routes", Role::kViewer, [this](const Request&, const Principal&) {
       boost::json::array items;

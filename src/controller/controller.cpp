@@ -100,14 +100,24 @@ struct Controller::Impl {
   // deferred them).
   std::atomic<bool> scaling_on{false};
 
-  Status Build();  // the stores and the services, each loaded
-  void Wire();     // what the services ask of each other
+  Status Build();         // the stores and the services, each loaded
+  Status OpenStores();    // the catalog, the stores, the telemetry store
+  Status MakeServices();  // each loaded from the stores
+  void ListServices();    // the one list the API takes
+  void Wire();            // what the services ask of each other
   void AddTasks(Controller& controller);
   Status HealthCycle();
   void WriteAddress(const std::string& shown);
 };
 
 Status Controller::Impl::Build() {
+  GF_TRY(OpenStores());
+  GF_TRY(MakeServices());
+  ListServices();
+  return {};
+}
+
+Status Controller::Impl::OpenStores() {
   auto& o = options;
   if (o.gpu_catalog.empty()) {
     catalog = GpuCatalog::Builtin();
@@ -119,17 +129,7 @@ Status Controller::Impl::Build() {
   auto opened = store::Open(o.store_url, {o.store_connections});
   if (!opened.ok()) return opened.error();
   stores = std::move(opened.value());
-  auto& db = stores;
   commands = std::make_unique<runtime::CommandBus>(clock);
-  FleetOptions fo;
-  fo.heartbeat_interval_ms = o.heartbeat_interval_ms;
-  fo.heartbeat_timeout_ms = o.heartbeat_timeout_ms;
-  fleet = std::make_unique<FleetService>(*db.fleet, *db.tokens, catalog, clock, fo);
-  GF_TRY(fleet->Load());
-  teams = std::make_unique<TeamService>(*db.teams, clock);
-  GF_TRY(teams->Load());
-  assets = std::make_unique<AssetService>(*db.assets, clock);
-  GF_TRY(assets->Load());
   auto opened_tsdb = TelemetryStore::Open({o.data_dir + "/tsdb", {}});
   if (!opened_tsdb.ok()) return opened_tsdb.error();
   telemetry = std::move(opened_tsdb.value());
@@ -139,6 +139,21 @@ Status Controller::Impl::Build() {
                replay.torn_bytes
                    ? " (a torn tail of " + std::to_string(replay.torn_bytes) + " bytes was cut)"
                    : "");
+  return {};
+}
+
+Status Controller::Impl::MakeServices() {
+  auto& o = options;
+  auto& db = stores;
+  FleetOptions fo;
+  fo.heartbeat_interval_ms = o.heartbeat_interval_ms;
+  fo.heartbeat_timeout_ms = o.heartbeat_timeout_ms;
+  fleet = std::make_unique<FleetService>(*db.fleet, *db.tokens, catalog, clock, fo);
+  GF_TRY(fleet->Load());
+  teams = std::make_unique<TeamService>(*db.teams, clock);
+  GF_TRY(teams->Load());
+  assets = std::make_unique<AssetService>(*db.assets, clock);
+  GF_TRY(assets->Load());
   auto xids = XidCatalog::Builtin();
   if (!o.xid_catalog.empty()) {
     auto loaded = XidCatalog::Load(o.xid_catalog);
@@ -183,6 +198,10 @@ Status Controller::Impl::Build() {
         return ingest->OnScrape(t, now, r);
       });
   scraper->SetTargets(ingest::ScrapeTargets(*fleet));
+  return {};
+}
+
+void Controller::Impl::ListServices() {
   services = std::make_unique<runtime::Services>(runtime::Services{
       .fleet = *fleet,
       .store = stores,
@@ -206,7 +225,6 @@ Status Controller::Impl::Build() {
       .usage = usage.get(),
       .assets = assets.get(),
   });
-  return {};
 }
 
 void Controller::Impl::Wire() {

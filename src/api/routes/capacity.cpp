@@ -6,6 +6,7 @@
 //   GET /api/v1/reports/capacity/growth, PUT /api/v1/reports/capacity/growth
 //       {"teams": [{"team", "quarterly"}], "demands": [{"name", "pool", "gpus", "from"}]}
 //                   what the operator plans beyond the trend (a setting, audited)
+// (the /reports/* routes are registered in reports.cpp, their handlers are here)
 
 #include "usage/capacity.h"
 
@@ -13,6 +14,7 @@
 #include <set>
 
 #include "api/json_util.h"
+#include "api/routes/reports.h"
 #include "common/clock.h"
 
 namespace json = boost::json;
@@ -203,72 +205,60 @@ Response Plan(ApiContext& ctx, const Request& req, const Principal& who) {
 
 }  // namespace
 
-void AddCapacityRoutes(Router& router, ApiContext& ctx) {
-  router.AddSlow("GET", "/api/v1/reports/capacity", Role::kViewer,
-                 [&ctx](const Request& req, const Principal& who) {
-                   if (!ctx.usage) {
-                     return ErrorResponse(
-                         MakeError(ErrorCode::kUnavailable, "the usage ledger is not running"));
-                   }
-                   return Plan(ctx, req, who);
-                 });
-  router.Scoped(Scope::kClusters);
+Response CapacityReport(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.usage) {
+    return ErrorResponse(MakeError(ErrorCode::kUnavailable, "the usage ledger is not running"));
+  }
+  return Plan(ctx, req, who);
+}
 
-  router.Add("GET", "/api/v1/reports/capacity/growth", Role::kViewer,
-             [&ctx](const Request&, const Principal&) {
-               auto g = StoredGrowth(ctx);
-               if (!g.ok()) return ErrorResponse(g.error());
-               return ObjectResponse(200,
-                                     json::parse(usage::CapacityGrowthJson(g.value())).as_object());
-             });
-  router.Scoped(Scope::kFleet);
+Response GetCapacityGrowth(ApiContext& ctx) {
+  auto g = StoredGrowth(ctx);
+  if (!g.ok()) return ErrorResponse(g.error());
+  return ObjectResponse(200, json::parse(usage::CapacityGrowthJson(g.value())).as_object());
+}
 
-  router.Add(
-      "PUT", "/api/v1/reports/capacity/growth", Role::kOperator,
-      [&ctx](const Request& req, const Principal& who) {
-        if (!who.clusters.empty()) {
-          return ErrorResponse(
-              MakeError(ErrorCode::kPermissionDenied,
-                        "token '" + who.name + "' is limited to clusters; the plan is fleet-wide"));
-        }
-        auto g = usage::ParseCapacityGrowth(req.body);
-        if (!g.ok()) return ErrorResponse(g.error());
-        // Teams and pools it names exist.
-        std::set<std::string> teams, pools;
-        if (ctx.teams) {
-          for (const auto& t : ctx.teams->List()) teams.insert(t.name);
-        }
-        if (auto ps = ctx.fleet.Pools(); ps.ok()) {
-          for (const auto& p : ps.value()) pools.insert(p.name);
-        }
-        for (size_t i = 0; i < g->teams.size(); ++i) {
-          if (!teams.count(g->teams[i].team)) {
-            return ErrorResponse(MakeError(
-                ErrorCode::kInvalidArgument,
-                "teams[" + std::to_string(i) + "].team: no team '" + g->teams[i].team + "'"));
-          }
-        }
-        for (size_t i = 0; i < g->demands.size(); ++i) {
-          if (!pools.count(g->demands[i].pool)) {
-            return ErrorResponse(MakeError(
-                ErrorCode::kInvalidArgument,
-                "demands[" + std::to_string(i) + "].pool: no pool '" + g->demands[i].pool + "'"));
-          }
-        }
-        auto before = StoredGrowth(ctx);
-        std::string doc = usage::CapacityGrowthJson(g.value());
-        if (auto s =
-                ctx.store.settings->PutSetting(kCapacityGrowthSetting, doc, ctx.clock->NowMs());
-            !s.ok()) {
-          return ErrorResponse(s.error());
-        }
-        Response out = ObjectResponse(200, json::parse(doc).as_object());
-        out.audit_target = "reports/capacity/growth";
-        out.audit_before = before.ok() ? usage::CapacityGrowthJson(before.value()) : "";
-        out.audit_after = doc;
-        return out;
-      });
-  router.Scoped(Scope::kFleet);
+Response PutCapacityGrowth(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!who.clusters.empty()) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kPermissionDenied,
+                  "token '" + who.name + "' is limited to clusters; the plan is fleet-wide"));
+  }
+  auto g = usage::ParseCapacityGrowth(req.body);
+  if (!g.ok()) return ErrorResponse(g.error());
+  // Teams and pools it names exist.
+  std::set<std::string> teams, pools;
+  if (ctx.teams) {
+    for (const auto& t : ctx.teams->List()) teams.insert(t.name);
+  }
+  if (auto ps = ctx.fleet.Pools(); ps.ok()) {
+    for (const auto& p : ps.value()) pools.insert(p.name);
+  }
+  for (size_t i = 0; i < g->teams.size(); ++i) {
+    if (!teams.count(g->teams[i].team)) {
+      return ErrorResponse(
+          MakeError(ErrorCode::kInvalidArgument,
+                    "teams[" + std::to_string(i) + "].team: no team '" + g->teams[i].team + "'"));
+    }
+  }
+  for (size_t i = 0; i < g->demands.size(); ++i) {
+    if (!pools.count(g->demands[i].pool)) {
+      return ErrorResponse(MakeError(
+          ErrorCode::kInvalidArgument,
+          "demands[" + std::to_string(i) + "].pool: no pool '" + g->demands[i].pool + "'"));
+    }
+  }
+  auto before = StoredGrowth(ctx);
+  std::string doc = usage::CapacityGrowthJson(g.value());
+  if (auto s = ctx.store.settings->PutSetting(kCapacityGrowthSetting, doc, ctx.clock->NowMs());
+      !s.ok()) {
+    return ErrorResponse(s.error());
+  }
+  Response out = ObjectResponse(200, json::parse(doc).as_object());
+  out.audit_target = "reports/capacity/growth";
+  out.audit_before = before.ok() ? usage::CapacityGrowthJson(before.value()) : "";
+  out.audit_after = doc;
+  return out;
 }
 
 }  // namespace gpufleet::api

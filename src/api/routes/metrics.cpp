@@ -50,8 +50,6 @@ void AppendFamily(std::string& out, std::string_view name, std::string_view type
   out += '\n';
 }
 
-// ?cluster=&pool= narrow the page (a scrape job per cluster keeps each page small); a token
-// scoped to clusters sees only their GPUs.
 // The controller's periodic tasks (runtime::Ticker): how long each last took, how often it ran
 // and failed, and when it last ran.
 void AppendTaskFigures(std::string& out, const std::vector<runtime::TaskFigures>& tasks) {
@@ -87,6 +85,8 @@ void AppendTaskFigures(std::string& out, const std::vector<runtime::TaskFigures>
   }
 }
 
+// ?cluster=&pool= narrow the page (a scrape job per cluster keeps each page small); a token
+// scoped to clusters sees only their GPUs.
 Response Metrics(ApiContext& ctx, const Request& req, const Principal& who) {
   NodeFilter filter;
   filter.cluster = req.Param("cluster");

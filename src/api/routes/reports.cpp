@@ -1,8 +1,13 @@
-// Reports:
+// Reports: every /api/v1/reports/* route is registered here (AddReportRoutes); the handlers
+// of the usage and capacity reports are in usage.cpp and capacity.cpp (routes/reports.h).
+//   GET /api/v1/reports/{utilization,cost,energy,queue,peaks}, GET|PUT /api/v1/reports/rates
+//   GET /api/v1/reports/capacity, GET|PUT /api/v1/reports/capacity/growth
 //   GET /api/v1/reports/compliance[?cluster=&days=30&format=csv]   the posture now, per cluster
 //       and for the fleet, and the daily series; CSV: one row per day and scope
 //   GET /api/v1/reports/compliance/nodes[?cluster=&pool=&check=&failing=true&format=csv]
 //       each node's checks and why it fails them
+
+#include "api/routes/reports.h"
 
 #include <cmath>
 #include <cstdio>
@@ -12,6 +17,7 @@
 #include "common/clock.h"
 #include "common/json_text.h"
 #include "lifecycle/compliance_service.h"
+#include "usage/reports.h"
 
 namespace json = boost::json;
 
@@ -136,6 +142,35 @@ Result<int> DaysOf(const Request& req) {
 }  // namespace
 
 void AddReportRoutes(Router& router, ApiContext& ctx) {
+  // The usage reports read up to 13 months of the ledger: off the I/O threads.
+  for (const char* name : {"utilization", "cost", "energy", "queue", "peaks"}) {
+    const usage::ReportKind kind = *usage::ParseReportKind(name);
+    router.AddSlow("GET", std::string("/api/v1/reports/") + name, Role::kViewer,
+                   [&ctx, kind](const Request& req, const Principal& who) {
+                     return UsageReport(ctx, req, who, kind);
+                   });
+    router.Scoped(Scope::kClusters);
+  }
+  router.Add("GET", "/api/v1/reports/rates", Role::kViewer,
+             [&ctx](const Request&, const Principal&) { return GetRates(ctx); });
+  router.Scoped(Scope::kAny);
+  router.Add("PUT", "/api/v1/reports/rates", Role::kOperator,
+             [&ctx](const Request& req, const Principal&) { return PutRates(ctx, req); });
+  router.Scoped(Scope::kFleet);
+
+  router.AddSlow(
+      "GET", "/api/v1/reports/capacity", Role::kViewer,
+      [&ctx](const Request& req, const Principal& who) { return CapacityReport(ctx, req, who); });
+  router.Scoped(Scope::kClusters);
+  router.Add("GET", "/api/v1/reports/capacity/growth", Role::kViewer,
+             [&ctx](const Request&, const Principal&) { return GetCapacityGrowth(ctx); });
+  router.Scoped(Scope::kFleet);
+  router.Add("PUT", "/api/v1/reports/capacity/growth", Role::kOperator,
+             [&ctx](const Request& req, const Principal& who) {
+               return PutCapacityGrowth(ctx, req, who);
+             });
+  router.Scoped(Scope::kFleet);
+
   router.Add("GET", "/api/v1/reports/compliance", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
                if (!ctx.compliance) return Unavailable();

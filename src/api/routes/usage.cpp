@@ -6,12 +6,14 @@
 //   GET /api/v1/reports/{utilization,cost,energy,queue,peaks}[?from=&to=&by=&cluster=
 //       &share_idle=false&format=csv]   the reports over it and the pools' hours (usage/reports.h)
 //   GET /api/v1/reports/rates, PUT /api/v1/reports/rates   the prices the reports use
+// (the /reports/* routes are registered in reports.cpp, their handlers are here)
 //   GET /api/v1/recommendations[?from=&to=&min_idle=1h]   optimization advice (usage/advice.h)
 
 #include <cmath>
 #include <variant>
 
 #include "api/json_util.h"
+#include "api/routes/reports.h"
 #include "common/clock.h"
 
 namespace json = boost::json;
@@ -239,6 +241,44 @@ std::string Cell(double v) {
 
 }  // namespace
 
+Response UsageReport(ApiContext& ctx, const Request& req, const Principal& who,
+                     usage::ReportKind kind) {
+  return ReportResponse(ctx, req, who, kind);
+}
+
+Response GetRates(ApiContext& ctx) {
+  if (!ctx.usage) return NoLedger();
+  auto rates = ctx.usage->GetRates(*ctx.catalog);
+  if (!rates.ok()) return ErrorResponse(rates.error());
+  // What each catalogue model costs now, where no rate says otherwise.
+  json::array models;
+  for (const auto& m : ctx.catalog->models()) {
+    models.push_back(
+        json::object{{"model", m.id}, {"price", rates->GpuHour(*ctx.catalog, m.id, "")}});
+  }
+  auto reply = json::parse(usage::RatesJson(rates.value())).as_object();
+  reply["models"] = std::move(models);
+  return ObjectResponse(200, reply);
+}
+
+Response PutRates(ApiContext& ctx, const Request& req) {
+  std::string before;
+  Response r = [&] {
+    if (!ctx.usage) return NoLedger();
+    if (auto old = ctx.usage->GetRates(*ctx.catalog); old.ok()) {
+      before = usage::RatesJson(old.value());
+    }
+    auto rates = usage::ParseRates(req.body, *ctx.catalog);
+    if (!rates.ok()) return ErrorResponse(rates.error());
+    if (auto s = ctx.usage->SetRates(rates.value()); !s.ok()) return ErrorResponse(s.error());
+    return JsonResponse(200, usage::RatesJson(rates.value()));
+  }();
+  r.audit_target = "reports/rates";
+  r.audit_before = before;
+  r.audit_after = req.body;
+  return r;
+}
+
 void AddUsageRoutes(Router& router, ApiContext& ctx) {
   router.Add(
       "GET", "/api/v1/usage", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
@@ -314,58 +354,10 @@ void AddUsageRoutes(Router& router, ApiContext& ctx) {
              });
   router.Scoped(Scope::kClusters);
 
-  // The reports read up to 13 months of the ledger: off the I/O threads.
-  for (const char* name : {"utilization", "cost", "energy", "queue", "peaks"}) {
-    const usage::ReportKind kind = *usage::ParseReportKind(name);
-    router.AddSlow("GET", std::string("/api/v1/reports/") + name, Role::kViewer,
-                   [&ctx, kind](const Request& req, const Principal& who) {
-                     return ReportResponse(ctx, req, who, kind);
-                   });
-    router.Scoped(Scope::kClusters);
-  }
-
   router.AddSlow(
       "GET", "/api/v1/recommendations", Role::kViewer,
       [&ctx](const Request& req, const Principal& who) { return AdviceResponse(ctx, req, who); });
   router.Scoped(Scope::kClusters);
-
-  router.Add(
-      "GET", "/api/v1/reports/rates", Role::kViewer, [&ctx](const Request&, const Principal&) {
-        if (!ctx.usage) return NoLedger();
-        auto rates = ctx.usage->GetRates(*ctx.catalog);
-        if (!rates.ok()) return ErrorResponse(rates.error());
-        // What each catalogue model costs now, where no rate says otherwise.
-        json::array models;
-        for (const auto& m : ctx.catalog->models()) {
-          models.push_back(
-              json::object{{"model", m.id}, {"price", rates->GpuHour(*ctx.catalog, m.id, "")}});
-        }
-        auto reply = json::parse(usage::RatesJson(rates.value())).as_object();
-        reply["models"] = std::move(models);
-        return ObjectResponse(200, reply);
-      });
-  router.Scoped(Scope::kAny);
-  router.Add("PUT", "/api/v1/reports/rates", Role::kOperator,
-             [&ctx](const Request& req, const Principal&) {
-               std::string before;
-               Response r = [&] {
-                 if (!ctx.usage) return NoLedger();
-                 if (auto old = ctx.usage->GetRates(*ctx.catalog); old.ok()) {
-                   before = usage::RatesJson(old.value());
-                 }
-                 auto rates = usage::ParseRates(req.body, *ctx.catalog);
-                 if (!rates.ok()) return ErrorResponse(rates.error());
-                 if (auto s = ctx.usage->SetRates(rates.value()); !s.ok()) {
-                   return ErrorResponse(s.error());
-                 }
-                 return JsonResponse(200, usage::RatesJson(rates.value()));
-               }();
-               r.audit_target = "reports/rates";
-               r.audit_before = before;
-               r.audit_after = req.body;
-               return r;
-             });
-  router.Scoped(Scope::kFleet);
 }
 
 }  // namespace gpufleet::api

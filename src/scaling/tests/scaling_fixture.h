@@ -122,10 +122,11 @@ class ScalingTest : public ::testing::Test {
     ASSERT_TRUE(scaling_->Load().ok());
     scaling_->Start();
   }
-  // The actuator runs on the service's worker: wait for it (real time, bounded).
+  // The actuator runs on the service's worker: wait for it (real time, bounded; 30 s, as a
+  // loaded CI machine with the sanitizers once took more than the 5 s this was).
   template <class F>
   bool WaitFor(F f) {
-    for (int i = 0; i < 500; ++i) {
+    for (int i = 0; i < 3000; ++i) {
       if (f()) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
