@@ -3,22 +3,13 @@
 // kept across a restart).
 
 #include "fixture.h"
+#include "tests/support/fixtures.h"
 
 namespace gpufleet::e2e {
 namespace {
 
-constexpr char kFleet[] = R"(apiVersion: gpufleet/v1
-kind: Fleet
-clusters:
-  - name: train
-    type: training
-    site: lab-a
-    requires: {cuda: "12.8", gpu_operator: v25.10.1, kubernetes: "1.33"}
-    driver_branch: R580
-    pools:
-      - {name: h100, gpu_model: H100-SXM5-80GB, gpus_per_node: 8}
-      - {name: dev, gpu_model: L4, gpus_per_node: 1, tier: development, driver_branch: R610}
-)";
+const std::string kFleet =
+    ::gpufleet::testing::FleetFixture("e2e-lifecycle");  // tests/fixtures/fleets/
 
 class Lifecycle : public E2E {};
 

@@ -16,31 +16,13 @@
 #include <tuple>
 
 #include "fixture.h"
+#include "tests/support/fixtures.h"
 
 namespace gpufleet::e2e {
 namespace {
 
-constexpr char kFleet3[] = R"(apiVersion: gpufleet/v1
-kind: Fleet
-clusters:
-  - name: c1
-    type: training
-    site: s1
-    requires: {cuda: "12.4"}
-    pools:
-      - {name: p1, gpu_model: L4, gpus_per_node: 1}
-  - name: c2
-    type: inference
-    site: s2
-    pools:
-      - {name: p2, gpu_model: L4, gpus_per_node: 1}
-  - name: c3
-    type: development
-    site: s3
-    tier: development
-    pools:
-      - {name: p3, gpu_model: L4, gpus_per_node: 1}
-)";
+const std::string kFleet3 =
+    ::gpufleet::testing::FleetFixture("e2e-rollouts");  // tests/fixtures/fleets/
 
 constexpr char kOld[] = "550.54.15";
 constexpr char kNew[] = "580.95.05";

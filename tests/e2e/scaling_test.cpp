@@ -5,37 +5,13 @@
 #include <set>
 
 #include "fixture.h"
+#include "tests/support/fixtures.h"
 
 namespace gpufleet::e2e {
 namespace {
 
-constexpr char kScaledFleet[] = R"(apiVersion: gpufleet/v1
-kind: Fleet
-teams:
-  - {name: t, projects: [main]}
-  - {name: t0, projects: [main]}
-  - {name: t1, projects: [main]}
-  - {name: t2, projects: [main]}
-  - {name: t3, projects: [main]}
-clusters:
-  - name: burst
-    type: training
-    site: lab
-    pools:
-      - name: b200
-        gpu_model: H100-SXM5-80GB
-        gpus_per_node: 8
-        scaling:
-          mode: predictive
-          min_nodes: 1
-          max_nodes: 5
-          target_share: 1
-          interval: 1s
-          lead_time: 1s
-          idle_before_remove: 4s
-          down_cooldown: 0s
-          actuator: {type: sim}
-)";
+const std::string kScaledFleet =
+    ::gpufleet::testing::FleetFixture("e2e-scaling");  // tests/fixtures/fleets/
 
 class Scaling : public E2E {
  protected:

@@ -4,20 +4,13 @@
 // NVIDIA's CSAF documents is imported (a malformed one is refused with its JSON path).
 
 #include "fixture.h"
+#include "tests/support/fixtures.h"
 
 namespace gpufleet::e2e {
 namespace {
 
-constexpr char kFleet[] = R"(apiVersion: gpufleet/v1
-kind: Fleet
-clusters:
-  - name: serve
-    type: inference
-    site: lab-a
-    driver_branch: R580
-    pools:
-      - {name: l4, gpu_model: L4, gpus_per_node: 1}
-)";
+const std::string kFleet =
+    ::gpufleet::testing::FleetFixture("e2e-security");  // tests/fixtures/fleets/
 
 const std::string kCsaf = std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/csaf/5703.json";
 

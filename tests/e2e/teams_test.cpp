@@ -15,6 +15,7 @@
 
 #include "common/json_text.h"
 #include "fixture.h"
+#include "tests/support/fixtures.h"
 
 namespace gpufleet::e2e {
 namespace {
@@ -45,23 +46,8 @@ std::string RawGet(const std::string& address, const std::string& target, const 
   return out;
 }
 
-constexpr char kFleet[] = R"(apiVersion: gpufleet/v1
-kind: Fleet
-teams:
-  - name: vision
-    contacts: [vision-oncall@example.com]
-    budget_monthly: 50000
-    projects: [detector, {name: cameras, description: the store cameras}]
-  - {name: nlp, projects: [llm]}
-clusters:
-  - name: train
-    type: training
-    site: lab-a
-    team: nlp
-    pools:
-      - {name: h100, gpu_model: H100-SXM5-80GB, gpus_per_node: 8, size: 1, team: vision}
-      - {name: h100-b, gpu_model: H100-SXM5-80GB, gpus_per_node: 8, size: 0}
-)";
+const std::string kFleet =
+    ::gpufleet::testing::FleetFixture("e2e-teams");  // tests/fixtures/fleets/
 
 TEST_F(Teams, TheFleetFileApiAndCliManageTeamsAndJobsMustNameOne) {
   auto applied = ApplyText("fleet.yaml", kFleet);

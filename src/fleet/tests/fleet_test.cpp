@@ -9,25 +9,13 @@
 #include <set>
 #include <thread>
 
+#include "tests/support/fixtures.h"
 #include "tests/support/temp_dir.h"
 
 namespace gpufleet {
 namespace {
 
-constexpr char kFleet[] = R"(apiVersion: gpufleet/v1
-kind: Fleet
-clusters:
-  - name: train
-    type: training
-    site: s1
-    pools:
-      - {name: h100, gpu_model: H100-SXM5-80GB, gpus_per_node: 8, size: 2}
-  - name: edge
-    type: edge
-    site: s2
-    pools:
-      - {name: l4, gpu_model: L4, gpus_per_node: 1, size: 2}
-)";
+const std::string kFleet = ::gpufleet::testing::FleetFixture("registry");  // tests/fixtures/fleets/
 
 class FleetTest : public ::testing::Test {
  protected:

@@ -6,23 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "lifecycle/tests/lifecycle_fixture.h"
+#include "tests/support/fixtures.h"
 
 namespace gpufleet::lifecycle {
 namespace {
 
-constexpr char kFleet[] = R"(apiVersion: gpufleet/v1
-kind: Fleet
-clusters:
-  - name: train
-    type: training
-    site: s1
-    requires: {cuda: "12.8"}
-    driver_branch: r580
-    pools:
-      - {name: h100, gpu_model: H100-SXM5-80GB, gpus_per_node: 8}
-      - {name: dev, gpu_model: L4, gpus_per_node: 1, tier: development, driver_branch: R610,
-         requires: {cuda: "13.0"}}
-)";
+const std::string kFleet = ::gpufleet::testing::FleetFixture("compat");  // tests/fixtures/fleets/
 
 class CompatServiceTest : public LifecycleFixture {
  protected:

@@ -7,28 +7,13 @@
 #include <gtest/gtest.h>
 
 #include "lifecycle/tests/lifecycle_fixture.h"
+#include "tests/support/fixtures.h"
 
 namespace gpufleet::lifecycle {
 namespace {
 
-constexpr char kFleet[] = R"(apiVersion: gpufleet/v1
-kind: Fleet
-clusters:
-  - name: prod
-    type: training
-    site: s1
-    profile:
-      driver_version: "580.159.03"
-      firmware: {L4: {vbios: "95.04.5A.00.01"}}
-    pools:
-      - {name: train, gpu_model: L4, gpus_per_node: 1}
-  - name: dev
-    type: development
-    site: s2
-    tier: development
-    pools:
-      - {name: play, gpu_model: L4, gpus_per_node: 1}
-)";
+const std::string kFleet =
+    ::gpufleet::testing::FleetFixture("compliance");  // tests/fixtures/fleets/
 
 constexpr char kVbios[] = "95.04.5A.00.01";
 constexpr char kToolkit[] = "1.19.1";

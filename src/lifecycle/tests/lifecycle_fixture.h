@@ -21,7 +21,7 @@ namespace gpufleet::lifecycle {
 
 class LifecycleFixture : public ::testing::Test {
  protected:
-  explicit LifecycleFixture(const char* fleet_yaml) : fleet_yaml_(fleet_yaml) {}
+  explicit LifecycleFixture(std::string fleet_yaml) : fleet_yaml_(std::move(fleet_yaml)) {}
 
   void SetUp() override {
     clock_->Set(1'796'169'600'000);  // 2026-12-02
@@ -81,7 +81,7 @@ class LifecycleFixture : public ::testing::Test {
     fleet_.reset();
     store_ = {};
   }
-  const char* fleet_yaml_;
+  std::string fleet_yaml_;
 };
 
 }  // namespace gpufleet::lifecycle

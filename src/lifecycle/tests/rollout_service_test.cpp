@@ -10,28 +10,13 @@
 #include <filesystem>
 
 #include "config/fleet_spec.h"
+#include "tests/support/fixtures.h"
 #include "tests/support/temp_dir.h"
 
 namespace gpufleet::lifecycle {
 namespace {
 
-constexpr char kFleet[] = R"(apiVersion: gpufleet/v1
-kind: Fleet
-clusters:
-  - name: train
-    type: training
-    site: s1
-    pools:
-      - {name: p1, gpu_model: L4, gpus_per_node: 1}
-      - {name: p2, gpu_model: L4, gpus_per_node: 1}
-  - name: edge
-    type: edge
-    site: s2
-    maintenance_windows:
-      - {days: [sat], from: "02:00", to: "06:00", timezone: UTC}
-    pools:
-      - {name: e1, gpu_model: L4, gpus_per_node: 1}
-)";
+const std::string kFleet = ::gpufleet::testing::FleetFixture("rollouts");  // tests/fixtures/fleets/
 
 constexpr int64_t kWed = 1'796'169'600'000;      // 2026-12-02 00:00 UTC, a Wednesday
 constexpr int64_t kSat0200 = 1'796'436'000'000;  // 2026-12-05 02:00 UTC

@@ -11,25 +11,12 @@
 #include <set>
 
 #include "lifecycle/tests/lifecycle_fixture.h"
+#include "tests/support/fixtures.h"
 
 namespace gpufleet::lifecycle {
 namespace {
 
-constexpr char kFleet[] = R"(apiVersion: gpufleet/v1
-kind: Fleet
-clusters:
-  - name: prod
-    type: inference
-    site: s1
-    driver_branch: R580
-    pools:
-      - {name: serve, gpu_model: L4, gpus_per_node: 1}
-  - name: edge
-    type: edge
-    site: s2
-    pools:
-      - {name: stores, gpu_model: L4, gpus_per_node: 1}
-)";
+const std::string kFleet = ::gpufleet::testing::FleetFixture("vulns");  // tests/fixtures/fleets/
 
 std::string ReadFixture(const std::string& name) {
   std::ifstream in(std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/csaf/" + name);

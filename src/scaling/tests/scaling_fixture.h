@@ -15,33 +15,15 @@
 
 #include "config/fleet_spec.h"
 #include "scaling/scaling.h"
+#include "tests/support/fixtures.h"
 #include "tests/support/temp_dir.h"
 
 namespace gpufleet::scaling {
 
 namespace json = boost::json;
 
-inline constexpr char kFleet[] = R"(apiVersion: gpufleet/v1
-kind: Fleet
-clusters:
-  - name: train
-    type: training
-    site: s1
-    pools:
-      - name: h100
-        gpu_model: H100-SXM5-80GB
-        gpus_per_node: 8
-        scaling:
-          mode: reactive
-          min_nodes: 1
-          max_nodes: 4
-          target_share: 1
-          interval: 10s
-          lead_time: 0s
-          idle_before_remove: 60s
-          down_cooldown: 0s
-          actuator: {type: sim}
-)";
+inline const std::string kFleet =
+    ::gpufleet::testing::FleetFixture("scaling");  // tests/fixtures/fleets/
 
 // Registers the nodes it is asked to start, as their agents would; stops nothing (a node it
 // deprovisions is retired by the service).

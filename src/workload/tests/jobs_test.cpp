@@ -8,22 +8,13 @@
 #include <filesystem>
 
 #include "config/fleet_spec.h"
+#include "tests/support/fixtures.h"
 #include "tests/support/temp_dir.h"
 
 namespace gpufleet::workload {
 namespace {
 
-constexpr char kFleet[] = R"(apiVersion: gpufleet/v1
-kind: Fleet
-clusters:
-  - name: train
-    type: training
-    site: s1
-    pools:
-      - name: h100
-        gpu_model: H100-SXM5-80GB
-        gpus_per_node: 8
-)";
+const std::string kFleet = ::gpufleet::testing::FleetFixture("jobs");  // tests/fixtures/fleets/
 
 constexpr int64_t kHour = 3'600'000;
 
