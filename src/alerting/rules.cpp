@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/json_fields.h"
 #include "common/json_text.h"
 #include "config/yaml_errors.h"
 #include "model/json.h"
@@ -206,23 +207,10 @@ Result<Rule> RuleFromJson(std::string_view text) {
     return MakeError(ErrorCode::kInvalidArgument, "the rule must be a JSON object");
   }
   const auto& o = v.as_object();
-  static const std::set<std::string> kKnown = {
-      "alert", "group", "enabled", "expr", "for", "keep_firing_for", "labels", "annotations"};
-  for (const auto& kv : o) {
-    if (!kKnown.count(std::string(kv.key()))) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "unknown field '" + std::string(kv.key()) + "'");
-    }
-  }
-  auto str = [&](const char* k, std::string& out) -> Status {
-    auto* x = o.if_contains(k);
-    if (!x) return {};
-    if (!x->is_string()) {
-      return MakeError(ErrorCode::kInvalidArgument, std::string(k) + ": must be a string");
-    }
-    out = std::string(x->as_string());
-    return {};
-  };
+  JsonFields fields(o);
+  GF_TRY(fields.Only(
+      {"alert", "group", "enabled", "expr", "for", "keep_firing_for", "labels", "annotations"}));
+  auto str = [&](const char* k, std::string& out) { return fields.String(k, out); };
   auto map = [&](const char* k, Labels& out) -> Status {
     auto* x = o.if_contains(k);
     if (!x) return {};

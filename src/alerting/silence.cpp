@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "common/json_fields.h"
 #include "common/json_text.h"
 
 namespace json = boost::json;
@@ -23,13 +24,7 @@ Result<std::vector<Matcher>> ParseMatchers(const std::string& text) {
     std::string at = "matchers[" + std::to_string(i) + "]";
     if (!m.is_object()) return MakeError(ErrorCode::kInvalidArgument, at + " must be an object");
     const auto& o = m.as_object();
-    for (const auto& kv : o) {
-      if (kv.key() != "name" && kv.key() != "value" && kv.key() != "isRegex" &&
-          kv.key() != "isEqual") {
-        return MakeError(ErrorCode::kInvalidArgument,
-                         at + ": unknown field '" + std::string(kv.key()) + "'");
-      }
-    }
+    GF_TRY(JsonFields(o, at).Only({"name", "value", "isRegex", "isEqual"}));
     Matcher x;
     auto* name = o.if_contains("name");
     auto* value = o.if_contains("value");

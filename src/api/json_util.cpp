@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdio>
 
+#include "common/json_fields.h"
 #include "common/json_text.h"
 
 namespace gpufleet::api {
@@ -32,15 +33,7 @@ Response AlertingUnavailable() {
 }
 
 Status OnlyFields(const boost::json::object& o, std::initializer_list<std::string_view> allowed) {
-  for (const auto& kv : o) {
-    bool ok = false;
-    for (auto a : allowed) ok = ok || kv.key() == a;
-    if (!ok) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "unknown field '" + std::string(kv.key()) + "'");
-    }
-  }
-  return {};
+  return JsonFields(o).Only(allowed);
 }
 
 // The shortest text that reads back as the same double ("16.911", not "16.911000000000001").

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/json_fields.h"
 #include "common/json_text.h"
 #include "common/strings.h"
 #include "model/json.h"
@@ -20,31 +21,6 @@ namespace {
 
 Error Bad(const std::string& field, const std::string& why) {
   return MakeError(ErrorCode::kInvalidArgument, field + ": " + why);
-}
-
-Status OnlyKeys(const json::object& o, const std::string& where,
-                std::initializer_list<std::string_view> allowed) {
-  for (const auto& kv : o) {
-    if (std::find(allowed.begin(), allowed.end(), std::string_view(kv.key())) == allowed.end()) {
-      std::string known;
-      for (auto a : allowed) known += (known.empty() ? "" : ", ") + std::string(a);
-      return Bad(where + std::string(kv.key()), "unknown field (known: " + known + ")");
-    }
-  }
-  return {};
-}
-
-Result<std::vector<std::string>> Strings(const json::object& o, const char* key,
-                                         const std::string& field) {
-  std::vector<std::string> out;
-  const auto* v = o.if_contains(key);
-  if (!v) return out;
-  if (!v->is_array()) return Bad(field, "must be a list of names");
-  for (const auto& s : v->as_array()) {
-    if (!s.is_string() || s.as_string().empty()) return Bad(field, "must be a list of names");
-    out.emplace_back(s.as_string());
-  }
-  return out;
 }
 
 // 2 or "2" or "25%".
@@ -85,11 +61,6 @@ Result<int64_t> DurationOf(const json::value& v, const std::string& field, int64
   return ms;
 }
 
-Result<bool> BoolOf(const json::value& v, const std::string& field) {
-  if (!v.is_bool()) return Bad(field, "must be true or false");
-  return v.as_bool();
-}
-
 std::string Duration(int64_t ms) {
   if (ms % 3'600'000 == 0 && ms > 0) return std::to_string(ms / 3'600'000) + "h";
   if (ms % 60'000 == 0 && ms > 0) return std::to_string(ms / 60'000) + "m";
@@ -99,18 +70,23 @@ std::string Duration(int64_t ms) {
 
 Result<RolloutStrategy> StrategyOf(const json::object& o) {
   RolloutStrategy s;
-  GF_TRY(OnlyKeys(o, "strategy.",
-                  {"test_nodes", "test_pool", "validate", "canary", "confidence", "batch",
-                   "max_unavailable", "max_failed_nodes", "rollback", "drain_timeout", "on_busy",
-                   "approve_between_stages", "respect_windows", "action_timeout", "boot_timeout"}));
-  GF_TRY_ASSIGN(s.test_nodes, Strings(o, "test_nodes", "strategy.test_nodes"));
+  JsonFields f(o, "strategy");
+  GF_TRY(f.Only({"test_nodes", "test_pool", "validate", "canary", "confidence", "batch",
+                 "max_unavailable", "max_failed_nodes", "rollback", "drain_timeout", "on_busy",
+                 "approve_between_stages", "respect_windows", "action_timeout", "boot_timeout"}));
+  GF_TRY(f.Strings("test_nodes", s.test_nodes, false));
+  GF_TRY(f.Bool("validate", s.validate));
+  GF_TRY(f.Bool("approve_between_stages", s.approve_between_stages));
+  if (f.Get("respect_windows")) {
+    bool b = false;
+    GF_TRY(f.Bool("respect_windows", b));
+    s.respect_windows = b;
+  }
   for (const auto& [key, v] : o) {
     std::string field = "strategy." + std::string(key);
     if (key == "test_pool") {
       if (!v.is_string()) return Bad(field, "must be a pool's name");
       s.test_pool = std::string(v.as_string());
-    } else if (key == "validate") {
-      GF_TRY_ASSIGN(s.validate, BoolOf(v, field));
     } else if (key == "canary") {
       GF_TRY_ASSIGN(s.canary, AmountOf(v, field, true));
     } else if (key == "confidence") {
@@ -118,7 +94,7 @@ Result<RolloutStrategy> StrategyOf(const json::object& o) {
     } else if (key == "batch") {
       if (!v.is_object()) return Bad(field, "must be {size, growth}");
       const auto& b = v.as_object();
-      GF_TRY(OnlyKeys(b, "strategy.batch.", {"size", "growth"}));
+      GF_TRY(JsonFields(b, "strategy.batch").Only({"size", "growth"}));
       if (const auto* size = b.if_contains("size")) {
         if (!size->is_int64() || size->as_int64() < 1 || size->as_int64() > 100'000) {
           return Bad("strategy.batch.size", "must be a count from 1");
@@ -146,12 +122,6 @@ Result<RolloutStrategy> StrategyOf(const json::object& o) {
       std::string b = v.is_string() ? std::string(v.as_string()) : "";
       if (b != "drain" && b != "skip") return Bad(field, "must be drain or skip");
       s.busy = b;
-    } else if (key == "approve_between_stages") {
-      GF_TRY_ASSIGN(s.approve_between_stages, BoolOf(v, field));
-    } else if (key == "respect_windows") {
-      bool b = false;
-      GF_TRY_ASSIGN(b, BoolOf(v, field));
-      s.respect_windows = b;
     } else if (key == "action_timeout") {
       GF_TRY_ASSIGN(s.action_timeout_ms, DurationOf(v, field, 1000, 24 * 3'600'000LL));
     } else if (key == "boot_timeout") {
@@ -163,10 +133,11 @@ Result<RolloutStrategy> StrategyOf(const json::object& o) {
 
 Result<RolloutSelector> SelectorOf(const json::object& o) {
   RolloutSelector s;
-  GF_TRY(OnlyKeys(o, "selector.", {"clusters", "pools", "nodes", "labels"}));
-  GF_TRY_ASSIGN(s.clusters, Strings(o, "clusters", "selector.clusters"));
-  GF_TRY_ASSIGN(s.pools, Strings(o, "pools", "selector.pools"));
-  GF_TRY_ASSIGN(s.nodes, Strings(o, "nodes", "selector.nodes"));
+  JsonFields f(o, "selector");
+  GF_TRY(f.Only({"clusters", "pools", "nodes", "labels"}));
+  GF_TRY(f.Strings("clusters", s.clusters, false));
+  GF_TRY(f.Strings("pools", s.pools, false));
+  GF_TRY(f.Strings("nodes", s.nodes, false));
   if (const auto* l = o.if_contains("labels")) {
     if (!l->is_object()) return Bad("selector.labels", "must be a mapping of labels");
     for (const auto& [k, v] : l->as_object()) {
@@ -216,8 +187,9 @@ Result<RolloutRequest> ParseRolloutRequest(std::string_view body) {
   auto parsed = ParseObject(body);
   if (!parsed.ok()) return parsed.error();
   const json::object& o = parsed.value();
-  GF_TRY(OnlyKeys(
-      o, "", {"kind", "target", "package", "selector", "strategy", "force", "reason", "expect"}));
+  JsonFields f(o);
+  GF_TRY(
+      f.Only({"kind", "target", "package", "selector", "strategy", "force", "reason", "expect"}));
   RolloutRequest r;
   std::string kind = Str(o, "kind");
   auto k = ParseRolloutKind(kind);
@@ -246,14 +218,14 @@ Result<RolloutRequest> ParseRolloutRequest(std::string_view body) {
     if (!st->is_object()) return Bad("strategy", "must be a mapping");
     GF_TRY_ASSIGN(r.strategy, StrategyOf(st->as_object()));
   }
-  if (const auto* f = o.if_contains("force")) GF_TRY_ASSIGN(r.force, BoolOf(*f, "force"));
+  GF_TRY(f.Bool("force", r.force));
   r.reason = Str(o, "reason");
   if (r.force && r.reason.empty()) {
     return Bad("reason", "a forced rollout needs a reason (it goes to the audit log)");
   }
   if (const auto* e = o.if_contains("expect")) {
     if (!e->is_object()) return Bad("expect", "must be {drain, install, reboot, validate}");
-    GF_TRY(OnlyKeys(e->as_object(), "expect.", {"drain", "install", "reboot", "validate"}));
+    GF_TRY(JsonFields(e->as_object(), "expect").Only({"drain", "install", "reboot", "validate"}));
     for (auto [key, into] :
          {std::pair{"drain", &r.expect_drain_ms}, std::pair{"install", &r.expect_install_ms},
           std::pair{"reboot", &r.expect_reboot_ms}, std::pair{"validate", &r.expect_validate_ms}}) {
@@ -368,8 +340,9 @@ Result<Rollout> RolloutFromDoc(int64_t id, const std::string& doc) {
   if (const auto* s = o.if_contains("selector"); s && s->is_object()) {
     const auto& so = s->as_object();
     auto names = [&](const char* key) {
-      auto list = Strings(so, key, key);
-      return list.ok() ? list.value() : std::vector<std::string>{};
+      std::vector<std::string> list;
+      (void)JsonFields(so).Strings(key, list, false);  // as stored; a bad list reads as none
+      return list;
     };
     r.selector.clusters = names("clusters");
     r.selector.pools = names("pools");

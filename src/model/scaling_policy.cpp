@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "common/clock.h"
+#include "common/json_fields.h"
 #include "common/json_text.h"
 
 namespace gpufleet {
@@ -82,91 +83,7 @@ int ScalePolicy::MinimumAt(double t_s) const {
   return std::min(m, max_nodes);
 }
 
-namespace {
-
 namespace json = boost::json;
-
-// Reads the fields of one JSON object, remembering the path of the first bad one.
-class Fields {
- public:
-  Fields(const json::object& o, std::string prefix) : o_(o), prefix_(std::move(prefix)) {}
-
-  Status Only(std::initializer_list<std::string_view> known) {
-    for (const auto& kv : o_) {
-      bool ok = false;
-      for (auto k : known) ok = ok || kv.key() == k;
-      if (!ok) {
-        std::string list;
-        for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-        return Bad(kv.key(), "unknown field (known: " + list + ")");
-      }
-    }
-    return {};
-  }
-  Status Int(std::string_view key, int& out) {
-    const json::value* v = o_.if_contains(key);
-    if (!v) return {};
-    if (v->is_int64() && v->as_int64() >= -1'000'000'000 && v->as_int64() <= 1'000'000'000) {
-      out = static_cast<int>(v->as_int64());
-      return {};
-    }
-    if (v->is_uint64() && v->as_uint64() <= 1'000'000'000) {
-      out = static_cast<int>(v->as_uint64());
-      return {};
-    }
-    return Bad(key, "must be an integer");
-  }
-  Status Number(std::string_view key, double& out) {
-    const json::value* v = o_.if_contains(key);
-    if (!v) return {};
-    if (!v->is_number()) return Bad(key, "must be a number");
-    out = v->to_number<double>();
-    return {};
-  }
-  Status Bool(std::string_view key, bool& out) {
-    const json::value* v = o_.if_contains(key);
-    if (!v) return {};
-    if (!v->is_bool()) return Bad(key, "must be true or false");
-    out = v->as_bool();
-    return {};
-  }
-  Status String(std::string_view key, std::string& out) {
-    const json::value* v = o_.if_contains(key);
-    if (!v) return {};
-    if (!v->is_string()) return Bad(key, "must be a string");
-    out = std::string(v->as_string());
-    return {};
-  }
-  // "5m", "90s", "250ms", or a number of seconds.
-  Status Seconds(std::string_view key, double& out) {
-    const json::value* v = o_.if_contains(key);
-    if (!v) return {};
-    if (v->is_number()) {
-      out = v->to_number<double>();
-    } else if (v->is_string()) {
-      int64_t ms = ParseDurationMs(std::string(v->as_string()));
-      if (ms < 0) return Bad(key, "'" + std::string(v->as_string()) + "' is not a duration");
-      out = static_cast<double>(ms) / 1000.0;
-    } else {
-      return Bad(key, "must be a duration such as \"5m\" or a number of seconds");
-    }
-    if (!(out >= 0) || out > 366 * 86400.0) {
-      return Bad(key, "must be a duration from 0 to 366 days");
-    }
-    return {};
-  }
-  Error Bad(std::string_view key, const std::string& what) {
-    field = prefix_ + std::string(key);
-    return MakeError(ErrorCode::kInvalidArgument, field + ": " + what);
-  }
-  std::string field;
-
- private:
-  const json::object& o_;
-  std::string prefix_;
-};
-
-}  // namespace
 
 std::string FormatSeconds(double s) {
   char buf[32];
@@ -186,8 +103,8 @@ std::string FormatSeconds(double s) {
 }
 
 Result<PoolScaling> ParsePoolScaling(std::string_view text, std::string* field) {
-  auto fail = [&](Fields& f, Error e) -> Result<PoolScaling> {
-    if (field) *field = f.field;
+  auto fail = [&](JsonFields& f, Error e) -> Result<PoolScaling> {
+    if (field) *field = f.field();
     return e;
   };
   boost::system::error_code ec;
@@ -198,7 +115,7 @@ Result<PoolScaling> ParsePoolScaling(std::string_view text, std::string* field) 
   }
   PoolScaling s;
   ScalePolicy& p = s.policy;
-  Fields f(doc.as_object(), "");
+  JsonFields f(doc.as_object());
 #define GF_FIELD(expr)                     \
   if (auto st = (expr); !st.ok()) {        \
     return fail(f, std::move(st).error()); \
@@ -258,11 +175,11 @@ Result<PoolScaling> ParsePoolScaling(std::string_view text, std::string* field) 
       const json::value& e = v->as_array()[i];
       std::string at = "schedule[" + std::to_string(i) + "]";
       if (!e.is_object()) return fail(f, f.Bad(at, "must be an object with nodes, from, to"));
-      Fields g(e.as_object(), at + ".");
+      JsonFields g(e.as_object(), at);
       ScheduledMinimum m;
 #define GF_SUB(expr)                \
   if (auto st = (expr); !st.ok()) { \
-    if (field) *field = g.field;    \
+    if (field) *field = g.field();  \
     return std::move(st).error();   \
   }
       GF_SUB(g.Only({"nodes", "from", "to", "weekdays"}));
@@ -281,7 +198,7 @@ Result<PoolScaling> ParsePoolScaling(std::string_view text, std::string* field) 
   }
   if (const json::value* v = doc.as_object().if_contains("actuator")) {
     if (!v->is_object()) return fail(f, f.Bad("actuator", "must be an object"));
-    Fields g(v->as_object(), "actuator.");
+    JsonFields g(v->as_object(), "actuator");
     GF_SUB(g.Only({"type", "provision", "deprovision", "timeout"}));
     GF_SUB(g.String("type", s.actuator.type));
     GF_SUB(g.String("provision", s.actuator.provision));
@@ -290,7 +207,7 @@ Result<PoolScaling> ParsePoolScaling(std::string_view text, std::string* field) 
   }
   if (const json::value* v = doc.as_object().if_contains("tune")) {
     if (!v->is_object()) return fail(f, f.Bad("tune", "must be an object"));
-    Fields g(v->as_object(), "tune.");
+    JsonFields g(v->as_object(), "tune");
     GF_SUB(g.Only({"every", "wait_p95", "window"}));
     GF_SUB(g.Seconds("every", s.tune.every_s));
     GF_SUB(g.Seconds("wait_p95", s.tune.wait_p95_s));

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "common/json_fields.h"
 #include "common/strings.h"
 
 namespace json = boost::json;
@@ -11,89 +12,34 @@ namespace json = boost::json;
 namespace gpufleet {
 namespace {
 
-// Reads one object's fields; the first bad one is named in `field` and in the message.
-class Reader {
- public:
-  Reader(const json::object& o, std::string* field) : o_(o), field_(field) {}
+const std::string kNameRule = "must be lower-case letters, digits, '-' or '.', at most 63";
 
-  Status Only(std::initializer_list<std::string_view> known) {
-    for (const auto& kv : o_) {
-      bool ok = false;
-      for (auto k : known) ok = ok || kv.key() == k;
-      if (!ok) {
-        std::string list;
-        for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-        return Bad(kv.key(), "unknown field (known: " + list + ")");
-      }
+Status Name(JsonFields& r, std::string_view key, std::string& out, bool required) {
+  if (!r.Get(key)) return required ? Status(r.Bad(key, "is required")) : Status{};
+  GF_TRY(r.String(key, out));
+  if (!IsValidName(out)) return r.Bad(key, "'" + out + "' " + kNameRule);
+  return {};
+}
+
+// A list of names (`names`: each a valid name, as channels are).
+Status Names(JsonFields& r, std::string_view key, std::vector<std::string>& out, bool names) {
+  GF_TRY(r.Strings(key, out));
+  for (size_t i = 0; names && i < out.size(); ++i) {
+    if (!IsValidName(out[i])) {
+      return r.Bad(std::string(key) + "[" + std::to_string(i) + "]",
+                   "'" + out[i] + "' is not a channel name");
     }
-    return {};
   }
+  return {};
+}
 
-  Status Name(std::string_view key, std::string& out, bool required) {
-    const json::value* v = o_.if_contains(key);
-    if (!v) return required ? Bad(key, "is required") : Status{};
-    if (!v->is_string()) return Bad(key, "must be a string");
-    out = std::string(v->as_string());
-    if (!IsValidName(out)) {
-      return Bad(key, "'" + out + "' must be lower-case letters, digits, '-' or '.', at most 63");
-    }
-    return {};
-  }
-
-  Status Strings(std::string_view key, std::vector<std::string>& out, bool names) {
-    const json::value* v = o_.if_contains(key);
-    if (!v) return {};
-    if (!v->is_array()) return Bad(key, "must be a list of strings");
-    std::set<std::string> seen;
-    const auto& a = v->as_array();
-    for (size_t i = 0; i < a.size(); ++i) {
-      std::string at = std::string(key) + "[" + std::to_string(i) + "]";
-      if (!a[i].is_string() || a[i].as_string().empty()) {
-        return Bad(at, "must be a non-empty string");
-      }
-      std::string s(a[i].as_string());
-      if (names && !IsValidName(s)) return Bad(at, "'" + s + "' is not a channel name");
-      if (!seen.insert(s).second) return Bad(at, "'" + s + "' is listed twice");
-      out.push_back(std::move(s));
-    }
-    return {};
-  }
-
-  Status Text(std::string_view key, std::string& out) {
-    const json::value* v = o_.if_contains(key);
-    if (!v) return {};
-    if (!v->is_string()) return Bad(key, "must be a string");
-    out = std::string(v->as_string());
-    return {};
-  }
-
-  Status Money(std::string_view key, double& out) {
-    const json::value* v = o_.if_contains(key);
-    if (!v) return {};
-    if (!v->is_number()) return Bad(key, "must be a number");
-    double d = v->to_number<double>();
-    if (!std::isfinite(d) || d < 0) return Bad(key, "must not be negative");
-    out = d;
-    return {};
-  }
-
-  Status Time(std::string_view key, int64_t& out) {
-    const json::value* v = o_.if_contains(key);
-    if (!v) return {};
-    if (!v->is_int64()) return Bad(key, "must be an integer");
-    out = v->as_int64();
-    return {};
-  }
-
-  Error Bad(std::string_view key, const std::string& why) {
-    if (field_) *field_ = std::string(key);
-    return MakeError(ErrorCode::kInvalidArgument, std::string(key) + ": " + why);
-  }
-
- private:
-  const json::object& o_;
-  std::string* field_;
-};
+Status Money(JsonFields& r, std::string_view key, double& out) {
+  double d = out;
+  GF_TRY(r.Number(key, d));
+  if (d < 0) return r.Bad(key, "must not be negative");
+  out = d;
+  return {};
+}
 
 }  // namespace
 
@@ -107,12 +53,44 @@ const Project* Team::FindProject(std::string_view project) const {
 namespace {
 
 // One project object: {"name", "description", "created_ms"}.
-Status ReadProject(const json::object& o, Project& p, std::string* field) {
-  Reader r(o, field);
+Status ReadProject(JsonFields& r, Project& p) {
   GF_TRY(r.Only({"name", "description", "created_ms"}));
-  GF_TRY(r.Name("name", p.name, true));
-  GF_TRY(r.Text("description", p.description));
-  return r.Time("created_ms", p.created_ms);
+  GF_TRY(Name(r, "name", p.name, true));
+  GF_TRY(r.String("description", p.description));
+  return r.Int64("created_ms", p.created_ms);
+}
+
+Status ReadTeam(JsonFields& r, Team& t) {
+  GF_TRY(r.Only(
+      {"name", "contacts", "channels", "budget_monthly", "projects", "created_ms", "updated_ms"}));
+  GF_TRY(Name(r, "name", t.name, true));
+  GF_TRY(Names(r, "contacts", t.contacts, false));
+  GF_TRY(Names(r, "channels", t.channels, true));
+  GF_TRY(Money(r, "budget_monthly", t.budget_monthly));
+  GF_TRY(r.Int64("created_ms", t.created_ms));
+  GF_TRY(r.Int64("updated_ms", t.updated_ms));
+  const json::value* v = r.Get("projects");
+  if (!v) return {};
+  if (!v->is_array()) return r.Bad("projects", "must be a list of names or {name} objects");
+  const auto& a = v->as_array();
+  for (size_t i = 0; i < a.size(); ++i) {
+    std::string at = "projects[" + std::to_string(i) + "]";
+    Project p;
+    if (a[i].is_string()) {
+      p.name = std::string(a[i].as_string());
+    } else if (a[i].is_object()) {
+      JsonFields pr(a[i].as_object(), at);
+      if (auto st = ReadProject(pr, p); !st.ok()) return r.Nested(pr, st.error());
+    } else {
+      return r.Bad(at, "must be a name or a {name} object");
+    }
+    if (!IsValidName(p.name)) return r.Bad(at, "'" + p.name + "' " + kNameRule);
+    for (const auto& other : t.projects) {
+      if (other.name == p.name) return r.Bad(at, "duplicate project '" + p.name + "'");
+    }
+    t.projects.push_back(std::move(p));
+  }
+  return {};
 }
 
 }  // namespace
@@ -125,7 +103,8 @@ Result<Project> ParseProject(std::string_view text) {
     return MakeError(ErrorCode::kInvalidArgument, "a project is a JSON object");
   }
   Project p;
-  GF_TRY(ReadProject(doc.as_object(), p, nullptr));
+  JsonFields r(doc.as_object());
+  GF_TRY(ReadProject(r, p));
   return p;
 }
 
@@ -134,41 +113,11 @@ Result<Team> ParseTeam(std::string_view text, std::string* field) {
   json::value doc = json::parse(text, ec);
   if (ec) return MakeError(ErrorCode::kInvalidArgument, "malformed JSON: " + ec.message());
   if (!doc.is_object()) return MakeError(ErrorCode::kInvalidArgument, "a team is a JSON object");
-  const json::object& o = doc.as_object();
-  Reader r(o, field);
+  JsonFields r(doc.as_object());
   Team t;
-  GF_TRY(r.Only(
-      {"name", "contacts", "channels", "budget_monthly", "projects", "created_ms", "updated_ms"}));
-  GF_TRY(r.Name("name", t.name, true));
-  GF_TRY(r.Strings("contacts", t.contacts, false));
-  GF_TRY(r.Strings("channels", t.channels, true));
-  GF_TRY(r.Money("budget_monthly", t.budget_monthly));
-  GF_TRY(r.Time("created_ms", t.created_ms));
-  GF_TRY(r.Time("updated_ms", t.updated_ms));
-  if (const json::value* v = o.if_contains("projects")) {
-    if (!v->is_array()) return r.Bad("projects", "must be a list of names or {name} objects");
-    const auto& a = v->as_array();
-    for (size_t i = 0; i < a.size(); ++i) {
-      std::string at = "projects[" + std::to_string(i) + "]";
-      Project p;
-      if (a[i].is_string()) {
-        p.name = std::string(a[i].as_string());
-      } else if (a[i].is_object()) {
-        std::string sub;
-        if (auto st = ReadProject(a[i].as_object(), p, &sub); !st.ok()) {
-          if (field) *field = at + "." + sub;
-          return MakeError(ErrorCode::kInvalidArgument, at + "." + st.error().message);
-        }
-      } else {
-        return r.Bad(at, "must be a name or a {name} object");
-      }
-      if (!IsValidName(p.name)) {
-        return r.Bad(at,
-                     "'" + p.name + "' must be lower-case letters, digits, '-' or '.', at most 63");
-      }
-      if (t.FindProject(p.name)) return r.Bad(at, "duplicate project '" + p.name + "'");
-      t.projects.push_back(std::move(p));
-    }
+  if (auto read = ReadTeam(r, t); !read.ok()) {
+    if (field) *field = r.field();
+    return read.error();
   }
   return t;
 }

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 
+#include "common/json_fields.h"
 #include "common/timezone.h"
 #include "model/asset.h"
 #include "sched/replay.h"
@@ -67,20 +68,8 @@ Result<CapacityGrowth> ParseCapacityGrowth(std::string_view text) {
   auto bad = [](const std::string& at, const std::string& why) {
     return MakeError(ErrorCode::kInvalidArgument, at + ": " + why);
   };
-  auto only = [&](const json::object& o, const std::string& at,
-                  std::initializer_list<std::string_view> known) -> Status {
-    for (const auto& kv : o) {
-      if (std::find(known.begin(), known.end(), kv.key()) == known.end()) {
-        std::string list;
-        for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-        return bad(at + (at.empty() ? "" : ".") + std::string(kv.key()),
-                   "unknown field (known: " + list + ")");
-      }
-    }
-    return {};
-  };
   const json::object& o = doc.as_object();
-  GF_TRY(only(o, "", {"teams", "demands"}));
+  GF_TRY(JsonFields(o).Only({"teams", "demands"}));
   CapacityGrowth g;
   auto list = [&](const char* key) -> Result<const json::array*> {
     const json::value* v = o.if_contains(key);
@@ -103,7 +92,7 @@ Result<CapacityGrowth> ParseCapacityGrowth(std::string_view text) {
     std::string at = "teams[" + std::to_string(i) + "]";
     const json::object* t = (*teams.value())[i].if_object();
     if (!t) return bad(at, "must be an object {team, quarterly}");
-    GF_TRY(only(*t, at, {"team", "quarterly"}));
+    GF_TRY(JsonFields(*t, at).Only({"team", "quarterly"}));
     CapacityGrowth::TeamGrowth tg;
     GF_TRY(text_of(*t, at, "team", tg.team));
     const json::value* q = t->if_contains("quarterly");
@@ -123,7 +112,7 @@ Result<CapacityGrowth> ParseCapacityGrowth(std::string_view text) {
     std::string at = "demands[" + std::to_string(i) + "]";
     const json::object* d = (*demands.value())[i].if_object();
     if (!d) return bad(at, "must be an object {name, pool, gpus, from}");
-    GF_TRY(only(*d, at, {"name", "pool", "gpus", "from"}));
+    GF_TRY(JsonFields(*d, at).Only({"name", "pool", "gpus", "from"}));
     CapacityGrowth::NewDemand nd;
     GF_TRY(text_of(*d, at, "name", nd.name));
     GF_TRY(text_of(*d, at, "pool", nd.pool));

@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/csv.h"
+#include "common/json_fields.h"
 #include "common/json_text.h"
 #include "usage/ledger.h"
 
@@ -440,71 +441,63 @@ double Rates::GpuHour(const GpuCatalog& catalog, const std::string& model,
   return spec && spec->price_per_gpu_hour > 0 ? spec->price_per_gpu_hour : default_gpu_hour;
 }
 
+namespace {
+
+// A price: a number from 0 to a million.
+Status Price(JsonFields& f, std::string_view key, double& out) {
+  double p = out;
+  GF_TRY(f.Number(key, p));
+  if (p < 0 || p > 1e6) return f.Bad(key, "must be a price, 0 or more");
+  out = p;
+  return {};
+}
+
+Status RateOf(JsonFields& f, const GpuCatalog& catalog, Rates::Rate& rate) {
+  GF_TRY(f.Only({"model", "site", "price"}));
+  GF_TRY(f.String("model", rate.model));
+  GF_TRY(f.String("site", rate.site));
+  if (!f.Get("price")) return f.Bad("price", "is required");
+  GF_TRY(Price(f, "price", rate.gpu_hour));
+  if (!catalog.Find(rate.model)) {
+    return f.Bad("model", "unknown GPU model '" + rate.model + "'");
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<Rates> ParseRates(std::string_view text, const GpuCatalog& catalog) {
   boost::system::error_code ec;
   json::value v = json::parse(text, ec);
   if (ec || !v.is_object()) {
     return MakeError(ErrorCode::kInvalidArgument, "rates must be a JSON object");
   }
-  const json::object& o = v.as_object();
-  auto bad = [](const std::string& what) { return MakeError(ErrorCode::kInvalidArgument, what); };
-  auto price = [&](const json::value& p, const std::string& field) -> Result<double> {
-    if (!p.is_number() || p.to_number<double>() < 0 || p.to_number<double>() > 1e6) {
-      return bad("'" + field + "' must be a price, 0 or more");
-    }
-    return p.to_number<double>();
-  };
+  JsonFields f(v.as_object());
+  GF_TRY(f.Only({"currency", "energy_kwh", "default_gpu_hour", "gpu_hour"}));
   Rates r;
-  for (const auto& kv : o) {
-    const std::string key(kv.key());
-    if (key == "currency") {
-      if (!kv.value().is_string() || kv.value().as_string().empty() ||
-          kv.value().as_string().size() > 8) {
-        return bad("'currency' must be a short code such as USD");
+  GF_TRY(f.String("currency", r.currency));
+  if (r.currency.empty() || r.currency.size() > 8) {
+    return f.Bad("currency", "must be a short code such as USD");
+  }
+  GF_TRY(Price(f, "energy_kwh", r.energy_kwh));
+  GF_TRY(Price(f, "default_gpu_hour", r.default_gpu_hour));
+  const json::value* list = f.Get("gpu_hour");
+  if (!list) return r;
+  if (!list->is_array()) return f.Bad("gpu_hour", "must be a list");
+  for (size_t i = 0; i < list->as_array().size(); ++i) {
+    const json::value& item = list->as_array()[i];
+    const std::string at = "gpu_hour[" + std::to_string(i) + "]";
+    if (!item.is_object()) return f.Bad(at, "must be an object");
+    Rates::Rate rate;
+    JsonFields rf(item.as_object(), at);
+    GF_TRY(RateOf(rf, catalog, rate));
+    for (const auto& other : r.gpu_hour) {
+      if (other.model == rate.model && other.site == rate.site) {
+        return f.Bad(
+            at, rate.model + (rate.site.empty() ? "" : " at " + rate.site) + " is priced twice");
       }
-      r.currency = std::string(kv.value().as_string());
-    } else if (key == "energy_kwh" || key == "default_gpu_hour") {
-      auto p = price(kv.value(), key);
-      if (!p.ok()) return p.error();
-      (key == "energy_kwh" ? r.energy_kwh : r.default_gpu_hour) = p.value();
-    } else if (key == "gpu_hour") {
-      if (!kv.value().is_array()) return bad("'gpu_hour' must be a list");
-      const auto& list = kv.value().as_array();
-      for (size_t i = 0; i < list.size(); ++i) {
-        const std::string at = "gpu_hour[" + std::to_string(i) + "]";
-        if (!list[i].is_object()) return bad("'" + at + "' must be an object");
-        Rates::Rate rate;
-        bool has_price = false;
-        for (const auto& f : list[i].as_object()) {
-          const std::string name(f.key());
-          if (name == "model" || name == "site") {
-            if (!f.value().is_string()) return bad("'" + at + "." + name + "' must be text");
-            (name == "model" ? rate.model : rate.site) = std::string(f.value().as_string());
-          } else if (name == "price") {
-            auto p = price(f.value(), at + ".price");
-            if (!p.ok()) return p.error();
-            rate.gpu_hour = p.value();
-            has_price = true;
-          } else {
-            return bad("'" + at + "': unknown field '" + name + "' (known: model, site, price)");
-          }
-        }
-        if (!has_price) return bad("'" + at + ".price' is required");
-        if (!catalog.Find(rate.model)) {
-          return bad("'" + at + ".model': unknown GPU model '" + rate.model + "'");
-        }
-        for (const auto& other : r.gpu_hour) {
-          if (other.model == rate.model && other.site == rate.site) {
-            return bad("'" + at + "': " + rate.model +
-                       (rate.site.empty() ? "" : " at " + rate.site) + " is priced twice");
-          }
-        }
-        r.gpu_hour.push_back(std::move(rate));
-      }
-    } else {
-      return bad("unknown field '" + key +
-                 "' (known: currency, energy_kwh, default_gpu_hour, gpu_hour)");
     }
+    r.gpu_hour.push_back(std::move(rate));
   }
   return r;
 }

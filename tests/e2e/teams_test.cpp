@@ -418,7 +418,7 @@ TEST_F(Reports, ReportsShowWhatTheJobsDidAndCostAtTheRates) {
   auto bad = controller_->Call("PUT", "/api/v1/reports/rates",
                                R"({"gpu_hour": [{"model": "H900", "price": 1}]})");
   EXPECT_EQ(bad.first, 400);
-  EXPECT_EQ(bad.second.at("error").at("message"), "'gpu_hour[0].model': unknown GPU model 'H900'");
+  EXPECT_EQ(bad.second.at("error").at("message"), "gpu_hour[0].model: unknown GPU model 'H900'");
   EXPECT_EQ(controller_->Call("GET", "/api/v1/reports/rates").second.at("energy_kwh"), 0.3);
 
   // Energy: the idle job's is all idle; the free GPUs' is nobody's (__idle__).

@@ -434,7 +434,9 @@ TEST(RuleFile, ErrorsNameTheLineAndTheField) {
             "(--health-interval); remove it");
   auto json_bad = RuleFromJson(R"({"alert": "X", "expr": "gpu_temp > 1", "severity": "x"})");
   ASSERT_FALSE(json_bad.ok());
-  EXPECT_EQ(json_bad.error().message, "unknown field 'severity'");
+  EXPECT_EQ(json_bad.error().message,
+            "severity: unknown field (known: alert, group, enabled, expr, for, keep_firing_for, "
+            "labels, annotations)");
 }
 
 TEST(RuleFile, FormatDuration) {

@@ -38,7 +38,7 @@ TEST(Silences, BadMatchersSayWhat) {
       {R"([{"name": "a"}])", "matchers[0].value"},
       {R"([{"name": "a", "value": "(", "isRegex": true}])", "not a regular expression"},
       {R"([{"name": "a", "value": "b", "isRegex": "yes"}])", "isRegex"},
-      {R"([{"name": "a", "value": "b", "colour": 1}])", "unknown field 'colour'"},
+      {R"([{"name": "a", "value": "b", "colour": 1}])", "matchers[0].colour: unknown field"},
   };
   for (const auto& c : cases) {
     auto r = ParseMatchers(c.json);

@@ -269,13 +269,14 @@ TEST(Reports, RatesTakeTheSiteThenTheModelThenTheCatalogue) {
   EXPECT_EQ(back->currency, "EUR");
   for (const auto& [text, error] : std::vector<std::pair<const char*, const char*>>{
            {R"({"gpu_hour": [{"model": "H1000", "price": 1}]})",
-            "'gpu_hour[0].model': unknown GPU model 'H1000'"},
-           {R"({"gpu_hour": [{"model": "L4"}]})", "'gpu_hour[0].price' is required"},
-           {R"({"energy_kwh": -1})", "'energy_kwh' must be a price, 0 or more"},
+            "gpu_hour[0].model: unknown GPU model 'H1000'"},
+           {R"({"gpu_hour": [{"model": "L4"}]})", "gpu_hour[0].price: is required"},
+           {R"({"energy_kwh": -1})", "energy_kwh: must be a price, 0 or more"},
            {R"({"gpu_hour": [{"model": "L4", "price": 1}, {"model": "L4", "price": 2}]})",
-            "'gpu_hour[1]': L4 is priced twice"},
+            "gpu_hour[1]: L4 is priced twice"},
            {R"({"gpu": 1})",
-            "unknown field 'gpu' (known: currency, energy_kwh, default_gpu_hour, gpu_hour)"}}) {
+            "gpu: unknown field (known: currency, energy_kwh, default_gpu_hour, gpu_hour)"},
+           {R"({"currency": ""})", "currency: must be a short code such as USD"}}) {
     auto r = ParseRates(text, *catalog);
     ASSERT_FALSE(r.ok()) << text;
     EXPECT_EQ(r.error().message, error);
