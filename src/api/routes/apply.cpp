@@ -336,266 +336,275 @@ Status RequirePoolsIdle(ApiContext& ctx, const std::vector<std::string>& pools) 
   return {};
 }
 
-void AddApplyRoutes(Router& router, ApiContext& ctx) {
-  router.Add(
-      "POST", "/api/v1/apply", Role::kOperator, [&ctx](const Request& req, const Principal& who) {
-        std::string filename = "request";
-        if (auto it = req.query.find("filename"); it != req.query.end() && !it->second.empty()) {
-          filename = it->second;
+namespace {
+
+// POST /api/v1/apply
+Response PostApply(ApiContext& ctx, const Request& req, const Principal& who) {
+  std::string filename = "request";
+  if (auto it = req.query.find("filename"); it != req.query.end() && !it->second.empty()) {
+    filename = it->second;
+  }
+  auto dry = req.query.find("dry_run");
+  bool dry_run = dry != req.query.end() && (dry->second == "true" || dry->second == "1");
+  auto pr = req.query.find("prune");
+  bool prune = pr != req.query.end() && (pr->second == "true" || pr->second == "1");
+  Response r = [&] {
+    if (req.body.empty()) {
+      return ErrorResponse(
+          MakeError(ErrorCode::kInvalidArgument, "empty body: send a fleet YAML file"));
+    }
+    // A fleet document, a rule file, or one of each.
+    std::string fleet_doc, rules_doc;
+    for (auto& d : Documents(req.body)) {
+      std::string& slot = alerting::IsRuleFile(d) ? rules_doc : fleet_doc;
+      if (!slot.empty()) {
+        return ErrorResponse(
+            MakeError(ErrorCode::kInvalidArgument,
+                      filename + ": one fleet document and one rule file at most, split by ---"));
+      }
+      slot = std::move(d);
+    }
+    if (fleet_doc.empty() && rules_doc.empty()) {
+      return ErrorResponse(
+          MakeError(ErrorCode::kInvalidArgument, filename + ": no YAML document in the file"));
+    }
+    if (fleet_doc.empty()) return ApplyRules(ctx, who, rules_doc, filename, dry_run);
+    auto spec = ParseFleetSpec(fleet_doc, filename, *ctx.catalog);
+    if (!spec.ok()) return ErrorResponse(spec.error());
+    // The rule file and the channels, checked before anything changes: both are the
+    // whole fleet's, and channels an admin's.
+    std::optional<alerting::RuleFile> rules;
+    if (!rules_doc.empty()) {
+      if (!ctx.alerts) return AlertingUnavailable();
+      if (auto s = RequireFleetWide(who); !s.ok()) return ErrorResponse(s.error());
+      auto file = alerting::ParseRuleFile(rules_doc, filename);
+      if (!file.ok()) return ErrorResponse(file.error());
+      rules = std::move(file).value();
+    }
+    std::optional<ChannelPlan> channels;
+    if (spec->channels) {
+      if (who.role < Role::kAdmin) {
+        return ErrorResponse(MakeError(ErrorCode::kPermissionDenied,
+                                       "token '" + who.name +
+                                           "' may not change alert channels: the file's "
+                                           "channels need an admin token"));
+      }
+      if (auto s = RequireFleetWide(who); !s.ok()) return ErrorResponse(s.error());
+      // The diff shows what --prune would delete, as it does for pools.
+      auto plan = PlanChannels(ctx, *spec->channels, filename, prune || dry_run);
+      if (!plan.ok()) return ErrorResponse(plan.error());
+      channels = std::move(plan).value();
+    }
+    // Teams: the file's need an admin's fleet-wide token, as channels do; the teams
+    // clusters and pools name must be known either way.
+    if (spec->teams) {
+      if (who.role < Role::kAdmin) {
+        return ErrorResponse(
+            MakeError(ErrorCode::kPermissionDenied, "token '" + who.name +
+                                                        "' may not change teams: the file's teams "
+                                                        "need an admin token"));
+      }
+      if (auto s = RequireFleetWide(who); !s.ok()) return ErrorResponse(s.error());
+    }
+    auto teams = PlanTeams(ctx, spec.value(), channels, filename, prune || dry_run);
+    if (!teams.ok()) return ErrorResponse(teams.error());
+    for (const auto& c : spec->clusters) {
+      if (!who.CanSeeCluster(c.name)) {
+        return ErrorResponse(
+            MakeError(ErrorCode::kPermissionDenied,
+                      "token '" + who.name + "' may not change cluster '" + c.name + "'"));
+      }
+    }
+    // Scaling policies are checked before anything changes.
+    if (!spec->scaling.empty() && !ctx.scaling) {
+      return ErrorResponse(
+          MakeError(ErrorCode::kUnavailable, "autoscaling is not running: no scaling blocks"));
+    }
+    for (const auto& sc : spec->scaling) {
+      if (auto s = ctx.scaling->Check(sc); !s.ok()) {
+        return ErrorResponse(
+            MakeError(ErrorCode::kInvalidArgument,
+                      filename + ": pool " + sc.pool + ": scaling." + s.error().message));
+      }
+    }
+    PrunePlan plan;
+    if (prune) {
+      auto planned = PlanPrune(ctx, who, spec.value());
+      if (!planned.ok()) return ErrorResponse(planned.error());
+      plan = std::move(planned.value());
+    }
+    if (dry_run) {
+      auto changes = ctx.fleet.Diff(spec.value());
+      if (!changes.ok()) return ErrorResponse(changes.error());
+      if (ctx.scaling) {
+        std::vector<PoolScaling> have;
+        for (auto& p : ctx.scaling->Pools()) have.push_back(std::move(p.scaling));
+        for (auto& c : DiffScaling(have, spec.value())) changes->push_back(std::move(c));
+      }
+      if (channels) {
+        for (auto& c : ChannelChanges(*channels)) changes->push_back(std::move(c));
+      }
+      for (auto& c : TeamChanges(*teams)) changes->push_back(std::move(c));
+      if (rules) {
+        for (auto& c : RuleChanges(ctx, *rules)) changes->push_back(std::move(c));
+      }
+      return ObjectResponse(200, {{"dry_run", true},
+                                  {"clusters", spec->clusters.size()},
+                                  {"pools", spec->pools.size()},
+                                  {"scaling", spec->scaling.size()},
+                                  {"changes", ChangesJson(changes.value())}});
+    }
+    // Channels and teams first: the teams name channels, clusters and pools name teams.
+    json::object extra;
+    if (channels) {
+      for (const auto& c : channels->create) {
+        if (auto st = ctx.store.alerting->CreateChannel(c); !st.ok())
+          return ErrorResponse(st.error());
+      }
+      for (const auto& c : channels->update) {
+        if (auto st = ctx.store.alerting->UpdateChannel(c); !st.ok())
+          return ErrorResponse(st.error());
+      }
+    }
+    for (const auto& t : teams->create) {
+      if (auto made = ctx.teams->Create(t); !made.ok()) return ErrorResponse(made.error());
+    }
+    for (const auto& t : teams->update) {
+      if (auto done = ctx.teams->Replace(t); !done.ok()) return ErrorResponse(done.error());
+    }
+    auto counts = ctx.fleet.Apply(spec.value());
+    if (!counts.ok()) return ErrorResponse(counts.error());
+    if (auto s = ctx.fleet.Prune(plan); !s.ok()) return ErrorResponse(s.error());
+    for (const auto& pool : plan.pools) {
+      if (ctx.scaling) (void)ctx.scaling->DeletePolicy(pool, who.name);  // none: fine
+    }
+    int set = 0, unchanged = 0;
+    for (const auto& sc : spec->scaling) {
+      bool changed = false;
+      auto r = ctx.scaling->SetPolicy(sc, who.name, &changed);
+      if (!r.ok()) return ErrorResponse(r.error());
+      ++(changed ? set : unchanged);
+    }
+    for (const auto& name : teams->remove) {
+      if (auto st = ctx.teams->Delete(name); !st.ok()) return ErrorResponse(st.error());
+    }
+    if (spec->teams) {
+      extra["teams"] = {{"created", teams->create.size()},
+                        {"updated", teams->update.size()},
+                        {"unchanged", teams->unchanged},
+                        {"deleted", json::value_from(teams->remove)}};
+    }
+    if (channels) {
+      for (const auto& name : channels->remove) {
+        if (auto st = ctx.store.alerting->DeleteChannel(name); !st.ok())
+          return ErrorResponse(st.error());
+      }
+      extra["channels"] = {{"created", channels->create.size()},
+                           {"updated", channels->update.size()},
+                           {"unchanged", channels->unchanged},
+                           {"deleted", json::value_from(channels->remove)}};
+    }
+    if (rules) {
+      auto applied = ctx.alerts->ApplyRuleFile(*rules);
+      if (!applied.ok()) return ErrorResponse(applied.error());
+      const auto& a = applied.value();
+      extra["rules"] = {{"created", a.created},
+                        {"updated", a.updated},
+                        {"unchanged", a.unchanged},
+                        {"deleted", a.deleted}};
+    }
+    const auto& c = counts.value();
+    json::object reply{
+        {"clusters",
+         {{"created", c.clusters_created},
+          {"updated", c.clusters_updated},
+          {"unchanged", c.clusters_unchanged}}},
+        {"pools",
+         {{"created", c.pools_created},
+          {"updated", c.pools_updated},
+          {"unchanged", c.pools_unchanged}}},
+        {"scaling", {{"set", set}, {"unchanged", unchanged}}},
+        {"deleted",
+         {{"clusters", json::value_from(plan.clusters)}, {"pools", json::value_from(plan.pools)}}}};
+    for (auto& [k, v] : extra) reply[k] = std::move(v);
+    return ObjectResponse(200, reply);
+  }();
+  r.audit_target = "fleet/" + filename;
+  if (r.status == 200) r.audit_after = r.body;
+  return r;
+}
+
+// GET /api/v1/export
+Response GetExport(ApiContext& ctx, const Request& req, const Principal& who) {
+  std::string format = "fleet";
+  if (auto f = req.query.find("format"); f != req.query.end() && !f->second.empty()) {
+    format = f->second;
+  }
+  if (format != "fleet" && format != "ansible") {
+    return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                   "format: '" + format + "' is not one of fleet, ansible"));
+  }
+  auto clusters = ctx.fleet.Clusters();
+  if (!clusters.ok()) return ErrorResponse(clusters.error());
+  auto pools = ctx.fleet.Pools();
+  if (!pools.ok()) return ErrorResponse(pools.error());
+  FleetSpec spec;
+  for (auto& c : clusters.value()) {
+    if (who.CanSeeCluster(c.name)) spec.clusters.push_back(std::move(c));
+  }
+  std::map<std::string, PoolScaling> policies;
+  if (ctx.scaling) {
+    for (auto& s : ctx.scaling->Pools()) policies[s.scaling.pool] = std::move(s.scaling);
+  }
+  for (auto& p : pools.value()) {
+    if (!who.CanSeeCluster(p.cluster)) continue;
+    if (auto it = policies.find(p.name); it != policies.end()) spec.scaling.push_back(it->second);
+    spec.pools.push_back(std::move(p));
+  }
+  Response r;
+  r.content_type = "application/yaml";
+  if (format == "ansible") {
+    std::vector<Node> nodes;
+    for (auto& n : ctx.fleet.Nodes({})) {
+      if (who.CanSeeCluster(n.cluster)) nodes.push_back(std::move(n));
+    }
+    r.body = WriteAnsibleInventory(spec, nodes);
+  } else {
+    // Channels and rules are the whole fleet's: a fleet-wide token's export has them.
+    std::vector<alerting::Rule> rules;
+    if (who.clusters.empty()) {
+      if (ctx.teams) {
+        auto teams = ctx.teams->List();
+        if (!teams.empty()) spec.teams = std::move(teams);
+      }
+      auto stored = ctx.store.alerting->ListChannels();
+      if (!stored.ok()) return ErrorResponse(stored.error());
+      if (!stored->empty()) spec.channels.emplace();
+      for (const auto& c : stored.value()) {
+        spec.channels->push_back({c.name, ChannelFileJson(c), 0});
+      }
+      if (ctx.alerts) {
+        for (const auto& v : ctx.alerts->Rules()) {
+          if (!v.rule.builtin) rules.push_back(v.rule);
         }
-        auto dry = req.query.find("dry_run");
-        bool dry_run = dry != req.query.end() && (dry->second == "true" || dry->second == "1");
-        auto pr = req.query.find("prune");
-        bool prune = pr != req.query.end() && (pr->second == "true" || pr->second == "1");
-        Response r = [&] {
-          if (req.body.empty()) {
-            return ErrorResponse(
-                MakeError(ErrorCode::kInvalidArgument, "empty body: send a fleet YAML file"));
-          }
-          // A fleet document, a rule file, or one of each.
-          std::string fleet_doc, rules_doc;
-          for (auto& d : Documents(req.body)) {
-            std::string& slot = alerting::IsRuleFile(d) ? rules_doc : fleet_doc;
-            if (!slot.empty()) {
-              return ErrorResponse(MakeError(
-                  ErrorCode::kInvalidArgument,
-                  filename + ": one fleet document and one rule file at most, split by ---"));
-            }
-            slot = std::move(d);
-          }
-          if (fleet_doc.empty() && rules_doc.empty()) {
-            return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
-                                           filename + ": no YAML document in the file"));
-          }
-          if (fleet_doc.empty()) return ApplyRules(ctx, who, rules_doc, filename, dry_run);
-          auto spec = ParseFleetSpec(fleet_doc, filename, *ctx.catalog);
-          if (!spec.ok()) return ErrorResponse(spec.error());
-          // The rule file and the channels, checked before anything changes: both are the
-          // whole fleet's, and channels an admin's.
-          std::optional<alerting::RuleFile> rules;
-          if (!rules_doc.empty()) {
-            if (!ctx.alerts) return AlertingUnavailable();
-            if (auto s = RequireFleetWide(who); !s.ok()) return ErrorResponse(s.error());
-            auto file = alerting::ParseRuleFile(rules_doc, filename);
-            if (!file.ok()) return ErrorResponse(file.error());
-            rules = std::move(file).value();
-          }
-          std::optional<ChannelPlan> channels;
-          if (spec->channels) {
-            if (who.role < Role::kAdmin) {
-              return ErrorResponse(MakeError(ErrorCode::kPermissionDenied,
-                                             "token '" + who.name +
-                                                 "' may not change alert channels: the file's "
-                                                 "channels need an admin token"));
-            }
-            if (auto s = RequireFleetWide(who); !s.ok()) return ErrorResponse(s.error());
-            // The diff shows what --prune would delete, as it does for pools.
-            auto plan = PlanChannels(ctx, *spec->channels, filename, prune || dry_run);
-            if (!plan.ok()) return ErrorResponse(plan.error());
-            channels = std::move(plan).value();
-          }
-          // Teams: the file's need an admin's fleet-wide token, as channels do; the teams
-          // clusters and pools name must be known either way.
-          if (spec->teams) {
-            if (who.role < Role::kAdmin) {
-              return ErrorResponse(MakeError(ErrorCode::kPermissionDenied,
-                                             "token '" + who.name +
-                                                 "' may not change teams: the file's teams "
-                                                 "need an admin token"));
-            }
-            if (auto s = RequireFleetWide(who); !s.ok()) return ErrorResponse(s.error());
-          }
-          auto teams = PlanTeams(ctx, spec.value(), channels, filename, prune || dry_run);
-          if (!teams.ok()) return ErrorResponse(teams.error());
-          for (const auto& c : spec->clusters) {
-            if (!who.CanSeeCluster(c.name)) {
-              return ErrorResponse(
-                  MakeError(ErrorCode::kPermissionDenied,
-                            "token '" + who.name + "' may not change cluster '" + c.name + "'"));
-            }
-          }
-          // Scaling policies are checked before anything changes.
-          if (!spec->scaling.empty() && !ctx.scaling) {
-            return ErrorResponse(MakeError(ErrorCode::kUnavailable,
-                                           "autoscaling is not running: no scaling blocks"));
-          }
-          for (const auto& sc : spec->scaling) {
-            if (auto s = ctx.scaling->Check(sc); !s.ok()) {
-              return ErrorResponse(
-                  MakeError(ErrorCode::kInvalidArgument,
-                            filename + ": pool " + sc.pool + ": scaling." + s.error().message));
-            }
-          }
-          PrunePlan plan;
-          if (prune) {
-            auto planned = PlanPrune(ctx, who, spec.value());
-            if (!planned.ok()) return ErrorResponse(planned.error());
-            plan = std::move(planned.value());
-          }
-          if (dry_run) {
-            auto changes = ctx.fleet.Diff(spec.value());
-            if (!changes.ok()) return ErrorResponse(changes.error());
-            if (ctx.scaling) {
-              std::vector<PoolScaling> have;
-              for (auto& p : ctx.scaling->Pools()) have.push_back(std::move(p.scaling));
-              for (auto& c : DiffScaling(have, spec.value())) changes->push_back(std::move(c));
-            }
-            if (channels) {
-              for (auto& c : ChannelChanges(*channels)) changes->push_back(std::move(c));
-            }
-            for (auto& c : TeamChanges(*teams)) changes->push_back(std::move(c));
-            if (rules) {
-              for (auto& c : RuleChanges(ctx, *rules)) changes->push_back(std::move(c));
-            }
-            return ObjectResponse(200, {{"dry_run", true},
-                                        {"clusters", spec->clusters.size()},
-                                        {"pools", spec->pools.size()},
-                                        {"scaling", spec->scaling.size()},
-                                        {"changes", ChangesJson(changes.value())}});
-          }
-          // Channels and teams first: the teams name channels, clusters and pools name teams.
-          json::object extra;
-          if (channels) {
-            for (const auto& c : channels->create) {
-              if (auto st = ctx.store.alerting->CreateChannel(c); !st.ok())
-                return ErrorResponse(st.error());
-            }
-            for (const auto& c : channels->update) {
-              if (auto st = ctx.store.alerting->UpdateChannel(c); !st.ok())
-                return ErrorResponse(st.error());
-            }
-          }
-          for (const auto& t : teams->create) {
-            if (auto made = ctx.teams->Create(t); !made.ok()) return ErrorResponse(made.error());
-          }
-          for (const auto& t : teams->update) {
-            if (auto done = ctx.teams->Replace(t); !done.ok()) return ErrorResponse(done.error());
-          }
-          auto counts = ctx.fleet.Apply(spec.value());
-          if (!counts.ok()) return ErrorResponse(counts.error());
-          if (auto s = ctx.fleet.Prune(plan); !s.ok()) return ErrorResponse(s.error());
-          for (const auto& pool : plan.pools) {
-            if (ctx.scaling) (void)ctx.scaling->DeletePolicy(pool, who.name);  // none: fine
-          }
-          int set = 0, unchanged = 0;
-          for (const auto& sc : spec->scaling) {
-            bool changed = false;
-            auto r = ctx.scaling->SetPolicy(sc, who.name, &changed);
-            if (!r.ok()) return ErrorResponse(r.error());
-            ++(changed ? set : unchanged);
-          }
-          for (const auto& name : teams->remove) {
-            if (auto st = ctx.teams->Delete(name); !st.ok()) return ErrorResponse(st.error());
-          }
-          if (spec->teams) {
-            extra["teams"] = {{"created", teams->create.size()},
-                              {"updated", teams->update.size()},
-                              {"unchanged", teams->unchanged},
-                              {"deleted", json::value_from(teams->remove)}};
-          }
-          if (channels) {
-            for (const auto& name : channels->remove) {
-              if (auto st = ctx.store.alerting->DeleteChannel(name); !st.ok())
-                return ErrorResponse(st.error());
-            }
-            extra["channels"] = {{"created", channels->create.size()},
-                                 {"updated", channels->update.size()},
-                                 {"unchanged", channels->unchanged},
-                                 {"deleted", json::value_from(channels->remove)}};
-          }
-          if (rules) {
-            auto applied = ctx.alerts->ApplyRuleFile(*rules);
-            if (!applied.ok()) return ErrorResponse(applied.error());
-            const auto& a = applied.value();
-            extra["rules"] = {{"created", a.created},
-                              {"updated", a.updated},
-                              {"unchanged", a.unchanged},
-                              {"deleted", a.deleted}};
-          }
-          const auto& c = counts.value();
-          json::object reply{{"clusters",
-                              {{"created", c.clusters_created},
-                               {"updated", c.clusters_updated},
-                               {"unchanged", c.clusters_unchanged}}},
-                             {"pools",
-                              {{"created", c.pools_created},
-                               {"updated", c.pools_updated},
-                               {"unchanged", c.pools_unchanged}}},
-                             {"scaling", {{"set", set}, {"unchanged", unchanged}}},
-                             {"deleted",
-                              {{"clusters", json::value_from(plan.clusters)},
-                               {"pools", json::value_from(plan.pools)}}}};
-          for (auto& [k, v] : extra) reply[k] = std::move(v);
-          return ObjectResponse(200, reply);
-        }();
-        r.audit_target = "fleet/" + filename;
-        if (r.status == 200) r.audit_after = r.body;
-        return r;
-      });
+      }
+    }
+    r.body = WriteFleetSpec(spec);
+    if (!rules.empty()) r.body += "---\n" + alerting::WriteRuleFile(rules);
+  }
+  return r;
+}
+
+}  // namespace
+
+void AddApplyRoutes(Router& router, ApiContext& ctx) {
+  router.Add("POST", "/api/v1/apply", Role::kOperator,
+             [&ctx](const Request& req, const Principal& who) { return PostApply(ctx, req, who); });
   router.TakesYaml();
   router.Scoped(Scope::kClusters);  // a fleet or rule file, as YAML
 
-  router.Add(
-      "GET", "/api/v1/export", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
-        std::string format = "fleet";
-        if (auto f = req.query.find("format"); f != req.query.end() && !f->second.empty()) {
-          format = f->second;
-        }
-        if (format != "fleet" && format != "ansible") {
-          return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
-                                         "format: '" + format + "' is not one of fleet, ansible"));
-        }
-        auto clusters = ctx.fleet.Clusters();
-        if (!clusters.ok()) return ErrorResponse(clusters.error());
-        auto pools = ctx.fleet.Pools();
-        if (!pools.ok()) return ErrorResponse(pools.error());
-        FleetSpec spec;
-        for (auto& c : clusters.value()) {
-          if (who.CanSeeCluster(c.name)) spec.clusters.push_back(std::move(c));
-        }
-        std::map<std::string, PoolScaling> policies;
-        if (ctx.scaling) {
-          for (auto& s : ctx.scaling->Pools()) policies[s.scaling.pool] = std::move(s.scaling);
-        }
-        for (auto& p : pools.value()) {
-          if (!who.CanSeeCluster(p.cluster)) continue;
-          if (auto it = policies.find(p.name); it != policies.end())
-            spec.scaling.push_back(it->second);
-          spec.pools.push_back(std::move(p));
-        }
-        Response r;
-        r.content_type = "application/yaml";
-        if (format == "ansible") {
-          std::vector<Node> nodes;
-          for (auto& n : ctx.fleet.Nodes({})) {
-            if (who.CanSeeCluster(n.cluster)) nodes.push_back(std::move(n));
-          }
-          r.body = WriteAnsibleInventory(spec, nodes);
-        } else {
-          // Channels and rules are the whole fleet's: a fleet-wide token's export has them.
-          std::vector<alerting::Rule> rules;
-          if (who.clusters.empty()) {
-            if (ctx.teams) {
-              auto teams = ctx.teams->List();
-              if (!teams.empty()) spec.teams = std::move(teams);
-            }
-            auto stored = ctx.store.alerting->ListChannels();
-            if (!stored.ok()) return ErrorResponse(stored.error());
-            if (!stored->empty()) spec.channels.emplace();
-            for (const auto& c : stored.value()) {
-              spec.channels->push_back({c.name, ChannelFileJson(c), 0});
-            }
-            if (ctx.alerts) {
-              for (const auto& v : ctx.alerts->Rules()) {
-                if (!v.rule.builtin) rules.push_back(v.rule);
-              }
-            }
-          }
-          r.body = WriteFleetSpec(spec);
-          if (!rules.empty()) r.body += "---\n" + alerting::WriteRuleFile(rules);
-        }
-        return r;
-      });
+  router.Add("GET", "/api/v1/export", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) { return GetExport(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 }
 

@@ -63,59 +63,71 @@ json::object RecordJson(const AuditRecord& r) {
   return o;
 }
 
+// GET /api/v1/audit
+Response GetAudit(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto filter = Filter(req, ctx.clock->NowMs());
+  if (!filter.ok()) return ErrorResponse(filter.error());
+  auto records = ctx.store.audit->QueryAudit(filter.value());
+  if (!records.ok()) return ErrorResponse(records.error());
+  json::array items;
+  for (const auto& r : records.value()) items.push_back(RecordJson(r));
+  return ListResponse(std::move(items), Page{static_cast<size_t>(filter->limit), 0});
+}
+
+// GET /api/v1/audit/verify
+Response GetAuditVerify(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto v = store::VerifyAudit(*ctx.store.audit, ctx.secret_key);
+  if (!v.ok()) return ErrorResponse(v.error());
+  json::object o{{"ok", v->ok},
+                 {"verified", v->verified},
+                 {"unchained", v->unchained},
+                 {"anchor_id", v->anchor_id}};
+  if (!v->ok) {
+    o["first_bad_id"] = v->first_bad_id;
+    o["problem"] = v->problem;
+  }
+  return ObjectResponse(200, o);
+}
+
+// POST /api/v1/audit/prune
+Response PostAuditPrune(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto body = ParseObject(req.body);
+  if (!body.ok()) return ErrorResponse(body.error());
+  if (auto s = OnlyFields(body.value(), {"older_than"}); !s.ok()) {
+    return ErrorResponse(s.error());
+  }
+  auto text = GetString(body.value(), "older_than");
+  if (!text.ok()) return ErrorResponse(text.error());
+  int64_t age = ParseDurationMs(text.value());
+  if (age < 86'400'000) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kInvalidArgument,
+                  "'older_than' must be a duration of at least 1d, such as 90d or 400d"));
+  }
+  int64_t before = ctx.clock->NowMs() - age;
+  auto pruned = ctx.store.audit->PruneAudit(before, ctx.secret_key);
+  if (!pruned.ok()) return ErrorResponse(pruned.error());
+  Response r = ObjectResponse(200, {{"pruned", pruned.value()}, {"before", FormatTime(before)}});
+  r.audit_target = "audit";
+  r.audit_after = JsonText(json::object{{"pruned", pruned.value()}});
+  return r;
+}
+
 }  // namespace
 
 void AddAuditRoutes(Router& router, ApiContext& ctx) {
-  router.Add("GET", "/api/v1/audit", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
-    auto filter = Filter(req, ctx.clock->NowMs());
-    if (!filter.ok()) return ErrorResponse(filter.error());
-    auto records = ctx.store.audit->QueryAudit(filter.value());
-    if (!records.ok()) return ErrorResponse(records.error());
-    json::array items;
-    for (const auto& r : records.value()) items.push_back(RecordJson(r));
-    return ListResponse(std::move(items), Page{static_cast<size_t>(filter->limit), 0});
-  });
-  router.Scoped(Scope::kFleet);
-
-  router.Add("GET", "/api/v1/audit/verify", Role::kAdmin, [&ctx](const Request&, const Principal&) {
-    auto v = store::VerifyAudit(*ctx.store.audit, ctx.secret_key);
-    if (!v.ok()) return ErrorResponse(v.error());
-    json::object o{{"ok", v->ok},
-                   {"verified", v->verified},
-                   {"unchained", v->unchained},
-                   {"anchor_id", v->anchor_id}};
-    if (!v->ok) {
-      o["first_bad_id"] = v->first_bad_id;
-      o["problem"] = v->problem;
-    }
-    return ObjectResponse(200, o);
-  });
+  router.Add("GET", "/api/v1/audit", Role::kAdmin,
+             [&ctx](const Request& req, const Principal& who) { return GetAudit(ctx, req, who); });
   router.Scoped(Scope::kFleet);
 
   router.Add(
-      "POST", "/api/v1/audit/prune", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
-        auto body = ParseObject(req.body);
-        if (!body.ok()) return ErrorResponse(body.error());
-        if (auto s = OnlyFields(body.value(), {"older_than"}); !s.ok()) {
-          return ErrorResponse(s.error());
-        }
-        auto text = GetString(body.value(), "older_than");
-        if (!text.ok()) return ErrorResponse(text.error());
-        int64_t age = ParseDurationMs(text.value());
-        if (age < 86'400'000) {
-          return ErrorResponse(
-              MakeError(ErrorCode::kInvalidArgument,
-                        "'older_than' must be a duration of at least 1d, such as 90d or 400d"));
-        }
-        int64_t before = ctx.clock->NowMs() - age;
-        auto pruned = ctx.store.audit->PruneAudit(before, ctx.secret_key);
-        if (!pruned.ok()) return ErrorResponse(pruned.error());
-        Response r =
-            ObjectResponse(200, {{"pruned", pruned.value()}, {"before", FormatTime(before)}});
-        r.audit_target = "audit";
-        r.audit_after = JsonText(json::object{{"pruned", pruned.value()}});
-        return r;
-      });
+      "GET", "/api/v1/audit/verify", Role::kAdmin,
+      [&ctx](const Request& req, const Principal& who) { return GetAuditVerify(ctx, req, who); });
+  router.Scoped(Scope::kFleet);
+
+  router.Add(
+      "POST", "/api/v1/audit/prune", Role::kAdmin,
+      [&ctx](const Request& req, const Principal& who) { return PostAuditPrune(ctx, req, who); });
   router.Scoped(Scope::kFleet);
 }
 

@@ -207,87 +207,140 @@ Response PutPool(ApiContext& ctx, const Principal& who, const json::object& body
   return PoolReply(ctx, exists ? 200 : 201, pool.name);
 }
 
+// GET /api/v1/clusters
+Response GetClusters(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto page = ParsePage(req);
+  if (!page.ok()) return ErrorResponse(page.error());
+  auto clusters = ctx.fleet.Clusters();
+  if (!clusters.ok()) return ErrorResponse(clusters.error());
+  auto counts = CountBy(ctx, ctx.fleet.Nodes({}), false);
+  json::array items;
+  for (const auto& c : clusters.value()) {
+    if (!who.CanSeeCluster(c.name)) continue;
+    if (auto t = req.query.find("type"); t != req.query.end() && t->second != ToString(c.type))
+      continue;
+    items.push_back(WithCounts(ToJson(c), counts[c.name]));
+  }
+  return ListResponse(std::move(items), page.value());
+}
+
+// GET /api/v1/clusters/{name}
+Response GetClustersName(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto clusters = ctx.fleet.Clusters();
+  if (!clusters.ok()) return ErrorResponse(clusters.error());
+  const std::string& name = req.params.at("name");
+  for (const auto& c : clusters.value()) {
+    if (c.name != name || !who.CanSeeCluster(c.name)) continue;
+    NodeFilter f;
+    f.cluster = name;
+    auto counts = CountBy(ctx, ctx.fleet.Nodes(f), false);
+    return ObjectResponse(200, WithCounts(ToJson(c), counts[name]));
+  }
+  return ErrorResponse(MakeError(ErrorCode::kNotFound, "no cluster '" + name + "'"));
+}
+
+// GET /api/v1/pools
+Response GetPools(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto page = ParsePage(req);
+  if (!page.ok()) return ErrorResponse(page.error());
+  auto pools = ctx.fleet.Pools();
+  if (!pools.ok()) return ErrorResponse(pools.error());
+  auto counts = CountBy(ctx, ctx.fleet.Nodes({}), true);
+  auto cluster = req.query.find("cluster");
+  json::array items;
+  for (const auto& p : pools.value()) {
+    if (!who.CanSeeCluster(p.cluster)) continue;
+    if (cluster != req.query.end() && cluster->second != p.cluster) continue;
+    items.push_back(WithCounts(ToJson(p), counts[p.name]));
+  }
+  return ListResponse(std::move(items), page.value());
+}
+
+// GET /api/v1/pools/{name}
+Response GetPoolsName(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto pool = ctx.fleet.FindPool(req.params.at("name"));
+  if (!pool.ok() || !who.CanSeeCluster(pool->cluster)) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kNotFound, "no pool '" + req.params.at("name") + "'"));
+  }
+  NodeFilter f;
+  f.pool = pool->name;
+  auto counts = CountBy(ctx, ctx.fleet.Nodes(f), true);
+  return ObjectResponse(200, WithCounts(ToJson(pool.value()), counts[pool->name]));
+}
+
+// POST /api/v1/clusters
+Response PostClusters(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto body = BodyObject(req);
+  Response r = body.ok() ? PutCluster(ctx, who, body.value(), true) : ErrorResponse(body.error());
+  if (body.ok() && body->contains("name") && body->at("name").is_string()) {
+    r.audit_target = "cluster/" + std::string(body->at("name").as_string());
+  }
+  if (r.status < 300) r.audit_after = r.body;
+  return r;
+}
+
+// DELETE /api/v1/clusters/{name}
+Response DeleteClustersName(ApiContext& ctx, const Request& req, const Principal& who) {
+  const std::string& name = req.params.at("name");
+  auto before = FindCluster(ctx, who, name);
+  Response r = [&] {
+    if (!before.ok()) return ErrorResponse(before.error());
+    auto pools = ctx.fleet.Pools();
+    if (!pools.ok()) return ErrorResponse(pools.error());
+    std::string held;
+    for (const auto& p : pools.value()) {
+      if (p.cluster == name) held += (held.empty() ? "" : ", ") + p.name;
+    }
+    if (!held.empty()) {
+      return ErrorResponse(MakeError(ErrorCode::kConflict, "cluster '" + name + "' has pools (" +
+                                                               held + "): delete them first"));
+    }
+    if (auto s = ctx.fleet.Prune({{}, {name}}); !s.ok()) return ErrorResponse(s.error());
+    return ObjectResponse(200, {{"name", name}, {"deleted", true}});
+  }();
+  r.audit_target = "cluster/" + name;
+  if (before.ok()) r.audit_before = ClusterObject(before.value());
+  return r;
+}
+
+// POST /api/v1/pools
+Response PostPools(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto body = BodyObject(req);
+  Response r =
+      body.ok() ? PutPool(ctx, who, body.value(), true, false) : ErrorResponse(body.error());
+  if (body.ok() && body->contains("name") && body->at("name").is_string()) {
+    r.audit_target = "pool/" + std::string(body->at("name").as_string());
+  }
+  if (r.status < 300) r.audit_after = r.body;
+  return r;
+}
+
 }  // namespace
 
 void AddClusterRoutes(Router& router, ApiContext& ctx) {
-  router.Add("GET", "/api/v1/clusters", Role::kViewer,
-             [&ctx](const Request& req, const Principal& who) {
-               auto page = ParsePage(req);
-               if (!page.ok()) return ErrorResponse(page.error());
-               auto clusters = ctx.fleet.Clusters();
-               if (!clusters.ok()) return ErrorResponse(clusters.error());
-               auto counts = CountBy(ctx, ctx.fleet.Nodes({}), false);
-               json::array items;
-               for (const auto& c : clusters.value()) {
-                 if (!who.CanSeeCluster(c.name)) continue;
-                 if (auto t = req.query.find("type");
-                     t != req.query.end() && t->second != ToString(c.type))
-                   continue;
-                 items.push_back(WithCounts(ToJson(c), counts[c.name]));
-               }
-               return ListResponse(std::move(items), page.value());
-             });
+  router.Add(
+      "GET", "/api/v1/clusters", Role::kViewer,
+      [&ctx](const Request& req, const Principal& who) { return GetClusters(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
-  router.Add("GET", "/api/v1/clusters/{name}", Role::kViewer,
-             [&ctx](const Request& req, const Principal& who) {
-               auto clusters = ctx.fleet.Clusters();
-               if (!clusters.ok()) return ErrorResponse(clusters.error());
-               const std::string& name = req.params.at("name");
-               for (const auto& c : clusters.value()) {
-                 if (c.name != name || !who.CanSeeCluster(c.name)) continue;
-                 NodeFilter f;
-                 f.cluster = name;
-                 auto counts = CountBy(ctx, ctx.fleet.Nodes(f), false);
-                 return ObjectResponse(200, WithCounts(ToJson(c), counts[name]));
-               }
-               return ErrorResponse(MakeError(ErrorCode::kNotFound, "no cluster '" + name + "'"));
-             });
+  router.Add(
+      "GET", "/api/v1/clusters/{name}", Role::kViewer,
+      [&ctx](const Request& req, const Principal& who) { return GetClustersName(ctx, req, who); });
   router.Scoped(Scope::kClusters, ScopeObject::kCluster);
 
   router.Add("GET", "/api/v1/pools", Role::kViewer,
-             [&ctx](const Request& req, const Principal& who) {
-               auto page = ParsePage(req);
-               if (!page.ok()) return ErrorResponse(page.error());
-               auto pools = ctx.fleet.Pools();
-               if (!pools.ok()) return ErrorResponse(pools.error());
-               auto counts = CountBy(ctx, ctx.fleet.Nodes({}), true);
-               auto cluster = req.query.find("cluster");
-               json::array items;
-               for (const auto& p : pools.value()) {
-                 if (!who.CanSeeCluster(p.cluster)) continue;
-                 if (cluster != req.query.end() && cluster->second != p.cluster) continue;
-                 items.push_back(WithCounts(ToJson(p), counts[p.name]));
-               }
-               return ListResponse(std::move(items), page.value());
-             });
+             [&ctx](const Request& req, const Principal& who) { return GetPools(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
-  router.Add("GET", "/api/v1/pools/{name}", Role::kViewer,
-             [&ctx](const Request& req, const Principal& who) {
-               auto pool = ctx.fleet.FindPool(req.params.at("name"));
-               if (!pool.ok() || !who.CanSeeCluster(pool->cluster)) {
-                 return ErrorResponse(
-                     MakeError(ErrorCode::kNotFound, "no pool '" + req.params.at("name") + "'"));
-               }
-               NodeFilter f;
-               f.pool = pool->name;
-               auto counts = CountBy(ctx, ctx.fleet.Nodes(f), true);
-               return ObjectResponse(200, WithCounts(ToJson(pool.value()), counts[pool->name]));
-             });
+  router.Add(
+      "GET", "/api/v1/pools/{name}", Role::kViewer,
+      [&ctx](const Request& req, const Principal& who) { return GetPoolsName(ctx, req, who); });
   router.Scoped(Scope::kClusters, ScopeObject::kPool);
 
-  router.Add("POST", "/api/v1/clusters", Role::kOperator,
-             [&ctx](const Request& req, const Principal& who) {
-               auto body = BodyObject(req);
-               Response r = body.ok() ? PutCluster(ctx, who, body.value(), true)
-                                      : ErrorResponse(body.error());
-               if (body.ok() && body->contains("name") && body->at("name").is_string()) {
-                 r.audit_target = "cluster/" + std::string(body->at("name").as_string());
-               }
-               if (r.status < 300) r.audit_after = r.body;
-               return r;
-             });
+  router.Add(
+      "POST", "/api/v1/clusters", Role::kOperator,
+      [&ctx](const Request& req, const Principal& who) { return PostClusters(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
   // PUT replaces a cluster with the body; PATCH merges the body into the one stored (404 when
@@ -325,42 +378,12 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
 
   router.Add("DELETE", "/api/v1/clusters/{name}", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
-               const std::string& name = req.params.at("name");
-               auto before = FindCluster(ctx, who, name);
-               Response r = [&] {
-                 if (!before.ok()) return ErrorResponse(before.error());
-                 auto pools = ctx.fleet.Pools();
-                 if (!pools.ok()) return ErrorResponse(pools.error());
-                 std::string held;
-                 for (const auto& p : pools.value()) {
-                   if (p.cluster == name) held += (held.empty() ? "" : ", ") + p.name;
-                 }
-                 if (!held.empty()) {
-                   return ErrorResponse(MakeError(
-                       ErrorCode::kConflict,
-                       "cluster '" + name + "' has pools (" + held + "): delete them first"));
-                 }
-                 if (auto s = ctx.fleet.Prune({{}, {name}}); !s.ok())
-                   return ErrorResponse(s.error());
-                 return ObjectResponse(200, {{"name", name}, {"deleted", true}});
-               }();
-               r.audit_target = "cluster/" + name;
-               if (before.ok()) r.audit_before = ClusterObject(before.value());
-               return r;
+               return DeleteClustersName(ctx, req, who);
              });
   router.Scoped(Scope::kClusters, ScopeObject::kCluster);
 
-  router.Add(
-      "POST", "/api/v1/pools", Role::kOperator, [&ctx](const Request& req, const Principal& who) {
-        auto body = BodyObject(req);
-        Response r =
-            body.ok() ? PutPool(ctx, who, body.value(), true, false) : ErrorResponse(body.error());
-        if (body.ok() && body->contains("name") && body->at("name").is_string()) {
-          r.audit_target = "pool/" + std::string(body->at("name").as_string());
-        }
-        if (r.status < 300) r.audit_after = r.body;
-        return r;
-      });
+  router.Add("POST", "/api/v1/pools", Role::kOperator,
+             [&ctx](const Request& req, const Principal& who) { return PostPools(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
   // The pool as it is stored, in its REST form, with its scaling block; "" when there is none.

@@ -92,6 +92,37 @@ std::string AuditSummary(const lifecycle::MatrixInEffect& in) {
                                {"gpu_operator", in.matrix->operators().size()}});
 }
 
+// GET /api/v1/compat/check
+Response GetCompatCheck(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.compat) return CompatUnavailable();
+  const std::string pool = req.Param("pool"), driver = req.Param("driver");
+  if (pool.empty() || driver.empty()) {
+    return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                   "give ?pool=POOL&driver=VERSION (and &cuda=VERSION to "
+                                   "check another CUDA than the pool's)"));
+  }
+  auto found = ctx.fleet.FindPool(pool);
+  if (!found.ok() || !who.CanSeeCluster(found->cluster)) {
+    return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + pool + "'"));
+  }
+  const std::string cuda = req.Param("cuda");
+  if (!cuda.empty()) {
+    CompatNeeds needs;
+    needs.cuda = cuda;
+    if (std::string why = ValidateNeeds(needs); !why.empty()) {
+      return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                     "cuda: '" + cuda + "' must be a version such as 12.8"));
+    }
+  }
+  auto result = ctx.compat->Check(pool, driver, cuda);
+  if (!result.ok()) return ErrorResponse(result.error());
+  return ObjectResponse(200, {{"ok", result->ok},
+                              {"pool", pool},
+                              {"driver", driver},
+                              {"failed", RulesJson(result->failed)},
+                              {"passed", RulesJson(result->passed)}});
+}
+
 }  // namespace
 
 void AddCompatRoutes(Router& router, ApiContext& ctx) {
@@ -145,35 +176,7 @@ void AddCompatRoutes(Router& router, ApiContext& ctx) {
   router.Scoped(Scope::kFleet);
   router.Add(
       "GET", "/api/v1/compat/check", Role::kViewer,
-      [&ctx](const Request& req, const Principal& who) {
-        if (!ctx.compat) return CompatUnavailable();
-        const std::string pool = req.Param("pool"), driver = req.Param("driver");
-        if (pool.empty() || driver.empty()) {
-          return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
-                                         "give ?pool=POOL&driver=VERSION (and &cuda=VERSION to "
-                                         "check another CUDA than the pool's)"));
-        }
-        auto found = ctx.fleet.FindPool(pool);
-        if (!found.ok() || !who.CanSeeCluster(found->cluster)) {
-          return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + pool + "'"));
-        }
-        const std::string cuda = req.Param("cuda");
-        if (!cuda.empty()) {
-          CompatNeeds needs;
-          needs.cuda = cuda;
-          if (std::string why = ValidateNeeds(needs); !why.empty()) {
-            return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
-                                           "cuda: '" + cuda + "' must be a version such as 12.8"));
-          }
-        }
-        auto result = ctx.compat->Check(pool, driver, cuda);
-        if (!result.ok()) return ErrorResponse(result.error());
-        return ObjectResponse(200, {{"ok", result->ok},
-                                    {"pool", pool},
-                                    {"driver", driver},
-                                    {"failed", RulesJson(result->failed)},
-                                    {"passed", RulesJson(result->passed)}});
-      });
+      [&ctx](const Request& req, const Principal& who) { return GetCompatCheck(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 }
 

@@ -101,80 +101,92 @@ Result<json::object> Remediation(const DriftFinding& f, const Profile& profile) 
                       {"why", "a " + kind + " rollout of " + f.node + " to " + target}};
 }
 
+// GET /api/v1/drift
+Response GetDrift(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.drift) return Unavailable();
+  auto page = ParsePage(req);
+  if (!page.ok()) return ErrorResponse(page.error());
+  lifecycle::DriftFilter filter;
+  filter.node = req.Param("node");
+  filter.pool = req.Param("pool");
+  filter.cluster = req.Param("cluster");
+  filter.clusters = who.clusters;
+  filter.state = req.Param("state");
+  filter.severity = req.Param("severity");
+  if (!filter.state.empty() && filter.state != "open" && filter.state != "remediating" &&
+      filter.state != "resolved") {
+    return ErrorResponse(
+        MakeError(ErrorCode::kInvalidArgument, "'state' must be open, remediating or resolved"));
+  }
+  if (!filter.severity.empty() && lifecycle::SeverityRank(filter.severity) == 0) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kInvalidArgument, "'severity' must be critical, high, medium or low"));
+  }
+  auto all = ctx.drift->List(filter);
+  std::map<std::string, int64_t> states{{"open", 0}, {"remediating", 0}, {"resolved", 0}};
+  std::map<std::string, int64_t> severities{
+      {"critical", 0}, {"high", 0}, {"medium", 0}, {"low", 0}};
+  std::map<std::string, bool> drifted;
+  for (const auto& f : all) {
+    ++states[f.state];
+    if (f.state == "resolved") continue;
+    ++severities[f.severity];
+    drifted[f.node] = true;
+  }
+  json::array items;
+  const size_t end = std::min(all.size(), page->offset + page->limit);
+  for (size_t i = page->offset; i < end; ++i) items.push_back(FindingJson(all[i]));
+  json::object summary{{"nodes_drifted", static_cast<int64_t>(drifted.size())}};
+  for (const auto& [s, n] : states) summary[s] = n;
+  json::object by_severity;
+  for (const auto& [s, n] : severities) by_severity[s] = n;
+  summary["by_severity"] = std::move(by_severity);
+  return ObjectResponse(200, {{"items", std::move(items)},
+                              {"total", static_cast<int64_t>(all.size())},
+                              {"limit", page->limit},
+                              {"offset", page->offset},
+                              {"summary", std::move(summary)}});
+}
+
+// GET /api/v1/drift/{id}
+Response GetDriftId(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.drift) return Unavailable();
+  auto f = Find(ctx, req, who);
+  if (!f.ok()) return ErrorResponse(f.error());
+  json::object o = FindingJson(f.value());
+  auto p = ctx.drift->NodeProfile(f->node, f->pool);  // none: the pool is gone
+  o["profile"] = json::parse(ProfileJson(p.ok() ? p.value() : Profile{}));
+  return ObjectResponse(200, o);
+}
+
+// GET /api/v1/drift/{id}/remediation
+Response GetDriftIdRemediation(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.drift) return Unavailable();
+  auto f = Find(ctx, req, who);
+  if (!f.ok()) return ErrorResponse(f.error());
+  auto p = ctx.drift->NodeProfile(f->node, f->pool);
+  auto r = Remediation(f.value(), p.ok() ? p.value() : Profile{});
+  if (!r.ok()) return ErrorResponse(r.error());
+  json::object o = std::move(r).value();
+  o["finding"] = FindingJson(f.value());
+  return ObjectResponse(200, o);
+}
+
 }  // namespace
 
 void AddDriftRoutes(Router& router, ApiContext& ctx) {
-  router.Add(
-      "GET", "/api/v1/drift", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
-        if (!ctx.drift) return Unavailable();
-        auto page = ParsePage(req);
-        if (!page.ok()) return ErrorResponse(page.error());
-        lifecycle::DriftFilter filter;
-        filter.node = req.Param("node");
-        filter.pool = req.Param("pool");
-        filter.cluster = req.Param("cluster");
-        filter.clusters = who.clusters;
-        filter.state = req.Param("state");
-        filter.severity = req.Param("severity");
-        if (!filter.state.empty() && filter.state != "open" && filter.state != "remediating" &&
-            filter.state != "resolved") {
-          return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
-                                         "'state' must be open, remediating or resolved"));
-        }
-        if (!filter.severity.empty() && lifecycle::SeverityRank(filter.severity) == 0) {
-          return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
-                                         "'severity' must be critical, high, medium or low"));
-        }
-        auto all = ctx.drift->List(filter);
-        std::map<std::string, int64_t> states{{"open", 0}, {"remediating", 0}, {"resolved", 0}};
-        std::map<std::string, int64_t> severities{
-            {"critical", 0}, {"high", 0}, {"medium", 0}, {"low", 0}};
-        std::map<std::string, bool> drifted;
-        for (const auto& f : all) {
-          ++states[f.state];
-          if (f.state == "resolved") continue;
-          ++severities[f.severity];
-          drifted[f.node] = true;
-        }
-        json::array items;
-        const size_t end = std::min(all.size(), page->offset + page->limit);
-        for (size_t i = page->offset; i < end; ++i) items.push_back(FindingJson(all[i]));
-        json::object summary{{"nodes_drifted", static_cast<int64_t>(drifted.size())}};
-        for (const auto& [s, n] : states) summary[s] = n;
-        json::object by_severity;
-        for (const auto& [s, n] : severities) by_severity[s] = n;
-        summary["by_severity"] = std::move(by_severity);
-        return ObjectResponse(200, {{"items", std::move(items)},
-                                    {"total", static_cast<int64_t>(all.size())},
-                                    {"limit", page->limit},
-                                    {"offset", page->offset},
-                                    {"summary", std::move(summary)}});
-      });
+  router.Add("GET", "/api/v1/drift", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) { return GetDrift(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
-  router.Add("GET", "/api/v1/drift/{id}", Role::kViewer,
-             [&ctx](const Request& req, const Principal& who) {
-               if (!ctx.drift) return Unavailable();
-               auto f = Find(ctx, req, who);
-               if (!f.ok()) return ErrorResponse(f.error());
-               json::object o = FindingJson(f.value());
-               auto p = ctx.drift->NodeProfile(f->node, f->pool);  // none: the pool is gone
-               o["profile"] = json::parse(ProfileJson(p.ok() ? p.value() : Profile{}));
-               return ObjectResponse(200, o);
-             });
+  router.Add(
+      "GET", "/api/v1/drift/{id}", Role::kViewer,
+      [&ctx](const Request& req, const Principal& who) { return GetDriftId(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/drift/{id}/remediation", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
-               if (!ctx.drift) return Unavailable();
-               auto f = Find(ctx, req, who);
-               if (!f.ok()) return ErrorResponse(f.error());
-               auto p = ctx.drift->NodeProfile(f->node, f->pool);
-               auto r = Remediation(f.value(), p.ok() ? p.value() : Profile{});
-               if (!r.ok()) return ErrorResponse(r.error());
-               json::object o = std::move(r).value();
-               o["finding"] = FindingJson(f.value());
-               return ObjectResponse(200, o);
+               return GetDriftIdRemediation(ctx, req, who);
              });
   router.Scoped(Scope::kClusters);
 }

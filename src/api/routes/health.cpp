@@ -42,74 +42,79 @@ json::object NodeJson(const health::NodeHealth& n) {
           {"gpus", std::move(gpus)}};
 }
 
+// GET /api/v1/health
+Response GetHealth(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.health) {
+    return ErrorResponse(MakeError(ErrorCode::kUnavailable, "the health model is not running"));
+  }
+  auto page = ParsePage(req);
+  if (!page.ok()) return ErrorResponse(page.error());
+  std::string show = req.Param("show").empty() ? "problems" : req.Param("show");
+  if (show != "problems" && show != "all") {
+    return ErrorResponse(MakeError(ErrorCode::kInvalidArgument, "'show' must be problems or all"));
+  }
+  NodeFilter filter;
+  filter.cluster = req.Param("cluster");
+  filter.pool = req.Param("pool");
+  filter.name = req.Param("node");
+  filter.clusters = who.clusters;
+  health::HealthCounts fleet;
+  std::map<std::string, health::HealthCounts> clusters;
+  json::array items;
+  for (const auto& n : ctx.health->Evaluate(filter)) {
+    fleet.Add(n);
+    clusters[n.cluster].Add(n);
+    if (show == "all" || n.health != NodeState::kReady) items.push_back(NodeJson(n));
+  }
+  json::array by_cluster;
+  auto breakers = ctx.health->Breakers();
+  for (const auto& [name, c] : clusters) {
+    json::object o = CountsJson(c);
+    o["cluster"] = name;
+    auto b = breakers.find(name);
+    o["remediation_breaker_open"] = b != breakers.end() && b->second;
+    by_cluster.push_back(std::move(o));
+  }
+  size_t total = items.size();
+  json::array paged;
+  for (size_t i = page->offset; i < total && paged.size() < page->limit; ++i) {
+    paged.push_back(std::move(items[i]));
+  }
+  return ObjectResponse(200, {{"summary", CountsJson(fleet)},
+                              {"clusters", std::move(by_cluster)},
+                              {"items", std::move(paged)},
+                              {"total", total},
+                              {"show", show}});
+}
+
+// GET /api/v1/xids
+Response GetXids(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.health) {
+    return ErrorResponse(MakeError(ErrorCode::kUnavailable, "the health model is not running"));
+  }
+  json::array items;
+  for (const auto& x : ctx.health->xid_catalog().all()) {
+    items.push_back(json::object{{"xid", x.xid},
+                                 {"name", x.name},
+                                 {"description", x.description},
+                                 {"severity", ToString(x.severity)},
+                                 {"action", x.action},
+                                 {"hold_ms", x.hold_ms}});
+  }
+  auto page = ParsePage(req);
+  if (!page.ok()) return ErrorResponse(page.error());
+  return ListResponse(std::move(items), page.value());
+}
+
 }  // namespace
 
 void AddHealthRoutes(Router& router, ApiContext& ctx) {
   router.Add("GET", "/api/v1/health", Role::kViewer,
-             [&ctx](const Request& req, const Principal& who) {
-               if (!ctx.health) {
-                 return ErrorResponse(
-                     MakeError(ErrorCode::kUnavailable, "the health model is not running"));
-               }
-               auto page = ParsePage(req);
-               if (!page.ok()) return ErrorResponse(page.error());
-               std::string show = req.Param("show").empty() ? "problems" : req.Param("show");
-               if (show != "problems" && show != "all") {
-                 return ErrorResponse(
-                     MakeError(ErrorCode::kInvalidArgument, "'show' must be problems or all"));
-               }
-               NodeFilter filter;
-               filter.cluster = req.Param("cluster");
-               filter.pool = req.Param("pool");
-               filter.name = req.Param("node");
-               filter.clusters = who.clusters;
-               health::HealthCounts fleet;
-               std::map<std::string, health::HealthCounts> clusters;
-               json::array items;
-               for (const auto& n : ctx.health->Evaluate(filter)) {
-                 fleet.Add(n);
-                 clusters[n.cluster].Add(n);
-                 if (show == "all" || n.health != NodeState::kReady) items.push_back(NodeJson(n));
-               }
-               json::array by_cluster;
-               auto breakers = ctx.health->Breakers();
-               for (const auto& [name, c] : clusters) {
-                 json::object o = CountsJson(c);
-                 o["cluster"] = name;
-                 auto b = breakers.find(name);
-                 o["remediation_breaker_open"] = b != breakers.end() && b->second;
-                 by_cluster.push_back(std::move(o));
-               }
-               size_t total = items.size();
-               json::array paged;
-               for (size_t i = page->offset; i < total && paged.size() < page->limit; ++i) {
-                 paged.push_back(std::move(items[i]));
-               }
-               return ObjectResponse(200, {{"summary", CountsJson(fleet)},
-                                           {"clusters", std::move(by_cluster)},
-                                           {"items", std::move(paged)},
-                                           {"total", total},
-                                           {"show", show}});
-             });
+             [&ctx](const Request& req, const Principal& who) { return GetHealth(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
-  router.Add("GET", "/api/v1/xids", Role::kViewer, [&ctx](const Request& req, const Principal&) {
-    if (!ctx.health) {
-      return ErrorResponse(MakeError(ErrorCode::kUnavailable, "the health model is not running"));
-    }
-    json::array items;
-    for (const auto& x : ctx.health->xid_catalog().all()) {
-      items.push_back(json::object{{"xid", x.xid},
-                                   {"name", x.name},
-                                   {"description", x.description},
-                                   {"severity", ToString(x.severity)},
-                                   {"action", x.action},
-                                   {"hold_ms", x.hold_ms}});
-    }
-    auto page = ParsePage(req);
-    if (!page.ok()) return ErrorResponse(page.error());
-    return ListResponse(std::move(items), page.value());
-  });
+  router.Add("GET", "/api/v1/xids", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) { return GetXids(ctx, req, who); });
   router.Scoped(Scope::kAny);
 }
 

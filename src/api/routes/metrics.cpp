@@ -217,6 +217,160 @@ std::vector<GpuRef> SelectGpus(ApiContext& ctx, const Request& req, const Princi
   return out;
 }
 
+// GET /healthz
+Response GetHealthz(ApiContext& ctx, const Request& req, const Principal& who) {
+  json::object o;
+  json::object store{{"backend", ctx.store.database->backend()}};
+  auto ping = ctx.store.database->Ping();
+  store["ok"] = ping.ok();
+  // Not the error itself: it names the database's host, and this route is public.
+  if (!ping.ok()) store["error"] = "the store does not answer";
+  // The telemetry log: a controller that cannot write it acknowledges nothing, and says
+  // so here (the reason, "No space left on device", names no host).
+  const std::string wal_error = ctx.telemetry.write_error();
+  json::object telemetry{{"ok", wal_error.empty()}};
+  if (!wal_error.empty()) telemetry["error"] = wal_error;
+  const bool ok = ping.ok() && wal_error.empty();
+  o["status"] = ok ? "ok" : "unavailable";
+  o["store"] = std::move(store);
+  o["telemetry"] = std::move(telemetry);
+  return JsonResponse(ok ? 200 : 503, json::serialize(o));
+}
+
+// GET /api/v1/query_range
+Response GetQueryRange(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto field = ParseField(req.Param("metric"));
+  if (!field) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kInvalidArgument, "'metric' must name a field, e.g. metric=gpu_util"));
+  }
+  int64_t now = ctx.clock->NowMs();
+  auto end = TimeParam(req, "end", now, now);
+  if (!end.ok()) return ErrorResponse(end.error());
+  auto start = TimeParam(req, "start", now, end.value() - 3'600'000);
+  if (!start.ok()) return ErrorResponse(start.error());
+  // Checked by QueryRange (-1: not a duration).
+  int64_t step = req.Param("step").empty() ? 60'000 : ParseDurationMs(req.Param("step"));
+  std::string agg = req.Param("agg").empty() ? "avg" : req.Param("agg");
+  auto parsed_agg = ParseRangeAgg(agg);
+  if (!parsed_agg) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kInvalidArgument, "'agg' must be avg, min, max, sum or p95"));
+  }
+  std::string by = req.Param("by").empty() ? "gpu" : req.Param("by");
+  auto parsed_by = ParseRangeBy(by);
+  if (!parsed_by) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kInvalidArgument, "'by' must be gpu, node, pool or cluster"));
+  }
+  std::vector<RangeGpu> gpus;
+  for (GpuRef& g : SelectGpus(ctx, req, who)) {
+    gpus.push_back(
+        {std::move(g.node), std::move(g.cluster), std::move(g.pool), std::move(g.uuid), g.index});
+  }
+  RangeQuery query{*field, start.value(), end.value(), step, *parsed_agg, *parsed_by};
+  auto result = QueryRange(ctx.telemetry, query, gpus);
+  if (!result.ok()) return ErrorResponse(result.error());
+  json::array series;
+  for (const RangeSeries& s : result->series) {
+    json::array points;
+    for (const auto& [t, v] : s.points) points.push_back(json::array{t, v});
+    const RangeGpu& l = s.labels;
+    json::object o;
+    switch (query.by) {
+      case RangeBy::kGpu:
+        o = {{"node", l.node},
+             {"gpu", l.index},
+             {"uuid", l.uuid},
+             {"cluster", l.cluster},
+             {"pool", l.pool}};
+        break;
+      case RangeBy::kNode:
+        o = {{"node", l.node}, {"cluster", l.cluster}, {"pool", l.pool}, {"gpus", s.gpus}};
+        break;
+      case RangeBy::kPool:
+        o = {{"pool", l.pool}, {"cluster", l.cluster}, {"gpus", s.gpus}};
+        break;
+      case RangeBy::kCluster:
+        o = {{"cluster", l.cluster}, {"gpus", s.gpus}};
+        break;
+    }
+    o["points"] = std::move(points);
+    series.push_back(std::move(o));
+  }
+  const char* tier = result->tier == tsdb::Resolution::kHour     ? "1h"
+                     : result->tier == tsdb::Resolution::kMinute ? "1m"
+                                                                 : "raw";
+  return ObjectResponse(200, {{"metric", Info(*field).name},
+                              {"unit", Info(*field).unit},
+                              {"start", start.value()},
+                              {"end", end.value()},
+                              {"step", step},
+                              {"agg", agg},
+                              {"by", by},
+                              {"tier", tier},
+                              {"series", std::move(series)}});
+}
+
+// GET /api/v1/query
+Response GetQuery(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto metric = req.query.find("metric");
+  if (metric == req.query.end() || metric->second.empty()) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kInvalidArgument, "'metric' is required, e.g. metric=gpu_util"));
+  }
+  auto field = ParseField(metric->second);
+  if (!field) {
+    std::string known;
+    for (const auto& f : Fields()) known += (known.empty() ? "" : ", ") + std::string(f.name);
+    return ErrorResponse(
+        MakeError(ErrorCode::kInvalidArgument,
+                  "unknown metric '" + metric->second + "' (known: " + known + ")"));
+  }
+  // Written directly: this is the heatmap's read of every GPU in the fleet, and building
+  // a JSON tree of 10,000 objects first costs several times the writing.
+  const FieldInfo& info = Info(*field);
+  auto gpus = SelectGpus(ctx, req, who);
+  std::string out;
+  out.reserve(256 + gpus.size() * 260);
+  out += "{\"metric\":";
+  AppendJsonString(out, info.name);
+  out += ",\"unit\":";
+  AppendJsonString(out, info.unit);
+  out += ",\"items\":[";
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    const GpuRef& g = gpus[i];
+    auto latest = ctx.telemetry.Latest(g.uuid, *field);
+    out += i ? ",{\"node\":" : "{\"node\":";
+    AppendJsonString(out, g.node);
+    out += ",\"gpu\":";
+    out += std::to_string(g.index);
+    out += ",\"uuid\":";
+    AppendJsonString(out, g.uuid);
+    out += ",\"model\":";
+    AppendJsonString(out, g.model);
+    out += ",\"cluster\":";
+    AppendJsonString(out, g.cluster);
+    out += ",\"pool\":";
+    AppendJsonString(out, g.pool);
+    out += g.simulated ? ",\"simulated\":true,\"value\":" : ",\"simulated\":false,\"value\":";
+    if (!latest || !std::isfinite(latest->v)) {
+      out += "null";
+    } else {
+      AppendNumber(out, latest->v);  // NVML's integers print as integers
+    }
+    out += ",\"time\":";
+    if (latest) {
+      AppendJsonString(out, FormatTime(latest->t));
+    } else {
+      out += "null";
+    }
+    out += '}';
+  }
+  out += "]}";
+  return JsonResponse(200, std::move(out));
+}
+
 }  // namespace
 
 void AddMetricsRoutes(Router& router, ApiContext& ctx) {
@@ -224,24 +378,7 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx) {
   // answer makes it 503, so a load balancer or a supervisor sees it.
   router.Add(
       "GET", "/healthz", Role::kViewer,
-      [&ctx](const Request&, const Principal&) {
-        json::object o;
-        json::object store{{"backend", ctx.store.database->backend()}};
-        auto ping = ctx.store.database->Ping();
-        store["ok"] = ping.ok();
-        // Not the error itself: it names the database's host, and this route is public.
-        if (!ping.ok()) store["error"] = "the store does not answer";
-        // The telemetry log: a controller that cannot write it acknowledges nothing, and says
-        // so here (the reason, "No space left on device", names no host).
-        const std::string wal_error = ctx.telemetry.write_error();
-        json::object telemetry{{"ok", wal_error.empty()}};
-        if (!wal_error.empty()) telemetry["error"] = wal_error;
-        const bool ok = ping.ok() && wal_error.empty();
-        o["status"] = ok ? "ok" : "unavailable";
-        o["store"] = std::move(store);
-        o["telemetry"] = std::move(telemetry);
-        return JsonResponse(ok ? 200 : 503, json::serialize(o));
-      },
+      [&ctx](const Request& req, const Principal& who) { return GetHealthz(ctx, req, who); },
       /*public_route=*/true);
   router.Scoped(Scope::kAny);
 
@@ -253,139 +390,11 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx) {
   // minute, 1-minute rollups below an hour, 1-hour rollups above.
   router.Add(
       "GET", "/api/v1/query_range", Role::kViewer,
-      [&ctx](const Request& req, const Principal& who) {
-        auto field = ParseField(req.Param("metric"));
-        if (!field) {
-          return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
-                                         "'metric' must name a field, e.g. metric=gpu_util"));
-        }
-        int64_t now = ctx.clock->NowMs();
-        auto end = TimeParam(req, "end", now, now);
-        if (!end.ok()) return ErrorResponse(end.error());
-        auto start = TimeParam(req, "start", now, end.value() - 3'600'000);
-        if (!start.ok()) return ErrorResponse(start.error());
-        // Checked by QueryRange (-1: not a duration).
-        int64_t step = req.Param("step").empty() ? 60'000 : ParseDurationMs(req.Param("step"));
-        std::string agg = req.Param("agg").empty() ? "avg" : req.Param("agg");
-        auto parsed_agg = ParseRangeAgg(agg);
-        if (!parsed_agg) {
-          return ErrorResponse(
-              MakeError(ErrorCode::kInvalidArgument, "'agg' must be avg, min, max, sum or p95"));
-        }
-        std::string by = req.Param("by").empty() ? "gpu" : req.Param("by");
-        auto parsed_by = ParseRangeBy(by);
-        if (!parsed_by) {
-          return ErrorResponse(
-              MakeError(ErrorCode::kInvalidArgument, "'by' must be gpu, node, pool or cluster"));
-        }
-        std::vector<RangeGpu> gpus;
-        for (GpuRef& g : SelectGpus(ctx, req, who)) {
-          gpus.push_back({std::move(g.node), std::move(g.cluster), std::move(g.pool),
-                          std::move(g.uuid), g.index});
-        }
-        RangeQuery query{*field, start.value(), end.value(), step, *parsed_agg, *parsed_by};
-        auto result = QueryRange(ctx.telemetry, query, gpus);
-        if (!result.ok()) return ErrorResponse(result.error());
-        json::array series;
-        for (const RangeSeries& s : result->series) {
-          json::array points;
-          for (const auto& [t, v] : s.points) points.push_back(json::array{t, v});
-          const RangeGpu& l = s.labels;
-          json::object o;
-          switch (query.by) {
-            case RangeBy::kGpu:
-              o = {{"node", l.node},
-                   {"gpu", l.index},
-                   {"uuid", l.uuid},
-                   {"cluster", l.cluster},
-                   {"pool", l.pool}};
-              break;
-            case RangeBy::kNode:
-              o = {{"node", l.node}, {"cluster", l.cluster}, {"pool", l.pool}, {"gpus", s.gpus}};
-              break;
-            case RangeBy::kPool:
-              o = {{"pool", l.pool}, {"cluster", l.cluster}, {"gpus", s.gpus}};
-              break;
-            case RangeBy::kCluster:
-              o = {{"cluster", l.cluster}, {"gpus", s.gpus}};
-              break;
-          }
-          o["points"] = std::move(points);
-          series.push_back(std::move(o));
-        }
-        const char* tier = result->tier == tsdb::Resolution::kHour     ? "1h"
-                           : result->tier == tsdb::Resolution::kMinute ? "1m"
-                                                                       : "raw";
-        return ObjectResponse(200, {{"metric", Info(*field).name},
-                                    {"unit", Info(*field).unit},
-                                    {"start", start.value()},
-                                    {"end", end.value()},
-                                    {"step", step},
-                                    {"agg", agg},
-                                    {"by", by},
-                                    {"tier", tier},
-                                    {"series", std::move(series)}});
-      });
+      [&ctx](const Request& req, const Principal& who) { return GetQueryRange(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
-  router.Add(
-      "GET", "/api/v1/query", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
-        auto metric = req.query.find("metric");
-        if (metric == req.query.end() || metric->second.empty()) {
-          return ErrorResponse(
-              MakeError(ErrorCode::kInvalidArgument, "'metric' is required, e.g. metric=gpu_util"));
-        }
-        auto field = ParseField(metric->second);
-        if (!field) {
-          std::string known;
-          for (const auto& f : Fields()) known += (known.empty() ? "" : ", ") + std::string(f.name);
-          return ErrorResponse(
-              MakeError(ErrorCode::kInvalidArgument,
-                        "unknown metric '" + metric->second + "' (known: " + known + ")"));
-        }
-        // Written directly: this is the heatmap's read of every GPU in the fleet, and building
-        // a JSON tree of 10,000 objects first costs several times the writing.
-        const FieldInfo& info = Info(*field);
-        auto gpus = SelectGpus(ctx, req, who);
-        std::string out;
-        out.reserve(256 + gpus.size() * 260);
-        out += "{\"metric\":";
-        AppendJsonString(out, info.name);
-        out += ",\"unit\":";
-        AppendJsonString(out, info.unit);
-        out += ",\"items\":[";
-        for (size_t i = 0; i < gpus.size(); ++i) {
-          const GpuRef& g = gpus[i];
-          auto latest = ctx.telemetry.Latest(g.uuid, *field);
-          out += i ? ",{\"node\":" : "{\"node\":";
-          AppendJsonString(out, g.node);
-          out += ",\"gpu\":";
-          out += std::to_string(g.index);
-          out += ",\"uuid\":";
-          AppendJsonString(out, g.uuid);
-          out += ",\"model\":";
-          AppendJsonString(out, g.model);
-          out += ",\"cluster\":";
-          AppendJsonString(out, g.cluster);
-          out += ",\"pool\":";
-          AppendJsonString(out, g.pool);
-          out += g.simulated ? ",\"simulated\":true,\"value\":" : ",\"simulated\":false,\"value\":";
-          if (!latest || !std::isfinite(latest->v)) {
-            out += "null";
-          } else {
-            AppendNumber(out, latest->v);  // NVML's integers print as integers
-          }
-          out += ",\"time\":";
-          if (latest) {
-            AppendJsonString(out, FormatTime(latest->t));
-          } else {
-            out += "null";
-          }
-          out += '}';
-        }
-        out += "]}";
-        return JsonResponse(200, std::move(out));
-      });
+  router.Add("GET", "/api/v1/query", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) { return GetQuery(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 }
 

@@ -139,6 +139,106 @@ Result<int> DaysOf(const Request& req) {
   return static_cast<int>(days);
 }
 
+// GET /api/v1/reports/compliance
+Response GetReportsCompliance(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.compliance) return Unavailable();
+  auto csv = WantsCsv(req);
+  if (!csv.ok()) return ErrorResponse(csv.error());
+  auto filter = FilterOf(ctx, req, who);
+  if (!filter.ok()) return ErrorResponse(filter.error());
+  if (!filter->pool.empty() || !filter->check.empty() || filter->failing) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kInvalidArgument,
+                  "pool, check and failing filter /api/v1/reports/compliance/nodes; this report "
+                  "takes cluster and days"));
+  }
+  auto days = DaysOf(req);
+  if (!days.ok()) return ErrorResponse(days.error());
+  auto report = ctx.compliance->Report(filter.value(), days.value());
+  if (!report.ok()) return ErrorResponse(report.error());
+  if (csv.value()) {
+    std::string body =
+        "day,scope,nodes,supported_branch,drift_free,cve_free,firmware_at_profile,"
+        "audit_chain_verified,compliant\n";
+    for (const auto& day : report->series) {
+      body += day.day + ",fleet," + CsvShares(day.Fleet(), day.audit_verified);
+      for (const auto& [name, c] : day.clusters) {
+        body += day.day + "," + CsvField(name) + "," + CsvShares(c, day.audit_verified);
+      }
+    }
+    return Csv(std::move(body));
+  }
+  const auto& now = report->now;
+  json::array clusters;
+  for (const auto& [name, c] : now.clusters) {
+    json::object o{{"name", name}};
+    for (auto& [k, v] : SharesJson(c, now.audit_verified)) o[k] = v;
+    clusters.push_back(std::move(o));
+  }
+  json::array series;
+  for (const auto& day : report->series) {
+    json::object o{{"day", day.day}};
+    for (auto& [k, v] : SharesJson(day.Fleet(), day.audit_verified)) o[k] = v;
+    series.push_back(std::move(o));
+  }
+  const auto& a = report->audit;
+  return ObjectResponse(200,
+                        {{"day", now.day},
+                         {"measured_at", FormatTime(now.measured_ms)},
+                         {"fleet", SharesJson(now.Fleet(), now.audit_verified)},
+                         {"clusters", std::move(clusters)},
+                         {"series", std::move(series)},
+                         {"audit",
+                          {{"verified", a.verified},
+                           {"records", a.records},
+                           {"problem", a.problem.empty() ? json::value() : json::value(a.problem)},
+                           {"checked_at", FormatTime(a.checked_ms)}}}});
+}
+
+// GET /api/v1/reports/compliance/nodes
+Response GetReportsComplianceNodes(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.compliance) return Unavailable();
+  auto csv = WantsCsv(req);
+  if (!csv.ok()) return ErrorResponse(csv.error());
+  auto filter = FilterOf(ctx, req, who);
+  if (!filter.ok()) return ErrorResponse(filter.error());
+  auto page = ParsePage(req);
+  if (!page.ok()) return ErrorResponse(page.error());
+  const bool audit = ctx.compliance->Audit().verified;
+  auto nodes = ctx.compliance->Nodes(filter.value());
+  if (csv.value()) {
+    std::string body =
+        "node,cluster,pool,compliant,supported_branch,drift_free,cve_free,"
+        "firmware_at_profile,reasons\n";
+    auto b = [](bool v) { return v ? "1," : "0,"; };
+    for (const auto& n : nodes) {
+      std::string reasons;
+      for (const auto& r : n.reasons) reasons += (reasons.empty() ? "" : "; ") + r;
+      body += CsvField(n.node) + "," + CsvField(n.cluster) + "," + CsvField(n.pool) + "," +
+              b(n.NodeChecksPass() && audit) + b(n.supported_branch) + b(n.drift_free) +
+              b(n.cve_free) + b(n.firmware_at_profile) + CsvField(reasons) + "\n";
+    }
+    return Csv(std::move(body));
+  }
+  json::array items;
+  const size_t end = std::min(nodes.size(), page->offset + page->limit);
+  for (size_t i = page->offset; i < end; ++i) {
+    const auto& n = nodes[i];
+    json::array reasons;
+    for (const auto& r : n.reasons) reasons.emplace_back(r);
+    items.push_back(json::object{{"node", n.node},
+                                 {"cluster", n.cluster},
+                                 {"pool", n.pool},
+                                 {"compliant", n.NodeChecksPass() && audit},
+                                 {"supported_branch", n.supported_branch},
+                                 {"drift_free", n.drift_free},
+                                 {"cve_free", n.cve_free},
+                                 {"firmware_at_profile", n.firmware_at_profile},
+                                 {"reasons", std::move(reasons)}});
+  }
+  return PageResponse(std::move(items), nodes.size(), page.value());
+}
+
 }  // namespace
 
 void AddReportRoutes(Router& router, ApiContext& ctx) {
@@ -173,105 +273,13 @@ void AddReportRoutes(Router& router, ApiContext& ctx) {
 
   router.Add("GET", "/api/v1/reports/compliance", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
-               if (!ctx.compliance) return Unavailable();
-               auto csv = WantsCsv(req);
-               if (!csv.ok()) return ErrorResponse(csv.error());
-               auto filter = FilterOf(ctx, req, who);
-               if (!filter.ok()) return ErrorResponse(filter.error());
-               if (!filter->pool.empty() || !filter->check.empty() || filter->failing) {
-                 return ErrorResponse(MakeError(
-                     ErrorCode::kInvalidArgument,
-                     "pool, check and failing filter /api/v1/reports/compliance/nodes; this report "
-                     "takes cluster and days"));
-               }
-               auto days = DaysOf(req);
-               if (!days.ok()) return ErrorResponse(days.error());
-               auto report = ctx.compliance->Report(filter.value(), days.value());
-               if (!report.ok()) return ErrorResponse(report.error());
-               if (csv.value()) {
-                 std::string body =
-                     "day,scope,nodes,supported_branch,drift_free,cve_free,firmware_at_profile,"
-                     "audit_chain_verified,compliant\n";
-                 for (const auto& day : report->series) {
-                   body += day.day + ",fleet," + CsvShares(day.Fleet(), day.audit_verified);
-                   for (const auto& [name, c] : day.clusters) {
-                     body +=
-                         day.day + "," + CsvField(name) + "," + CsvShares(c, day.audit_verified);
-                   }
-                 }
-                 return Csv(std::move(body));
-               }
-               const auto& now = report->now;
-               json::array clusters;
-               for (const auto& [name, c] : now.clusters) {
-                 json::object o{{"name", name}};
-                 for (auto& [k, v] : SharesJson(c, now.audit_verified)) o[k] = v;
-                 clusters.push_back(std::move(o));
-               }
-               json::array series;
-               for (const auto& day : report->series) {
-                 json::object o{{"day", day.day}};
-                 for (auto& [k, v] : SharesJson(day.Fleet(), day.audit_verified)) o[k] = v;
-                 series.push_back(std::move(o));
-               }
-               const auto& a = report->audit;
-               return ObjectResponse(
-                   200, {{"day", now.day},
-                         {"measured_at", FormatTime(now.measured_ms)},
-                         {"fleet", SharesJson(now.Fleet(), now.audit_verified)},
-                         {"clusters", std::move(clusters)},
-                         {"series", std::move(series)},
-                         {"audit",
-                          {{"verified", a.verified},
-                           {"records", a.records},
-                           {"problem", a.problem.empty() ? json::value() : json::value(a.problem)},
-                           {"checked_at", FormatTime(a.checked_ms)}}}});
+               return GetReportsCompliance(ctx, req, who);
              });
   router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/reports/compliance/nodes", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
-               if (!ctx.compliance) return Unavailable();
-               auto csv = WantsCsv(req);
-               if (!csv.ok()) return ErrorResponse(csv.error());
-               auto filter = FilterOf(ctx, req, who);
-               if (!filter.ok()) return ErrorResponse(filter.error());
-               auto page = ParsePage(req);
-               if (!page.ok()) return ErrorResponse(page.error());
-               const bool audit = ctx.compliance->Audit().verified;
-               auto nodes = ctx.compliance->Nodes(filter.value());
-               if (csv.value()) {
-                 std::string body =
-                     "node,cluster,pool,compliant,supported_branch,drift_free,cve_free,"
-                     "firmware_at_profile,reasons\n";
-                 auto b = [](bool v) { return v ? "1," : "0,"; };
-                 for (const auto& n : nodes) {
-                   std::string reasons;
-                   for (const auto& r : n.reasons) reasons += (reasons.empty() ? "" : "; ") + r;
-                   body += CsvField(n.node) + "," + CsvField(n.cluster) + "," + CsvField(n.pool) +
-                           "," + b(n.NodeChecksPass() && audit) + b(n.supported_branch) +
-                           b(n.drift_free) + b(n.cve_free) + b(n.firmware_at_profile) +
-                           CsvField(reasons) + "\n";
-                 }
-                 return Csv(std::move(body));
-               }
-               json::array items;
-               const size_t end = std::min(nodes.size(), page->offset + page->limit);
-               for (size_t i = page->offset; i < end; ++i) {
-                 const auto& n = nodes[i];
-                 json::array reasons;
-                 for (const auto& r : n.reasons) reasons.emplace_back(r);
-                 items.push_back(json::object{{"node", n.node},
-                                              {"cluster", n.cluster},
-                                              {"pool", n.pool},
-                                              {"compliant", n.NodeChecksPass() && audit},
-                                              {"supported_branch", n.supported_branch},
-                                              {"drift_free", n.drift_free},
-                                              {"cve_free", n.cve_free},
-                                              {"firmware_at_profile", n.firmware_at_profile},
-                                              {"reasons", std::move(reasons)}});
-               }
-               return PageResponse(std::move(items), nodes.size(), page.value());
+               return GetReportsComplianceNodes(ctx, req, who);
              });
   router.Scoped(Scope::kClusters);
 }

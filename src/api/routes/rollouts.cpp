@@ -107,130 +107,231 @@ Status ScopeRollout(ApiContext& ctx, const Principal& who, lifecycle::RolloutReq
   return {};
 }
 
+// POST /api/v1/rollouts
+Response PostRollouts(ApiContext& ctx, const Request& req, const Principal& who) {
+  Response r = [&]() -> Response {
+    if (!ctx.rollouts) return Unavailable();
+    auto parsed = lifecycle::ParseRolloutRequest(req.body);
+    if (!parsed.ok()) return ErrorResponse(parsed.error());
+    if (auto s = ScopeRollout(ctx, who, parsed.value()); !s.ok()) {
+      return ErrorResponse(s.error());
+    }
+    if (parsed->force && who.role != Role::kAdmin) {
+      return ErrorResponse(
+          MakeError(ErrorCode::kPermissionDenied, "only an admin may force a rollout"));
+    }
+    auto refusals = ctx.rollouts->Check(parsed.value());
+    if (!refusals.ok()) return ErrorResponse(refusals.error());
+    if (!refusals->empty() && !parsed->force) {
+      json::array failed = FailedJson(refusals.value());
+      std::string first = refusals->front().rule.reason;
+      json::object body{{"error",
+                         {{"code", "conflict"},
+                          {"message", "the target fails " + std::to_string(refusals->size()) +
+                                          " compatibility rule(s), first: " + first +
+                                          " (an admin may force it with a reason)"}}},
+                        {"failed", std::move(failed)}};
+      return JsonResponse(409, JsonText(body));
+    }
+    std::string forced = parsed->force && !refusals->empty() ? parsed->reason : "";
+    auto created = ctx.rollouts->Create(parsed.value(), who.name, forced);
+    if (!created.ok()) return ErrorResponse(created.error());
+    Response done = ObjectResponse(201, lifecycle::ToJson(created.value(), true));
+    done.audit_target = "rollout/" + std::to_string(created->id);
+    json::object after{{"kind", lifecycle::ToString(created->kind)},
+                       {"target", created->target},
+                       {"nodes", static_cast<int64_t>(created->nodes.size())}};
+    if (!forced.empty()) {
+      json::array rules;
+      for (const auto& f : refusals.value()) rules.emplace_back(f.rule.reason);
+      after["forced"] = forced;
+      after["overridden"] = std::move(rules);
+    }
+    done.audit_after = JsonText(after);
+    return done;
+  }();
+  if (r.audit_target.empty()) r.audit_target = "rollouts";
+  return r;
+}
+
+// POST /api/v1/rollouts/plan
+Response PostRolloutsPlan(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.rollouts) return Unavailable();
+  auto parsed = lifecycle::ParseRolloutRequest(req.body);
+  if (!parsed.ok()) return ErrorResponse(parsed.error());
+  if (auto s = ScopeRollout(ctx, who, parsed.value()); !s.ok()) {
+    return ErrorResponse(s.error());
+  }
+  auto plan = ctx.rollouts->Plan(parsed.value());
+  if (!plan.ok()) return ErrorResponse(plan.error());
+  json::object o = PlanJson(plan.value());
+  auto refusals = ctx.rollouts->Check(parsed.value());
+  o["failed"] = refusals.ok() ? FailedJson(refusals.value()) : json::array();
+  return ObjectResponse(200, o);
+}
+
+// GET /api/v1/rollouts
+Response GetRollouts(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.rollouts) return Unavailable();
+  auto page = ParsePage(req);
+  if (!page.ok()) return ErrorResponse(page.error());
+  std::string state = req.Param("state");
+  json::array items;
+  for (const auto& r : ctx.rollouts->List()) {
+    if (!Visible(r, who) || (!state.empty() && lifecycle::ToString(r.state) != state)) continue;
+    items.push_back(lifecycle::ToJson(r, false));
+  }
+  return ListResponse(std::move(items), page.value());
+}
+
+// GET /api/v1/rollouts/{id}
+Response GetRolloutsId(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.rollouts) return Unavailable();
+  auto id = IdOf(req);
+  if (!id.ok()) return ErrorResponse(id.error());
+  auto r = ctx.rollouts->Get(id.value());
+  if (!r.ok() || !Visible(r.value(), who)) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kNotFound, "no rollout " + std::to_string(id.value())));
+  }
+  return ObjectResponse(200, lifecycle::ToJson(r.value(), true));
+}
+
+// GET /api/v1/rollouts/{id}/events
+Response GetRolloutsIdEvents(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.rollouts) return Unavailable();
+  auto id = IdOf(req);
+  if (!id.ok()) return ErrorResponse(id.error());
+  if (!who.clusters.empty()) {
+    auto r = ctx.rollouts->Get(id.value());
+    if (!r.ok() || !Visible(r.value(), who)) {
+      return ErrorResponse(
+          MakeError(ErrorCode::kNotFound, "no rollout " + std::to_string(id.value())));
+    }
+  }
+  int64_t after = std::atoll(req.Param("after").c_str());
+  int limit = std::clamp(std::atoi(req.Param("limit").c_str()), 0, 1000);
+  auto events = ctx.rollouts->Events(id.value(), after, limit ? limit : 200);
+  if (!events.ok()) return ErrorResponse(events.error());
+  json::array items;
+  for (const auto& e : events.value()) {
+    items.push_back(json::object{{"id", e.id},
+                                 {"time", FormatTime(e.time_ms)},
+                                 {"node", e.node},
+                                 {"kind", e.kind},
+                                 {"message", e.message}});
+  }
+  return ObjectResponse(200, {{"items", std::move(items)}});
+}
+
+// POST /api/v1/nodes/{name}/actions
+Response PostNodesNameActions(ApiContext& ctx, const Request& req, const Principal& who) {
+  const std::string& name = req.params.at("name");
+  Response r = [&]() -> Response {
+    if (!ctx.rollouts) return Unavailable();
+    auto node = VisibleNode(ctx, req, who);
+    if (!node.ok()) return ErrorResponse(node.error());
+    auto body = ParseObject(req.body);
+    if (!body.ok()) return ErrorResponse(body.error());
+    if (auto s = OnlyFields(body.value(), {"action", "gpu", "mode"}); !s.ok()) {
+      return ErrorResponse(s.error());
+    }
+    lifecycle::NodeActionRequest a;
+    auto action = GetString(body.value(), "action");
+    if (!action.ok()) return ErrorResponse(action.error());
+    a.action = action.value();
+    auto gpu = GetInt(body.value(), "gpu", -1);
+    if (!gpu.ok()) return ErrorResponse(gpu.error());
+    a.gpu = static_cast<int>(std::clamp<int64_t>(gpu.value(), -1, 1 << 20));
+    auto mode = GetString(body.value(), "mode", "");
+    if (!mode.ok()) return ErrorResponse(mode.error());
+    a.mode = mode.value();
+    auto op = ctx.rollouts->StartAction(name, a, who.name);
+    if (!op.ok()) return ErrorResponse(op.error());
+    Response done = ObjectResponse(202, OperationJson(op.value()));
+    done.audit_before = JsonText(json::object{{"state", ToString(node->state)}});
+    done.audit_after = JsonText(OperationJson(op.value()));
+    return done;
+  }();
+  r.audit_target = "node/" + name;
+  return r;
+}
+
+// GET /api/v1/nodes/{name}/actions
+Response GetNodesNameActions(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.rollouts) return Unavailable();
+  const std::string& name = req.params.at("name");
+  auto node = VisibleNode(ctx, req, who);
+  if (!node.ok()) return ErrorResponse(node.error());
+  json::array items;
+  for (const auto& op : ctx.rollouts->Operations(name)) {
+    items.push_back(OperationJson(op));
+  }
+  return ObjectResponse(200, {{"items", std::move(items)}});
+}
+
+// POST /api/v1/sim/faulty-versions
+Response PostSimFaultyVersions(ApiContext& ctx, const Request& req, const Principal& who) {
+  Response r = [&]() -> Response {
+    if (!ctx.rollouts) return Unavailable();
+    auto body = ParseObject(req.body);
+    if (!body.ok()) return ErrorResponse(body.error());
+    if (auto s = OnlyFields(body.value(), {"kind", "version", "faulty"}); !s.ok()) {
+      return ErrorResponse(s.error());
+    }
+    auto kind_text = GetString(body.value(), "kind");
+    if (!kind_text.ok()) return ErrorResponse(kind_text.error());
+    auto kind = lifecycle::ParseRolloutKind(kind_text.value());
+    if (!kind) {
+      return ErrorResponse(
+          MakeError(ErrorCode::kInvalidArgument,
+                    "kind: '" + kind_text.value() + "' must be " + lifecycle::RolloutKindNames()));
+    }
+    auto version = GetString(body.value(), "version");
+    if (!version.ok() || version->empty()) {
+      return ErrorResponse(MakeError(ErrorCode::kInvalidArgument, "version: is required"));
+    }
+    auto faulty = GetBool(body.value(), "faulty", true);
+    if (!faulty.ok()) return ErrorResponse(faulty.error());
+    ctx.rollouts->MarkFaulty(*kind, version.value(), faulty.value());
+    json::object o{{"kind", kind_text.value()},
+                   {"version", version.value()},
+                   {"faulty", faulty.value()},
+                   {"simulated", true}};
+    Response done = ObjectResponse(200, o);
+    done.audit_after = JsonText(o);
+    return done;
+  }();
+  r.audit_target = "sim/faulty-versions";
+  return r;
+}
+
 }  // namespace
 
 void AddRolloutRoutes(Router& router, ApiContext& ctx) {
   router.Add(
       "POST", "/api/v1/rollouts", Role::kOperator,
-      [&ctx](const Request& req, const Principal& who) {
-        Response r = [&]() -> Response {
-          if (!ctx.rollouts) return Unavailable();
-          auto parsed = lifecycle::ParseRolloutRequest(req.body);
-          if (!parsed.ok()) return ErrorResponse(parsed.error());
-          if (auto s = ScopeRollout(ctx, who, parsed.value()); !s.ok()) {
-            return ErrorResponse(s.error());
-          }
-          if (parsed->force && who.role != Role::kAdmin) {
-            return ErrorResponse(
-                MakeError(ErrorCode::kPermissionDenied, "only an admin may force a rollout"));
-          }
-          auto refusals = ctx.rollouts->Check(parsed.value());
-          if (!refusals.ok()) return ErrorResponse(refusals.error());
-          if (!refusals->empty() && !parsed->force) {
-            json::array failed = FailedJson(refusals.value());
-            std::string first = refusals->front().rule.reason;
-            json::object body{{"error",
-                               {{"code", "conflict"},
-                                {"message", "the target fails " + std::to_string(refusals->size()) +
-                                                " compatibility rule(s), first: " + first +
-                                                " (an admin may force it with a reason)"}}},
-                              {"failed", std::move(failed)}};
-            return JsonResponse(409, JsonText(body));
-          }
-          std::string forced = parsed->force && !refusals->empty() ? parsed->reason : "";
-          auto created = ctx.rollouts->Create(parsed.value(), who.name, forced);
-          if (!created.ok()) return ErrorResponse(created.error());
-          Response done = ObjectResponse(201, lifecycle::ToJson(created.value(), true));
-          done.audit_target = "rollout/" + std::to_string(created->id);
-          json::object after{{"kind", lifecycle::ToString(created->kind)},
-                             {"target", created->target},
-                             {"nodes", static_cast<int64_t>(created->nodes.size())}};
-          if (!forced.empty()) {
-            json::array rules;
-            for (const auto& f : refusals.value()) rules.emplace_back(f.rule.reason);
-            after["forced"] = forced;
-            after["overridden"] = std::move(rules);
-          }
-          done.audit_after = JsonText(after);
-          return done;
-        }();
-        if (r.audit_target.empty()) r.audit_target = "rollouts";
-        return r;
-      });
+      [&ctx](const Request& req, const Principal& who) { return PostRollouts(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
-  router.Add("POST", "/api/v1/rollouts/plan", Role::kViewer,
-             [&ctx](const Request& req, const Principal& who) {
-               if (!ctx.rollouts) return Unavailable();
-               auto parsed = lifecycle::ParseRolloutRequest(req.body);
-               if (!parsed.ok()) return ErrorResponse(parsed.error());
-               if (auto s = ScopeRollout(ctx, who, parsed.value()); !s.ok()) {
-                 return ErrorResponse(s.error());
-               }
-               auto plan = ctx.rollouts->Plan(parsed.value());
-               if (!plan.ok()) return ErrorResponse(plan.error());
-               json::object o = PlanJson(plan.value());
-               auto refusals = ctx.rollouts->Check(parsed.value());
-               o["failed"] = refusals.ok() ? FailedJson(refusals.value()) : json::array();
-               return ObjectResponse(200, o);
-             });
+  router.Add(
+      "POST", "/api/v1/rollouts/plan", Role::kViewer,
+      [&ctx](const Request& req, const Principal& who) { return PostRolloutsPlan(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
-  router.Add("GET", "/api/v1/rollouts", Role::kViewer,
-             [&ctx](const Request& req, const Principal& who) {
-               if (!ctx.rollouts) return Unavailable();
-               auto page = ParsePage(req);
-               if (!page.ok()) return ErrorResponse(page.error());
-               std::string state = req.Param("state");
-               json::array items;
-               for (const auto& r : ctx.rollouts->List()) {
-                 if (!Visible(r, who) || (!state.empty() && lifecycle::ToString(r.state) != state))
-                   continue;
-                 items.push_back(lifecycle::ToJson(r, false));
-               }
-               return ListResponse(std::move(items), page.value());
-             });
+  router.Add(
+      "GET", "/api/v1/rollouts", Role::kViewer,
+      [&ctx](const Request& req, const Principal& who) { return GetRollouts(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
-  router.Add("GET", "/api/v1/rollouts/{id}", Role::kViewer,
-             [&ctx](const Request& req, const Principal& who) {
-               if (!ctx.rollouts) return Unavailable();
-               auto id = IdOf(req);
-               if (!id.ok()) return ErrorResponse(id.error());
-               auto r = ctx.rollouts->Get(id.value());
-               if (!r.ok() || !Visible(r.value(), who)) {
-                 return ErrorResponse(
-                     MakeError(ErrorCode::kNotFound, "no rollout " + std::to_string(id.value())));
-               }
-               return ObjectResponse(200, lifecycle::ToJson(r.value(), true));
-             });
+  router.Add(
+      "GET", "/api/v1/rollouts/{id}", Role::kViewer,
+      [&ctx](const Request& req, const Principal& who) { return GetRolloutsId(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/rollouts/{id}/events", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
-               if (!ctx.rollouts) return Unavailable();
-               auto id = IdOf(req);
-               if (!id.ok()) return ErrorResponse(id.error());
-               if (!who.clusters.empty()) {
-                 auto r = ctx.rollouts->Get(id.value());
-                 if (!r.ok() || !Visible(r.value(), who)) {
-                   return ErrorResponse(
-                       MakeError(ErrorCode::kNotFound, "no rollout " + std::to_string(id.value())));
-                 }
-               }
-               int64_t after = std::atoll(req.Param("after").c_str());
-               int limit = std::clamp(std::atoi(req.Param("limit").c_str()), 0, 1000);
-               auto events = ctx.rollouts->Events(id.value(), after, limit ? limit : 200);
-               if (!events.ok()) return ErrorResponse(events.error());
-               json::array items;
-               for (const auto& e : events.value()) {
-                 items.push_back(json::object{{"id", e.id},
-                                              {"time", FormatTime(e.time_ms)},
-                                              {"node", e.node},
-                                              {"kind", e.kind},
-                                              {"message", e.message}});
-               }
-               return ObjectResponse(200, {{"items", std::move(items)}});
+               return GetRolloutsIdEvents(ctx, req, who);
              });
   router.Scoped(Scope::kClusters);
 
@@ -270,49 +371,13 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
 
   router.Add("POST", "/api/v1/nodes/{name}/actions", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
-               const std::string& name = req.params.at("name");
-               Response r = [&]() -> Response {
-                 if (!ctx.rollouts) return Unavailable();
-                 auto node = VisibleNode(ctx, req, who);
-                 if (!node.ok()) return ErrorResponse(node.error());
-                 auto body = ParseObject(req.body);
-                 if (!body.ok()) return ErrorResponse(body.error());
-                 if (auto s = OnlyFields(body.value(), {"action", "gpu", "mode"}); !s.ok()) {
-                   return ErrorResponse(s.error());
-                 }
-                 lifecycle::NodeActionRequest a;
-                 auto action = GetString(body.value(), "action");
-                 if (!action.ok()) return ErrorResponse(action.error());
-                 a.action = action.value();
-                 auto gpu = GetInt(body.value(), "gpu", -1);
-                 if (!gpu.ok()) return ErrorResponse(gpu.error());
-                 a.gpu = static_cast<int>(std::clamp<int64_t>(gpu.value(), -1, 1 << 20));
-                 auto mode = GetString(body.value(), "mode", "");
-                 if (!mode.ok()) return ErrorResponse(mode.error());
-                 a.mode = mode.value();
-                 auto op = ctx.rollouts->StartAction(name, a, who.name);
-                 if (!op.ok()) return ErrorResponse(op.error());
-                 Response done = ObjectResponse(202, OperationJson(op.value()));
-                 done.audit_before = JsonText(json::object{{"state", ToString(node->state)}});
-                 done.audit_after = JsonText(OperationJson(op.value()));
-                 return done;
-               }();
-               r.audit_target = "node/" + name;
-               return r;
+               return PostNodesNameActions(ctx, req, who);
              });
   router.Scoped(Scope::kClusters, ScopeObject::kNode);
 
   router.Add("GET", "/api/v1/nodes/{name}/actions", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
-               if (!ctx.rollouts) return Unavailable();
-               const std::string& name = req.params.at("name");
-               auto node = VisibleNode(ctx, req, who);
-               if (!node.ok()) return ErrorResponse(node.error());
-               json::array items;
-               for (const auto& op : ctx.rollouts->Operations(name)) {
-                 items.push_back(OperationJson(op));
-               }
-               return ObjectResponse(200, {{"items", std::move(items)}});
+               return GetNodesNameActions(ctx, req, who);
              });
   router.Scoped(Scope::kClusters, ScopeObject::kNode);
 
@@ -327,42 +392,10 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
         return ObjectResponse(200, {{"items", std::move(items)}, {"simulated", true}});
       });
   router.Scoped(Scope::kFleet);
-  router.Add(
-      "POST", "/api/v1/sim/faulty-versions", Role::kOperator,
-      [&ctx](const Request& req, const Principal&) {
-        Response r = [&]() -> Response {
-          if (!ctx.rollouts) return Unavailable();
-          auto body = ParseObject(req.body);
-          if (!body.ok()) return ErrorResponse(body.error());
-          if (auto s = OnlyFields(body.value(), {"kind", "version", "faulty"}); !s.ok()) {
-            return ErrorResponse(s.error());
-          }
-          auto kind_text = GetString(body.value(), "kind");
-          if (!kind_text.ok()) return ErrorResponse(kind_text.error());
-          auto kind = lifecycle::ParseRolloutKind(kind_text.value());
-          if (!kind) {
-            return ErrorResponse(MakeError(
-                ErrorCode::kInvalidArgument,
-                "kind: '" + kind_text.value() + "' must be " + lifecycle::RolloutKindNames()));
-          }
-          auto version = GetString(body.value(), "version");
-          if (!version.ok() || version->empty()) {
-            return ErrorResponse(MakeError(ErrorCode::kInvalidArgument, "version: is required"));
-          }
-          auto faulty = GetBool(body.value(), "faulty", true);
-          if (!faulty.ok()) return ErrorResponse(faulty.error());
-          ctx.rollouts->MarkFaulty(*kind, version.value(), faulty.value());
-          json::object o{{"kind", kind_text.value()},
-                         {"version", version.value()},
-                         {"faulty", faulty.value()},
-                         {"simulated", true}};
-          Response done = ObjectResponse(200, o);
-          done.audit_after = JsonText(o);
-          return done;
-        }();
-        r.audit_target = "sim/faulty-versions";
-        return r;
-      });
+  router.Add("POST", "/api/v1/sim/faulty-versions", Role::kOperator,
+             [&ctx](const Request& req, const Principal& who) {
+               return PostSimFaultyVersions(ctx, req, who);
+             });
   router.Scoped(Scope::kFleet);
 }
 

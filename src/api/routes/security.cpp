@@ -169,115 +169,136 @@ Result<lifecycle::VulnFilter> FilterOf(const Request& req, const Principal& who)
   return f;
 }
 
+// GET /api/v1/vulnerabilities
+Response GetVulnerabilities(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.vulns) return Unavailable();
+  auto page = ParsePage(req);
+  if (!page.ok()) return ErrorResponse(page.error());
+  auto filter = FilterOf(req, who);
+  if (!filter.ok()) return ErrorResponse(filter.error());
+  auto nodes = ctx.vulns->Nodes(filter.value());
+  std::map<std::string, int64_t> counts{{"ok", 0}, {"exposed", 0}, {"unsupported_branch", 0}};
+  int64_t critical = 0;
+  json::array items;
+  for (const auto& n : nodes) {
+    ++counts[n.verdict->status];
+    if (n.verdict->max_cvss >= 9) ++critical;
+  }
+  const size_t end = std::min(nodes.size(), page->offset + page->limit);
+  for (size_t i = page->offset; i < end; ++i) items.push_back(NodeJson(nodes[i]));
+  json::object summary{{"nodes", static_cast<int64_t>(nodes.size())}, {"critical", critical}};
+  for (const auto& [status, count] : counts) summary[status] = count;
+  json::object o{{"items", std::move(items)},
+                 {"total", static_cast<int64_t>(nodes.size())},
+                 {"limit", page->limit},
+                 {"offset", page->offset},
+                 {"summary", std::move(summary)},
+                 {"pools", PoolSummary(nodes)},
+                 {"cves", CveSummary(nodes, *ctx.vulns->bulletins())},
+                 {"today", ctx.compat ? ctx.compat->today() : ""}};
+  return ObjectResponse(200, o);
+}
+
+// GET /api/v1/vulnerabilities/fix
+Response GetVulnerabilitiesFix(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.vulns) return Unavailable();
+  const std::string pool = req.Param("pool");
+  if (pool.empty()) {
+    return ErrorResponse(MakeError(ErrorCode::kInvalidArgument, "give ?pool=POOL"));
+  }
+  auto p = ctx.fleet.FindPool(pool);
+  if (!p.ok() || !who.CanSeeCluster(p->cluster)) {
+    return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + pool + "'"));
+  }
+  auto fix = ctx.vulns->ProposeFix(pool);
+  if (!fix.ok()) return ErrorResponse(fix.error());
+  json::array nodes;
+  for (const auto& n : fix->nodes) nodes.emplace_back(n);
+  // The pool's nodes that need it, and only those (a selector's fields must all
+  // match).
+  json::object request{{"kind", "driver"},
+                       {"target", fix->target.target},
+                       {"selector", {{"pools", json::array{json::value(pool)}}, {"nodes", nodes}}}};
+  return ObjectResponse(200, {{"pool", pool},
+                              {"branch", fix->target.branch},
+                              {"target", fix->target.target},
+                              {"why", fix->target.why},
+                              {"nodes", std::move(nodes)},
+                              {"request", std::move(request)}});
+}
+
+// GET /api/v1/bulletins
+Response GetBulletins(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.vulns) return Unavailable();
+  auto page = ParsePage(req);
+  if (!page.ok()) return ErrorResponse(page.error());
+  json::array all;
+  auto set = ctx.vulns->bulletins();
+  // Newest first.
+  for (auto it = set->bulletins().rbegin(); it != set->bulletins().rend(); ++it) {
+    all.push_back(BulletinJson(*it, false));
+  }
+  return ListResponse(std::move(all), page.value());
+}
+
+// GET /api/v1/bulletins/{id}
+Response GetBulletinsId(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.vulns) return Unavailable();
+  auto set = ctx.vulns->bulletins();
+  const Bulletin* b = set->Find(req.params.at("id"));
+  if (b == nullptr) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kNotFound, "no bulletin '" + req.params.at("id") + "'"));
+  }
+  return ObjectResponse(200, BulletinJson(*b, true));
+}
+
+// POST /api/v1/bulletins/import
+Response PostBulletinsImport(ApiContext& ctx, const Request& req, const Principal& who) {
+  Response r = [&]() -> Response {
+    if (!ctx.vulns) return Unavailable();
+    auto set = ctx.vulns->bulletins();
+    auto b = ctx.vulns->Import(req.body);
+    if (!b.ok()) return ErrorResponse(b.error());
+    const Bulletin* before = set->Find(b->id);
+    Response done = ObjectResponse(before ? 200 : 201, BulletinJson(b.value(), true));
+    if (before) done.audit_before = JsonText(BulletinJson(*before, false));
+    done.audit_after = JsonText(BulletinJson(b.value(), false));
+    done.audit_target = "bulletin/" + b->id;
+    return done;
+  }();
+  if (r.audit_target.empty()) r.audit_target = "bulletins";
+  return r;
+}
+
 }  // namespace
 
 void AddSecurityRoutes(Router& router, ApiContext& ctx) {
-  router.Add(
-      "GET", "/api/v1/vulnerabilities", Role::kViewer,
-      [&ctx](const Request& req, const Principal& who) {
-        if (!ctx.vulns) return Unavailable();
-        auto page = ParsePage(req);
-        if (!page.ok()) return ErrorResponse(page.error());
-        auto filter = FilterOf(req, who);
-        if (!filter.ok()) return ErrorResponse(filter.error());
-        auto nodes = ctx.vulns->Nodes(filter.value());
-        std::map<std::string, int64_t> counts{{"ok", 0}, {"exposed", 0}, {"unsupported_branch", 0}};
-        int64_t critical = 0;
-        json::array items;
-        for (const auto& n : nodes) {
-          ++counts[n.verdict->status];
-          if (n.verdict->max_cvss >= 9) ++critical;
-        }
-        const size_t end = std::min(nodes.size(), page->offset + page->limit);
-        for (size_t i = page->offset; i < end; ++i) items.push_back(NodeJson(nodes[i]));
-        json::object summary{{"nodes", static_cast<int64_t>(nodes.size())}, {"critical", critical}};
-        for (const auto& [status, count] : counts) summary[status] = count;
-        json::object o{{"items", std::move(items)},
-                       {"total", static_cast<int64_t>(nodes.size())},
-                       {"limit", page->limit},
-                       {"offset", page->offset},
-                       {"summary", std::move(summary)},
-                       {"pools", PoolSummary(nodes)},
-                       {"cves", CveSummary(nodes, *ctx.vulns->bulletins())},
-                       {"today", ctx.compat ? ctx.compat->today() : ""}};
-        return ObjectResponse(200, o);
-      });
+  router.Add("GET", "/api/v1/vulnerabilities", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) {
+               return GetVulnerabilities(ctx, req, who);
+             });
   router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/vulnerabilities/fix", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) {
-               if (!ctx.vulns) return Unavailable();
-               const std::string pool = req.Param("pool");
-               if (pool.empty()) {
-                 return ErrorResponse(MakeError(ErrorCode::kInvalidArgument, "give ?pool=POOL"));
-               }
-               auto p = ctx.fleet.FindPool(pool);
-               if (!p.ok() || !who.CanSeeCluster(p->cluster)) {
-                 return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + pool + "'"));
-               }
-               auto fix = ctx.vulns->ProposeFix(pool);
-               if (!fix.ok()) return ErrorResponse(fix.error());
-               json::array nodes;
-               for (const auto& n : fix->nodes) nodes.emplace_back(n);
-               // The pool's nodes that need it, and only those (a selector's fields must all
-               // match).
-               json::object request{
-                   {"kind", "driver"},
-                   {"target", fix->target.target},
-                   {"selector", {{"pools", json::array{json::value(pool)}}, {"nodes", nodes}}}};
-               return ObjectResponse(200, {{"pool", pool},
-                                           {"branch", fix->target.branch},
-                                           {"target", fix->target.target},
-                                           {"why", fix->target.why},
-                                           {"nodes", std::move(nodes)},
-                                           {"request", std::move(request)}});
+               return GetVulnerabilitiesFix(ctx, req, who);
              });
   router.Scoped(Scope::kClusters);
 
-  router.Add("GET", "/api/v1/bulletins", Role::kViewer,
-             [&ctx](const Request& req, const Principal&) {
-               if (!ctx.vulns) return Unavailable();
-               auto page = ParsePage(req);
-               if (!page.ok()) return ErrorResponse(page.error());
-               json::array all;
-               auto set = ctx.vulns->bulletins();
-               // Newest first.
-               for (auto it = set->bulletins().rbegin(); it != set->bulletins().rend(); ++it) {
-                 all.push_back(BulletinJson(*it, false));
-               }
-               return ListResponse(std::move(all), page.value());
-             });
+  router.Add(
+      "GET", "/api/v1/bulletins", Role::kViewer,
+      [&ctx](const Request& req, const Principal& who) { return GetBulletins(ctx, req, who); });
   router.Scoped(Scope::kAny);
 
-  router.Add("GET", "/api/v1/bulletins/{id}", Role::kViewer,
-             [&ctx](const Request& req, const Principal&) {
-               if (!ctx.vulns) return Unavailable();
-               auto set = ctx.vulns->bulletins();
-               const Bulletin* b = set->Find(req.params.at("id"));
-               if (b == nullptr) {
-                 return ErrorResponse(
-                     MakeError(ErrorCode::kNotFound, "no bulletin '" + req.params.at("id") + "'"));
-               }
-               return ObjectResponse(200, BulletinJson(*b, true));
-             });
+  router.Add(
+      "GET", "/api/v1/bulletins/{id}", Role::kViewer,
+      [&ctx](const Request& req, const Principal& who) { return GetBulletinsId(ctx, req, who); });
   router.Scoped(Scope::kAny);
 
   router.Add("POST", "/api/v1/bulletins/import", Role::kAdmin,
-             [&ctx](const Request& req, const Principal&) {
-               Response r = [&]() -> Response {
-                 if (!ctx.vulns) return Unavailable();
-                 auto set = ctx.vulns->bulletins();
-                 auto b = ctx.vulns->Import(req.body);
-                 if (!b.ok()) return ErrorResponse(b.error());
-                 const Bulletin* before = set->Find(b->id);
-                 Response done = ObjectResponse(before ? 200 : 201, BulletinJson(b.value(), true));
-                 if (before) done.audit_before = JsonText(BulletinJson(*before, false));
-                 done.audit_after = JsonText(BulletinJson(b.value(), false));
-                 done.audit_target = "bulletin/" + b->id;
-                 return done;
-               }();
-               if (r.audit_target.empty()) r.audit_target = "bulletins";
-               return r;
+             [&ctx](const Request& req, const Principal& who) {
+               return PostBulletinsImport(ctx, req, who);
              });
   router.Scoped(Scope::kFleet);
 }

@@ -129,31 +129,201 @@ Handler TeamScoped(ApiContext& ctx, bool change, Handler handler) {
   };
 }
 
+// GET /api/v1/teams
+Response GetTeams(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.teams) return Unavailable();
+  auto page = ParsePage(req);
+  if (!page.ok()) return ErrorResponse(page.error());
+  json::array items;
+  for (const auto& t : ctx.teams->List()) {
+    if (TeamVisible(ctx, who, t.name)) items.push_back(TeamView(ctx, t));
+  }
+  return ListResponse(std::move(items), page.value());
+}
+
+// POST /api/v1/teams
+Response PostTeams(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.teams) return Unavailable();
+  auto team = ParseBody(req);
+  if (!team.ok()) return ErrorResponse(team.error());
+  if (auto s = CheckChannels(ctx, team.value()); !s.ok()) return ErrorResponse(s.error());
+  auto made = ctx.teams->Create(std::move(team).value());
+  if (!made.ok()) return ErrorResponse(made.error());
+  return TeamResponse(ctx, 201, made.value(), "");
+}
+
+// PATCH /api/v1/teams/{team}
+Response PatchTeamsTeam(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.teams) return Unavailable();
+  auto old = ctx.teams->Get(req.params.at("team"));
+  if (!old.ok()) return ErrorResponse(old.error());
+  auto body = ParseObject(req.body);
+  if (!body.ok()) return ErrorResponse(body.error());
+  if (auto s = OnlyFields(*body, {"name", "contacts", "channels", "budget_monthly", "projects"});
+      !s.ok()) {
+    return ErrorResponse(s.error());
+  }
+  if (const auto* n = body->if_contains("name");
+      n && !(n->is_string() && n->as_string() == old->name)) {
+    return ErrorResponse(MakeError(ErrorCode::kInvalidArgument, "name: a team cannot be renamed"));
+  }
+  // The body's fields over the stored team's.
+  json::object merged = json::parse(TeamJson(old.value())).as_object();
+  for (const auto& [k, v] : *body) merged[k] = v;
+  auto team = ParseTeam(JsonText(merged));
+  if (!team.ok()) return ErrorResponse(team.error());
+  if (auto s = CheckChannels(ctx, team.value()); !s.ok()) return ErrorResponse(s.error());
+  std::string before = TeamJson(old.value());
+  auto done = ctx.teams->Replace(std::move(team).value());
+  if (!done.ok()) return ErrorResponse(done.error());
+  return TeamResponse(ctx, 200, done.value(), before);
+}
+
+// DELETE /api/v1/teams/{team}
+Response DeleteTeamsTeam(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.teams) return Unavailable();
+  const std::string& name = req.params.at("team");
+  auto old = ctx.teams->Get(name);
+  if (!old.ok()) return ErrorResponse(old.error());
+  std::vector<std::string> owned;
+  if (auto cs = ctx.fleet.Clusters(); cs.ok()) {
+    for (const auto& c : cs.value()) {
+      if (c.team == name) owned.push_back("cluster " + c.name);
+    }
+  }
+  if (auto ps = ctx.fleet.Pools(); ps.ok()) {
+    for (const auto& p : ps.value()) {
+      if (p.team == name) owned.push_back("pool " + p.name);
+    }
+  }
+  if (!owned.empty()) {
+    return ErrorResponse(MakeError(
+        ErrorCode::kConflict,
+        "team '" + name + "' owns " + Join(owned, ", ") + ": give them another team first"));
+  }
+  if (size_t live = LiveJobs(ctx, name, ""); live > 0) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kConflict,
+                  "team '" + name + "' has " + std::to_string(live) + " queued or running job(s)"));
+  }
+  if (auto s = ctx.teams->Delete(name); !s.ok()) return ErrorResponse(s.error());
+  Response r = ObjectResponse(200, {{"deleted", name}});
+  r.audit_target = "team/" + name;
+  r.audit_before = TeamJson(old.value());
+  return r;
+}
+
+// GET /api/v1/teams/{team}/projects
+Response GetTeamsTeamProjects(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.teams) return Unavailable();
+  auto page = ParsePage(req);
+  if (!page.ok()) return ErrorResponse(page.error());
+  auto t = ctx.teams->Get(req.params.at("team"));
+  if (!t.ok()) return ErrorResponse(t.error());
+  json::array items;
+  for (const auto& p : t->projects) items.push_back(ProjectJson(p));
+  return ListResponse(std::move(items), page.value());
+}
+
+// POST /api/v1/teams/{team}/projects
+Response PostTeamsTeamProjects(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.teams) return Unavailable();
+  auto old = ctx.teams->Get(req.params.at("team"));
+  if (!old.ok()) return ErrorResponse(old.error());
+  auto body = ParseObject(req.body);
+  if (!body.ok()) return ErrorResponse(body.error());
+  if (auto s = OnlyFields(*body, {"name", "description"}); !s.ok()) {
+    return ErrorResponse(s.error());
+  }
+  auto project = ParseProject(req.body);
+  if (!project.ok()) return ErrorResponse(project.error());
+  std::string name = project->name;
+  auto t = ctx.teams->AddProject(old->name, std::move(project).value());
+  if (!t.ok()) return ErrorResponse(t.error());
+  Response r = ObjectResponse(201, ProjectJson(*t->FindProject(name)));
+  r.audit_target = "team/" + t->name + "/project/" + name;
+  r.audit_before = TeamJson(old.value());
+  r.audit_after = TeamJson(t.value());
+  return r;
+}
+
+// GET /api/v1/teams/{team}/projects/{project}
+Response GetTeamsTeamProjectsProject(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.teams) return Unavailable();
+  auto t = ctx.teams->Get(req.params.at("team"));
+  if (!t.ok()) return ErrorResponse(t.error());
+  const Project* p = t->FindProject(req.params.at("project"));
+  if (!p) {
+    return ErrorResponse(MakeError(ErrorCode::kNotFound, "team '" + t->name + "' has no project '" +
+                                                             req.params.at("project") + "'"));
+  }
+  return ObjectResponse(200, ProjectJson(*p));
+}
+
+// PATCH /api/v1/teams/{team}/projects/{project}
+Response PatchTeamsTeamProjectsProject(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.teams) return Unavailable();
+  auto old = ctx.teams->Get(req.params.at("team"));
+  if (!old.ok()) return ErrorResponse(old.error());
+  const std::string& name = req.params.at("project");
+  if (!old->FindProject(name)) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kNotFound, "team '" + old->name + "' has no project '" + name + "'"));
+  }
+  auto body = ParseObject(req.body);
+  if (!body.ok()) return ErrorResponse(body.error());
+  if (auto s = OnlyFields(*body, {"name", "description"}); !s.ok()) {
+    return ErrorResponse(s.error());
+  }
+  if (const auto* n = body->if_contains("name"); n && !(n->is_string() && n->as_string() == name)) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kInvalidArgument,
+                  "name: a project cannot be renamed (its jobs and usage keep the name)"));
+  }
+  auto desc = GetString(*body, "description", std::string());
+  if (!desc.ok()) return ErrorResponse(desc.error());
+  Team t = old.value();
+  for (auto& p : t.projects) {
+    if (p.name == name && body->contains("description")) p.description = *desc;
+  }
+  auto done = ctx.teams->Replace(std::move(t));
+  if (!done.ok()) return ErrorResponse(done.error());
+  Response r = ObjectResponse(200, ProjectJson(*done->FindProject(name)));
+  r.audit_target = "team/" + done->name + "/project/" + name;
+  r.audit_before = TeamJson(old.value());
+  r.audit_after = TeamJson(done.value());
+  return r;
+}
+
+// DELETE /api/v1/teams/{team}/projects/{project}
+Response DeleteTeamsTeamProjectsProject(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.teams) return Unavailable();
+  auto old = ctx.teams->Get(req.params.at("team"));
+  if (!old.ok()) return ErrorResponse(old.error());
+  const std::string& name = req.params.at("project");
+  if (size_t live = LiveJobs(ctx, old->name, name); live > 0) {
+    return ErrorResponse(MakeError(
+        ErrorCode::kConflict,
+        "project '" + name + "' has " + std::to_string(live) + " queued or running job(s)"));
+  }
+  auto t = ctx.teams->RemoveProject(old->name, name);
+  if (!t.ok()) return ErrorResponse(t.error());
+  Response r = ObjectResponse(200, {{"deleted", name}});
+  r.audit_target = "team/" + t->name + "/project/" + name;
+  r.audit_before = TeamJson(old.value());
+  r.audit_after = TeamJson(t.value());
+  return r;
+}
+
 }  // namespace
 
 void AddTeamRoutes(Router& router, ApiContext& ctx) {
   router.Add("GET", "/api/v1/teams", Role::kViewer,
-             [&ctx](const Request& req, const Principal& who) {
-               if (!ctx.teams) return Unavailable();
-               auto page = ParsePage(req);
-               if (!page.ok()) return ErrorResponse(page.error());
-               json::array items;
-               for (const auto& t : ctx.teams->List()) {
-                 if (TeamVisible(ctx, who, t.name)) items.push_back(TeamView(ctx, t));
-               }
-               return ListResponse(std::move(items), page.value());
-             });
+             [&ctx](const Request& req, const Principal& who) { return GetTeams(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
-  router.Add("POST", "/api/v1/teams", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
-    if (!ctx.teams) return Unavailable();
-    auto team = ParseBody(req);
-    if (!team.ok()) return ErrorResponse(team.error());
-    if (auto s = CheckChannels(ctx, team.value()); !s.ok()) return ErrorResponse(s.error());
-    auto made = ctx.teams->Create(std::move(team).value());
-    if (!made.ok()) return ErrorResponse(made.error());
-    return TeamResponse(ctx, 201, made.value(), "");
-  });
+  router.Add("POST", "/api/v1/teams", Role::kAdmin,
+             [&ctx](const Request& req, const Principal& who) { return PostTeams(ctx, req, who); });
   router.Scoped(Scope::kFleet);
 
   router.Add("GET", "/api/v1/teams/{team}", Role::kViewer,
@@ -166,178 +336,43 @@ void AddTeamRoutes(Router& router, ApiContext& ctx) {
   router.Scoped(Scope::kClusters);
 
   router.Add("PATCH", "/api/v1/teams/{team}", Role::kAdmin,
-             TeamScoped(ctx, true, [&ctx](const Request& req, const Principal&) {
-               if (!ctx.teams) return Unavailable();
-               auto old = ctx.teams->Get(req.params.at("team"));
-               if (!old.ok()) return ErrorResponse(old.error());
-               auto body = ParseObject(req.body);
-               if (!body.ok()) return ErrorResponse(body.error());
-               if (auto s = OnlyFields(
-                       *body, {"name", "contacts", "channels", "budget_monthly", "projects"});
-                   !s.ok()) {
-                 return ErrorResponse(s.error());
-               }
-               if (const auto* n = body->if_contains("name");
-                   n && !(n->is_string() && n->as_string() == old->name)) {
-                 return ErrorResponse(
-                     MakeError(ErrorCode::kInvalidArgument, "name: a team cannot be renamed"));
-               }
-               // The body's fields over the stored team's.
-               json::object merged = json::parse(TeamJson(old.value())).as_object();
-               for (const auto& [k, v] : *body) merged[k] = v;
-               auto team = ParseTeam(JsonText(merged));
-               if (!team.ok()) return ErrorResponse(team.error());
-               if (auto s = CheckChannels(ctx, team.value()); !s.ok())
-                 return ErrorResponse(s.error());
-               std::string before = TeamJson(old.value());
-               auto done = ctx.teams->Replace(std::move(team).value());
-               if (!done.ok()) return ErrorResponse(done.error());
-               return TeamResponse(ctx, 200, done.value(), before);
+             TeamScoped(ctx, true, [&ctx](const Request& req, const Principal& who) {
+               return PatchTeamsTeam(ctx, req, who);
              }));
   router.Scoped(Scope::kClusters);
 
   router.Add(
-      "DELETE", "/api/v1/teams/{team}", Role::kAdmin, [&ctx](const Request& req, const Principal&) {
-        if (!ctx.teams) return Unavailable();
-        const std::string& name = req.params.at("team");
-        auto old = ctx.teams->Get(name);
-        if (!old.ok()) return ErrorResponse(old.error());
-        std::vector<std::string> owned;
-        if (auto cs = ctx.fleet.Clusters(); cs.ok()) {
-          for (const auto& c : cs.value()) {
-            if (c.team == name) owned.push_back("cluster " + c.name);
-          }
-        }
-        if (auto ps = ctx.fleet.Pools(); ps.ok()) {
-          for (const auto& p : ps.value()) {
-            if (p.team == name) owned.push_back("pool " + p.name);
-          }
-        }
-        if (!owned.empty()) {
-          return ErrorResponse(MakeError(
-              ErrorCode::kConflict,
-              "team '" + name + "' owns " + Join(owned, ", ") + ": give them another team first"));
-        }
-        if (size_t live = LiveJobs(ctx, name, ""); live > 0) {
-          return ErrorResponse(MakeError(
-              ErrorCode::kConflict,
-              "team '" + name + "' has " + std::to_string(live) + " queued or running job(s)"));
-        }
-        if (auto s = ctx.teams->Delete(name); !s.ok()) return ErrorResponse(s.error());
-        Response r = ObjectResponse(200, {{"deleted", name}});
-        r.audit_target = "team/" + name;
-        r.audit_before = TeamJson(old.value());
-        return r;
-      });
+      "DELETE", "/api/v1/teams/{team}", Role::kAdmin,
+      [&ctx](const Request& req, const Principal& who) { return DeleteTeamsTeam(ctx, req, who); });
   router.Scoped(Scope::kFleet);
 
   router.Add("GET", "/api/v1/teams/{team}/projects", Role::kViewer,
-             TeamScoped(ctx, false, [&ctx](const Request& req, const Principal&) {
-               if (!ctx.teams) return Unavailable();
-               auto page = ParsePage(req);
-               if (!page.ok()) return ErrorResponse(page.error());
-               auto t = ctx.teams->Get(req.params.at("team"));
-               if (!t.ok()) return ErrorResponse(t.error());
-               json::array items;
-               for (const auto& p : t->projects) items.push_back(ProjectJson(p));
-               return ListResponse(std::move(items), page.value());
+             TeamScoped(ctx, false, [&ctx](const Request& req, const Principal& who) {
+               return GetTeamsTeamProjects(ctx, req, who);
              }));
   router.Scoped(Scope::kClusters);
 
   router.Add("POST", "/api/v1/teams/{team}/projects", Role::kOperator,
-             TeamScoped(ctx, true, [&ctx](const Request& req, const Principal&) {
-               if (!ctx.teams) return Unavailable();
-               auto old = ctx.teams->Get(req.params.at("team"));
-               if (!old.ok()) return ErrorResponse(old.error());
-               auto body = ParseObject(req.body);
-               if (!body.ok()) return ErrorResponse(body.error());
-               if (auto s = OnlyFields(*body, {"name", "description"}); !s.ok()) {
-                 return ErrorResponse(s.error());
-               }
-               auto project = ParseProject(req.body);
-               if (!project.ok()) return ErrorResponse(project.error());
-               std::string name = project->name;
-               auto t = ctx.teams->AddProject(old->name, std::move(project).value());
-               if (!t.ok()) return ErrorResponse(t.error());
-               Response r = ObjectResponse(201, ProjectJson(*t->FindProject(name)));
-               r.audit_target = "team/" + t->name + "/project/" + name;
-               r.audit_before = TeamJson(old.value());
-               r.audit_after = TeamJson(t.value());
-               return r;
+             TeamScoped(ctx, true, [&ctx](const Request& req, const Principal& who) {
+               return PostTeamsTeamProjects(ctx, req, who);
              }));
   router.Scoped(Scope::kClusters);
 
   router.Add("GET", "/api/v1/teams/{team}/projects/{project}", Role::kViewer,
-             TeamScoped(ctx, false, [&ctx](const Request& req, const Principal&) {
-               if (!ctx.teams) return Unavailable();
-               auto t = ctx.teams->Get(req.params.at("team"));
-               if (!t.ok()) return ErrorResponse(t.error());
-               const Project* p = t->FindProject(req.params.at("project"));
-               if (!p) {
-                 return ErrorResponse(MakeError(
-                     ErrorCode::kNotFound,
-                     "team '" + t->name + "' has no project '" + req.params.at("project") + "'"));
-               }
-               return ObjectResponse(200, ProjectJson(*p));
+             TeamScoped(ctx, false, [&ctx](const Request& req, const Principal& who) {
+               return GetTeamsTeamProjectsProject(ctx, req, who);
              }));
   router.Scoped(Scope::kClusters);
 
-  router.Add(
-      "PATCH", "/api/v1/teams/{team}/projects/{project}", Role::kOperator,
-      TeamScoped(ctx, true, [&ctx](const Request& req, const Principal&) {
-        if (!ctx.teams) return Unavailable();
-        auto old = ctx.teams->Get(req.params.at("team"));
-        if (!old.ok()) return ErrorResponse(old.error());
-        const std::string& name = req.params.at("project");
-        if (!old->FindProject(name)) {
-          return ErrorResponse(MakeError(ErrorCode::kNotFound,
-                                         "team '" + old->name + "' has no project '" + name + "'"));
-        }
-        auto body = ParseObject(req.body);
-        if (!body.ok()) return ErrorResponse(body.error());
-        if (auto s = OnlyFields(*body, {"name", "description"}); !s.ok()) {
-          return ErrorResponse(s.error());
-        }
-        if (const auto* n = body->if_contains("name");
-            n && !(n->is_string() && n->as_string() == name)) {
-          return ErrorResponse(
-              MakeError(ErrorCode::kInvalidArgument,
-                        "name: a project cannot be renamed (its jobs and usage keep the name)"));
-        }
-        auto desc = GetString(*body, "description", std::string());
-        if (!desc.ok()) return ErrorResponse(desc.error());
-        Team t = old.value();
-        for (auto& p : t.projects) {
-          if (p.name == name && body->contains("description")) p.description = *desc;
-        }
-        auto done = ctx.teams->Replace(std::move(t));
-        if (!done.ok()) return ErrorResponse(done.error());
-        Response r = ObjectResponse(200, ProjectJson(*done->FindProject(name)));
-        r.audit_target = "team/" + done->name + "/project/" + name;
-        r.audit_before = TeamJson(old.value());
-        r.audit_after = TeamJson(done.value());
-        return r;
-      }));
+  router.Add("PATCH", "/api/v1/teams/{team}/projects/{project}", Role::kOperator,
+             TeamScoped(ctx, true, [&ctx](const Request& req, const Principal& who) {
+               return PatchTeamsTeamProjectsProject(ctx, req, who);
+             }));
   router.Scoped(Scope::kClusters);
 
   router.Add("DELETE", "/api/v1/teams/{team}/projects/{project}", Role::kOperator,
-             TeamScoped(ctx, true, [&ctx](const Request& req, const Principal&) {
-               if (!ctx.teams) return Unavailable();
-               auto old = ctx.teams->Get(req.params.at("team"));
-               if (!old.ok()) return ErrorResponse(old.error());
-               const std::string& name = req.params.at("project");
-               if (size_t live = LiveJobs(ctx, old->name, name); live > 0) {
-                 return ErrorResponse(MakeError(
-                     ErrorCode::kConflict, "project '" + name + "' has " + std::to_string(live) +
-                                               " queued or running job(s)"));
-               }
-               auto t = ctx.teams->RemoveProject(old->name, name);
-               if (!t.ok()) return ErrorResponse(t.error());
-               Response r = ObjectResponse(200, {{"deleted", name}});
-               r.audit_target = "team/" + t->name + "/project/" + name;
-               r.audit_before = TeamJson(old.value());
-               r.audit_after = TeamJson(t.value());
-               return r;
+             TeamScoped(ctx, true, [&ctx](const Request& req, const Principal& who) {
+               return DeleteTeamsTeamProjectsProject(ctx, req, who);
              }));
   router.Scoped(Scope::kClusters);
 }

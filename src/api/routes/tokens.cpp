@@ -116,168 +116,194 @@ Status JoinTokenInScope(ApiContext& ctx, const Principal& who, const std::string
   return MakeError(ErrorCode::kNotFound, "no join token '" + Printable(id, 80) + "'");
 }
 
+// POST /api/v1/join-tokens
+Response PostJoinTokens(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto body = ParseObject(req.body);
+  if (!body.ok()) return ErrorResponse(body.error());
+  if (auto s = OnlyFields(body.value(), {"pool", "ttl"}); !s.ok()) return ErrorResponse(s.error());
+  auto pool = GetString(body.value(), "pool");
+  if (!pool.ok()) return ErrorResponse(pool.error());
+  auto ttl = Ttl(body.value(), "24h");
+  if (!ttl.ok()) return ErrorResponse(ttl.error());
+  auto p = ctx.fleet.FindPool(pool.value());
+  if (!p.ok()) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kNotFound, "no pool '" + Printable(pool.value(), 80) + "'"));
+  }
+  if (auto s = ScopePool(ctx, who, pool.value()); !s.ok()) return ErrorResponse(s.error());
+  auto issued = ctx.fleet.CreateJoinToken(pool.value(), ttl.value(), who.name);
+  if (!issued.ok()) return ErrorResponse(issued.error());
+  json::object o = JoinTokenJson(issued->token, ctx.clock->NowMs());
+  Response r = ObjectResponse(201, [&] {
+    json::object with = o;
+    with["token"] = issued->secret;
+    return with;
+  }());
+  r.audit_target = "join-token/" + issued->token.id;
+  r.audit_after = JsonText(o);
+  return r;
+}
+
+// GET /api/v1/join-tokens
+Response GetJoinTokens(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto page = ParsePage(req);
+  if (!page.ok()) return ErrorResponse(page.error());
+  auto tokens = ctx.store.tokens->ListJoinTokens();
+  if (!tokens.ok()) return ErrorResponse(tokens.error());
+  json::array items;
+  for (const auto& t : tokens.value()) {
+    if (!ScopePool(ctx, who, t.pool).ok()) continue;
+    items.push_back(JoinTokenJson(t, ctx.clock->NowMs()));
+  }
+  return ListResponse(std::move(items), page.value());
+}
+
+// DELETE /api/v1/join-tokens/{id}
+Response DeleteJoinTokensId(ApiContext& ctx, const Request& req, const Principal& who) {
+  const std::string& id = req.params.at("id");
+  Response r = [&] {
+    if (auto s = JoinTokenInScope(ctx, who, id); !s.ok()) {
+      return ErrorResponse(s.error());
+    }
+    if (auto s = ctx.store.tokens->RevokeJoinToken(id); !s.ok()) return ErrorResponse(s.error());
+    return ObjectResponse(200, {{"id", id}, {"revoked", true}});
+  }();
+  r.audit_target = "join-token/" + id;
+  return r;
+}
+
+// POST /api/v1/api-tokens
+Response PostApiTokens(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto body = ParseObject(req.body);
+  if (!body.ok()) return ErrorResponse(body.error());
+  auto token = ApiTokenFrom(body.value(), *ctx.clock);
+  if (!token.ok()) return ErrorResponse(token.error());
+  if (auto s = ScopeNewToken(who, token->role, token->clusters); !s.ok()) {
+    return ErrorResponse(s.error());
+  }
+  std::string secret = "gfa_" + RandomHex(24);
+  token->id = "tok-" + RandomHex(6);
+  token->hash = Sha256Hex(secret);
+  token->prefix = SecretPrefix(secret);
+  if (auto s = ctx.store.tokens->CreateApiToken(token.value()); !s.ok())
+    return ErrorResponse(s.error());
+  json::object o = ApiTokenJson(token.value());
+  json::object with = o;
+  with["token"] = secret;
+  Response r = ObjectResponse(201, with);
+  r.audit_target = "api-token/" + token->id;
+  r.audit_after = JsonText(o);
+  return r;
+}
+
+// GET /api/v1/api-tokens
+Response GetApiTokens(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto page = ParsePage(req);
+  if (!page.ok()) return ErrorResponse(page.error());
+  ctx.flush_token_use();  // so that last_used_at is up to date
+  auto tokens = ctx.store.tokens->ListApiTokens();
+  if (!tokens.ok()) return ErrorResponse(tokens.error());
+  json::array items;
+  for (const auto& t : tokens.value()) {
+    if (TokenInScope(who, t)) items.push_back(ApiTokenJson(t));
+  }
+  return ListResponse(std::move(items), page.value());
+}
+
+// POST /api/v1/api-tokens/{id}/rotate
+Response PostApiTokensIdRotate(ApiContext& ctx, const Request& req, const Principal& who) {
+  const std::string& id = req.params.at("id");
+  Response r = [&] {
+    if (auto s = ApiTokenInScope(ctx, who, id); !s.ok()) {
+      return ErrorResponse(s.error());
+    }
+    json::object o;
+    if (!req.body.empty()) {
+      auto body = ParseObject(req.body);
+      if (!body.ok()) return ErrorResponse(body.error());
+      o = std::move(body.value());
+    }
+    if (auto s = OnlyFields(o, {"grace"}); !s.ok()) return ErrorResponse(s.error());
+    auto grace_text = GetString(o, "grace", std::string("1h"));
+    if (!grace_text.ok()) return ErrorResponse(grace_text.error());
+    int64_t grace = grace_text.value() == "0" ? 0 : ParseDurationMs(grace_text.value());
+    if (grace < 0 || grace > 30 * 86'400'000LL) {
+      return ErrorResponse(
+          MakeError(ErrorCode::kInvalidArgument,
+                    "field 'grace' must be a duration from 0s to 30d, such as 1h (default 1h)"));
+    }
+    std::string secret = "gfa_" + RandomHex(24);
+    int64_t until = grace ? ctx.clock->NowMs() + grace : 0;
+    if (auto s =
+            ctx.store.tokens->RotateApiToken(id, Sha256Hex(secret), SecretPrefix(secret), until);
+        !s.ok()) {
+      return ErrorResponse(s.error());
+    }
+    auto rotated = ctx.store.tokens->FindApiToken(Sha256Hex(secret));
+    if (!rotated.ok()) return ErrorResponse(rotated.error());
+    json::object with = ApiTokenJson(rotated.value());
+    Response done = ObjectResponse(200, with);
+    done.audit_after = JsonText(with);
+    with["token"] = secret;
+    done.body = JsonText(with);
+    return done;
+  }();
+  r.audit_target = "api-token/" + id;
+  return r;
+}
+
+// DELETE /api/v1/api-tokens/{id}
+Response DeleteApiTokensId(ApiContext& ctx, const Request& req, const Principal& who) {
+  const std::string& id = req.params.at("id");
+  Response r = [&] {
+    if (auto s = ApiTokenInScope(ctx, who, id); !s.ok()) {
+      return ErrorResponse(s.error());
+    }
+    if (auto s = ctx.store.tokens->RevokeApiToken(id); !s.ok()) return ErrorResponse(s.error());
+    return ObjectResponse(200, {{"id", id}, {"revoked", true}});
+  }();
+  r.audit_target = "api-token/" + id;
+  return r;
+}
+
 }  // namespace
 
 void AddTokenRoutes(Router& router, ApiContext& ctx) {
-  router.Add("POST", "/api/v1/join-tokens", Role::kOperator,
-             [&ctx](const Request& req, const Principal& who) {
-               auto body = ParseObject(req.body);
-               if (!body.ok()) return ErrorResponse(body.error());
-               if (auto s = OnlyFields(body.value(), {"pool", "ttl"}); !s.ok())
-                 return ErrorResponse(s.error());
-               auto pool = GetString(body.value(), "pool");
-               if (!pool.ok()) return ErrorResponse(pool.error());
-               auto ttl = Ttl(body.value(), "24h");
-               if (!ttl.ok()) return ErrorResponse(ttl.error());
-               auto p = ctx.fleet.FindPool(pool.value());
-               if (!p.ok()) {
-                 return ErrorResponse(MakeError(ErrorCode::kNotFound,
-                                                "no pool '" + Printable(pool.value(), 80) + "'"));
-               }
-               if (auto s = ScopePool(ctx, who, pool.value()); !s.ok())
-                 return ErrorResponse(s.error());
-               auto issued = ctx.fleet.CreateJoinToken(pool.value(), ttl.value(), who.name);
-               if (!issued.ok()) return ErrorResponse(issued.error());
-               json::object o = JoinTokenJson(issued->token, ctx.clock->NowMs());
-               Response r = ObjectResponse(201, [&] {
-                 json::object with = o;
-                 with["token"] = issued->secret;
-                 return with;
-               }());
-               r.audit_target = "join-token/" + issued->token.id;
-               r.audit_after = JsonText(o);
-               return r;
-             });
+  router.Add(
+      "POST", "/api/v1/join-tokens", Role::kOperator,
+      [&ctx](const Request& req, const Principal& who) { return PostJoinTokens(ctx, req, who); });
   router.Scoped(Scope::kClusters);  // the body's pool
 
-  router.Add("GET", "/api/v1/join-tokens", Role::kOperator,
-             [&ctx](const Request& req, const Principal& who) {
-               auto page = ParsePage(req);
-               if (!page.ok()) return ErrorResponse(page.error());
-               auto tokens = ctx.store.tokens->ListJoinTokens();
-               if (!tokens.ok()) return ErrorResponse(tokens.error());
-               json::array items;
-               for (const auto& t : tokens.value()) {
-                 if (!ScopePool(ctx, who, t.pool).ok()) continue;
-                 items.push_back(JoinTokenJson(t, ctx.clock->NowMs()));
-               }
-               return ListResponse(std::move(items), page.value());
-             });
+  router.Add(
+      "GET", "/api/v1/join-tokens", Role::kOperator,
+      [&ctx](const Request& req, const Principal& who) { return GetJoinTokens(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
   router.Add("DELETE", "/api/v1/join-tokens/{id}", Role::kOperator,
              [&ctx](const Request& req, const Principal& who) {
-               const std::string& id = req.params.at("id");
-               Response r = [&] {
-                 if (auto s = JoinTokenInScope(ctx, who, id); !s.ok()) {
-                   return ErrorResponse(s.error());
-                 }
-                 if (auto s = ctx.store.tokens->RevokeJoinToken(id); !s.ok())
-                   return ErrorResponse(s.error());
-                 return ObjectResponse(200, {{"id", id}, {"revoked", true}});
-               }();
-               r.audit_target = "join-token/" + id;
-               return r;
+               return DeleteJoinTokensId(ctx, req, who);
              });
   router.Scoped(Scope::kClusters);
 
-  router.Add("POST", "/api/v1/api-tokens", Role::kAdmin,
-             [&ctx](const Request& req, const Principal& who) {
-               auto body = ParseObject(req.body);
-               if (!body.ok()) return ErrorResponse(body.error());
-               auto token = ApiTokenFrom(body.value(), *ctx.clock);
-               if (!token.ok()) return ErrorResponse(token.error());
-               if (auto s = ScopeNewToken(who, token->role, token->clusters); !s.ok()) {
-                 return ErrorResponse(s.error());
-               }
-               std::string secret = "gfa_" + RandomHex(24);
-               token->id = "tok-" + RandomHex(6);
-               token->hash = Sha256Hex(secret);
-               token->prefix = SecretPrefix(secret);
-               if (auto s = ctx.store.tokens->CreateApiToken(token.value()); !s.ok())
-                 return ErrorResponse(s.error());
-               json::object o = ApiTokenJson(token.value());
-               json::object with = o;
-               with["token"] = secret;
-               Response r = ObjectResponse(201, with);
-               r.audit_target = "api-token/" + token->id;
-               r.audit_after = JsonText(o);
-               return r;
-             });
+  router.Add(
+      "POST", "/api/v1/api-tokens", Role::kAdmin,
+      [&ctx](const Request& req, const Principal& who) { return PostApiTokens(ctx, req, who); });
   router.Scoped(Scope::kClusters);  // the new token's role and clusters (ScopeNewToken)
 
-  router.Add("GET", "/api/v1/api-tokens", Role::kAdmin,
-             [&ctx](const Request& req, const Principal& who) {
-               auto page = ParsePage(req);
-               if (!page.ok()) return ErrorResponse(page.error());
-               ctx.flush_token_use();  // so that last_used_at is up to date
-               auto tokens = ctx.store.tokens->ListApiTokens();
-               if (!tokens.ok()) return ErrorResponse(tokens.error());
-               json::array items;
-               for (const auto& t : tokens.value()) {
-                 if (TokenInScope(who, t)) items.push_back(ApiTokenJson(t));
-               }
-               return ListResponse(std::move(items), page.value());
-             });
+  router.Add(
+      "GET", "/api/v1/api-tokens", Role::kAdmin,
+      [&ctx](const Request& req, const Principal& who) { return GetApiTokens(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
   router.Add("POST", "/api/v1/api-tokens/{id}/rotate", Role::kAdmin,
              [&ctx](const Request& req, const Principal& who) {
-               const std::string& id = req.params.at("id");
-               Response r = [&] {
-                 if (auto s = ApiTokenInScope(ctx, who, id); !s.ok()) {
-                   return ErrorResponse(s.error());
-                 }
-                 json::object o;
-                 if (!req.body.empty()) {
-                   auto body = ParseObject(req.body);
-                   if (!body.ok()) return ErrorResponse(body.error());
-                   o = std::move(body.value());
-                 }
-                 if (auto s = OnlyFields(o, {"grace"}); !s.ok()) return ErrorResponse(s.error());
-                 auto grace_text = GetString(o, "grace", std::string("1h"));
-                 if (!grace_text.ok()) return ErrorResponse(grace_text.error());
-                 int64_t grace =
-                     grace_text.value() == "0" ? 0 : ParseDurationMs(grace_text.value());
-                 if (grace < 0 || grace > 30 * 86'400'000LL) {
-                   return ErrorResponse(MakeError(
-                       ErrorCode::kInvalidArgument,
-                       "field 'grace' must be a duration from 0s to 30d, such as 1h (default 1h)"));
-                 }
-                 std::string secret = "gfa_" + RandomHex(24);
-                 int64_t until = grace ? ctx.clock->NowMs() + grace : 0;
-                 if (auto s = ctx.store.tokens->RotateApiToken(id, Sha256Hex(secret),
-                                                               SecretPrefix(secret), until);
-                     !s.ok()) {
-                   return ErrorResponse(s.error());
-                 }
-                 auto rotated = ctx.store.tokens->FindApiToken(Sha256Hex(secret));
-                 if (!rotated.ok()) return ErrorResponse(rotated.error());
-                 json::object with = ApiTokenJson(rotated.value());
-                 Response done = ObjectResponse(200, with);
-                 done.audit_after = JsonText(with);
-                 with["token"] = secret;
-                 done.body = JsonText(with);
-                 return done;
-               }();
-               r.audit_target = "api-token/" + id;
-               return r;
+               return PostApiTokensIdRotate(ctx, req, who);
              });
   router.Scoped(Scope::kClusters);
 
   router.Add("DELETE", "/api/v1/api-tokens/{id}", Role::kAdmin,
              [&ctx](const Request& req, const Principal& who) {
-               const std::string& id = req.params.at("id");
-               Response r = [&] {
-                 if (auto s = ApiTokenInScope(ctx, who, id); !s.ok()) {
-                   return ErrorResponse(s.error());
-                 }
-                 if (auto s = ctx.store.tokens->RevokeApiToken(id); !s.ok())
-                   return ErrorResponse(s.error());
-                 return ObjectResponse(200, {{"id", id}, {"revoked", true}});
-               }();
-               r.audit_target = "api-token/" + id;
-               return r;
+               return DeleteApiTokensId(ctx, req, who);
              });
   router.Scoped(Scope::kClusters);
 }

@@ -279,79 +279,86 @@ Response PutRates(ApiContext& ctx, const Request& req) {
   return r;
 }
 
+namespace {
+
+// GET /api/v1/usage
+Response GetUsage(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.usage) {
+    return ErrorResponse(MakeError(ErrorCode::kUnavailable, "the usage ledger is not running"));
+  }
+  const int64_t now = ctx.clock->NowMs();
+  auto query = LedgerQuery(req, who, now);
+  if (!query.ok()) return ErrorResponse(query.error());
+  store::UsageQuery& q = query.value();
+  const std::string format = req.Param("format");
+  if (!format.empty() && format != "json" && format != "csv") {
+    return ErrorResponse(MakeError(ErrorCode::kInvalidArgument, "'format' must be json or csv"));
+  }
+  auto page = ParsePage(req);
+  if (!page.ok()) return ErrorResponse(page.error());
+  q.limit = static_cast<int64_t>(page->limit);
+  q.offset = static_cast<int64_t>(page->offset);
+  int64_t total = 0;
+  auto entries = ctx.usage->List(q, &total);
+  if (!entries.ok()) return ErrorResponse(entries.error());
+  if (format == "csv") {
+    std::string body =
+        "id,job,team,project,cluster,pool,gpu_model,gpus,nodes,start,end,wait_s,outcome,"
+        "gpu_hours,util_mean,util_p95,mem_mean_bytes,mem_peak_bytes,energy_j\n";
+    for (const auto& e : entries.value()) {
+      const auto& a = e.allocation;
+      std::string nodes;
+      for (const auto& p : a.placement) {
+        nodes += (nodes.empty() ? "" : " ") + p.node + ":";
+        for (size_t i = 0; i < p.gpus.size(); ++i) {
+          nodes += (i ? "," : "") + std::to_string(p.gpus[i]);
+        }
+      }
+      body += std::to_string(e.id) + "," + std::to_string(a.job) + "," + a.team + "," + a.project +
+              "," + a.cluster + "," + a.pool + "," + a.gpu_model + "," + std::to_string(a.gpus) +
+              ",\"" + nodes + "\"," + FormatTime(a.start_ms) + "," + FormatTime(a.end_ms) + "," +
+              Cell(static_cast<double>(a.wait_ms) / 1000.0) + "," + a.outcome + "," +
+              Cell(e.gpu_hours()) + "," + Cell(e.effective.util_mean) + "," +
+              Cell(e.effective.util_p95) + "," + Cell(e.effective.mem_mean_bytes) + "," +
+              Cell(e.effective.mem_peak_bytes) + "," + Cell(e.effective.energy_j) + "\n";
+    }
+    Response r;
+    r.content_type = "text/csv; charset=utf-8";
+    r.body = std::move(body);
+    return r;
+  }
+  json::array items;
+  for (const auto& e : entries.value()) items.push_back(EntryJson(e));
+  json::object reply{{"from", FormatTime(q.from_ms)},
+                     {"to", FormatTime(std::min(q.to_ms, now))},
+                     {"retention_days", ctx.usage->retention_ms() / 86'400'000},
+                     {"items", std::move(items)},
+                     {"total", total},
+                     {"limit", page->limit},
+                     {"offset", page->offset}};
+  return ObjectResponse(200, reply);
+}
+
+// GET /api/v1/usage/export
+Response GetUsageExport(ApiContext& ctx, const Request& req, const Principal& who) {
+  if (!ctx.usage) {
+    return ErrorResponse(MakeError(ErrorCode::kUnavailable, "the usage ledger is not running"));
+  }
+  auto query = LedgerQuery(req, who, ctx.clock->NowMs());
+  if (!query.ok()) return ErrorResponse(query.error());
+  return LedgerExport(ctx, std::move(query).value());
+}
+
+}  // namespace
+
 void AddUsageRoutes(Router& router, ApiContext& ctx) {
-  router.Add(
-      "GET", "/api/v1/usage", Role::kViewer, [&ctx](const Request& req, const Principal& who) {
-        if (!ctx.usage) {
-          return ErrorResponse(
-              MakeError(ErrorCode::kUnavailable, "the usage ledger is not running"));
-        }
-        const int64_t now = ctx.clock->NowMs();
-        auto query = LedgerQuery(req, who, now);
-        if (!query.ok()) return ErrorResponse(query.error());
-        store::UsageQuery& q = query.value();
-        const std::string format = req.Param("format");
-        if (!format.empty() && format != "json" && format != "csv") {
-          return ErrorResponse(
-              MakeError(ErrorCode::kInvalidArgument, "'format' must be json or csv"));
-        }
-        auto page = ParsePage(req);
-        if (!page.ok()) return ErrorResponse(page.error());
-        q.limit = static_cast<int64_t>(page->limit);
-        q.offset = static_cast<int64_t>(page->offset);
-        int64_t total = 0;
-        auto entries = ctx.usage->List(q, &total);
-        if (!entries.ok()) return ErrorResponse(entries.error());
-        if (format == "csv") {
-          std::string body =
-              "id,job,team,project,cluster,pool,gpu_model,gpus,nodes,start,end,wait_s,outcome,"
-              "gpu_hours,util_mean,util_p95,mem_mean_bytes,mem_peak_bytes,energy_j\n";
-          for (const auto& e : entries.value()) {
-            const auto& a = e.allocation;
-            std::string nodes;
-            for (const auto& p : a.placement) {
-              nodes += (nodes.empty() ? "" : " ") + p.node + ":";
-              for (size_t i = 0; i < p.gpus.size(); ++i) {
-                nodes += (i ? "," : "") + std::to_string(p.gpus[i]);
-              }
-            }
-            body += std::to_string(e.id) + "," + std::to_string(a.job) + "," + a.team + "," +
-                    a.project + "," + a.cluster + "," + a.pool + "," + a.gpu_model + "," +
-                    std::to_string(a.gpus) + ",\"" + nodes + "\"," + FormatTime(a.start_ms) + "," +
-                    FormatTime(a.end_ms) + "," + Cell(static_cast<double>(a.wait_ms) / 1000.0) +
-                    "," + a.outcome + "," + Cell(e.gpu_hours()) + "," +
-                    Cell(e.effective.util_mean) + "," + Cell(e.effective.util_p95) + "," +
-                    Cell(e.effective.mem_mean_bytes) + "," + Cell(e.effective.mem_peak_bytes) +
-                    "," + Cell(e.effective.energy_j) + "\n";
-          }
-          Response r;
-          r.content_type = "text/csv; charset=utf-8";
-          r.body = std::move(body);
-          return r;
-        }
-        json::array items;
-        for (const auto& e : entries.value()) items.push_back(EntryJson(e));
-        json::object reply{{"from", FormatTime(q.from_ms)},
-                           {"to", FormatTime(std::min(q.to_ms, now))},
-                           {"retention_days", ctx.usage->retention_ms() / 86'400'000},
-                           {"items", std::move(items)},
-                           {"total", total},
-                           {"limit", page->limit},
-                           {"offset", page->offset}};
-        return ObjectResponse(200, reply);
-      });
+  router.Add("GET", "/api/v1/usage", Role::kViewer,
+             [&ctx](const Request& req, const Principal& who) { return GetUsage(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
-  router.Add("GET", "/api/v1/usage/export", Role::kViewer,
-             [&ctx](const Request& req, const Principal& who) {
-               if (!ctx.usage) {
-                 return ErrorResponse(
-                     MakeError(ErrorCode::kUnavailable, "the usage ledger is not running"));
-               }
-               auto query = LedgerQuery(req, who, ctx.clock->NowMs());
-               if (!query.ok()) return ErrorResponse(query.error());
-               return LedgerExport(ctx, std::move(query).value());
-             });
+  router.Add(
+      "GET", "/api/v1/usage/export", Role::kViewer,
+      [&ctx](const Request& req, const Principal& who) { return GetUsageExport(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
   router.AddSlow(
