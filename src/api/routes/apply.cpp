@@ -318,218 +318,203 @@ std::vector<FleetChange> RuleChanges(ApiContext& ctx, const alerting::RuleFile& 
   return out;
 }
 
-}  // namespace
+// A fleet file's changes, checked before anything changes: the spec, its rule file, channels,
+// teams and what --prune deletes.
+struct ApplyPlan {
+  std::string filename;
+  bool dry_run = false, prune = false;
+  FleetSpec spec;
+  std::optional<alerting::RuleFile> rules;
+  std::optional<ChannelPlan> channels;
+  TeamPlan teams;
+  PrunePlan deletes;
+};
 
-Status RequirePoolsIdle(ApiContext& ctx, const std::vector<std::string>& pools) {
-  if (!ctx.jobs) return {};
-  auto demand = ctx.jobs->Demand();
-  for (const auto& pool : pools) {
-    auto it = demand.find(pool);
-    if (it != demand.end() && (it->second.queued_jobs > 0 || it->second.running_gpus > 0)) {
-      return MakeError(ErrorCode::kConflict, "cannot delete pool " + pool + ": it has " +
-                                                 std::to_string(it->second.queued_jobs) +
-                                                 " queued job(s) and " +
-                                                 std::to_string(it->second.running_gpus) +
-                                                 " GPU(s) running jobs (cancel them first)");
+Error Denied(const Principal& who, const std::string& what) {
+  return MakeError(ErrorCode::kPermissionDenied, "token '" + who.name + "' may not change " + what);
+}
+
+Status CheckApply(ApiContext& ctx, const Principal& who, const std::string& rules_doc,
+                  ApplyPlan& p) {
+  // The rule file and the channels, checked before anything changes: both are the whole
+  // fleet's, and channels an admin's.
+  if (!rules_doc.empty()) {
+    if (!ctx.alerts) return MakeError(ErrorCode::kUnavailable, "alerting is not running");
+    GF_TRY(RequireFleetWide(who));
+    auto file = alerting::ParseRuleFile(rules_doc, p.filename);
+    if (!file.ok()) return file.error();
+    p.rules = std::move(file).value();
+  }
+  const bool removes = p.prune || p.dry_run;  // the diff shows what --prune would delete
+  if (p.spec.channels) {
+    if (who.role < Role::kAdmin) {
+      return Denied(who, "alert channels: the file's channels need an admin token");
     }
+    GF_TRY(RequireFleetWide(who));
+    auto plan = PlanChannels(ctx, *p.spec.channels, p.filename, removes);
+    if (!plan.ok()) return plan.error();
+    p.channels = std::move(plan).value();
+  }
+  // Teams: the file's need an admin's fleet-wide token, as channels do; the teams clusters and
+  // pools name must be known either way.
+  if (p.spec.teams) {
+    if (who.role < Role::kAdmin) return Denied(who, "teams: the file's teams need an admin token");
+    GF_TRY(RequireFleetWide(who));
+  }
+  auto teams = PlanTeams(ctx, p.spec, p.channels, p.filename, removes);
+  if (!teams.ok()) return teams.error();
+  p.teams = std::move(teams).value();
+  for (const auto& c : p.spec.clusters) {
+    if (!who.CanSeeCluster(c.name)) return Denied(who, "cluster '" + c.name + "'");
+  }
+  // Scaling policies are checked before anything changes.
+  if (!p.spec.scaling.empty() && !ctx.scaling) {
+    return MakeError(ErrorCode::kUnavailable, "autoscaling is not running: no scaling blocks");
+  }
+  for (const auto& sc : p.spec.scaling) {
+    if (auto s = ctx.scaling->Check(sc); !s.ok()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       p.filename + ": pool " + sc.pool + ": scaling." + s.error().message);
+    }
+  }
+  if (p.prune) {
+    auto planned = PlanPrune(ctx, who, p.spec);
+    if (!planned.ok()) return planned.error();
+    p.deletes = std::move(planned.value());
   }
   return {};
 }
 
-namespace {
+Response DryRun(ApiContext& ctx, const ApplyPlan& p) {
+  auto changes = ctx.fleet.Diff(p.spec);
+  if (!changes.ok()) return ErrorResponse(changes.error());
+  if (ctx.scaling) {
+    std::vector<PoolScaling> have;
+    for (auto& pool : ctx.scaling->Pools()) have.push_back(std::move(pool.scaling));
+    for (auto& c : DiffScaling(have, p.spec)) changes->push_back(std::move(c));
+  }
+  if (p.channels) {
+    for (auto& c : ChannelChanges(*p.channels)) changes->push_back(std::move(c));
+  }
+  for (auto& c : TeamChanges(p.teams)) changes->push_back(std::move(c));
+  if (p.rules) {
+    for (auto& c : RuleChanges(ctx, *p.rules)) changes->push_back(std::move(c));
+  }
+  return ObjectResponse(200, {{"dry_run", true},
+                              {"clusters", p.spec.clusters.size()},
+                              {"pools", p.spec.pools.size()},
+                              {"scaling", p.spec.scaling.size()},
+                              {"changes", ChangesJson(changes.value())}});
+}
+
+json::object Counts(size_t created, size_t updated, int unchanged,
+                    const std::vector<std::string>& deleted) {
+  return {{"created", created},
+          {"updated", updated},
+          {"unchanged", unchanged},
+          {"deleted", json::value_from(deleted)}};
+}
+
+// Channels and teams first (the teams name channels, clusters and pools name teams), then the
+// clusters and pools, the scaling policies, and what the file no longer has.
+Result<json::object> Carry(ApiContext& ctx, const Principal& who, const ApplyPlan& p) {
+  json::object reply;
+  if (p.channels) {
+    for (const auto& c : p.channels->create) GF_TRY(ctx.store.alerting->CreateChannel(c));
+    for (const auto& c : p.channels->update) GF_TRY(ctx.store.alerting->UpdateChannel(c));
+  }
+  for (const auto& t : p.teams.create) GF_TRY(ctx.teams->Create(t));
+  for (const auto& t : p.teams.update) GF_TRY(ctx.teams->Replace(t));
+  auto counts = ctx.fleet.Apply(p.spec);
+  if (!counts.ok()) return counts.error();
+  GF_TRY(ctx.fleet.Prune(p.deletes));
+  for (const auto& pool : p.deletes.pools) {
+    if (ctx.scaling) (void)ctx.scaling->DeletePolicy(pool, who.name);  // none: fine
+  }
+  int set = 0, unchanged = 0;
+  for (const auto& sc : p.spec.scaling) {
+    bool changed = false;
+    GF_TRY(ctx.scaling->SetPolicy(sc, who.name, &changed));
+    ++(changed ? set : unchanged);
+  }
+  for (const auto& name : p.teams.remove) GF_TRY(ctx.teams->Delete(name));
+  if (p.spec.teams) {
+    reply["teams"] =
+        Counts(p.teams.create.size(), p.teams.update.size(), p.teams.unchanged, p.teams.remove);
+  }
+  if (p.channels) {
+    for (const auto& name : p.channels->remove) GF_TRY(ctx.store.alerting->DeleteChannel(name));
+    reply["channels"] = Counts(p.channels->create.size(), p.channels->update.size(),
+                               p.channels->unchanged, p.channels->remove);
+  }
+  if (p.rules) {
+    auto applied = ctx.alerts->ApplyRuleFile(*p.rules);
+    if (!applied.ok()) return applied.error();
+    const auto& a = applied.value();
+    reply["rules"] = {{"created", a.created},
+                      {"updated", a.updated},
+                      {"unchanged", a.unchanged},
+                      {"deleted", a.deleted}};
+  }
+  const auto& c = counts.value();
+  reply["clusters"] = {{"created", c.clusters_created},
+                       {"updated", c.clusters_updated},
+                       {"unchanged", c.clusters_unchanged}};
+  reply["pools"] = {
+      {"created", c.pools_created}, {"updated", c.pools_updated}, {"unchanged", c.pools_unchanged}};
+  reply["scaling"] = {{"set", set}, {"unchanged", unchanged}};
+  reply["deleted"] = {{"clusters", json::value_from(p.deletes.clusters)},
+                      {"pools", json::value_from(p.deletes.pools)}};
+  return reply;
+}
+
+bool Flag(const Request& req, const char* name) {
+  auto it = req.query.find(name);
+  return it != req.query.end() && (it->second == "true" || it->second == "1");
+}
+
+Response ApplyFile(ApiContext& ctx, const Request& req, const Principal& who, ApplyPlan& p) {
+  if (req.body.empty()) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kInvalidArgument, "empty body: send a fleet YAML file"));
+  }
+  // A fleet document, a rule file, or one of each.
+  std::string fleet_doc, rules_doc;
+  for (auto& d : Documents(req.body)) {
+    std::string& slot = alerting::IsRuleFile(d) ? rules_doc : fleet_doc;
+    if (!slot.empty()) {
+      return ErrorResponse(
+          MakeError(ErrorCode::kInvalidArgument,
+                    p.filename + ": one fleet document and one rule file at most, split by ---"));
+    }
+    slot = std::move(d);
+  }
+  if (fleet_doc.empty() && rules_doc.empty()) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kInvalidArgument, p.filename + ": no YAML document in the file"));
+  }
+  if (fleet_doc.empty()) return ApplyRules(ctx, who, rules_doc, p.filename, p.dry_run);
+  auto spec = ParseFleetSpec(fleet_doc, p.filename, *ctx.catalog);
+  if (!spec.ok()) return ErrorResponse(spec.error());
+  p.spec = std::move(spec).value();
+  if (auto s = CheckApply(ctx, who, rules_doc, p); !s.ok()) return ErrorResponse(s.error());
+  if (p.dry_run) return DryRun(ctx, p);
+  auto reply = Carry(ctx, who, p);
+  if (!reply.ok()) return ErrorResponse(reply.error());
+  return ObjectResponse(200, reply.value());
+}
 
 // POST /api/v1/apply
 Response PostApply(ApiContext& ctx, const Request& req, const Principal& who) {
-  std::string filename = "request";
+  ApplyPlan p;
+  p.filename = "request";
   if (auto it = req.query.find("filename"); it != req.query.end() && !it->second.empty()) {
-    filename = it->second;
+    p.filename = it->second;
   }
-  auto dry = req.query.find("dry_run");
-  bool dry_run = dry != req.query.end() && (dry->second == "true" || dry->second == "1");
-  auto pr = req.query.find("prune");
-  bool prune = pr != req.query.end() && (pr->second == "true" || pr->second == "1");
-  Response r = [&] {
-    if (req.body.empty()) {
-      return ErrorResponse(
-          MakeError(ErrorCode::kInvalidArgument, "empty body: send a fleet YAML file"));
-    }
-    // A fleet document, a rule file, or one of each.
-    std::string fleet_doc, rules_doc;
-    for (auto& d : Documents(req.body)) {
-      std::string& slot = alerting::IsRuleFile(d) ? rules_doc : fleet_doc;
-      if (!slot.empty()) {
-        return ErrorResponse(
-            MakeError(ErrorCode::kInvalidArgument,
-                      filename + ": one fleet document and one rule file at most, split by ---"));
-      }
-      slot = std::move(d);
-    }
-    if (fleet_doc.empty() && rules_doc.empty()) {
-      return ErrorResponse(
-          MakeError(ErrorCode::kInvalidArgument, filename + ": no YAML document in the file"));
-    }
-    if (fleet_doc.empty()) return ApplyRules(ctx, who, rules_doc, filename, dry_run);
-    auto spec = ParseFleetSpec(fleet_doc, filename, *ctx.catalog);
-    if (!spec.ok()) return ErrorResponse(spec.error());
-    // The rule file and the channels, checked before anything changes: both are the
-    // whole fleet's, and channels an admin's.
-    std::optional<alerting::RuleFile> rules;
-    if (!rules_doc.empty()) {
-      if (!ctx.alerts) return AlertingUnavailable();
-      if (auto s = RequireFleetWide(who); !s.ok()) return ErrorResponse(s.error());
-      auto file = alerting::ParseRuleFile(rules_doc, filename);
-      if (!file.ok()) return ErrorResponse(file.error());
-      rules = std::move(file).value();
-    }
-    std::optional<ChannelPlan> channels;
-    if (spec->channels) {
-      if (who.role < Role::kAdmin) {
-        return ErrorResponse(MakeError(ErrorCode::kPermissionDenied,
-                                       "token '" + who.name +
-                                           "' may not change alert channels: the file's "
-                                           "channels need an admin token"));
-      }
-      if (auto s = RequireFleetWide(who); !s.ok()) return ErrorResponse(s.error());
-      // The diff shows what --prune would delete, as it does for pools.
-      auto plan = PlanChannels(ctx, *spec->channels, filename, prune || dry_run);
-      if (!plan.ok()) return ErrorResponse(plan.error());
-      channels = std::move(plan).value();
-    }
-    // Teams: the file's need an admin's fleet-wide token, as channels do; the teams
-    // clusters and pools name must be known either way.
-    if (spec->teams) {
-      if (who.role < Role::kAdmin) {
-        return ErrorResponse(
-            MakeError(ErrorCode::kPermissionDenied, "token '" + who.name +
-                                                        "' may not change teams: the file's teams "
-                                                        "need an admin token"));
-      }
-      if (auto s = RequireFleetWide(who); !s.ok()) return ErrorResponse(s.error());
-    }
-    auto teams = PlanTeams(ctx, spec.value(), channels, filename, prune || dry_run);
-    if (!teams.ok()) return ErrorResponse(teams.error());
-    for (const auto& c : spec->clusters) {
-      if (!who.CanSeeCluster(c.name)) {
-        return ErrorResponse(
-            MakeError(ErrorCode::kPermissionDenied,
-                      "token '" + who.name + "' may not change cluster '" + c.name + "'"));
-      }
-    }
-    // Scaling policies are checked before anything changes.
-    if (!spec->scaling.empty() && !ctx.scaling) {
-      return ErrorResponse(
-          MakeError(ErrorCode::kUnavailable, "autoscaling is not running: no scaling blocks"));
-    }
-    for (const auto& sc : spec->scaling) {
-      if (auto s = ctx.scaling->Check(sc); !s.ok()) {
-        return ErrorResponse(
-            MakeError(ErrorCode::kInvalidArgument,
-                      filename + ": pool " + sc.pool + ": scaling." + s.error().message));
-      }
-    }
-    PrunePlan plan;
-    if (prune) {
-      auto planned = PlanPrune(ctx, who, spec.value());
-      if (!planned.ok()) return ErrorResponse(planned.error());
-      plan = std::move(planned.value());
-    }
-    if (dry_run) {
-      auto changes = ctx.fleet.Diff(spec.value());
-      if (!changes.ok()) return ErrorResponse(changes.error());
-      if (ctx.scaling) {
-        std::vector<PoolScaling> have;
-        for (auto& p : ctx.scaling->Pools()) have.push_back(std::move(p.scaling));
-        for (auto& c : DiffScaling(have, spec.value())) changes->push_back(std::move(c));
-      }
-      if (channels) {
-        for (auto& c : ChannelChanges(*channels)) changes->push_back(std::move(c));
-      }
-      for (auto& c : TeamChanges(*teams)) changes->push_back(std::move(c));
-      if (rules) {
-        for (auto& c : RuleChanges(ctx, *rules)) changes->push_back(std::move(c));
-      }
-      return ObjectResponse(200, {{"dry_run", true},
-                                  {"clusters", spec->clusters.size()},
-                                  {"pools", spec->pools.size()},
-                                  {"scaling", spec->scaling.size()},
-                                  {"changes", ChangesJson(changes.value())}});
-    }
-    // Channels and teams first: the teams name channels, clusters and pools name teams.
-    json::object extra;
-    if (channels) {
-      for (const auto& c : channels->create) {
-        if (auto st = ctx.store.alerting->CreateChannel(c); !st.ok())
-          return ErrorResponse(st.error());
-      }
-      for (const auto& c : channels->update) {
-        if (auto st = ctx.store.alerting->UpdateChannel(c); !st.ok())
-          return ErrorResponse(st.error());
-      }
-    }
-    for (const auto& t : teams->create) {
-      if (auto made = ctx.teams->Create(t); !made.ok()) return ErrorResponse(made.error());
-    }
-    for (const auto& t : teams->update) {
-      if (auto done = ctx.teams->Replace(t); !done.ok()) return ErrorResponse(done.error());
-    }
-    auto counts = ctx.fleet.Apply(spec.value());
-    if (!counts.ok()) return ErrorResponse(counts.error());
-    if (auto s = ctx.fleet.Prune(plan); !s.ok()) return ErrorResponse(s.error());
-    for (const auto& pool : plan.pools) {
-      if (ctx.scaling) (void)ctx.scaling->DeletePolicy(pool, who.name);  // none: fine
-    }
-    int set = 0, unchanged = 0;
-    for (const auto& sc : spec->scaling) {
-      bool changed = false;
-      auto r = ctx.scaling->SetPolicy(sc, who.name, &changed);
-      if (!r.ok()) return ErrorResponse(r.error());
-      ++(changed ? set : unchanged);
-    }
-    for (const auto& name : teams->remove) {
-      if (auto st = ctx.teams->Delete(name); !st.ok()) return ErrorResponse(st.error());
-    }
-    if (spec->teams) {
-      extra["teams"] = {{"created", teams->create.size()},
-                        {"updated", teams->update.size()},
-                        {"unchanged", teams->unchanged},
-                        {"deleted", json::value_from(teams->remove)}};
-    }
-    if (channels) {
-      for (const auto& name : channels->remove) {
-        if (auto st = ctx.store.alerting->DeleteChannel(name); !st.ok())
-          return ErrorResponse(st.error());
-      }
-      extra["channels"] = {{"created", channels->create.size()},
-                           {"updated", channels->update.size()},
-                           {"unchanged", channels->unchanged},
-                           {"deleted", json::value_from(channels->remove)}};
-    }
-    if (rules) {
-      auto applied = ctx.alerts->ApplyRuleFile(*rules);
-      if (!applied.ok()) return ErrorResponse(applied.error());
-      const auto& a = applied.value();
-      extra["rules"] = {{"created", a.created},
-                        {"updated", a.updated},
-                        {"unchanged", a.unchanged},
-                        {"deleted", a.deleted}};
-    }
-    const auto& c = counts.value();
-    json::object reply{
-        {"clusters",
-         {{"created", c.clusters_created},
-          {"updated", c.clusters_updated},
-          {"unchanged", c.clusters_unchanged}}},
-        {"pools",
-         {{"created", c.pools_created},
-          {"updated", c.pools_updated},
-          {"unchanged", c.pools_unchanged}}},
-        {"scaling", {{"set", set}, {"unchanged", unchanged}}},
-        {"deleted",
-         {{"clusters", json::value_from(plan.clusters)}, {"pools", json::value_from(plan.pools)}}}};
-    for (auto& [k, v] : extra) reply[k] = std::move(v);
-    return ObjectResponse(200, reply);
-  }();
-  r.audit_target = "fleet/" + filename;
+  p.dry_run = Flag(req, "dry_run");
+  p.prune = Flag(req, "prune");
+  Response r = ApplyFile(ctx, req, who, p);
+  r.audit_target = "fleet/" + p.filename;
   if (r.status == 200) r.audit_after = r.body;
   return r;
 }

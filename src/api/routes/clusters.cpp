@@ -318,6 +318,23 @@ Response PostPools(ApiContext& ctx, const Request& req, const Principal& who) {
 
 }  // namespace
 
+// A pool can be deleted (by DELETE or an apply --prune) only with no job queued or running.
+Status RequirePoolsIdle(ApiContext& ctx, const std::vector<std::string>& pools) {
+  if (!ctx.jobs) return {};
+  auto demand = ctx.jobs->Demand();
+  for (const auto& pool : pools) {
+    auto it = demand.find(pool);
+    if (it != demand.end() && (it->second.queued_jobs > 0 || it->second.running_gpus > 0)) {
+      return MakeError(ErrorCode::kConflict, "cannot delete pool " + pool + ": it has " +
+                                                 std::to_string(it->second.queued_jobs) +
+                                                 " queued job(s) and " +
+                                                 std::to_string(it->second.running_gpus) +
+                                                 " GPU(s) running jobs (cancel them first)");
+    }
+  }
+  return {};
+}
+
 void AddClusterRoutes(Router& router, ApiContext& ctx) {
   router.Add(
       "GET", "/api/v1/clusters", Role::kViewer,
