@@ -52,29 +52,28 @@ struct HeatNode {
   std::vector<std::string> uuids;  // by GPU position in the node
 };
 
-Response Heatmap(ApiContext& ctx, const Request& req, const Principal& who) {
-  auto hf = ParseHeatField(req.Param("field"));
-  if (!hf) {
-    std::string known = "health, allocation, memory";
-    for (const auto& f : Fields()) known += ", " + std::string(f.name);
-    return ErrorResponse(
-        MakeError(ErrorCode::kInvalidArgument,
-                  "unknown field '" + req.Param("field") + "' (known: " + known + ")"));
-  }
+// The cluster and pool asked for, within the token's clusters (a cluster it may not see is
+// not found).
+Result<NodeFilter> HeatFilter(ApiContext& ctx, const Request& req, const Principal& who) {
   NodeFilter filter;
   filter.cluster = req.Param("cluster");
   filter.pool = req.Param("pool");
   filter.clusters = who.clusters;
   if (!filter.cluster.empty()) {
     auto clusters = ctx.fleet.Clusters();
-    if (!clusters.ok()) return ErrorResponse(clusters.error());
+    if (!clusters.ok()) return clusters.error();
     bool known = std::any_of(clusters->begin(), clusters->end(), [&](const Cluster& c) {
       return c.name == filter.cluster && who.CanSeeCluster(c.name);
     });
     if (!known) {
-      return ErrorResponse(MakeError(ErrorCode::kNotFound, "no cluster '" + filter.cluster + "'"));
+      return MakeError(ErrorCode::kNotFound, "no cluster '" + filter.cluster + "'");
     }
   }
+  return filter;
+}
+
+// The nodes, grouped by pool, then by name: the rows a person scans.
+std::vector<HeatNode> HeatNodes(ApiContext& ctx, const NodeFilter& filter) {
   std::vector<HeatNode> nodes;
   ctx.fleet.ForEachNode(filter, [&](const Node& n) {
     HeatNode h{n.name,
@@ -86,18 +85,24 @@ Response Heatmap(ApiContext& ctx, const Request& req, const Principal& who) {
     for (const auto& g : n.gpus) h.uuids.push_back(g.uuid);
     nodes.push_back(std::move(h));
   });
-  // Grouped by pool, then by name: the rows a person scans.
   std::stable_sort(nodes.begin(), nodes.end(), [](const HeatNode& a, const HeatNode& b) {
     return a.pool != b.pool ? a.pool < b.pool : a.name < b.name;
   });
 
+  return nodes;
+}
+
+// One value per GPU, in node order (NaN: none).
+Result<std::vector<double>> HeatValues(ApiContext& ctx, const HeatField& field,
+                                       const NodeFilter& filter,
+                                       const std::vector<HeatNode>& nodes) {
   std::vector<const std::string*> uuids;
   for (const auto& n : nodes) {
     for (const auto& u : n.uuids) uuids.push_back(&u);
   }
   std::vector<double> values(uuids.size(), NAN);
-  if (hf->name == "allocation") {
-    if (!ctx.jobs) return ErrorResponse(MakeError(ErrorCode::kUnavailable, "jobs are not running"));
+  if (field.name == "allocation") {
+    if (!ctx.jobs) return MakeError(ErrorCode::kUnavailable, "jobs are not running");
     auto allocation = ctx.jobs->Allocation();  // node -> job id per GPU index
     size_t v = 0;
     for (const auto& n : nodes) {
@@ -107,9 +112,9 @@ Response Heatmap(ApiContext& ctx, const Request& req, const Principal& who) {
         values[v] = held ? 1 : 0;
       }
     }
-  } else if (hf->name == "health") {
+  } else if (field.name == "health") {
     if (!ctx.health) {
-      return ErrorResponse(MakeError(ErrorCode::kUnavailable, "the health model is not running"));
+      return MakeError(ErrorCode::kUnavailable, "the health model is not running");
     }
     std::map<std::string, double> level;  // by UUID
     for (const auto& n : ctx.health->Evaluate(filter)) {
@@ -128,7 +133,7 @@ Response Heatmap(ApiContext& ctx, const Request& req, const Principal& who) {
     auto fresh = [&](const std::optional<tsdb::Sample>& s) {
       return s && s->t >= stale_before && std::isfinite(s->v);
     };
-    if (hf->name == "memory") {
+    if (field.name == "memory") {
       std::vector<std::optional<tsdb::Sample>> free;
       ctx.telemetry.LatestMany(uuids, handles, Field::kFbUsed, latest);
       ctx.telemetry.LatestMany(uuids, handles, Field::kFbFree, free);
@@ -138,13 +143,20 @@ Response Heatmap(ApiContext& ctx, const Request& req, const Principal& who) {
         }
       }
     } else {
-      ctx.telemetry.LatestMany(uuids, handles, *hf->field, latest);
+      ctx.telemetry.LatestMany(uuids, handles, *field.field, latest);
       for (size_t i = 0; i < uuids.size(); ++i) {
-        if (fresh(latest[i])) values[i] = latest[i]->v * hf->scale;
+        if (fresh(latest[i])) values[i] = latest[i]->v * field.scale;
       }
     }
   }
-  double max = hf->max;
+  return values;
+}
+
+// Written as text: pools and models once, each node as a short array, then one number per GPU
+// (rounded: a colour cell needs no more), in node order.
+std::string HeatmapJson(ApiContext& ctx, const HeatField& field, const NodeFilter& filter,
+                        const std::vector<HeatNode>& nodes, const std::vector<double>& values) {
+  double max = field.max;
   if (std::isnan(max)) {
     max = 1;
     for (double v : values) {
@@ -152,8 +164,6 @@ Response Heatmap(ApiContext& ctx, const Request& req, const Principal& who) {
     }
   }
 
-  // Written as text: pools and models once, each node as a short array, then one number per GPU
-  // (rounded: a colour cell needs no more), in node order.
   std::vector<std::string> pools, models;
   auto index_of = [](std::vector<std::string>& names, const std::string& name) {
     auto it = std::find(names.begin(), names.end(), name);
@@ -178,13 +188,13 @@ Response Heatmap(ApiContext& ctx, const Request& req, const Principal& who) {
   out += "{\"cluster\":";
   AppendJsonString(out, filter.cluster);
   out += ",\"field\":";
-  AppendJsonString(out, hf->name);
+  AppendJsonString(out, field.name);
   out += ",\"label\":";
-  AppendJsonString(out, hf->label);
+  AppendJsonString(out, field.label);
   out += ",\"unit\":";
-  AppendJsonString(out, hf->unit);
+  AppendJsonString(out, field.unit);
   out += ",\"min\":";
-  AppendNumber(out, hf->min);
+  AppendNumber(out, field.min);
   out += ",\"max\":";
   AppendNumber(out, std::round(max));
   out += ",\"time_ms\":" + std::to_string(ctx.clock->NowMs());
@@ -209,7 +219,24 @@ Response Heatmap(ApiContext& ctx, const Request& req, const Principal& who) {
     }
   }
   out += "]}";
-  return JsonResponse(200, std::move(out));
+  return out;
+}
+
+Response Heatmap(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto hf = ParseHeatField(req.Param("field"));
+  if (!hf) {
+    std::string known = "health, allocation, memory";
+    for (const auto& f : Fields()) known += ", " + std::string(f.name);
+    return ErrorResponse(
+        MakeError(ErrorCode::kInvalidArgument,
+                  "unknown field '" + req.Param("field") + "' (known: " + known + ")"));
+  }
+  auto filter = HeatFilter(ctx, req, who);
+  if (!filter.ok()) return ErrorResponse(filter.error());
+  std::vector<HeatNode> nodes = HeatNodes(ctx, filter.value());
+  auto values = HeatValues(ctx, *hf, filter.value(), nodes);
+  if (!values.ok()) return ErrorResponse(values.error());
+  return JsonResponse(200, HeatmapJson(ctx, *hf, filter.value(), nodes, values.value()));
 }
 
 }  // namespace
