@@ -49,21 +49,22 @@ Result<int> DaysParam(const Request& req, const char* key, int dflt, int lo, int
   return static_cast<int>(ms / 86'400'000);
 }
 
-Response Plan(ApiContext& ctx, const Request& req, const Principal& who) {
+// The query's horizon, lead time, history, wait target and budget.
+Result<usage::CapacityRequest> PlanRequest(ApiContext& ctx, const Request& req) {
   usage::CapacityRequest r;
   r.now_ms = ctx.clock->NowMs();
   for (auto [key, into, dflt, lo, hi] : {std::tuple{"horizon", &r.horizon_days, 180, 30, 730},
                                          std::tuple{"lead_time", &r.lead_time_days, 90, 0, 730},
                                          std::tuple{"history", &r.history_days, 30, 1, 90}}) {
     auto d = DaysParam(req, key, dflt, lo, hi);
-    if (!d.ok()) return ErrorResponse(d.error());
+    if (!d.ok()) return d.error();
     *into = d.value();
   }
   if (std::string w = req.Param("wait_p95"); !w.empty()) {
     int64_t ms = ParseDurationMs(w);
     if (ms < 0 || ms > 7 * 86'400'000LL) {
-      return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
-                                     "'wait_p95' is a duration such as 10m, at most 7d"));
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "'wait_p95' is a duration such as 10m, at most 7d");
     }
     r.wait_p95_s = static_cast<double>(ms) / 1000.0;
   }
@@ -71,18 +72,18 @@ Response Plan(ApiContext& ctx, const Request& req, const Principal& who) {
     char* end = nullptr;
     double v = std::strtod(b.c_str(), &end);
     if (*end || !std::isfinite(v) || v < 0) {
-      return ErrorResponse(
-          MakeError(ErrorCode::kInvalidArgument, "'budget' must be a number, not negative"));
+      return MakeError(ErrorCode::kInvalidArgument, "'budget' must be a number, not negative");
     }
     r.budget = v;
   }
-  auto rates = ctx.usage->GetRates(*ctx.catalog);
-  if (!rates.ok()) return ErrorResponse(rates.error());
-  r.currency = rates->currency;
-  auto growth = StoredGrowth(ctx);
-  if (!growth.ok()) return ErrorResponse(growth.error());
+  return r;
+}
+
+// The pools the token may see (or the one asked for), with their node counts.
+Result<std::map<std::string, usage::CapacityPool>> PlanPools(ApiContext& ctx, const Request& req,
+                                                             const Principal& who) {
   auto pools = ctx.fleet.Pools();
-  if (!pools.ok()) return ErrorResponse(pools.error());
+  if (!pools.ok()) return pools.error();
   const std::string only = req.Param("pool");
   std::map<std::string, usage::CapacityPool> by_name;
   for (const auto& p : pools.value()) {
@@ -95,8 +96,14 @@ Response Plan(ApiContext& ctx, const Request& req, const Principal& who) {
     by_name[p.name] = c;
   }
   if (!only.empty() && by_name.empty()) {
-    return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + only + "'"));
+    return MakeError(ErrorCode::kNotFound, "no pool '" + only + "'");
   }
+  return by_name;
+}
+
+// Each pool's nodes, and what the asset register knows of their GPUs.
+void AddNodesAndAssets(ApiContext& ctx, const usage::CapacityRequest& r,
+                       std::map<std::string, usage::CapacityPool>& by_name) {
   std::map<std::string, std::string> node_pool;
   ctx.fleet.ForEachNode({}, [&](const Node& n) {
     node_pool[n.name] = n.pool;
@@ -127,6 +134,11 @@ Response Plan(ApiContext& ctx, const Request& req, const Principal& who) {
       }
     }
   }
+}
+
+// The jobs running and queued now, as ledger records that end when their duration says.
+void AddLiveJobs(ApiContext& ctx, const usage::CapacityRequest& r,
+                 std::map<std::string, usage::CapacityPool>& by_name) {
   // The jobs running and queued now, ending when their duration says (or holding their GPUs
   // through the history window).
   if (ctx.jobs) {
@@ -153,45 +165,62 @@ Response Plan(ApiContext& ctx, const Request& req, const Principal& who) {
       }
     }
   }
+}
+
+json::object PoolPlanJson(const usage::PoolCapacityPlan& p) {
+  json::array notes;
+  for (const auto& n : p.notes) notes.emplace_back(n);
+  return json::object{
+      {"pool", p.pool.name},
+      {"cluster", p.pool.cluster},
+      {"gpu_model", p.pool.gpu_model},
+      {"gpus_per_node", p.pool.gpus_per_node},
+      {"nodes", p.pool.nodes},
+      {"gpus_installed", p.pool.nodes * p.pool.gpus_per_node},
+      {"gpus_leaving_warranty", p.pool.gpus_leaving_warranty},
+      {"gpu_price", p.pool.gpu_price ? json::value(*p.pool.gpu_price) : json::value(nullptr)},
+      {"history_jobs", p.history_jobs},
+      {"trend_days_recorded", p.trend_days_recorded},
+      {"peak_demand_now", p.peak_demand_now},
+      {"trend_gpus_per_month", p.trend_gpus_per_month},
+      {"factor", p.factor},
+      {"factor_trend", p.factor_trend},
+      {"factor_season", p.factor_season},
+      {"factor_planned", p.factor_planned},
+      {"planned_gpus", p.planned_gpus},
+      {"wait_p95_now_s", Finite(p.wait_p95_now_s)},
+      {"wait_p95_horizon_s", Finite(p.wait_p95_horizon_s)},
+      {"nodes_needed", p.nodes_needed},
+      {"need_by", TextOrNull(p.need_by)},
+      {"order_by", TextOrNull(p.order_by)},
+      {"order_nodes", p.order_nodes},
+      {"order_gpus", p.order_gpus},
+      {"cost", p.cost ? json::value(*p.cost) : json::value(nullptr)},
+      {"within_budget", p.within_budget},
+      {"summary", p.summary},
+      {"notes", std::move(notes)},
+      {"replays", p.replays}};
+}
+
+Response Plan(ApiContext& ctx, const Request& req, const Principal& who) {
+  auto parsed = PlanRequest(ctx, req);
+  if (!parsed.ok()) return ErrorResponse(parsed.error());
+  usage::CapacityRequest& r = parsed.value();
+  auto rates = ctx.usage->GetRates(*ctx.catalog);
+  if (!rates.ok()) return ErrorResponse(rates.error());
+  r.currency = rates->currency;
+  auto growth = StoredGrowth(ctx);
+  if (!growth.ok()) return ErrorResponse(growth.error());
+  auto by_name = PlanPools(ctx, req, who);
+  if (!by_name.ok()) return ErrorResponse(by_name.error());
+  AddNodesAndAssets(ctx, r, by_name.value());
+  AddLiveJobs(ctx, r, by_name.value());
   std::vector<usage::CapacityPool> list;
-  for (auto& [name, c] : by_name) list.push_back(c);
+  for (auto& [name, c] : by_name.value()) list.push_back(c);
   auto plan = usage::PlanCapacity(*ctx.store.usage, list, growth.value(), r);
   if (!plan.ok()) return ErrorResponse(plan.error());
   json::array items;
-  for (const auto& p : plan->pools) {
-    json::array notes;
-    for (const auto& n : p.notes) notes.emplace_back(n);
-    items.push_back(json::object{
-        {"pool", p.pool.name},
-        {"cluster", p.pool.cluster},
-        {"gpu_model", p.pool.gpu_model},
-        {"gpus_per_node", p.pool.gpus_per_node},
-        {"nodes", p.pool.nodes},
-        {"gpus_installed", p.pool.nodes * p.pool.gpus_per_node},
-        {"gpus_leaving_warranty", p.pool.gpus_leaving_warranty},
-        {"gpu_price", p.pool.gpu_price ? json::value(*p.pool.gpu_price) : json::value(nullptr)},
-        {"history_jobs", p.history_jobs},
-        {"trend_days_recorded", p.trend_days_recorded},
-        {"peak_demand_now", p.peak_demand_now},
-        {"trend_gpus_per_month", p.trend_gpus_per_month},
-        {"factor", p.factor},
-        {"factor_trend", p.factor_trend},
-        {"factor_season", p.factor_season},
-        {"factor_planned", p.factor_planned},
-        {"planned_gpus", p.planned_gpus},
-        {"wait_p95_now_s", Finite(p.wait_p95_now_s)},
-        {"wait_p95_horizon_s", Finite(p.wait_p95_horizon_s)},
-        {"nodes_needed", p.nodes_needed},
-        {"need_by", TextOrNull(p.need_by)},
-        {"order_by", TextOrNull(p.order_by)},
-        {"order_nodes", p.order_nodes},
-        {"order_gpus", p.order_gpus},
-        {"cost", p.cost ? json::value(*p.cost) : json::value(nullptr)},
-        {"within_budget", p.within_budget},
-        {"summary", p.summary},
-        {"notes", std::move(notes)},
-        {"replays", p.replays}});
-  }
+  for (const auto& p : plan->pools) items.push_back(PoolPlanJson(p));
   return ObjectResponse(200, {{"horizon_days", r.horizon_days},
                               {"lead_time_days", r.lead_time_days},
                               {"history_days", r.history_days},
