@@ -335,6 +335,101 @@ Status RequirePoolsIdle(ApiContext& ctx, const std::vector<std::string>& pools) 
   return {};
 }
 
+namespace {
+
+// PUT replaces a cluster with the body; PATCH merges the body into the one stored (404 when
+// there is none). Both then go through PutCluster.
+Response WriteCluster(ApiContext& ctx, const Request& req, const Principal& who, bool patch) {
+  const std::string& name = req.params.at("name");
+  auto before = FindCluster(ctx, who, name);
+  Response r = [&] {
+    if (patch && !before.ok()) return ErrorResponse(before.error());
+    if (!who.CanSeeCluster(name)) {
+      return ErrorResponse(
+          MakeError(ErrorCode::kPermissionDenied,
+                    "token '" + who.name + "' may not change cluster '" + name + "'"));
+    }
+    auto body = BodyObject(req);
+    if (!body.ok()) return ErrorResponse(body.error());
+    json::value object = patch ? MergePatch(json::parse(ClusterObject(*before)), *body)
+                               : json::value(std::move(*body));
+    if (auto s = NameFromPath(object.as_object(), name, "cluster"); !s.ok()) {
+      return ErrorResponse(s.error());
+    }
+    return PutCluster(ctx, who, object.as_object(), false);
+  }();
+  r.audit_target = "cluster/" + name;
+  if (before.ok()) r.audit_before = ClusterObject(before.value());
+  if (r.status < 300) r.audit_after = r.body;
+  return r;
+}
+
+// The pool as it is stored, in its REST form, with its scaling block; "" when there is none.
+std::string PoolObject(ApiContext& ctx, const Principal& who, const std::string& name) {
+  auto pool = ctx.fleet.FindPool(name);
+  if (!pool.ok() || !who.CanSeeCluster(pool->cluster)) return "";
+  std::vector<scaling::PoolStatus> policies;
+  if (ctx.scaling) policies = ctx.scaling->Pools();
+  return PoolObjectText(pool.value(), PolicyOf(policies, name));
+}
+
+// PUT replaces a pool with the body; PATCH merges the body into the one stored (404 when there
+// is none), where "scaling": null deletes its policy. Both then go through PutPool.
+Response WritePool(ApiContext& ctx, const Request& req, const Principal& who, bool patch) {
+  const std::string& name = req.params.at("name");
+  std::string before = PoolObject(ctx, who, name);
+  Response r = [&] {
+    // Empty: none, or one of a cluster the token may not see.
+    if (before.empty() && (patch || ctx.fleet.FindPool(name).ok())) {
+      return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + name + "'"));
+    }
+    auto body = BodyObject(req);
+    if (!body.ok()) return ErrorResponse(body.error());
+    bool drop = patch && body->contains("scaling") && body->at("scaling").is_null();
+    json::value object =
+        patch ? MergePatch(json::parse(before), *body) : json::value(std::move(*body));
+    if (auto s = NameFromPath(object.as_object(), name, "pool"); !s.ok()) {
+      return ErrorResponse(s.error());
+    }
+    return PutPool(ctx, who, object.as_object(), false, drop);
+  }();
+  r.audit_target = "pool/" + name;
+  r.audit_before = before;
+  if (r.status < 300) r.audit_after = r.body;
+  return r;
+}
+
+// DELETE /api/v1/pools/{name}
+Response DeletePool(ApiContext& ctx, const Request& req, const Principal& who) {
+  const std::string& name = req.params.at("name");
+  std::string before = PoolObject(ctx, who, name);
+  Response r = [&] {
+    if (before.empty()) {
+      return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + name + "'"));
+    }
+    NodeFilter f;
+    f.pool = name;
+    if (size_t n = ctx.fleet.Nodes(f).size(); n > 0) {
+      return ErrorResponse(MakeError(
+          ErrorCode::kConflict, "cannot delete pool " + name + ": it has " + std::to_string(n) +
+                                    " node(s) (decommission and delete them first)"));
+    }
+    if (auto s = RequirePoolsIdle(ctx, {name}); !s.ok()) {
+      return ErrorResponse(s.error());
+    }
+    if (auto s = ctx.fleet.Prune({{name}, {}}); !s.ok()) {
+      return ErrorResponse(s.error());
+    }
+    if (ctx.scaling) (void)ctx.scaling->DeletePolicy(name, who.name);  // none: fine
+    return ObjectResponse(200, {{"name", name}, {"deleted", true}});
+  }();
+  r.audit_target = "pool/" + name;
+  r.audit_before = before;
+  return r;
+}
+
+}  // namespace
+
 void AddClusterRoutes(Router& router, ApiContext& ctx) {
   router.Add(
       "GET", "/api/v1/clusters", Role::kViewer,
@@ -360,37 +455,15 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
       [&ctx](const Request& req, const Principal& who) { return PostClusters(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
-  // PUT replaces a cluster with the body; PATCH merges the body into the one stored (404 when
-  // there is none). Both then go through PutCluster.
-  auto write_cluster = [&ctx](bool patch) {
-    return [&ctx, patch](const Request& req, const Principal& who) {
-      const std::string& name = req.params.at("name");
-      auto before = FindCluster(ctx, who, name);
-      Response r = [&] {
-        if (patch && !before.ok()) return ErrorResponse(before.error());
-        if (!who.CanSeeCluster(name)) {
-          return ErrorResponse(
-              MakeError(ErrorCode::kPermissionDenied,
-                        "token '" + who.name + "' may not change cluster '" + name + "'"));
-        }
-        auto body = BodyObject(req);
-        if (!body.ok()) return ErrorResponse(body.error());
-        json::value object = patch ? MergePatch(json::parse(ClusterObject(*before)), *body)
-                                   : json::value(std::move(*body));
-        if (auto s = NameFromPath(object.as_object(), name, "cluster"); !s.ok()) {
-          return ErrorResponse(s.error());
-        }
-        return PutCluster(ctx, who, object.as_object(), false);
-      }();
-      r.audit_target = "cluster/" + name;
-      if (before.ok()) r.audit_before = ClusterObject(before.value());
-      if (r.status < 300) r.audit_after = r.body;
-      return r;
-    };
-  };
-  router.Add("PUT", "/api/v1/clusters/{name}", Role::kOperator, write_cluster(false));
+  router.Add("PUT", "/api/v1/clusters/{name}", Role::kOperator,
+             [&ctx](const Request& req, const Principal& who) {
+               return WriteCluster(ctx, req, who, false);
+             });
   router.Scoped(Scope::kClusters, ScopeObject::kCluster);
-  router.Add("PATCH", "/api/v1/clusters/{name}", Role::kOperator, write_cluster(true));
+  router.Add("PATCH", "/api/v1/clusters/{name}", Role::kOperator,
+             [&ctx](const Request& req, const Principal& who) {
+               return WriteCluster(ctx, req, who, true);
+             });
   router.Scoped(Scope::kClusters, ScopeObject::kCluster);
 
   router.Add("DELETE", "/api/v1/clusters/{name}", Role::kOperator,
@@ -403,76 +476,18 @@ void AddClusterRoutes(Router& router, ApiContext& ctx) {
              [&ctx](const Request& req, const Principal& who) { return PostPools(ctx, req, who); });
   router.Scoped(Scope::kClusters);
 
-  // The pool as it is stored, in its REST form, with its scaling block; "" when there is none.
-  auto pool_object = [&ctx](const Principal& who, const std::string& name) -> std::string {
-    auto pool = ctx.fleet.FindPool(name);
-    if (!pool.ok() || !who.CanSeeCluster(pool->cluster)) return "";
-    std::vector<scaling::PoolStatus> policies;
-    if (ctx.scaling) policies = ctx.scaling->Pools();
-    return PoolObjectText(pool.value(), PolicyOf(policies, name));
-  };
-
-  // PUT replaces a pool with the body; PATCH merges the body into the one stored (404 when there
-  // is none), where "scaling": null deletes its policy. Both then go through PutPool.
-  auto write_pool = [&ctx, pool_object](bool patch) {
-    return [&ctx, pool_object, patch](const Request& req, const Principal& who) {
-      const std::string& name = req.params.at("name");
-      std::string before = pool_object(who, name);
-      Response r = [&] {
-        // Empty: none, or one of a cluster the token may not see.
-        if (before.empty() && (patch || ctx.fleet.FindPool(name).ok())) {
-          return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + name + "'"));
-        }
-        auto body = BodyObject(req);
-        if (!body.ok()) return ErrorResponse(body.error());
-        bool drop = patch && body->contains("scaling") && body->at("scaling").is_null();
-        json::value object =
-            patch ? MergePatch(json::parse(before), *body) : json::value(std::move(*body));
-        if (auto s = NameFromPath(object.as_object(), name, "pool"); !s.ok()) {
-          return ErrorResponse(s.error());
-        }
-        return PutPool(ctx, who, object.as_object(), false, drop);
-      }();
-      r.audit_target = "pool/" + name;
-      r.audit_before = before;
-      if (r.status < 300) r.audit_after = r.body;
-      return r;
-    };
-  };
-  router.Add("PUT", "/api/v1/pools/{name}", Role::kOperator, write_pool(false));
+  router.Add(
+      "PUT", "/api/v1/pools/{name}", Role::kOperator,
+      [&ctx](const Request& req, const Principal& who) { return WritePool(ctx, req, who, false); });
   router.Scoped(Scope::kClusters);
-  router.Add("PATCH", "/api/v1/pools/{name}", Role::kOperator, write_pool(true));
+  router.Add(
+      "PATCH", "/api/v1/pools/{name}", Role::kOperator,
+      [&ctx](const Request& req, const Principal& who) { return WritePool(ctx, req, who, true); });
   router.Scoped(Scope::kClusters, ScopeObject::kPool);
 
-  router.Add("DELETE", "/api/v1/pools/{name}", Role::kOperator,
-             [&ctx, pool_object](const Request& req, const Principal& who) {
-               const std::string& name = req.params.at("name");
-               std::string before = pool_object(who, name);
-               Response r = [&] {
-                 if (before.empty()) {
-                   return ErrorResponse(MakeError(ErrorCode::kNotFound, "no pool '" + name + "'"));
-                 }
-                 NodeFilter f;
-                 f.pool = name;
-                 if (size_t n = ctx.fleet.Nodes(f).size(); n > 0) {
-                   return ErrorResponse(MakeError(
-                       ErrorCode::kConflict, "cannot delete pool " + name + ": it has " +
-                                                 std::to_string(n) +
-                                                 " node(s) (decommission and delete them first)"));
-                 }
-                 if (auto s = RequirePoolsIdle(ctx, {name}); !s.ok()) {
-                   return ErrorResponse(s.error());
-                 }
-                 if (auto s = ctx.fleet.Prune({{name}, {}}); !s.ok()) {
-                   return ErrorResponse(s.error());
-                 }
-                 if (ctx.scaling) (void)ctx.scaling->DeletePolicy(name, who.name);  // none: fine
-                 return ObjectResponse(200, {{"name", name}, {"deleted", true}});
-               }();
-               r.audit_target = "pool/" + name;
-               r.audit_before = before;
-               return r;
-             });
+  router.Add(
+      "DELETE", "/api/v1/pools/{name}", Role::kOperator,
+      [&ctx](const Request& req, const Principal& who) { return DeletePool(ctx, req, who); });
   router.Scoped(Scope::kClusters, ScopeObject::kPool);
 
   router.Add("GET", "/api/v1/gpu-models", Role::kViewer,
