@@ -428,92 +428,6 @@ std::vector<std::pair<std::string, std::vector<int>>> ParsePlacement(const std::
   return out;
 }
 
-double Rates::GpuHour(const GpuCatalog& catalog, const std::string& model,
-                      const std::string& site) const {
-  const Rate* any = nullptr;
-  for (const auto& r : gpu_hour) {
-    if (r.model != model) continue;
-    if (!site.empty() && r.site == site) return r.gpu_hour;
-    if (r.site.empty()) any = &r;
-  }
-  if (any) return any->gpu_hour;
-  const GpuModelSpec* spec = catalog.Find(model);
-  return spec && spec->price_per_gpu_hour > 0 ? spec->price_per_gpu_hour : default_gpu_hour;
-}
-
-namespace {
-
-// A price: a number from 0 to a million.
-Status Price(JsonFields& f, std::string_view key, double& out) {
-  double p = out;
-  GF_TRY(f.Number(key, p));
-  if (p < 0 || p > 1e6) return f.Bad(key, "must be a price, 0 or more");
-  out = p;
-  return {};
-}
-
-Status RateOf(JsonFields& f, const GpuCatalog& catalog, Rates::Rate& rate) {
-  GF_TRY(f.Only({"model", "site", "price"}));
-  GF_TRY(f.String("model", rate.model));
-  GF_TRY(f.String("site", rate.site));
-  if (!f.Get("price")) return f.Bad("price", "is required");
-  GF_TRY(Price(f, "price", rate.gpu_hour));
-  if (!catalog.Find(rate.model)) {
-    return f.Bad("model", "unknown GPU model '" + rate.model + "'");
-  }
-  return {};
-}
-
-}  // namespace
-
-Result<Rates> ParseRates(std::string_view text, const GpuCatalog& catalog) {
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  if (ec || !v.is_object()) {
-    return MakeError(ErrorCode::kInvalidArgument, "rates must be a JSON object");
-  }
-  JsonFields f(v.as_object());
-  GF_TRY(f.Only({"currency", "energy_kwh", "default_gpu_hour", "gpu_hour"}));
-  Rates r;
-  GF_TRY(f.String("currency", r.currency));
-  if (r.currency.empty() || r.currency.size() > 8) {
-    return f.Bad("currency", "must be a short code such as USD");
-  }
-  GF_TRY(Price(f, "energy_kwh", r.energy_kwh));
-  GF_TRY(Price(f, "default_gpu_hour", r.default_gpu_hour));
-  const json::value* list = f.Get("gpu_hour");
-  if (!list) return r;
-  if (!list->is_array()) return f.Bad("gpu_hour", "must be a list");
-  for (size_t i = 0; i < list->as_array().size(); ++i) {
-    const json::value& item = list->as_array()[i];
-    const std::string at = "gpu_hour[" + std::to_string(i) + "]";
-    if (!item.is_object()) return f.Bad(at, "must be an object");
-    Rates::Rate rate;
-    JsonFields rf(item.as_object(), at);
-    GF_TRY(RateOf(rf, catalog, rate));
-    for (const auto& other : r.gpu_hour) {
-      if (other.model == rate.model && other.site == rate.site) {
-        return f.Bad(
-            at, rate.model + (rate.site.empty() ? "" : " at " + rate.site) + " is priced twice");
-      }
-    }
-    r.gpu_hour.push_back(std::move(rate));
-  }
-  return r;
-}
-
-std::string RatesJson(const Rates& r) {
-  json::array list;
-  for (const auto& rate : r.gpu_hour) {
-    list.push_back(
-        json::object{{"model", rate.model}, {"site", rate.site}, {"price", rate.gpu_hour}});
-  }
-  return JsonText(json::object{{"currency", r.currency},
-                               {"energy_kwh", r.energy_kwh},
-                               {"default_gpu_hour", r.default_gpu_hour},
-                               {"gpu_hour", std::move(list)}});
-}
-
 std::optional<ReportKind> ParseReportKind(std::string_view name) {
   if (name == "utilization") return ReportKind::kUtilization;
   if (name == "cost") return ReportKind::kCost;
@@ -648,20 +562,6 @@ Result<Report> RunReport(store::UsageStore& store, const ReportRequest& request,
   return b->Finish();
 }
 
-const store::UsageFigures& FiguresOf(const store::UsageRecord& r, store::UsageFigures& scratch) {
-  if (r.figures.gpus > 0 || r.doc.empty()) return r.figures;
-  scratch = FiguresOf(r);
-  return scratch;
-}
-
-store::UsageFigures FiguresOf(const store::UsageRecord& r) {
-  if (r.figures.gpus > 0 || r.doc.empty()) return r.figures;
-  store::UsageFigures f;
-  auto e = EntryFromRecord(r);
-  if (!e.ok()) return f;
-  return Figures(e.value());
-}
-
 std::string ReportCsv(const Report& report) {
   std::string out;
   for (size_t i = 0; i < report.columns.size(); ++i) {
@@ -681,82 +581,6 @@ std::string ReportCsv(const Report& report) {
     }
     out += '\n';
   }
-  return out;
-}
-
-std::string LedgerCsvHeader() {
-  return "id,job,team,project,cluster,pool,gpu_model,gpus,nodes,start,end,wait_s,outcome,"
-         "gpu_hours,util_mean,util_p95,mem_peak_mib,energy_j\n";
-}
-
-void AppendLedgerCsv(std::string& out, const store::UsageRecord& r) {
-  store::UsageFigures scratch;
-  const store::UsageFigures& f = FiguresOf(r, scratch);
-  auto number = [&out](double v) {
-    char buf[32];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-    out.append(buf, ec == std::errc() ? end : buf);
-    out += ',';
-  };
-  auto integer = [&out](int64_t v) {
-    char buf[24];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-    out.append(buf, end);
-    out += ',';
-  };
-  auto text = [&out](const std::string& v) {
-    AppendCsvField(out, v);
-    out += ',';
-  };
-  integer(r.id);
-  integer(r.job);
-  for (const std::string* v : {&r.team, &r.project, &r.cluster, &r.pool, &f.gpu_model}) text(*v);
-  integer(f.gpus);
-  text(f.placement);
-  text(FormatTime(r.start_ms));
-  text(FormatTime(r.end_ms));
-  number(static_cast<double>(f.wait_ms) / 1000.0);
-  text(f.outcome);
-  number(static_cast<double>(f.gpus) * static_cast<double>(r.end_ms - r.start_ms) / kHourMs);
-  if (f.util_milli >= 0) {
-    number(static_cast<double>(f.util_milli) / 1000.0);
-  } else {
-    out += ',';
-  }
-  if (f.util_p95_milli >= 0) {
-    number(static_cast<double>(f.util_p95_milli) / 1000.0);
-  } else {
-    out += ',';
-  }
-  if (f.mem_peak_mib >= 0) {
-    integer(f.mem_peak_mib);
-  } else {
-    out += ',';
-  }
-  integer(f.energy_j);
-  out.back() = '\n';
-}
-
-LedgerExport::LedgerExport(store::UsageStore& store, store::UsageQuery query)
-    : store_(store), query_(std::move(query)) {
-  query_.page = kPage;
-  query_.after_id = 0;
-}
-
-Result<std::string> LedgerExport::Next() {
-  std::string out;
-  if (!started_) {
-    out = LedgerCsvHeader();
-    started_ = true;
-  }
-  if (done_) return out;
-  int64_t n = 0;
-  GF_TRY(store_.ScanUsage(query_, [&](const store::UsageRecord& record) {
-    AppendLedgerCsv(out, record);
-    query_.after_id = record.id;
-    ++n;
-  }));
-  done_ = n < kPage;
   return out;
 }
 
