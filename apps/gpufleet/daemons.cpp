@@ -232,7 +232,9 @@ int RunServe(ServeFlags& f, const cli::Globals& g) {
   int rc = 0;
   {
     ControllerOptions options = f.options;  // destroyed before `sim`, with its actuator
-    options.sim_actuator = MakeSimActuator(sim);
+    // Each simulated node's token kept in the data directory: started again after a restart,
+    // it rejoins as itself.
+    options.sim_actuator = MakeSimActuator(sim, nullptr, "", options.data_dir + "/sim-agents");
     Controller controller(options);
     if (auto s = controller.Start(); !s.ok()) {
       rc = Fail(s.error());
@@ -636,7 +638,8 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
   if (!times.ok()) return Fail(times.error());
   sim.SetActions(times.value(), f.actions.action_log);
   ControllerOptions options = f.serve.options;  // destroyed before `sim`, with its actuator
-  options.sim_actuator = MakeSimActuator(sim, agent_tls, "580.159.03");  // the demo's image
+  options.sim_actuator = MakeSimActuator(sim, agent_tls, "580.159.03",  // the demo's image
+                                         f.serve.options.data_dir + "/sim-agents");
   options.demo_workload = f.workload == "on";
   options.defer_scaling = true;  // started below, once the pools' own nodes have registered
   Controller controller(options);

@@ -13,10 +13,11 @@ namespace {
 
 class SimActuator : public scaling::Actuator {
  public:
-  SimActuator(SimFleet& fleet, net::TlsContext tls, std::string driver)
+  SimActuator(SimFleet& fleet, net::TlsContext tls, std::string driver, std::string token_dir)
       : fleet_(fleet),
         tls_(std::move(tls)),
         driver_(std::move(driver)),
+        token_dir_(std::move(token_dir)),
         timer_([this] { Loop(); }) {}
   ~SimActuator() override {
     {
@@ -31,6 +32,7 @@ class SimActuator : public scaling::Actuator {
     SimPoolOptions o;
     o.controller = r.controller;
     o.join_token = r.join_token;
+    o.token_dir = token_dir_;
     o.tls = tls_;
     o.gpus_per_node = r.gpus_per_node;
     o.model = r.gpu_model;
@@ -82,6 +84,7 @@ class SimActuator : public scaling::Actuator {
   SimFleet& fleet_;
   net::TlsContext tls_;
   std::string driver_;
+  std::string token_dir_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
@@ -92,8 +95,9 @@ class SimActuator : public scaling::Actuator {
 }  // namespace
 
 std::shared_ptr<scaling::Actuator> MakeSimActuator(SimFleet& fleet, net::TlsContext tls,
-                                                   std::string driver) {
-  return std::make_shared<SimActuator>(fleet, std::move(tls), std::move(driver));
+                                                   std::string driver, std::string token_dir) {
+  return std::make_shared<SimActuator>(fleet, std::move(tls), std::move(driver),
+                                       std::move(token_dir));
 }
 
 }  // namespace gpufleet::app

@@ -47,8 +47,12 @@ class JoiningActuator : public Actuator {
         g.name = "NVIDIA H100 80GB HBM3";
         h.gpus.push_back(g);
       }
+      // Started again (after a restart), a node presents the token it was given, as an agent
+      // that kept it does: a join token admits only names not registered yet.
+      if (auto t = tokens.find(n); t != tokens.end()) h.node_token = t->second;
       auto w = fleet_->OnHello(h, "test");
       if (!w.ok()) return w.error();
+      if (!w->node_token.empty()) tokens[n] = w->node_token;
       started.push_back(n);
     }
     return {};
@@ -62,6 +66,7 @@ class JoiningActuator : public Actuator {
   int provisions = 0;
   bool fail = false, join = true;
   std::vector<std::string> started, stopped;
+  std::map<std::string, std::string> tokens;  // node -> the node token it was given
 
  private:
   FleetService*& fleet_;
