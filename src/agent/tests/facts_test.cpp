@@ -9,6 +9,7 @@
 #include <map>
 
 #include "agent/gpu_backend.h"
+#include "tests/support/temp_dir.h"
 
 namespace gpufleet {
 namespace {
@@ -75,11 +76,11 @@ TEST(Facts, InstalledPackagesAreReadFromTheRpmDatabaseUnderTheRoot) {
   EXPECT_EQ(db.parses(), 1);
   EXPECT_FALSE(PackageDatabase("/nonexistent").Read().has_value());
   // A file that is not a database is unknown too.
-  const auto dir = std::filesystem::temp_directory_path() / ("gf-rpm-" + std::to_string(getpid()));
+  const gpufleet::testing::TempDir dir_tmp("gf-rpm");
+  const std::filesystem::path dir = dir_tmp.path();
   std::filesystem::create_directories(dir / "var/lib/rpm");
   std::ofstream(dir / "var/lib/rpm/rpmdb.sqlite") << "not a database";
   EXPECT_FALSE(ReadRpmPackages(dir.string()).has_value());
-  std::filesystem::remove_all(dir);
 }
 
 TEST(Facts, InstalledPackagesAreReadFromTheDpkgStatusFileUnderTheRoot) {
@@ -94,7 +95,8 @@ TEST(Facts, InstalledPackagesAreReadFromTheDpkgStatusFileUnderTheRoot) {
   EXPECT_TRUE(DpkgStatusExists(std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/root"));
   EXPECT_FALSE(DpkgStatusExists("/nonexistent"));
   // The agent's reader parses the file again only when it changed.
-  const auto dir = std::filesystem::temp_directory_path() / ("gf-dpkg-" + std::to_string(getpid()));
+  const gpufleet::testing::TempDir dir_tmp("gf-dpkg");
+  const std::filesystem::path dir = dir_tmp.path();
   std::filesystem::create_directories(dir / "var/lib/dpkg");
   PackageDatabase cached(dir.string());
   EXPECT_FALSE(cached.Read().has_value());  // no status file: unknown
@@ -110,7 +112,6 @@ TEST(Facts, InstalledPackagesAreReadFromTheDpkgStatusFileUnderTheRoot) {
   EXPECT_EQ(cached.parses(), 2);
   EXPECT_EQ(cached.Read()->size(), 4u);
   EXPECT_EQ(cached.parses(), 2);
-  std::filesystem::remove_all(dir);
   EXPECT_EQ(UpstreamVersion("1.17.3-1"), "1.17.3");
   EXPECT_EQ(UpstreamVersion("1:2.36-9+deb12u14"), "2.36");
   EXPECT_EQ(UpstreamVersion("580.159.03"), "580.159.03");

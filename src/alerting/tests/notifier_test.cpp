@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <set>
 
+#include "tests/support/temp_dir.h"
+
 namespace gpufleet::alerting {
 namespace {
 
@@ -25,9 +27,8 @@ class NoSeries : public SeriesReader {
 };
 
 TEST(Notifier, AGroupingWebhookGetsOneNotificationPerGroupAndRoutesFilter) {
-  auto dir = std::filesystem::temp_directory_path() / ("gf-notifier-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const gpufleet::testing::TempDir dir_tmp("gf-notifier");
+  const std::filesystem::path dir = dir_tmp.path();
   auto db = store::Open("sqlite:" + (dir / "db").string()).value();
   auto clock = std::make_shared<ManualClock>(1'800'000'000'000);
   ASSERT_TRUE(db.alerting
@@ -75,7 +76,6 @@ TEST(Notifier, AGroupingWebhookGetsOneNotificationPerGroupAndRoutesFilter) {
   EXPECT_EQ(bodies["each"].size(), 3u);
   EXPECT_EQ(boost::json::parse(bodies["each"][0]).at("alerts").as_array().size(), 1u);
   EXPECT_EQ(bodies["other"].size(), 0u);  // its route wants cluster infer
-  std::filesystem::remove_all(dir);
 }
 
 // Alerts about a team's pools carry its `team` label and go to its channels: a channel that only
@@ -83,10 +83,8 @@ TEST(Notifier, AGroupingWebhookGetsOneNotificationPerGroupAndRoutesFilter) {
 // The pools' rows count allocation: PoolNoFreeGpus fires (after its 15 minutes) on a pool whose
 // GPUs jobs hold while others wait, and the free pool stays quiet.
 TEST(Notifier, ATeamsAlertsGoToItsChannelsAndPoolRowsCountAllocation) {
-  auto dir =
-      std::filesystem::temp_directory_path() / ("gf-notifier-team-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const gpufleet::testing::TempDir dir_tmp("gf-notifier-team");
+  const std::filesystem::path dir = dir_tmp.path();
   auto db = store::Open("sqlite:" + (dir / "db").string()).value();
   auto clock = std::make_shared<ManualClock>(1'800'000'000'000);
   auto channel = [&](const char* name, const char* route) {
@@ -152,7 +150,6 @@ TEST(Notifier, ATeamsAlertsGoToItsChannelsAndPoolRowsCountAllocation) {
                                    "PoolNoFreeGpus/vision"}));
   EXPECT_EQ(got["everything"], got["vision-pager"]);
   EXPECT_TRUE(got["infer-ops"].empty());  // nlp has no alert, and nothing is in cluster infer
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/temp_dir.h"
+
 namespace gpufleet {
 namespace {
 
@@ -28,9 +30,8 @@ TEST(SealSecret, OpensWithItsKeyOnlyAndNeverLooksTheSame) {
 }
 
 TEST(LoadOrCreateKey, MakesAPrivateKeyOnceAndRefusesAnythingElse) {
-  auto dir = std::filesystem::temp_directory_path() / ("gf-key-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const gpufleet::testing::TempDir dir_tmp("gf-key");
+  const std::filesystem::path dir = dir_tmp.path();
   std::string path = (dir / "secret.key").string();
   auto made = LoadOrCreateKey(path);
   ASSERT_TRUE(made.ok()) << made.error().message;
@@ -43,7 +44,6 @@ TEST(LoadOrCreateKey, MakesAPrivateKeyOnceAndRefusesAnythingElse) {
   auto bad = LoadOrCreateKey(path);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("is not a key"), std::string::npos);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

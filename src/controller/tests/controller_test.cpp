@@ -15,6 +15,7 @@
 
 #include "net/http_client.h"
 #include "store/store.h"
+#include "tests/support/temp_dir.h"
 
 namespace gpufleet {
 namespace {
@@ -60,9 +61,8 @@ std::vector<std::string> EventKinds(const std::string& dir) {
 // for nodes the pool already has. Here the pool has no nodes at all, so the first decision
 // asks for its minimum of 2 at once.
 TEST(Controller, DeferredScalingDecidesNothingUntilStartScaling) {
-  std::string dir = std::filesystem::temp_directory_path() /
-                    ("gpufleet-controller-test-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  const gpufleet::testing::TempDir dir_tmp("gpufleet-controller-test");
+  const std::string dir = dir_tmp.path();
   ControllerOptions o;
   o.data_dir = dir;
   o.listen = "127.0.0.1:0";
@@ -88,16 +88,14 @@ TEST(Controller, DeferredScalingDecidesNothingUntilStartScaling) {
     EXPECT_EQ(kinds[0], "scale_up") << "the first decision, once started";
     c.Stop();
   }
-  std::filesystem::remove_all(dir);
 }
 
 // A tune replays the pool's past under 199 settings, which takes seconds on a long history. It
 // runs on the server's worker thread, not on an I/O thread: with a single I/O thread, a health
 // check sent while a tune runs is still answered at once. And a stop does not wait for it.
 TEST(Controller, ATuneRunsOffTheIoThreadAndAStopCancelsIt) {
-  std::string dir = std::filesystem::temp_directory_path() /
-                    ("gpufleet-controller-tune-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  const gpufleet::testing::TempDir dir_tmp("gpufleet-controller-tune");
+  const std::string dir = dir_tmp.path();
   ControllerOptions o;
   o.data_dir = dir;
   o.listen = "127.0.0.1:0";
@@ -174,7 +172,6 @@ TEST(Controller, ATuneRunsOffTheIoThreadAndAStopCancelsIt) {
   std::chrono::duration<double> refused_took = std::chrono::steady_clock::now() - refused_at;
   EXPECT_FALSE(refused.ok()) << refused->status;
   EXPECT_LT(refused_took.count(), 1.0) << "the connection waited in the listen backlog";
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -132,9 +132,8 @@ TEST_F(IngestTest, AScrapedXidChangeIsOneEventAndTheGaugeComesFromThePage) {
 }
 
 TEST(ScrapeTargets, ComeFromEveryPoolsExporters) {
-  auto dir = std::filesystem::temp_directory_path() / ("gf-ingest-t-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const gpufleet::testing::TempDir dir_tmp("gf-ingest-t");
+  const std::filesystem::path dir = dir_tmp.path();
   auto stores = store::Open("sqlite:" + (dir / "db").string()).value();
   FleetService fleet(*stores.fleet, *stores.tokens, GpuCatalog::Builtin(),
                      std::make_shared<ManualClock>(), FleetOptions{});
@@ -159,7 +158,6 @@ clusters:
   EXPECT_EQ(targets[0].node, "a");
   EXPECT_EQ(targets[0].pool, "l4");
   EXPECT_EQ(targets[0].interval_ms, 30'000);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

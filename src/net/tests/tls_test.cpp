@@ -16,6 +16,7 @@
 
 #include "net/certs.h"
 #include "net/http_client.h"
+#include "tests/support/temp_dir.h"
 
 namespace asio = boost::asio;
 namespace ssl = asio::ssl;
@@ -23,11 +24,6 @@ using tcp = asio::ip::tcp;
 
 namespace gpufleet::net {
 namespace {
-
-std::string TempDir() {
-  std::string t = "/tmp/gpufleet-tls-XXXXXX";
-  return mkdtemp(t.data());
-}
 
 // Serves one connection on 127.0.0.1: with `context`, a TLS handshake first; records what it
 // read (the request, decrypted, or for a plain server the raw bytes) and answers 200 "ok".
@@ -86,12 +82,11 @@ class OneShotServer {
 class TlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = TempDir();
+    dir_ = tmp_.path();
     auto files = InitTls(dir_, {"localhost", "127.0.0.1"}, false);
     ASSERT_TRUE(files.ok()) << files.error().message;
     files_ = files.value();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   TlsContext Server(const std::string& cert, const std::string& key) {
     auto ctx = MakeServerContext({cert, key, ""});
@@ -116,6 +111,7 @@ class TlsTest : public ::testing::Test {
     return Send(call);
   }
 
+  gpufleet::testing::TempDir tmp_{"gpufleet-tls"};
   std::string dir_;
   TlsFiles files_;
 };
@@ -177,7 +173,8 @@ TEST_F(TlsTest, CallsWithoutAContextTrustTheDefaultThatWasSet) {
 }
 
 TEST_F(TlsTest, AWrongCaFailsInOneLineAndTheTokenIsNeverSent) {
-  std::string other = TempDir();
+  const gpufleet::testing::TempDir other_tmp("gpufleet-tls-other");
+  const std::string other = other_tmp.path();
   auto theirs = InitTls(other, {"127.0.0.1"}, false);
   ASSERT_TRUE(theirs.ok());
   OneShotServer server(Server(theirs->cert, theirs->key));
@@ -233,7 +230,8 @@ TEST_F(TlsTest, HttpsToAPlainServerFailsWithoutSendingTheToken) {
 }
 
 TEST_F(TlsTest, InsecureSkipVerifyAcceptsAnUnknownCaOnlyWhenAsked) {
-  std::string other = TempDir();
+  const gpufleet::testing::TempDir other_tmp("gpufleet-tls-other");
+  const std::string other = other_tmp.path();
   auto theirs = InitTls(other, {"elsewhere.example.org"}, false);
   ASSERT_TRUE(theirs.ok());
   OneShotServer server(Server(theirs->cert, theirs->key));

@@ -1057,9 +1057,8 @@ std::vector<std::string> SqliteTables(const std::string& path) {
 }
 
 TEST(StoreCopy, MovesEveryTableToAnEmptyDatabaseAndRefusesAFullOne) {
-  auto dir = std::filesystem::temp_directory_path() / ("gf-copy-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const gpufleet::testing::TempDir dir_tmp("gf-copy");
+  const std::filesystem::path dir = dir_tmp.path();
   std::string from = "sqlite:" + (dir / "db").string();
   {
     auto s = store::Open(from).value();
@@ -1150,7 +1149,6 @@ TEST(StoreCopy, MovesEveryTableToAnEmptyDatabaseAndRefusesAFullOne) {
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.error().code, ErrorCode::kConflict);
   EXPECT_NE(again.error().message.find("not empty"), std::string::npos);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -5,13 +5,14 @@
 
 #include <filesystem>
 
+#include "tests/support/temp_dir.h"
+
 namespace gpufleet {
 namespace {
 
 TEST(Telemetry, IngestsRowsAndReadsThemBack) {
-  auto dir =
-      std::filesystem::temp_directory_path() / ("gf-telemetry-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  const gpufleet::testing::TempDir dir_tmp("gf-telemetry");
+  const std::filesystem::path dir = dir_tmp.path();
   {
     auto store = TelemetryStore::Open({dir.string(), {}});
     ASSERT_TRUE(store.ok()) << store.error().message;
@@ -55,7 +56,6 @@ TEST(Telemetry, IngestsRowsAndReadsThemBack) {
   EXPECT_EQ(all[static_cast<size_t>(Field::kGpuUtil)]->v, 21);
   EXPECT_FALSE(all[static_cast<size_t>(Field::kGpuTemp)].has_value());
   EXPECT_EQ(reopened.value()->Latest("GPU-b", Field::kGpuUtil)->v, 21);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

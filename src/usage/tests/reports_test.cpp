@@ -10,6 +10,7 @@
 
 #include <filesystem>
 
+#include "tests/support/temp_dir.h"
 #include "usage/usage.h"
 
 namespace gpufleet::usage {
@@ -305,10 +306,8 @@ TEST(Reports, ARecordFromBeforeTheColumnsIsReadFromItsDocument) {
 // aligned, a ragged, a within-a-day and an across-midnight period, whole or of one cluster,
 // is the report of every record fed to the builder one by one.
 TEST(Reports, TheDailySumsGiveWhatEveryRecordGives) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("gf-report-days-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const gpufleet::testing::TempDir dir_tmp("gf-report-days");
+  const std::filesystem::path dir = dir_tmp.path();
   auto stores = store::Open("sqlite:" + (dir / "db").string());
   ASSERT_TRUE(stores.ok()) << stores.error().message;
   store::UsageStore& st = *stores->usage;
@@ -375,7 +374,6 @@ TEST(Reports, TheDailySumsGiveWhatEveryRecordGives) {
     }
   }
   stores = store::Stores{};
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
