@@ -27,30 +27,31 @@ std::string Where(const json::object& a) {
   return last.empty() ? "-" : "(was " + last + ")";
 }
 
-}  // namespace
+// What `assets list` and `assets export` filter by.
+struct AssetFilter {
+  std::string kind, state, model, site, node, within;
+} filter;
 
-void AddAssetCommands(CLI::App& app, Globals& g) {
-  auto* assets = app.add_subcommand("assets",
-                                    "The asset register: GPUs and nodes, their lifecycle and "
-                                    "history, NetBox-column CSV")
-                     ->require_subcommand(1);
+std::vector<std::pair<std::string, std::string>> Filters() {
+  return {{"kind", filter.kind}, {"state", filter.state}, {"model", filter.model},
+          {"site", filter.site}, {"node", filter.node},   {"warranty_within", filter.within}};
+}
 
-  static std::string kind, state, model, site, node, within, limit = "1000";
+// The asset `assets show` and `assets set-state` take.
+std::string asset_id;
+
+void AddAssetsListCommand(Globals& g, CLI::App* assets) {
+  static std::string limit = "1000";
   auto* list = assets->add_subcommand("list", "Assets: GPUs by serial, nodes by name");
-  list->add_option("--kind", kind, "gpu or node");
-  list->add_option("--state", state, "in_service, spare, rma or retired");
-  list->add_option("--model", model, "one model's");
-  list->add_option("--site", site, "one site's");
-  list->add_option("--node", node, "those in one node");
-  list->add_option("--warranty-within", within, "warranty ending within DAYS");
+  list->add_option("--kind", filter.kind, "gpu or node");
+  list->add_option("--state", filter.state, "in_service, spare, rma or retired");
+  list->add_option("--model", filter.model, "one model's");
+  list->add_option("--site", filter.site, "one site's");
+  list->add_option("--node", filter.node, "those in one node");
+  list->add_option("--warranty-within", filter.within, "warranty ending within DAYS");
   list->add_option("--limit", limit, "at most this many (default 1000)");
-  auto filters = [] {
-    return std::vector<std::pair<std::string, std::string>>{
-        {"kind", kind}, {"state", state}, {"model", model},
-        {"site", site}, {"node", node},   {"warranty_within", within}};
-  };
-  list->callback([&g, filters] {
-    auto q = filters();
+  list->callback([&g] {
+    auto q = Filters();
     q.emplace_back("limit", limit);
     auto v = Call(g, "GET", "/api/v1/assets" + QueryString(q));
     if (!v) return;
@@ -69,12 +70,13 @@ void AddAssetCommands(CLI::App& app, Globals& g) {
                   Str(v.at("total")).c_str());
     });
   });
+}
 
-  static std::string id;
+void AddAssetsShowCommand(Globals& g, CLI::App* assets) {
   auto* show = assets->add_subcommand("show", "One asset and its history");
-  show->add_option("id", id, "a GPU's serial or a node's name")->required();
+  show->add_option("id", asset_id, "a GPU's serial or a node's name")->required();
   show->callback([&g] {
-    auto v = Call(g, "GET", "/api/v1/assets/" + id);
+    auto v = Call(g, "GET", "/api/v1/assets/" + asset_id);
     if (!v) return;
     Show(g, *v, [](const json::value& v) {
       const auto& a = v.as_object();
@@ -94,7 +96,9 @@ void AddAssetCommands(CLI::App& app, Globals& g) {
       t.Print();
     });
   });
+}
 
+void AddAssetsSummaryCommand(Globals& g, CLI::App* assets) {
   static std::string warranty_days = "90";
   auto* summary = assets->add_subcommand(
       "summary", "Counts by model, site and state; warranties ending soon; the GPUs' ages");
@@ -142,62 +146,85 @@ void AddAssetCommands(CLI::App& app, Globals& g) {
       }
     });
   });
+}
 
+void AddAssetsImportCommand(Globals& g, CLI::App* assets) {
   static std::string file;
   static bool dry_run = false;
-  auto* import = assets->add_subcommand(
+  auto* import_cmd = assets->add_subcommand(
       "import",
       "Add or update assets from a CSV (NetBox's columns) or JSON file; all rows or "
       "none");
-  import->add_option("file", file, "the file (.csv or .json; - for CSV on stdin)")->required();
-  import->add_flag("--dry-run", dry_run, "check the file and count, apply nothing");
-  import->callback([&g] {
+  import_cmd->add_option("file", file, "the file (.csv or .json; - for CSV on stdin)")->required();
+  import_cmd->add_flag("--dry-run", dry_run, "check the file and count, apply nothing");
+  import_cmd->callback([&g] {
     auto body = ReadInput(g, file);
-  if (!body) return;
-  bool is_json = file.size() > 5 && file.compare(file.size() - 5, 5, ".json") == 0;
-  auto v =
-      Call(g, "POST", "/api/v1/assets/import" + QueryString({{"dry_run", dry_run ? "true" : ""}}),
-           *body, is_json ? "application/json" : "text/csv");
-  if (!v) return;
-  Show(g, *v, [](const json::value& v) {
-    std::printf("%s%s applied: %s created, %s updated, %s unchanged\n",
-                v.at("dry_run").as_bool() ? "dry run: would have " : "",
-                Str(v.at("applied")).c_str(), Str(v.at("created")).c_str(),
-                Str(v.at("updated")).c_str(), Str(v.at("unchanged")).c_str());
+    if (!body) return;
+    bool is_json = file.size() > 5 && file.compare(file.size() - 5, 5, ".json") == 0;
+    auto v =
+        Call(g, "POST", "/api/v1/assets/import" + QueryString({{"dry_run", dry_run ? "true" : ""}}),
+             *body, is_json ? "application/json" : "text/csv");
+    if (!v) return;
+    Show(g, *v, [](const json::value& v) {
+      std::printf("%s%s applied: %s created, %s updated, %s unchanged\n",
+                  v.at("dry_run").as_bool() ? "dry run: would have " : "",
+                  Str(v.at("applied")).c_str(), Str(v.at("created")).c_str(),
+                  Str(v.at("updated")).c_str(), Str(v.at("unchanged")).c_str());
+    });
   });
-});
+}
 
-static std::string format = "csv";
-auto* exp = assets->add_subcommand("export", "Every column of the assets, as import reads them");
-exp->add_option("--format", format, "csv (default) or json")->check(CLI::IsMember({"csv", "json"}));
-exp->add_option("--kind", kind, "gpu or node");
-exp->add_option("--state", state, "in_service, spare, rma or retired");
-exp->add_option("--site", site, "one site's");
-exp->callback([&g, filters] {
-  auto q = filters();
-  q.emplace_back("format", format);
-  if (auto text = CallText(g, "GET", "/api/v1/assets/export" + QueryString(q))) {
-    std::fputs(text->c_str(), stdout);
-  }
-});
-
-static std::string to_state, note;
-auto* set_state = assets->add_subcommand(
-    "set-state", "Move an asset through its lifecycle: in_service, spare, rma, retired");
-set_state->add_option("id", id, "a GPU's serial or a node's name")->required();
-set_state->add_option("state", to_state, "in_service, spare, rma or retired")
-    ->required()
-    ->check(CLI::IsMember({"in_service", "spare", "rma", "retired"}));
-set_state->add_option("--note", note, "why: the RMA number, the repair, ...");
-set_state->callback([&g] {
-  json::object body{{"state", to_state}};
-  if (!note.empty()) body["note"] = note;
-  auto v = Call(g, "POST", "/api/v1/assets/" + id + "/state", json::serialize(body));
-  if (!v) return;
-  Show(g, *v, [](const json::value& v) {
-    std::printf("%s is %s\n", Str(v.at("id")).c_str(), Str(v.at("state")).c_str());
+void AddAssetsExportCommand(Globals& g, CLI::App* assets) {
+  static std::string format = "csv";
+  auto* exp = assets->add_subcommand("export", "Every column of the assets, as import reads them");
+  exp->add_option("--format", format, "csv (default) or json")
+      ->check(CLI::IsMember({"csv", "json"}));
+  exp->add_option("--kind", filter.kind, "gpu or node");
+  exp->add_option("--state", filter.state, "in_service, spare, rma or retired");
+  exp->add_option("--site", filter.site, "one site's");
+  exp->callback([&g] {
+    auto q = Filters();
+    q.emplace_back("format", format);
+    if (auto text = CallText(g, "GET", "/api/v1/assets/export" + QueryString(q))) {
+      std::fputs(text->c_str(), stdout);
+    }
   });
-});
-}  // namespace gpufleet::cli
+}
+
+void AddAssetsSetStateCommand(Globals& g, CLI::App* assets) {
+  static std::string to_state, note;
+  auto* set_state = assets->add_subcommand(
+      "set-state", "Move an asset through its lifecycle: in_service, spare, rma, retired");
+  set_state->add_option("id", asset_id, "a GPU's serial or a node's name")->required();
+  set_state->add_option("state", to_state, "in_service, spare, rma or retired")
+      ->required()
+      ->check(CLI::IsMember({"in_service", "spare", "rma", "retired"}));
+  set_state->add_option("--note", note, "why: the RMA number, the repair, ...");
+  set_state->callback([&g] {
+    json::object body{{"state", to_state}};
+    if (!note.empty()) body["note"] = note;
+    auto v = Call(g, "POST", "/api/v1/assets/" + asset_id + "/state", json::serialize(body));
+    if (!v) return;
+    Show(g, *v, [](const json::value& v) {
+      std::printf("%s is %s\n", Str(v.at("id")).c_str(), Str(v.at("state")).c_str());
+    });
+  });
+}
+
+}  // namespace
+
+void AddAssetCommands(CLI::App& app, Globals& g) {
+  auto* assets = app.add_subcommand("assets",
+                                    "The asset register: GPUs and nodes, their lifecycle and "
+                                    "history, NetBox-column CSV")
+                     ->require_subcommand(1);
+
+  AddAssetsListCommand(g, assets);
+  AddAssetsShowCommand(g, assets);
+  AddAssetsSummaryCommand(g, assets);
+  AddAssetsImportCommand(g, assets);
+  AddAssetsExportCommand(g, assets);
+  AddAssetsSetStateCommand(g, assets);
+}
 
 }  // namespace gpufleet::cli

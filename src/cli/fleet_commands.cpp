@@ -105,9 +105,216 @@ void AddSetAndDelete(CLI::App& parent, Globals& g, const std::string& kind) {
   });
 }
 
-}  // namespace
+void AddClustersShowCommand(Globals& g, CLI::App* clusters) {
+  auto* show = clusters->add_subcommand("show", "Show one cluster");
+  static std::string name;
+  show->add_option("name", name, "cluster name")->required();
+  show->callback([&g] {
+    Get(g, "/api/v1/clusters/" + UrlEncode(name),
+        [](const json::value& v) { std::printf("%s\n", PrettyJson(v).c_str()); });
+  });
+}
 
-void AddFleetCommands(CLI::App& app, Globals& g) {
+void AddPoolsCommands(Globals& g, CLI::App* pools) {
+  auto* list = pools->add_subcommand("list", "List pools");
+  static std::string cluster;
+  list->add_option("--cluster", cluster, "only this cluster");
+  list->callback([&g] {
+    Get(g, "/api/v1/pools" + QueryString({{"cluster", cluster}}), [](const json::value& v) {
+      Table t({"NAME", "CLUSTER", "MODEL", "GPUS/NODE", "SIZE", "NODES", "READY", "GPUS"});
+      for (const auto& p : v.at("items").as_array()) {
+        t.Row({Field(p, "name"), Field(p, "cluster"), Field(p, "gpu_model"),
+               Field(p, "gpus_per_node"), Field(p, "size"), Field(p, "nodes"),
+               Field(p, "nodes_ready"), Field(p, "gpus")});
+      }
+      t.Print();
+    });
+  });
+  auto* show = pools->add_subcommand("show", "Show one pool");
+  static std::string name;
+  show->add_option("name", name, "pool name")->required();
+  show->callback([&g] {
+    Get(g, "/api/v1/pools/" + UrlEncode(name),
+        [](const json::value& v) { std::printf("%s\n", PrettyJson(v).c_str()); });
+  });
+}
+
+void AddResetIdentityCommand(CLI::App& app, Globals& g, CLI::App* nodes) {
+  auto* cmd = nodes->add_subcommand(
+      "reset-identity",
+      "clear a node's identity: the next agent with a join token takes the name (admin)");
+  static std::string name;
+  cmd->add_option("name", name, "node name")->required();
+  cmd->callback([&g] {
+    auto v = Call(g, "POST", "/api/v1/nodes/" + UrlEncode(name) + "/reset-identity", "{}");
+    if (!v) return;
+    Show(g, *v, [](const json::value& n) {
+      std::printf("node/%s identity cleared: the next agent with a join token takes it\n",
+                  Field(n, "name").c_str());
+    });
+  });
+}
+
+void AddNodesListCommand(Globals& g, CLI::App* nodes) {
+  auto* list = nodes->add_subcommand("list", "List nodes");
+  static std::string cluster, pool, state, model, limit;
+  list->add_option("--cluster", cluster, "only this cluster");
+  list->add_option("--pool", pool, "only this pool");
+  list->add_option("--state", state, "only nodes in this state (ready, degraded, ...)");
+  list->add_option("--model", model, "only nodes with this GPU model");
+  list->add_option("--limit", limit, "at most this many (default 500)");
+  list->callback([&g] {
+    Get(g,
+        "/api/v1/nodes" + QueryString({{"cluster", cluster},
+                                       {"pool", pool},
+                                       {"state", state},
+                                       {"model", model},
+                                       {"limit", limit}}),
+        NodeTable);
+  });
+}
+
+void AddNodesShowCommand(Globals& g, CLI::App* nodes) {
+  auto* show = nodes->add_subcommand("show", "Show a node with its GPUs and recent events");
+  static std::string name;
+  show->add_option("name", name, "node name")->required();
+  show->callback([&g] {
+    auto node = Call(g, "GET", "/api/v1/nodes/" + UrlEncode(name));
+    if (!node) return;
+    if (g.output == "json") {
+      std::printf("%s\n", PrettyJson(*node).c_str());
+      return;
+    }
+    const auto& n = *node;
+    const auto& f = n.at("facts");
+    std::printf("Name:      %s%s\nCluster:   %s\nPool:      %s\nState:     %s since %s\n",
+                Field(n, "name").c_str(), n.at("simulated").as_bool() ? " (simulated)" : "",
+                Field(n, "cluster").c_str(), Field(n, "pool").c_str(), Field(n, "state").c_str(),
+                Field(n, "state_since").c_str());
+    std::printf("Reason:    %s\nLast seen: %s (%s)\nOS:        %s, kernel %s\n",
+                Field(n, "reason").c_str(), Field(n, "last_seen_at").c_str(),
+                n.at("connected").as_bool() ? "connected" : "disconnected", Str(f.at("os")).c_str(),
+                Str(f.at("kernel")).c_str());
+    std::printf("Driver:    %s (CUDA %s), agent %s, backend %s\n",
+                Str(f.at("driver_version")).c_str(), Str(f.at("cuda_driver_version")).c_str(),
+                Str(f.at("agent_version")).c_str(), Str(f.at("backend")).c_str());
+    std::string labels;
+    if (const auto* l = f.as_object().if_contains("labels"); l && l->is_object()) {
+      for (const auto& [key, value] : l->as_object()) {
+        labels += (labels.empty() ? "" : ", ") + std::string(key) + "=" + Str(value);
+      }
+    }
+    std::printf("Labels:    %s\n\n", labels.empty() ? "none" : labels.c_str());
+    Table t({"GPU", "NAME", "MODEL", "UUID", "SERIAL", "PCI", "MEMORY", "MIG", "ERROR"});
+    for (const auto& gpu : n.at("gpus").as_array()) {
+      double gib = gpu.at("memory_total_bytes").to_number<double>() / (1024.0 * 1024 * 1024);
+      char mem[32];
+      std::snprintf(mem, sizeof mem, "%.0f GiB", gib);
+      t.Row({Field(gpu, "index"), Field(gpu, "name"), Field(gpu, "model"), Field(gpu, "uuid"),
+             Field(gpu, "serial"), Field(gpu, "pci_bus_id"), mem, MigText(gpu),
+             Field(gpu, "error")});
+    }
+    t.Print();
+    if (auto events = Call(g, "GET", "/api/v1/nodes/" + UrlEncode(name) + "/events?limit=10")) {
+      std::printf("\nRecent events:\n");
+      Table e({"TIME", "FROM", "TO", "ACTOR", "REASON"});
+      for (const auto& ev : events->at("items").as_array()) {
+        e.Row({Field(ev, "time"), Field(ev, "from"), Field(ev, "to"), Field(ev, "actor"),
+               Field(ev, "reason")});
+      }
+      e.Print();
+    }
+  });
+}
+
+void AddNodesEventsCommand(Globals& g, CLI::App* nodes) {
+  auto* events = nodes->add_subcommand("events", "A node's state changes, newest first");
+  static std::string ev_name, ev_limit;
+  events->add_option("name", ev_name, "node name")->required();
+  events->add_option("--limit", ev_limit, "at most this many (default 500)");
+  events->callback([&g] {
+    Get(g, "/api/v1/nodes/" + UrlEncode(ev_name) + "/events" + QueryString({{"limit", ev_limit}}),
+        [](const json::value& v) {
+          Table e({"TIME", "FROM", "TO", "ACTOR", "REASON"});
+          for (const auto& ev : v.at("items").as_array()) {
+            e.Row({Field(ev, "time"), Field(ev, "from"), Field(ev, "to"), Field(ev, "actor"),
+                   Field(ev, "reason")});
+          }
+          e.Print();
+        });
+  });
+}
+
+void AddNodesCommands(CLI::App& app, Globals& g, CLI::App* nodes) {
+  AddNodesListCommand(g, nodes);
+  AddNodesShowCommand(g, nodes);
+  AddNodesEventsCommand(g, nodes);
+  for (const char* action : {"cordon", "uncordon", "drain"}) {
+    auto* cmd = nodes->add_subcommand(action, std::string(action) + " a node");
+    auto target = std::make_shared<std::string>();
+    cmd->add_option("name", *target, "node name")->required();
+    cmd->callback([&g, target, action] {
+      auto v = Call(g, "POST", "/api/v1/nodes/" + UrlEncode(*target) + "/" + action, "{}");
+      if (!v) return;
+      Show(g, *v, [](const json::value& n) {
+        std::printf("node/%s %s\n", Field(n, "name").c_str(), Field(n, "state").c_str());
+      });
+    });
+  }
+  AddResetIdentityCommand(app, g, nodes);
+}
+
+void AddGpusCommand(CLI::App& app, Globals& g) {
+  auto* gpus = app.add_subcommand("gpus", "GPUs of the fleet")->require_subcommand(1);
+  auto* list = gpus->add_subcommand("list", "List GPUs");
+  static std::string cluster, pool, node, model, limit;
+  list->add_option("--cluster", cluster, "only this cluster");
+  list->add_option("--pool", pool, "only this pool");
+  list->add_option("--node", node, "only this node");
+  list->add_option("--model", model, "only this GPU model");
+  list->add_option("--limit", limit, "at most this many (default 500)");
+  list->callback([&g] {
+    Get(g,
+        "/api/v1/gpus" + QueryString({{"cluster", cluster},
+                                      {"pool", pool},
+                                      {"node", node},
+                                      {"model", model},
+                                      {"limit", limit}}),
+        [](const json::value& v) {
+          Table t({"NODE", "GPU", "MODEL", "UUID", "SERIAL", "PCI", "ERROR"});
+          for (const auto& gpu : v.at("items").as_array()) {
+            t.Row({Field(gpu, "node"), Field(gpu, "index"), Field(gpu, "model"), Field(gpu, "uuid"),
+                   Field(gpu, "serial"), Field(gpu, "pci_bus_id"), Field(gpu, "error")});
+          }
+          t.Print();
+        });
+  });
+}
+
+void AddGpuModelsCommand(CLI::App& app, Globals& g) {
+  auto* models =
+      app.add_subcommand("gpu-models", "The GPU specification catalogue")->require_subcommand(1);
+  models->add_subcommand("list", "List GPU models")->callback([&g] {
+    Get(g, "/api/v1/gpu-models", [](const json::value& v) {
+      Table t({"ID", "ARCH", "MEMORY GIB", "TDP W", "MAX TEMP C", "NVLINK", "MIG"});
+      for (const auto& m : v.at("items").as_array()) {
+        const auto& nv = m.at("nvlink");
+        std::string nvlink =
+            nv.at("generation").as_int64() == 0
+                ? "-"
+                : "gen" + Str(nv.at("generation")) + " " + Str(nv.at("bandwidth_gbps")) + " GB/s";
+        std::string mig = m.at("mig").at("supported").as_bool()
+                              ? "up to " + Str(m.at("mig").at("max_instances"))
+                              : "-";
+        t.Row({Field(m, "id"), Field(m, "architecture"), Field(m, "memory_gib"), Field(m, "tdp_w"),
+               Field(m, "max_operating_temp_c"), nvlink, mig});
+      }
+      t.Print();
+    });
+  });
+}
+
+void AddClustersCommand(CLI::App& app, Globals& g) {
   auto* clusters = app.add_subcommand("clusters", "Clusters of the fleet")->require_subcommand(1);
   clusters->add_subcommand("list", "List clusters")->callback([&g] {
     Get(g, "/api/v1/clusters", [](const json::value& v) {
@@ -119,208 +326,21 @@ void AddFleetCommands(CLI::App& app, Globals& g) {
       t.Print();
     });
   });
-  {
-    auto* show = clusters->add_subcommand("show", "Show one cluster");
-    static std::string name;
-    show->add_option("name", name, "cluster name")->required();
-    show->callback([&g] {
-      Get(g, "/api/v1/clusters/" + UrlEncode(name),
-          [](const json::value& v) { std::printf("%s\n", PrettyJson(v).c_str()); });
-    });
-  }
+  AddClustersShowCommand(g, clusters);
   AddSetAndDelete(*clusters, g, "cluster");
+}
 
+}  // namespace
+
+void AddFleetCommands(CLI::App& app, Globals& g) {
+  AddClustersCommand(app, g);
   auto* pools = app.add_subcommand("pools", "Pools of nodes")->require_subcommand(1);
-  {
-    auto* list = pools->add_subcommand("list", "List pools");
-    static std::string cluster;
-    list->add_option("--cluster", cluster, "only this cluster");
-    list->callback([&g] {
-      Get(g, "/api/v1/pools" + QueryString({{"cluster", cluster}}), [](const json::value& v) {
-        Table t({"NAME", "CLUSTER", "MODEL", "GPUS/NODE", "SIZE", "NODES", "READY", "GPUS"});
-        for (const auto& p : v.at("items").as_array()) {
-          t.Row({Field(p, "name"), Field(p, "cluster"), Field(p, "gpu_model"),
-                 Field(p, "gpus_per_node"), Field(p, "size"), Field(p, "nodes"),
-                 Field(p, "nodes_ready"), Field(p, "gpus")});
-        }
-        t.Print();
-      });
-    });
-    auto* show = pools->add_subcommand("show", "Show one pool");
-    static std::string name;
-    show->add_option("name", name, "pool name")->required();
-    show->callback([&g] {
-      Get(g, "/api/v1/pools/" + UrlEncode(name),
-          [](const json::value& v) { std::printf("%s\n", PrettyJson(v).c_str()); });
-    });
-  }
+  AddPoolsCommands(g, pools);
   AddSetAndDelete(*pools, g, "pool");
-
   auto* nodes = app.add_subcommand("nodes", "Nodes and node actions")->require_subcommand(1);
-  {
-    auto* list = nodes->add_subcommand("list", "List nodes");
-    static std::string cluster, pool, state, model, limit;
-    list->add_option("--cluster", cluster, "only this cluster");
-    list->add_option("--pool", pool, "only this pool");
-    list->add_option("--state", state, "only nodes in this state (ready, degraded, ...)");
-    list->add_option("--model", model, "only nodes with this GPU model");
-    list->add_option("--limit", limit, "at most this many (default 500)");
-    list->callback([&g] {
-      Get(g,
-          "/api/v1/nodes" + QueryString({{"cluster", cluster},
-                                         {"pool", pool},
-                                         {"state", state},
-                                         {"model", model},
-                                         {"limit", limit}}),
-          NodeTable);
-    });
-
-    auto* show = nodes->add_subcommand("show", "Show a node with its GPUs and recent events");
-    static std::string name;
-    show->add_option("name", name, "node name")->required();
-    show->callback([&g] {
-      auto node = Call(g, "GET", "/api/v1/nodes/" + UrlEncode(name));
-      if (!node) return;
-      if (g.output == "json") {
-        std::printf("%s\n", PrettyJson(*node).c_str());
-        return;
-      }
-      const auto& n = *node;
-      const auto& f = n.at("facts");
-      std::printf("Name:      %s%s\nCluster:   %s\nPool:      %s\nState:     %s since %s\n",
-                  Field(n, "name").c_str(), n.at("simulated").as_bool() ? " (simulated)" : "",
-                  Field(n, "cluster").c_str(), Field(n, "pool").c_str(), Field(n, "state").c_str(),
-                  Field(n, "state_since").c_str());
-      std::printf("Reason:    %s\nLast seen: %s (%s)\nOS:        %s, kernel %s\n",
-                  Field(n, "reason").c_str(), Field(n, "last_seen_at").c_str(),
-                  n.at("connected").as_bool() ? "connected" : "disconnected",
-                  Str(f.at("os")).c_str(), Str(f.at("kernel")).c_str());
-      std::printf("Driver:    %s (CUDA %s), agent %s, backend %s\n",
-                  Str(f.at("driver_version")).c_str(), Str(f.at("cuda_driver_version")).c_str(),
-                  Str(f.at("agent_version")).c_str(), Str(f.at("backend")).c_str());
-      std::string labels;
-      if (const auto* l = f.as_object().if_contains("labels"); l && l->is_object()) {
-        for (const auto& [key, value] : l->as_object()) {
-          labels += (labels.empty() ? "" : ", ") + std::string(key) + "=" + Str(value);
-        }
-      }
-      std::printf("Labels:    %s\n\n", labels.empty() ? "none" : labels.c_str());
-      Table t({"GPU", "NAME", "MODEL", "UUID", "SERIAL", "PCI", "MEMORY", "MIG", "ERROR"});
-      for (const auto& gpu : n.at("gpus").as_array()) {
-        double gib = gpu.at("memory_total_bytes").to_number<double>() / (1024.0 * 1024 * 1024);
-        char mem[32];
-        std::snprintf(mem, sizeof mem, "%.0f GiB", gib);
-        t.Row({Field(gpu, "index"), Field(gpu, "name"), Field(gpu, "model"), Field(gpu, "uuid"),
-               Field(gpu, "serial"), Field(gpu, "pci_bus_id"), mem, MigText(gpu),
-               Field(gpu, "error")});
-      }
-      t.Print();
-      if (auto events = Call(g, "GET", "/api/v1/nodes/" + UrlEncode(name) + "/events?limit=10")) {
-        std::printf("\nRecent events:\n");
-        Table e({"TIME", "FROM", "TO", "ACTOR", "REASON"});
-        for (const auto& ev : events->at("items").as_array()) {
-          e.Row({Field(ev, "time"), Field(ev, "from"), Field(ev, "to"), Field(ev, "actor"),
-                 Field(ev, "reason")});
-        }
-        e.Print();
-      }
-    });
-
-    auto* events = nodes->add_subcommand("events", "A node's state changes, newest first");
-    static std::string ev_name, ev_limit;
-    events->add_option("name", ev_name, "node name")->required();
-    events->add_option("--limit", ev_limit, "at most this many (default 500)");
-    events->callback([&g] {
-      Get(g, "/api/v1/nodes/" + UrlEncode(ev_name) + "/events" + QueryString({{"limit", ev_limit}}),
-          [](const json::value& v) {
-            Table e({"TIME", "FROM", "TO", "ACTOR", "REASON"});
-            for (const auto& ev : v.at("items").as_array()) {
-              e.Row({Field(ev, "time"), Field(ev, "from"), Field(ev, "to"), Field(ev, "actor"),
-                     Field(ev, "reason")});
-            }
-            e.Print();
-          });
-    });
-
-    for (const char* action : {"cordon", "uncordon", "drain"}) {
-      auto* cmd = nodes->add_subcommand(action, std::string(action) + " a node");
-      auto target = std::make_shared<std::string>();
-      cmd->add_option("name", *target, "node name")->required();
-      cmd->callback([&g, target, action] {
-        auto v = Call(g, "POST", "/api/v1/nodes/" + UrlEncode(*target) + "/" + action, "{}");
-        if (!v) return;
-        Show(g, *v, [](const json::value& n) {
-          std::printf("node/%s %s\n", Field(n, "name").c_str(), Field(n, "state").c_str());
-        });
-      });
-    }
-    {
-      auto* cmd = nodes->add_subcommand(
-          "reset-identity",
-          "clear a node's identity: the next agent with a join token takes the name (admin)");
-      static std::string name;
-      cmd->add_option("name", name, "node name")->required();
-      cmd->callback([&g] {
-        auto v = Call(g, "POST", "/api/v1/nodes/" + UrlEncode(name) + "/reset-identity", "{}");
-        if (!v) return;
-        Show(g, *v, [](const json::value& n) {
-          std::printf("node/%s identity cleared: the next agent with a join token takes it\n",
-                      Field(n, "name").c_str());
-        });
-      });
-    }
-  }
-
-  {
-    auto* gpus = app.add_subcommand("gpus", "GPUs of the fleet")->require_subcommand(1);
-    auto* list = gpus->add_subcommand("list", "List GPUs");
-    static std::string cluster, pool, node, model, limit;
-    list->add_option("--cluster", cluster, "only this cluster");
-    list->add_option("--pool", pool, "only this pool");
-    list->add_option("--node", node, "only this node");
-    list->add_option("--model", model, "only this GPU model");
-    list->add_option("--limit", limit, "at most this many (default 500)");
-    list->callback([&g] {
-      Get(g,
-          "/api/v1/gpus" + QueryString({{"cluster", cluster},
-                                        {"pool", pool},
-                                        {"node", node},
-                                        {"model", model},
-                                        {"limit", limit}}),
-          [](const json::value& v) {
-            Table t({"NODE", "GPU", "MODEL", "UUID", "SERIAL", "PCI", "ERROR"});
-            for (const auto& gpu : v.at("items").as_array()) {
-              t.Row({Field(gpu, "node"), Field(gpu, "index"), Field(gpu, "model"),
-                     Field(gpu, "uuid"), Field(gpu, "serial"), Field(gpu, "pci_bus_id"),
-                     Field(gpu, "error")});
-            }
-            t.Print();
-          });
-    });
-  }
-
-  {
-    auto* models =
-        app.add_subcommand("gpu-models", "The GPU specification catalogue")->require_subcommand(1);
-    models->add_subcommand("list", "List GPU models")->callback([&g] {
-      Get(g, "/api/v1/gpu-models", [](const json::value& v) {
-        Table t({"ID", "ARCH", "MEMORY GIB", "TDP W", "MAX TEMP C", "NVLINK", "MIG"});
-        for (const auto& m : v.at("items").as_array()) {
-          const auto& nv = m.at("nvlink");
-          std::string nvlink =
-              nv.at("generation").as_int64() == 0
-                  ? "-"
-                  : "gen" + Str(nv.at("generation")) + " " + Str(nv.at("bandwidth_gbps")) + " GB/s";
-          std::string mig = m.at("mig").at("supported").as_bool()
-                                ? "up to " + Str(m.at("mig").at("max_instances"))
-                                : "-";
-          t.Row({Field(m, "id"), Field(m, "architecture"), Field(m, "memory_gib"),
-                 Field(m, "tdp_w"), Field(m, "max_operating_temp_c"), nvlink, mig});
-        }
-        t.Print();
-      });
-    });
-  }
+  AddNodesCommands(app, g, nodes);
+  AddGpusCommand(app, g);
+  AddGpuModelsCommand(app, g);
 }
 
 }  // namespace gpufleet::cli

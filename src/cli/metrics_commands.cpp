@@ -174,123 +174,136 @@ void AddSimDriftCommand(CLI::App& sim, Globals& g) {
   });
 }
 
+namespace {
+
+void AddQueryCommand(CLI::App& app, Globals& g, CLI::App* metrics) {
+  auto* q = metrics->add_subcommand("query", "The latest value of a field for every selected GPU");
+  static std::string metric;
+  static Selector sel;
+  q->add_option("metric", metric, "field, e.g. gpu_util, power_usage, gpu_temp")->required();
+  AddSelector(q, sel);
+  q->callback([&g] {
+    auto params = sel.Params();
+    params.push_back({"metric", metric});
+    auto v = Call(g, "GET", "/api/v1/query" + QueryString(params));
+    if (!v) return;
+    Show(g, *v, [](const json::value& r) {
+      Table t({"NODE", "GPU", "MODEL", "VALUE", "UNIT", "TIME"});
+      std::string unit(r.at("unit").as_string());
+      for (const auto& i : r.at("items").as_array()) {
+        t.Row({Str(i.at("node")), Str(i.at("gpu")), Str(i.at("model")),
+               i.at("value").is_null() ? "-" : Str(i.at("value")), unit, Str(i.at("time"))});
+      }
+      t.Print();
+    });
+  });
+}
+
+void AddRangeCommand(CLI::App& app, Globals& g, CLI::App* metrics) {
+  auto* r = metrics->add_subcommand("range", "A field over time, per GPU, aligned to a step");
+  static std::string metric, start = "-1h", end, step = "1m", agg = "avg", by = "gpu";
+  static Selector sel;
+  r->add_option("metric", metric, "field, e.g. gpu_util")->required();
+  AddSelector(r, sel);
+  r->add_option("--start", start, "ms since the epoch, or -DURATION (default -1h)");
+  r->add_option("--end", end, "ms since the epoch, or -DURATION (default now)");
+  r->add_option("--step", step, "e.g. 10s, 1m, 1h (default 1m)");
+  r->add_option("--agg", agg, "avg, min, max, sum or p95 (default avg)");
+  r->add_option("--by", by, "one series per gpu, node, pool or cluster (default gpu)");
+  r->callback([&g] {
+    auto params = sel.Params();
+    params.insert(params.end(), {{"metric", metric},
+                                 {"start", start},
+                                 {"end", end},
+                                 {"step", step},
+                                 {"agg", agg},
+                                 {"by", by}});
+    auto v = Call(g, "GET", "/api/v1/query_range" + QueryString(params));
+    if (!v) return;
+    Show(g, *v, [](const json::value& r) {
+      for (const auto& s : r.at("series").as_array()) {
+        const auto& o = s.as_object();
+        std::string what = o.contains("gpu")    ? Str(s.at("node")) + " GPU " + Str(s.at("gpu"))
+                           : o.contains("node") ? "node " + Str(s.at("node"))
+                           : o.contains("pool") ? "pool " + Str(s.at("pool"))
+                                                : "cluster " + Str(s.at("cluster"));
+        if (o.contains("gpus")) what += ", " + Str(s.at("gpus")) + " GPUs";
+        std::printf("%s (%s %s, %s, tier %s)\n", what.c_str(), Str(r.at("agg")).c_str(),
+                    Str(r.at("metric")).c_str(), Str(r.at("unit")).c_str(),
+                    Str(r.at("tier")).c_str());
+        Table t({"TIME", "VALUE"});
+        for (const auto& p : s.at("points").as_array()) {
+          int64_t ms = p.at(0).as_int64();
+          std::time_t secs = ms / 1000;
+          char when[32];
+          std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&secs));
+          t.Row({when, Num(p.at(1), 1, 2)});
+        }
+        t.Print();
+      }
+    });
+  });
+}
+
+void AddTopCommand(CLI::App& app, Globals& g) {
+  auto* top = app.add_subcommand("top", "A live view of the fleet's GPUs, busiest first");
+  static Selector sel;
+  static std::string sort = "gpu_util", interval = "2s";
+  static size_t limit = 40;
+  static bool once = false;
+  AddSelector(top, sel);
+  top->add_option("--sort", sort, "field to sort by (default gpu_util)");
+  top->add_option("--interval", interval, "refresh period (default 2s)");
+  top->add_option("--limit", limit, "rows to show (default 40; 0 for all)");
+  top->add_flag("--once", once, "print one screen and exit");
+  top->callback([&g] {
+    int64_t period = ParseDurationMs(interval);
+    if (period <= 0) {
+      std::fprintf(stderr, "error: --interval must be a duration such as 500ms, 2s or 1m\n");
+      g.exit_code = 2;
+      return;
+    }
+    do {
+      if (!once) std::printf("\033[H\033[2J");  // clear the terminal
+      if (!TopOnce(g, sel, sort, limit)) return;
+      std::fflush(stdout);
+      if (!once) std::this_thread::sleep_for(std::chrono::milliseconds(period));
+    } while (!once);
+  });
+}
+
+void AddScrapeCommand(CLI::App& app, Globals& g) {
+  auto* scrape = app.add_subcommand("scrape", "Scrape mode: nodes read through dcgm-exporter")
+                     ->require_subcommand(1);
+  auto* targets =
+      scrape->add_subcommand("targets", "Every exporter endpoint and how its last scrape went");
+  static std::string pool;
+  targets->add_option("--pool", pool, "only this pool");
+  targets->callback([&g] {
+    auto v = Call(g, "GET", "/api/v1/scrape/targets" + QueryString({{"pool", pool}}));
+    if (!v) return;
+    Show(g, *v, [](const json::value& v) {
+      Table t({"NODE", "POOL", "URL", "HEALTH", "LAST SCRAPE", "MS", "SAMPLES", "ERROR"});
+      for (const auto& r : v.at("items").as_array()) {
+        t.Row({Str(r.at("node")), Str(r.at("pool")), Str(r.at("url")), Str(r.at("health")),
+               Str(r.at("last_scrape")), Num(r.at("duration_ms"), 1, 1), Str(r.at("samples")),
+               Str(r.at("error"))});
+      }
+      t.Print();
+    });
+  });
+}
+
+}  // namespace
+
+namespace {}  // namespace
+
 void AddMetricsCommands(CLI::App& app, Globals& g) {
   auto* metrics = app.add_subcommand("metrics", "GPU telemetry")->require_subcommand(1);
-  {
-    auto* q =
-        metrics->add_subcommand("query", "The latest value of a field for every selected GPU");
-    static std::string metric;
-    static Selector sel;
-    q->add_option("metric", metric, "field, e.g. gpu_util, power_usage, gpu_temp")->required();
-    AddSelector(q, sel);
-    q->callback([&g] {
-      auto params = sel.Params();
-      params.push_back({"metric", metric});
-      auto v = Call(g, "GET", "/api/v1/query" + QueryString(params));
-      if (!v) return;
-      Show(g, *v, [](const json::value& r) {
-        Table t({"NODE", "GPU", "MODEL", "VALUE", "UNIT", "TIME"});
-        std::string unit(r.at("unit").as_string());
-        for (const auto& i : r.at("items").as_array()) {
-          t.Row({Str(i.at("node")), Str(i.at("gpu")), Str(i.at("model")),
-                 i.at("value").is_null() ? "-" : Str(i.at("value")), unit, Str(i.at("time"))});
-        }
-        t.Print();
-      });
-    });
-  }
-  {
-    auto* r = metrics->add_subcommand("range", "A field over time, per GPU, aligned to a step");
-    static std::string metric, start = "-1h", end, step = "1m", agg = "avg", by = "gpu";
-    static Selector sel;
-    r->add_option("metric", metric, "field, e.g. gpu_util")->required();
-    AddSelector(r, sel);
-    r->add_option("--start", start, "ms since the epoch, or -DURATION (default -1h)");
-    r->add_option("--end", end, "ms since the epoch, or -DURATION (default now)");
-    r->add_option("--step", step, "e.g. 10s, 1m, 1h (default 1m)");
-    r->add_option("--agg", agg, "avg, min, max, sum or p95 (default avg)");
-    r->add_option("--by", by, "one series per gpu, node, pool or cluster (default gpu)");
-    r->callback([&g] {
-      auto params = sel.Params();
-      params.insert(params.end(), {{"metric", metric},
-                                   {"start", start},
-                                   {"end", end},
-                                   {"step", step},
-                                   {"agg", agg},
-                                   {"by", by}});
-      auto v = Call(g, "GET", "/api/v1/query_range" + QueryString(params));
-      if (!v) return;
-      Show(g, *v, [](const json::value& r) {
-        for (const auto& s : r.at("series").as_array()) {
-          const auto& o = s.as_object();
-          std::string what = o.contains("gpu")    ? Str(s.at("node")) + " GPU " + Str(s.at("gpu"))
-                             : o.contains("node") ? "node " + Str(s.at("node"))
-                             : o.contains("pool") ? "pool " + Str(s.at("pool"))
-                                                  : "cluster " + Str(s.at("cluster"));
-          if (o.contains("gpus")) what += ", " + Str(s.at("gpus")) + " GPUs";
-          std::printf("%s (%s %s, %s, tier %s)\n", what.c_str(), Str(r.at("agg")).c_str(),
-                      Str(r.at("metric")).c_str(), Str(r.at("unit")).c_str(),
-                      Str(r.at("tier")).c_str());
-          Table t({"TIME", "VALUE"});
-          for (const auto& p : s.at("points").as_array()) {
-            int64_t ms = p.at(0).as_int64();
-            std::time_t secs = ms / 1000;
-            char when[32];
-            std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&secs));
-            t.Row({when, Num(p.at(1), 1, 2)});
-          }
-          t.Print();
-        }
-      });
-    });
-  }
-  {
-    auto* top = app.add_subcommand("top", "A live view of the fleet's GPUs, busiest first");
-    static Selector sel;
-    static std::string sort = "gpu_util", interval = "2s";
-    static size_t limit = 40;
-    static bool once = false;
-    AddSelector(top, sel);
-    top->add_option("--sort", sort, "field to sort by (default gpu_util)");
-    top->add_option("--interval", interval, "refresh period (default 2s)");
-    top->add_option("--limit", limit, "rows to show (default 40; 0 for all)");
-    top->add_flag("--once", once, "print one screen and exit");
-    top->callback([&g] {
-      int64_t period = ParseDurationMs(interval);
-      if (period <= 0) {
-        std::fprintf(stderr, "error: --interval must be a duration such as 500ms, 2s or 1m\n");
-        g.exit_code = 2;
-        return;
-      }
-      do {
-        if (!once) std::printf("\033[H\033[2J");  // clear the terminal
-        if (!TopOnce(g, sel, sort, limit)) return;
-        std::fflush(stdout);
-        if (!once) std::this_thread::sleep_for(std::chrono::milliseconds(period));
-      } while (!once);
-    });
-  }
-  {
-    auto* scrape = app.add_subcommand("scrape", "Scrape mode: nodes read through dcgm-exporter")
-                       ->require_subcommand(1);
-    auto* targets =
-        scrape->add_subcommand("targets", "Every exporter endpoint and how its last scrape went");
-    static std::string pool;
-    targets->add_option("--pool", pool, "only this pool");
-    targets->callback([&g] {
-      auto v = Call(g, "GET", "/api/v1/scrape/targets" + QueryString({{"pool", pool}}));
-      if (!v) return;
-      Show(g, *v, [](const json::value& v) {
-        Table t({"NODE", "POOL", "URL", "HEALTH", "LAST SCRAPE", "MS", "SAMPLES", "ERROR"});
-        for (const auto& r : v.at("items").as_array()) {
-          t.Row({Str(r.at("node")), Str(r.at("pool")), Str(r.at("url")), Str(r.at("health")),
-                 Str(r.at("last_scrape")), Num(r.at("duration_ms"), 1, 1), Str(r.at("samples")),
-                 Str(r.at("error"))});
-        }
-        t.Print();
-      });
-    });
-  }
+  AddQueryCommand(app, g, metrics);
+  AddRangeCommand(app, g, metrics);
+  AddTopCommand(app, g);
+  AddScrapeCommand(app, g);
 }
 
 }  // namespace gpufleet::cli

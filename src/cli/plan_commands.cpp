@@ -44,11 +44,7 @@ void PrintGrowth(const json::value& g) {
   std::printf("\n");
 }
 
-}  // namespace
-
-void AddPlanCommands(CLI::App& app, Globals& g) {
-  auto* plan = app.add_subcommand("plan", "Capacity planning")->require_subcommand(1);
-
+void AddPlanCapacityCommand(Globals& g, CLI::App* plan) {
   static std::string pool, horizon, lead_time, wait, history, budget;
   auto* capacity = plan->add_subcommand(
       "capacity",
@@ -96,7 +92,9 @@ void AddPlanCommands(CLI::App& app, Globals& g) {
       PrintGrowth(v.at("growth"));
     });
   });
+}
 
+void AddPlanGrowthCommand(Globals& g, CLI::App* plan) {
   static std::vector<std::string> teams, demands;
   static bool clear = false;
   auto* growth =
@@ -161,6 +159,15 @@ void AddPlanCommands(CLI::App& app, Globals& g) {
     auto v = Call(g, "PUT", "/api/v1/reports/capacity/growth", json::serialize(body));
     if (v) Show(g, *v, PrintGrowth);
   });
+}
+
+}  // namespace
+
+void AddPlanCommands(CLI::App& app, Globals& g) {
+  auto* plan = app.add_subcommand("plan", "Capacity planning")->require_subcommand(1);
+
+  AddPlanCapacityCommand(g, plan);
+  AddPlanGrowthCommand(g, plan);
 }
 
 }  // namespace gpufleet::cli

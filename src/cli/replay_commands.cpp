@@ -59,12 +59,8 @@ std::string Fixed(double v, int digits = 1) {
   return buf;
 }
 
-}  // namespace
-
-void AddReplayCommand(CLI::App& app, Globals& g) {
-  static ReplayFlags f;
-  auto* r = app.add_subcommand(
-      "replay", "Replay a job trace through the scheduler and autoscaler in virtual time");
+// The flags of `replay`, registered on `r`.
+void AddReplayFlags(CLI::App* r, ReplayFlags& f) {
   r->add_option("--trace", f.trace, "the trace: CSV submit_time,duration_s,gpus[,team,movable]")
       ->required();
   r->add_option("--format", f.format, "csv (default) or openb (Alibaba 2023 pod list)")
@@ -110,6 +106,146 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
               "print the cheapest setting whose p95 wait is within --wait-p95");
   r->add_option("--wait-p95", f.wait_p95, "--tune's objective: p95 queue wait in seconds (60)");
   r->add_flag("--all", f.all, "--tune: print every setting replayed, cheapest first");
+}
+
+// The replay's options from its flags; `share_given`: --target-share was given.
+Result<sched::ReplayOptions> ReplayOptionsOf(const ReplayFlags& f, bool share_given) {
+  sched::ReplayOptions o;
+  o.gpus_per_node = f.gpus_per_node;
+  o.time_scale = f.time_scale;
+  o.size_scale = f.size_scale;
+  o.policy.mode = f.policy == "reactive" ? sched::ScaleMode::kReactive
+                  : f.policy == "oracle" ? sched::ScaleMode::kOracle
+                                         : sched::ScaleMode::kPredictive;
+  o.policy.lead_time_s = f.lead_time;
+  o.policy.min_nodes = f.min_nodes;
+  o.policy.max_nodes = f.max_nodes;
+  o.policy.target_share =
+      share_given ? f.target_share : sched::ScalePolicy::DefaultShare(o.policy.mode);
+  o.policy.step_up = f.step_up;
+  o.policy.step_down = f.step_down;
+  o.policy.idle_before_remove_s = f.idle_before_remove;
+  o.policy.interval_s = f.interval;
+  o.policy.forecast_margin = f.forecast_margin;
+  o.policy.margin_by_hour = f.margin_by == "hour";
+  o.policy.down_cooldown_s = f.down_cooldown;
+  o.policy.consolidate_below = f.consolidate_below;
+  o.move_cost_s = f.move_cost;
+  o.movable_share = f.movable_share;
+  o.reserve_after_s = f.reserve_after;
+  for (const auto& text : f.schedule) {
+    auto m = ParseScheduledMinimum(text);
+    if (!m.ok()) return m.error();
+    o.policy.schedule.push_back(m.value());
+  }
+  return o;
+}
+
+// --tune: the cheapest setting within the objective, and the block that sets it.
+void RunTune(Globals& g, const ReplayFlags& f, const std::vector<sched::TraceJob>& trace,
+             const sched::ReplayOptions& o) {
+  sched::TuneOptions to;
+  to.replay = o;
+  to.wait_p95_s = f.wait_p95;
+  auto t = sched::Tune(trace, to);
+  if (!t.ok()) {
+    std::fprintf(stderr, "error: %s\n", t.error().message.c_str());
+    g.exit_code = 2;
+    return;
+  }
+  auto v = json::parse(sched::TuneJson(t.value(), o.policy.mode, f.wait_p95));
+  Show(g, v, [&](const json::value& v) {
+    PrintTune(v, f.all);
+    if (const auto& c = v.at("chosen"); !c.is_null()) {
+      char margin[80] = "";
+      if (!c.at("forecast_margin").is_null()) {
+        std::snprintf(margin, sizeof margin, ", forecast_margin: %g, margin_by: %s",
+                      c.at("forecast_margin").to_number<double>(),
+                      c.at("margin_by").as_string().c_str());
+      }
+      std::printf("in a pool's scaling: block: target_share: %g%s\n",
+                  c.at("target_share").to_number<double>(), margin);
+    }
+  });
+}
+
+json::object ReplayJson(const sched::ReplayResult& x, const sched::ReplayOptions& o,
+                        double took_s) {
+  return json::object{{"policy", x.policy},
+                      {"jobs", x.jobs},
+                      {"unplaceable_jobs", x.unplaceable},
+                      {"gpu_hours_provisioned", x.gpu_hours_provisioned},
+                      {"gpu_hours_busy", x.gpu_hours_busy},
+                      {"gpu_hours_idle", x.gpu_hours_idle},
+                      {"gpu_hours_idle_starting", x.gpu_hours_starting},
+                      {"gpu_hours_idle_empty", x.gpu_hours_empty},
+                      {"gpu_hours_idle_fragmented", x.gpu_hours_fragmented},
+                      {"gpu_hours_idle_moving", x.gpu_hours_moving},
+                      {"jobs_moved", x.jobs_moved},
+                      {"nodes_consolidated", x.nodes_consolidated},
+                      {"wait_p50_s", x.wait_p50_s},
+                      {"wait_p95_s", x.wait_p95_s},
+                      {"wait_p99_s", x.wait_p99_s},
+                      {"wait_mean_s", x.wait_mean_s},
+                      {"jobs_waited_over_lead_time", x.jobs_waited_over_lead_time},
+                      {"scale_events", x.scale_events},
+                      {"forecast_mape", Num(x.forecast_mape)},
+                      {"forecast_bias", Num(x.forecast_bias)},
+                      {"forecast_model", x.forecast_model.empty() ? json::value(nullptr)
+                                                                  : json::value(x.forecast_model)},
+                      {"target_share", o.policy.target_share},
+                      {"forecast_margin", o.policy.mode == sched::ScaleMode::kPredictive
+                                              ? json::value(o.policy.forecast_margin)
+                                              : json::value(nullptr)},
+                      {"margin_by", o.policy.mode == sched::ScaleMode::kPredictive
+                                        ? json::value(o.policy.margin_by_hour ? "hour" : "recent")
+                                        : json::value(nullptr)},
+                      {"lead_time_s", o.policy.lead_time_s},
+                      {"peak_nodes", x.peak_nodes},
+                      {"simulated_hours", x.span_s / 3600},
+                      {"replay_seconds", took_s}};
+}
+
+void PrintReplay(const sched::ReplayResult& x, const sched::ReplayOptions& o, double took_s) {
+  Table t({"POLICY", "JOBS", "GPU-H PROVISIONED", "GPU-H IDLE", "WAIT P50", "WAIT P95", "WAIT P99",
+           "WAITED > LEAD", "SCALE EVENTS", "PEAK NODES", "FORECAST MAPE"});
+  t.Row({x.policy, std::to_string(x.jobs), Fixed(x.gpu_hours_provisioned), Fixed(x.gpu_hours_idle),
+         Fixed(x.wait_p50_s) + "s", Fixed(x.wait_p95_s) + "s", Fixed(x.wait_p99_s) + "s",
+         std::to_string(x.jobs_waited_over_lead_time), std::to_string(x.scale_events),
+         std::to_string(x.peak_nodes),
+         std::isfinite(x.forecast_mape) ? Fixed(100 * x.forecast_mape) + "%" : "-"});
+  t.Print();
+  std::printf(
+      "idle GPU-hours: %s starting, %s on empty nodes, %s free on busy nodes, %s restarting "
+      "moved jobs\n",
+      Fixed(x.gpu_hours_starting).c_str(), Fixed(x.gpu_hours_empty).c_str(),
+      Fixed(x.gpu_hours_fragmented).c_str(), Fixed(x.gpu_hours_moving).c_str());
+  std::printf("consolidation: %zu nodes emptied, %zu job moves\n", x.nodes_consolidated,
+              x.jobs_moved);
+  char plan[96] = "no forecast";
+  if (o.policy.mode == sched::ScaleMode::kPredictive) {
+    std::snprintf(plan, sizeof plan, "the forecast plus %g mean shortfalls (%s)",
+                  o.policy.forecast_margin,
+                  o.policy.margin_by_hour ? "of the hour of the day" : "recent");
+  } else if (o.policy.mode == sched::ScaleMode::kOracle) {
+    std::snprintf(plan, sizeof plan, "the trace's exact demand ahead");
+  }
+  std::printf("policy: target share %g, %s, lead time %g s\n", o.policy.target_share, plan,
+              o.policy.lead_time_s);
+  std::printf("%.1f simulated hours replayed in %.2f s%s\n", x.span_s / 3600, took_s,
+              x.unplaceable ? (", " + std::to_string(x.unplaceable) +
+                               " jobs larger than the pool at --max-nodes left out")
+                                  .c_str()
+                            : "");
+}
+
+}  // namespace
+
+void AddReplayCommand(CLI::App& app, Globals& g) {
+  static ReplayFlags f;
+  auto* r = app.add_subcommand(
+      "replay", "Replay a job trace through the scheduler and autoscaler in virtual time");
+  AddReplayFlags(r, f);
   r->callback([&g, r] {
     auto text = ReadInput(g, f.trace);
     if (!text) return;
@@ -120,67 +256,18 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
       g.exit_code = 1;
       return;
     }
-    sched::ReplayOptions o;
-    o.gpus_per_node = f.gpus_per_node;
-    o.time_scale = f.time_scale;
-    o.size_scale = f.size_scale;
-    o.policy.mode = f.policy == "reactive" ? sched::ScaleMode::kReactive
-                    : f.policy == "oracle" ? sched::ScaleMode::kOracle
-                                           : sched::ScaleMode::kPredictive;
-    o.policy.lead_time_s = f.lead_time;
-    o.policy.min_nodes = f.min_nodes;
-    o.policy.max_nodes = f.max_nodes;
-    o.policy.target_share = r->get_option("--target-share")->count()
-                                ? f.target_share
-                                : sched::ScalePolicy::DefaultShare(o.policy.mode);
-    o.policy.step_up = f.step_up;
-    o.policy.step_down = f.step_down;
-    o.policy.idle_before_remove_s = f.idle_before_remove;
-    o.policy.interval_s = f.interval;
-    o.policy.forecast_margin = f.forecast_margin;
-    o.policy.margin_by_hour = f.margin_by == "hour";
-    o.policy.down_cooldown_s = f.down_cooldown;
-    o.policy.consolidate_below = f.consolidate_below;
-    o.move_cost_s = f.move_cost;
-    o.movable_share = f.movable_share;
-    o.reserve_after_s = f.reserve_after;
-    for (const auto& text : f.schedule) {
-      auto m = ParseScheduledMinimum(text);
-      if (!m.ok()) {
-        std::fprintf(stderr, "error: %s\n", m.error().message.c_str());
-        g.exit_code = 2;  // as the policy's other errors
-        return;
-      }
-      o.policy.schedule.push_back(m.value());
+    auto o = ReplayOptionsOf(f, r->get_option("--target-share")->count() > 0);
+    if (!o.ok()) {
+      std::fprintf(stderr, "error: %s\n", o.error().message.c_str());
+      g.exit_code = 2;  // as the policy's other errors
+      return;
     }
     if (f.tune) {
-      sched::TuneOptions to;
-      to.replay = o;
-      to.wait_p95_s = f.wait_p95;
-      auto t = sched::Tune(trace.value(), to);
-      if (!t.ok()) {
-        std::fprintf(stderr, "error: %s\n", t.error().message.c_str());
-        g.exit_code = 2;
-        return;
-      }
-      auto v = json::parse(sched::TuneJson(t.value(), o.policy.mode, f.wait_p95));
-      Show(g, v, [&](const json::value& v) {
-        PrintTune(v, f.all);
-        if (const auto& c = v.at("chosen"); !c.is_null()) {
-          char margin[80] = "";
-          if (!c.at("forecast_margin").is_null()) {
-            std::snprintf(margin, sizeof margin, ", forecast_margin: %g, margin_by: %s",
-                          c.at("forecast_margin").to_number<double>(),
-                          c.at("margin_by").as_string().c_str());
-          }
-          std::printf("in a pool's scaling: block: target_share: %g%s\n",
-                      c.at("target_share").to_number<double>(), margin);
-        }
-      });
+      RunTune(g, f, trace.value(), *o);
       return;
     }
     auto started = std::chrono::steady_clock::now();
-    auto res = sched::Replay(std::move(trace.value()), o);
+    auto res = sched::Replay(std::move(trace.value()), *o);
     std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
     if (!res.ok()) {
       std::fprintf(stderr, "error: %s\n", res.error().message.c_str());
@@ -188,71 +275,8 @@ void AddReplayCommand(CLI::App& app, Globals& g) {
       return;
     }
     const auto& x = res.value();
-    json::object out{{"policy", x.policy},
-                     {"jobs", x.jobs},
-                     {"unplaceable_jobs", x.unplaceable},
-                     {"gpu_hours_provisioned", x.gpu_hours_provisioned},
-                     {"gpu_hours_busy", x.gpu_hours_busy},
-                     {"gpu_hours_idle", x.gpu_hours_idle},
-                     {"gpu_hours_idle_starting", x.gpu_hours_starting},
-                     {"gpu_hours_idle_empty", x.gpu_hours_empty},
-                     {"gpu_hours_idle_fragmented", x.gpu_hours_fragmented},
-                     {"gpu_hours_idle_moving", x.gpu_hours_moving},
-                     {"jobs_moved", x.jobs_moved},
-                     {"nodes_consolidated", x.nodes_consolidated},
-                     {"wait_p50_s", x.wait_p50_s},
-                     {"wait_p95_s", x.wait_p95_s},
-                     {"wait_p99_s", x.wait_p99_s},
-                     {"wait_mean_s", x.wait_mean_s},
-                     {"jobs_waited_over_lead_time", x.jobs_waited_over_lead_time},
-                     {"scale_events", x.scale_events},
-                     {"forecast_mape", Num(x.forecast_mape)},
-                     {"forecast_bias", Num(x.forecast_bias)},
-                     {"forecast_model", x.forecast_model.empty() ? json::value(nullptr)
-                                                                 : json::value(x.forecast_model)},
-                     {"target_share", o.policy.target_share},
-                     {"forecast_margin", o.policy.mode == sched::ScaleMode::kPredictive
-                                             ? json::value(o.policy.forecast_margin)
-                                             : json::value(nullptr)},
-                     {"margin_by", o.policy.mode == sched::ScaleMode::kPredictive
-                                       ? json::value(o.policy.margin_by_hour ? "hour" : "recent")
-                                       : json::value(nullptr)},
-                     {"lead_time_s", o.policy.lead_time_s},
-                     {"peak_nodes", x.peak_nodes},
-                     {"simulated_hours", x.span_s / 3600},
-                     {"replay_seconds", took.count()}};
-    Show(g, out, [&](const json::value&) {
-      Table t({"POLICY", "JOBS", "GPU-H PROVISIONED", "GPU-H IDLE", "WAIT P50", "WAIT P95",
-               "WAIT P99", "WAITED > LEAD", "SCALE EVENTS", "PEAK NODES", "FORECAST MAPE"});
-      t.Row({x.policy, std::to_string(x.jobs), Fixed(x.gpu_hours_provisioned),
-             Fixed(x.gpu_hours_idle), Fixed(x.wait_p50_s) + "s", Fixed(x.wait_p95_s) + "s",
-             Fixed(x.wait_p99_s) + "s", std::to_string(x.jobs_waited_over_lead_time),
-             std::to_string(x.scale_events), std::to_string(x.peak_nodes),
-             std::isfinite(x.forecast_mape) ? Fixed(100 * x.forecast_mape) + "%" : "-"});
-      t.Print();
-      std::printf(
-          "idle GPU-hours: %s starting, %s on empty nodes, %s free on busy nodes, %s restarting "
-          "moved jobs\n",
-          Fixed(x.gpu_hours_starting).c_str(), Fixed(x.gpu_hours_empty).c_str(),
-          Fixed(x.gpu_hours_fragmented).c_str(), Fixed(x.gpu_hours_moving).c_str());
-      std::printf("consolidation: %zu nodes emptied, %zu job moves\n", x.nodes_consolidated,
-                  x.jobs_moved);
-      char plan[96] = "no forecast";
-      if (o.policy.mode == sched::ScaleMode::kPredictive) {
-        std::snprintf(plan, sizeof plan, "the forecast plus %g mean shortfalls (%s)",
-                      o.policy.forecast_margin,
-                      o.policy.margin_by_hour ? "of the hour of the day" : "recent");
-      } else if (o.policy.mode == sched::ScaleMode::kOracle) {
-        std::snprintf(plan, sizeof plan, "the trace's exact demand ahead");
-      }
-      std::printf("policy: target share %g, %s, lead time %g s\n", o.policy.target_share, plan,
-                  o.policy.lead_time_s);
-      std::printf("%.1f simulated hours replayed in %.2f s%s\n", x.span_s / 3600, took.count(),
-                  x.unplaceable ? (", " + std::to_string(x.unplaceable) +
-                                   " jobs larger than the pool at --max-nodes left out")
-                                      .c_str()
-                                : "");
-    });
+    Show(g, ReplayJson(x, *o, took.count()),
+         [&](const json::value&) { PrintReplay(x, *o, took.count()); });
   });
 }
 

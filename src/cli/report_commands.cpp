@@ -148,11 +148,7 @@ std::optional<json::object> RateArg(const std::string& arg) {
   return json::object{{"model", model}, {"site", site}, {"price", p}};
 }
 
-}  // namespace
-
-void AddReportCommands(CLI::App& app, Globals& g) {
-  auto* reports = app.add_subcommand(
-      "reports", "Reports: utilization, cost, energy, queue waits, peaks, compliance posture");
+void AddReportsComplianceCommand(Globals& g, CLI::App* reports) {
   reports->require_subcommand(1);
   static std::string cluster, pool, check, days, limit;
   static bool nodes = false, failing = false, csv = false;
@@ -197,51 +193,9 @@ void AddReportCommands(CLI::App& app, Globals& g) {
     }
     if (auto v = Call(g, "GET", path + query)) Show(g, *v, nodes ? PrintNodes : PrintPosture);
   });
+}
 
-  struct Kind {
-    const char* name;
-    const char* help;
-  };
-  static const Kind kKinds[] = {
-      {"utilization",
-       "GPU-hours allocated against used (--by team, project, pool, cluster, model, node, gpu)"},
-      {"cost",
-       "GPU-hours and cost at the rates, the idle cost shared by cost, against the budget (--by "
-       "team, project, pool, cluster, model)"},
-      {"energy",
-       "kWh, its cost, GPU-hours per kWh and the idle share (--by team, project, pool, "
-       "cluster, model)"},
-      {"queue", "queue waits per day: p50, p95, max (--by pool, team)"},
-      {"peaks", "demand by hour of the week (--by fleet, pool, cluster, model)"}};
-  static std::string r_from, r_to, r_by, r_cluster;
-  static bool r_csv = false, r_apart = false;
-  for (const auto& k : kKinds) {
-    auto* sub = reports->add_subcommand(k.name, k.help);
-    sub->add_option("--from", r_from, "from: -30d (default), ms since the epoch or RFC 3339");
-    sub->add_option("--to", r_to, "to (default: now)");
-    sub->add_option("--by", r_by, "what each row is");
-    sub->add_option("--cluster", r_cluster, "only this cluster's");
-    if (std::string(k.name) == "cost") {
-      sub->add_flag("--idle-apart", r_apart,
-                    "the idle cost as an item of its own (__idle__) instead of shared by cost");
-    }
-    sub->add_flag("--csv", r_csv, "print CSV as the API writes it");
-    const std::string path = std::string("/api/v1/reports/") + k.name;
-    sub->callback([&g, path] {
-      const std::string query = QueryString({{"from", r_from},
-                                             {"to", r_to},
-                                             {"by", r_by},
-                                             {"cluster", r_cluster},
-                                             {"share_idle", r_apart ? "false" : ""},
-                                             {"format", r_csv ? "csv" : ""}});
-      if (r_csv) {
-        if (auto text = CallText(g, "GET", path + query)) std::fputs(text->c_str(), stdout);
-        return;
-      }
-      if (auto v = Call(g, "GET", path + query)) Show(g, *v, PrintReport);
-    });
-  }
-
+void AddReportsRatesCommand(Globals& g, CLI::App* reports) {
   static std::vector<std::string> set;
   static std::string currency, energy, fallback;
   auto* rates = reports->add_subcommand(
@@ -296,6 +250,58 @@ void AddReportCommands(CLI::App& app, Globals& g) {
       if (auto now = Call(g, "GET", "/api/v1/reports/rates")) Show(g, *now, PrintRates);
     }
   });
+}
+
+}  // namespace
+
+void AddReportCommands(CLI::App& app, Globals& g) {
+  auto* reports = app.add_subcommand(
+      "reports", "Reports: utilization, cost, energy, queue waits, peaks, compliance posture");
+  AddReportsComplianceCommand(g, reports);
+  struct Kind {
+    const char* name;
+    const char* help;
+  };
+  static const Kind kKinds[] = {
+      {"utilization",
+       "GPU-hours allocated against used (--by team, project, pool, cluster, model, node, gpu)"},
+      {"cost",
+       "GPU-hours and cost at the rates, the idle cost shared by cost, against the budget (--by "
+       "team, project, pool, cluster, model)"},
+      {"energy",
+       "kWh, its cost, GPU-hours per kWh and the idle share (--by team, project, pool, "
+       "cluster, model)"},
+      {"queue", "queue waits per day: p50, p95, max (--by pool, team)"},
+      {"peaks", "demand by hour of the week (--by fleet, pool, cluster, model)"}};
+  static std::string r_from, r_to, r_by, r_cluster;
+  static bool r_csv = false, r_apart = false;
+  for (const auto& k : kKinds) {
+    auto* sub = reports->add_subcommand(k.name, k.help);
+    sub->add_option("--from", r_from, "from: -30d (default), ms since the epoch or RFC 3339");
+    sub->add_option("--to", r_to, "to (default: now)");
+    sub->add_option("--by", r_by, "what each row is");
+    sub->add_option("--cluster", r_cluster, "only this cluster's");
+    if (std::string(k.name) == "cost") {
+      sub->add_flag("--idle-apart", r_apart,
+                    "the idle cost as an item of its own (__idle__) instead of shared by cost");
+    }
+    sub->add_flag("--csv", r_csv, "print CSV as the API writes it");
+    const std::string path = std::string("/api/v1/reports/") + k.name;
+    sub->callback([&g, path] {
+      const std::string query = QueryString({{"from", r_from},
+                                             {"to", r_to},
+                                             {"by", r_by},
+                                             {"cluster", r_cluster},
+                                             {"share_idle", r_apart ? "false" : ""},
+                                             {"format", r_csv ? "csv" : ""}});
+      if (r_csv) {
+        if (auto text = CallText(g, "GET", path + query)) std::fputs(text->c_str(), stdout);
+        return;
+      }
+      if (auto v = Call(g, "GET", path + query)) Show(g, *v, PrintReport);
+    });
+  }
+  AddReportsRatesCommand(g, reports);
 }
 
 }  // namespace gpufleet::cli

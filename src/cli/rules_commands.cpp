@@ -29,10 +29,7 @@ std::string LastRun(const json::value& run) {
   return buf;
 }
 
-}  // namespace
-
-void AddRuleCommands(CLI::App& app, Globals& g) {
-  auto* rules = app.add_subcommand("rules", "Alert rules")->require_subcommand(1);
+void AddRulesListCommand(Globals& g, CLI::App* rules) {
   auto* list = rules->add_subcommand("list", "Built-in and user rules, with their last run");
   list->callback([&g] {
     auto v = Call(g, "GET", "/api/v1/alert-rules");
@@ -48,7 +45,9 @@ void AddRuleCommands(CLI::App& app, Globals& g) {
       t.Print();
     });
   });
+}
 
+void AddRulesTestCommand(Globals& g, CLI::App* rules) {
   auto* test = rules->add_subcommand(
       "test", "Evaluate a rule file (or one expression) against current data; activates nothing");
   static std::string file, expr;
@@ -95,7 +94,9 @@ void AddRuleCommands(CLI::App& app, Globals& g) {
       }
     });
   });
+}
 
+void AddRulesDeleteCommand(Globals& g, CLI::App* rules) {
   auto* del =
       rules->add_subcommand("delete", "Remove a user rule (a built-in of its name returns)");
   static std::string target;
@@ -105,7 +106,9 @@ void AddRuleCommands(CLI::App& app, Globals& g) {
     if (!v) return;
     Show(g, *v, [](const json::value&) { std::printf("rule %s deleted\n", target.c_str()); });
   });
+}
 
+void AddRulesMetricsCommand(Globals& g, CLI::App* rules) {
   auto* metrics = rules->add_subcommand("metrics", "The names rule expressions can use");
   metrics->callback([&g] {
     auto v = Call(g, "GET", "/api/v1/alert-rules/metrics");
@@ -118,6 +121,16 @@ void AddRuleCommands(CLI::App& app, Globals& g) {
       t.Print();
     });
   });
+}
+
+}  // namespace
+
+void AddRuleCommands(CLI::App& app, Globals& g) {
+  auto* rules = app.add_subcommand("rules", "Alert rules")->require_subcommand(1);
+  AddRulesListCommand(g, rules);
+  AddRulesTestCommand(g, rules);
+  AddRulesDeleteCommand(g, rules);
+  AddRulesMetricsCommand(g, rules);
 }
 
 }  // namespace gpufleet::cli

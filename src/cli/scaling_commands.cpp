@@ -129,61 +129,172 @@ void PrintTune(const json::value& v, bool all) {
       o.at("current").at("wait_p95_s").to_number<double>());
 }
 
-void AddScalingCommands(CLI::App& app, Globals& g) {
-  auto* pools = app.get_subcommand("pools");
-  {
-    auto* scale =
-        pools->add_subcommand("scale", "Scale a pool now (its scaling policy's actuator)");
-    static std::string pool;
-    static int to = -1;
-    static std::string by, keep;
-    scale->add_option("pool", pool, "pool name")->required();
-    auto* t = scale->add_option("--to", to, "nodes wanted");
-    auto* b = scale->add_option("--by", by, "nodes to add (+N) or remove (-N)");
-    t->excludes(b);
-    scale->add_option("--keep", keep,
-                      "the autoscaler keeps at least (up) or at most (down) this many nodes for "
-                      "this long, e.g. 2h (default: it goes on deciding at once)");
-    scale->callback([&g, t] {
-      json::object body;
-      if (!keep.empty()) body["keep"] = keep;
-      if (t->count() > 0 && to < 0) {
-        std::fprintf(stderr, "error: --to takes a node count of 0 or more, not %d\n", to);
-        g.exit_code = 2;
-        return;
-      }
-      if (!by.empty()) {
-        char* end = nullptr;
-        long v = std::strtol(by.c_str(), &end, 10);
-        if (*end != '\0' || by == "+" || by == "-") {
-          std::fprintf(stderr, "error: --by takes a whole number such as +2 or -1, not '%s'\n",
-                       by.c_str());
-          g.exit_code = 2;
-          return;
-        }
-        body["delta"] = v;
-      } else if (t->count() > 0) {
-        body["target"] = to;
-      } else {
-        std::fprintf(stderr, "error: give --to N or --by +/-N\n");
-        g.exit_code = 2;
-        return;
-      }
-      auto v = Call(g, "POST", "/api/v1/pools/" + UrlEncode(pool) + "/scale", JsonText(body));
-      if (!v) return;
-      Show(g, *v, [](const json::value& e) {
-        std::string names;
-        for (const auto& n : e.at("nodes").as_array()) names += " " + Str(n);
-        std::printf("pool %s: %s %s -> %s nodes%s\n", Str(e.at("pool")).c_str(),
-                    Str(e.at("kind")).c_str(), Str(e.at("from")).c_str(), Str(e.at("to")).c_str(),
-                    names.empty() ? "" : (":" + names).c_str());
-        if (!keep.empty()) {
-          std::printf("kept for %s (gpufleet scaling show %s)\n", keep.c_str(), pool.c_str());
-        }
-      });
-    });
-  }
+namespace {
 
+void AddScaleCommand(CLI::App& app, Globals& g, CLI::App* pools) {
+  auto* scale = pools->add_subcommand("scale", "Scale a pool now (its scaling policy's actuator)");
+  static std::string pool;
+  static int to = -1;
+  static std::string by, keep;
+  scale->add_option("pool", pool, "pool name")->required();
+  auto* t = scale->add_option("--to", to, "nodes wanted");
+  auto* b = scale->add_option("--by", by, "nodes to add (+N) or remove (-N)");
+  t->excludes(b);
+  scale->add_option("--keep", keep,
+                    "the autoscaler keeps at least (up) or at most (down) this many nodes for "
+                    "this long, e.g. 2h (default: it goes on deciding at once)");
+  scale->callback([&g, t] {
+    json::object body;
+    if (!keep.empty()) body["keep"] = keep;
+    if (t->count() > 0 && to < 0) {
+      std::fprintf(stderr, "error: --to takes a node count of 0 or more, not %d\n", to);
+      g.exit_code = 2;
+      return;
+    }
+    if (!by.empty()) {
+      char* end = nullptr;
+      long v = std::strtol(by.c_str(), &end, 10);
+      if (*end != '\0' || by == "+" || by == "-") {
+        std::fprintf(stderr, "error: --by takes a whole number such as +2 or -1, not '%s'\n",
+                     by.c_str());
+        g.exit_code = 2;
+        return;
+      }
+      body["delta"] = v;
+    } else if (t->count() > 0) {
+      body["target"] = to;
+    } else {
+      std::fprintf(stderr, "error: give --to N or --by +/-N\n");
+      g.exit_code = 2;
+      return;
+    }
+    auto v = Call(g, "POST", "/api/v1/pools/" + UrlEncode(pool) + "/scale", JsonText(body));
+    if (!v) return;
+    Show(g, *v, [](const json::value& e) {
+      std::string names;
+      for (const auto& n : e.at("nodes").as_array()) names += " " + Str(n);
+      std::printf("pool %s: %s %s -> %s nodes%s\n", Str(e.at("pool")).c_str(),
+                  Str(e.at("kind")).c_str(), Str(e.at("from")).c_str(), Str(e.at("to")).c_str(),
+                  names.empty() ? "" : (":" + names).c_str());
+      if (!keep.empty()) {
+        std::printf("kept for %s (gpufleet scaling show %s)\n", keep.c_str(), pool.c_str());
+      }
+    });
+  });
+}
+
+void AddScalingShowCommand(CLI::App& app, Globals& g, CLI::App* pools, CLI::App* scaling) {
+  auto* show = scaling->add_subcommand("show", "One pool's policy, state and recent events");
+  static std::string pool;
+  show->add_option("pool", pool, "pool name")->required();
+  show->callback([&g] {
+    auto v = Call(g, "GET", "/api/v1/pools/" + UrlEncode(pool) + "/scaling");
+    if (!v) return;
+    if (g.output == "json") {
+      std::printf("%s\n", PrettyJson(*v).c_str());
+      return;
+    }
+    StatusTable(json::array{*v});
+    // The policy as a fleet file's `scaling:` block would give it (JSON's flow style is
+    // YAML), so that it can be read, and pasted, field by field.
+    std::printf("\nPolicy:\n");
+    for (const auto& [key, value] : v->at("policy").as_object()) {
+      if (key == "pool" || key == "updated_ms") continue;
+      std::printf(
+          "  %s: %s\n", std::string(key).c_str(),
+          value.is_string() ? std::string(value.as_string()).c_str() : JsonText(value).c_str());
+    }
+    std::printf("Forecast: model %s, MAPE %s, bias %s, shortfall %s GPUs, %s forecasts scored\n",
+                Str(v->at("forecast").at("model")).c_str(), Mape(v->at("forecast")).c_str(),
+                Num(v->at("forecast").at("bias"), "%+.3f").c_str(),
+                Num(v->at("forecast").at("shortfall_gpus"), "%.1f").c_str(),
+                Str(v->at("forecast").at("scored")).c_str());
+    if (const auto& k = v->at("keep"); k.is_object()) {
+      bool floor = !k.at("min_nodes").is_null();
+      std::printf("Kept:     at %s %s nodes until %s (manual, by %s)\n", floor ? "least" : "most",
+                  Str(k.at(floor ? "min_nodes" : "max_nodes")).c_str(), Str(k.at("until")).c_str(),
+                  Str(k.at("by")).c_str());
+    }
+    if (auto e = Call(g, "GET", "/api/v1/pools/" + UrlEncode(pool) + "/scaling/events?limit=10")) {
+      std::printf("\nRecent events:\n");
+      EventTable(e->at("items").as_array());
+    }
+  });
+}
+
+void AddScalingEventsCommand(CLI::App& app, Globals& g, CLI::App* pools, CLI::App* scaling) {
+  auto* events = scaling->add_subcommand("events", "A pool's scaling decisions, newest first");
+  static std::string pool;
+  static int limit = 50;
+  events->add_option("pool", pool, "pool name")->required();
+  events->add_option("--limit", limit, "at most this many (default 50)");
+  events->callback([&g] {
+    auto v = Call(g, "GET",
+                  "/api/v1/pools/" + UrlEncode(pool) + "/scaling/events" +
+                      QueryString({{"limit", std::to_string(limit)}}));
+    if (v) Show(g, *v, [](const json::value& v) { EventTable(v.at("items").as_array()); });
+  });
+}
+
+void AddScalingSetCommand(CLI::App& app, Globals& g, CLI::App* pools, CLI::App* scaling) {
+  auto* set = scaling->add_subcommand(
+      "set", "Set a pool's policy from a JSON file (fleet files take a scaling: block too)");
+  static std::string pool, file;
+  set->add_option("pool", pool, "pool name")->required();
+  set->add_option("-f,--file", file, "the policy as JSON, or - for stdin")->required();
+  set->callback([&g] {
+    auto text = ReadInput(g, file);
+    if (!text) return;
+    auto v = Call(g, "PUT", "/api/v1/pools/" + UrlEncode(pool) + "/scaling", *text);
+    if (v) Show(g, *v, [](const json::value& v) { StatusTable(json::array{v}); });
+  });
+}
+
+void AddScalingTuneCommand(CLI::App& app, Globals& g, CLI::App* pools, CLI::App* scaling) {
+  auto* tune = scaling->add_subcommand(
+      "tune",
+      "Replay the pool's own jobs under a grid of target shares (and forecast margins) and "
+      "propose the cheapest setting that keeps the p95 queue wait within an objective");
+  static std::string pool, wait = "60s", window = "7d";
+  static bool apply = false, all = false;
+  tune->add_option("pool", pool, "pool name")->required();
+  tune->add_option("--wait-p95", wait, "the objective: p95 queue wait at most this (60s)");
+  tune->add_option("--window", window, "how far back to replay (7d; jobs are kept 7 days)");
+  tune->add_flag("--apply", apply, "set the cheapest setting within the objective on the policy");
+  tune->add_flag("--all", all, "print every setting replayed, cheapest first");
+  tune->callback([&g] {
+    json::object body{{"wait_p95", wait}, {"window", window}, {"apply", apply}};
+    auto v = Call(g, "POST", "/api/v1/pools/" + UrlEncode(pool) + "/scaling/tune", JsonText(body));
+    if (!v) return;
+    Show(g, *v, [](const json::value& v) {
+      PrintTune(v, all);
+      if (v.at("applied").as_bool()) {
+        std::printf("applied: the policy of pool %s now has it (gpufleet scaling show %s)\n",
+                    pool.c_str(), pool.c_str());
+      } else if (!apply && !v.at("saving").is_null() && v.at("saving").to_number<double>() > 0) {
+        std::printf("not applied: gpufleet scaling tune %s --apply\n", pool.c_str());
+      }
+    });
+    if (const auto& why = v->at("not_applied"); !why.is_null()) {
+      std::fprintf(stderr, "error: %s\n", Str(why).c_str());
+      g.exit_code = 1;
+    }
+  });
+}
+
+void AddScalingDeleteCommand(CLI::App& app, Globals& g, CLI::App* pools, CLI::App* scaling) {
+  auto* del = scaling->add_subcommand("delete", "Stop scaling a pool (its nodes stay)");
+  static std::string pool;
+  del->add_option("pool", pool, "pool name")->required();
+  del->callback([&g] {
+    auto v = Call(g, "DELETE", "/api/v1/pools/" + UrlEncode(pool) + "/scaling");
+    if (v)
+      Show(g, *v,
+           [](const json::value&) { std::printf("pool %s is no longer scaled\n", pool.c_str()); });
+  });
+}
+
+void AddScalingCommand(CLI::App& app, Globals& g, CLI::App* pools) {
   auto* scaling =
       app.add_subcommand("scaling", "Autoscaling: policies, decisions, forecasts, events")
           ->require_subcommand(1);
@@ -195,115 +306,19 @@ void AddScalingCommands(CLI::App& app, Globals& g) {
       }
     });
   }
-  {
-    auto* show = scaling->add_subcommand("show", "One pool's policy, state and recent events");
-    static std::string pool;
-    show->add_option("pool", pool, "pool name")->required();
-    show->callback([&g] {
-      auto v = Call(g, "GET", "/api/v1/pools/" + UrlEncode(pool) + "/scaling");
-      if (!v) return;
-      if (g.output == "json") {
-        std::printf("%s\n", PrettyJson(*v).c_str());
-        return;
-      }
-      StatusTable(json::array{*v});
-      // The policy as a fleet file's `scaling:` block would give it (JSON's flow style is
-      // YAML), so that it can be read, and pasted, field by field.
-      std::printf("\nPolicy:\n");
-      for (const auto& [key, value] : v->at("policy").as_object()) {
-        if (key == "pool" || key == "updated_ms") continue;
-        std::printf(
-            "  %s: %s\n", std::string(key).c_str(),
-            value.is_string() ? std::string(value.as_string()).c_str() : JsonText(value).c_str());
-      }
-      std::printf("Forecast: model %s, MAPE %s, bias %s, shortfall %s GPUs, %s forecasts scored\n",
-                  Str(v->at("forecast").at("model")).c_str(), Mape(v->at("forecast")).c_str(),
-                  Num(v->at("forecast").at("bias"), "%+.3f").c_str(),
-                  Num(v->at("forecast").at("shortfall_gpus"), "%.1f").c_str(),
-                  Str(v->at("forecast").at("scored")).c_str());
-      if (const auto& k = v->at("keep"); k.is_object()) {
-        bool floor = !k.at("min_nodes").is_null();
-        std::printf("Kept:     at %s %s nodes until %s (manual, by %s)\n", floor ? "least" : "most",
-                    Str(k.at(floor ? "min_nodes" : "max_nodes")).c_str(),
-                    Str(k.at("until")).c_str(), Str(k.at("by")).c_str());
-      }
-      if (auto e =
-              Call(g, "GET", "/api/v1/pools/" + UrlEncode(pool) + "/scaling/events?limit=10")) {
-        std::printf("\nRecent events:\n");
-        EventTable(e->at("items").as_array());
-      }
-    });
-  }
-  {
-    auto* events = scaling->add_subcommand("events", "A pool's scaling decisions, newest first");
-    static std::string pool;
-    static int limit = 50;
-    events->add_option("pool", pool, "pool name")->required();
-    events->add_option("--limit", limit, "at most this many (default 50)");
-    events->callback([&g] {
-      auto v = Call(g, "GET",
-                    "/api/v1/pools/" + UrlEncode(pool) + "/scaling/events" +
-                        QueryString({{"limit", std::to_string(limit)}}));
-      if (v) Show(g, *v, [](const json::value& v) { EventTable(v.at("items").as_array()); });
-    });
-  }
-  {
-    auto* set = scaling->add_subcommand(
-        "set", "Set a pool's policy from a JSON file (fleet files take a scaling: block too)");
-    static std::string pool, file;
-    set->add_option("pool", pool, "pool name")->required();
-    set->add_option("-f,--file", file, "the policy as JSON, or - for stdin")->required();
-    set->callback([&g] {
-      auto text = ReadInput(g, file);
-      if (!text) return;
-      auto v = Call(g, "PUT", "/api/v1/pools/" + UrlEncode(pool) + "/scaling", *text);
-      if (v) Show(g, *v, [](const json::value& v) { StatusTable(json::array{v}); });
-    });
-  }
-  {
-    auto* tune = scaling->add_subcommand(
-        "tune",
-        "Replay the pool's own jobs under a grid of target shares (and forecast margins) and "
-        "propose the cheapest setting that keeps the p95 queue wait within an objective");
-    static std::string pool, wait = "60s", window = "7d";
-    static bool apply = false, all = false;
-    tune->add_option("pool", pool, "pool name")->required();
-    tune->add_option("--wait-p95", wait, "the objective: p95 queue wait at most this (60s)");
-    tune->add_option("--window", window, "how far back to replay (7d; jobs are kept 7 days)");
-    tune->add_flag("--apply", apply, "set the cheapest setting within the objective on the policy");
-    tune->add_flag("--all", all, "print every setting replayed, cheapest first");
-    tune->callback([&g] {
-      json::object body{{"wait_p95", wait}, {"window", window}, {"apply", apply}};
-      auto v =
-          Call(g, "POST", "/api/v1/pools/" + UrlEncode(pool) + "/scaling/tune", JsonText(body));
-      if (!v) return;
-      Show(g, *v, [](const json::value& v) {
-        PrintTune(v, all);
-        if (v.at("applied").as_bool()) {
-          std::printf("applied: the policy of pool %s now has it (gpufleet scaling show %s)\n",
-                      pool.c_str(), pool.c_str());
-        } else if (!apply && !v.at("saving").is_null() && v.at("saving").to_number<double>() > 0) {
-          std::printf("not applied: gpufleet scaling tune %s --apply\n", pool.c_str());
-        }
-      });
-      if (const auto& why = v->at("not_applied"); !why.is_null()) {
-        std::fprintf(stderr, "error: %s\n", Str(why).c_str());
-        g.exit_code = 1;
-      }
-    });
-  }
-  {
-    auto* del = scaling->add_subcommand("delete", "Stop scaling a pool (its nodes stay)");
-    static std::string pool;
-    del->add_option("pool", pool, "pool name")->required();
-    del->callback([&g] {
-      auto v = Call(g, "DELETE", "/api/v1/pools/" + UrlEncode(pool) + "/scaling");
-      if (v)
-        Show(g, *v, [](const json::value&) {
-          std::printf("pool %s is no longer scaled\n", pool.c_str());
-        });
-    });
-  }
+  AddScalingShowCommand(app, g, pools, scaling);
+  AddScalingEventsCommand(app, g, pools, scaling);
+  AddScalingSetCommand(app, g, pools, scaling);
+  AddScalingTuneCommand(app, g, pools, scaling);
+  AddScalingDeleteCommand(app, g, pools, scaling);
+}
+
+}  // namespace
+
+void AddScalingCommands(CLI::App& app, Globals& g) {
+  auto* pools = app.get_subcommand("pools");
+  AddScaleCommand(app, g, pools);
+  AddScalingCommand(app, g, pools);
 }
 
 }  // namespace gpufleet::cli

@@ -80,9 +80,7 @@ void PrintBulletin(const json::value& b) {
   t.Print();
 }
 
-}  // namespace
-
-void AddSecurityCommands(CLI::App& app, Globals& g) {
+void AddVulnsCommand(CLI::App& app, Globals& g) {
   auto* vulns = app.add_subcommand("vulns", "Published CVEs each node is exposed to");
   vulns->require_subcommand(1);
   static std::string node, pool, cluster, status, min_cvss, limit;
@@ -155,7 +153,9 @@ void AddSecurityCommands(CLI::App& app, Globals& g) {
                   plan.at("stages").as_array().size(), Str(plan.at("nodes")).c_str());
     });
   });
+}
 
+void AddBulletinsCommand(CLI::App& app, Globals& g) {
   auto* bulletins = app.add_subcommand("bulletins", "NVIDIA security bulletins in effect");
   bulletins->require_subcommand(1);
   bulletins->add_subcommand("list", "Every bulletin, newest first")->callback([&g] {
@@ -176,20 +176,27 @@ void AddSecurityCommands(CLI::App& app, Globals& g) {
   bshow->callback([&g] {
     if (auto v = Call(g, "GET", "/api/v1/bulletins/" + id)) Show(g, *v, PrintBulletin);
   });
-  auto* import = bulletins->add_subcommand(
+  auto* import_cmd = bulletins->add_subcommand(
       "import", "Load one of NVIDIA's CSAF 2.0 advisories (its <id>.json) (admin)");
-  import->add_option("file", file, "the CSAF JSON document, or - for stdin")->required();
-  import->callback([&g] {
+  import_cmd->add_option("file", file, "the CSAF JSON document, or - for stdin")->required();
+  import_cmd->callback([&g] {
     auto text = ReadInput(g, file);
-  if (!text) return;
-  if (auto v = Call(g, "POST", "/api/v1/bulletins/import", *text)) {
-    Show(g, *v, [](const json::value& b) {
-      std::printf("imported bulletin %s (%s, published %s): %s CVE(s)\n", Str(b.at("id")).c_str(),
-                  Str(b.at("product")).c_str(), Str(b.at("published")).c_str(),
-                  Str(b.at("cve_count")).c_str());
-    });
-  }
-});
-}  // namespace gpufleet::cli
+    if (!text) return;
+    if (auto v = Call(g, "POST", "/api/v1/bulletins/import", *text)) {
+      Show(g, *v, [](const json::value& b) {
+        std::printf("imported bulletin %s (%s, published %s): %s CVE(s)\n", Str(b.at("id")).c_str(),
+                    Str(b.at("product")).c_str(), Str(b.at("published")).c_str(),
+                    Str(b.at("cve_count")).c_str());
+      });
+    }
+  });
+}
+
+}  // namespace
+
+void AddSecurityCommands(CLI::App& app, Globals& g) {
+  AddVulnsCommand(app, g);
+  AddBulletinsCommand(app, g);
+}
 
 }  // namespace gpufleet::cli

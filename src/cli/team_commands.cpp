@@ -61,13 +61,7 @@ struct TeamArgs {
   }
 };
 
-}  // namespace
-
-void AddTeamCommands(CLI::App& app, Globals& g) {
-  auto* teams = app.add_subcommand("teams",
-                                   "Teams and their projects: owners, alert channels, "
-                                   "budgets")
-                    ->require_subcommand(1);
+void AddTeamsListCommand(Globals& g, CLI::App* teams) {
   auto* list = teams->add_subcommand("list", "Every team");
   list->callback([&g] {
     auto v = Call(g, "GET", "/api/v1/teams?limit=1000");
@@ -83,22 +77,28 @@ void AddTeamCommands(CLI::App& app, Globals& g) {
       t.Print();
     });
   });
+}
 
-  static std::string name;
+// The team the `teams` subcommands but list take.
+std::string team_name;
+
+void AddTeamsShowCommand(Globals& g, CLI::App* teams) {
   auto* show = teams->add_subcommand("show", "A team, what it owns and its projects");
-  show->add_option("team", name, "team name")->required();
+  show->add_option("team", team_name, "team name")->required();
   show->callback([&g] {
-    auto v = Call(g, "GET", "/api/v1/teams/" + UrlEncode(name));
+    auto v = Call(g, "GET", "/api/v1/teams/" + UrlEncode(team_name));
     if (v) Show(g, *v, PrintTeam);
   });
+}
 
+void AddTeamsCreateCommand(Globals& g, CLI::App* teams) {
   static TeamArgs create_args;
   auto* create = teams->add_subcommand("create", "Add a team");
-  create->add_option("team", name, "team name")->required();
+  create->add_option("team", team_name, "team name")->required();
   create_args.Add(create, true);
   create->callback([&g] {
     json::object body = create_args.Body();
-    body["name"] = name;
+    body["name"] = team_name;
     auto v = Call(g, "POST", "/api/v1/teams", JsonText(body));
     if (!v) return;
     Show(g, *v, [](const json::value& v) {
@@ -106,10 +106,12 @@ void AddTeamCommands(CLI::App& app, Globals& g) {
                   v.at("projects").as_array().size());
     });
   });
+}
 
+void AddTeamsSetCommand(Globals& g, CLI::App* teams) {
   static TeamArgs set_args;
   auto* set = teams->add_subcommand("set", "Change a team: the options given replace its own");
-  set->add_option("team", name, "team name")->required();
+  set->add_option("team", team_name, "team name")->required();
   set_args.Add(set, false);
   set->callback([&g] {
     json::object body = set_args.Body();
@@ -118,37 +120,42 @@ void AddTeamCommands(CLI::App& app, Globals& g) {
       g.exit_code = 2;
       return;
     }
-    auto v = Call(g, "PATCH", "/api/v1/teams/" + UrlEncode(name), JsonText(body));
+    auto v = Call(g, "PATCH", "/api/v1/teams/" + UrlEncode(team_name), JsonText(body));
     if (v) Show(g, *v, PrintTeam);
   });
+}
 
+void AddTeamsDeleteCommand(Globals& g, CLI::App* teams) {
   auto* del = teams->add_subcommand("delete", "Remove a team that owns nothing and runs nothing");
-  del->add_option("team", name, "team name")->required();
+  del->add_option("team", team_name, "team name")->required();
   del->callback([&g] {
-    auto v = Call(g, "DELETE", "/api/v1/teams/" + UrlEncode(name));
-    if (v) Show(g, *v, [](const json::value&) { std::printf("team %s deleted\n", name.c_str()); });
+    auto v = Call(g, "DELETE", "/api/v1/teams/" + UrlEncode(team_name));
+    if (v)
+      Show(g, *v, [](const json::value&) { std::printf("team %s deleted\n", team_name.c_str()); });
   });
+}
 
+void AddTeamsProjectsCommand(Globals& g, CLI::App* teams) {
   auto* projects =
       teams->add_subcommand("projects", "A team's projects (jobs name one)")->require_subcommand(1);
   static std::string project, description;
   auto* add = projects->add_subcommand("add", "Add a project to a team");
-  add->add_option("team", name, "team name")->required();
+  add->add_option("team", team_name, "team name")->required();
   add->add_option("project", project, "project name")->required();
   add->add_option("--description", description, "what it is");
   add->callback([&g] {
     json::object body{{"name", project}};
     if (!description.empty()) body["description"] = description;
-    auto v = Call(g, "POST", "/api/v1/teams/" + UrlEncode(name) + "/projects", JsonText(body));
+    auto v = Call(g, "POST", "/api/v1/teams/" + UrlEncode(team_name) + "/projects", JsonText(body));
     if (!v) return;
     Show(g, *v, [](const json::value&) {
-      std::printf("project %s added to team %s\n", project.c_str(), name.c_str());
+      std::printf("project %s added to team %s\n", project.c_str(), team_name.c_str());
     });
   });
   auto* plist = projects->add_subcommand("list", "A team's projects");
-  plist->add_option("team", name, "team name")->required();
+  plist->add_option("team", team_name, "team name")->required();
   plist->callback([&g] {
-    auto v = Call(g, "GET", "/api/v1/teams/" + UrlEncode(name) + "/projects");
+    auto v = Call(g, "GET", "/api/v1/teams/" + UrlEncode(team_name) + "/projects");
     if (!v) return;
     Show(g, *v, [](const json::value& v) {
       Table t({"PROJECT", "DESCRIPTION", "CREATED"});
@@ -159,16 +166,31 @@ void AddTeamCommands(CLI::App& app, Globals& g) {
     });
   });
   auto* pdel = projects->add_subcommand("delete", "Remove a project that runs no job");
-  pdel->add_option("team", name, "team name")->required();
+  pdel->add_option("team", team_name, "team name")->required();
   pdel->add_option("project", project, "project name")->required();
   pdel->callback([&g] {
-    auto v =
-        Call(g, "DELETE", "/api/v1/teams/" + UrlEncode(name) + "/projects/" + UrlEncode(project));
+    auto v = Call(g, "DELETE",
+                  "/api/v1/teams/" + UrlEncode(team_name) + "/projects/" + UrlEncode(project));
     if (!v) return;
     Show(g, *v, [](const json::value&) {
-      std::printf("project %s of team %s deleted\n", project.c_str(), name.c_str());
+      std::printf("project %s of team %s deleted\n", project.c_str(), team_name.c_str());
     });
   });
+}
+
+}  // namespace
+
+void AddTeamCommands(CLI::App& app, Globals& g) {
+  auto* teams = app.add_subcommand("teams",
+                                   "Teams and their projects: owners, alert channels, "
+                                   "budgets")
+                    ->require_subcommand(1);
+  AddTeamsListCommand(g, teams);
+  AddTeamsShowCommand(g, teams);
+  AddTeamsCreateCommand(g, teams);
+  AddTeamsSetCommand(g, teams);
+  AddTeamsDeleteCommand(g, teams);
+  AddTeamsProjectsCommand(g, teams);
 }
 
 }  // namespace gpufleet::cli
