@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/field_table.h"
 #include "common/json_fields.h"
 #include "common/json_text.h"
 #include "common/strings.h"
@@ -163,11 +164,36 @@ int64_t Int(const json::object& o, const char* key, int64_t fallback = 0) {
   const auto* v = o.if_contains(key);
   return v && v->is_number() ? v->to_number<int64_t>() : fallback;
 }
-bool Bool(const json::object& o, const char* key) {
-  const auto* v = o.if_contains(key);
-  return v && v->is_bool() && v->as_bool();
-}
 std::string Time(int64_t ms) { return ms > 0 ? FormatTime(ms) : ""; }
+
+// A rollout's fields that its API form and its stored document share, as they are.
+const FieldOf<Rollout> kRolloutFields[] = {
+    {"target", &Rollout::target},   {"package", &Rollout::package},
+    {"stage", &Rollout::stage},     {"reason", &Rollout::reason},
+    {"batches", &Rollout::batches}, {"created_by", &Rollout::created_by},
+    {"forced", &Rollout::forced}};
+// What resuming needs beyond the API's form, in milliseconds: the stored document's alone.
+const FieldOf<Rollout> kRolloutDocFields[] = {
+    {"current", &Rollout::current},
+    {"approved", &Rollout::approved},
+    {"confidence_until_ms", &Rollout::confidence_until_ms},
+    {"created_ms", &Rollout::created_ms},
+    {"started_ms", &Rollout::started_ms},
+    {"ended_ms", &Rollout::ended_ms}};
+// A node's stored document (its state and step are written by name besides).
+const FieldOf<RolloutNode> kNodeDocFields[] = {{"pool", &RolloutNode::pool},
+                                               {"cluster", &RolloutNode::cluster},
+                                               {"from", &RolloutNode::from},
+                                               {"to", &RolloutNode::to},
+                                               {"started_ms", &RolloutNode::started_ms},
+                                               {"ended_ms", &RolloutNode::ended_ms},
+                                               {"message", &RolloutNode::message},
+                                               {"stage", &RolloutNode::stage},
+                                               {"command", &RolloutNode::command},
+                                               {"step_ms", &RolloutNode::step_ms},
+                                               {"rollback", &RolloutNode::rollback},
+                                               {"resume", &RolloutNode::resume},
+                                               {"result", &RolloutNode::result}};
 
 }  // namespace
 
@@ -283,25 +309,18 @@ json::object ToJson(const Rollout& r, bool with_nodes) {
   for (size_t i = 0; i < count.size(); ++i) {
     counts[ToString(static_cast<NodeProgress>(i))] = count[i];
   }
-  json::object o{{"id", r.id},
-                 {"kind", ToString(r.kind)},
-                 {"target", r.target},
-                 {"package", r.package},
-                 {"selector", std::move(sel)},
-                 {"strategy", ToJson(r.strategy)},
-                 {"state", ToString(r.state)},
-                 {"stage", r.stage},
-                 {"reason", r.reason},
-                 {"batches", r.batches},
-                 {"confidence_until", Time(r.confidence_until_ms)},
-                 {"created_by", r.created_by},
-                 {"forced", r.forced},
-                 {"created_at", Time(r.created_ms)},
-                 {"updated_at", Time(r.updated_ms)},
-                 {"started_at", Time(r.started_ms)},
-                 {"ended_at", Time(r.ended_ms)},
-                 {"total", static_cast<int64_t>(r.nodes.size())},
-                 {"counts", std::move(counts)}};
+  json::object o{{"id", r.id}, {"kind", ToString(r.kind)}};
+  WriteFields(r, kRolloutFields, o);
+  o.insert({{"selector", std::move(sel)},
+            {"strategy", ToJson(r.strategy)},
+            {"state", ToString(r.state)},
+            {"confidence_until", Time(r.confidence_until_ms)},
+            {"created_at", Time(r.created_ms)},
+            {"updated_at", Time(r.updated_ms)},
+            {"started_at", Time(r.started_ms)},
+            {"ended_at", Time(r.ended_ms)},
+            {"total", static_cast<int64_t>(r.nodes.size())},
+            {"counts", std::move(counts)}});
   if (with_nodes) {
     json::array nodes;
     for (const auto& n : r.nodes) nodes.push_back(ToJson(n));
@@ -312,13 +331,7 @@ json::object ToJson(const Rollout& r, bool with_nodes) {
 
 std::string RolloutDoc(const Rollout& r) {
   json::object o = ToJson(r, false);
-  // What resuming needs beyond the API's form, in milliseconds.
-  o["current"] = r.current;
-  o["approved"] = r.approved;
-  o["confidence_until_ms"] = r.confidence_until_ms;
-  o["created_ms"] = r.created_ms;
-  o["started_ms"] = r.started_ms;
-  o["ended_ms"] = r.ended_ms;
+  WriteFields(r, kRolloutDocFields, o);
   o["strategy_ms"] = {{"confidence", r.strategy.confidence_ms},
                       {"drain_timeout", r.strategy.drain_timeout_ms},
                       {"action_timeout", r.strategy.action_timeout_ms},
@@ -335,8 +348,6 @@ Result<Rollout> RolloutFromDoc(int64_t id, const std::string& doc) {
   auto kind = ParseRolloutKind(Str(o, "kind"));
   if (!kind) return MakeError(ErrorCode::kInternal, "rollout " + std::to_string(id) + ": no kind");
   r.kind = *kind;
-  r.target = Str(o, "target");
-  r.package = Str(o, "package");
   if (const auto* s = o.if_contains("selector"); s && s->is_object()) {
     const auto& so = s->as_object();
     auto names = [&](const char* key) {
@@ -372,36 +383,15 @@ Result<Rollout> RolloutFromDoc(int64_t id, const std::string& doc) {
                                                Str(o, "state") + "' is not known");
   }
   r.state = *state;
-  r.stage = Str(o, "stage");
-  r.reason = Str(o, "reason");
-  r.batches = static_cast<int>(Int(o, "batches"));
-  r.current = static_cast<int>(Int(o, "current", -1));
-  r.approved = static_cast<int>(Int(o, "approved", -2));
-  r.confidence_until_ms = Int(o, "confidence_until_ms");
-  r.created_by = Str(o, "created_by");
-  r.forced = Str(o, "forced");
-  r.created_ms = Int(o, "created_ms");
-  r.started_ms = Int(o, "started_ms");
-  r.ended_ms = Int(o, "ended_ms");
+  ReadFields(o, kRolloutFields, r);
+  ReadFields(o, kRolloutDocFields, r);
   return r;
 }
 
 std::string NodeDoc(const RolloutNode& n) {
-  return JsonText(json::object{{"pool", n.pool},
-                               {"cluster", n.cluster},
-                               {"state", ToString(n.state)},
-                               {"from", n.from},
-                               {"to", n.to},
-                               {"started_ms", n.started_ms},
-                               {"ended_ms", n.ended_ms},
-                               {"message", n.message},
-                               {"stage", n.stage},
-                               {"command", n.command},
-                               {"step", ToString(n.step)},
-                               {"step_ms", n.step_ms},
-                               {"rollback", n.rollback},
-                               {"resume", n.resume},
-                               {"result", n.result}});
+  json::object o{{"state", ToString(n.state)}, {"step", ToString(n.step)}};
+  WriteFields(n, kNodeDocFields, o);
+  return JsonText(o);
 }
 
 Result<RolloutNode> NodeFromDoc(const std::string& node, const std::string& doc) {
@@ -410,8 +400,6 @@ Result<RolloutNode> NodeFromDoc(const std::string& node, const std::string& doc)
   const json::object& o = parsed.value();
   RolloutNode n;
   n.node = node;
-  n.pool = Str(o, "pool");
-  n.cluster = Str(o, "cluster");
   auto state = ParseNodeProgress(Str(o, "state"));
   auto step = ParseRolloutStep(Str(o, "step"));
   if (!state || !step) {
@@ -419,18 +407,8 @@ Result<RolloutNode> NodeFromDoc(const std::string& node, const std::string& doc)
                                                "' or step '" + Str(o, "step") + "' is not known");
   }
   n.state = *state;
-  n.from = Str(o, "from");
-  n.to = Str(o, "to");
-  n.started_ms = Int(o, "started_ms");
-  n.ended_ms = Int(o, "ended_ms");
-  n.message = Str(o, "message");
-  n.stage = static_cast<int>(Int(o, "stage"));
-  n.command = Int(o, "command");
   n.step = *step;
-  n.step_ms = Int(o, "step_ms");
-  n.rollback = Bool(o, "rollback");
-  n.resume = Str(o, "resume");
-  n.result = Str(o, "result");
+  ReadFields(o, kNodeDocFields, n);
   return n;
 }
 
