@@ -212,6 +212,72 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Compute(const Expr& e) 
   return MakeError(ErrorCode::kInternal, "a number where a series was expected");
 }
 
+// Row `r` of `metric`: its latest sample scaled, or the fact the snapshot holds for it.
+double Evaluator::RowValue(const MetricDef& metric, size_t r, const std::vector<double>* latest,
+                           const std::unordered_map<std::string, double>* node_input) const {
+  double v = NAN;
+  switch (metric.special) {
+    case Special::kNone:
+      v = (*latest)[r] * metric.scale;
+      break;
+    case Special::kGpuHealth:
+      v = snap_.gpus[r].health;
+      break;
+    case Special::kGpuHealthy:
+      v = snap_.gpus[r].health == 0 ? 1 : 0;
+      break;
+    case Special::kGpuAvailable: {
+      const auto& n = snap_.nodes[snap_.gpus[r].node];
+      v = snap_.gpus[r].health == 0 && n.up && !n.cordoned && n.health != 2 ? 1 : 0;
+      break;
+    }
+    case Special::kNodeUp:
+      v = snap_.nodes[r].up ? 1 : 0;
+      break;
+    case Special::kNodeHealth:
+      v = snap_.nodes[r].health;
+      break;
+    case Special::kNodeCordoned:
+      v = snap_.nodes[r].cordoned ? 1 : 0;
+      break;
+    case Special::kNodeReportAge:
+      if (snap_.nodes[r].last_seen_ms > 0) {
+        v = static_cast<double>(snap_.now_ms - snap_.nodes[r].last_seen_ms) / 1000.0;
+      }
+      break;
+    case Special::kNodeInput: {
+      v = 0;
+      if (!node_input) break;
+      auto it = node_input->find(snap_.nodes[r].name);
+      if (it != node_input->end()) v = it->second;
+      break;
+    }
+    case Special::kPoolFreeGpus:
+      v = snap_.pool_rows[r].free_gpus;
+      break;
+    case Special::kPoolAllocatedGpus:
+      v = snap_.pool_rows[r].allocated_gpus;
+      break;
+    case Special::kPoolQueuedJobs:
+      v = snap_.pool_rows[r].queued_jobs;
+      break;
+    case Special::kPoolQueueWaitP95:
+      v = snap_.pool_rows[r].queue_wait_p95_s;
+      break;
+    case Special::kApiP99:
+      v = snap_.api_p99_s;
+      break;
+    case Special::kControllerInput: {
+      auto it = snap_.controller_inputs.find(metric.name);
+      v = it == snap_.controller_inputs.end() ? 0 : it->second;
+      break;
+    }
+    case Special::kXidEvents:
+      break;  // a range: counted by RangeCall
+  }
+  return v;
+}
+
 Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Select(const Expr& e) {
   auto metric = FindMetric(e.name);
   if (!metric) return MakeError(ErrorCode::kInvalidArgument, "unknown metric '" + e.name + "'");
@@ -229,67 +295,7 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Select(const Expr& e) {
   }
   for (size_t r = 0; r < rows; ++r) {
     if (!mask[r]) continue;
-    double v = NAN;
-    switch (metric->special) {
-      case Special::kNone:
-        v = (*latest)[r] * metric->scale;
-        break;
-      case Special::kGpuHealth:
-        v = snap_.gpus[r].health;
-        break;
-      case Special::kGpuHealthy:
-        v = snap_.gpus[r].health == 0 ? 1 : 0;
-        break;
-      case Special::kGpuAvailable: {
-        const auto& n = snap_.nodes[snap_.gpus[r].node];
-        v = snap_.gpus[r].health == 0 && n.up && !n.cordoned && n.health != 2 ? 1 : 0;
-        break;
-      }
-      case Special::kNodeUp:
-        v = snap_.nodes[r].up ? 1 : 0;
-        break;
-      case Special::kNodeHealth:
-        v = snap_.nodes[r].health;
-        break;
-      case Special::kNodeCordoned:
-        v = snap_.nodes[r].cordoned ? 1 : 0;
-        break;
-      case Special::kNodeReportAge:
-        if (snap_.nodes[r].last_seen_ms > 0) {
-          v = static_cast<double>(snap_.now_ms - snap_.nodes[r].last_seen_ms) / 1000.0;
-        }
-        break;
-      case Special::kNodeInput: {
-        v = 0;
-        if (!node_input) break;
-        auto it = node_input->find(snap_.nodes[r].name);
-        if (it != node_input->end()) v = it->second;
-        break;
-      }
-      case Special::kPoolFreeGpus:
-        v = snap_.pool_rows[r].free_gpus;
-        break;
-      case Special::kPoolAllocatedGpus:
-        v = snap_.pool_rows[r].allocated_gpus;
-        break;
-      case Special::kPoolQueuedJobs:
-        v = snap_.pool_rows[r].queued_jobs;
-        break;
-      case Special::kPoolQueueWaitP95:
-        v = snap_.pool_rows[r].queue_wait_p95_s;
-        break;
-      case Special::kApiP99:
-        v = snap_.api_p99_s;
-        break;
-      case Special::kControllerInput: {
-        auto it = snap_.controller_inputs.find(metric->name);
-        v = it == snap_.controller_inputs.end() ? 0 : it->second;
-        break;
-      }
-      case Special::kXidEvents:
-        break;  // a range: counted by RangeCall
-    }
-    out->v[r] = v;
+    out->v[r] = RowValue(*metric, r, latest, node_input);
   }
   return std::shared_ptr<const Vec>(out);
 }

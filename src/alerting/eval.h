@@ -29,6 +29,7 @@ class TelemetryStore;
 }
 
 namespace gpufleet::alerting {
+struct MetricDef;
 
 // What one evaluation sees. Built by MakeSnapshot, or by hand in tests and benchmarks.
 struct Snapshot {
@@ -155,6 +156,8 @@ class Evaluator {
   Result<std::shared_ptr<const Vec>> Eval(const Expr& e);
   Result<std::shared_ptr<const Vec>> Compute(const Expr& e);
   Result<std::shared_ptr<const Vec>> Select(const Expr& e);
+  double RowValue(const MetricDef& metric, size_t r, const std::vector<double>* latest,
+                  const std::unordered_map<std::string, double>* node_input) const;
   Result<std::shared_ptr<const Vec>> RangeCall(const Expr& call);
   Result<std::shared_ptr<const Vec>> Aggregate(const Expr& e);
   Result<std::shared_ptr<const Vec>> Binary(const Expr& e);

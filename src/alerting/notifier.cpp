@@ -229,6 +229,39 @@ void Notifier::Prune(int64_t now) {
   }
 }
 
+namespace {
+
+// The team that owns the pool an alert is about, so that its channels get it.
+void LabelTeams(const Snapshot& snapshot, std::vector<Signal>& signals) {
+  std::map<std::string_view, std::string_view> teams;
+  for (size_t i = 0; i < snapshot.pools.size() && i < snapshot.pool_teams.size(); ++i) {
+    if (!snapshot.pool_teams[i].empty()) teams[snapshot.pools[i]] = snapshot.pool_teams[i];
+  }
+  for (auto& sig : signals) {
+    auto pool = sig.labels.find("pool");
+    if (pool == sig.labels.end() || sig.labels.count("team")) continue;
+    if (auto t = teams.find(pool->second); t != teams.end()) {
+      sig.labels["team"] = std::string(t->second);
+    }
+  }
+}
+
+// The group an alert's notification goes in: itself (Alertmanager, or a webhook that does not
+// group), or the values of the channel's group_by labels.
+Labels GroupKey(const Channel& c, const std::vector<std::string>& group_by, const Alert& a) {
+  if (c.type == "alertmanager" || group_by.empty()) {
+    return {{"alertname", a.rule}, {"\x01fingerprint", a.fingerprint}};
+  }
+  Labels key;
+  for (const auto& l : group_by) {
+    auto it = a.labels.find(l);
+    if (it != a.labels.end()) key[l] = it->second;
+  }
+  return key;
+}
+
+}  // namespace
+
 Status Notifier::Cycle(const std::vector<health::NodeHealth>& nodes,
                        std::shared_ptr<const Snapshot> snapshot, SeriesReader& reader) {
   int64_t now = clock_->NowMs();
@@ -242,20 +275,7 @@ Status Notifier::Cycle(const std::vector<health::NodeHealth>& nodes,
     auto more = ExprSignals(engine_.rules(), evaluator, &runs_);
     signals.insert(signals.end(), std::make_move_iterator(more.begin()),
                    std::make_move_iterator(more.end()));
-    // The team that owns the pool an alert is about, so that its channels get it.
-    if (!snapshot->pool_teams.empty()) {
-      std::map<std::string_view, std::string_view> teams;
-      for (size_t i = 0; i < snapshot->pools.size() && i < snapshot->pool_teams.size(); ++i) {
-        if (!snapshot->pool_teams[i].empty()) teams[snapshot->pools[i]] = snapshot->pool_teams[i];
-      }
-      for (auto& sig : signals) {
-        auto pool = sig.labels.find("pool");
-        if (pool == sig.labels.end() || sig.labels.count("team")) continue;
-        if (auto t = teams.find(pool->second); t != teams.end()) {
-          sig.labels["team"] = std::string(t->second);
-        }
-      }
-    }
+    LabelTeams(*snapshot, signals);
     changed = engine_.Evaluate(now, signals);
     snapshot_ = std::move(snapshot);
     url = external_url_;
@@ -291,16 +311,7 @@ Status Notifier::Cycle(const std::vector<health::NodeHealth>& nodes,
     std::map<Labels, std::vector<Alert>> groups;
     for (const Alert* a : sendable) {
       if (!Routed(route, teams, a->labels)) continue;
-      Labels key;
-      if (c.type == "alertmanager" || group_by.empty()) {
-        key = {{"alertname", a->rule}, {"\x01fingerprint", a->fingerprint}};
-      } else {
-        for (const auto& l : group_by) {
-          auto it = a->labels.find(l);
-          if (it != a->labels.end()) key[l] = it->second;
-        }
-      }
-      groups[key].push_back(*a);
+      groups[GroupKey(c, group_by, *a)].push_back(*a);
     }
     for (auto& [key, alerts] : groups) {
       Notification n;
@@ -327,133 +338,6 @@ Status Notifier::Cycle(const std::vector<health::NodeHealth>& nodes,
 std::vector<Alert> Notifier::Alerts() const {
   std::lock_guard lock(mu_);
   return engine_.Alerts();
-}
-
-std::vector<RuleView> Notifier::Rules() const {
-  std::lock_guard lock(mu_);
-  std::vector<RuleView> out;
-  std::map<std::string, const Rule*> user;
-  for (const auto& r : user_rules_) user[r.name] = &r;
-  auto run_of = [&](const Rule& r) -> std::optional<RuleRun> {
-    auto it = runs_.find(r.name);
-    if (!r.parsed || it == runs_.end()) return std::nullopt;
-    return it->second;
-  };
-  for (const auto& b : base_rules_) {
-    auto it = user.find(b.name);
-    std::string status = it == user.end()      ? "active"
-                         : it->second->enabled ? "overridden"
-                                               : "disabled";
-    out.push_back({b, status, status == "active" ? run_of(b) : std::nullopt});
-  }
-  for (const auto& r : user_rules_) {
-    out.push_back({r, r.enabled ? "active" : "disabled", run_of(r)});
-  }
-  return out;
-}
-
-Status Notifier::SaveRules(const std::vector<Rule>& upsert,
-                           const std::vector<std::string>& remove) {
-  int64_t now = clock_->NowMs();
-  std::vector<RuleRecord> records;
-  for (const auto& r : upsert) records.push_back({r.name, r.group, RuleJson(r), now});
-  GF_TRY(store_.SaveRules(records, remove));
-  std::lock_guard lock(mu_);
-  std::map<std::string, Rule> by_name;
-  for (auto& r : user_rules_) by_name[r.name] = std::move(r);
-  for (const auto& name : remove) by_name.erase(name);
-  for (const auto& r : upsert) by_name[r.name] = r;
-  user_rules_.clear();
-  for (auto& [_, r] : by_name) user_rules_.push_back(std::move(r));
-  engine_.SetRules(MergeRules(base_rules_, user_rules_));
-  return {};
-}
-
-Result<RuleChanges> Notifier::ApplyRuleFile(const RuleFile& file) {
-  std::lock_guard changes(rules_mu_);
-  std::map<std::string, Rule> current;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& r : user_rules_) current[r.name] = r;
-  }
-  RuleChanges c;
-  std::vector<Rule> upsert;
-  std::set<std::string> in_file;
-  for (const auto& r : file.rules) {
-    in_file.insert(r.name);
-    auto it = current.find(r.name);
-    if (it == current.end()) {
-      ++c.created;
-    } else if (RuleJson(it->second) == RuleJson(r)) {
-      ++c.unchanged;
-      continue;
-    } else {
-      ++c.updated;
-    }
-    upsert.push_back(r);
-  }
-  std::vector<std::string> remove;
-  std::set<std::string> groups(file.groups.begin(), file.groups.end());
-  for (const auto& [name, r] : current) {
-    if (groups.count(r.group) && !in_file.count(name)) remove.push_back(name);
-  }
-  c.deleted = static_cast<int>(remove.size());
-  GF_TRY(SaveRules(upsert, remove));
-  return c;
-}
-
-Status Notifier::PutRule(const Rule& rule) {
-  std::lock_guard changes(rules_mu_);
-  return SaveRules({rule}, {});
-}
-
-Status Notifier::DeleteRule(const std::string& name) {
-  std::lock_guard changes(rules_mu_);
-  {
-    std::lock_guard lock(mu_);
-    bool found = std::any_of(user_rules_.begin(), user_rules_.end(),
-                             [&](const Rule& r) { return r.name == name; });
-    if (!found) {
-      bool builtin = std::any_of(base_rules_.begin(), base_rules_.end(),
-                                 [&](const Rule& r) { return r.name == name; });
-      return MakeError(ErrorCode::kNotFound,
-                       builtin ? "'" + name +
-                                     "' is a built-in rule: switch it off with a rule of its "
-                                     "name and enabled: false"
-                               : "no user rule '" + name + "'");
-    }
-  }
-  return SaveRules({}, {name});
-}
-
-Result<std::vector<RuleTest>> Notifier::TestRules(const std::vector<Rule>& rules,
-                                                  SeriesReader& reader) const {
-  std::shared_ptr<const Snapshot> snapshot;
-  {
-    std::lock_guard lock(mu_);
-    snapshot = snapshot_;
-  }
-  if (!snapshot) {
-    return MakeError(ErrorCode::kUnavailable,
-                     "no evaluation has run yet: try again after the first health cycle");
-  }
-  // A fresh snapshot time, so that windows end now; the fleet is as the last cycle saw it.
-  Snapshot now = *snapshot;
-  now.now_ms = clock_->NowMs();
-  Evaluator evaluator(now, reader);
-  std::vector<RuleTest> out;
-  for (const auto& rule : rules) {
-    RuleTest t;
-    t.rule = rule;
-    std::map<std::string, RuleRun> runs;
-    auto signals = ExprSignals({rule}, evaluator, &runs);
-    t.run = runs[rule.name];
-    Engine engine({rule});
-    engine.Evaluate(now.now_ms, signals);  // pending, or firing when `for` is 0
-    t.alerts = engine.Alerts();
-    out.push_back(std::move(t));
-  }
-  return out;
 }
 
 int Notifier::Deliver() {

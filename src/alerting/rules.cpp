@@ -9,7 +9,6 @@
 #include "common/clock.h"
 #include "common/json_fields.h"
 #include "common/json_text.h"
-#include "config/yaml_errors.h"
 #include "model/json.h"
 #include "model/yaml_input.h"
 
@@ -18,58 +17,58 @@ namespace json = boost::json;
 namespace gpufleet::alerting {
 namespace {
 
-class FileParser {
+class FileParser : YamlFields {
  public:
-  explicit FileParser(std::string_view filename) : file_(filename) {}
+  explicit FileParser(std::string_view filename) : YamlFields(filename) {}
 
   Result<RuleFile> Run(const YAML::Node& root) {
-    if (!root.IsMap()) return Fail(root, "", "the document must be a mapping with `groups`");
-    GF_TRY(Keys(root, "", {"groups"}));
+    if (!root.IsMap()) return Bad(root, "", "the document must be a mapping with `groups`");
+    GF_TRY(Only(root, "", {"groups"}));
     auto groups = root["groups"];
     if (!groups || !groups.IsSequence())
-      return Fail(groups ? groups : root, "groups", "must be a list");
+      return Bad(groups ? groups : root, "groups", "must be a list");
     RuleFile out;
     std::set<std::string> group_names, rule_names;
     for (size_t i = 0; i < groups.size(); ++i) {
       const YAML::Node g = groups[i];
       std::string path = "groups[" + std::to_string(i) + "]";
-      if (!g.IsMap()) return Fail(g, path, "must be a mapping");
-      GF_TRY(Keys(g, path, {"name", "rules", "interval"}));
+      if (!g.IsMap()) return Bad(g, path, "must be a mapping");
+      GF_TRY(Only(g, path, {"name", "rules", "interval"}));
       if (g["interval"]) {
-        return Fail(g["interval"], path + ".interval",
-                    "rules are evaluated every health cycle (--health-interval); remove it");
+        return Bad(g["interval"], path + ".interval",
+                   "rules are evaluated every health cycle (--health-interval); remove it");
       }
       std::string name;
-      GF_TRY_ASSIGN(name, Str(g, path, "name"));
-      if (name.empty()) return Fail(g, path + ".name", "is required");
-      if (name == "builtin") return Fail(g["name"], path + ".name", "'builtin' is reserved");
+      GF_TRY_ASSIGN(name, String(g, path, "name", false));
+      if (name.empty()) return Bad(g, path + ".name", "is required");
+      if (name == "builtin") return Bad(g["name"], path + ".name", "'builtin' is reserved");
       if (!group_names.insert(name).second) {
-        return Fail(g["name"], path + ".name", "duplicate group '" + name + "'");
+        return Bad(g["name"], path + ".name", "duplicate group '" + name + "'");
       }
       out.groups.push_back(name);
       auto rules = g["rules"];
-      if (rules && !rules.IsSequence()) return Fail(rules, path + ".rules", "must be a list");
+      if (rules && !rules.IsSequence()) return Bad(rules, path + ".rules", "must be a list");
       for (size_t j = 0; rules && j < rules.size(); ++j) {
         const YAML::Node r = rules[j];
         std::string rpath = path + ".rules[" + std::to_string(j) + "]";
-        if (!r.IsMap()) return Fail(r, rpath, "must be a mapping");
+        if (!r.IsMap()) return Bad(r, rpath, "must be a mapping");
         if (r["record"]) {
-          return Fail(r["record"], rpath + ".record", "recording rules are not supported");
+          return Bad(r["record"], rpath + ".record", "recording rules are not supported");
         }
         GF_TRY(
-            Keys(r, rpath,
+            Only(r, rpath,
                  {"alert", "expr", "for", "keep_firing_for", "labels", "annotations", "enabled"}));
         Rule rule;
         rule.group = name;
-        GF_TRY_ASSIGN(rule.name, Str(r, rpath, "alert"));
-        GF_TRY_ASSIGN(rule.expr, Str(r, rpath, "expr"));
+        GF_TRY_ASSIGN(rule.name, String(r, rpath, "alert", false));
+        GF_TRY_ASSIGN(rule.expr, String(r, rpath, "expr", false));
         GF_TRY_ASSIGN(rule.for_ms, Duration(r, rpath, "for"));
         GF_TRY_ASSIGN(rule.keep_firing_for_ms, Duration(r, rpath, "keep_firing_for"));
         GF_TRY_ASSIGN(rule.labels, Map(r, rpath, "labels"));
         GF_TRY_ASSIGN(rule.annotations, Map(r, rpath, "annotations"));
         if (auto e = r["enabled"]) {
           if (!e.IsScalar() || (e.Scalar() != "true" && e.Scalar() != "false")) {
-            return Fail(e, rpath + ".enabled", "must be true or false");
+            return Bad(e, rpath + ".enabled", "must be true or false");
           }
           rule.enabled = e.Scalar() == "true";
         }
@@ -79,10 +78,10 @@ class FileParser {
           auto node = r[top];
           std::string why = s.error().message;
           why = why.substr(why.find(field + ": ") + field.size() + 2);
-          return Fail(node ? node : r, rpath + "." + field, why);
+          return Bad(node ? node : r, rpath + "." + field, why);
         }
         if (!rule_names.insert(rule.name).second) {
-          return Fail(r["alert"], rpath + ".alert", "duplicate rule '" + rule.name + "'");
+          return Bad(r["alert"], rpath + ".alert", "duplicate rule '" + rule.name + "'");
         }
         out.rules.push_back(std::move(rule));
       }
@@ -91,28 +90,12 @@ class FileParser {
   }
 
  private:
-  Error Fail(const YAML::Node& node, const std::string& path, const std::string& what) const {
-    return YamlError(file_, node, path, what);
-  }
-
-  Status Keys(const YAML::Node& map, const std::string& path,
-              std::initializer_list<std::string_view> allowed) const {
-    return YamlKeys(file_, map, path, allowed);
-  }
-
-  Result<std::string> Str(const YAML::Node& map, const std::string& path, const char* key) const {
-    auto v = map[key];
-    if (!v) return std::string();
-    if (!v.IsScalar()) return Fail(v, path + "." + key, "must be a string");
-    return v.Scalar();
-  }
-
   Result<int64_t> Duration(const YAML::Node& map, const std::string& path, const char* key) const {
     auto v = map[key];
     if (!v) return int64_t{0};
     int64_t ms = v.IsScalar() ? ParseDurationMs(v.Scalar()) : -1;
     if (v.IsScalar() && v.Scalar() == "0") ms = 0;
-    if (ms < 0) return Fail(v, path + "." + key, "must be a duration such as 30s, 5m or 1h");
+    if (ms < 0) return Bad(v, path + "." + key, "must be a duration such as 30s, 5m or 1h");
     return ms;
   }
 
@@ -120,17 +103,15 @@ class FileParser {
     auto v = map[key];
     Labels out;
     if (!v) return out;
-    if (!v.IsMap()) return Fail(v, path + "." + key, "must be a mapping of names to strings");
+    if (!v.IsMap()) return Bad(v, path + "." + key, "must be a mapping of names to strings");
     for (const auto& kv : v) {
       if (!kv.second.IsScalar()) {
-        return Fail(kv.second, path + "." + key + "." + kv.first.Scalar(), "must be a string");
+        return Bad(kv.second, path + "." + key + "." + kv.first.Scalar(), "must be a string");
       }
       out[kv.first.Scalar()] = kv.second.Scalar();
     }
     return out;
   }
-
-  std::string file_;
 };
 
 }  // namespace

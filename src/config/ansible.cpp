@@ -31,6 +31,29 @@ void Children(std::string& out, const std::set<std::string>& groups) {
   for (const auto& g : groups) out += "        " + g + ":\n";
 }
 
+// A host's variables: what its agent reports.
+json::object HostVars(const Node& n) {
+  json::object h;
+  if (!n.facts.hostname.empty()) h["ansible_host"] = n.facts.hostname;
+  h["gpufleet_state"] = std::string(ToString(n.state));
+  h["gpufleet_simulated"] = n.simulated;
+  h["gpufleet_gpu_count"] = n.gpus.size();
+  h["gpufleet_driver"] = n.facts.driver_version;
+  h["gpufleet_cuda_driver"] = n.facts.cuda_driver_version;
+  h["gpufleet_container_toolkit"] = n.facts.container_toolkit;
+  h["gpufleet_kernel"] = n.facts.kernel;
+  h["gpufleet_os"] = n.facts.os;
+  if (!n.facts.labels.empty()) {
+    json::object labels;
+    for (const auto& [k, v] : n.facts.labels) labels[k] = v;
+    h["gpufleet_node_labels"] = std::move(labels);
+  }
+  json::array serials;
+  for (const auto& g : n.gpus) serials.push_back(json::string(g.serial));
+  h["gpufleet_gpu_serials"] = std::move(serials);
+  return h;
+}
+
 }  // namespace
 
 std::string WriteAnsibleInventory(const FleetSpec& spec, const std::vector<Node>& nodes) {
@@ -93,25 +116,7 @@ std::string WriteAnsibleInventory(const FleetSpec& spec, const std::vector<Node>
     if (hosts == by_pool.end()) continue;
     out += "      hosts:\n";
     for (const Node* n : hosts->second) {
-      json::object h;
-      if (!n->facts.hostname.empty()) h["ansible_host"] = n->facts.hostname;
-      h["gpufleet_state"] = std::string(ToString(n->state));
-      h["gpufleet_simulated"] = n->simulated;
-      h["gpufleet_gpu_count"] = n->gpus.size();
-      h["gpufleet_driver"] = n->facts.driver_version;
-      h["gpufleet_cuda_driver"] = n->facts.cuda_driver_version;
-      h["gpufleet_container_toolkit"] = n->facts.container_toolkit;
-      h["gpufleet_kernel"] = n->facts.kernel;
-      h["gpufleet_os"] = n->facts.os;
-      if (!n->facts.labels.empty()) {
-        json::object labels;
-        for (const auto& [k, v] : n->facts.labels) labels[k] = v;
-        h["gpufleet_node_labels"] = std::move(labels);
-      }
-      json::array serials;
-      for (const auto& g : n->gpus) serials.push_back(json::string(g.serial));
-      h["gpufleet_gpu_serials"] = std::move(serials);
-      out += "        " + n->name + ": " + Flow(h) + "\n";
+      out += "        " + n->name + ": " + Flow(HostVars(*n)) + "\n";
     }
   }
   return out;

@@ -8,7 +8,7 @@
 #include "common/clock.h"
 #include "common/strings.h"
 #include "common/url.h"
-#include "config/yaml_errors.h"
+#include "config/fleet_yaml.h"
 #include "model/compat.h"
 #include "model/profile.h"
 #include "model/scaling_policy.h"
@@ -20,92 +20,59 @@ namespace {
 constexpr int kMaxGpusPerNode = 16;
 constexpr int kMaxPoolSize = 100000;
 
-class Validator {
+class Validator : YamlFields {
  public:
   Validator(std::string_view filename, const GpuCatalog& catalog)
-      : file_(filename), catalog_(catalog) {}
+      : YamlFields(filename), catalog_(catalog) {}
 
   Result<FleetSpec> Run(const YAML::Node& root) {
-    if (!root.IsMap()) return Fail(root, "", "the document must be a mapping");
-    GF_TRY(Keys(root, "", {"apiVersion", "kind", "metadata", "teams", "clusters", "channels"}));
+    if (!root.IsMap()) return Bad(root, "", "the document must be a mapping");
+    GF_TRY(Only(root, "", {"apiVersion", "kind", "metadata", "teams", "clusters", "channels"}));
     if (auto v = root["apiVersion"]; !v || v.as<std::string>("") != "gpufleet/v1") {
-      return Fail(v ? v : root, "apiVersion", "must be 'gpufleet/v1'");
+      return Bad(v ? v : root, "apiVersion", "must be 'gpufleet/v1'");
     }
     if (auto k = root["kind"]; !k || k.as<std::string>("") != "Fleet") {
-      return Fail(k ? k : root, "kind", "must be 'Fleet'");
+      return Bad(k ? k : root, "kind", "must be 'Fleet'");
     }
     auto clusters = root["clusters"];
     if (!clusters || !clusters.IsSequence() || clusters.size() == 0) {
-      return Fail(clusters ? clusters : root, "clusters", "must be a non-empty list");
+      return Bad(clusters ? clusters : root, "clusters", "must be a non-empty list");
     }
     FleetSpec spec;
     std::set<std::string> cluster_names, pool_names, node_names;
     for (size_t i = 0; i < clusters.size(); ++i) {
       const YAML::Node c = clusters[i];
       std::string path = "clusters[" + std::to_string(i) + "]";
-      if (!c.IsMap()) return Fail(c, path, "must be a mapping");
-      GF_TRY(Keys(c, path,
+      if (!c.IsMap()) return Bad(c, path, "must be a mapping");
+      GF_TRY(Only(c, path,
                   {"name", "type", "site", "team", "labels", "remediation", "tier", "requires",
                    "driver_branch", "maintenance_windows", "profile", "pools"}));
       Cluster cluster;
       GF_TRY_ASSIGN(cluster.name, Name(c, path));
       if (!cluster_names.insert(cluster.name).second) {
-        return Fail(c["name"], path + ".name", "duplicate cluster '" + cluster.name + "'");
+        return Bad(c["name"], path + ".name", "duplicate cluster '" + cluster.name + "'");
       }
       std::string type;
-      GF_TRY_ASSIGN(type, Str(c, path, "type", true));
+      GF_TRY_ASSIGN(type, String(c, path, "type", true));
       auto parsed = ParseClusterType(type);
       if (!parsed) {
-        return Fail(c["type"], path + ".type",
-                    "'" + type + "' is not one of training, inference, development, edge");
+        return Bad(c["type"], path + ".type",
+                   "'" + type + "' is not one of training, inference, development, edge");
       }
       cluster.type = *parsed;
-      GF_TRY_ASSIGN(cluster.site, Str(c, path, "site", true));
+      GF_TRY_ASSIGN(cluster.site, String(c, path, "site", true));
       GF_TRY_ASSIGN(cluster.team, TeamRef(c, path));
       GF_TRY_ASSIGN(cluster.labels, LabelMap(c, path));
       GF_TRY(RemediationPolicy(c, path, cluster.remediation));
       GF_TRY(LifecycleFields(c, path, cluster.lifecycle));
       auto pools = c["pools"];
-      if (pools && !pools.IsSequence()) return Fail(pools, path + ".pools", "must be a list");
+      if (pools && !pools.IsSequence()) return Bad(pools, path + ".pools", "must be a list");
       for (size_t j = 0; pools && j < pools.size(); ++j) {
         const YAML::Node p = pools[j];
         std::string ppath = path + ".pools[" + std::to_string(j) + "]";
-        if (!p.IsMap()) return Fail(p, ppath, "must be a mapping");
-        GF_TRY(Keys(p, ppath,
-                    {"name", "gpu_model", "gpus_per_node", "size", "team", "labels", "exporters",
-                     "scrape_interval", "scaling", "tier", "requires", "driver_branch",
-                     "maintenance_windows", "profile"}));
-        Pool pool;
-        pool.cluster = cluster.name;
-        GF_TRY_ASSIGN(pool.name, Name(p, ppath));
-        if (!pool_names.insert(pool.name).second) {
-          return Fail(p["name"], ppath + ".name",
-                      "duplicate pool '" + pool.name + "' (pool names are unique in the fleet)");
-        }
-        GF_TRY_ASSIGN(pool.gpu_model, Str(p, ppath, "gpu_model", true));
-        if (!catalog_.Find(pool.gpu_model)) {
-          std::string known;
-          for (const auto& m : catalog_.models()) known += (known.empty() ? "" : ", ") + m.id;
-          return Fail(p["gpu_model"], ppath + ".gpu_model",
-                      "unknown GPU model '" + pool.gpu_model + "' (known: " + known + ")");
-        }
-        GF_TRY_ASSIGN(pool.gpus_per_node, Int(p, ppath, "gpus_per_node", 1, kMaxGpusPerNode, 8));
-        GF_TRY_ASSIGN(pool.size, Int(p, ppath, "size", 0, kMaxPoolSize, 0));
-        GF_TRY_ASSIGN(pool.team, TeamRef(p, ppath));
-        GF_TRY_ASSIGN(pool.labels, LabelMap(p, ppath));
-        GF_TRY(Exporters(p, ppath, pool, node_names));
-        GF_TRY(LifecycleFields(p, ppath, pool.lifecycle));
-        if (auto sc = p["scaling"]) {
-          auto parsed = Scaling(sc, ppath + ".scaling");
-          if (!parsed.ok()) return parsed.error();
-          parsed->pool = pool.name;
-          if (parsed->policy.max_nodes > kMaxPoolSize) {
-            return Fail(sc["max_nodes"], ppath + ".scaling.max_nodes",
-                        "must be at most " + std::to_string(kMaxPoolSize));
-          }
-          spec.scaling.push_back(std::move(parsed).value());
-        }
-        spec.pools.push_back(std::move(pool));
+        auto pool = ReadPool(p, ppath, cluster.name, spec, pool_names, node_names);
+        if (!pool.ok()) return pool.error();
+        spec.pools.push_back(std::move(pool).value());
       }
       spec.clusters.push_back(std::move(cluster));
     }
@@ -114,49 +81,71 @@ class Validator {
     return spec;
   }
 
- private:
-  Error Fail(const YAML::Node& node, const std::string& path, const std::string& what) const {
-    return YamlError(file_, node, path, what);
-  }
-
-  Status Keys(const YAML::Node& map, const std::string& path,
-              std::initializer_list<std::string_view> allowed) const {
-    return YamlKeys(file_, map, path, allowed);
-  }
-
-  Result<std::string> Str(const YAML::Node& map, const std::string& path, const char* key,
-                          bool required) const {
-    auto v = map[key];
-    if (!v) {
-      if (required) return Fail(map, path + "." + key, "is required");
-      return std::string();
+  // One pool of a cluster; its scaling block, if any, goes to `spec`.
+  Result<Pool> ReadPool(const YAML::Node& p, const std::string& ppath, const std::string& cluster,
+                        FleetSpec& spec, std::set<std::string>& pool_names,
+                        std::set<std::string>& node_names) {
+    if (!p.IsMap()) return Bad(p, ppath, "must be a mapping");
+    GF_TRY(Only(p, ppath,
+                {"name", "gpu_model", "gpus_per_node", "size", "team", "labels", "exporters",
+                 "scrape_interval", "scaling", "tier", "requires", "driver_branch",
+                 "maintenance_windows", "profile"}));
+    Pool pool;
+    pool.cluster = cluster;
+    GF_TRY_ASSIGN(pool.name, Name(p, ppath));
+    if (!pool_names.insert(pool.name).second) {
+      return Bad(p["name"], ppath + ".name",
+                 "duplicate pool '" + pool.name + "' (pool names are unique in the fleet)");
     }
-    if (!v.IsScalar()) return Fail(v, path + "." + key, "must be a string");
-    return v.as<std::string>();
+    GF_TRY_ASSIGN(pool.gpu_model, String(p, ppath, "gpu_model", true));
+    if (!catalog_.Find(pool.gpu_model)) {
+      std::string known;
+      for (const auto& m : catalog_.models()) known += (known.empty() ? "" : ", ") + m.id;
+      return Bad(p["gpu_model"], ppath + ".gpu_model",
+                 "unknown GPU model '" + pool.gpu_model + "' (known: " + known + ")");
+    }
+    GF_TRY_ASSIGN(pool.gpus_per_node, Int(p, ppath, "gpus_per_node", 1, kMaxGpusPerNode, 8));
+    GF_TRY_ASSIGN(pool.size, Int(p, ppath, "size", 0, kMaxPoolSize, 0));
+    GF_TRY_ASSIGN(pool.team, TeamRef(p, ppath));
+    GF_TRY_ASSIGN(pool.labels, LabelMap(p, ppath));
+    GF_TRY(Exporters(p, ppath, pool, node_names));
+    GF_TRY(LifecycleFields(p, ppath, pool.lifecycle));
+    if (auto sc = p["scaling"]) {
+      auto parsed = Scaling(sc, ppath + ".scaling");
+      if (!parsed.ok()) return parsed.error();
+      parsed->pool = pool.name;
+      if (parsed->policy.max_nodes > kMaxPoolSize) {
+        return Bad(sc["max_nodes"], ppath + ".scaling.max_nodes",
+                   "must be at most " + std::to_string(kMaxPoolSize));
+      }
+      spec.scaling.push_back(std::move(parsed).value());
+    }
+    return pool;
   }
 
+ private:
   // `team:` names the owning team (checked against the teams where the file is applied).
   Result<std::string> TeamRef(const YAML::Node& map, const std::string& path) const {
     std::string team;
-    GF_TRY_ASSIGN(team, Str(map, path, "team", false));
+    GF_TRY_ASSIGN(team, String(map, path, "team", false));
     if (!team.empty() && !IsValidName(team)) {
-      return Fail(map["team"], path + ".team", "'" + team + "' is not a team name");
+      return Bad(map["team"], path + ".team", "'" + team + "' is not a team name");
     }
     return team;
   }
 
   Result<std::string> Name(const YAML::Node& map, const std::string& path) const {
     std::string name;
-    GF_TRY_ASSIGN(name, Str(map, path, "name", true));
+    GF_TRY_ASSIGN(name, String(map, path, "name", true));
     if (!IsValidName(name)) {
-      return Fail(map["name"], path + ".name",
-                  "'" + Printable(name, 80) +
-                      "' must be lower-case letters, digits, '-' or '.', at most 63");
+      return Bad(map["name"], path + ".name",
+                 "'" + Printable(name, 80) +
+                     "' must be lower-case letters, digits, '-' or '.', at most 63");
     }
     // A plain `name: true` (or null, yes, 1e3) is another type to other YAML readers: a name is
     // a string, so an ambiguous one must be quoted.
     if (map["name"].Tag() == "?" && LooksTyped(name)) {
-      return Fail(
+      return Bad(
           map["name"], path + ".name",
           "'" + name + "' reads as a boolean, null or number in YAML: quote it (\"" + name + "\")");
     }
@@ -177,10 +166,10 @@ class Validator {
     if (!v) return fallback;
     int n = 0;
     if (!v.IsScalar() || !YAML::convert<int>::decode(v, n)) {
-      return Fail(v, path + "." + key, "must be an integer");
+      return Bad(v, path + "." + key, "must be an integer");
     }
     if (n < lo || n > hi) {
-      return Fail(
+      return Bad(
           v, path + "." + key,
           std::to_string(n) + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
     }
@@ -192,8 +181,8 @@ class Validator {
     auto v = c["remediation"];
     if (!v) return {};
     std::string rpath = path + ".remediation";
-    if (!v.IsMap()) return Fail(v, rpath, "must be a mapping");
-    GF_TRY(Keys(v, rpath,
+    if (!v.IsMap()) return Bad(v, rpath, "must be a mapping");
+    GF_TRY(Only(v, rpath,
                 {"cordon_unhealthy", "drain_unhealthy", "max_share", "reset_gpu", "reboot_node"}));
     for (auto [key, out] : {std::pair<const char*, bool*>{"cordon_unhealthy", &r.cordon_unhealthy},
                             {"drain_unhealthy", &r.drain_unhealthy},
@@ -201,14 +190,14 @@ class Validator {
                             {"reboot_node", &r.reboot_node}}) {
       if (auto b = v[key]) {
         if (!b.IsScalar() || !YAML::convert<bool>::decode(b, *out)) {
-          return Fail(b, rpath + "." + key, "must be true or false");
+          return Bad(b, rpath + "." + key, "must be true or false");
         }
       }
     }
     if (auto s = v["max_share"]) {
       if (!s.IsScalar() || !YAML::convert<double>::decode(s, r.max_share) || r.max_share < 0 ||
           r.max_share > 1) {
-        return Fail(s, rpath + ".max_share", "must be a number from 0 to 1");
+        return Bad(s, rpath + ".max_share", "must be a number from 0 to 1");
       }
     }
     return {};
@@ -217,21 +206,21 @@ class Validator {
   // tier, requires: {cuda, gpu_operator, kubernetes} and driver_branch: what the workloads need
   // of their drivers (model/compat.h checks a driver against them). The branch is kept as "R580".
   Status LifecycleFields(const YAML::Node& m, const std::string& path, Lifecycle& l) const {
-    GF_TRY_ASSIGN(l.tier, Str(m, path, "tier", false));
-    GF_TRY_ASSIGN(l.driver_branch, Str(m, path, "driver_branch", false));
+    GF_TRY_ASSIGN(l.tier, String(m, path, "tier", false));
+    GF_TRY_ASSIGN(l.driver_branch, String(m, path, "driver_branch", false));
     if (auto r = m["requires"]) {
-      if (!r.IsMap()) return Fail(r, path + ".requires", "must be a mapping");
-      GF_TRY(Keys(r, path + ".requires", {"cuda", "gpu_operator", "kubernetes"}));
-      GF_TRY_ASSIGN(l.cuda, Str(r, path + ".requires", "cuda", false));
-      GF_TRY_ASSIGN(l.gpu_operator, Str(r, path + ".requires", "gpu_operator", false));
-      GF_TRY_ASSIGN(l.kubernetes, Str(r, path + ".requires", "kubernetes", false));
+      if (!r.IsMap()) return Bad(r, path + ".requires", "must be a mapping");
+      GF_TRY(Only(r, path + ".requires", {"cuda", "gpu_operator", "kubernetes"}));
+      GF_TRY_ASSIGN(l.cuda, String(r, path + ".requires", "cuda", false));
+      GF_TRY_ASSIGN(l.gpu_operator, String(r, path + ".requires", "gpu_operator", false));
+      GF_TRY_ASSIGN(l.kubernetes, String(r, path + ".requires", "kubernetes", false));
     }
     CompatNeeds needs = ToNeeds(l);
     if (std::string why = ValidateNeeds(needs); !why.empty()) {
       const size_t colon = why.find(": ");
       const std::string field = why.substr(0, colon);
       YAML::Node at = field.rfind("requires.", 0) == 0 ? m["requires"][field.substr(9)] : m[field];
-      return Fail(at, path + "." + field, why.substr(colon + 2));
+      return Bad(at, path + "." + field, why.substr(colon + 2));
     }
     if (!l.driver_branch.empty()) l.driver_branch = NormalizeBranch(l.driver_branch);
     GF_TRY(ProfileField(m, path, l.profile));
@@ -244,29 +233,29 @@ class Validator {
     auto list = m["maintenance_windows"];
     if (!list) return {};
     std::string lpath = path + ".maintenance_windows";
-    if (!list.IsSequence()) return Fail(list, lpath, "must be a list");
+    if (!list.IsSequence()) return Bad(list, lpath, "must be a list");
     for (size_t i = 0; i < list.size(); ++i) {
       const YAML::Node w = list[i];
       std::string wpath = lpath + "[" + std::to_string(i) + "]";
-      if (!w.IsMap()) return Fail(w, wpath, "must be a mapping");
-      GF_TRY(Keys(w, wpath, {"days", "from", "to", "timezone"}));
+      if (!w.IsMap()) return Bad(w, wpath, "must be a mapping");
+      GF_TRY(Only(w, wpath, {"days", "from", "to", "timezone"}));
       std::vector<std::string> days;
       auto d = w["days"];
-      if (!d || !d.IsSequence()) return Fail(d ? d : w, wpath + ".days", "must be a list of days");
+      if (!d || !d.IsSequence()) return Bad(d ? d : w, wpath + ".days", "must be a list of days");
       for (const auto& day : d) {
-        if (!day.IsScalar()) return Fail(day, wpath + ".days", "must be a list of days");
+        if (!day.IsScalar()) return Bad(day, wpath + ".days", "must be a list of days");
         days.push_back(day.as<std::string>());
       }
       std::string from, to, zone;
-      GF_TRY_ASSIGN(from, Str(w, wpath, "from", true));
-      GF_TRY_ASSIGN(to, Str(w, wpath, "to", true));
-      GF_TRY_ASSIGN(zone, Str(w, wpath, "timezone", false));
+      GF_TRY_ASSIGN(from, String(w, wpath, "from", true));
+      GF_TRY_ASSIGN(to, String(w, wpath, "to", true));
+      GF_TRY_ASSIGN(zone, String(w, wpath, "timezone", false));
       auto made = MakeWindow(days, from, to, zone);
       if (!made.ok()) {
         const std::string& why = made.error().message;
         const size_t colon = why.find(": ");
         const std::string field = why.substr(0, colon);
-        return Fail(w[field] ? w[field] : w, wpath + "." + field, why.substr(colon + 2));
+        return Bad(w[field] ? w[field] : w, wpath + "." + field, why.substr(colon + 2));
       }
       out.push_back(std::move(made).value());
     }
@@ -277,37 +266,37 @@ class Validator {
   Status Exporters(const YAML::Node& p, const std::string& path, Pool& pool,
                    std::set<std::string>& node_names) const {
     if (auto v = p["scrape_interval"]) {
-      if (!v.IsScalar()) return Fail(v, path + ".scrape_interval", "must be a duration");
+      if (!v.IsScalar()) return Bad(v, path + ".scrape_interval", "must be a duration");
       int64_t ms = ParseDurationMs(v.as<std::string>());
       if (ms < 1'000 || ms > 3'600'000) {
-        return Fail(v, path + ".scrape_interval",
-                    "'" + v.as<std::string>() + "' must be a duration from 1s to 1h");
+        return Bad(v, path + ".scrape_interval",
+                   "'" + v.as<std::string>() + "' must be a duration from 1s to 1h");
       }
       pool.scrape_interval_ms = ms;
     }
     auto list = p["exporters"];
     if (!list) return {};
-    if (!list.IsSequence()) return Fail(list, path + ".exporters", "must be a list");
+    if (!list.IsSequence()) return Bad(list, path + ".exporters", "must be a list");
     for (size_t k = 0; k < list.size(); ++k) {
       const YAML::Node e = list[k];
       std::string epath = path + ".exporters[" + std::to_string(k) + "]";
-      if (!e.IsMap()) return Fail(e, epath, "must be a mapping with node and url");
-      GF_TRY(Keys(e, epath, {"node", "url"}));
+      if (!e.IsMap()) return Bad(e, epath, "must be a mapping with node and url");
+      GF_TRY(Only(e, epath, {"node", "url"}));
       ExporterTarget t;
-      GF_TRY_ASSIGN(t.node, Str(e, epath, "node", true));
+      GF_TRY_ASSIGN(t.node, String(e, epath, "node", true));
       if (!IsValidName(t.node)) {
-        return Fail(e["node"], epath + ".node",
-                    "'" + t.node + "' must be lower-case letters, digits, '-' or '.', at most 63");
+        return Bad(e["node"], epath + ".node",
+                   "'" + t.node + "' must be lower-case letters, digits, '-' or '.', at most 63");
       }
       if (!node_names.insert(t.node).second) {
-        return Fail(e["node"], epath + ".node", "node '" + t.node + "' is listed twice");
+        return Bad(e["node"], epath + ".node", "node '" + t.node + "' is listed twice");
       }
-      GF_TRY_ASSIGN(t.url, Str(e, epath, "url", true));
+      GF_TRY_ASSIGN(t.url, String(e, epath, "url", true));
       auto url = ParseHttpUrl(t.url, "9400");
-      if (!url.ok()) return Fail(e["url"], epath + ".url", url.error().message);
+      if (!url.ok()) return Bad(e["url"], epath + ".url", url.error().message);
       if (url->scheme != "http" && url->scheme != "https") {
-        return Fail(e["url"], epath + ".url",
-                    "'" + t.url + "': only http:// and https:// are scraped");
+        return Bad(e["url"], epath + ".url",
+                   "'" + t.url + "': only http:// and https:// are scraped");
       }
       pool.exporters.push_back(std::move(t));
     }
@@ -318,20 +307,20 @@ class Validator {
   Status Channels(const YAML::Node& root, FleetSpec& spec) const {
     auto list = root["channels"];
     if (!list) return {};
-    if (!list.IsSequence()) return Fail(list, "channels", "must be a list");
+    if (!list.IsSequence()) return Bad(list, "channels", "must be a list");
     spec.channels.emplace();
     std::set<std::string> names;
     for (size_t i = 0; i < list.size(); ++i) {
       const YAML::Node c = list[i];
       std::string path = "channels[" + std::to_string(i) + "]";
-      if (!c.IsMap()) return Fail(c, path, "must be a mapping");
-      GF_TRY(Keys(c, path, {"name", "type", "url", "secret", "matchers", "group_by"}));
+      if (!c.IsMap()) return Bad(c, path, "must be a mapping");
+      GF_TRY(Only(c, path, {"name", "type", "url", "secret", "matchers", "group_by"}));
       ChannelEntry entry;
       GF_TRY_ASSIGN(entry.name, Name(c, path));
       if (!names.insert(entry.name).second) {
-        return Fail(c["name"], path + ".name", "duplicate channel '" + entry.name + "'");
+        return Bad(c["name"], path + ".name", "duplicate channel '" + entry.name + "'");
       }
-      ToJson(c, entry.json);
+      YamlToJson(c, entry.json);
       entry.line = c.Mark().line + 1;
       spec.channels->push_back(std::move(entry));
     }
@@ -343,26 +332,26 @@ class Validator {
   Status Teams(const YAML::Node& root, FleetSpec& spec) const {
     auto list = root["teams"];
     if (!list) return {};
-    if (!list.IsSequence()) return Fail(list, "teams", "must be a list");
+    if (!list.IsSequence()) return Bad(list, "teams", "must be a list");
     spec.teams.emplace();
     std::set<std::string> names;
     for (size_t i = 0; i < list.size(); ++i) {
       const YAML::Node t = list[i];
       std::string path = "teams[" + std::to_string(i) + "]";
-      if (!t.IsMap()) return Fail(t, path, "must be a mapping");
-      GF_TRY(Keys(t, path, {"name", "contacts", "channels", "budget_monthly", "projects"}));
+      if (!t.IsMap()) return Bad(t, path, "must be a mapping");
+      GF_TRY(Only(t, path, {"name", "contacts", "channels", "budget_monthly", "projects"}));
       std::string text, field;
-      ToJson(t, text);
+      YamlToJson(t, text);
       auto team = ParseTeam(text, &field);
       if (!team.ok()) {
         std::string message = team.error().message;
         if (!field.empty() && message.rfind(field + ": ", 0) == 0) {
           message = message.substr(field.size() + 2);
         }
-        return Fail(Locate(t, field), field.empty() ? path : path + "." + field, message);
+        return Bad(Locate(t, field), field.empty() ? path : path + "." + field, message);
       }
       if (!names.insert(team->name).second) {
-        return Fail(t["name"], path + ".name", "duplicate team '" + team->name + "'");
+        return Bad(t["name"], path + ".name", "duplicate team '" + team->name + "'");
       }
       spec.teams->push_back(std::move(team).value());
     }
@@ -372,9 +361,9 @@ class Validator {
   // scaling: the policy, read as JSON by the policy's parser (model/scaling_policy.h); an error
   // points at the field's line.
   Result<PoolScaling> Scaling(const YAML::Node& v, const std::string& path) const {
-    if (!v.IsMap()) return Fail(v, path, "must be a mapping");
+    if (!v.IsMap()) return Bad(v, path, "must be a mapping");
     std::string text;
-    ToJson(v, text);
+    YamlToJson(v, text);
     std::string field;
     auto parsed = ParsePoolScaling(text, &field);
     if (parsed.ok()) return parsed;
@@ -382,7 +371,7 @@ class Validator {
     if (!field.empty() && message.rfind(field + ": ", 0) == 0) {
       message = message.substr(field.size() + 2);
     }
-    return Fail(Locate(v, field), field.empty() ? path : path + "." + field, message);
+    return Bad(Locate(v, field), field.empty() ? path : path + "." + field, message);
   }
 
   // profile: the golden profile, read as JSON by its parser (model/profile.h); an error points
@@ -390,9 +379,9 @@ class Validator {
   Status ProfileField(const YAML::Node& m, const std::string& path, Profile& out) const {
     auto v = m["profile"];
     if (!v) return {};
-    if (!v.IsMap()) return Fail(v, path + ".profile", "must be a mapping");
+    if (!v.IsMap()) return Bad(v, path + ".profile", "must be a mapping");
     std::string text;
-    ToJson(v, text);
+    YamlToJson(v, text);
     auto parsed = ParseProfile(text);
     if (parsed.ok()) {
       out = std::move(parsed).value();
@@ -401,7 +390,7 @@ class Validator {
     const std::string& message = parsed.error().message;
     const size_t colon = message.find(": ");
     const std::string field = message.substr(0, colon);
-    return Fail(Locate(v, field), path + ".profile." + field, message.substr(colon + 2));
+    return Bad(Locate(v, field), path + ".profile." + field, message.substr(colon + 2));
   }
 
   // The node a field's path ("schedule[1].to") is about, followed as far as it goes.
@@ -426,75 +415,23 @@ class Validator {
     return at;
   }
 
- public:
-  // A YAML mapping as JSON text: plain scalars that read as numbers or booleans become those,
-  // quoted ones and everything else strings.
-  static void ToJson(const YAML::Node& n, std::string& out) {
-    if (n.IsMap()) {
-      out += '{';
-      bool first = true;
-      for (const auto& kv : n) {
-        if (!first) out += ',';
-        first = false;
-        AppendJsonString(out, kv.first.as<std::string>(""));
-        out += ':';
-        ToJson(kv.second, out);
-      }
-      out += '}';
-    } else if (n.IsSequence()) {
-      out += '[';
-      for (size_t i = 0; i < n.size(); ++i) {
-        if (i) out += ',';
-        ToJson(n[i], out);
-      }
-      out += ']';
-    } else if (n.IsScalar()) {
-      std::string v = n.as<std::string>();
-      double d = 0;
-      bool plain = n.Tag() != "!";
-      if (plain && (v == "true" || v == "false")) {
-        out += v;
-      } else if (plain && !v.empty() &&
-                 v.find_first_not_of("0123456789.-+eE") == std::string::npos &&
-                 YAML::convert<double>::decode(n, d)) {
-        out += v;
-      } else {
-        AppendJsonString(out, v);
-      }
-    } else {
-      out += "null";
-    }
-  }
-
  private:
   Result<Labels> LabelMap(const YAML::Node& map, const std::string& path) const {
     Labels labels;
     auto v = map["labels"];
     if (!v) return labels;
-    if (!v.IsMap()) return Fail(v, path + ".labels", "must be a mapping of strings");
+    if (!v.IsMap()) return Bad(v, path + ".labels", "must be a mapping of strings");
     for (const auto& kv : v) {
       if (!kv.second.IsScalar()) {
-        return Fail(kv.second, path + ".labels." + kv.first.as<std::string>(""),
-                    "must be a string");
+        return Bad(kv.second, path + ".labels." + kv.first.as<std::string>(""), "must be a string");
       }
       labels[kv.first.as<std::string>()] = kv.second.as<std::string>();
     }
     return labels;
   }
 
-  std::string file_;
   const GpuCatalog& catalog_;
 };
-
-Result<FleetSpec> ParseRoot(const YAML::Node& root, std::string_view filename,
-                            const GpuCatalog& catalog) {
-  try {
-    return Validator(filename, catalog).Run(root);
-  } catch (const YAML::Exception& e) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     std::string(filename) + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
-}
 
 }  // namespace
 
@@ -502,128 +439,55 @@ Result<FleetSpec> ParseFleetSpec(std::string_view yaml, std::string_view filenam
                                  const GpuCatalog& catalog) {
   auto root = LoadYamlInput(yaml, filename);
   if (!root.ok()) return root.error();
-  return ParseRoot(root.value(), filename, catalog);
+  return ParseFleetRoot(root.value(), filename, catalog);
 }
 
-namespace {
-
-constexpr std::string_view kBody = "body";
-
-// "body:1: clusters[0].pools[0].size: 9 is out of range" -> "size: 9 is out of range": an
-// object's errors name its fields from its root, and its one line is no help.
-Error FromObjectRoot(const Error& e, std::string_view prefix) {
-  std::string m = e.message;
-  if (m.rfind(kBody, 0) == 0) {
-    size_t at = kBody.size();
-    if (at < m.size() && m[at] == ':') ++at;
-    while (at < m.size() && std::isdigit(static_cast<unsigned char>(m[at]))) ++at;
-    if (at < m.size() && m[at] == ':') ++at;
-    if (at < m.size() && m[at] == ' ') ++at;
-    m = m.substr(at);
-  }
-  std::string p(prefix);
-  if (m.rfind(p + ".", 0) == 0) {
-    m = m.substr(p.size() + 1);
-  } else if (m.rfind(p + ": ", 0) == 0) {
-    m = m.substr(p.size() + 2);
-  }
-  return MakeError(e.code, m);
-}
-
-Result<YAML::Node> LoadObject(std::string_view json) {
-  auto loaded = LoadYamlInput(json, kBody);
-  if (!loaded.ok()) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "the body is not a JSON object: " + loaded.error().message);
-  }
-  YAML::Node n = std::move(loaded).value();
-  if (!n.IsMap()) return MakeError(ErrorCode::kInvalidArgument, "the body must be a JSON object");
-  return n;
-}
-
-YAML::Node FleetOf(const YAML::Node& cluster) {
-  YAML::Node root;
-  root["apiVersion"] = "gpufleet/v1";
-  root["kind"] = "Fleet";
-  root["clusters"].push_back(cluster);
-  return root;
-}
-
-// The YAML of WriteFleetSpec back as JSON text, at `path` ("clusters" [0], then "pools" [0]).
-std::string ObjectText(const FleetSpec& spec, bool pool) {
-  YAML::Node n = YAML::Load(WriteFleetSpec(spec))["clusters"][0];
-  if (pool) {
-    n = n["pools"][0];
-  } else {
-    n.remove("pools");
-  }
-  std::string out;
-  Validator::ToJson(n, out);
-  return out;
-}
-
-}  // namespace
-
-Result<Cluster> ParseClusterObject(std::string_view json, const GpuCatalog& catalog) {
-  YAML::Node obj;
-  GF_TRY_ASSIGN(obj, LoadObject(json));
-  if (obj["pools"]) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "pools: a cluster's pools are created through /api/v1/pools");
-  }
-  auto spec = ParseRoot(FleetOf(obj), kBody, catalog);
-  if (!spec.ok()) return FromObjectRoot(spec.error(), "clusters[0]");
-  return std::move(spec->clusters.front());
-}
-
-Result<PoolObject> ParsePoolObject(std::string_view json, const GpuCatalog& catalog) {
-  YAML::Node obj;
-  GF_TRY_ASSIGN(obj, LoadObject(json));
-  auto c = obj["cluster"];
-  if (!c) return MakeError(ErrorCode::kInvalidArgument, "cluster: is required");
-  if (!c.IsScalar()) return MakeError(ErrorCode::kInvalidArgument, "cluster: must be a string");
-  std::string cluster = c.as<std::string>();
-  obj.remove("cluster");
-  // The pool inside a stand-in cluster of that name: only the pool is kept.
-  YAML::Node holder;
-  holder["name"] = cluster;
-  holder["type"] = "training";
-  holder["site"] = "-";
-  holder["pools"].push_back(obj);
-  auto spec = ParseRoot(FleetOf(holder), kBody, catalog);
-  if (!spec.ok()) {
-    Error e = FromObjectRoot(spec.error(), "clusters[0].pools[0]");
-    if (e.message.rfind("clusters[0].name", 0) == 0) {
-      e.message = "cluster" + e.message.substr(16);
+// A YAML mapping as JSON text: plain scalars that read as numbers or booleans become those,
+// quoted ones and everything else strings.
+void YamlToJson(const YAML::Node& n, std::string& out) {
+  if (n.IsMap()) {
+    out += '{';
+    bool first = true;
+    for (const auto& kv : n) {
+      if (!first) out += ',';
+      first = false;
+      AppendJsonString(out, kv.first.as<std::string>(""));
+      out += ':';
+      YamlToJson(kv.second, out);
     }
-    return e;
+    out += '}';
+  } else if (n.IsSequence()) {
+    out += '[';
+    for (size_t i = 0; i < n.size(); ++i) {
+      if (i) out += ',';
+      YamlToJson(n[i], out);
+    }
+    out += ']';
+  } else if (n.IsScalar()) {
+    std::string v = n.as<std::string>();
+    double d = 0;
+    bool plain = n.Tag() != "!";
+    if (plain && (v == "true" || v == "false")) {
+      out += v;
+    } else if (plain && !v.empty() && v.find_first_not_of("0123456789.-+eE") == std::string::npos &&
+               YAML::convert<double>::decode(n, d)) {
+      out += v;
+    } else {
+      AppendJsonString(out, v);
+    }
+  } else {
+    out += "null";
   }
-  PoolObject out;
-  out.pool = std::move(spec->pools.front());
-  if (!spec->scaling.empty()) out.scaling = std::move(spec->scaling.front());
-  return out;
 }
 
-std::string ClusterObject(const Cluster& cluster) {
-  FleetSpec spec;
-  spec.clusters.push_back(cluster);
-  return ObjectText(spec, false);
-}
-
-std::string PoolObjectText(const Pool& pool, const PoolScaling* scaling) {
-  FleetSpec spec;
-  Cluster holder;
-  holder.name = pool.cluster;
-  spec.clusters.push_back(holder);
-  spec.pools.push_back(pool);
-  if (scaling) spec.scaling.push_back(*scaling);
-  std::string out = ObjectText(spec, true);
-  // With the cluster it belongs to, first: the REST form of a pool names it.
-  return "{\"cluster\":" + [&] {
-    std::string q;
-    AppendJsonString(q, pool.cluster);
-    return q;
-  }() + (out.size() > 2 ? "," + out.substr(1) : "}");
+Result<FleetSpec> ParseFleetRoot(const YAML::Node& root, std::string_view filename,
+                                 const GpuCatalog& catalog) {
+  try {
+    return Validator(filename, catalog).Run(root);
+  } catch (const YAML::Exception& e) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string(filename) + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
 }
 
 }  // namespace gpufleet

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/csv.h"
+#include "common/json_fields.h"
 #include "common/timezone.h"
 
 namespace json = boost::json;
@@ -264,12 +265,7 @@ Result<std::vector<AssetPatch>> ParseAssetsJson(std::string_view text) {
   if (ec) return MakeError(ErrorCode::kInvalidArgument, "malformed JSON: " + ec.message());
   const json::array* items = doc.if_array();
   if (const json::object* o = doc.if_object()) {
-    for (const auto& kv : *o) {
-      if (kv.key() != "items") {
-        return MakeError(ErrorCode::kInvalidArgument,
-                         std::string(kv.key()) + ": unknown field (known: items)");
-      }
-    }
+    GF_TRY(JsonFields(*o).Only({"items"}));
     const json::value* v = o->if_contains("items");
     items = v ? v->if_array() : nullptr;
   }
@@ -283,13 +279,10 @@ Result<std::vector<AssetPatch>> ParseAssetsJson(std::string_view text) {
     const json::object* o = (*items)[i].if_object();
     if (!o) return MakeError(ErrorCode::kInvalidArgument, where + ": must be an object");
     std::vector<std::pair<std::string, std::string>> cells;
+    JsonFields fields(*o, where);
     for (const auto& kv : *o) {
       std::string c(kv.key());
-      std::string at = where + "." + c;
-      if (!IsColumn(c)) {
-        return MakeError(ErrorCode::kInvalidArgument,
-                         at + ": unknown field (known: " + ColumnList() + ")");
-      }
+      if (!IsColumn(c)) return fields.Bad(c, "unknown field (known: " + ColumnList() + ")");
       const json::value& v = kv.value();
       if (v.is_string()) {
         cells.emplace_back(c, std::string(v.as_string()));
@@ -298,10 +291,9 @@ Result<std::vector<AssetPatch>> ParseAssetsJson(std::string_view text) {
       } else if (v.is_number() && (c == "purchase_price" || c == "position")) {
         cells.emplace_back(c, Number(v.to_number<double>()));
       } else {
-        return MakeError(
-            ErrorCode::kInvalidArgument,
-            at + (c == "purchase_price" || c == "position" ? ": must be a number, a string or null"
-                                                           : ": must be a string or null"));
+        return fields.Bad(c, c == "purchase_price" || c == "position"
+                                 ? "must be a number, a string or null"
+                                 : "must be a string or null");
       }
     }
     auto p = MakePatch(where, std::move(cells),

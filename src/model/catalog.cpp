@@ -6,33 +6,27 @@
 #include <sstream>
 
 #include "common/strings.h"
+#include "model/yaml_input.h"
 
 namespace gpufleet {
 namespace embedded {
 std::string_view gpu_models();
 }
 
-namespace {
-Error Bad(std::string_view source, const YAML::Node& node, const std::string& what) {
-  return MakeError(ErrorCode::kInvalidArgument,
-                   std::string(source) + ":" + std::to_string(node.Mark().line + 1) + ": " + what);
-}
-}  // namespace
-
 Result<std::shared_ptr<const GpuCatalog>> GpuCatalog::Parse(std::string_view yaml,
                                                             std::string_view source) {
   auto catalog = std::make_shared<GpuCatalog>();
+  const YamlFields r(source);
   try {
     YAML::Node root = YAML::Load(std::string(yaml));
     YAML::Node models = root["models"];
     if (!models || !models.IsSequence()) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       std::string(source) + ": 'models' must be a list");
+      return r.Bad(root, "", "'models' must be a list");
     }
     for (const auto& m : models) {
       GpuModelSpec s;
       if (!m["id"] || !m["nvml_names"] || !m["memory_gib"] || !m["tdp_w"]) {
-        return Bad(source, m, "each model needs id, nvml_names, memory_gib and tdp_w");
+        return r.Bad(m, "", "each model needs id, nvml_names, memory_gib and tdp_w");
       }
       s.id = m["id"].as<std::string>();
       s.name = m["name"].as<std::string>(s.id);
@@ -44,8 +38,7 @@ Result<std::shared_ptr<const GpuCatalog>> GpuCatalog::Parse(std::string_view yam
       s.max_operating_temp_c = m["max_operating_temp_c"].as<int>(0);
       s.form_factor = m["form_factor"].as<std::string>("");
       s.price_per_gpu_hour = m["price_per_gpu_hour"].as<double>(0);
-      if (s.price_per_gpu_hour < 0)
-        return Bad(source, m, "price_per_gpu_hour must not be negative");
+      if (s.price_per_gpu_hour < 0) return r.Bad(m, "price_per_gpu_hour", "must not be negative");
       if (auto nv = m["nvlink"]) {
         s.nvlink_generation = nv["generation"].as<int>(0);
         s.nvlink_bandwidth_gbps = nv["bandwidth_gbps"].as<int>(0);
@@ -55,7 +48,7 @@ Result<std::shared_ptr<const GpuCatalog>> GpuCatalog::Parse(std::string_view yam
         s.mig_max_instances = mig["max_instances"].as<int>(0);
         if (mig["profiles"]) s.mig_profiles = mig["profiles"].as<std::vector<std::string>>();
       }
-      if (catalog->Find(s.id)) return Bad(source, m, "duplicate model id '" + s.id + "'");
+      if (catalog->Find(s.id)) return r.Bad(m, "", "duplicate model id '" + s.id + "'");
       catalog->models_.push_back(std::move(s));
     }
   } catch (const YAML::Exception& e) {

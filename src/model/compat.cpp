@@ -21,44 +21,14 @@ bool AllDigits(std::string_view s) {
 }
 
 // Reads one table of the file: {source, rows}.
-class Reader {
+class Reader : public YamlFields {
  public:
-  explicit Reader(std::string_view source) : source_(source) {}
-
-  Error Bad(const YAML::Node& node, const std::string& path, const std::string& what) const {
-    std::string where(source_);
-    if (node.IsDefined() && node.Mark().line >= 0) {
-      where += ":" + std::to_string(node.Mark().line + 1);
-    }
-    return MakeError(ErrorCode::kInvalidArgument, where + ": " + path + ": " + what);
-  }
-
-  Status Keys(const YAML::Node& map, const std::string& path,
-              std::initializer_list<std::string_view> allowed) const {
-    for (const auto& kv : map) {
-      std::string key = kv.first.as<std::string>("");
-      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        return Bad(kv.first, path + "." + key, "unknown field");
-      }
-    }
-    return {};
-  }
-
-  Result<std::string> Str(const YAML::Node& map, const std::string& path, const char* key,
-                          bool required) const {
-    auto v = map[key];
-    if (!v) {
-      if (required) return Bad(map, path + "." + key, "is required");
-      return std::string();
-    }
-    if (!v.IsScalar()) return Bad(v, path + "." + key, "must be a string");
-    return v.as<std::string>();
-  }
+  using YamlFields::YamlFields;
 
   Result<std::string> Version(const YAML::Node& map, const std::string& path, const char* key,
                               bool required) const {
     std::string v;
-    GF_TRY_ASSIGN(v, Str(map, path, key, required));
+    GF_TRY_ASSIGN(v, String(map, path, key, required));
     if (!v.empty() && !DottedNumber(v)) {
       return Bad(map[key], path + "." + key, "'" + v + "' must be a version such as 580.95.05");
     }
@@ -75,7 +45,7 @@ class Reader {
       const YAML::Node e = rows[i];
       std::string at = std::string(name) + ".rows[" + std::to_string(i) + "]";
       if (!e.IsMap()) return Bad(e, at, "must be a mapping");
-      GF_TRY(Keys(e, at, keys));
+      GF_TRY(Only(e, at, keys));
       GF_TRY(each(e, at));
     }
     return {};
@@ -86,16 +56,13 @@ class Reader {
     auto t = root[name];
     if (!t) return Bad(root, name, "is required");
     if (!t.IsMap()) return Bad(t, name, "must be a mapping with source and rows");
-    GF_TRY(Keys(t, name, {"source", "rows"}));
-    GF_TRY_ASSIGN(source, Str(t, name, "source", true));
+    GF_TRY(Only(t, name, {"source", "rows"}));
+    GF_TRY_ASSIGN(source, String(t, name, "source", true));
     auto rows = t["rows"];
     if (!rows || !rows.IsSequence())
       return Bad(rows ? rows : t, std::string(name) + ".rows", "must be a list");
     return rows;
   }
-
- private:
-  std::string_view source_;
 };
 
 }  // namespace
@@ -198,7 +165,7 @@ Result<std::shared_ptr<const CompatMatrix>> CompatMatrix::Parse(std::string_view
   try {
     YAML::Node root = std::move(loaded).value();
     if (!root.IsMap()) return r.Bad(root, "(document)", "must be a mapping");
-    GF_TRY(r.Keys(root, "(document)",
+    GF_TRY(r.Only(root, "(document)",
                   {"version", "branches", "cuda", "architectures", "models", "gpu_operator"}));
     if (root["version"].as<std::string>("") != "1") {
       return r.Bad(root["version"], "version", "must be 1");
@@ -209,13 +176,13 @@ Result<std::shared_ptr<const CompatMatrix>> CompatMatrix::Parse(std::string_view
         [&](const YAML::Node& e, const std::string& at) -> Status {
           CompatBranch b;
           std::string name;
-          GF_TRY_ASSIGN(name, r.Str(e, at, "branch", true));
+          GF_TRY_ASSIGN(name, r.String(e, at, "branch", true));
           b.branch = NormalizeBranch(name);
           if (b.branch.empty())
             return r.Bad(e["branch"], at + ".branch", "'" + name + "' must be R and digits");
           if (!seen.insert(b.branch).second)
             return r.Bad(e["branch"], at + ".branch", b.branch + " is listed twice");
-          GF_TRY_ASSIGN(b.type, r.Str(e, at, "type", true));
+          GF_TRY_ASSIGN(b.type, r.String(e, at, "type", true));
           if (b.type != "pb" && b.type != "ltsb" && b.type != "nfb") {
             return r.Bad(e["type"], at + ".type", "'" + b.type + "' is not one of pb, ltsb, nfb");
           }
@@ -249,10 +216,10 @@ Result<std::shared_ptr<const CompatMatrix>> CompatMatrix::Parse(std::string_view
                   {"architecture", "min_driver", "last_branch"},
                   [&](const YAML::Node& e, const std::string& at) -> Status {
                     CompatArchitecture a;
-                    GF_TRY_ASSIGN(a.architecture, r.Str(e, at, "architecture", true));
+                    GF_TRY_ASSIGN(a.architecture, r.String(e, at, "architecture", true));
                     GF_TRY_ASSIGN(a.min_driver, r.Version(e, at, "min_driver", false));
                     std::string last;
-                    GF_TRY_ASSIGN(last, r.Str(e, at, "last_branch", false));
+                    GF_TRY_ASSIGN(last, r.String(e, at, "last_branch", false));
                     if (!last.empty()) {
                       a.last_branch = NormalizeBranch(last);
                       if (a.last_branch.empty()) {
@@ -267,10 +234,10 @@ Result<std::shared_ptr<const CompatMatrix>> CompatMatrix::Parse(std::string_view
                   {"model", "min_driver", "min_vbios", "min_inforom"},
                   [&](const YAML::Node& e, const std::string& at) -> Status {
                     CompatModel mo;
-                    GF_TRY_ASSIGN(mo.model, r.Str(e, at, "model", true));
+                    GF_TRY_ASSIGN(mo.model, r.String(e, at, "model", true));
                     GF_TRY_ASSIGN(mo.min_driver, r.Version(e, at, "min_driver", false));
-                    GF_TRY_ASSIGN(mo.min_vbios, r.Str(e, at, "min_vbios", false));
-                    GF_TRY_ASSIGN(mo.min_inforom, r.Str(e, at, "min_inforom", false));
+                    GF_TRY_ASSIGN(mo.min_vbios, r.String(e, at, "min_vbios", false));
+                    GF_TRY_ASSIGN(mo.min_inforom, r.String(e, at, "min_inforom", false));
                     m->models_.push_back(std::move(mo));
                     return {};
                   }));
@@ -279,7 +246,7 @@ Result<std::shared_ptr<const CompatMatrix>> CompatMatrix::Parse(std::string_view
                {"version", "drivers", "container_toolkit", "kubernetes"},
                [&](const YAML::Node& e, const std::string& at) -> Status {
                  CompatOperator o;
-                 GF_TRY_ASSIGN(o.version, r.Str(e, at, "version", true));
+                 GF_TRY_ASSIGN(o.version, r.String(e, at, "version", true));
                  auto drivers = e["drivers"];
                  if (!drivers || !drivers.IsSequence() || drivers.size() == 0) {
                    return r.Bad(drivers ? drivers : e, at + ".drivers", "must be a non-empty list");
@@ -293,7 +260,7 @@ Result<std::shared_ptr<const CompatMatrix>> CompatMatrix::Parse(std::string_view
                  GF_TRY_ASSIGN(o.container_toolkit, r.Version(e, at, "container_toolkit", false));
                  if (auto k = e["kubernetes"]) {
                    if (!k.IsMap()) return r.Bad(k, at + ".kubernetes", "must be {min, max}");
-                   GF_TRY(r.Keys(k, at + ".kubernetes", {"min", "max"}));
+                   GF_TRY(r.Only(k, at + ".kubernetes", {"min", "max"}));
                    GF_TRY_ASSIGN(o.kubernetes_min, r.Version(k, at + ".kubernetes", "min", true));
                    GF_TRY_ASSIGN(o.kubernetes_max, r.Version(k, at + ".kubernetes", "max", true));
                  }

@@ -9,45 +9,6 @@ namespace json = boost::json;
 
 namespace gpufleet {
 
-// Driver and firmware differences are fixed by a rollout (src/lifecycle) to the profile's
-// version; the rest by hand. A driver that differs is high: the workloads were validated on
-// the profile's.
-const std::vector<DriftFact> kDriftFacts = {
-    {"driver_version", "high", "rollout", false},
-    {"cuda_driver", "high", "rollout", false},
-    {"kernel", "medium", "manual", false},
-    {"os", "medium", "manual", false},
-    {"image_id", "medium", "manual", false},
-    {"container_toolkit", "medium", "manual", false},
-    {"vbios", "medium", "rollout", true},
-    {"inforom", "low", "manual", true},
-    {"gsp_firmware", "medium", "rollout", true},
-    // GPU settings the agent can set through NVML ("auto"). ECC and MIG modes change only with a
-    // GPU reset: manual unless the profile says auto (then inside a maintenance window).
-    {"mig_mode", "high", "manual", true, true},
-    // The GPU instances of a MIG-enabled GPU: re-partitioning ends the work on them (manual).
-    {"mig_layout", "medium", "manual", true},
-    {"ecc_mode", "high", "manual", true, true},
-    {"persistence_mode", "low", "auto", true, true},
-    {"compute_mode", "medium", "auto", true, true},
-    {"power_limit_w", "medium", "auto", true, true},
-    {"application_clocks", "low", "auto", true, true},
-    // Per port ("ib_pkeys:mlx5_0/1"): a wrong partition key puts a node in another tenant's
-    // network, or out of its own.
-    {"ib_pkeys", "high", "manual", false},
-    // Device files others may open: GPU access control.
-    {"device_files", "high", "manual", false},
-    // A forbidden package is high; one missing or outside the allowlist medium (EvaluateDrift).
-    {"packages", "medium", "manual", false},
-};
-
-const DriftFact* FindDriftFact(std::string_view name) {
-  for (const auto& f : kDriftFacts) {
-    if (f.name == name) return &f;
-  }
-  return nullptr;
-}
-
 namespace {
 
 constexpr std::string_view kStringFields[] = {
@@ -76,23 +37,6 @@ bool IsComputeMode(std::string_view v) {
 bool IsOctalMode(std::string_view v) {
   if (v.size() < 3 || v.size() > 4) return false;
   return std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '7'; });
-}
-
-// "0x8001" -> "0x8001", "0X8001" / "0x08001" -> "0x8001": partition keys compare by value.
-std::string NormalizePkey(std::string_view key) {
-  unsigned value = 0;
-  std::string_view digits = key;
-  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
-    digits.remove_prefix(2);
-  }
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, 16);
-  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty() ||
-      value > 0xffff) {
-    return "";
-  }
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "0x%04x", value);
-  return buf;
 }
 
 const std::string& StringField(const Profile& p, std::string_view key) {
@@ -131,6 +75,23 @@ Result<Profile> ParseProfileObject(const json::object& o, const std::string& pre
                                    bool overrides_allowed);
 
 }  // namespace
+
+// "0x8001" -> "0x8001", "0X8001" / "0x08001" -> "0x8001": partition keys compare by value.
+std::string NormalizePkey(std::string_view key) {
+  unsigned value = 0;
+  std::string_view digits = key;
+  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+    digits.remove_prefix(2);
+  }
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, 16);
+  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty() ||
+      value > 0xffff) {
+    return "";
+  }
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "0x%04x", value);
+  return buf;
+}
 
 // ProfileOverride's defaulted == used once before Profile's is defaulted: clang 14 crashes
 // resolving it from inside Profile's (each type holds the other), as the fuzz build found.
@@ -275,6 +236,161 @@ Result<Profile> ParseProfile(std::string_view text) {
 
 namespace {
 
+// The profile's the MIG layout: {"1g.10gb": 7}.
+Status ReadMigLayout(const json::value& value, const std::string& k, Profile& p) {
+  if (!value.is_object() || value.as_object().empty()) {
+    return Bad(k, "must be a mapping of GPU instance profile to count ({\"1g.10gb\": 7})");
+  }
+  for (const auto& [name, count] : value.as_object()) {
+    const std::string path = k + "." + std::string(name);
+    if (!IsMigProfileName(name)) {
+      return Bad(path, "not a GPU instance profile such as 1g.10gb or 3g.40gb");
+    }
+    if (!count.is_int64() || count.as_int64() < 1 || count.as_int64() > 8) {
+      return Bad(path, "must be a count of instances, 1 to 8");
+    }
+    p.mig_layout[std::string(name)] = static_cast<int>(count.as_int64());
+  }
+  return {};
+}
+
+// The profile's application clocks: {graphics_mhz, memory_mhz}.
+Status ReadAppClocks(const json::value& value, const std::string& k, Profile& p) {
+  if (!value.is_object()) return Bad(k, "must be a mapping with graphics_mhz and memory_mhz");
+  for (const auto& [field, fv] : value.as_object()) {
+    const std::string fpath = k + "." + std::string(field);
+    int* out = field == "graphics_mhz" ? &p.app_clock_graphics_mhz
+               : field == "memory_mhz" ? &p.app_clock_mem_mhz
+                                       : nullptr;
+    if (!out) return Bad(fpath, "unknown field (known: graphics_mhz, memory_mhz)");
+    if (!fv.is_int64() || fv.as_int64() < 1 || fv.as_int64() > 100'000) {
+      return Bad(fpath, "must be a whole number of MHz");
+    }
+    *out = static_cast<int>(fv.as_int64());
+  }
+  if (p.app_clock_graphics_mhz == 0 || p.app_clock_mem_mhz == 0) {
+    return Bad(k, "needs both graphics_mhz and memory_mhz");
+  }
+  return {};
+}
+
+// The profile's InfiniBand partition keys by ADAPTER/PORT pattern.
+Status ReadPkeys(const json::value& value, const std::string& k, Profile& p) {
+  if (!value.is_object() || value.as_object().empty()) {
+    return Bad(k, "must be a mapping of ADAPTER/PORT (or a pattern) to partition keys");
+  }
+  for (const auto& [port, keys] : value.as_object()) {
+    const std::string path = k + "." + std::string(port);
+    if (!keys.is_array() || keys.as_array().empty()) {
+      return Bad(path, "must be a list of partition keys (\"0xffff\")");
+    }
+    auto& out = p.ib_pkeys[std::string(port)];
+    for (size_t i = 0; i < keys.as_array().size(); ++i) {
+      const auto& key = keys.as_array()[i];
+      std::string normal = key.is_string() ? NormalizePkey(key.as_string()) : "";
+      if (normal.empty()) {
+        return Bad(path + "[" + std::to_string(i) + "]",
+                   "must be a partition key, 0x0000 to 0xffff");
+      }
+      out.push_back(std::string(key.as_string()));
+    }
+  }
+  return {};
+}
+
+// The profile's the GPU device files' mode and group.
+Status ReadDeviceAccess(const json::value& value, const std::string& k, Profile& p) {
+  if (!value.is_object() || value.as_object().empty()) {
+    return Bad(k, "must be a mapping with mode, group or both");
+  }
+  for (const auto& [field, fv] : value.as_object()) {
+    const std::string fpath = k + "." + std::string(field);
+    if (field == "mode") {
+      GF_TRY_ASSIGN(p.device_mode, NonEmpty(fv, fpath));
+      if (!IsOctalMode(p.device_mode)) return Bad(fpath, "must be octal bits, \"0660\"");
+      if (p.device_mode.size() == 3) p.device_mode = "0" + p.device_mode;
+    } else if (field == "group") {
+      GF_TRY_ASSIGN(p.device_group, NonEmpty(fv, fpath));
+    } else {
+      return Bad(fpath, "unknown field (known: mode, group)");
+    }
+  }
+  return {};
+}
+
+// The profile's firmware by GPU model: {vbios, inforom}.
+Status ReadFirmware(const json::value& value, const std::string& k, Profile& p) {
+  if (!value.is_object()) return Bad(k, "must be a mapping of GPU model to {vbios, inforom}");
+  for (const auto& [model, want] : value.as_object()) {
+    const std::string path = k + "." + std::string(model);
+    if (!want.is_object() || want.as_object().empty()) {
+      return Bad(path, "must be a mapping with vbios, inforom or both");
+    }
+    FirmwareWant& w = p.firmware[std::string(model)];
+    for (const auto& [field, fv] : want.as_object()) {
+      const std::string fpath = path + "." + std::string(field);
+      if (field == "vbios") {
+        GF_TRY_ASSIGN(w.vbios, NonEmpty(fv, fpath));
+      } else if (field == "inforom") {
+        GF_TRY_ASSIGN(w.inforom, NonEmpty(fv, fpath));
+      } else {
+        return Bad(fpath, "unknown field (known: vbios, inforom)");
+      }
+    }
+  }
+  return {};
+}
+
+// The profile's packages: required, forbidden, allowed.
+Status ReadPackages(const json::value& value, const std::string& k, Profile& p) {
+  if (!value.is_object()) {
+    return Bad(k, "must be a mapping with required, forbidden or allowed");
+  }
+  for (const auto& [field, list] : value.as_object()) {
+    const std::string path = k + "." + std::string(field);
+    std::vector<std::string>* out = field == "required"    ? &p.packages_required
+                                    : field == "forbidden" ? &p.packages_forbidden
+                                    : field == "allowed"   ? &p.packages_allowed
+                                                           : nullptr;
+    if (!out) return Bad(path, "unknown field (known: required, forbidden, allowed)");
+    if (!list.is_array()) return Bad(path, "must be a list of package names");
+    for (size_t i = 0; i < list.as_array().size(); ++i) {
+      std::string entry;
+      GF_TRY_ASSIGN(entry, NonEmpty(list.as_array()[i], path + "[" + std::to_string(i) + "]"));
+      if (field == "allowed" && entry.find('=') != std::string::npos) {
+        return Bad(path + "[" + std::to_string(i) + "]",
+                   "the allowlist names packages, not versions");
+      }
+      out->push_back(std::move(entry));
+    }
+  }
+  return {};
+}
+
+// The profile's how each fact is remediated: auto, rollout or manual.
+Status ReadRemediation(const json::value& value, const std::string& k, Profile& p) {
+  if (!value.is_object()) return Bad(k, "must be a mapping of fact to auto, rollout or manual");
+  for (const auto& [fact, how] : value.as_object()) {
+    const std::string path = k + "." + std::string(fact);
+    const DriftFact* f = FindDriftFact(fact);
+    if (!f) return Bad(path, "not a fact a profile checks");
+    if (!how.is_string() || (how.as_string() != "rollout" && how.as_string() != "manual" &&
+                             how.as_string() != "auto")) {
+      return Bad(path, "must be auto, rollout or manual");
+    }
+    if (how.as_string() == "rollout" && f->remediation != "rollout") {
+      return Bad(path, std::string("a rollout cannot change it: ") +
+                           (f->settable ? "auto or manual" : "manual only"));
+    }
+    if (how.as_string() == "auto" && !f->settable) {
+      return Bad(path, std::string("the agent cannot set it: ") +
+                           (f->remediation == "rollout" ? "rollout or manual" : "manual only"));
+    }
+    p.remediation[std::string(fact)] = std::string(how.as_string());
+  }
+  return {};
+}
+
 Result<Profile> ParseProfileObject(const json::object& object, const std::string& prefix,
                                    bool overrides_allowed) {
   auto Bad = [&](const std::string& path, const std::string& what) {
@@ -297,19 +413,7 @@ Result<Profile> ParseProfileObject(const json::object& object, const std::string
        : k == "ecc_mode" ? p.ecc_mode
                          : p.persistence_mode) = value.as_bool();
     } else if (k == "mig_layout") {
-      if (!value.is_object() || value.as_object().empty()) {
-        return Bad(k, "must be a mapping of GPU instance profile to count ({\"1g.10gb\": 7})");
-      }
-      for (const auto& [name, count] : value.as_object()) {
-        const std::string path = k + "." + std::string(name);
-        if (!IsMigProfileName(name)) {
-          return Bad(path, "not a GPU instance profile such as 1g.10gb or 3g.40gb");
-        }
-        if (!count.is_int64() || count.as_int64() < 1 || count.as_int64() > 8) {
-          return Bad(path, "must be a count of instances, 1 to 8");
-        }
-        p.mig_layout[std::string(name)] = static_cast<int>(count.as_int64());
-      }
+      GF_TRY(ReadMigLayout(value, prefix + k, p));
     } else if (k == "overrides" && overrides_allowed) {
       if (!value.is_array()) return Bad(k, "must be a list of {labels, ...profile fields}");
       for (size_t i = 0; i < value.as_array().size(); ++i) {
@@ -340,118 +444,17 @@ Result<Profile> ParseProfileObject(const json::object& object, const std::string
       }
       p.power_limit_w = static_cast<int>(value.as_int64());
     } else if (k == "application_clocks") {
-      if (!value.is_object()) return Bad(k, "must be a mapping with graphics_mhz and memory_mhz");
-      for (const auto& [field, fv] : value.as_object()) {
-        const std::string fpath = k + "." + std::string(field);
-        int* out = field == "graphics_mhz" ? &p.app_clock_graphics_mhz
-                   : field == "memory_mhz" ? &p.app_clock_mem_mhz
-                                           : nullptr;
-        if (!out) return Bad(fpath, "unknown field (known: graphics_mhz, memory_mhz)");
-        if (!fv.is_int64() || fv.as_int64() < 1 || fv.as_int64() > 100'000) {
-          return Bad(fpath, "must be a whole number of MHz");
-        }
-        *out = static_cast<int>(fv.as_int64());
-      }
-      if (p.app_clock_graphics_mhz == 0 || p.app_clock_mem_mhz == 0) {
-        return Bad(k, "needs both graphics_mhz and memory_mhz");
-      }
+      GF_TRY(ReadAppClocks(value, prefix + k, p));
     } else if (k == "ib_pkeys") {
-      if (!value.is_object() || value.as_object().empty()) {
-        return Bad(k, "must be a mapping of ADAPTER/PORT (or a pattern) to partition keys");
-      }
-      for (const auto& [port, keys] : value.as_object()) {
-        const std::string path = k + "." + std::string(port);
-        if (!keys.is_array() || keys.as_array().empty()) {
-          return Bad(path, "must be a list of partition keys (\"0xffff\")");
-        }
-        auto& out = p.ib_pkeys[std::string(port)];
-        for (size_t i = 0; i < keys.as_array().size(); ++i) {
-          const auto& key = keys.as_array()[i];
-          std::string normal = key.is_string() ? NormalizePkey(key.as_string()) : "";
-          if (normal.empty()) {
-            return Bad(path + "[" + std::to_string(i) + "]",
-                       "must be a partition key, 0x0000 to 0xffff");
-          }
-          out.push_back(std::string(key.as_string()));
-        }
-      }
+      GF_TRY(ReadPkeys(value, prefix + k, p));
     } else if (k == "device_files") {
-      if (!value.is_object() || value.as_object().empty()) {
-        return Bad(k, "must be a mapping with mode, group or both");
-      }
-      for (const auto& [field, fv] : value.as_object()) {
-        const std::string fpath = k + "." + std::string(field);
-        if (field == "mode") {
-          GF_TRY_ASSIGN(p.device_mode, NonEmpty(fv, fpath));
-          if (!IsOctalMode(p.device_mode)) return Bad(fpath, "must be octal bits, \"0660\"");
-          if (p.device_mode.size() == 3) p.device_mode = "0" + p.device_mode;
-        } else if (field == "group") {
-          GF_TRY_ASSIGN(p.device_group, NonEmpty(fv, fpath));
-        } else {
-          return Bad(fpath, "unknown field (known: mode, group)");
-        }
-      }
+      GF_TRY(ReadDeviceAccess(value, prefix + k, p));
     } else if (k == "firmware") {
-      if (!value.is_object()) return Bad(k, "must be a mapping of GPU model to {vbios, inforom}");
-      for (const auto& [model, want] : value.as_object()) {
-        const std::string path = k + "." + std::string(model);
-        if (!want.is_object() || want.as_object().empty()) {
-          return Bad(path, "must be a mapping with vbios, inforom or both");
-        }
-        FirmwareWant& w = p.firmware[std::string(model)];
-        for (const auto& [field, fv] : want.as_object()) {
-          const std::string fpath = path + "." + std::string(field);
-          if (field == "vbios") {
-            GF_TRY_ASSIGN(w.vbios, NonEmpty(fv, fpath));
-          } else if (field == "inforom") {
-            GF_TRY_ASSIGN(w.inforom, NonEmpty(fv, fpath));
-          } else {
-            return Bad(fpath, "unknown field (known: vbios, inforom)");
-          }
-        }
-      }
+      GF_TRY(ReadFirmware(value, prefix + k, p));
     } else if (k == "packages") {
-      if (!value.is_object()) {
-        return Bad(k, "must be a mapping with required, forbidden or allowed");
-      }
-      for (const auto& [field, list] : value.as_object()) {
-        const std::string path = k + "." + std::string(field);
-        std::vector<std::string>* out = field == "required"    ? &p.packages_required
-                                        : field == "forbidden" ? &p.packages_forbidden
-                                        : field == "allowed"   ? &p.packages_allowed
-                                                               : nullptr;
-        if (!out) return Bad(path, "unknown field (known: required, forbidden, allowed)");
-        if (!list.is_array()) return Bad(path, "must be a list of package names");
-        for (size_t i = 0; i < list.as_array().size(); ++i) {
-          std::string entry;
-          GF_TRY_ASSIGN(entry, NonEmpty(list.as_array()[i], path + "[" + std::to_string(i) + "]"));
-          if (field == "allowed" && entry.find('=') != std::string::npos) {
-            return Bad(path + "[" + std::to_string(i) + "]",
-                       "the allowlist names packages, not versions");
-          }
-          out->push_back(std::move(entry));
-        }
-      }
+      GF_TRY(ReadPackages(value, prefix + k, p));
     } else if (k == "remediation") {
-      if (!value.is_object()) return Bad(k, "must be a mapping of fact to auto, rollout or manual");
-      for (const auto& [fact, how] : value.as_object()) {
-        const std::string path = k + "." + std::string(fact);
-        const DriftFact* f = FindDriftFact(fact);
-        if (!f) return Bad(path, "not a fact a profile checks");
-        if (!how.is_string() || (how.as_string() != "rollout" && how.as_string() != "manual" &&
-                                 how.as_string() != "auto")) {
-          return Bad(path, "must be auto, rollout or manual");
-        }
-        if (how.as_string() == "rollout" && f->remediation != "rollout") {
-          return Bad(path, std::string("a rollout cannot change it: ") +
-                               (f->settable ? "auto or manual" : "manual only"));
-        }
-        if (how.as_string() == "auto" && !f->settable) {
-          return Bad(path, std::string("the agent cannot set it: ") +
-                               (f->remediation == "rollout" ? "rollout or manual" : "manual only"));
-        }
-        p.remediation[std::string(fact)] = std::string(how.as_string());
-      }
+      GF_TRY(ReadRemediation(value, prefix + k, p));
     } else {
       return Bad(k,
                  "unknown field (known: driver_version, cuda_driver, kernel, os, image_id, "
@@ -495,378 +498,6 @@ Profile Merge(const Profile& base, const Profile& over) {
   for (const auto& [fact, how] : over.remediation) out.remediation[fact] = how;
   out.overrides.insert(out.overrides.end(), over.overrides.begin(), over.overrides.end());
   return out;
-}
-
-bool GlobMatch(std::string_view pattern, std::string_view text) {
-  // Iterative, with one backtrack point: linear in practice, no recursion.
-  size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
-  while (t < text.size()) {
-    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
-      ++p;
-      ++t;
-    } else if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      mark = t;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      t = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
-}
-
-namespace {
-
-// "name=version" -> {name, version}; "name" -> {name, ""}.
-std::pair<std::string, std::string> SplitPackage(const std::string& entry) {
-  const size_t eq = entry.find('=');
-  if (eq == std::string::npos) return {entry, ""};
-  return {entry.substr(0, eq), entry.substr(eq + 1)};
-}
-
-// Does an installed version ("1.17.3-1", "1:2.36-9") match the one asked for ("1.17.3"): the
-// same, or the same upstream version with a Debian revision or an epoch.
-bool VersionMatches(const std::string& want, std::string have) {
-  if (want.empty() || have == want) return true;
-  if (size_t colon = have.find(':'); colon != std::string::npos) have = have.substr(colon + 1);
-  if (have == want) return true;
-  return have.size() > want.size() && have.compare(0, want.size(), want) == 0 &&
-         have[want.size()] == '-';
-}
-
-}  // namespace
-
-namespace {
-
-// What a profile asks of a settable fact, written as GpuSettingText writes it ("" nothing).
-std::string SettingWant(const Profile& p, std::string_view fact) {
-  auto mode = [](const std::optional<bool>& on) {
-    return !on ? std::string() : *on ? std::string("enabled") : std::string("disabled");
-  };
-  if (fact == "persistence_mode") return mode(p.persistence_mode);
-  if (fact == "ecc_mode") return mode(p.ecc_mode);
-  if (fact == "mig_mode") return mode(p.mig_mode);
-  if (fact == "compute_mode") return p.compute_mode;
-  if (fact == "power_limit_w") return p.power_limit_w > 0 ? std::to_string(p.power_limit_w) : "";
-  if (fact == "application_clocks" && p.app_clock_graphics_mhz > 0) {
-    return std::to_string(p.app_clock_graphics_mhz) + "/" + std::to_string(p.app_clock_mem_mhz);
-  }
-  return "";
-}
-
-std::string DeviceWant(const Profile& p) {
-  std::string out;
-  if (!p.device_mode.empty()) out = "mode " + p.device_mode;
-  if (!p.device_group.empty())
-    out += (out.empty() ? "" : ", ") + std::string("group ") + p.device_group;
-  return out;
-}
-
-std::string JoinKeys(std::vector<std::string> keys) {
-  for (auto& k : keys) k = NormalizePkey(k);
-  std::sort(keys.begin(), keys.end());
-  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  std::string out;
-  for (const auto& k : keys) out += (out.empty() ? "" : " ") + k;
-  return out.empty() ? "none" : out;
-}
-
-// Each InfiniBand port a pattern of the profile matches (the most specific: the longest pattern
-// that matches) against its keys; a node with no readable port is one finding, "unknown".
-template <class Add>
-void EvaluatePkeys(const Profile& p, const Node& node, Add add) {
-  if (p.ib_pkeys.empty()) return;
-  bool any = false;
-  for (const auto& nic : node.facts.nics) {
-    for (const auto& [port, keys] : nic.pkeys) {
-      const std::string name = nic.name + "/" + std::to_string(port);
-      const std::vector<std::string>* want = nullptr;
-      size_t best = 0;
-      for (const auto& [pattern, list] : p.ib_pkeys) {
-        if (GlobMatch(pattern, name) && (!want || pattern.size() > best)) {
-          want = &list;
-          best = pattern.size();
-        }
-      }
-      if (!want) continue;
-      any = true;
-      std::string w = JoinKeys(*want), h = JoinKeys(keys);
-      if (w != h) add(name, w, h);
-    }
-  }
-  if (!any) add("", "partition keys on the InfiniBand ports", "");
-}
-
-}  // namespace
-
-std::vector<DriftFinding> EvaluateDrift(const Profile& profile, const Node& node) {
-  std::vector<DriftFinding> out;
-  auto add = [&](const DriftFact& f, int gpu, const std::string& expected, std::string actual) {
-    DriftFinding d;
-    d.node = node.name;
-    d.pool = node.pool;
-    d.cluster = node.cluster;
-    d.gpu = gpu;
-    d.fact = std::string(f.name);
-    d.expected = expected;
-    d.severity = std::string(f.severity);
-    auto how = profile.remediation.find(d.fact);
-    d.remediation = how != profile.remediation.end() ? how->second : std::string(f.remediation);
-    if (actual.empty()) {
-      actual = "unknown";
-      d.remediation = "manual";  // nothing to roll out to until the node says what it runs
-    }
-    d.actual = std::move(actual);
-    out.push_back(std::move(d));
-  };
-  auto exact = [&](const DriftFact& f, const std::string& want, const std::string& have) {
-    if (!want.empty() && have != want) add(f, -1, want, have);
-  };
-  for (const auto& f : kDriftFacts) {
-    if (f.name == "packages") {
-      const bool any = !profile.packages_required.empty() || !profile.packages_forbidden.empty() ||
-                       !profile.packages_allowed.empty();
-      if (!any) continue;
-      if (!node.facts.packages) {  // cannot tell: one finding, never a match
-        add(f, -1, "packages as the profile says", "");
-        continue;
-      }
-      const auto& have = *node.facts.packages;
-      auto package_finding = [&](const std::string& name, const std::string& expected,
-                                 const std::string& actual, const char* severity) {
-        add(f, -1, expected, actual);
-        out.back().fact = "package:" + name;
-        out.back().severity = severity;
-      };
-      for (const auto& entry : profile.packages_required) {
-        auto [name, version] = SplitPackage(entry);
-        auto it = have.find(name);
-        if (it == have.end()) {
-          package_finding(name, version.empty() ? "installed" : version, "not installed", "medium");
-        } else if (!VersionMatches(version, it->second)) {
-          package_finding(name, version, it->second, "medium");
-        }
-      }
-      for (const auto& entry : profile.packages_forbidden) {
-        auto [name, version] = SplitPackage(entry);
-        auto it = have.find(name);
-        if (it != have.end() && (version.empty() || VersionMatches(version, it->second))) {
-          package_finding(name, version.empty() ? "not installed" : "not " + version, it->second,
-                          "high");
-        }
-      }
-      if (!profile.packages_allowed.empty()) {
-        for (const auto& [name, version] : have) {
-          bool allowed = false;
-          for (const auto& pattern : profile.packages_allowed) {
-            if (GlobMatch(pattern, name)) {
-              allowed = true;
-              break;
-            }
-          }
-          for (const auto& entry : profile.packages_required) {
-            allowed |= SplitPackage(entry).first == name;
-          }
-          for (const auto& entry : profile.packages_forbidden) {
-            allowed |= SplitPackage(entry).first == name;  // found above: one finding a package
-          }
-          if (!allowed)
-            package_finding(name, "not installed (not in the allowlist)", version, "medium");
-        }
-      }
-      continue;
-    }
-    if (f.name == "driver_version") {
-      exact(f, profile.driver_version, node.facts.driver_version);
-    } else if (f.name == "cuda_driver") {
-      exact(f, profile.cuda_driver, node.facts.cuda_driver_version);
-    } else if (f.name == "kernel") {
-      const std::string& have = node.facts.kernel;
-      if (!profile.kernel.empty() && (have.empty() || !GlobMatch(profile.kernel, have))) {
-        add(f, -1, profile.kernel, have);
-      }
-    } else if (f.name == "os") {
-      exact(f, profile.os, node.facts.os);
-    } else if (f.name == "image_id") {
-      const std::string& have = node.facts.image_id;
-      if (!profile.image_id.empty() && (have.empty() || !GlobMatch(profile.image_id, have))) {
-        add(f, -1, profile.image_id, have);
-      }
-    } else if (f.name == "container_toolkit") {
-      exact(f, profile.container_toolkit, node.facts.container_toolkit);
-    } else if (f.name == "ib_pkeys") {
-      EvaluatePkeys(profile, node,
-                    [&](const std::string& port, const std::string& want, const std::string& have) {
-                      add(f, -1, want, have);
-                      if (!port.empty()) out.back().fact = "ib_pkeys:" + port;
-                    });
-    } else if (f.name == "device_files") {
-      if (profile.device_mode.empty() && profile.device_group.empty()) continue;
-      std::string want = DeviceWant(profile);
-      if (!node.facts.device_files) {
-        add(f, -1, want, "");
-        continue;
-      }
-      std::string wrong;
-      for (const auto& d : *node.facts.device_files) {
-        if ((!profile.device_mode.empty() && d.mode != profile.device_mode) ||
-            (!profile.device_group.empty() && d.group != profile.device_group)) {
-          wrong += (wrong.empty() ? "" : ", ") + d.path + " " + d.mode + " " + d.group;
-        }
-      }
-      if (node.facts.device_files->empty()) wrong = "no /dev/nvidia* files";
-      if (!wrong.empty()) add(f, -1, want, wrong);
-    } else if (f.settable && f.name != "mig_mode") {
-      std::string want = SettingWant(profile, f.name);
-      if (want.empty()) continue;
-      for (const auto& g : node.gpus) {
-        std::string have = GpuSettingText(g, f.name);
-        if (have != want) add(f, g.index, want, have);
-      }
-    } else {
-      for (const auto& g : node.gpus) {
-        auto fw = profile.firmware.find(g.model);
-        if (f.name == "vbios" && fw != profile.firmware.end() && !fw->second.vbios.empty() &&
-            g.vbios_version != fw->second.vbios) {
-          add(f, g.index, fw->second.vbios, g.vbios_version);
-        } else if (f.name == "inforom" && fw != profile.firmware.end() &&
-                   !fw->second.inforom.empty() && g.inforom_version != fw->second.inforom) {
-          add(f, g.index, fw->second.inforom, g.inforom_version);
-        } else if (f.name == "gsp_firmware" && !profile.gsp_firmware.empty() &&
-                   g.gsp_firmware_version != profile.gsp_firmware) {
-          add(f, g.index, profile.gsp_firmware, g.gsp_firmware_version);
-        } else if (f.name == "mig_mode" && profile.mig_mode) {
-          std::string want = *profile.mig_mode ? "enabled" : "disabled";
-          std::string have = g.mig_mode < 0 ? "" : g.mig_mode == 1 ? "enabled" : "disabled";
-          if (have != want) add(f, g.index, want, g.mig_mode < 0 ? "not supported" : have);
-        } else if (f.name == "mig_layout" && !profile.mig_layout.empty()) {
-          // A GPU with MIG off has no instances; when the profile asks for MIG on, the
-          // mig_mode finding already says so.
-          const std::string want = MigLayoutText(profile.mig_layout);
-          if (g.mig_mode != 1) {
-            if (!profile.mig_mode) {
-              add(f, g.index, want, g.mig_mode < 0 ? "MIG not supported" : "MIG disabled");
-            }
-          } else if (!g.mig_layout) {
-            add(f, g.index, want, "");
-          } else if (*g.mig_layout != profile.mig_layout) {
-            add(f, g.index, want, MigLayoutText(*g.mig_layout));
-          }
-        }
-      }
-    }
-  }
-  return out;
-}
-
-Result<GpuSettingValue> ParseGpuSetting(std::string_view setting, std::string_view value) {
-  auto bad = [&](const std::string& what) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     std::string(setting) + " '" + std::string(value) + "': " + what);
-  };
-  auto number = [](std::string_view text, int& out) {
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-    return ec == std::errc() && end == text.data() + text.size() && out > 0;
-  };
-  GpuSettingValue v;
-  if (setting == "persistence_mode" || setting == "ecc_mode" || setting == "mig_mode") {
-    if (value != "enabled" && value != "disabled") return bad("must be enabled or disabled");
-    v.number = value == "enabled" ? 1 : 0;
-  } else if (setting == "compute_mode") {
-    if (value == "default") {
-      v.number = 0;
-    } else if (value == "prohibited") {
-      v.number = 2;
-    } else if (value == "exclusive_process") {
-      v.number = 3;
-    } else {
-      return bad("must be default, exclusive_process or prohibited");
-    }
-  } else if (setting == "power_limit_w") {
-    if (!number(value, v.number) || v.number > 10'000) return bad("must be watts, 1 to 10000");
-  } else if (setting == "application_clocks") {
-    size_t slash = value.find('/');
-    if (slash == std::string_view::npos || !number(value.substr(0, slash), v.number) ||
-        !number(value.substr(slash + 1), v.second)) {
-      return bad("must be GRAPHICS/MEMORY in MHz, \"1980/2619\"");
-    }
-  } else {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "unknown GPU setting '" + std::string(setting) +
-                         "' (persistence_mode, ecc_mode, mig_mode, compute_mode, power_limit_w, "
-                         "application_clocks)");
-  }
-  return v;
-}
-
-std::string GpuSettingText(const Gpu& g, std::string_view setting) {
-  const GpuSettings& s = g.settings;
-  auto mode = [](int v) { return v < 0 ? "" : v == 1 ? "enabled" : "disabled"; };
-  if (setting == "persistence_mode") return mode(s.persistence_mode);
-  if (setting == "ecc_mode") return mode(s.ecc_mode);
-  if (setting == "mig_mode") return mode(g.mig_mode);
-  if (setting == "compute_mode") return s.compute_mode;
-  if (setting == "power_limit_w") return s.power_limit_w < 0 ? "" : std::to_string(s.power_limit_w);
-  if (setting == "application_clocks") {
-    if (s.app_clock_graphics_mhz < 0 || s.app_clock_mem_mhz < 0) return "";
-    return std::to_string(s.app_clock_graphics_mhz) + "/" + std::to_string(s.app_clock_mem_mhz);
-  }
-  return "";
-}
-
-std::string DriftFindingJson(const DriftFinding& f) {
-  return json::serialize(json::object{{"id", f.id},
-                                      {"node", f.node},
-                                      {"pool", f.pool},
-                                      {"cluster", f.cluster},
-                                      {"gpu", f.gpu},
-                                      {"fact", f.fact},
-                                      {"expected", f.expected},
-                                      {"actual", f.actual},
-                                      {"severity", f.severity},
-                                      {"remediation", f.remediation},
-                                      {"state", f.state},
-                                      {"note", f.note},
-                                      {"first_seen_ms", f.first_seen_ms},
-                                      {"last_seen_ms", f.last_seen_ms},
-                                      {"resolved_ms", f.resolved_ms}});
-}
-
-Result<DriftFinding> ParseDriftFinding(std::string_view text) {
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  if (ec || !v.is_object()) {
-    return MakeError(ErrorCode::kInternal, "a stored drift finding is not a JSON object");
-  }
-  const auto& o = v.as_object();
-  auto str = [&](const char* k) {
-    const auto* s = o.if_contains(k);
-    return s && s->is_string() ? std::string(s->as_string()) : std::string();
-  };
-  auto num = [&](const char* k) -> int64_t {
-    const auto* n = o.if_contains(k);
-    return n && n->is_int64() ? n->as_int64() : 0;
-  };
-  DriftFinding f;
-  f.id = num("id");
-  f.node = str("node");
-  f.pool = str("pool");
-  f.cluster = str("cluster");
-  f.gpu = static_cast<int>(o.contains("gpu") ? num("gpu") : -1);
-  f.fact = str("fact");
-  f.expected = str("expected");
-  f.actual = str("actual");
-  f.severity = str("severity");
-  f.remediation = str("remediation");
-  f.state = str("state");
-  f.note = str("note");
-  f.first_seen_ms = num("first_seen_ms");
-  f.last_seen_ms = num("last_seen_ms");
-  f.resolved_ms = num("resolved_ms");
-  return f;
 }
 
 }  // namespace gpufleet

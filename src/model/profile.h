@@ -50,6 +50,10 @@ Result<Labels> ParseLabelArgs(const std::vector<std::string>& args);
 // A MIG layout as findings write it: "1g.10gb x4, 3g.40gb x1" (by name), "none" when empty.
 std::string MigLayoutText(const std::map<std::string, int>& layout);
 
+// An InfiniBand partition key by value: "0X8001" and "0x08001" -> "0x8001" ("" when not a
+// 16-bit hex key).
+std::string NormalizePkey(std::string_view key);
+
 // Does `text` match `pattern`, where * is any run of characters and ? any one.
 bool GlobMatch(std::string_view pattern, std::string_view text);
 

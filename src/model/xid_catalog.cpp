@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/clock.h"
+#include "model/yaml_input.h"
 
 namespace gpufleet {
 namespace embedded {
@@ -30,33 +31,27 @@ namespace {
 constexpr int64_t kCriticalHoldMs = 3'600'000;
 constexpr int64_t kWarningHoldMs = 600'000;
 
-Error Bad(std::string_view source, const YAML::Node& node, const std::string& what) {
-  return MakeError(ErrorCode::kInvalidArgument,
-                   std::string(source) + ":" + std::to_string(node.Mark().line + 1) + ": " + what);
-}
-
 }  // namespace
 
 Result<std::shared_ptr<const XidCatalog>> XidCatalog::Parse(std::string_view yaml,
                                                             std::string_view source) {
   auto catalog = std::make_shared<XidCatalog>();
+  const YamlFields r(source);
   try {
     YAML::Node root = YAML::Load(std::string(yaml));
     YAML::Node xids = root["xids"];
     if (!xids || !xids.IsSequence()) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       std::string(source) + ": 'xids' must be a list");
+      return r.Bad(root, "", "'xids' must be a list");
     }
     for (size_t i = 0; i < xids.size(); ++i) {
       const YAML::Node e = xids[i];
       std::string at = "xids[" + std::to_string(i) + "]";
       if (!e.IsMap() || !e["xid"] || !e["severity"]) {
-        return Bad(source, e, at + ": needs xid and severity");
+        return r.Bad(e, at, "needs xid and severity");
       }
       XidInfo x;
       x.xid = e["xid"].as<int>();
-      if (x.xid <= 0 || x.xid > 1000)
-        return Bad(source, e["xid"], at + ".xid: out of range 1..1000");
+      if (x.xid <= 0 || x.xid > 1000) return r.Bad(e["xid"], at + ".xid", "out of range 1..1000");
       x.name = e["name"].as<std::string>("XID_" + std::to_string(x.xid));
       x.description = e["description"].as<std::string>("");
       std::string severity = e["severity"].as<std::string>();
@@ -67,22 +62,22 @@ Result<std::shared_ptr<const XidCatalog>> XidCatalog::Parse(std::string_view yam
       } else if (severity == "critical") {
         x.severity = XidSeverity::kCritical;
       } else {
-        return Bad(source, e["severity"],
-                   at + ".severity: '" + severity + "' is not info, warning or critical");
+        return r.Bad(e["severity"], at + ".severity",
+                     "'" + severity + "' is not info, warning or critical");
       }
       x.action = e["action"].as<std::string>("none");
       if (std::find(std::begin(kActions), std::end(kActions), x.action) == std::end(kActions)) {
-        return Bad(source, e["action"], at + ".action: unknown action '" + x.action + "'");
+        return r.Bad(e["action"], at + ".action", "unknown action '" + x.action + "'");
       }
       x.hold_ms = x.severity == XidSeverity::kCritical  ? kCriticalHoldMs
                   : x.severity == XidSeverity::kWarning ? kWarningHoldMs
                                                         : 0;
       if (auto hold = e["hold"]) {
         x.hold_ms = ParseDurationMs(hold.as<std::string>());
-        if (x.hold_ms < 0) return Bad(source, hold, at + ".hold: not a duration");
+        if (x.hold_ms < 0) return r.Bad(hold, at + ".hold", "not a duration");
       }
       if (catalog->by_xid_.count(x.xid)) {
-        return Bad(source, e, at + ": XID " + std::to_string(x.xid) + " is listed twice");
+        return r.Bad(e, at, "XID " + std::to_string(x.xid) + " is listed twice");
       }
       catalog->by_xid_[x.xid] = catalog->all_.size();
       catalog->all_.push_back(std::move(x));

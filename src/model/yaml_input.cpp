@@ -105,4 +105,42 @@ Result<YAML::Node> LoadYamlInput(std::string_view text, std::string_view source)
   }
 }
 
+Error YamlFields::Bad(const YAML::Node& node, const std::string& path,
+                      const std::string& what) const {
+  std::string where = file_;
+  if (node.IsDefined() && node.Mark().line >= 0) {
+    where += ":" + std::to_string(node.Mark().line + 1);
+  }
+  return MakeError(ErrorCode::kInvalidArgument,
+                   where + ": " + (path.empty() ? "" : path + ": ") + what);
+}
+
+Status YamlFields::Only(const YAML::Node& map, const std::string& path,
+                        std::initializer_list<std::string_view> allowed) const {
+  if (!map.IsDefined()) return {};
+  if (!map.IsMap()) return Bad(map, path, "must be a mapping");
+  for (const auto& kv : map) {
+    const std::string key = kv.first.as<std::string>("");
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      return Bad(kv.first, Join(path, key), "unknown field");
+    }
+  }
+  return {};
+}
+
+Result<std::string> YamlFields::String(const YAML::Node& map, const std::string& path,
+                                       const char* key, bool required) const {
+  const YAML::Node v = map[key];
+  if (!v.IsDefined() || v.IsNull()) {
+    if (required) return Bad(map, Join(path, key), "is required");
+    return std::string();
+  }
+  if (!v.IsScalar()) return Bad(v, Join(path, key), "must be a string");
+  return v.as<std::string>();
+}
+
+std::string YamlFields::Join(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
 }  // namespace gpufleet

@@ -55,5 +55,27 @@ TEST(YamlInput, OrdinaryYamlLoadsAsBefore) {
   EXPECT_EQ(syntax.error().message.rfind("f.yaml:", 0), 0u) << syntax.error().message;
 }
 
+// The one reader of YAML files' fields: the line of the node at fault and the field's path.
+TEST(YamlFields, ErrorsNameTheFileTheLineAndTheField) {
+  auto doc = LoadYamlInput("pool:\n  name: a\n  size: [1]\n  colour: red\n  note:\n", "f.yaml");
+  ASSERT_TRUE(doc.ok()) << doc.error().message;
+  const YAML::Node pool = (*doc)["pool"];
+  const YamlFields r("f.yaml");
+  auto only = r.Only(pool, "pool", {"name", "size", "note"});
+  ASSERT_FALSE(only.ok());
+  EXPECT_EQ(only.error().message, "f.yaml:4: pool.colour: unknown field");
+  EXPECT_EQ(r.Only(pool["name"], "pool.name", {}).error().message,
+            "f.yaml:2: pool.name: must be a mapping");
+  EXPECT_TRUE(r.Only(pool["absent"], "pool.absent", {}).ok());  // nothing given: nothing wrong
+  EXPECT_EQ(*r.String(pool, "pool", "name", true), "a");
+  EXPECT_EQ(r.String(pool, "pool", "size", false).error().message,
+            "f.yaml:3: pool.size: must be a string");
+  EXPECT_EQ(*r.String(pool, "pool", "note", false), "");  // `note:` is null: not given
+  EXPECT_EQ(r.String(pool, "pool", "note", true).error().message,
+            "f.yaml:2: pool.note: is required");
+  EXPECT_EQ(r.Bad(*doc, "", "the document must be a mapping").message,
+            "f.yaml:1: the document must be a mapping");
+}
+
 }  // namespace
 }  // namespace gpufleet
