@@ -21,7 +21,7 @@ ctags --c++-kinds=f --fields=+neK -f - $files 2>/dev/null |
     if (line != "" && end != "" && end - line + 1 > max) printf "%5d %s:%s %s\n", end - line + 1, $2, line, name;
   }' | sort -rn > /tmp/code-size.$$
 echo "functions over $max lines: $(wc -l < /tmp/code-size.$$)"
-head -30 /tmp/code-size.$$
+head -80 /tmp/code-size.$$
 
 rm -f /tmp/code-size.$$
 echo "Controller::Start:"

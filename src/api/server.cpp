@@ -19,6 +19,7 @@
 #include "api/api.h"
 #include "api/context.h"
 #include "api/gzip.h"
+#include "api/http_io.h"
 #include "api/json_util.h"
 #include "api/scope.h"
 #include "api/sessions.h"
@@ -249,24 +250,6 @@ struct ApiServer::Impl {
     return r;
   }
 
-  // A body sent with POST, PUT or PATCH is a JSON object, or YAML or CSV where the route takes
-  // it (apply, rule files, asset imports: Router::TakesYaml, TakesCsv): an action that ignores
-  // its body must not take garbage as a yes.
-  static Status CheckBody(const Request& req, bool raw_route) {
-    if (req.body.empty() || raw_route ||
-        (req.method != "POST" && req.method != "PUT" && req.method != "PATCH")) {
-      return {};
-    }
-    boost::system::error_code ec;
-    auto v = boost::json::parse(req.body, ec);
-    if (ec) return MakeError(ErrorCode::kInvalidArgument, "malformed JSON: " + ec.message());
-    GF_TRY(CheckJsonKeys(req.body));  // one meaning: no key given twice
-    if (!v.is_object()) {
-      return MakeError(ErrorCode::kInvalidArgument, "the body must be a JSON object");
-    }
-    return {};
-  }
-
   static std::string PathParam(const Request& req, const std::string& key) {
     auto it = req.params.find(key);
     return it == req.params.end() ? std::string() : it->second;
@@ -289,114 +272,6 @@ struct ApiServer::Impl {
     }
   }
 
-  static Request ToRequest(const http::request<http::string_body>& in, const std::string& remote) {
-    Request req;
-    req.method = std::string(in.method_string());
-    req.remote = remote;
-    auto url = boost::urls::parse_origin_form(in.target());
-    if (url) {
-      req.path = std::string(url->path());
-      for (auto p : url->params()) req.query[std::string(p.key)] = std::string(p.value);
-    } else {
-      req.path = std::string(in.target());
-    }
-    req.body = in.body();
-    req.content_type = std::string(in[http::field::content_type]);
-    req.authorization = std::string(in[http::field::authorization]);
-    return req;
-  }
-
-  // The headers every answer carries.
-  template <typename Message>
-  static void SetHeaders(Message& res, const Response& r) {
-    res.set(http::field::server, "gpufleet");
-    res.set(http::field::content_type, r.content_type);
-    res.set(http::field::cache_control, "no-store");
-    // On every answer, the dashboard's pages above all: scripts only from this server (the
-    // dashboard has no inline script; its markup has inline styles), no framing, no sniffing,
-    // no referrer (no URL carries a token, but none needs to leave either).
-    res.set("Content-Security-Policy",
-            "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-            "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
-            "form-action 'self'; frame-ancestors 'none'");
-    res.set("X-Content-Type-Options", "nosniff");
-    res.set("X-Frame-Options", "DENY");
-    res.set("Referrer-Policy", "no-referrer");
-    if (r.status == 401) res.set(http::field::www_authenticate, "Bearer");
-    if (r.retry_after_s > 0) res.set(http::field::retry_after, std::to_string(r.retry_after_s));
-  }
-
-  asio::awaitable<void> WriteSimple(net::Stream& stream, Response r, unsigned version,
-                                    bool keep_alive, bool gzip_ok = false) {
-    http::response<http::string_body> res{static_cast<http::status>(r.status), version};
-    SetHeaders(res, r);
-    res.keep_alive(keep_alive);
-    if (r.body.size() >= kGzipMinBytes) {
-      res.set(http::field::vary, "Accept-Encoding");
-      if (gzip_ok) {
-        std::string packed = Gzip(r.body);
-        if (!packed.empty()) {
-          buffers.Give(std::move(r.body));
-          r.body = std::move(packed);
-          res.set(http::field::content_encoding, "gzip");
-        }
-      }
-    }
-    res.body() = std::move(r.body);
-    res.prepare_payload();
-    co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
-    buffers.Give(std::move(res.body()));
-  }
-
-  // A Response with `more`: the headers, then each part as a chunk as the client takes it
-  // (memory: one part), then the last chunk; to an HTTP/1.0 client, which knows no chunks, the
-  // parts as they are and then the close. False: the connection is to be closed (that, the
-  // client went away, or a part failed and the answer is cut short).
-  asio::awaitable<bool> WriteStream(net::Stream& stream, Response r, unsigned version,
-                                    bool keep_alive) {
-    http::response<http::empty_body> res{static_cast<http::status>(r.status), version};
-    SetHeaders(res, r);
-    const bool chunked = version >= 11;
-    res.keep_alive(chunked && keep_alive);
-    res.chunked(chunked);
-    http::response_serializer<http::empty_body> head{res};
-    // Each write within the body timeout: a client that stops reading is let go, one that
-    // reads slowly is not (the request's deadline would cut a long answer short).
-    auto deadline = [&] {
-      stream.next_layer().expires_after(std::chrono::milliseconds(options.body_timeout_ms));
-    };
-    deadline();
-    auto [ec, n] =
-        co_await http::async_write_header(stream, head, asio::as_tuple(asio::use_awaitable));
-    if (ec) co_return false;
-    // Buffers named, not temporaries inside co_await: see Send() in agent.cpp (a GCC 12 bug).
-    for (;;) {
-      Result<std::string> part = r.more();
-      if (!part.ok()) {
-        spdlog::warn("api: an answer was cut short: {}", part.error().message);
-        co_return false;
-      }
-      if (part->empty()) break;
-      deadline();
-      boost::system::error_code wec;
-      if (chunked) {
-        auto chunk = http::make_chunk(asio::buffer(*part));
-        std::tie(wec, n) =
-            co_await asio::async_write(stream, chunk, asio::as_tuple(asio::use_awaitable));
-      } else {
-        auto bytes = asio::buffer(*part);
-        std::tie(wec, n) =
-            co_await asio::async_write(stream, bytes, asio::as_tuple(asio::use_awaitable));
-      }
-      if (wec) co_return false;
-    }
-    if (!chunked) co_return false;
-    auto last = http::make_chunk_last();
-    deadline();
-    std::tie(ec, n) = co_await asio::async_write(stream, last, asio::as_tuple(asio::use_awaitable));
-    co_return !ec;
-  }
-
   Response TooManyUnsigned(const std::string& remote) {
     http_metrics.CountConnectionRefused();
     Response r = JsonResponse(
@@ -408,24 +283,6 @@ struct ApiServer::Impl {
                                    " have not signed in yet: try again when they have"}}}}));
     r.retry_after_s = 1;
     return r;
-  }
-
-  // A lingering close: after an early reply (413), read and drop what the client still sends
-  // for a moment, so the kernel does not reset the connection before it reads our reply.
-  asio::awaitable<void> DrainAndClose(net::Stream& stream) {
-    beast::error_code ec;
-    auto& tcp_stream = stream.next_layer();
-    tcp_stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-    std::array<char, 64 * 1024> sink;
-    size_t total = 0;
-    tcp_stream.expires_after(std::chrono::seconds(2));
-    while (total < (64u << 20)) {
-      auto [rec, n] =
-          co_await stream.async_read_some(asio::buffer(sink), asio::as_tuple(asio::use_awaitable));
-      if (rec) break;
-      total += n;
-    }
-    tcp_stream.socket().close(ec);
   }
 
   net::TlsContext CurrentTls() {
@@ -490,7 +347,7 @@ struct ApiServer::Impl {
         Response too_large = ErrorResponse(
             MakeError(ErrorCode::kTooLarge,
                       "request body exceeds " + std::to_string(options.max_body_bytes) + " bytes"));
-        co_await WriteSimple(stream, std::move(too_large), 11, false);
+        co_await WriteSimple(stream, std::move(too_large), 11, false, false, &buffers);
         co_await DrainAndClose(stream);
         co_return;
       }
@@ -498,7 +355,7 @@ struct ApiServer::Impl {
           rec == http::error::bad_method || rec == http::error::bad_version) {
         Response bad =
             ErrorResponse(MakeError(ErrorCode::kInvalidArgument, "bad request: " + rec.message()));
-        co_await WriteSimple(stream, std::move(bad), 11, false);
+        co_await WriteSimple(stream, std::move(bad), 11, false, false, &buffers);
         break;
       }
       if (rec) break;
@@ -511,14 +368,14 @@ struct ApiServer::Impl {
               ErrorCode::kPermissionDenied,
               "this controller requires agents to present a client certificate signed by its "
               "--client-ca"));
-          co_await WriteSimple(stream, std::move(refused), in.version(), false);
+          co_await WriteSimple(stream, std::move(refused), in.version(), false, false, &buffers);
           break;
         }
         auto slot = unsigned_conns.Acquire(remote);
         if (!slot) {
           // Named, not a temporary inside co_await: see Send() in agent.cpp (a GCC 12 bug).
           Response too_many = TooManyUnsigned(remote);
-          co_await WriteSimple(stream, std::move(too_many), in.version(), false);
+          co_await WriteSimple(stream, std::move(too_many), in.version(), false, false, &buffers);
           break;
         }
         auto upgrade = parser.release();
@@ -532,7 +389,7 @@ struct ApiServer::Impl {
         if (!slot) {
           // Named, not a temporary inside co_await: see Send() in agent.cpp (a GCC 12 bug).
           Response too_many = TooManyUnsigned(remote);
-          co_await WriteSimple(stream, std::move(too_many), in.version(), false);
+          co_await WriteSimple(stream, std::move(too_many), in.version(), false, false, &buffers);
           break;
         }
         auto upgrade = parser.release();
@@ -556,10 +413,12 @@ struct ApiServer::Impl {
       }
       bool keep = in.keep_alive() && !stopping;
       if (r.more) {
-        if (!co_await WriteStream(stream, std::move(r), in.version(), keep)) break;
+        if (!co_await WriteStream(stream, std::move(r), in.version(), keep,
+                                  options.body_timeout_ms))
+          break;
       } else {
         bool gzip_ok = AcceptsGzip(in[http::field::accept_encoding]);
-        co_await WriteSimple(stream, std::move(r), in.version(), keep, gzip_ok);
+        co_await WriteSimple(stream, std::move(r), in.version(), keep, gzip_ok, &buffers);
       }
       if (!keep) break;
     }

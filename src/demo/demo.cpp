@@ -90,6 +90,34 @@ void SimLoadPusher::Push(FleetService& fleet, const workload::JobService& jobs,
   sent_ = std::move(kept);  // nodes gone or disconnected are forgotten
 }
 
+namespace {
+
+// What an operator would plan beyond the trend: the first team's demand +25% a quarter, and a
+// new model needing 64 GPUs of the biggest pool from three months on (unless a plan is there
+// already); audited as `rec` says, with its action and target.
+Status SeedCapacityGrowth(const runtime::Services& s, int64_t today, AuditRecord rec) {
+  auto existing = s.store.settings->GetSetting(usage::kCapacityGrowthSetting);
+  if (!existing.ok()) return existing.error();
+  auto teams = s.teams->List();
+  auto pools = s.fleet.Pools();
+  if (existing.value() || teams.empty() || !pools.ok() || pools->empty()) return {};
+  const Pool* biggest = &pools->front();
+  for (const auto& p : pools.value()) {
+    if (p.size * p.gpus_per_node > biggest->size * biggest->gpus_per_node) biggest = &p;
+  }
+  usage::CapacityGrowth plan;
+  plan.teams.push_back({teams.front().name, 0.25});
+  plan.demands.push_back({"next-model (demo)", biggest->name, 64, usage::IsoDate(today + 90)});
+  const std::string growth = usage::CapacityGrowthJson(plan);
+  GF_TRY(s.store.settings->PutSetting(usage::kCapacityGrowthSetting, growth, s.clock->NowMs()));
+  rec.action = "PUT /api/v1/reports/capacity/growth";
+  rec.target = "reports/capacity/growth";
+  rec.after = growth;
+  return s.store.audit->AppendAudit(rec);
+}
+
+}  // namespace
+
 Status SeedDemoAssets(const runtime::Services& s) {
   auto clusters = s.fleet.Clusters();
   if (!clusters.ok()) return clusters.error();
@@ -157,27 +185,7 @@ Status SeedDemoAssets(const runtime::Services& s) {
   rec.result = "ok";
   rec.after = "{\"applied\":" + std::to_string(done->applied) + "}";
   GF_TRY(s.store.audit->AppendAudit(rec));
-  // And what an operator would plan beyond the trend: the first team's demand +25% a quarter,
-  // and a new model needing 64 GPUs of the biggest pool from three months on (unless a plan
-  // is there already).
-  auto existing = s.store.settings->GetSetting(usage::kCapacityGrowthSetting);
-  if (!existing.ok()) return existing.error();
-  auto teams = s.teams->List();
-  auto pools = s.fleet.Pools();
-  if (existing.value() || teams.empty() || !pools.ok() || pools->empty()) return {};
-  const Pool* biggest = &pools->front();
-  for (const auto& p : pools.value()) {
-    if (p.size * p.gpus_per_node > biggest->size * biggest->gpus_per_node) biggest = &p;
-  }
-  usage::CapacityGrowth plan;
-  plan.teams.push_back({teams.front().name, 0.25});
-  plan.demands.push_back({"next-model (demo)", biggest->name, 64, usage::IsoDate(today + 90)});
-  const std::string growth = usage::CapacityGrowthJson(plan);
-  GF_TRY(s.store.settings->PutSetting(usage::kCapacityGrowthSetting, growth, s.clock->NowMs()));
-  rec.action = "PUT /api/v1/reports/capacity/growth";
-  rec.target = "reports/capacity/growth";
-  rec.after = growth;
-  return s.store.audit->AppendAudit(rec);
+  return SeedCapacityGrowth(s, today, rec);
 }
 
 }  // namespace gpufleet::demo

@@ -152,6 +152,30 @@ Status AssetService::Save(const std::vector<const Asset*>& assets, std::vector<A
   return store_.SaveAssets(records, docs);
 }
 
+namespace {
+
+// Asset tags stay unique across the register as it will be: `current` with `next` over it.
+Status UniqueTags(const std::map<std::string, Asset>& current,
+                  const std::map<std::string, Asset>& next, const std::vector<AssetPatch>& rows) {
+  std::map<std::string, std::string> tags;
+  for (const auto& [id, a] : current) {
+    if (!a.asset_tag.empty() && !next.count(id)) tags[a.asset_tag] = id;
+  }
+  for (const auto& row : rows) {
+    auto n = next.find(row.key);
+    if (n == next.end() || n->second.asset_tag.empty()) continue;
+    auto [t, fresh] = tags.try_emplace(n->second.asset_tag, row.key);
+    if (!fresh && t->second != row.key) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       row.where + ", field 'asset_tag': '" + n->second.asset_tag +
+                           "' is the asset tag of '" + t->second + "' (asset tags are unique)");
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<AssetImport> AssetService::Import(const std::vector<AssetPatch>& rows,
                                          const std::string& actor, bool dry_run) {
   std::lock_guard lock(mu_);
@@ -210,21 +234,7 @@ Result<AssetImport> AssetService::Import(const std::vector<AssetPatch>& rows,
     a.updated_ms = now;
     next[a.id()] = std::move(a);
   }
-  // Asset tags stay unique across the register as it will be.
-  std::map<std::string, std::string> tags;
-  for (const auto& [id, a] : assets_) {
-    if (!a.asset_tag.empty() && !next.count(id)) tags[a.asset_tag] = id;
-  }
-  for (const auto& row : rows) {
-    auto n = next.find(row.key);
-    if (n == next.end() || n->second.asset_tag.empty()) continue;
-    auto [t, fresh] = tags.try_emplace(n->second.asset_tag, row.key);
-    if (!fresh && t->second != row.key) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       row.where + ", field 'asset_tag': '" + n->second.asset_tag +
-                           "' is the asset tag of '" + t->second + "' (asset tags are unique)");
-    }
-  }
+  GF_TRY(UniqueTags(assets_, next, rows));
   counts.applied = counts.created + counts.updated;
   if (dry_run) return counts;
   std::vector<const Asset*> save;

@@ -68,6 +68,31 @@ Result<Pool> FleetService::FindPool(const std::string& name) {
   return MakeError(ErrorCode::kNotFound, "no pool '" + name + "'");
 }
 
+namespace {
+
+// Each cluster of `next` created, updated or unchanged against `old`, its times set.
+void CountClusters(const std::map<std::string, Cluster>& old, std::vector<Cluster>& next,
+                   int64_t now, ApplyCounts& counts) {
+  for (auto& c : next) {
+    auto it = old.find(c.name);
+    if (it == old.end()) {
+      c.created_ms = c.updated_ms = now;
+      ++counts.clusters_created;
+    } else if (it->second.type != c.type || it->second.site != c.site ||
+               it->second.team != c.team || it->second.remediation != c.remediation ||
+               it->second.labels != c.labels || it->second.lifecycle != c.lifecycle) {
+      c.created_ms = it->second.created_ms;
+      c.updated_ms = now;
+      ++counts.clusters_updated;
+    } else {
+      c = it->second;
+      ++counts.clusters_unchanged;
+    }
+  }
+}
+
+}  // namespace
+
 Result<ApplyCounts> FleetService::Apply(const FleetSpec& spec) {
   auto clusters = store_.ListClusters();
   if (!clusters.ok()) return clusters.error();
@@ -83,22 +108,7 @@ Result<ApplyCounts> FleetService::Apply(const FleetSpec& spec) {
   std::vector<Cluster> new_clusters = spec.clusters;
   std::vector<Pool> new_pools = spec.pools;
   std::vector<std::string> changed_pools;
-  for (auto& c : new_clusters) {
-    auto it = old_clusters.find(c.name);
-    if (it == old_clusters.end()) {
-      c.created_ms = c.updated_ms = now;
-      ++counts.clusters_created;
-    } else if (it->second.type != c.type || it->second.site != c.site ||
-               it->second.team != c.team || it->second.remediation != c.remediation ||
-               it->second.labels != c.labels || it->second.lifecycle != c.lifecycle) {
-      c.created_ms = it->second.created_ms;
-      c.updated_ms = now;
-      ++counts.clusters_updated;
-    } else {
-      c = it->second;
-      ++counts.clusters_unchanged;
-    }
-  }
+  CountClusters(old_clusters, new_clusters, now, counts);
   for (auto& p : new_pools) {
     auto it = old_pools.find(p.name);
     if (it == old_pools.end()) {

@@ -35,6 +35,35 @@ std::string Num(double v) {
   return buf;
 }
 
+// The newest occurrence of each XID still within its hold, to `add`.
+template <class Add>
+void CheckXids(const GpuInputs& in, const XidCatalog& catalog, int64_t now, Add add) {
+  std::vector<XidSeen> xids = in.xids;
+  std::sort(xids.begin(), xids.end(),
+            [](const XidSeen& a, const XidSeen& b) { return a.time_ms > b.time_ms; });
+  std::vector<int> seen;
+  for (const auto& x : xids) {
+    if (std::find(seen.begin(), seen.end(), x.xid) != seen.end()) continue;
+    seen.push_back(x.xid);
+    XidInfo info = catalog.Find(x.xid);
+    if (info.severity == XidSeverity::kInfo || now - x.time_ms > info.hold_ms) continue;
+    add("xid", info.severity == XidSeverity::kCritical ? Level::kFailed : Level::kWarning,
+        "XID " + std::to_string(x.xid) + " " + info.name + " at " + FormatTime(x.time_ms) +
+            (info.description.empty() ? "" : ": " + info.description),
+        info.action);
+  }
+}
+
+// The clock event reasons that slow a GPU down, "HW thermal slowdown, HW power brake, " ("").
+std::string ThrottleReasons(uint64_t bits) {
+  std::string why;
+  if (bits & kHwThermal) why += "HW thermal slowdown, ";
+  if (bits & kSwThermal) why += "SW thermal slowdown, ";
+  if (bits & kPowerBrake) why += "HW power brake, ";
+  if (bits & kHwSlowdown) why += "HW slowdown, ";
+  return why;
+}
+
 }  // namespace
 
 GpuHealth EvaluateGpu(const GpuInputs& in, const XidCatalog& catalog, int64_t now,
@@ -51,21 +80,7 @@ GpuHealth EvaluateGpu(const GpuInputs& in, const XidCatalog& catalog, int64_t no
     add("nvml", Level::kFailed, "NVML reports " + in.gpu.error,
         in.gpu.error == "GPU_IS_LOST" ? "reboot_node" : "reset_gpu");
   }
-  // The newest occurrence of each XID still within its hold.
-  std::vector<XidSeen> xids = in.xids;
-  std::sort(xids.begin(), xids.end(),
-            [](const XidSeen& a, const XidSeen& b) { return a.time_ms > b.time_ms; });
-  std::vector<int> seen;
-  for (const auto& x : xids) {
-    if (std::find(seen.begin(), seen.end(), x.xid) != seen.end()) continue;
-    seen.push_back(x.xid);
-    XidInfo info = catalog.Find(x.xid);
-    if (info.severity == XidSeverity::kInfo || now - x.time_ms > info.hold_ms) continue;
-    add("xid", info.severity == XidSeverity::kCritical ? Level::kFailed : Level::kWarning,
-        "XID " + std::to_string(x.xid) + " " + info.name + " at " + FormatTime(x.time_ms) +
-            (info.description.empty() ? "" : ": " + info.description),
-        info.action);
-  }
+  CheckXids(in, catalog, now, add);
   if (auto dbe = Value(in, Field::kEccDbeVolatile); dbe && *dbe > 0) {
     add("ecc_dbe", Level::kFailed, Num(*dbe) + " double-bit ECC error(s) since the driver loaded",
         "reset_gpu");
@@ -94,12 +109,7 @@ GpuHealth EvaluateGpu(const GpuInputs& in, const XidCatalog& catalog, int64_t no
     }
   }
   if (auto reasons = Value(in, Field::kClocksEventReasons)) {
-    auto bits = static_cast<uint64_t>(*reasons);
-    std::string why;
-    if (bits & kHwThermal) why += "HW thermal slowdown, ";
-    if (bits & kSwThermal) why += "SW thermal slowdown, ";
-    if (bits & kPowerBrake) why += "HW power brake, ";
-    if (bits & kHwSlowdown) why += "HW slowdown, ";
+    std::string why = ThrottleReasons(static_cast<uint64_t>(*reasons));
     if (!why.empty()) {
       why.resize(why.size() - 2);
       add("throttle", Level::kWarning, "clocks held down: " + why, "check_hardware");

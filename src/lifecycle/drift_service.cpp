@@ -77,12 +77,9 @@ bool DriftService::WindowOpen(const Pool& pool, const Cluster* cluster, int64_t 
   return st.always || st.open;
 }
 
-std::vector<DriftService::Dispatch> DriftService::PlanAuto(
-    int64_t now, const std::map<std::string, Cluster>& clusters,
-    const std::map<std::string, Pool>& pools, const std::map<std::string, int>& cluster_nodes,
-    const std::set<std::string>& connected, std::vector<store::DriftRecord>& changed) {
-  std::vector<Dispatch> out;
-  // Forget attempts of findings that are gone or resolved; time out silent agents.
+// Forgets the attempts of findings that are gone or resolved and times out silent agents;
+// returns the nodes being changed, by cluster.
+std::map<std::string, std::set<std::string>> DriftService::TrackAttempts(int64_t now) {
   std::map<std::string, std::set<std::string>> busy;  // cluster -> nodes being changed
   std::set<int64_t> live;
   for (const auto& f : findings_) {
@@ -102,6 +99,15 @@ std::vector<DriftService::Dispatch> DriftService::PlanAuto(
     auto a = auto_.find(f.id);
     if (a != auto_.end() && a->second.command != 0) busy[f.cluster].insert(f.node);
   }
+  return busy;
+}
+
+std::vector<DriftService::Dispatch> DriftService::PlanAuto(
+    int64_t now, const std::map<std::string, Cluster>& clusters,
+    const std::map<std::string, Pool>& pools, const std::map<std::string, int>& cluster_nodes,
+    const std::set<std::string>& connected, std::vector<store::DriftRecord>& changed) {
+  std::vector<Dispatch> out;
+  auto busy = TrackAttempts(now);
   std::set<std::string> held;
   for (auto& f : findings_) {
     if (f.state == "resolved" || f.remediation != "auto" || f.actual == "unknown" || f.gpu < 0) {

@@ -89,6 +89,7 @@ class DriftService : public runtime::CommandOwner {
     proto::Command command;
   };
   // The auto findings to act on now (under mu_); marks them remediating.
+  std::map<std::string, std::set<std::string>> TrackAttempts(int64_t now);
   std::vector<Dispatch> PlanAuto(int64_t now, const std::map<std::string, Cluster>& clusters,
                                  const std::map<std::string, Pool>& pools,
                                  const std::map<std::string, int>& cluster_nodes,

@@ -8,9 +8,11 @@
 
 namespace gpufleet::lifecycle {
 
-Result<std::vector<RolloutNode>> RolloutService::Select(const RolloutRequest& req,
-                                                        const Snapshot& snap,
-                                                        std::vector<std::string>& skipped) const {
+namespace {
+
+// The clusters, pools and nodes a request names exist (in RolloutService's snapshot).
+template <class Snapshot>
+Status CheckNamed(const RolloutRequest& req, const Snapshot& snap) {
   const RolloutSelector& sel = req.selector;
   for (const auto& c : sel.clusters) {
     if (!snap.clusters.count(c)) {
@@ -36,6 +38,22 @@ Result<std::vector<RolloutNode>> RolloutService::Select(const RolloutRequest& re
     return MakeError(ErrorCode::kInvalidArgument,
                      "strategy.test_pool: no pool '" + req.strategy.test_pool + "'");
   }
+  return {};
+}
+
+bool IsTestNode(const RolloutStrategy& strategy, const std::string& name, const std::string& pool) {
+  return std::find(strategy.test_nodes.begin(), strategy.test_nodes.end(), name) !=
+             strategy.test_nodes.end() ||
+         (!strategy.test_pool.empty() && pool == strategy.test_pool);
+}
+
+}  // namespace
+
+Result<std::vector<RolloutNode>> RolloutService::Select(const RolloutRequest& req,
+                                                        const Snapshot& snap,
+                                                        std::vector<std::string>& skipped) const {
+  const RolloutSelector& sel = req.selector;
+  GF_TRY(CheckNamed(req, snap));
   auto in = [](const std::vector<std::string>& list, const std::string& s) {
     return list.empty() || std::find(list.begin(), list.end(), s) != list.end();
   };
@@ -55,9 +73,7 @@ Result<std::vector<RolloutNode>> RolloutService::Select(const RolloutRequest& re
   std::vector<std::string> names;
   for (const auto& [name, v] : snap.nodes) {
     if (!Counted(v.state)) continue;
-    bool test = std::find(req.strategy.test_nodes.begin(), req.strategy.test_nodes.end(), name) !=
-                    req.strategy.test_nodes.end() ||
-                (!req.strategy.test_pool.empty() && v.pool == req.strategy.test_pool);
+    bool test = IsTestNode(req.strategy, name, v.pool);
     if (!test && !(in(sel.clusters, v.cluster) && in(sel.pools, v.pool) && in(sel.nodes, name) &&
                    labels_match(v))) {
       continue;
@@ -79,9 +95,7 @@ Result<std::vector<RolloutNode>> RolloutService::Select(const RolloutRequest& re
     n.cluster = v.cluster;
     n.from = running;
     n.to = req.target;
-    bool test = std::find(req.strategy.test_nodes.begin(), req.strategy.test_nodes.end(), name) !=
-                    req.strategy.test_nodes.end() ||
-                (!req.strategy.test_pool.empty() && v.pool == req.strategy.test_pool);
+    bool test = IsTestNode(req.strategy, name, v.pool);
     n.stage = test ? -1 : 0;
     out.push_back(std::move(n));
   }

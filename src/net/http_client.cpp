@@ -17,6 +17,48 @@ using tcp = asio::ip::tcp;
 
 namespace gpufleet::net {
 
+namespace {
+
+// For https: the call's TLS context, else one that trusts the system's roots; none for http.
+Result<TlsContext> ClientContext(const std::string& scheme, const TlsContext& given) {
+  if (scheme != "https") return TlsContext();
+  if (given) return given;
+  return DefaultClientContext();
+}
+
+http::request<http::string_body> MakeRequest(const HttpCall& call, const HttpUrl& url) {
+  http::request<http::string_body> req{http::string_to_verb(call.method), url.target, 11};
+  req.set(http::field::host, url.host + ":" + url.port);
+  req.set(http::field::user_agent, "gpufleet");
+  for (const auto& [k, v] : call.headers) req.set(k, v);
+  req.body() = call.body;
+  req.prepare_payload();
+  return req;
+}
+
+// Why an exchange failed, in words that name the URL and the stage it got to ({}: it did not).
+Status Outcome(const HttpCall& call, bool finished, const std::string& stage,
+               const std::string& tls_failure, const beast::error_code& failure) {
+  const std::string& url = call.url;
+  if (!finished) {
+    return MakeError(
+        ErrorCode::kUnavailable,
+        url + ": no answer within " + std::to_string(call.timeout_ms) + " ms (" + stage + ")");
+  }
+  if (!tls_failure.empty()) {
+    return MakeError(ErrorCode::kUnavailable, url + ": TLS: " + tls_failure);
+  }
+  if (failure) {
+    std::string what = failure == beast::error::timeout
+                           ? "timed out after " + std::to_string(call.timeout_ms) + " ms"
+                           : failure.message();
+    return MakeError(ErrorCode::kUnavailable, url + ": " + stage + ": " + what);
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<HttpResult> Send(const HttpCall& call) {
   const std::string& url = call.url;
   auto parsed = ParseHttpUrl(url, "80");
@@ -25,27 +67,16 @@ Result<HttpResult> Send(const HttpCall& call) {
     return MakeError(ErrorCode::kInvalidArgument,
                      url + ": only http:// and https:// are supported");
   }
-  TlsContext tls;
-  if (parsed->scheme == "https") {
-    tls = call.tls;
-    if (!tls) {
-      auto fallback = DefaultClientContext();
-      if (!fallback.ok()) return fallback.error();
-      tls = fallback.value();
-    }
-  }
+  auto context = ClientContext(parsed->scheme, call.tls);
+  if (!context.ok()) return context.error();
+  TlsContext tls = context.value();
   // Asynchronous operations on a private context so that one deadline covers every stage.
   asio::io_context io;
   tcp::resolver resolver(io);
   Stream stream(beast::tcp_stream(io), tls);
   auto& tcp_stream = stream.next_layer();
   beast::flat_buffer buffer;
-  http::request<http::string_body> req{http::string_to_verb(call.method), parsed->target, 11};
-  req.set(http::field::host, parsed->host + ":" + parsed->port);
-  req.set(http::field::user_agent, "gpufleet");
-  for (const auto& [k, v] : call.headers) req.set(k, v);
-  req.body() = call.body;
-  req.prepare_payload();
+  auto req = MakeRequest(call, *parsed);
   http::response_parser<http::string_body> parser;
   parser.body_limit(call.max_body_bytes);
   beast::error_code failure;
@@ -92,20 +123,7 @@ Result<HttpResult> Send(const HttpCall& call) {
   });
   // The resolver has no deadline of its own; the stream's timer covers the rest.
   io.run_for(deadline + std::chrono::milliseconds(100));
-  if (!io.stopped()) {
-    return MakeError(
-        ErrorCode::kUnavailable,
-        url + ": no answer within " + std::to_string(call.timeout_ms) + " ms (" + stage + ")");
-  }
-  if (!tls_failure.empty()) {
-    return MakeError(ErrorCode::kUnavailable, url + ": TLS: " + tls_failure);
-  }
-  if (failure) {
-    std::string what = failure == beast::error::timeout
-                           ? "timed out after " + std::to_string(call.timeout_ms) + " ms"
-                           : failure.message();
-    return MakeError(ErrorCode::kUnavailable, url + ": " + stage + ": " + what);
-  }
+  GF_TRY(Outcome(call, io.stopped(), stage, tls_failure, failure));
   beast::error_code ignored;
   tcp_stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
   auto& res = parser.get();

@@ -204,6 +204,55 @@ Result<std::vector<GpuLoad>> LoadsFromJson(const json::object& o) {
   }
   return out;
 }
+// inject's "facts": {kernel, os, image_id}.
+Status ReadInjectedFacts(const json::value* facts, Injection& in) {
+  if (!facts->is_object() || facts->as_object().empty()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "'facts' must be an object of kernel, os or image_id");
+  }
+  for (const auto& [k, v] : facts->as_object()) {
+    if (std::find(kInjectableFacts.begin(), kInjectableFacts.end(), k) == kInjectableFacts.end()) {
+      return MakeError(ErrorCode::kInvalidArgument, "facts." + std::string(k) +
+                                                        ": not a fact a simulated node can change "
+                                                        "(kernel, os, image_id)");
+    }
+    if (!v.is_string() || v.as_string().empty()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "facts." + std::string(k) + ": must be a non-empty string");
+    }
+    in.facts[std::string(k)] = std::string(v.as_string());
+  }
+  return {};
+}
+
+// inject's "packages": {add: ["name=version", ...], remove: ["name", ...]}.
+Status ReadInjectedPackages(const json::value* packages, Injection& in) {
+  if (!packages->is_object()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "'packages' must be {\"add\": [...], "
+                     "\"remove\": [...]}");
+  }
+  for (const auto& kv : packages->as_object()) {
+    if (kv.key() != "add" && kv.key() != "remove") {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "packages." + std::string(kv.key()) + ": unknown (add, remove)");
+    }
+  }
+  GF_TRY_ASSIGN(in.packages_add, StringList(packages->as_object(), "add", "packages.add"));
+  GF_TRY_ASSIGN(in.packages_remove, StringList(packages->as_object(), "remove", "packages.remove"));
+  for (const auto& p : in.packages_add) {
+    size_t eq = p.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == p.size()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "packages.add: '" + p + "' must be name=version");
+    }
+  }
+  if (in.packages_add.empty() && in.packages_remove.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "packages: say what to add or remove");
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<Injection> InjectionFromJson(const json::object& o) {
@@ -232,51 +281,9 @@ Result<Injection> InjectionFromJson(const json::object& o) {
       in.settings[std::string(k)] = value;
     }
   }
-  if (const auto* facts = o.if_contains("facts")) {
-    if (!facts->is_object() || facts->as_object().empty()) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "'facts' must be an object of kernel, os or image_id");
-    }
-    for (const auto& [k, v] : facts->as_object()) {
-      if (std::find(kInjectableFacts.begin(), kInjectableFacts.end(), k) ==
-          kInjectableFacts.end()) {
-        return MakeError(ErrorCode::kInvalidArgument,
-                         "facts." + std::string(k) +
-                             ": not a fact a simulated node can change "
-                             "(kernel, os, image_id)");
-      }
-      if (!v.is_string() || v.as_string().empty()) {
-        return MakeError(ErrorCode::kInvalidArgument,
-                         "facts." + std::string(k) + ": must be a non-empty string");
-      }
-      in.facts[std::string(k)] = std::string(v.as_string());
-    }
-  }
+  if (const auto* facts = o.if_contains("facts")) GF_TRY(ReadInjectedFacts(facts, in));
   if (const auto* packages = o.if_contains("packages")) {
-    if (!packages->is_object()) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "'packages' must be {\"add\": [...], "
-                       "\"remove\": [...]}");
-    }
-    for (const auto& kv : packages->as_object()) {
-      if (kv.key() != "add" && kv.key() != "remove") {
-        return MakeError(ErrorCode::kInvalidArgument,
-                         "packages." + std::string(kv.key()) + ": unknown (add, remove)");
-      }
-    }
-    GF_TRY_ASSIGN(in.packages_add, StringList(packages->as_object(), "add", "packages.add"));
-    GF_TRY_ASSIGN(in.packages_remove,
-                  StringList(packages->as_object(), "remove", "packages.remove"));
-    for (const auto& p : in.packages_add) {
-      size_t eq = p.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == p.size()) {
-        return MakeError(ErrorCode::kInvalidArgument,
-                         "packages.add: '" + p + "' must be name=version");
-      }
-    }
-    if (in.packages_add.empty() && in.packages_remove.empty()) {
-      return MakeError(ErrorCode::kInvalidArgument, "packages: say what to add or remove");
-    }
+    GF_TRY(ReadInjectedPackages(packages, in));
   }
   auto bounded = [&](const char* key, int lo, int hi) -> Result<std::optional<int>> {
     if (!o.contains(key)) return std::optional<int>();

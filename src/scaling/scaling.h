@@ -235,6 +235,7 @@ class ScalingService {
   void Worker();
   // A scheduled tune (the policy's tune.every), on the worker: Tune with apply, as the
   // autoscaler, and a `tune` event that says what it found.
+  Result<TuneReport> ApplyTuned(TuneReport rep, const TuneRequest& req, const std::string& actor);
   void AutoTune(const std::string& pool);
   void Resume();
   void Run(const Work& w);

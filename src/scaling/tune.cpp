@@ -111,6 +111,13 @@ Result<TuneReport> ScalingService::Tune(const std::string& pool_name, const Tune
   }
   rep.result = std::move(result).value();
   if (!req.apply) return rep;
+  return ApplyTuned(std::move(rep), req, actor);
+}
+
+// The cheapest setting within the objective (--apply), where it is cheaper than the policy.
+Result<TuneReport> ScalingService::ApplyTuned(TuneReport rep, const TuneRequest& req,
+                                              const std::string& actor) {
+  const std::string& pool_name = rep.pool;
   if (rep.result.chosen < 0) {
     char why[160];
     std::snprintf(why, sizeof why, "no setting kept the p95 wait within %g s; nothing applied",

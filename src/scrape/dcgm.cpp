@@ -67,6 +67,21 @@ std::string_view FirstLabel(const ExpoSample& s, std::initializer_list<std::stri
   return {};
 }
 
+// The node's facts a series' labels carry, where not known yet.
+void TakeFacts(const ExpoSample& s, NodeFacts& facts) {
+  if (facts.hostname.empty()) {
+    facts.hostname = std::string(FirstLabel(s, {"Hostname", "hostname"}));
+  }
+  if (facts.driver_version.empty()) {
+    facts.driver_version = std::string(s.Label("DCGM_FI_DRIVER_VERSION"));
+  }
+  if (facts.cuda_driver_version.empty()) {
+    if (auto cuda = s.Label("DCGM_FI_CUDA_DRIVER_VERSION"); !cuda.empty()) {
+      facts.cuda_driver_version = CudaVersion(cuda);
+    }
+  }
+}
+
 }  // namespace
 
 Result<DcgmReading> ReadDcgm(const std::vector<ExpoSample>& samples) {
@@ -105,17 +120,7 @@ Result<DcgmReading> ReadDcgm(const std::vector<ExpoSample>& samples) {
     }
     Gpu& gpu = out.gpus[it->second];
     if (gpu.uuid.empty()) gpu.uuid = std::string(uuid);
-    if (out.facts.hostname.empty()) {
-      out.facts.hostname = std::string(FirstLabel(s, {"Hostname", "hostname"}));
-    }
-    if (out.facts.driver_version.empty()) {
-      out.facts.driver_version = std::string(s.Label("DCGM_FI_DRIVER_VERSION"));
-    }
-    if (out.facts.cuda_driver_version.empty()) {
-      if (auto cuda = s.Label("DCGM_FI_CUDA_DRIVER_VERSION"); !cuda.empty()) {
-        out.facts.cuda_driver_version = CudaVersion(cuda);
-      }
-    }
+    TakeFacts(s, out.facts);
     if (s.name == "DCGM_FI_DEV_FB_TOTAL" && !IsBlank(s.value)) fb_total[*index] = s.value;
     if (s.name == "DCGM_FI_DEV_FB_RESERVED" && !IsBlank(s.value)) fb_reserved[*index] = s.value;
     auto m = Names().find(s.name);

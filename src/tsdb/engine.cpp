@@ -159,11 +159,11 @@ Result<std::unique_ptr<Engine>> Engine::Open(EngineOptions options) {
   return engine;
 }
 
-Status Engine::Replay() {
+// Loads the newest checkpoint, if any; returns the first log segment it does not cover.
+Result<uint64_t> Engine::LoadCheckpoint() {
   fs::path dir(options_.dir);
-  // The newest checkpoint, and the first log segment it does not cover.
   uint64_t first_segment = 0;
-  std::vector<fs::path> checkpoints, segments;
+  std::vector<fs::path> checkpoints;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     std::string n = e.path().filename().string();
@@ -199,6 +199,16 @@ Status Engine::Replay() {
     }
     replay_.checkpoint_series = records.size() - 1;
   }
+  return first_segment;
+}
+
+Status Engine::Replay() {
+  fs::path dir(options_.dir);
+  // The newest checkpoint, and the first log segment it does not cover.
+  uint64_t first_segment = 0;
+  GF_TRY_ASSIGN(first_segment, LoadCheckpoint());
+  std::vector<fs::path> segments;
+  std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir / "wal", ec)) {
     if (e.path().extension() == ".log" && NumberOf(e.path(), "") >= first_segment)
       segments.push_back(e.path());

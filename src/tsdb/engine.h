@@ -75,6 +75,7 @@ class Engine {
  private:
   explicit Engine(EngineOptions options);
   Status Replay();
+  Result<uint64_t> LoadCheckpoint();
   Status OpenSegment(uint64_t number);
   Status WriteRecord(uint8_t type, const std::string& payload);  // caller holds wal_mu_
   Status WriteFrames(const std::string& frames);                 // caller holds wal_mu_

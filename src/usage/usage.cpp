@@ -245,6 +245,32 @@ Status UsageService::Tick() {
   return {};
 }
 
+namespace {
+
+// Splits `h`, `elapsed` ms up to `now` that began before the hour `boundary`, in proportion:
+// `h` keeps the part after it, the part before it is returned.
+store::PoolHour SplitAtHour(store::PoolHour& h, int64_t now, int64_t elapsed, int64_t boundary) {
+  const double after = static_cast<double>(now - boundary) / static_cast<double>(elapsed);
+  store::PoolHour early = h;
+  early.hour_ms = boundary - 3'600'000;
+  h.hour_ms = boundary;
+  using Pair = std::pair<int64_t*, int64_t*>;
+  for (auto [late_v, early_v] :
+       std::initializer_list<Pair>{{&h.gpu_ms, &early.gpu_ms},
+                                   {&h.alloc_gpu_ms, &early.alloc_gpu_ms},
+                                   {&h.queued_gpu_ms, &early.queued_gpu_ms},
+                                   {&h.energy_j, &early.energy_j},
+                                   {&h.free_energy_j, &early.free_energy_j},
+                                   {&h.idle_energy_j, &early.idle_energy_j}}) {
+    const int64_t total = *late_v;
+    *late_v = std::llround(static_cast<double>(total) * after);
+    *early_v = total - *late_v;
+  }
+  return early;
+}
+
+}  // namespace
+
 Status UsageService::Capacity(int64_t now) {
   const int64_t last = last_capacity_ms_;
   last_capacity_ms_ = now;
@@ -298,22 +324,7 @@ Status UsageService::Capacity(int64_t now) {
       unsaved_hours_.push_back(std::move(h));
       continue;
     }
-    const double after = static_cast<double>(now - boundary) / static_cast<double>(elapsed);
-    store::PoolHour early = h;
-    early.hour_ms = boundary - 3'600'000;
-    h.hour_ms = boundary;
-    using Pair = std::pair<int64_t*, int64_t*>;
-    for (auto [late_v, early_v] :
-         std::initializer_list<Pair>{{&h.gpu_ms, &early.gpu_ms},
-                                     {&h.alloc_gpu_ms, &early.alloc_gpu_ms},
-                                     {&h.queued_gpu_ms, &early.queued_gpu_ms},
-                                     {&h.energy_j, &early.energy_j},
-                                     {&h.free_energy_j, &early.free_energy_j},
-                                     {&h.idle_energy_j, &early.idle_energy_j}}) {
-      const int64_t total = *late_v;
-      *late_v = std::llround(static_cast<double>(total) * after);
-      *early_v = total - *late_v;
-    }
+    store::PoolHour early = SplitAtHour(h, now, elapsed, boundary);
     unsaved_hours_.push_back(std::move(early));
     unsaved_hours_.push_back(std::move(h));
   }

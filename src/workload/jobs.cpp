@@ -476,6 +476,19 @@ void JobService::SetDrainTimeout(const std::string& node, int64_t timeout_ms) {
   drain_timeouts_[node] = timeout_ms;
 }
 
+// A running job back in the queue, to start over (its node went away or is draining).
+void JobService::RequeueLocked(Job& j, int64_t now, const std::string& why) {
+  RecordEndLocked(j, now, "requeued");
+  j.gpu_hours += RunHours(j, now);
+  j.state = JobState::kQueued;
+  j.queued_ms = now;
+  j.done_ms = 0;  // a requeued job starts over
+  ++j.requeues;
+  j.reason = "requeued: " + why;
+  j.placement.clear();
+  spdlog::info("job {} requeued: {}", j.id, why);
+}
+
 int JobService::Tick() {
   int64_t now = clock_->NowMs();
   std::map<std::string, NodeState> states;
@@ -521,16 +534,8 @@ int JobService::Tick() {
             st == states.end() ? "was removed"
             : timed_out ? "did not finish draining within " + std::to_string(timeout / 1000) + " s"
                         : "is " + std::string(ToString(st->second));
-        RecordEndLocked(j, now, "requeued");
-        j.gpu_hours += RunHours(j, now);
-        j.state = JobState::kQueued;
-        j.queued_ms = now;
-        j.done_ms = 0;  // a requeued job starts over
-        ++j.requeues;
-        j.reason = "requeued: node " + p.node + " " + why;
-        j.placement.clear();
+        RequeueLocked(j, now, "node " + p.node + " " + why);
         changed.push_back(id);
-        spdlog::info("job {} requeued: node {} {}", id, p.node, why);
         break;
       }
     }

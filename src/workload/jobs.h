@@ -192,6 +192,8 @@ class JobService {
   void EndLocked(Job& job, JobState state, int64_t now, const std::string& reason);
   // Records the end of a running job's current allocation (before its placement changes).
   void RecordEndLocked(const Job& job, int64_t now, const char* outcome);
+  void RequeueLocked(Job& job, int64_t now, const std::string& why);
+  void MoveLocked(Job& job, Placement to, const std::string& from, int64_t now);
 
   FleetService& fleet_;
   store::JobStore& store_;

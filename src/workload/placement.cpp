@@ -281,6 +281,20 @@ std::vector<std::string> JobService::DrainIdle(const std::string& pool, int n, i
   return drained;
 }
 
+// A running job on its new node `pl` (consolidation): it goes on from where it was.
+void JobService::MoveLocked(Job& j, Placement pl, const std::string& from, int64_t now) {
+  const std::string to = pl.node;
+  RecordEndLocked(j, now, "moved");
+  j.alloc_wait_ms = 0;
+  j.gpu_hours += RunHours(j, now);
+  j.done_ms += now - j.start_ms;
+  j.start_ms = now;
+  ++j.moves;
+  j.reason = "moved from " + from + " to " + to + " (consolidation)";
+  j.placement = {std::move(pl)};
+  spdlog::info("job {} moved from {} to {} (consolidation)", j.id, from, to);
+}
+
 JobService::Consolidation JobService::Consolidate(const std::string& pool, int gpus_per_node,
                                                   double below, int64_t light_ms, int max_nodes,
                                                   const std::string& actor) {
@@ -338,18 +352,10 @@ JobService::Consolidation JobService::Consolidate(const std::string& pool, int g
         auto& src = held[from.name];
         for (int idx : j.placement[0].gpus) src[static_cast<size_t>(idx)] = 0;
         Placement pl = Claim(held[to], to, g, j.spec.gpus, j.id);
-        RecordEndLocked(j, now, "moved");
-        j.alloc_wait_ms = 0;
-        j.gpu_hours += RunHours(j, now);
-        j.done_ms += now - j.start_ms;
-        j.start_ms = now;
-        ++j.moves;
-        j.reason = "moved from " + from.name + " to " + to + " (consolidation)";
-        j.placement = {std::move(pl)};
+        MoveLocked(j, std::move(pl), from.name, now);
         changed.push_back(j.id);
         out.detail += (out.detail.empty() ? "" : "; ") + std::string("job ") +
                       std::to_string(j.id) + " " + from.name + " -> " + to;
-        spdlog::info("job {} moved from {} to {} (consolidation)", j.id, from.name, to);
       }
       light_since_ms_.erase(from.name);
       UpdateBusyLocked(now);  // the fleet asks Busy() when it drains

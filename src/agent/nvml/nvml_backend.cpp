@@ -178,6 +178,56 @@ class NvmlBackend : public GpuBackend {
     return gpus;
   }
 
+  // The error counters: ECC, retired pages, row remapping, NVLink links down.
+  void SampleErrors(nvmlDevice_t dev, SampleRow& row) {
+    auto put = [&](Field f, nvmlReturn_t r, double v) {
+      if (r == NVML_SUCCESS) row.set(f, v);
+    };
+    if (ecc_) {
+      auto ecc = [&](Field f, int type, int counter) {
+        unsigned long long v = 0;
+        nvmlReturn_t r = ecc_(dev, type, counter, &v);
+        put(f, r, static_cast<double>(v));
+      };
+      ecc(Field::kEccSbeVolatile, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC);
+      ecc(Field::kEccDbeVolatile, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC);
+      ecc(Field::kEccSbeAggregate, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC);
+      ecc(Field::kEccDbeAggregate, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC);
+    }
+    if (retired_) {
+      auto pages = [&](Field f, int cause) {
+        unsigned count = 0;  // a size query: how many pages, without listing them
+        nvmlReturn_t r = retired_(dev, cause, &count, nullptr);
+        put(f, r == NVML_ERROR_INSUFFICIENT_SIZE ? NVML_SUCCESS : r, count);
+      };
+      pages(Field::kRetiredSbe, NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS);
+      pages(Field::kRetiredDbe, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
+    }
+    if (retired_pending_) {
+      nvmlEnableState_t st = 0;
+      nvmlReturn_t r = retired_pending_(dev, &st);
+      put(Field::kRetiredPending, r, st ? 1 : 0);
+    }
+    if (remapped_) {
+      unsigned corr = 0, unc = 0, pending = 0, failure = 0;
+      nvmlReturn_t r = remapped_(dev, &corr, &unc, &pending, &failure);
+      put(Field::kRemappedCorrectable, r, corr);
+      put(Field::kRemappedUncorrectable, r, unc);
+      put(Field::kRemapPending, r, pending ? 1 : 0);
+      put(Field::kRemapFailure, r, failure ? 1 : 0);
+    }
+    if (nvlink_state_) {
+      int links = 0, down = 0;
+      for (unsigned link = 0; link < kNvmlNvlinkMaxLinks; ++link) {
+        nvmlEnableState_t st = 0;
+        if (nvlink_state_(dev, link, &st) != NVML_SUCCESS) continue;
+        ++links;
+        down += st ? 0 : 1;
+      }
+      if (links > 0) row.set(Field::kNvlinkLinksDown, down);
+    }
+  }
+
   SampleRow Sample(int index, int64_t time_ms) override {
     SampleRow row;
     row.time_ms = time_ms;
@@ -233,48 +283,7 @@ class NvmlBackend : public GpuBackend {
           [&](unsigned* v) { return pcie_throughput_(dev, NVML_PCIE_UTIL_RX_BYTES, v); });
     }
     if (pcie_replay_) u32(Field::kPcieReplay, [&](unsigned* v) { return pcie_replay_(dev, v); });
-    if (ecc_) {
-      auto ecc = [&](Field f, int type, int counter) {
-        u64(f, [&](unsigned long long* v) { return ecc_(dev, type, counter, v); });
-      };
-      ecc(Field::kEccSbeVolatile, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC);
-      ecc(Field::kEccDbeVolatile, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC);
-      ecc(Field::kEccSbeAggregate, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC);
-      ecc(Field::kEccDbeAggregate, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC);
-    }
-    if (retired_) {
-      auto pages = [&](Field f, int cause) {
-        u32(f, [&](unsigned* count) {  // a size query: how many pages, without listing them
-          nvmlReturn_t r = retired_(dev, cause, count, nullptr);
-          return r == NVML_ERROR_INSUFFICIENT_SIZE ? NVML_SUCCESS : r;
-        });
-      };
-      pages(Field::kRetiredSbe, NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS);
-      pages(Field::kRetiredDbe, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
-    }
-    if (retired_pending_) {
-      nvmlEnableState_t st = 0;
-      nvmlReturn_t r = retired_pending_(dev, &st);
-      put(Field::kRetiredPending, r, st ? 1 : 0);
-    }
-    if (remapped_) {
-      unsigned corr = 0, unc = 0, pending = 0, failure = 0;
-      nvmlReturn_t r = remapped_(dev, &corr, &unc, &pending, &failure);
-      put(Field::kRemappedCorrectable, r, corr);
-      put(Field::kRemappedUncorrectable, r, unc);
-      put(Field::kRemapPending, r, pending ? 1 : 0);
-      put(Field::kRemapFailure, r, failure ? 1 : 0);
-    }
-    if (nvlink_state_) {
-      int links = 0, down = 0;
-      for (unsigned link = 0; link < kNvmlNvlinkMaxLinks; ++link) {
-        nvmlEnableState_t st = 0;
-        if (nvlink_state_(dev, link, &st) != NVML_SUCCESS) continue;
-        ++links;
-        down += st ? 0 : 1;
-      }
-      if (links > 0) row.set(Field::kNvlinkLinksDown, down);
-    }
+    SampleErrors(dev, row);
     return row;
   }
 

@@ -85,6 +85,57 @@ void AppendTaskFigures(std::string& out, const std::vector<runtime::TaskFigures>
   }
 }
 
+// The controller's own figures: its store, its agents, its alerts and their delivery.
+void AppendControllerFigures(ApiContext& ctx, std::string& out) {
+  auto stats = ctx.telemetry.Stats();
+  auto own = [&](std::string_view name, std::string_view type, std::string_view help, double v) {
+    AppendFamily(out, name, type, help);
+    out += name;
+    out += ' ';
+    AppendNumber(out, v);
+    out += '\n';
+  };
+  own("gpufleet_tsdb_samples_ingested_total", "counter",
+      "Samples stored since the controller started.",
+      static_cast<double>(ctx.telemetry.samples_ingested()));
+  own("gpufleet_tsdb_series", "gauge", "Series in the time-series store.",
+      static_cast<double>(stats.series));
+  own("gpufleet_tsdb_bytes_per_sample", "gauge",
+      "Memory per raw sample held, compressed chunks and bookkeeping.",
+      stats.raw_bytes_per_sample());
+  own("gpufleet_wal_bytes", "gauge", "Bytes in the telemetry write-ahead log.",
+      static_cast<double>(ctx.telemetry.wal_bytes()));
+  own("gpufleet_agents_connected", "gauge", "Agents with a live connection.",
+      ctx.fleet.ConnectedAgents());
+  if (ctx.alerts) {
+    std::map<std::string, int> by_state{{"pending", 0}, {"firing", 0}, {"resolved", 0}};
+    for (const auto& a : ctx.alerts->Alerts()) ++by_state[std::string(alerting::ToString(a.state))];
+    AppendFamily(out, "gpufleet_alerts", "gauge",
+                 "Alerts by state (resolved: within the last hour).");
+    for (const auto& [state, n] : by_state) {
+      out += "gpufleet_alerts{state=\"" + state + "\"} ";
+      AppendNumber(out, n);
+      out += '\n';
+    }
+  }
+  // Delivery status per channel: notifications written and not yet acknowledged.
+  auto channels = ctx.store.alerting->ListChannels();
+  auto outbox = ctx.store.alerting->OutboxCounts();
+  if (channels.ok() && outbox.ok() && !channels->empty()) {
+    AppendFamily(out, "gpufleet_notifications_pending", "gauge",
+                 "Alert notifications waiting for their receiver's acknowledgement.");
+    for (const auto& c : channels.value()) {
+      int64_t pending = 0;
+      for (const auto& o : outbox.value()) pending += o.channel == c.name ? o.pending : 0;
+      out += "gpufleet_notifications_pending{";
+      AppendLabel(out, "channel", c.name, true);
+      out += "} ";
+      AppendNumber(out, static_cast<double>(pending));
+      out += '\n';
+    }
+  }
+}
+
 // ?cluster=&pool= narrow the page (a scrape job per cluster keeps each page small); a token
 // scoped to clusters sees only their GPUs.
 Response Metrics(ApiContext& ctx, const Request& req, const Principal& who) {
@@ -134,53 +185,7 @@ Response Metrics(ApiContext& ctx, const Request& req, const Principal& who) {
       out += '\n';
     }
   }
-  auto stats = ctx.telemetry.Stats();
-  auto own = [&](std::string_view name, std::string_view type, std::string_view help, double v) {
-    AppendFamily(out, name, type, help);
-    out += name;
-    out += ' ';
-    AppendNumber(out, v);
-    out += '\n';
-  };
-  own("gpufleet_tsdb_samples_ingested_total", "counter",
-      "Samples stored since the controller started.",
-      static_cast<double>(ctx.telemetry.samples_ingested()));
-  own("gpufleet_tsdb_series", "gauge", "Series in the time-series store.",
-      static_cast<double>(stats.series));
-  own("gpufleet_tsdb_bytes_per_sample", "gauge",
-      "Memory per raw sample held, compressed chunks and bookkeeping.",
-      stats.raw_bytes_per_sample());
-  own("gpufleet_wal_bytes", "gauge", "Bytes in the telemetry write-ahead log.",
-      static_cast<double>(ctx.telemetry.wal_bytes()));
-  own("gpufleet_agents_connected", "gauge", "Agents with a live connection.",
-      ctx.fleet.ConnectedAgents());
-  if (ctx.alerts) {
-    std::map<std::string, int> by_state{{"pending", 0}, {"firing", 0}, {"resolved", 0}};
-    for (const auto& a : ctx.alerts->Alerts()) ++by_state[std::string(alerting::ToString(a.state))];
-    AppendFamily(out, "gpufleet_alerts", "gauge",
-                 "Alerts by state (resolved: within the last hour).");
-    for (const auto& [state, n] : by_state) {
-      out += "gpufleet_alerts{state=\"" + state + "\"} ";
-      AppendNumber(out, n);
-      out += '\n';
-    }
-  }
-  // Delivery status per channel: notifications written and not yet acknowledged.
-  auto channels = ctx.store.alerting->ListChannels();
-  auto outbox = ctx.store.alerting->OutboxCounts();
-  if (channels.ok() && outbox.ok() && !channels->empty()) {
-    AppendFamily(out, "gpufleet_notifications_pending", "gauge",
-                 "Alert notifications waiting for their receiver's acknowledgement.");
-    for (const auto& c : channels.value()) {
-      int64_t pending = 0;
-      for (const auto& o : outbox.value()) pending += o.channel == c.name ? o.pending : 0;
-      out += "gpufleet_notifications_pending{";
-      AppendLabel(out, "channel", c.name, true);
-      out += "} ";
-      AppendNumber(out, static_cast<double>(pending));
-      out += '\n';
-    }
-  }
+  AppendControllerFigures(ctx, out);
   if (ctx.ticker) AppendTaskFigures(out, ctx.ticker->Figures());
   ctx.http_metrics.Render(out);
   Response r;

@@ -306,6 +306,29 @@ Response PostSimFaultyVersions(ApiContext& ctx, const Request& req, const Princi
   return r;
 }
 
+// A rollout's control (pause, resume, abort, approve, rollback); one route each.
+Response PostRolloutControl(ApiContext& ctx, const Request& req, const Principal& who,
+                            const std::string& control) {
+  Response r = [&]() -> Response {
+    if (!ctx.rollouts) return Unavailable();
+    auto id = IdOf(req);
+    if (!id.ok()) return ErrorResponse(id.error());
+    auto before = ctx.rollouts->Get(id.value());
+    if (!before.ok() || !Visible(before.value(), who)) {
+      return ErrorResponse(
+          MakeError(ErrorCode::kNotFound, "no rollout " + std::to_string(id.value())));
+    }
+    auto after = ctx.rollouts->Control(id.value(), control, who.name);
+    if (!after.ok()) return ErrorResponse(after.error());
+    Response done = ObjectResponse(200, lifecycle::ToJson(after.value(), true));
+    done.audit_before = JsonText(json::object{{"state", lifecycle::ToString(before->state)}});
+    done.audit_after = JsonText(json::object{{"state", lifecycle::ToString(after->state)}});
+    return done;
+  }();
+  r.audit_target = "rollout/" + req.params.at("id");
+  return r;
+}
+
 }  // namespace
 
 void AddRolloutRoutes(Router& router, ApiContext& ctx) {
@@ -338,24 +361,7 @@ void AddRolloutRoutes(Router& router, ApiContext& ctx) {
   // The controls, each its own route (one path each in docs/openapi.yaml).
   auto control = [&ctx](std::string control) -> Handler {
     return [&ctx, control](const Request& req, const Principal& who) {
-      Response r = [&]() -> Response {
-        if (!ctx.rollouts) return Unavailable();
-        auto id = IdOf(req);
-        if (!id.ok()) return ErrorResponse(id.error());
-        auto before = ctx.rollouts->Get(id.value());
-        if (!before.ok() || !Visible(before.value(), who)) {
-          return ErrorResponse(
-              MakeError(ErrorCode::kNotFound, "no rollout " + std::to_string(id.value())));
-        }
-        auto after = ctx.rollouts->Control(id.value(), control, who.name);
-        if (!after.ok()) return ErrorResponse(after.error());
-        Response done = ObjectResponse(200, lifecycle::ToJson(after.value(), true));
-        done.audit_before = JsonText(json::object{{"state", lifecycle::ToString(before->state)}});
-        done.audit_after = JsonText(json::object{{"state", lifecycle::ToString(after->state)}});
-        return done;
-      }();
-      r.audit_target = "rollout/" + req.params.at("id");
-      return r;
+      return PostRolloutControl(ctx, req, who, control);
     };
   };
   router.Add("POST", "/api/v1/rollouts/{id}/pause", Role::kOperator, control("pause"));
