@@ -14,6 +14,8 @@ if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(libgtest-dev libbenchmark-dev clang-format git prometheus prometheus-alertmanager)
   # the store's and the end-to-end tests start a real PostgreSQL server (tests/support/postgres.h)
   pkgs+=(postgresql)
+  # the Slurm bridge's tests start a real Slurm on loopback (tests/support/slurm-cluster.sh)
+  pkgs+=(slurmctld slurmd slurm-client munge)
   # the dashboard's browser tests: Debian's Chromium, driven by playwright-core from npm
   pkgs+=(chromium)
   # gpufleet export --format ansible is read back by Ansible's own ansible-inventory

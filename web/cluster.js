@@ -139,6 +139,16 @@ export function mount(el, params) {
     }));
   }
 
+  // A cluster Slurm schedules: a badge that says so, and whether its last poll worked.
+  async function slurmBadge(name) {
+    const st = (await api('/api/v1/slurm')).items.find((x) => x.cluster === name);
+    if (gone || !st) return;
+    const bad = st.state === 'error';
+    const text = bad ? `Slurm: ${st.error}` : `Slurm: ${st.jobs_running} running, ${st.jobs_pending} pending`;
+    document.getElementById('title').insertAdjacentHTML('beforeend',
+      ` <span class="pill${bad ? ' error' : ''}" id="slurm-badge" title="scheduled by Slurm (docs/slurm.md); last poll ${esc(st.last_poll_at || 'not yet')}">${esc(text)}</span>`);
+  }
+
   async function start() {
     const clusters = await api('/api/v1/clusters');
     if (gone) return;
@@ -153,6 +163,7 @@ export function mount(el, params) {
     document.getElementById('title').innerHTML = c
       ? `${esc(c.name)} <span class="muted" style="font-size:14px">${esc(c.type)} · ${esc(c.site)} · ${c.nodes} nodes · ${c.gpus} GPUs</span>`
       : `${esc(cluster)} <span class="error" style="font-size:14px">not found</span>`;
+    if (c?.scheduler?.type === 'slurm') slurmBadge(c.name).catch(() => {});
     pick.onchange = () => { location.hash = `#/cluster/${encodeURIComponent(pick.value)}`; };
     await Promise.all([loadHeat(), loadAlerts(), loadNodes()]);
   }

@@ -5,6 +5,7 @@ import { api, can, esc, ago, fmtTime } from './api.js';
 import { throttled } from './live.js';
 
 const STATES = ['', 'queued', 'running', 'completed', 'cancelled'];
+const SOURCES = [['', 'all'], ['gpufleet', "gpufleet's queue"], ['slurm', 'Slurm']];
 const secs = (s) => (s < 90 ? `${Math.round(s)} s` : s < 5400 ? `${Math.round(s / 60)} min` : `${(s / 3600).toFixed(1)} h`);
 
 export function mount(el) {
@@ -13,6 +14,7 @@ export function mount(el) {
     <div class="row" style="margin-bottom:8px">
       <label>State <select id="jobs-state">${STATES.map((s) => `<option value="${s}">${s || 'all'}</option>`).join('')}</select></label>
       <label>Pool <select id="jobs-pool"><option value="">all</option></select></label>
+      <label>Source <select id="jobs-source">${SOURCES.map(([v, t]) => `<option value="${v}">${t}</option>`).join('')}</select></label>
       <span class="muted" id="jobs-summary"></span></div>
     <div class="panel table-wrap" id="jobs-table">loading…</div>
     <p class="error" id="jobs-error"></p>`;
@@ -21,8 +23,10 @@ export function mount(el) {
   function row(j) {
     const shape = j.gpus_per_node ? `${j.gpus} <span class="muted">(${j.gpus_per_node}/node)</span>` : String(j.gpus);
     const where = j.placement.map((p) => `<a href="#/node/${encodeURIComponent(p.node)}">${esc(p.node)}</a><span class="muted">:${p.gpus.join(',')}</span>`).join(' ');
-    const live = j.state === 'queued' || j.state === 'running';
-    return `<tr data-job="${j.id}" data-state="${esc(j.state)}"><td class="num">${j.id}</td><td>${esc(j.team)}${j.project ? ` <span class="muted">${esc(j.project)}</span>` : ''}</td>
+    // gpufleet's own jobs may be cancelled here; a Slurm job is Slurm's (scancel).
+    const live = (j.state === 'queued' || j.state === 'running') && j.source === 'gpufleet';
+    const slurm = j.source === 'slurm' ? ` <span class="pill" title="a Slurm job, followed from squeue${j.user ? `; user ${esc(j.user)}` : ''}">slurm ${esc(j.external_id)}</span>` : '';
+    return `<tr data-job="${j.id}" data-state="${esc(j.state)}" data-source="${esc(j.source)}"><td class="num">${j.id}${slurm}</td><td>${esc(j.team)}${j.project ? ` <span class="muted">${esc(j.project)}</span>` : ''}</td>
       <td><a href="#/scaling/${encodeURIComponent(j.pool)}">${esc(j.pool)}</a></td><td class="num">${shape}</td><td class="num">${j.priority}</td>
       <td>${esc(j.state)}${j.movable ? ' <span class="pill" title="consolidation may move it">movable</span>' : ''}${j.sim_profile ? ` <span class="pill" title="how its simulated GPUs behave">sim: ${esc(j.sim_profile)}</span>` : ''}</td>
       <td class="num">${secs(j.wait_s)}</td><td class="num">${secs(j.run_s)}</td><td class="num">${j.gpu_hours.toFixed(2)}</td>
@@ -34,6 +38,7 @@ export function mount(el) {
     const q = new URLSearchParams({ limit: '200' });
     if ($('jobs-state').value) q.set('state', $('jobs-state').value);
     if ($('jobs-pool').value) q.set('pool', $('jobs-pool').value);
+    if ($('jobs-source').value) q.set('source', $('jobs-source').value);
     const [r, queued, running] = await Promise.all([api(`/api/v1/jobs?${q}`), api('/api/v1/jobs?state=queued&limit=1'), api('/api/v1/jobs?state=running&limit=1')]);
     if (gone) return;
     $('jobs-summary').textContent = `${running.total} running, ${queued.total} queued; ${r.total} shown${r.total > r.items.length ? ` (the newest ${r.items.length})` : ''}`;
@@ -56,7 +61,7 @@ export function mount(el) {
     if (gone) return;
     $('jobs-pool').insertAdjacentHTML('beforeend', p.items.map((x) => `<option>${esc(x.name)}</option>`).join(''));
   }).catch(() => {});
-  for (const id of ['jobs-state', 'jobs-pool']) $(id).addEventListener('change', () => load().catch(fail));
+  for (const id of ['jobs-state', 'jobs-pool', 'jobs-source']) $(id).addEventListener('change', () => load().catch(fail));
   load().catch(fail);
   return {
     live: throttled(5000, load),

@@ -69,13 +69,14 @@ export function mount(el, params) {
   }
 
   async function load() {
-    const [node, health, events, gpuEvents, latest] = await Promise.all([
+    const [node, health, events, gpuEvents, latest, slurmView] = await Promise.all([
       api(`/api/v1/nodes/${encodeURIComponent(name)}`),
       api(`/api/v1/health?node=${encodeURIComponent(name)}&show=all`).catch(() => null),
       api(`/api/v1/nodes/${encodeURIComponent(name)}/events?limit=20`),
       api(`/api/v1/events?node=${encodeURIComponent(name)}&limit=20`).catch(() => ({ items: [] })),
       Promise.all(['gpu_util', 'gpu_temp', 'power_usage'].map((m) =>
         api(`/api/v1/query?metric=${m}&node=${encodeURIComponent(name)}`).catch(() => ({ items: [] })))),
+      api('/api/v1/slurm').catch(() => null),
     ]);
     if (gone) return;
     const f = node.facts || {};
@@ -86,6 +87,11 @@ export function mount(el, params) {
       ['OS', esc(f.os)], ['Kernel', esc(f.kernel)], ['Agent', `${esc(f.agent_version)} (${esc(f.backend)})`],
       ['Labels', `<span id="node-labels">${Object.entries(f.labels || {}).map(([k, v]) => `<code>${esc(k)}=${esc(v)}</code>`).join(' ') || '—'}</span>`],
       ['Connected', node.connected ? 'yes' : 'no'], ['Last seen', esc(ago(node.last_seen_at))], ['Registered', esc(fmtTime(node.registered_at))]];
+    const slurm = (slurmView || { items: [] }).items.flatMap((c) => c.nodes).find((n) => n.node === node.name);
+    if (slurm) {
+      const by = slurm.drained_by ? ` <span class="muted">(drained by ${esc(slurm.drained_by)})</span>` : '';
+      facts.splice(4, 0, ['Slurm', `<span id="node-slurm">${esc(slurm.slurm_name)}: ${esc(slurm.state)}${slurm.flags.length ? ` ${esc(slurm.flags.join(','))}` : ''}${slurm.reason ? ` · ${esc(slurm.reason)}` : ''}${by}</span>`]);
+    }
     $('facts').innerHTML = facts.map(([k, v]) => `<div><span>${k}</span>${v}</div>`).join('');
     actions(node);
     const hv = new Map((health?.items?.[0]?.gpus || []).map((g) => [g.index, g]));

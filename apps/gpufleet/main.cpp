@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   gpufleet::cli::AddPlanCommands(app, globals);
   gpufleet::cli::AddReplayCommand(app, globals);
   gpufleet::cli::AddJobCommands(app, globals);
+  gpufleet::cli::AddSlurmCommands(app, globals);
   gpufleet::cli::AddScalingCommands(app, globals);
 
   try {

@@ -63,6 +63,7 @@ void AddReportRoutes(Router& router, ApiContext& ctx);  // /reports/*: usage, ca
 void AddTeamRoutes(Router& router, ApiContext& ctx);    // teams and their projects
 void AddUsageRoutes(Router& router, ApiContext& ctx);   // the usage ledger
 void AddAssetRoutes(Router& router, ApiContext& ctx);   // the asset register
+void AddSlurmRoutes(Router& router, ApiContext& ctx);   // the bridge to Slurm
 
 // Authenticates "Bearer <token>" against the stored API tokens. While the store is unavailable
 // it answers from the last successful lookup of the same token (its role, expiry and revocation

@@ -124,6 +124,7 @@ struct ApiServer::Impl {
     AddRuleRoutes(router, ctx);
     AddDashboardRoutes(router, ctx);
     AddJobRoutes(router, ctx);
+    AddSlurmRoutes(router, ctx);
     AddScalingRoutes(router, ctx);
     AddCompatRoutes(router, ctx);
     AddRolloutRoutes(router, ctx);

@@ -32,6 +32,7 @@ void AddSimInjectCommand(CLI::App& sim, Globals& g);  // sim inject (fault injec
 void AddSimDriftCommand(CLI::App& sim, Globals& g);   // sim drift (changed by hand)
 void AddSimFaultyCommand(CLI::App& sim, Globals& g);  // sim faulty-version
 void AddJobCommands(CLI::App& app, Globals& g);       // jobs submit|list|cancel
+void AddSlurmCommands(CLI::App& app, Globals& g);     // slurm status
 // pools scale, scaling list|show|events|set|delete (after AddFleetCommands: it adds to `pools`)
 void AddScalingCommands(CLI::App& app, Globals& g);
 void AddReplayCommand(CLI::App& app, Globals& g);  // replay (trace, scheduler, autoscaler)

@@ -24,8 +24,8 @@ std::string Where(const json::value& job) {
 }
 
 void JobTable(const json::array& jobs) {
-  Table t({"ID", "TEAM", "PROJECT", "POOL", "GPUS", "PRIO", "STATE", "WAIT", "RUN", "GPU-H",
-           "WHERE", "REASON"});
+  Table t({"ID", "SOURCE", "TEAM", "PROJECT", "POOL", "GPUS", "PRIO", "STATE", "WAIT", "RUN",
+           "GPU-H", "WHERE", "REASON"});
   for (const auto& j : jobs) {
     char wait[32], run[32], hours[32];
     std::snprintf(wait, sizeof wait, "%.0fs", j.at("wait_s").to_number<double>());
@@ -35,8 +35,13 @@ void JobTable(const json::array& jobs) {
     if (const auto* k = j.as_object().if_contains("gpus_per_node"); k && !k->is_null()) {
       gpus += " (" + Str(*k) + "/node)";
     }
-    t.Row({Str(j.at("id")), Str(j.at("team")), Str(j.at("project")), Str(j.at("pool")), gpus,
-           Str(j.at("priority")), Str(j.at("state")), wait, run, hours, Where(j),
+    // Another scheduler's job shows its own id there ("slurm 4132").
+    std::string source = Str(j.at("source"));
+    if (const auto* ext = j.as_object().if_contains("external_id"); ext && !ext->is_null()) {
+      source += " " + Str(*ext);
+    }
+    t.Row({Str(j.at("id")), source, Str(j.at("team")), Str(j.at("project")), Str(j.at("pool")),
+           gpus, Str(j.at("priority")), Str(j.at("state")), wait, run, hours, Where(j),
            Str(j.at("reason"))});
   }
   t.Print();
@@ -84,18 +89,21 @@ void AddJobCommands(CLI::App& app, Globals& g) {
     Show(g, *v, [](const json::value& j) { JobTable(json::array{j}); });
   });
 
-  static std::string state, list_team, list_pool;
+  static std::string state, list_team, list_pool, list_source;
   static int limit = 100;
   auto* list = jobs->add_subcommand("list", "Jobs, newest first");
   list->add_option("--state", state, "queued, running, completed or cancelled");
   list->add_option("--team", list_team, "one team's");
   list->add_option("--pool", list_pool, "one pool's");
+  list->add_option("--source", list_source,
+                   "gpufleet (its own queue's) or slurm (a Slurm cluster's, followed)");
   list->add_option("--limit", limit, "at most this many (default 100)");
   list->callback([&g] {
     auto v = Call(g, "GET",
                   "/api/v1/jobs" + QueryString({{"state", state},
                                                 {"team", list_team},
                                                 {"pool", list_pool},
+                                                {"source", list_source},
                                                 {"limit", std::to_string(limit)}}));
     if (!v) return;
     Show(g, *v, [](const json::value& v) { JobTable(v.at("items").as_array()); });

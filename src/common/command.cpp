@@ -19,12 +19,35 @@ namespace {
 
 constexpr size_t kMaxOutput = 4096;
 
-// Runs `file` with `argv` (argv[0] first), capturing at most kMaxOutput bytes of what it
-// prints: the first ones, or the last ones when `keep_tail`.
+// How Run keeps what the program prints.
+struct Capture {
+  bool keep_tail = false;  // the last bytes of the output instead of the first
+  size_t max_output = kMaxOutput;
+  bool split_stderr = false;                  // stderr apart, its last kMaxOutput bytes in `errors`
+  const std::atomic<bool>* cancel = nullptr;  // set: killed as at the deadline
+};
+
+// Appends `n` bytes to `to`, keeping at most `max`: the first ones, or the last when `tail`.
+void Keep(std::string& to, const char* data, size_t n, size_t max, bool tail, bool& cut) {
+  if (tail) {
+    to.append(data, n);
+    if (to.size() > max) {
+      to.erase(0, to.size() - max);
+      cut = true;
+    }
+  } else if (to.size() < max) {
+    cut = cut || n > max - to.size();
+    to.append(data, std::min(n, max - to.size()));
+  } else {
+    cut = true;
+  }
+}
+
+// Runs `file` with `argv` (argv[0] first), capturing what it prints as `capture` says.
 Result<CommandOutcome> Run(const std::string& file, const std::vector<std::string>& argv_in,
                            int timeout_ms,
                            const std::vector<std::pair<std::string, std::string>>& env,
-                           bool keep_tail) {
+                           Capture capture) {
   // The child's environment is built before the fork: a forked child of a threaded process may
   // only make async-signal-safe calls.
   std::vector<std::string> vars;
@@ -45,53 +68,71 @@ Result<CommandOutcome> Run(const std::string& file, const std::vector<std::strin
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  int fds[2];
-  if (::pipe(fds) != 0) {
+  int out_fds[2], err_fds[2] = {-1, -1};
+  if (::pipe(out_fds) != 0) {
+    return MakeError(ErrorCode::kInternal, std::string("pipe: ") + std::strerror(errno));
+  }
+  if (capture.split_stderr && ::pipe(err_fds) != 0) {
+    ::close(out_fds[0]);
+    ::close(out_fds[1]);
     return MakeError(ErrorCode::kInternal, std::string("pipe: ") + std::strerror(errno));
   }
   pid_t pid = ::fork();
   if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
+    for (int fd : {out_fds[0], out_fds[1], err_fds[0], err_fds[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
     return MakeError(ErrorCode::kInternal, std::string("fork: ") + std::strerror(errno));
   }
   if (pid == 0) {
     ::setpgid(0, 0);
-    ::dup2(fds[1], 1);
-    ::dup2(fds[1], 2);
-    ::close(fds[0]);
-    ::close(fds[1]);
+    ::dup2(out_fds[1], 1);
+    ::dup2(capture.split_stderr ? err_fds[1] : out_fds[1], 2);
+    for (int fd : {out_fds[0], out_fds[1], err_fds[0], err_fds[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
     ::execve(file.c_str(), argv.data(), envp.data());
     ::_exit(127);
   }
-  ::close(fds[1]);
+  ::close(out_fds[1]);
+  if (err_fds[1] >= 0) ::close(err_fds[1]);
   CommandOutcome out;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  char buf[1024];
-  for (;;) {
+  std::vector<char> buf(65536);
+  pollfd fds[2] = {{out_fds[0], POLLIN, 0}, {err_fds[0], POLLIN, 0}};
+  int open = capture.split_stderr ? 2 : 1;
+  while (open > 0) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                     deadline - std::chrono::steady_clock::now())
                     .count();
-    if (left <= 0) {
+    if (left <= 0 || (capture.cancel && capture.cancel->load())) {
       out.timed_out = true;
       ::kill(-pid, SIGKILL);
       break;
     }
-    pollfd p{fds[0], POLLIN, 0};
-    int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+    const int64_t wait = std::min<int64_t>(left, capture.cancel ? 100 : 1000);
+    int r = ::poll(fds, capture.split_stderr ? 2 : 1, static_cast<int>(wait));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) continue;
-    ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n <= 0) break;  // the command closed its output: it is ending
-    if (keep_tail) {
-      out.output.append(buf, static_cast<size_t>(n));
-      if (out.output.size() > kMaxOutput) out.output.erase(0, out.output.size() - kMaxOutput);
-    } else if (out.output.size() < kMaxOutput) {
-      out.output.append(buf,
-                        static_cast<size_t>(std::min<ssize_t>(n, kMaxOutput - out.output.size())));
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t n = ::read(fds[i].fd, buf.data(), buf.size());
+      if (n <= 0) {  // closed: the command is ending
+        fds[i].fd = -1;
+        --open;
+        continue;
+      }
+      bool ignored = false;
+      if (i == 0) {
+        Keep(out.output, buf.data(), static_cast<size_t>(n), capture.max_output, capture.keep_tail,
+             out.truncated);
+      } else {
+        Keep(out.errors, buf.data(), static_cast<size_t>(n), kMaxOutput, true, ignored);
+      }
     }
   }
-  ::close(fds[0]);
+  ::close(out_fds[0]);
+  if (err_fds[0] >= 0) ::close(err_fds[0]);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -99,16 +140,8 @@ Result<CommandOutcome> Run(const std::string& file, const std::vector<std::strin
   return out;
 }
 
-}  // namespace
-
-Result<CommandOutcome> RunShellCommand(
-    const std::string& command, int timeout_ms,
-    const std::vector<std::pair<std::string, std::string>>& env) {
-  return Run("/bin/sh", {"sh", "-c", command}, timeout_ms, env, false);
-}
-
-Result<CommandOutcome> RunProgram(const std::string& path, const std::vector<std::string>& args,
-                                  int timeout_ms) {
+// kNotFound when `path` is not an executable file.
+Status CheckExecutable(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     return MakeError(ErrorCode::kNotFound, path + ": " + std::strerror(errno));
@@ -116,9 +149,34 @@ Result<CommandOutcome> RunProgram(const std::string& path, const std::vector<std
   if (!S_ISREG(st.st_mode) || ::access(path.c_str(), X_OK) != 0) {
     return MakeError(ErrorCode::kNotFound, path + ": not an executable file");
   }
+  return {};
+}
+
+}  // namespace
+
+Result<CommandOutcome> RunShellCommand(
+    const std::string& command, int timeout_ms,
+    const std::vector<std::pair<std::string, std::string>>& env) {
+  return Run("/bin/sh", {"sh", "-c", command}, timeout_ms, env, {});
+}
+
+Result<CommandOutcome> RunProgram(const std::string& path, const std::vector<std::string>& args,
+                                  int timeout_ms) {
+  GF_TRY(CheckExecutable(path));
   std::vector<std::string> argv{path};
   argv.insert(argv.end(), args.begin(), args.end());
-  return Run(path, argv, timeout_ms, {}, true);
+  return Run(path, argv, timeout_ms, {}, {.keep_tail = true});
+}
+
+Result<CommandOutcome> RunProgramOutput(const std::string& path,
+                                        const std::vector<std::string>& args, int timeout_ms,
+                                        const std::vector<std::pair<std::string, std::string>>& env,
+                                        size_t max_output, const std::atomic<bool>* cancel) {
+  GF_TRY(CheckExecutable(path));
+  std::vector<std::string> argv{path};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Run(path, argv, timeout_ms, env,
+             {.max_output = max_output, .split_stderr = true, .cancel = cancel});
 }
 
 std::string ExpandCommand(std::string tmpl, int index, const std::string& uuid) {

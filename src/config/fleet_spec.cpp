@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <set>
+#include <tuple>
 
 #include "common/clock.h"
 #include "common/strings.h"
@@ -45,8 +46,8 @@ class Validator : YamlFields {
       std::string path = "clusters[" + std::to_string(i) + "]";
       if (!c.IsMap()) return Bad(c, path, "must be a mapping");
       GF_TRY(Only(c, path,
-                  {"name", "type", "site", "team", "labels", "remediation", "tier", "requires",
-                   "driver_branch", "maintenance_windows", "profile", "pools"}));
+                  {"name", "type", "site", "team", "labels", "remediation", "scheduler", "tier",
+                   "requires", "driver_branch", "maintenance_windows", "profile", "pools"}));
       Cluster cluster;
       GF_TRY_ASSIGN(cluster.name, Name(c, path));
       if (!cluster_names.insert(cluster.name).second) {
@@ -64,6 +65,7 @@ class Validator : YamlFields {
       GF_TRY_ASSIGN(cluster.team, TeamRef(c, path));
       GF_TRY_ASSIGN(cluster.labels, LabelMap(c, path));
       GF_TRY(RemediationPolicy(c, path, cluster.remediation));
+      GF_TRY(SchedulerBlock(c, path, cluster.scheduler));
       GF_TRY(LifecycleFields(c, path, cluster.lifecycle));
       auto pools = c["pools"];
       if (pools && !pools.IsSequence()) return Bad(pools, path + ".pools", "must be a list");
@@ -199,6 +201,69 @@ class Validator : YamlFields {
           r.max_share > 1) {
         return Bad(s, rpath + ".max_share", "must be a number from 0 to 1");
       }
+    }
+    return {};
+  }
+
+  // scheduler: {type: slurm, bin_dir, conf, partitions, poll, node_name} (model/types.h).
+  Status SchedulerBlock(const YAML::Node& c, const std::string& path, Scheduler& s) const {
+    auto v = c["scheduler"];
+    if (!v) return {};
+    std::string spath = path + ".scheduler";
+    GF_TRY(Only(v, spath, {"type", "bin_dir", "conf", "partitions", "poll", "node_name"}));
+    GF_TRY_ASSIGN(s.type, String(v, spath, "type", true));
+    if (s.type != "slurm") {
+      return Bad(v["type"], spath + ".type", "'" + Printable(s.type, 40) + "' is not one of slurm");
+    }
+    for (auto [key, out, required] :
+         {std::tuple<const char*, std::string*, bool>{"bin_dir", &s.bin_dir, false},
+          {"conf", &s.conf, false}}) {
+      std::string given;
+      GF_TRY_ASSIGN(given, String(v, spath, key, required));
+      if (given.empty()) continue;
+      if (given[0] != '/' || given.find_first_of(std::string("\0\n\r", 3)) != std::string::npos) {
+        return Bad(v[key], spath + "." + key, "must be an absolute path");
+      }
+      *out = given;
+    }
+    if (auto list = v["partitions"]) {
+      if (!list.IsSequence()) return Bad(list, spath + ".partitions", "must be a list");
+      for (size_t i = 0; i < list.size(); ++i) {
+        std::string at = spath + ".partitions[" + std::to_string(i) + "]";
+        std::string name = list[i].IsScalar() ? list[i].as<std::string>() : "";
+        if (name.empty() || name.size() > 64 ||
+            name.find_first_not_of(
+                "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
+                std::string::npos) {
+          return Bad(list[i], at, "must be a partition name (letters, digits, '_', '-', '.')");
+        }
+        s.partitions.push_back(name);
+      }
+    }
+    if (auto p = v["poll"]) {
+      int64_t ms = p.IsScalar() ? ParseDurationMs(p.as<std::string>()) : -1;
+      if (ms < 1'000 || ms > 3'600'000) {
+        return Bad(p, spath + ".poll", "must be a duration from 1s to 1h");
+      }
+      s.poll_ms = ms;
+    }
+    std::string tmpl;
+    GF_TRY_ASSIGN(tmpl, String(v, spath, "node_name", false));
+    if (!tmpl.empty()) {
+      if (tmpl.find("{name}") == std::string::npos &&
+          tmpl.find("{hostname}") == std::string::npos) {
+        return Bad(v["node_name"], spath + ".node_name", "must contain {name} or {hostname}");
+      }
+      // Slurm node names go to scontrol as one argument ("NodeName=N"): no space or '=' in one.
+      std::string rest = SchedulerNodeName(tmpl, "x");
+      if (rest.size() > 64 ||
+          rest.find_first_not_of(
+              "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
+              std::string::npos) {
+        return Bad(v["node_name"], spath + ".node_name",
+                   "may hold only letters, digits, '_', '-', '.' besides {name} and {hostname}");
+      }
+      s.node_name = tmpl;
     }
     return {};
   }
@@ -339,7 +404,9 @@ class Validator : YamlFields {
       const YAML::Node t = list[i];
       std::string path = "teams[" + std::to_string(i) + "]";
       if (!t.IsMap()) return Bad(t, path, "must be a mapping");
-      GF_TRY(Only(t, path, {"name", "contacts", "channels", "budget_monthly", "projects"}));
+      GF_TRY(
+          Only(t, path,
+               {"name", "contacts", "channels", "budget_monthly", "projects", "slurm_accounts"}));
       std::string text, field;
       YamlToJson(t, text);
       auto team = ParseTeam(text, &field);

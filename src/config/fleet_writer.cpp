@@ -15,6 +15,25 @@ namespace json = boost::json;
 namespace gpufleet {
 namespace {
 
+// The cluster's scheduler as the fleet file writes it: the defaults left out, poll as "10s".
+json::object SchedulerYaml(const Scheduler& s) {
+  const Scheduler defaults;
+  json::object o{{"type", s.type}};
+  if (s.bin_dir != defaults.bin_dir) o["bin_dir"] = s.bin_dir;
+  if (!s.conf.empty()) o["conf"] = s.conf;
+  if (!s.partitions.empty()) {
+    json::array partitions;
+    for (const auto& p : s.partitions) partitions.emplace_back(p);
+    o["partitions"] = std::move(partitions);
+  }
+  if (s.poll_ms != defaults.poll_ms) {
+    o["poll"] = s.poll_ms % 1000 ? std::to_string(s.poll_ms) + "ms"
+                                 : std::to_string(s.poll_ms / 1000) + "s";
+  }
+  if (s.node_name != defaults.node_name) o["node_name"] = s.node_name;
+  return o;
+}
+
 void Line(std::string& out, const std::string& indent, const char* key, const json::value& v) {
   out += indent;
   out += key;
@@ -85,6 +104,7 @@ std::string WriteFleetSpec(const FleetSpec& spec) {
     if (!c.team.empty()) Line(out, in, "team", json::value(c.team));
     if (!c.labels.empty()) Line(out, in, "labels", ToJson(c.labels));
     if (c.remediation != Remediation{}) Line(out, in, "remediation", ToJson(c.remediation));
+    if (!c.scheduler.type.empty()) Line(out, in, "scheduler", SchedulerYaml(c.scheduler));
     LifecycleLines(out, in, c.lifecycle);
     bool any = false;
     for (const auto& p : spec.pools) {

@@ -27,6 +27,7 @@
 #include "runtime/ticker.h"
 #include "scaling/scaling.h"
 #include "scrape/scraper.h"
+#include "slurm/bridge.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
 #include "usage/capacity.h"
@@ -77,6 +78,7 @@ struct Controller::Impl {
   std::unique_ptr<TelemetryStore> telemetry;
   std::unique_ptr<health::HealthService> health;
   std::unique_ptr<workload::JobService> jobs;
+  std::unique_ptr<slurm::Bridge> slurm;  // the clusters that Slurm schedules
   std::unique_ptr<usage::UsageService> usage;
   std::unique_ptr<scaling::ScalingService> scaling;
   std::unique_ptr<lifecycle::CompatService> compat;
@@ -168,6 +170,7 @@ Status Controller::Impl::MakeServices() {
   jobs->set_audit(db.audit.get());  // allocations, from the first placement on
   jobs->set_teams(teams.get());
   GF_TRY(jobs->Load());
+  slurm = std::make_unique<slurm::Bridge>(*fleet, *jobs, teams.get(), clock);
   usage = std::make_unique<usage::UsageService>(*jobs, *fleet, *telemetry, *db.usage, clock,
                                                 o.usage_retention_ms);
   usage->set_settings(db.settings.get());
@@ -215,6 +218,7 @@ void Controller::Impl::ListServices() {
       .health = health.get(),
       .alerts = notifier.get(),
       .jobs = jobs.get(),
+      .slurm = slurm.get(),
       .scaling = scaling.get(),
       .compat = compat.get(),
       .rollouts = rollouts.get(),
@@ -228,7 +232,10 @@ void Controller::Impl::ListServices() {
 }
 
 void Controller::Impl::Wire() {
-  fleet->set_busy_check([this](const std::string& node) { return jobs->Busy(node); });
+  // A node of a Slurm cluster is drained when Slurm says so, besides its jobs having ended.
+  fleet->set_busy_check(
+      [this](const std::string& node) { return jobs->Busy(node) || slurm->Holds(node); });
+  jobs->set_drain_hold([this](const std::string& node) { return slurm->Holds(node); });
   drift->set_rollout_targets([this] { return rollouts->ActiveTargets(); });
   notifier->set_team_channels([this] { return teams->Channels(); });
   // Commands to agents: remediation, drift's settings, rollouts and node actions each get their
@@ -237,7 +244,7 @@ void Controller::Impl::Wire() {
   drift->set_commands(commands.get());
   lifecycle::RolloutHooks hooks;
   hooks.commands = commands.get();
-  hooks.busy = [this](const std::string& node) { return jobs->Busy(node); };
+  hooks.busy = [this](const std::string& node) { return jobs->Busy(node); };  // Slurm's too
   hooks.drain_timeout = [this](const std::string& node, int64_t ms) {
     jobs->SetDrainTimeout(node, ms);
   };
@@ -347,6 +354,7 @@ Status Controller::Start() {
   impl_->notifier->set_external_url(url());
   impl_->notifier->set_secret_key(impl_->key);
   impl_->notifier->Start();
+  impl_->slurm->Start();
   impl_->scaling->set_controller_url(url());
   if (!o.defer_scaling) StartScaling();
   // Where we listen, for scripts and tests that asked for port 0: the bare address for plain
@@ -399,6 +407,8 @@ void Controller::Impl::AddTasks(Controller& controller) {
     jobs->Tick();
     return Status{};
   });
+  // Slurm: its jobs into gpufleet's, the drains gpufleet's node states ask of it.
+  task("slurm", tick, true, [this] { return slurm->Sync(); });
   task("sim-loads", tick, true, [this] {
     sim_loads.Push(*fleet, *jobs, *commands, clock->NowMs());
     return Status{};
@@ -482,6 +492,7 @@ void Controller::Stop() {
   if (impl_->stopped.exchange(true)) return;
   if (impl_->ticker) impl_->ticker->Stop();
   if (impl_->scraper) impl_->scraper->Stop();
+  if (impl_->slurm) impl_->slurm->Stop();
   if (impl_->notifier) impl_->notifier->Stop();
   if (impl_->scaling) impl_->scaling->Stop();
   if (impl_->server) {

@@ -80,7 +80,8 @@ void CountClusters(const std::map<std::string, Cluster>& old, std::vector<Cluste
       ++counts.clusters_created;
     } else if (it->second.type != c.type || it->second.site != c.site ||
                it->second.team != c.team || it->second.remediation != c.remediation ||
-               it->second.labels != c.labels || it->second.lifecycle != c.lifecycle) {
+               it->second.scheduler != c.scheduler || it->second.labels != c.labels ||
+               it->second.lifecycle != c.lifecycle) {
       c.created_ms = it->second.created_ms;
       c.updated_ms = now;
       ++counts.clusters_updated;
@@ -367,8 +368,8 @@ std::pair<NodeState, std::string> FleetService::Judge(const Pool& pool,
           std::to_string(matching) + " x " + pool.gpu_model + " match pool " + pool.name};
 }
 
-Result<Node> FleetService::Act(const std::string& name, NodeAction action,
-                               const std::string& actor) {
+Result<Node> FleetService::Act(const std::string& name, NodeAction action, const std::string& actor,
+                               const std::string& why) {
   auto lock = LockFor(name);
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return MakeError(ErrorCode::kNotFound, "no node '" + name + "'");
@@ -383,6 +384,7 @@ Result<Node> FleetService::Act(const std::string& name, NodeAction action,
   auto next = ApplyAction({node.state, node.resume_state}, action, health);
   if (!next.ok()) return next.error();
   std::string reason = std::string(ToString(action)) + " by " + actor;
+  if (!why.empty()) reason += ": " + why;
   if (action == NodeAction::kUncordon) reason += "; " + health_reason;
   Move(node, next.value(), reason, actor, events);
   if (action == NodeAction::kDrain && node.state == NodeState::kDraining) {
@@ -426,6 +428,20 @@ Result<Node> FleetService::ResetIdentity(const std::string& name, const std::str
     return s.error();
   }
   return node;
+}
+
+Status FleetService::NoteEvent(const std::string& name, const std::string& what,
+                               const std::string& actor) {
+  auto lock = LockFor(name);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return MakeError(ErrorCode::kNotFound, "no node '" + name + "'");
+  NodeEvent e;
+  e.node = name;
+  e.time_ms = clock_->NowMs();
+  e.from = e.to = std::string(ToString(it->second.node.state));
+  e.reason = what;
+  e.actor = actor;
+  return Save(it->second, {e});
 }
 
 Result<Node> FleetService::Provision(const std::string& pool_name, const std::string& name,

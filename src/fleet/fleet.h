@@ -120,8 +120,13 @@ class FleetService : public proto::AgentHandler {
   // changes, so listing thousands of nodes costs little more than copying bytes.
   NodeList NodesJson(const NodeFilter& filter, size_t offset, size_t limit);
   Result<Node> GetNode(const std::string& name) const;
-  // An operator action; returns the node after it. `actor` is recorded on the events.
-  Result<Node> Act(const std::string& name, NodeAction action, const std::string& actor);
+  // An operator action; returns the node after it. `actor` is recorded on the events, `why`
+  // (when given) added to the reason.
+  Result<Node> Act(const std::string& name, NodeAction action, const std::string& actor,
+                   const std::string& why = {});
+  // An event on the node's history that changes nothing (what another system saw: Slurm
+  // marked it DOWN).
+  Status NoteEvent(const std::string& name, const std::string& what, const std::string& actor);
   // Whether a node runs jobs (set once, before serving, by the workload component): a drain of
   // a busy node stays `draining` until FinishDrain. Called under the fleet's lock: it must not
   // call back into the fleet.

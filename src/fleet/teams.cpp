@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace gpufleet {
 
 TeamService::TeamService(store::TeamStore& store, std::shared_ptr<Clock> clock)
@@ -139,6 +141,17 @@ Status TeamService::CheckJob(const std::string& team, const std::string& project
                      "team '" + team + "' has no project '" + project + "' (" + has + ")");
   }
   return {};
+}
+
+std::string TeamService::ForSlurmAccount(const std::string& account) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [name, t] : teams_) {
+    if (std::find(t.slurm_accounts.begin(), t.slurm_accounts.end(), account) !=
+        t.slurm_accounts.end()) {
+      return name;
+    }
+  }
+  return account;
 }
 
 std::map<std::string, std::vector<std::string>> TeamService::Channels() const {

@@ -34,6 +34,8 @@ class TeamService {
 
   // Whether a job may name them: a 400's message when not ("unknown team 'x' (known: ...)").
   Status CheckJob(const std::string& team, const std::string& project) const;
+  // The team whose slurm_accounts list `account`; the account's own name when none does.
+  std::string ForSlurmAccount(const std::string& account) const;
   // Team -> the channels its alerts go to (teams with none are absent).
   std::map<std::string, std::vector<std::string>> Channels() const;
 

@@ -60,6 +60,40 @@ std::vector<ExporterTarget> ExportersFromJson(const json::value& v) {
   return out;
 }
 
+json::value ToJson(const Scheduler& s) {
+  if (s.type.empty()) return nullptr;
+  json::array partitions;
+  for (const auto& p : s.partitions) partitions.emplace_back(p);
+  return json::object{{"type", s.type},
+                      {"bin_dir", s.bin_dir},
+                      {"conf", s.conf},
+                      {"partitions", std::move(partitions)},
+                      {"poll_s", static_cast<double>(s.poll_ms) / 1000},
+                      {"node_name", s.node_name}};
+}
+
+Scheduler SchedulerFromJson(const json::value& v) {
+  Scheduler s;
+  const auto* o = v.if_object();
+  if (!o) return s;
+  auto text = [o](const char* key, std::string& out) {
+    if (const auto* f = o->if_contains(key); f && f->is_string()) out = f->as_string().c_str();
+  };
+  text("type", s.type);
+  text("bin_dir", s.bin_dir);
+  text("conf", s.conf);
+  text("node_name", s.node_name);
+  if (const auto* p = o->if_contains("partitions"); p && p->is_array()) {
+    for (const auto& e : p->as_array()) {
+      if (e.is_string()) s.partitions.emplace_back(e.as_string().c_str());
+    }
+  }
+  if (const auto* p = o->if_contains("poll_s"); p && p->is_number()) {
+    s.poll_ms = static_cast<int64_t>(p->to_number<double>() * 1000);
+  }
+  return s;
+}
+
 Remediation RemediationFromJson(const json::value& v) {
   Remediation r;
   if (!v.is_object()) return r;
@@ -157,6 +191,7 @@ json::object ToJson(const Cluster& c) {
           {"team", c.team},
           {"labels", ToJson(c.labels)},
           {"remediation", ToJson(c.remediation)},
+          {"scheduler", ToJson(c.scheduler)},
           {"lifecycle", LifecycleJson(c.lifecycle)},
           {"maintenance_windows", ToJson(c.lifecycle.windows)},
           {"profile", json::parse(ProfileJson(c.lifecycle.profile))},

@@ -30,6 +30,10 @@ boost::json::value MigLayoutJson(const std::optional<std::map<std::string, int>>
 Result<std::optional<std::map<std::string, int>>> MigLayoutFromJson(const boost::json::value* v);
 std::vector<ExporterTarget> ExportersFromJson(const boost::json::value& v);
 Remediation RemediationFromJson(const boost::json::value& v);
+// {"type": "slurm", "bin_dir", "conf", "partitions", "poll_s", "node_name"}; null for none (and
+// read back as none).
+boost::json::value ToJson(const Scheduler& s);
+Scheduler SchedulerFromJson(const boost::json::value& v);
 // {"tier", "requires": {"cuda", "gpu_operator", "kubernetes"}, "driver_branch",
 //  "maintenance_windows": [...]}; a cluster's and a pool's JSON carry the windows beside it.
 boost::json::object ToJson(const Lifecycle& l);

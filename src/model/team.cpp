@@ -61,11 +61,21 @@ Status ReadProject(JsonFields& r, Project& p) {
 }
 
 Status ReadTeam(JsonFields& r, Team& t) {
-  GF_TRY(r.Only(
-      {"name", "contacts", "channels", "budget_monthly", "projects", "created_ms", "updated_ms"}));
+  GF_TRY(r.Only({"name", "contacts", "channels", "budget_monthly", "projects", "slurm_accounts",
+                 "created_ms", "updated_ms"}));
   GF_TRY(Name(r, "name", t.name, true));
   GF_TRY(Names(r, "contacts", t.contacts, false));
   GF_TRY(Names(r, "channels", t.channels, true));
+  GF_TRY(r.Strings("slurm_accounts", t.slurm_accounts));
+  for (size_t i = 0; i < t.slurm_accounts.size(); ++i) {
+    const std::string& a = t.slurm_accounts[i];
+    if (a.empty() || a.size() > 64 ||
+        a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+            std::string::npos) {
+      return r.Bad("slurm_accounts[" + std::to_string(i) + "]",
+                   "'" + a + "' is not a Slurm account name (letters, digits, '_', '.', '-')");
+    }
+  }
   GF_TRY(Money(r, "budget_monthly", t.budget_monthly));
   GF_TRY(r.Int64("created_ms", t.created_ms));
   GF_TRY(r.Int64("updated_ms", t.updated_ms));
@@ -127,6 +137,9 @@ std::string TeamJson(const Team& t, bool for_file) {
   o["name"] = t.name;
   if (!for_file || !t.contacts.empty()) o["contacts"] = json::value_from(t.contacts);
   if (!for_file || !t.channels.empty()) o["channels"] = json::value_from(t.channels);
+  if (!for_file || !t.slurm_accounts.empty()) {
+    o["slurm_accounts"] = json::value_from(t.slurm_accounts);
+  }
   if (!for_file || t.budget_monthly != 0) {
     // Whole amounts as integers (a double would be written 1.2E5).
     double b = t.budget_monthly;

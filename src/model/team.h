@@ -33,10 +33,14 @@ struct Team {
   std::vector<std::string> channels;
   double budget_monthly = 0;  // in the cost reports' currency; 0: none set
   std::vector<Project> projects;
+  // The Slurm accounts whose jobs are this team's (a Slurm job's team is the team that lists
+  // its account, else the account's own name).
+  std::vector<std::string> slurm_accounts;
   int64_t created_ms = 0, updated_ms = 0;
   bool operator==(const Team& o) const {
     return name == o.name && contacts == o.contacts && channels == o.channels &&
-           budget_monthly == o.budget_monthly && projects == o.projects;
+           budget_monthly == o.budget_monthly && projects == o.projects &&
+           slurm_accounts == o.slurm_accounts;
   }
   const Project* FindProject(std::string_view project) const;
 };

@@ -50,4 +50,21 @@ std::optional<ClusterType> ParseClusterType(std::string_view t) {
 std::string_view ToString(NodeState state) { return NameOf(kNodeStates, state); }
 std::optional<NodeState> ParseNodeState(std::string_view t) { return ValueOf(kNodeStates, t); }
 
+std::string SchedulerNodeName(const std::string& tmpl, const std::string& node) {
+  const std::string host = node.substr(0, node.find('.'));
+  std::string out;
+  for (size_t i = 0; i < tmpl.size();) {
+    if (tmpl.compare(i, 6, "{name}") == 0) {
+      out += node;
+      i += 6;
+    } else if (tmpl.compare(i, 10, "{hostname}") == 0) {
+      out += host;
+      i += 10;
+    } else {
+      out += tmpl[i++];
+    }
+  }
+  return out;
+}
+
 }  // namespace gpufleet

@@ -102,6 +102,23 @@ struct Lifecycle {
   bool operator==(const Lifecycle&) const = default;
 };
 
+// The batch scheduler that runs a cluster's jobs, when not gpufleet's own queue (fleet file
+// `scheduler:`; docs/slurm.md). gpufleet then reads the scheduler's jobs and drains nodes
+// through it instead of queueing jobs itself.
+struct Scheduler {
+  std::string type;                     // "slurm"; empty: gpufleet's own queue
+  std::string bin_dir = "/usr/bin";     // where its clients are (scontrol, squeue, sinfo)
+  std::string conf;                     // SLURM_CONF for the clients; empty: their default
+  std::vector<std::string> partitions;  // the partitions read; empty: all
+  int64_t poll_ms = 10'000;
+  // The scheduler's name of a gpufleet node: "{name}" (the default) is the node's name,
+  // "{hostname}" its name up to the first '.'; other text is kept ("gpu-{hostname}").
+  std::string node_name = "{name}";
+  bool operator==(const Scheduler&) const = default;
+};
+// The scheduler's name for gpufleet node `node` under `tmpl` (Scheduler::node_name).
+std::string SchedulerNodeName(const std::string& tmpl, const std::string& node);
+
 struct Cluster {
   std::string name;
   ClusterType type = ClusterType::kTraining;
@@ -112,6 +129,7 @@ struct Cluster {
   Remediation remediation{};
   Lifecycle lifecycle{};
   std::string team{};  // the owning team (model/team.h); empty: none
+  Scheduler scheduler{};
 };
 
 // A node that runs NVIDIA's dcgm-exporter instead of the gpufleet agent: the controller scrapes

@@ -45,6 +45,9 @@ class ComplianceService;
 namespace usage {
 class UsageService;
 }
+namespace slurm {
+class Bridge;
+}
 
 namespace runtime {
 class CommandBus;
@@ -66,6 +69,7 @@ struct Services {
   health::HealthService* health = nullptr;
   alerting::Notifier* alerts = nullptr;
   workload::JobService* jobs = nullptr;
+  slurm::Bridge* slurm = nullptr;  // the clusters Slurm schedules
   scaling::ScalingService* scaling = nullptr;
   lifecycle::CompatService* compat = nullptr;
   lifecycle::RolloutService* rollouts = nullptr;

@@ -27,6 +27,9 @@ struct UsageFigures {
   int64_t energy_j = 0;         // all its GPUs together
   std::string placement;        // "node-a:0,1;node-b:0,1"
   std::string outcome;
+  // Whose job it was (migration 21): "slurm" and the Slurm job id; empty for gpufleet's own.
+  // Read with kOutcome.
+  std::string source, external_id;
 };
 struct UsageRecord {
   int64_t id = 0;  // given by the store

@@ -95,6 +95,7 @@ void AdviceBuilder::Add(const store::UsageRecord& r) {
     i.energy_j += energy;
     i.util_h += gpu_h * util;
     i.hours += static_cast<double>(r.end_ms - r.start_ms) / kHourMs;
+    if (!f.source.empty()) i.external = f.source + " job " + f.external_id;
     for (auto& [node, gpus] : ParsePlacement(f.placement)) {
       if (std::find(i.nodes.begin(), i.nodes.end(), node) == i.nodes.end()) i.nodes.push_back(node);
     }
@@ -148,6 +149,7 @@ void AdviceBuilder::AddRunning(const RunningJob& job) {
   i.util_h = i.gpu_h * job.util_mean;
   i.hours = static_cast<double>(ran) / kHourMs;
   i.nodes = job.nodes;
+  i.external = job.external;
   i.running = true;
 }
 
@@ -165,10 +167,11 @@ std::vector<Recommendation> AdviceBuilder::Finish() {
     cluster = i.cluster;
     json::array nodes;
     for (const auto& n : i.nodes) nodes.emplace_back(n);
+    const std::string named =
+        "job " + std::to_string(job) + (i.external.empty() ? "" : ", " + i.external);
     add("idle_allocation", "job " + std::to_string(job),
-        "job " + std::to_string(job) + " (" + i.team + "/" + i.project + ") " +
-            (i.running ? "has held" : "held") + " its GPUs of pool " + i.pool + " for " +
-            Duration(i.hours) + " at " + Fixed(util, 1) +
+        named + " (" + i.team + "/" + i.project + ") " + (i.running ? "has held" : "held") +
+            " its GPUs of pool " + i.pool + " for " + Duration(i.hours) + " at " + Fixed(util, 1) +
             "% utilization: give them back (cancel it, or end it when its work is done)",
         {{"jobs", json::array{job}},
          {"team", i.team},
@@ -177,7 +180,8 @@ std::vector<Recommendation> AdviceBuilder::Finish() {
          {"nodes", std::move(nodes)},
          {"util_mean", util},
          {"hours", i.hours},
-         {"running", i.running}},
+         {"running", i.running},
+         {"external", i.external.empty() ? json::value(nullptr) : json::value(i.external)}},
         i.gpu_h, i.gpu_h * Rate(i.model, i.cluster), i.energy_j / 3.6e6);
   }
 

@@ -47,6 +47,7 @@ struct RunningJob {
   int64_t start_ms = 0;
   double util_mean = NAN;  // over its allocation so far
   double energy_j = 0;
+  std::string external;  // another scheduler's name for it ("slurm job 4132"); empty: none
 };
 
 struct AdviceRequest {
@@ -92,6 +93,7 @@ class AdviceBuilder {
     std::string team, project, pool, cluster, model;
     double gpu_h = 0, energy_j = 0, util_h = 0, hours = 0;
     std::vector<std::string> nodes;
+    std::string external;  // "slurm job 4132": where it must be ended
     bool running = false;
   };
   double Rate(const std::string& model, const std::string& cluster) const;

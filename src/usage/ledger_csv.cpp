@@ -28,7 +28,7 @@ store::UsageFigures FiguresOf(const store::UsageRecord& r) {
 
 std::string LedgerCsvHeader() {
   return "id,job,team,project,cluster,pool,gpu_model,gpus,nodes,start,end,wait_s,outcome,"
-         "gpu_hours,util_mean,util_p95,mem_peak_mib,energy_j\n";
+         "gpu_hours,util_mean,util_p95,mem_peak_mib,energy_j,source,external_id\n";
 }
 
 void AppendLedgerCsv(std::string& out, const store::UsageRecord& r) {
@@ -76,6 +76,8 @@ void AppendLedgerCsv(std::string& out, const store::UsageRecord& r) {
     out += ',';
   }
   integer(f.energy_j);
+  text(f.source.empty() ? "gpufleet" : f.source);
+  text(f.external_id);
   out.back() = '\n';
 }
 

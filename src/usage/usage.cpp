@@ -91,6 +91,8 @@ std::string EntryDoc(const Entry& e) {
                                {"end_ms", a.end_ms},
                                {"wait_ms", a.wait_ms},
                                {"outcome", a.outcome},
+                               {"source", a.source},
+                               {"external_id", a.external_id},
                                {"util_mean", NumberOrNull(e.effective.util_mean)},
                                {"util_p95", NumberOrNull(e.effective.util_p95)},
                                {"mem_mean_bytes", NumberOrNull(e.effective.mem_mean_bytes)},
@@ -120,6 +122,8 @@ store::UsageFigures Figures(const Entry& e) {
     }
   }
   f.outcome = a.outcome;
+  f.source = a.source;
+  f.external_id = a.external_id;
   return f;
 }
 
@@ -144,8 +148,10 @@ Result<Entry> EntryFromRecord(const store::UsageRecord& r) {
   if (const auto* m = o.if_contains("gpu_model"); m && m->is_string()) {
     a.gpu_model = std::string(m->as_string());
   }
-  if (const auto* m = o.if_contains("outcome"); m && m->is_string()) {
-    a.outcome = std::string(m->as_string());
+  for (auto [key, out] : {std::pair<const char*, std::string*>{"outcome", &a.outcome},
+                          {"source", &a.source},
+                          {"external_id", &a.external_id}}) {
+    if (const auto* m = o.if_contains(key); m && m->is_string()) *out = m->as_string();
   }
   a.gpus = static_cast<int>(NumberOr(o, "gpus", 0));
   a.wait_ms = static_cast<int64_t>(NumberOr(o, "wait_ms", 0));
@@ -365,6 +371,7 @@ Result<std::vector<Recommendation>> UsageService::Advise(const AdviceRequest& re
     r.start_ms = j.start_ms;
     r.util_mean = e.util_mean;
     r.energy_j = e.energy_j;
+    if (!j.source.empty()) r.external = j.source + " job " + j.external_id;
     running.push_back(std::move(r));
   }
   return RunAdvice(store_, request, std::move(context), std::move(pools), running);

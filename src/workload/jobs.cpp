@@ -56,6 +56,9 @@ json::object DocObject(const Job& j) {
                       {"done_ms", j.done_ms},
                       {"alloc_wait_ms", j.alloc_wait_ms},
                       {"reason", j.reason},
+                      {"source", j.source},
+                      {"external_id", j.external_id},
+                      {"user", j.user},
                       {"placement", std::move(placement)}};
 }
 
@@ -91,6 +94,9 @@ Job FromRecord(const JobRecord& r) {
   if (o.contains("done_ms")) j.done_ms = num("done_ms");
   if (o.contains("alloc_wait_ms")) j.alloc_wait_ms = num("alloc_wait_ms");
   j.reason = str("reason");
+  if (o.contains("source")) j.source = str("source");
+  if (o.contains("external_id")) j.external_id = str("external_id");
+  if (o.contains("user")) j.user = str("user");
   for (const auto& p : o.at("placement").as_array()) {
     Placement pl;
     pl.node = std::string(p.at("node").as_string());
@@ -188,6 +194,9 @@ Status JobService::Load() {
       next_id_ = std::max(next_id_, j.id + 1);
       int64_t id = j.id;
       Job& kept = jobs_[id] = std::move(j);
+      if (!kept.source.empty()) {
+        external_[kept.source + "/" + kept.spec.cluster + "/" + kept.external_id] = id;
+      }
       if (kept.state == JobState::kQueued || kept.state == JobState::kRunning) {
         live_[id] = &kept;
         audited_[id] = AllocationKey(kept);  // recorded before the restart
@@ -215,7 +224,7 @@ void JobService::Persist(const std::vector<int64_t>& ids) {
       if (it == jobs_.end()) continue;
       const Job& j = it->second;
       records.push_back({j.id, std::string(ToString(j.state)), ToDoc(j), clock_->NowMs()});
-      if (!audit_) continue;
+      if (!audit_ || !j.source.empty()) continue;
       // The allocation's changes, once each: the state with the nodes and GPUs it holds.
       std::string key = AllocationKey(j);
       auto& last = audited_[id];
@@ -257,7 +266,6 @@ Result<Job> JobService::Submit(JobSpec spec) {
   if (spec.team.empty()) {
     return MakeError(ErrorCode::kInvalidArgument, "'team' is required: whose job it is");
   }
-  if (teams_) GF_TRY(teams_->CheckJob(spec.team, spec.project));
   if (spec.gpus < 1) return MakeError(ErrorCode::kInvalidArgument, "'gpus' must be at least 1");
   if (spec.duration_ms < 0) {
     return MakeError(ErrorCode::kInvalidArgument, "'duration' must not be negative");
@@ -290,6 +298,16 @@ Result<Job> JobService::Submit(JobSpec spec) {
                      "no pool in cluster '" + spec.cluster + "'" +
                          (spec.gpu_model.empty() ? "" : " with " + spec.gpu_model + " GPUs"));
   }
+  if (auto clusters = fleet_.Clusters(); clusters.ok()) {
+    for (const auto& c : clusters.value()) {
+      if (c.name == pool->cluster && !c.scheduler.type.empty()) {
+        return MakeError(ErrorCode::kConflict,
+                         "cluster '" + c.name + "' is scheduled by " + c.scheduler.type +
+                             ": submit the job there (sbatch); gpufleet follows its jobs");
+      }
+    }
+  }
+  if (teams_) GF_TRY(teams_->CheckJob(spec.team, spec.project));
   if (!spec.cluster.empty() && spec.cluster != pool->cluster) {
     return MakeError(ErrorCode::kInvalidArgument, "pool '" + pool->name + "' is in cluster '" +
                                                       pool->cluster + "', not '" + spec.cluster +
@@ -376,6 +394,11 @@ Result<Job> JobService::Cancel(int64_t id) {
       return MakeError(ErrorCode::kNotFound, "no job " + std::to_string(id));
     }
     Job& j = it->second;
+    if (!j.source.empty()) {
+      return MakeError(ErrorCode::kConflict, "job " + std::to_string(id) + " is " + j.source +
+                                                 " job " + j.external_id + ": cancel it in " +
+                                                 j.source + ", gpufleet only follows it");
+    }
     if (j.state == JobState::kCompleted || j.state == JobState::kCancelled) {
       return MakeError(ErrorCode::kConflict,
                        "job " + std::to_string(id) + " has already " +
@@ -407,6 +430,7 @@ std::vector<Job> JobService::List(const JobFilter& f, size_t offset, size_t limi
                                   size_t& total) const {
   auto matches = [&f](const Job& j) {
     if (!f.state.empty() && ToString(j.state) != f.state) return false;
+    if (!f.source.empty() && (j.source.empty() ? "gpufleet" : j.source) != f.source) return false;
     if (!f.team.empty() && j.spec.team != f.team) return false;
     if (!f.pool.empty() && j.spec.pool != f.pool) return false;
     if (!f.cluster.empty() && j.spec.cluster != f.cluster) return false;
@@ -449,6 +473,8 @@ void JobService::RecordEndLocked(const Job& j, int64_t now, const char* outcome)
   a.end_ms = now;
   a.wait_ms = j.alloc_wait_ms;
   a.outcome = outcome;
+  a.source = j.source;
+  a.external_id = j.external_id;
   ended_.push_back(std::move(a));
 }
 
@@ -511,13 +537,15 @@ int JobService::Tick() {
         return (j.state == JobState::kCompleted || j.state == JobState::kCancelled) &&
                j.end_ms < prune_before;
       });
+      std::erase_if(external_, [&](const auto& e) { return !jobs_.count(e.second); });
       if (dropped)
         spdlog::info("jobs: dropped {} job(s) that ended over the retention time ago", dropped);
     }
     for (auto it = live_.begin(); it != live_.end();) {
       auto [id, job] = *it++;  // EndLocked below takes this job out of live_
       Job& j = *job;
-      if (j.state != JobState::kRunning) continue;
+      // Another scheduler's jobs end, move and requeue as its polls say (SyncExternal).
+      if (j.state != JobState::kRunning || !j.source.empty()) continue;
       if (j.spec.duration_ms > 0 && now >= j.start_ms + j.spec.duration_ms - j.done_ms) {
         EndLocked(j, JobState::kCompleted, now, "ran its duration");
         changed.push_back(id);
@@ -550,7 +578,7 @@ int JobService::Tick() {
     UpdateBusyLocked(now);
   }
   for (const auto& [node, since] : draining_since) {
-    if (!Busy(node)) drained.push_back(node);
+    if (!Busy(node) && !(hold_ && hold_(node))) drained.push_back(node);
   }
   Persist(changed);
   if (prune_before > 0) {

@@ -7,6 +7,7 @@
 // dropped from memory and from the store, so a controller that runs for months stays small.
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -68,6 +69,22 @@ struct Job {
   int64_t alloc_wait_ms = 0;  // the queue wait before its current allocation (0 after a move)
   std::string reason;         // why it is in its state
   std::vector<Placement> placement;
+  // A job another scheduler runs (SyncExternal): "slurm" and that scheduler's job id and user.
+  // Empty source: gpufleet's own queue placed it.
+  std::string source;
+  std::string external_id;
+  std::string user;
+};
+
+// A job as another scheduler (Slurm) shows it on one poll, for SyncExternal.
+struct ExternalJob {
+  std::string id;  // the scheduler's job id
+  JobSpec spec;    // team, project, pool (in the cluster synced), gpus, gpus_per_node
+  std::string user;
+  JobState state = JobState::kQueued;
+  int64_t submit_ms = 0, start_ms = 0, end_ms = 0;  // 0: not known (now is taken)
+  std::vector<Placement> placement;                 // when running
+  std::string reason;                               // why it waits, or how it ended
 };
 
 // One allocation that ended: a job's GPUs from one start (or move) to its end, requeue or
@@ -78,11 +95,13 @@ struct EndedAllocation {
   int gpus = 0;
   std::vector<Placement> placement;
   int64_t start_ms = 0, end_ms = 0, wait_ms = 0;
-  std::string outcome;  // "completed", "cancelled", "requeued", "moved"
+  std::string outcome;              // "completed", "cancelled", "requeued", "moved"
+  std::string source, external_id;  // Job::source and external_id
 };
 
 struct JobFilter {
   std::string state, team, pool, cluster;
+  std::string source;                 // "gpufleet" (its own queue's), "slurm"; empty: any
   std::vector<std::string> clusters;  // a scoped token's clusters; empty: all
 };
 
@@ -138,6 +157,17 @@ class JobService {
   // places queued jobs; once a minute, drops the jobs that ended more than the retention time
   // ago. Returns how many jobs changed state.
   int Tick();
+  // Another scheduler's jobs: `seen` is every job of `source` in `cluster` that the scheduler
+  // shows now. Jobs not known are added (ended ones are not), known ones follow their state
+  // (a start, a requeue, an end, other nodes), and known live ones it no longer shows have
+  // ended now. gpufleet never places, requeues or ends them itself; their nodes are busy while
+  // they run, their pool's demand counts them, and their ended allocations go to the ledger.
+  // Not audited: they are the scheduler's record, not gpufleet's changes.
+  struct SyncCounts {
+    int added = 0, started = 0, ended = 0, changed = 0;
+  };
+  SyncCounts SyncExternal(const std::string& source, const std::string& cluster,
+                          const std::vector<ExternalJob>& seen);
   // The allocations that ended since the last call, oldest first (at most 100,000 are kept
   // between calls; older ones are dropped with a warning).
   std::vector<EndedAllocation> TakeEnded();
@@ -155,6 +185,12 @@ class JobService {
   // Whether a node runs a job (what the fleet asks before completing a drain). Reads a set kept
   // apart from the jobs, so the fleet may call it under its own lock.
   bool Busy(const std::string& node) const;
+  // Whether a draining node must wait for something besides its jobs before it is drained (the
+  // Slurm bridge: until Slurm says it is drained). Set before Tick runs; must not call back
+  // into the fleet or the jobs.
+  void set_drain_hold(std::function<bool(const std::string& node)> hold) {
+    hold_ = std::move(hold);
+  }
   // The next drain of `node` requeues its jobs after `timeout_ms` instead of the service's
   // drain timeout (a rollout's strategy.drain_timeout); forgotten once the drain is over.
   void SetDrainTimeout(const std::string& node, int64_t timeout_ms);
@@ -194,6 +230,8 @@ class JobService {
   void RecordEndLocked(const Job& job, int64_t now, const char* outcome);
   void RequeueLocked(Job& job, int64_t now, const std::string& why);
   void MoveLocked(Job& job, Placement to, const std::string& from, int64_t now);
+  // SyncExternal's step for one known job; whether it changed.
+  bool FollowLocked(Job& job, const ExternalJob& seen, int64_t now, SyncCounts& counts);
 
   FleetService& fleet_;
   store::JobStore& store_;
@@ -217,9 +255,12 @@ class JobService {
   // jobs_ for the retention time (a week: hundreds of thousands on a busy fleet).
   std::map<int64_t, Job*> live_;  // guarded by mu_
   int64_t next_id_ = 1;           // guarded by mu_
-  std::set<int64_t> unsaved_;     // jobs whose last save failed; guarded by mu_
+  // Other schedulers' jobs kept in jobs_, by "source/cluster/external id"; guarded by mu_.
+  std::map<std::string, int64_t> external_;
+  std::set<int64_t> unsaved_;  // jobs whose last save failed; guarded by mu_
   store::AuditLog* audit_ = nullptr;
   const TeamService* teams_ = nullptr;
+  std::function<bool(const std::string&)> hold_;
   // What was last audited of each live job: its state and placement.
   std::map<int64_t, std::string> audited_;         // guarded by mu_
   std::map<std::string, int64_t> last_busy_ms_;    // node -> last seen running a job; mu_

@@ -53,7 +53,8 @@ int JobService::ScheduleLocked(int64_t now, std::vector<int64_t>& changed) {
   std::map<std::string, std::vector<Job*>> queued;  // by pool
   for (auto& [id, job] : live_) {
     Job& j = *job;
-    if (j.state == JobState::kQueued) queued[j.spec.pool].push_back(&j);
+    // Another scheduler's queued jobs wait in its queue, not gpufleet's.
+    if (j.state == JobState::kQueued && j.source.empty()) queued[j.spec.pool].push_back(&j);
   }
   if (queued.empty()) return 0;
   auto pools = fleet_.Pools();

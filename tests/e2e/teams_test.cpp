@@ -264,7 +264,7 @@ TEST_F(Teams, AnEndedJobLeavesAUsageRecordWithItsGpusUse) {
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
   EXPECT_EQ(exported.out.rfind("id,job,team,project,cluster,pool,gpu_model,gpus,nodes,start,end,"
                                "wait_s,outcome,gpu_hours,util_mean,util_p95,mem_peak_mib,"
-                               "energy_j\n",
+                               "energy_j,source,external_id\n",
                                0),
             0u)
       << exported.out;

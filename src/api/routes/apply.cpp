@@ -16,6 +16,7 @@
 #include "api/json_util.h"
 #include "common/json_text.h"
 #include "config/fleet_spec.h"
+#include "slurm/bridge.h"
 
 namespace json = boost::json;
 
@@ -367,8 +368,8 @@ Status CheckApply(ApiContext& ctx, const Principal& who, const std::string& rule
   for (const auto& c : p.spec.clusters) {
     if (!who.CanSeeCluster(c.name)) return Denied(who, "cluster '" + c.name + "'");
   }
-  // Scaling policies are checked before anything changes.
-  if (!p.spec.scaling.empty() && !ctx.scaling) {
+  GF_TRY(slurm::CheckClients(p.spec.clusters, p.filename));  // a Slurm cluster's clients
+  if (!p.spec.scaling.empty() && !ctx.scaling) {  // scaling policies, before anything changes
     return MakeError(ErrorCode::kUnavailable, "autoscaling is not running: no scaling blocks");
   }
   for (const auto& sc : p.spec.scaling) {

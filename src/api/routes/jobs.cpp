@@ -24,31 +24,35 @@ json::object JobJson(const workload::Job& j, int64_t now) {
   if (j.state == workload::JobState::kRunning && now > j.start_ms) {
     run_s += static_cast<double>(now - j.start_ms) / 1000;
   }
-  return {{"id", j.id},
-          {"team", j.spec.team},
-          {"project", j.spec.project},
-          {"cluster", j.spec.cluster},
-          {"pool", j.spec.pool},
-          {"gpu_model", j.spec.gpu_model},
-          {"gpus", j.spec.gpus},
-          {"gpus_per_node",
-           j.spec.gpus_per_node ? json::value(j.spec.gpus_per_node) : json::value(nullptr)},
-          {"priority", j.spec.priority},
-          {"duration_s", j.spec.duration_ms / 1000},
-          {"state", workload::ToString(j.state)},
-          {"reason", j.reason},
-          {"submitted_at", time(j.submit_ms)},
-          {"started_at", time(j.start_ms)},
-          {"ended_at", time(j.end_ms)},
-          {"wait_s", static_cast<double>(j.wait_ms) / 1000.0},
-          {"run_s", run_s},
-          {"gpu_hours", run_s * j.spec.gpus / 3600},
-          {"requeues", j.requeues},
-          {"movable", j.spec.movable},
-          {"sim_profile",
-           j.spec.sim_profile.empty() ? json::value(nullptr) : json::value(j.spec.sim_profile)},
-          {"moves", j.moves},
-          {"placement", std::move(placement)}};
+  return {
+      {"id", j.id},
+      {"team", j.spec.team},
+      {"project", j.spec.project},
+      {"cluster", j.spec.cluster},
+      {"pool", j.spec.pool},
+      {"gpu_model", j.spec.gpu_model},
+      {"gpus", j.spec.gpus},
+      {"gpus_per_node",
+       j.spec.gpus_per_node ? json::value(j.spec.gpus_per_node) : json::value(nullptr)},
+      {"priority", j.spec.priority},
+      {"duration_s", j.spec.duration_ms / 1000},
+      {"state", workload::ToString(j.state)},
+      {"reason", j.reason},
+      {"submitted_at", time(j.submit_ms)},
+      {"started_at", time(j.start_ms)},
+      {"ended_at", time(j.end_ms)},
+      {"wait_s", static_cast<double>(j.wait_ms) / 1000.0},
+      {"run_s", run_s},
+      {"gpu_hours", run_s * j.spec.gpus / 3600},
+      {"requeues", j.requeues},
+      {"movable", j.spec.movable},
+      {"sim_profile",
+       j.spec.sim_profile.empty() ? json::value(nullptr) : json::value(j.spec.sim_profile)},
+      {"moves", j.moves},
+      {"source", j.source.empty() ? "gpufleet" : j.source},
+      {"external_id", j.external_id.empty() ? json::value(nullptr) : json::value(j.external_id)},
+      {"user", j.user.empty() ? json::value(nullptr) : json::value(j.user)},
+      {"placement", std::move(placement)}};
 }
 
 Response JobsUnavailable() {
@@ -165,6 +169,11 @@ Response GetJobs(ApiContext& ctx, const Request& req, const Principal& who) {
       f.state != "cancelled") {
     return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
                                    "'state' must be queued, running, completed or cancelled"));
+  }
+  f.source = req.Param("source");
+  if (!f.source.empty() && f.source != "gpufleet" && f.source != "slurm") {
+    return ErrorResponse(
+        MakeError(ErrorCode::kInvalidArgument, "'source' must be gpufleet or slurm"));
   }
   f.team = req.Param("team");
   f.pool = req.Param("pool");

@@ -11,6 +11,7 @@
 
 #include "api/json_util.h"
 #include "model/json.h"
+#include "slurm/bridge.h"
 #include "telemetry/query.h"
 
 namespace json = boost::json;
@@ -187,6 +188,7 @@ Response Metrics(ApiContext& ctx, const Request& req, const Principal& who) {
   }
   AppendControllerFigures(ctx, out);
   if (ctx.ticker) AppendTaskFigures(out, ctx.ticker->Figures());
+  if (ctx.slurm) out += ctx.slurm->MetricsText();
   ctx.http_metrics.Render(out);
   Response r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";

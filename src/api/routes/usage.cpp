@@ -29,25 +29,28 @@ json::object EntryJson(const usage::Entry& e) {
   for (const auto& p : a.placement) {
     nodes.push_back(json::object{{"node", p.node}, {"gpus", json::value_from(p.gpus)}});
   }
-  return {{"id", e.id},
-          {"job", a.job},
-          {"team", a.team},
-          {"project", a.project},
-          {"cluster", a.cluster},
-          {"pool", a.pool},
-          {"gpu_model", a.gpu_model},
-          {"gpus", a.gpus},
-          {"nodes", std::move(nodes)},
-          {"start", FormatTime(a.start_ms)},
-          {"end", FormatTime(a.end_ms)},
-          {"wait_s", static_cast<double>(a.wait_ms) / 1000.0},
-          {"outcome", a.outcome},
-          {"gpu_hours", e.gpu_hours()},
-          {"util_mean", NumberOrNull(e.effective.util_mean)},
-          {"util_p95", NumberOrNull(e.effective.util_p95)},
-          {"mem_mean_bytes", NumberOrNull(e.effective.mem_mean_bytes)},
-          {"mem_peak_bytes", NumberOrNull(e.effective.mem_peak_bytes)},
-          {"energy_j", e.effective.energy_j}};
+  return {
+      {"id", e.id},
+      {"job", a.job},
+      {"team", a.team},
+      {"project", a.project},
+      {"cluster", a.cluster},
+      {"pool", a.pool},
+      {"gpu_model", a.gpu_model},
+      {"gpus", a.gpus},
+      {"nodes", std::move(nodes)},
+      {"start", FormatTime(a.start_ms)},
+      {"end", FormatTime(a.end_ms)},
+      {"wait_s", static_cast<double>(a.wait_ms) / 1000.0},
+      {"outcome", a.outcome},
+      {"source", a.source.empty() ? "gpufleet" : a.source},
+      {"external_id", a.external_id.empty() ? json::value(nullptr) : json::value(a.external_id)},
+      {"gpu_hours", e.gpu_hours()},
+      {"util_mean", NumberOrNull(e.effective.util_mean)},
+      {"util_p95", NumberOrNull(e.effective.util_p95)},
+      {"mem_mean_bytes", NumberOrNull(e.effective.mem_mean_bytes)},
+      {"mem_peak_bytes", NumberOrNull(e.effective.mem_peak_bytes)},
+      {"energy_j", e.effective.energy_j}};
 }
 
 Response NoLedger() {
@@ -304,7 +307,7 @@ Response GetUsage(ApiContext& ctx, const Request& req, const Principal& who) {
   if (format == "csv") {
     std::string body =
         "id,job,team,project,cluster,pool,gpu_model,gpus,nodes,start,end,wait_s,outcome,"
-        "gpu_hours,util_mean,util_p95,mem_mean_bytes,mem_peak_bytes,energy_j\n";
+        "gpu_hours,util_mean,util_p95,mem_mean_bytes,mem_peak_bytes,energy_j,source,external_id\n";
     for (const auto& e : entries.value()) {
       const auto& a = e.allocation;
       std::string nodes;
@@ -320,7 +323,8 @@ Response GetUsage(ApiContext& ctx, const Request& req, const Principal& who) {
               Cell(static_cast<double>(a.wait_ms) / 1000.0) + "," + a.outcome + "," +
               Cell(e.gpu_hours()) + "," + Cell(e.effective.util_mean) + "," +
               Cell(e.effective.util_p95) + "," + Cell(e.effective.mem_mean_bytes) + "," +
-              Cell(e.effective.mem_peak_bytes) + "," + Cell(e.effective.energy_j) + "\n";
+              Cell(e.effective.mem_peak_bytes) + "," + Cell(e.effective.energy_j) + "," +
+              (a.source.empty() ? "gpufleet" : a.source) + "," + a.external_id + "\n";
     }
     Response r;
     r.content_type = "text/csv; charset=utf-8";

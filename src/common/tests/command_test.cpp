@@ -61,5 +61,26 @@ TEST(ExpandCommand, IndexAndUuid) {
             "nvidia-smi --gpu-reset -i 3 # GPU-1 3");
 }
 
+// A client whose output is a document (squeue --json): stdout whole and apart from stderr, the
+// environment given, a longer output than allowed said so.
+TEST(RunProgramOutput, KeepsStdoutWholeAndApartFromStderr) {
+  auto both = RunProgramOutput("/bin/sh", {"-c", "seq 1 20000; echo warn >&2; echo $GF_X"}, 5000,
+                               {{"GF_X", "given"}}, 1 << 20);
+  ASSERT_TRUE(both.ok()) << both.error().message;
+  EXPECT_EQ(both->exit_code, 0);
+  EXPECT_FALSE(both->truncated);
+  EXPECT_EQ(both->output.substr(0, 4), "1\n2\n");
+  EXPECT_EQ(both->output.substr(both->output.size() - 12), "20000\ngiven\n");
+  EXPECT_EQ(both->errors, "warn\n");
+  auto cut = RunProgramOutput("/bin/sh", {"-c", "seq 1 20000"}, 5000, {}, 100);
+  ASSERT_TRUE(cut.ok());
+  EXPECT_TRUE(cut->truncated);
+  EXPECT_EQ(cut->output.size(), 100u);
+  auto slow = RunProgramOutput("/bin/sleep", {"30"}, 200, {}, 100);
+  ASSERT_TRUE(slow.ok());
+  EXPECT_TRUE(slow->timed_out);
+  EXPECT_FALSE(RunProgramOutput("/nonexistent/squeue", {}, 1000, {}, 100).ok());
+}
+
 }  // namespace
 }  // namespace gpufleet

@@ -191,3 +191,48 @@ clusters:
 
 }  // namespace
 }  // namespace gpufleet
+
+namespace gpufleet {
+namespace {
+
+// A Slurm cluster's scheduler block and a team's Slurm accounts are written back as read; the
+// defaults are left out.
+TEST(FleetSpec, ASchedulerAndSlurmAccountsRoundTrip) {
+  const std::string text = R"(apiVersion: gpufleet/v1
+kind: Fleet
+teams:
+  - name: physics
+    slurm_accounts: [phys, physics_hpc]
+clusters:
+  - name: hpc
+    type: training
+    site: lab
+    scheduler: {type: slurm, conf: /etc/slurm/slurm.conf, partitions: [gpu, debug], poll: 30s, node_name: "gpu-{hostname}"}
+  - name: plain
+    type: training
+    site: lab
+    scheduler: {type: slurm}
+)";
+  auto spec = ParseFleetSpec(text, "f.yaml", *GpuCatalog::Builtin());
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  const Scheduler& s = spec->clusters.at(0).scheduler;
+  EXPECT_EQ(s.type, "slurm");
+  EXPECT_EQ(s.bin_dir, "/usr/bin");
+  EXPECT_EQ(s.conf, "/etc/slurm/slurm.conf");
+  EXPECT_EQ(s.partitions, (std::vector<std::string>{"gpu", "debug"}));
+  EXPECT_EQ(s.poll_ms, 30'000);
+  EXPECT_EQ(SchedulerNodeName(s.node_name, "n7.lab.example"), "gpu-n7");
+  EXPECT_EQ(SchedulerNodeName("{name}", "n7.lab.example"), "n7.lab.example");
+  EXPECT_EQ(spec->teams->at(0).slurm_accounts, (std::vector<std::string>{"phys", "physics_hpc"}));
+  const std::string written = WriteFleetSpec(spec.value());
+  EXPECT_NE(written.find("scheduler: {\"type\": \"slurm\"}"), std::string::npos) << written;
+  auto back = ParseFleetSpec(written, "written.yaml", *GpuCatalog::Builtin());
+  ASSERT_TRUE(back.ok()) << back.error().message << "\n" << written;
+  EXPECT_EQ(back->clusters.at(0).scheduler, s);
+  EXPECT_EQ(back->clusters.at(1).scheduler, spec->clusters.at(1).scheduler);
+  EXPECT_EQ(back->teams->at(0).slurm_accounts, spec->teams->at(0).slurm_accounts);
+  EXPECT_EQ(WriteFleetSpec(back.value()), written);
+}
+
+}  // namespace
+}  // namespace gpufleet

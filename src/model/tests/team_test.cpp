@@ -57,7 +57,7 @@ TEST(Team, ABadFieldIsNamed) {
             "created_ms)");
   EXPECT_EQ(bad(R"({"name": "v", "budget": 1})"),
             "budget | budget: unknown field (known: name, contacts, channels, budget_monthly, "
-            "projects, created_ms, updated_ms)");
+            "projects, slurm_accounts, created_ms, updated_ms)");
   EXPECT_FALSE(ParseTeam("[1]").ok());
   EXPECT_FALSE(ParseProject(R"({"description": "x"})").ok());
   EXPECT_EQ(ParseProject(R"({"name": "p", "description": "x"})")->description, "x");

@@ -208,6 +208,13 @@ CREATE TABLE usage_days (
   PRIMARY KEY (day_ms, team, project, pool, cluster, gpu_model));
 CREATE INDEX usage_records_unfigured ON usage_records(end_ms) WHERE gpus = 0
 )SQL"},
+    // The batch scheduler of a cluster (model::Scheduler as JSON; '' for none), and where a
+    // ledger record's job came from (its scheduler and that scheduler's job id).
+    {21, R"SQL(
+ALTER TABLE clusters ADD COLUMN scheduler TEXT NOT NULL DEFAULT '';
+ALTER TABLE usage_records ADD COLUMN source TEXT NOT NULL DEFAULT '';
+ALTER TABLE usage_records ADD COLUMN external_id TEXT NOT NULL DEFAULT ''
+)SQL"},
 };
 
 }  // namespace

@@ -23,17 +23,18 @@ Status SqlStore::ApplyFleet(const std::vector<Cluster>& clusters, const std::vec
       std::string type(ToString(c.type)), labels = JsonText(ToJson(c.labels));
       std::string remediation = JsonText(ToJson(c.remediation));
       std::string lifecycle = JsonText(ToJson(c.lifecycle));
+      std::string scheduler = c.scheduler.type.empty() ? "" : JsonText(ToJson(c.scheduler));
       long long created = c.created_ms, updated = c.updated_ms;
       sql << "INSERT INTO clusters (name, type, site, team, labels, remediation, lifecycle, "
-             "created_ms, updated_ms) VALUES (:n, :t, :s, :tm, :l, :r, :lc, :c, :u) "
-             "ON CONFLICT (name) DO UPDATE "
+             "scheduler, created_ms, updated_ms) VALUES (:n, :t, :s, :tm, :l, :r, :lc, :sc, :c, "
+             ":u) ON CONFLICT (name) DO UPDATE "
              "SET type = excluded.type, site = excluded.site, team = excluded.team, "
              "labels = excluded.labels, "
              "remediation = excluded.remediation, lifecycle = excluded.lifecycle, "
-             "updated_ms = excluded.updated_ms",
+             "scheduler = excluded.scheduler, updated_ms = excluded.updated_ms",
           soci::use(c.name), soci::use(type), soci::use(c.site), soci::use(c.team),
-          soci::use(labels), soci::use(remediation), soci::use(lifecycle), soci::use(created),
-          soci::use(updated);
+          soci::use(labels), soci::use(remediation), soci::use(lifecycle), soci::use(scheduler),
+          soci::use(created), soci::use(updated);
     }
     for (const auto& p : pools) {
       std::string labels = JsonText(ToJson(p.labels)), exporters = JsonText(ToJson(p.exporters));
@@ -73,21 +74,22 @@ Result<std::vector<Cluster>> SqlStore::ListClusters() {
   return Run([&](soci::session& sql) -> Result<std::vector<Cluster>> {
     std::vector<Cluster> out;
     Cluster c;
-    std::string type, labels, remediation, lifecycle;
+    std::string type, labels, remediation, lifecycle, scheduler;
     long long created = 0, updated = 0;
     soci::statement st =
         Once(sql,
-             "SELECT name, type, site, team, labels, remediation, lifecycle, created_ms, "
-             "updated_ms FROM clusters ORDER BY name COLLATE \"binary\"",
+             "SELECT name, type, site, team, labels, remediation, lifecycle, scheduler, "
+             "created_ms, updated_ms FROM clusters ORDER BY name COLLATE \"binary\"",
              soci::into(c.name), soci::into(type), soci::into(c.site), soci::into(c.team),
              soci::into(labels), soci::into(remediation), soci::into(lifecycle),
-             soci::into(created), soci::into(updated));
+             soci::into(scheduler), soci::into(created), soci::into(updated));
     st.execute();
     while (st.fetch()) {
       c.type = ParseClusterType(type).value_or(ClusterType::kTraining);
       c.labels = LabelsFromJson(ParseOrNull(labels));
       c.remediation = RemediationFromJson(ParseOrNull(remediation));
       c.lifecycle = LifecycleFromJson(ParseOrNull(lifecycle));
+      c.scheduler = SchedulerFromJson(ParseOrNull(scheduler));
       c.created_ms = created;
       c.updated_ms = updated;
       out.push_back(c);

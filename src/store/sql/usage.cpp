@@ -81,7 +81,9 @@ constexpr ScanColumn kScanColumns[] = {{"id", 0, ""},
                                        {"mem_peak_mib", UsageQuery::kMemory, "-1"},
                                        {"energy_j", UsageQuery::kEnergy, "0"},
                                        {"placement", UsageQuery::kPlacement, "''"},
-                                       {"outcome", UsageQuery::kOutcome, "''"}};
+                                       {"outcome", UsageQuery::kOutcome, "''"},
+                                       {"source", UsageQuery::kOutcome, "''"},
+                                       {"external_id", UsageQuery::kOutcome, "''"}};
 
 // Whether SQLite should find the records `q` asks for by the index of their ends: not when they
 // are most of the ledger (by the span of its ends), where reading the table in its order is
@@ -146,9 +148,13 @@ Status ScanSqlite(soci::session& sql, const std::string& query, const UsageQuery
     if (has(UsageQuery::kMemory)) f.mem_peak_mib = sqlite3_column_int64(raw, 13);
     if (has(UsageQuery::kEnergy)) f.energy_j = sqlite3_column_int64(raw, 14);
     if (has(UsageQuery::kPlacement)) text(15, f.placement);
-    if (has(UsageQuery::kOutcome)) text(16, f.outcome);
+    if (has(UsageQuery::kOutcome)) {
+      text(16, f.outcome);
+      text(17, f.source);
+      text(18, f.external_id);
+    }
     if (f.gpus == 0) {
-      text(17, r.doc);
+      text(19, r.doc);
     } else {
       r.doc.clear();
     }
@@ -189,15 +195,17 @@ Status Scan(soci::session& sql, Dialect dialect, const UsageQuery& q,
   std::vector<long long> id(kBatch), job(kBatch), start(kBatch), end(kBatch), gpus(kBatch),
       wait(kBatch), util(kBatch), p95(kBatch), mem(kBatch), energy(kBatch);
   std::vector<std::string> team(kBatch), project(kBatch), pool(kBatch), cluster(kBatch),
-      model(kBatch), placement(kBatch), outcome(kBatch), doc(kBatch);
+      model(kBatch), placement(kBatch), outcome(kBatch), source(kBatch), external(kBatch),
+      doc(kBatch);
   soci::statement st =
       (sql.prepare << query, soci::into(id), soci::into(job), soci::into(team), soci::into(project),
        soci::into(pool), soci::into(cluster), soci::into(start), soci::into(end), soci::into(model),
        soci::into(gpus), soci::into(wait), soci::into(util), soci::into(p95), soci::into(mem),
-       soci::into(energy), soci::into(placement), soci::into(outcome), soci::into(doc),
-       soci::use(from), soci::use(to), soci::use(end_before), soci::use(q.team), soci::use(q.team),
-       soci::use(q.project), soci::use(q.project), soci::use(q.pool), soci::use(q.pool),
-       soci::use(q.cluster), soci::use(q.cluster), soci::use(after));
+       soci::into(energy), soci::into(placement), soci::into(outcome), soci::into(source),
+       soci::into(external), soci::into(doc), soci::use(from), soci::use(to), soci::use(end_before),
+       soci::use(q.team), soci::use(q.team), soci::use(q.project), soci::use(q.project),
+       soci::use(q.pool), soci::use(q.pool), soci::use(q.cluster), soci::use(q.cluster),
+       soci::use(after));
   st.execute();
   UsageRecord r;
   while (st.fetch()) {
@@ -221,12 +229,15 @@ Status Scan(soci::session& sql, Dialect dialect, const UsageQuery& q,
       f.energy_j = energy[i];
       f.placement = std::move(placement[i]);
       f.outcome = std::move(outcome[i]);
+      f.source = std::move(source[i]);
+      f.external_id = std::move(external[i]);
       fn(r);
     }
     for (auto* v : {&id, &job, &start, &end, &gpus, &wait, &util, &p95, &mem, &energy}) {
       v->resize(kBatch);
     }
-    for (auto* v : {&team, &project, &pool, &cluster, &model, &placement, &outcome, &doc}) {
+    for (auto* v : {&team, &project, &pool, &cluster, &model, &placement, &outcome, &source,
+                    &external, &doc}) {
       v->resize(kBatch);
     }
   }
@@ -246,12 +257,13 @@ Status SqlStore::AppendUsage(const std::vector<UsageRecord>& records) {
                 energy = f.energy_j;
       sql << "INSERT INTO usage_records (job, team, project, pool, cluster, start_ms, end_ms, "
              "doc, gpu_model, gpus, wait_ms, util_milli, util_p95_milli, mem_peak_mib, energy_j, "
-             "placement, outcome) VALUES (:j, :t, :p, :o, :c, :s, :e, :d, :m, :g, :w, :u, :u95, "
-             ":mem, :en, :pl, :oc)",
+             "placement, outcome, source, external_id) VALUES (:j, :t, :p, :o, :c, :s, :e, :d, "
+             ":m, :g, :w, :u, :u95, :mem, :en, :pl, :oc, :src, :ext)",
           soci::use(job), soci::use(r.team), soci::use(r.project), soci::use(r.pool),
           soci::use(r.cluster), soci::use(start), soci::use(end), soci::use(r.doc),
           soci::use(f.gpu_model), soci::use(gpus), soci::use(wait), soci::use(util), soci::use(p95),
-          soci::use(mem), soci::use(energy), soci::use(f.placement), soci::use(f.outcome);
+          soci::use(mem), soci::use(energy), soci::use(f.placement), soci::use(f.outcome),
+          soci::use(f.source), soci::use(f.external_id);
     }
     DaySums days;
     for (const auto& r : records) AddDays(r, days);

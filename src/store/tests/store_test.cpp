@@ -811,6 +811,12 @@ TEST_P(StoreTest, UsageDaysSplitRecordsAtMidnightAndTheMigrationFillsThem) {
   ASSERT_TRUE(RawSql(url_, "DROP TABLE usage_days"));
   ASSERT_TRUE(RawSql(url_, "DROP INDEX usage_records_unfigured"));
   ASSERT_TRUE(RawSql(url_, "DELETE FROM schema_migrations WHERE version = 20"));
+  // ... and without what came after it.
+  for (const char* column : {"clusters DROP COLUMN scheduler", "usage_records DROP COLUMN source",
+                             "usage_records DROP COLUMN external_id"}) {
+    ASSERT_TRUE(RawSql(url_, std::string("ALTER TABLE ") + column)) << column;
+  }
+  ASSERT_TRUE(RawSql(url_, "DELETE FROM schema_migrations WHERE version = 21"));
   Reopen();
   check("migrated");
 
