@@ -237,6 +237,7 @@ void LabelTeams(const Snapshot& snapshot, std::vector<Signal>& signals) {
   for (size_t i = 0; i < snapshot.pools.size() && i < snapshot.pool_teams.size(); ++i) {
     if (!snapshot.pool_teams[i].empty()) teams[snapshot.pools[i]] = snapshot.pool_teams[i];
   }
+  if (teams.empty()) return;  // no pool has a team: nothing to look up per signal
   for (auto& sig : signals) {
     auto pool = sig.labels.find("pool");
     if (pool == sig.labels.end() || sig.labels.count("team")) continue;

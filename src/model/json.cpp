@@ -239,19 +239,21 @@ Result<std::optional<std::map<std::string, int>>> MigLayoutFromJson(const json::
 }
 
 json::object ToJson(const Gpu& g) {
-  json::object o{{"index", g.index},
-                 {"uuid", g.uuid},
-                 {"serial", g.serial},
-                 {"name", g.name},
-                 {"model", g.model},
-                 {"pci_bus_id", g.pci_bus_id},
-                 {"memory_total_bytes", g.memory_total_bytes},
-                 {"vbios_version", g.vbios_version},
-                 {"inforom_version", g.inforom_version},
-                 {"inforom_oem", g.inforom_oem},
-                 {"inforom_ecc", g.inforom_ecc},
-                 {"inforom_power", g.inforom_power},
-                 {"gsp_firmware_version", g.gsp_firmware_version}};
+  json::object o{
+      {"index", g.index},
+      {"uuid", g.uuid},
+      {"serial", g.serial},
+      {"name", g.name},
+      {"model", g.model},
+      {"pci_bus_id", g.pci_bus_id},
+      {"minor_number", g.minor_number < 0 ? json::value(nullptr) : json::value(g.minor_number)},
+      {"memory_total_bytes", g.memory_total_bytes},
+      {"vbios_version", g.vbios_version},
+      {"inforom_version", g.inforom_version},
+      {"inforom_oem", g.inforom_oem},
+      {"inforom_ecc", g.inforom_ecc},
+      {"inforom_power", g.inforom_power},
+      {"gsp_firmware_version", g.gsp_firmware_version}};
   o["mig_mode"] =
       g.mig_mode < 0 ? json::value(nullptr) : json::value(g.mig_mode == 1 ? "enabled" : "disabled");
   o["mig_layout"] = MigLayoutJson(g.mig_layout);
@@ -473,6 +475,14 @@ Result<Gpu> GpuFromJson(const json::value& v) {
   GF_TRY_ASSIGN(g.serial, GetString(o, "serial", ""));
   GF_TRY_ASSIGN(g.name, GetString(o, "name", ""));
   GF_TRY_ASSIGN(g.pci_bus_id, GetString(o, "pci_bus_id", ""));
+  if (const auto* minor = o.if_contains("minor_number"); minor && !minor->is_null()) {
+    int64_t number = 0;
+    GF_TRY_ASSIGN(number, GetInt(o, "minor_number"));
+    if (number < 0 || number > 254) {  // 255 is /dev/nvidiactl
+      return MakeError(ErrorCode::kInvalidArgument, "minor_number must be 0..254");
+    }
+    g.minor_number = static_cast<int>(number);
+  }
   GF_TRY_ASSIGN(mem, GetInt(o, "memory_total_bytes", 0));
   g.memory_total_bytes = static_cast<uint64_t>(mem);
   GF_TRY_ASSIGN(g.vbios_version, GetString(o, "vbios_version", ""));

@@ -192,6 +192,8 @@ struct Gpu {
   std::string name;   // as the driver reports it, e.g. "NVIDIA H100 80GB HBM3"
   std::string model;  // catalogue id it matched, empty if none
   std::string pci_bus_id;
+  int minor_number =
+      -1;  // N of its device file /dev/nvidiaN (nvmlDeviceGetMinorNumber); -1 unknown
   uint64_t memory_total_bytes = 0;
   std::string vbios_version;
   std::string inforom_version;  // the InfoROM image, "G520.0200.00.05"

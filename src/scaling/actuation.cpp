@@ -1,11 +1,13 @@
-// Acting on decisions: manual scaling (Scale), and the actuator calls, queued (Enqueue) and run
-// in order on the service's own worker thread (Worker, Run), so that a slow provisioning
-// program delays no decision.
+// Acting on decisions: manual scaling (Scale), nodes started and stopped by name for Slurm's
+// power saving (StartNodes, StopNodes), and the actuator calls, queued (Enqueue) and run in
+// order on the service's own worker thread (Worker, Run), so that a slow provisioning program
+// delays no decision.
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include "common/strings.h"
 #include "scaling/scaling.h"
@@ -109,6 +111,103 @@ Result<std::string> ScalingService::Scale(const std::string& pool_name, const Sc
   return event;
 }
 
+Result<std::map<std::string, ScalingService::NamedPool>> ScalingService::NamedPoolsLocked(
+    const std::map<std::string, std::vector<std::string>>& by_pool) {
+  std::map<std::string, NamedPool> out;
+  for (const auto& [pool, nodes] : by_pool) {
+    auto found = fleet_.FindPool(pool);
+    if (!found.ok()) return found.error();
+    auto it = pools_.find(pool);
+    if (it == pools_.end()) {
+      return MakeError(ErrorCode::kConflict, "pool '" + pool +
+                                                 "' has no scaling policy: give it one whose "
+                                                 "actuator starts and stops its nodes");
+    }
+    if (!ActuatorFor(it->second.scaling.actuator)) {
+      return MakeError(ErrorCode::kConflict, "pool '" + pool + "': no " +
+                                                 it->second.scaling.actuator.type +
+                                                 " actuator in this controller");
+    }
+    out[pool] = NamedPool{&it->second, std::move(found).value()};
+  }
+  return out;
+}
+
+Result<NamedScale> ScalingService::StartNodes(const std::vector<std::string>& names,
+                                              const std::string& pool, const std::string& actor) {
+  std::lock_guard lock(mu_);
+  NamedScale out;
+  std::map<std::string, std::vector<std::string>> by_pool;
+  for (const auto& name : names) {
+    auto node = fleet_.GetNode(name);
+    if (node.ok() && node->state != NodeState::kRetired) {
+      out.already.push_back(name);
+      continue;
+    }
+    std::string in = !pool.empty() ? pool : node.ok() ? node->pool : "";
+    if (in.empty()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "node '" + name + "' is not known to gpufleet: name the pool it starts in");
+    }
+    by_pool[in].push_back(name);
+  }
+  auto pools = NamedPoolsLocked(by_pool);
+  if (!pools.ok()) return pools.error();
+  for (const auto& [name, list] : by_pool) {
+    PoolState& st = *pools->at(name).state;
+    Counts c = CountLocked(name);
+    std::vector<std::string> recorded;
+    for (const auto& n : list) {
+      auto made = fleet_.Provision(name, n, st.scaling.actuator.type == "sim",
+                                   "started for slurm by " + actor, actor);
+      if (made.ok()) {
+        recorded.push_back(n);
+      } else {
+        spdlog::error("scaling {}: cannot record node {}: {}", name, n, made.error().message);
+      }
+    }
+    std::string event;
+    if (recorded.empty() ||
+        !LaunchLocked(st, pools->at(name).pool, recorded, c.ready + c.provisioning, "slurm",
+                      "slurm resume by " + actor, actor, event)) {
+      return MakeError(
+          ErrorCode::kUnavailable,
+          "no node could be started: " + (st.last_error.empty() ? "see the log" : st.last_error));
+    }
+    out.acted.insert(out.acted.end(), recorded.begin(), recorded.end());
+  }
+  return out;
+}
+
+Result<NamedScale> ScalingService::StopNodes(const std::vector<std::string>& names,
+                                             const std::string& actor) {
+  std::lock_guard lock(mu_);
+  NamedScale out;
+  std::map<std::string, std::vector<std::string>> by_pool;
+  for (const auto& name : names) {
+    auto node = fleet_.GetNode(name);
+    if (!node.ok() || node->state == NodeState::kRetired || named_stops_.count(name)) {
+      out.already.push_back(name);
+      continue;
+    }
+    by_pool[node->pool].push_back(name);
+  }
+  auto pools = NamedPoolsLocked(by_pool);
+  if (!pools.ok()) return pools.error();
+  for (const auto& [name, list] : by_pool) {
+    PoolState& st = *pools->at(name).state;
+    Counts c = CountLocked(name);
+    int have = c.ready + c.provisioning;
+    RecordEvent(name, "scale_down", -static_cast<int>(list.size()), have,
+                have - static_cast<int>(list.size()), "slurm", "slurm suspend by " + actor, list,
+                actor);
+    named_stops_.insert(list.begin(), list.end());
+    Enqueue(false, pools->at(name).pool, st, list, "", st.scaling.policy.lead_time_s, actor);
+    out.acted.insert(out.acted.end(), list.begin(), list.end());
+  }
+  return out;
+}
+
 void ScalingService::Worker() {
   for (;;) {
     Work w;
@@ -133,6 +232,9 @@ void ScalingService::Run(const Work& w) {
                   : MakeError(ErrorCode::kUnavailable, "no such actuator");
   const auto& nodes = w.request.nodes;
   std::lock_guard lock(mu_);
+  if (!w.provision) {
+    for (const auto& n : nodes) named_stops_.erase(n);
+  }
   auto it = pools_.find(w.request.pool);
   std::string* last_error = it != pools_.end() ? &it->second.last_error : nullptr;
   if (!done.ok()) {

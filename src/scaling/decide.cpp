@@ -76,6 +76,14 @@ int ScalingService::ProvisionLocked(PoolState& st, const Pool& pool, int have, i
     names.push_back(name);
   }
   if (names.empty()) return 0;
+  if (!LaunchLocked(st, pool, names, have, reason, detail, actor, event)) return 0;
+  return static_cast<int>(names.size());
+}
+
+bool ScalingService::LaunchLocked(PoolState& st, const Pool& pool,
+                                  const std::vector<std::string>& names, int have,
+                                  const std::string& reason, const std::string& detail,
+                                  const std::string& actor, std::string& event) {
   const auto& p = st.scaling.policy;
   double ttl_s = 2 * (p.lead_time_s + st.scaling.actuator.timeout_s) + 600;
   auto token = fleet_.CreateJoinToken(pool.name, static_cast<int64_t>(ttl_s * 1000), actor);
@@ -84,13 +92,13 @@ int ScalingService::ProvisionLocked(PoolState& st, const Pool& pool, int have, i
       (void)fleet_.Retire(name, "provision failed: no join token: " + token.error().message, actor);
     }
     st.last_error = "no join token: " + token.error().message;
-    return 0;
+    return false;
   }
   int after = have + static_cast<int>(names.size());
   event = RecordEvent(pool.name, "scale_up", static_cast<int>(names.size()), have, after, reason,
                       detail, names, actor);
   Enqueue(true, pool, st, names, token->secret, p.lead_time_s, actor);
-  return static_cast<int>(names.size());
+  return true;
 }
 
 int ScalingService::RemoveLocked(PoolState& st, const Pool& pool, int have, int n,

@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -126,6 +127,12 @@ struct TuneReport {
 std::vector<sched::TraceJob> HistoryTrace(const std::vector<workload::Job>& jobs, int64_t from_ms,
                                           int64_t now_ms);
 
+// Nodes started or stopped by name (ScalingService::StartNodes, StopNodes).
+struct NamedScale {
+  std::vector<std::string> acted;    // handed to the actuator
+  std::vector<std::string> already;  // running or starting (start), gone or stopping (stop)
+};
+
 struct ScaleRequest {
   std::optional<int> target;  // nodes wanted
   std::optional<int> delta;   // or nodes to add (> 0) or remove (< 0)
@@ -166,6 +173,18 @@ class ScalingService {
   // (down) until then. A later manual scale replaces the keep. Returns the event.
   Result<std::string> Scale(const std::string& pool, const ScaleRequest& request,
                             const std::string& actor);
+  // Slurm's power saving (ResumeProgram and SuspendProgram call `gpufleet slurm resume|suspend`):
+  // nodes started or stopped by name through their pool's actuator, whatever the policy would
+  // decide (Slurm decides: keep the policy disabled so that the two do not both scale; its
+  // bounds do not apply). Idempotent, as Slurm may call twice: a node running or starting is not
+  // started again, nor a retired, unknown or stopping one stopped. A node gpufleet does not know,
+  // or `pool` when given, starts in `pool`. Everything is checked before anything is done:
+  // kInvalidArgument an unknown node and no pool; kNotFound no such pool; kConflict a pool
+  // without a scaling policy (its actuator) or whose actuator this controller lacks. Each pool's
+  // nodes are one scale event, reason "slurm".
+  Result<NamedScale> StartNodes(const std::vector<std::string>& names, const std::string& pool,
+                                const std::string& actor);
+  Result<NamedScale> StopNodes(const std::vector<std::string>& names, const std::string& actor);
   Result<std::vector<ScaleEventRecord>> Events(const std::string& pool, int limit) const;
   std::vector<Sample> History(const std::string& pool, int64_t since_ms) const;
 
@@ -213,6 +232,19 @@ class ScalingService {
   // the worker. Returns how many.
   int ProvisionLocked(PoolState& st, const Pool& pool, int have, int n, const std::string& reason,
                       const std::string& detail, const std::string& actor, std::string& event);
+  // `names`, recorded as provisioning, get a join token and go to the worker with a scale_up
+  // event (else the nodes are retired and st.last_error says why). False when no token.
+  bool LaunchLocked(PoolState& st, const Pool& pool, const std::vector<std::string>& names,
+                    int have, const std::string& reason, const std::string& detail,
+                    const std::string& actor, std::string& event);
+  // The pools StartNodes and StopNodes act on, each with a policy and an actuator here: all of
+  // them, or the first that is not.
+  struct NamedPool {
+    PoolState* state = nullptr;
+    Pool pool;
+  };
+  Result<std::map<std::string, NamedPool>> NamedPoolsLocked(
+      const std::map<std::string, std::vector<std::string>>& by_pool);
   // Drains up to `n` idle nodes and hands them to the worker. Returns how many.
   int RemoveLocked(PoolState& st, const Pool& pool, int have, int n, const std::string& reason,
                    const std::string& detail, const std::string& actor, std::string& event);
@@ -251,6 +283,7 @@ class ScalingService {
   std::mutex tune_mu_;     // held by the one tune running (try_lock: not waited for)
   mutable std::mutex mu_;  // taken before the jobs' and the fleet's locks, never after
   std::map<std::string, PoolState> pools_;
+  std::set<std::string> named_stops_;  // StopNodes' nodes until their actuator call returns
   int64_t next_retain_ms_ = 0;
 
   std::mutex work_mu_;  // taken last

@@ -394,10 +394,12 @@ void Bridge::Apply(const Cluster& c, Poll& poll) {
     st.jobs_running = running;
     st.jobs_pending = pending;
     st.nodes = views;
+    for (const auto& name : st.unknown_nodes) unknown_.erase(name);
     st.unknown_nodes.clear();
     for (const auto& [name, n] : nodes) {
       if (!seen.count(name)) {
         st.unknown_nodes.push_back(name);
+        unknown_.insert(name);
         views_.erase(name);
       }
     }
@@ -488,13 +490,7 @@ bool Bridge::Holds(const std::string& node) const {
   if (v == views_.end()) {
     // Unknown to a Slurm that answered: Slurm runs nothing there. Not polled yet, or Slurm
     // unreachable: held.
-    for (const auto& [cluster, st] : status_) {
-      if (std::find(st.unknown_nodes.begin(), st.unknown_nodes.end(), node) !=
-          st.unknown_nodes.end()) {
-        return false;
-      }
-    }
-    return true;
+    return !unknown_.count(node);
   }
   return !v->second.drained;
 }

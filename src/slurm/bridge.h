@@ -132,7 +132,8 @@ class Bridge {
   std::set<std::string> members_;
   // gpufleet node -> when a drain or resume was last asked of Slurm, and which.
   std::map<std::string, std::pair<std::string, int64_t>> asked_;
-  std::set<std::string> down_;  // gpufleet nodes Slurm says are DOWN or FAILed
+  std::set<std::string> down_;     // gpufleet nodes Slurm says are DOWN or FAILed
+  std::set<std::string> unknown_;  // gpufleet nodes a Slurm that answered does not know
 };
 
 }  // namespace gpufleet::slurm

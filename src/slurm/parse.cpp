@@ -264,3 +264,25 @@ Result<std::vector<Node>> ParseSinfo(std::string_view text) {
 }
 
 }  // namespace gpufleet::slurm
+
+namespace gpufleet::slurm {
+
+std::string NodeForSlurmName(const std::string& tmpl, const std::string& slurm_name) {
+  size_t at = std::string::npos, len = 0;
+  for (std::string_view p : {"{name}", "{hostname}"}) {
+    for (size_t i = tmpl.find(p); i != std::string::npos; i = tmpl.find(p, i + 1)) {
+      if (at != std::string::npos) return "";  // two placeholders: no single answer
+      at = i;
+      len = p.size();
+    }
+  }
+  if (at == std::string::npos) return "";
+  const std::string prefix = tmpl.substr(0, at), suffix = tmpl.substr(at + len);
+  if (slurm_name.size() <= prefix.size() + suffix.size() || !slurm_name.starts_with(prefix) ||
+      !slurm_name.ends_with(suffix)) {
+    return "";
+  }
+  return slurm_name.substr(prefix.size(), slurm_name.size() - prefix.size() - suffix.size());
+}
+
+}  // namespace gpufleet::slurm

@@ -56,6 +56,12 @@ struct Node {
 // sinfo --json.
 Result<std::vector<Node>> ParseSinfo(std::string_view json);
 
+// The gpufleet node name that a Scheduler::node_name template turns into `slurm_name`, for a
+// node gpufleet has not seen: the text around the template's one placeholder taken off
+// ("gpu-{hostname}" and "gpu-a01" -> "a01"). Empty when the name does not fit the template, or
+// the template has no single placeholder.
+std::string NodeForSlurmName(const std::string& tmpl, const std::string& slurm_name);
+
 // The reason gpufleet gives Slurm for its drains; a drain whose reason starts with it is
 // gpufleet's to resume.
 inline constexpr std::string_view kReasonPrefix = "gpufleet:";

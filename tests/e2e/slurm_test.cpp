@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <thread>
 
 #include "fixture.h"
@@ -218,6 +219,81 @@ TEST_F(Slurm, ADrainByHandIsLeftAloneAndRemediationDrainsThroughSlurm) {
             std::string::npos);
   EXPECT_EQ(controller_->Call("GET", "/healthz").first, 200);
   EXPECT_EQ(controller_->Call("GET", "/api/v1/nodes").first, 200);
+}
+
+// gres.conf from what the agents found; Slurm's ResumeProgram and SuspendProgram (`gpufleet slurm
+// resume|suspend HOSTLIST`) run the pool's actuator programs with the nodes, once however often
+// Slurm calls.
+TEST_F(Slurm, GresConfAndPowerSavingThroughThePoolsActuator) {
+  auto gres = Cli({"slurm", "gres-conf", "--node", "sl-0001"});
+  ASSERT_EQ(gres.exit_code, 0) << gres.err;
+  EXPECT_NE(
+      gres.out.find("# slurm.conf: NodeName=sl-0001 Gres=gpu:nvidia_h100_80gb_hbm3:2\n"
+                    "NodeName=sl-0001 Name=gpu Type=nvidia_h100_80gb_hbm3 File=/dev/nvidia0\n"
+                    "NodeName=sl-0001 Name=gpu Type=nvidia_h100_80gb_hbm3 File=/dev/nvidia1\n"),
+      std::string::npos)
+      << gres.out;
+  auto typed = Cli({"slurm", "gres-conf", "--node", "sl-0002", "--type", "h100"});
+  ASSERT_EQ(typed.exit_code, 0) << typed.err;
+  EXPECT_NE(typed.out.find("NodeName=sl-0002 Name=gpu Type=h100 File=/dev/nvidia1"),
+            std::string::npos)
+      << typed.out;
+  auto none = Cli({"slurm", "gres-conf", "--node", "nosuch"});
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.err.find("no node 'nosuch'"), std::string::npos) << none.err;
+
+  // The pool's actuator: programs that write down what they were asked.
+  const std::string log = dir_ + "/actuator.log";
+  const std::string policy =
+      R"({"mode": "reactive", "enabled": false, "min_nodes": 2, "max_nodes": 4, "interval": "1s",
+          "actuator": {"type": "command", "provision": "echo provision {nodes} >> )" +
+      log + R"(", "deprovision": "echo deprovision {nodes} >> )" + log + R"("}})";
+  auto put = controller_->Call("PUT", "/api/v1/pools/gpu/scaling", policy);
+  ASSERT_EQ(put.first, 200) << put.second;
+  auto unknown = Cli({"slurm", "resume", "sl-[0003-0004]"});
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_NE(unknown.err.find("node 'sl-0003' is not known to gpufleet"), std::string::npos)
+      << unknown.err;
+  for (int i = 0; i < 2; ++i) {  // Slurm may call twice
+    auto up = Cli({"slurm", "resume", "sl-[0002-0004]", "--pool", "gpu"});
+    ASSERT_EQ(up.exit_code, 0) << up.err;
+    EXPECT_EQ(up.out, i == 0 ? "cluster hpc: started sl-0003 sl-0004; already up: sl-0002\n"
+                             : "cluster hpc: started none; already up: sl-0002 sl-0003 sl-0004\n");
+  }
+  EXPECT_EQ(State("sl-0003"), "provisioning");
+  auto down = Cli({"slurm", "suspend", "sl-[0003-0004],sl-0009"});
+  ASSERT_EQ(down.exit_code, 0) << down.err;
+  EXPECT_EQ(down.out, "cluster hpc: stopped sl-0003 sl-0004; already down: sl-0009\n");
+  ASSERT_TRUE(WaitState("sl-0004", "retired", 10000)) << State("sl-0004");
+  auto again = Cli({"slurm", "suspend", "sl-[0003-0004]"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, "cluster hpc: stopped none; already down: sl-0003 sl-0004\n");
+  std::string text;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::ifstream in(log);
+        text.assign(std::istreambuf_iterator<char>(in), {});
+        return text.find("deprovision") != std::string::npos;
+      },
+      10000));
+  EXPECT_EQ(text, "provision sl-0003 sl-0004\ndeprovision sl-0003 sl-0004\n");
+  auto events = controller_->Call("GET", "/api/v1/pools/gpu/scaling/events");
+  ASSERT_EQ(events.first, 200);
+  EXPECT_NE(json::serialize(events.second).find("slurm resume by bootstrap-admin"),
+            std::string::npos)
+      << events.second;
+  auto audit = controller_->Call("GET", "/api/v1/audit");
+  ASSERT_EQ(audit.first, 200);
+  EXPECT_NE(json::serialize(audit.second).find("/api/v1/slurm/suspend"), std::string::npos)
+      << audit.second;
+  // A viewer may not start nodes.
+  auto [ts, token] =
+      controller_->Call("POST", "/api/v1/api-tokens", R"({"name": "v", "role": "viewer"})");
+  ASSERT_EQ(ts, 201) << token;
+  const std::string viewer(token.at("token").as_string());
+  EXPECT_EQ(
+      controller_->Call("POST", "/api/v1/slurm/resume", R"({"nodes": "sl-0003"})", &viewer).first,
+      403);
 }
 
 }  // namespace

@@ -199,6 +199,17 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvml
                     sizeof pci->busId);
 }
 
+// "minor": the GPU's /dev/nvidiaN number; its index when the script gives none.
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t d,
+                                                                             unsigned* minor) {
+  std::lock_guard lock(g_mu);
+  if (nvmlReturn_t r = Scripted(Index(d), "nvmlDeviceGetMinorNumber"); r != NVML_SUCCESS) return r;
+  const json::object* g = Gpu(Index(d));
+  auto it = g->find("minor");
+  *minor = static_cast<unsigned>(it == g->end() ? Index(d) : it->value().as_int64());
+  return NVML_SUCCESS;
+}
+
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d,
                                                                             nvmlMemory_t* mem) {
   std::lock_guard lock(g_mu);

@@ -99,6 +99,7 @@ class NvmlBackend : public GpuBackend {
     pci_ = Sym<NvmlDeviceGetPciInfoFn>(
         {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo"});
     memory_ = Sym<NvmlDeviceGetMemoryInfoFn>({"nvmlDeviceGetMemoryInfo"});
+    minor_ = Sym<NvmlDeviceGetUintFn>({"nvmlDeviceGetMinorNumber"});
     mig_ = Sym<NvmlDeviceGetMigModeFn>({"nvmlDeviceGetMigMode"});
     gi_profile_ =
         Sym<NvmlDeviceGetGpuInstanceProfileInfoVFn>({"nvmlDeviceGetGpuInstanceProfileInfoV"});
@@ -435,6 +436,12 @@ class NvmlBackend : public GpuBackend {
       nvmlPciInfo_t pci{};
       if (note(pci_(dev, &pci)) == NVML_SUCCESS) g.pci_bus_id = pci.busId;
     }
+    if (minor_) {  // Linux only: NOT_SUPPORTED elsewhere, left unknown
+      unsigned minor = 0;
+      if (note(minor_(dev, &minor)) == NVML_SUCCESS && minor < 255) {
+        g.minor_number = static_cast<int>(minor);
+      }
+    }
     if (memory_) {
       nvmlMemory_t mem{};
       if (note(memory_(dev, &mem)) == NVML_SUCCESS) g.memory_total_bytes = mem.total;
@@ -525,6 +532,7 @@ class NvmlBackend : public GpuBackend {
   NvmlDeviceGetInforomVersionFn inforom_object_ = nullptr;
   NvmlDeviceGetGspFirmwareVersionFn gsp_ = nullptr;
   NvmlDeviceGetPciInfoFn pci_ = nullptr;
+  NvmlDeviceGetUintFn minor_ = nullptr;
   NvmlDeviceGetMemoryInfoFn memory_ = nullptr;
   NvmlDeviceGetMigModeFn mig_ = nullptr;
   NvmlDeviceGetGpuInstanceProfileInfoVFn gi_profile_ = nullptr;

@@ -443,6 +443,7 @@ class SimBackend : public GpuBackend {
       g.serial = serial;
       g.name = spec_.model->nvml_names.empty() ? spec_.model->name : spec_.model->nvml_names[0];
       g.pci_bus_id = bus;
+      g.minor_number = i;
       g.memory_total_bytes =
           static_cast<uint64_t>(spec_.model->memory_gib * 1024.0 * 1024.0 * 1024.0);
       g.vbios_version = vbios_;

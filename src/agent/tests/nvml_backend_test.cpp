@@ -37,6 +37,7 @@ TEST(NvmlBackend, ReadsExactlyTheScriptedGpus) {
   EXPECT_EQ(g.name, "NVIDIA L4");
   EXPECT_EQ(g.serial, "1324021012345");
   EXPECT_EQ(g.pci_bus_id, "00000000:01:00.0");
+  EXPECT_EQ(g.minor_number, 3);  // /dev/nvidia3: NVML's number, not the index
   EXPECT_EQ(g.memory_total_bytes, 24152899584ull);
   EXPECT_EQ(g.vbios_version, "95.04.5C.00.01");
   EXPECT_EQ(g.inforom_version, "G193.0200.00.01");

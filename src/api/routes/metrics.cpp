@@ -157,7 +157,10 @@ Response Metrics(ApiContext& ctx, const Request& req, const Principal& who) {
       AppendLabel(gl.labels, "gpu", std::to_string(g.index), true);
       AppendLabel(gl.labels, "UUID", g.uuid, false);
       AppendLabel(gl.labels, "pci_bus_id", g.pci_bus_id, false);
-      AppendLabel(gl.labels, "device", "nvidia" + std::to_string(g.index), false);
+      // dcgm-exporter's device is the device file's: its minor number (the index where the agent
+      // could not tell).
+      AppendLabel(gl.labels, "device",
+                  "nvidia" + std::to_string(g.minor_number >= 0 ? g.minor_number : g.index), false);
       AppendLabel(gl.labels, "modelName", g.name, false);
       AppendLabel(gl.labels, "Hostname", n.name, false);
       AppendLabel(gl.labels, "cluster", n.cluster, false);

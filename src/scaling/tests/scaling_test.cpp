@@ -372,5 +372,55 @@ TEST_F(ScalingTest, CommandActuatorRunsTheProgramsWithPoolNodesAndJoinToken) {
             "provision command timed out after 200ms; the nodes were retired");
 }
 
+// Slurm's ResumeProgram and SuspendProgram: nodes by name through the pool's actuator, checked
+// first, idempotent (Slurm may call twice), a retired node back in its pool.
+TEST_F(ScalingTest, NodesStartAndStopByNameForSlurmAndTwiceIsOnce) {
+  auto unknown = scaling_->StartNodes({"gpu01", "gpu02"}, "", "slurm");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(unknown.error().message,
+            "node 'gpu01' is not known to gpufleet: name the pool it starts in");
+  EXPECT_EQ(scaling_->StartNodes({"gpu01"}, "nope", "slurm").error().code, ErrorCode::kNotFound);
+  EXPECT_TRUE(States().empty()) << "nothing recorded by a refused call";
+
+  auto up = scaling_->StartNodes({"gpu01", "gpu02"}, "h100", "slurm");
+  ASSERT_TRUE(up.ok()) << up.error().message;
+  EXPECT_EQ(up->acted, (std::vector<std::string>{"gpu01", "gpu02"}));
+  EXPECT_TRUE(up->already.empty());
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 2; }));
+  auto ev = LastEvent();
+  EXPECT_EQ(ev.at("kind"), "scale_up");
+  EXPECT_EQ(ev.at("reason"), "slurm");
+  EXPECT_EQ(ev.at("detail"), "slurm resume by slurm");
+  auto again = scaling_->StartNodes({"gpu01", "gpu02"}, "h100", "slurm");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->acted.empty());
+  EXPECT_EQ(again->already.size(), 2u);
+  {
+    std::lock_guard lock(actuator_->mu_);
+    EXPECT_EQ(actuator_->provisions, 1);
+  }
+
+  auto down = scaling_->StopNodes({"gpu01", "nosuch"}, "slurm");
+  ASSERT_TRUE(down.ok()) << down.error().message;
+  EXPECT_EQ(down->acted, std::vector<std::string>{"gpu01"});
+  EXPECT_EQ(down->already, std::vector<std::string>{"nosuch"});
+  ASSERT_TRUE(WaitFor([&] { return States()["retired"] == 1 && Ready() == 1; }));
+  EXPECT_EQ(fleet_->GetNode("gpu01")->state, NodeState::kRetired);
+  EXPECT_EQ(LastEvent().at("reason"), "slurm");
+  auto twice = scaling_->StopNodes({"gpu01"}, "slurm");
+  ASSERT_TRUE(twice.ok());
+  EXPECT_TRUE(twice->acted.empty());
+  {
+    std::lock_guard lock(actuator_->mu_);
+    EXPECT_EQ(actuator_->stopped, std::vector<std::string>{"gpu01"});
+  }
+  // Retired, it comes back in its own pool without being told which.
+  auto back = scaling_->StartNodes({"gpu01"}, "", "slurm");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->acted, std::vector<std::string>{"gpu01"});
+  ASSERT_TRUE(WaitFor([&] { return Ready() == 2; }));
+}
+
 }  // namespace
 }  // namespace gpufleet::scaling

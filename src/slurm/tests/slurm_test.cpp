@@ -9,6 +9,7 @@
 #include "config/fleet_spec.h"
 #include "fleet/teams.h"
 #include "slurm/bridge.h"
+#include "slurm/gres.h"
 #include "store/store.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/temp_dir.h"
@@ -104,6 +105,63 @@ TEST(States, SlurmStatesAsGpufleets) {
   EXPECT_EQ(ToJobState("CANCELLED", true), JobState::kCancelled);
   EXPECT_EQ(ToJobState("TIMEOUT", true), JobState::kCompleted);
   EXPECT_EQ(ToJobState("NODE_FAIL", true), JobState::kCompleted);
+}
+
+TEST(NodeNames, TheTemplateTakenOffASlurmName) {
+  EXPECT_EQ(NodeForSlurmName("{name}", "gpu01"), "gpu01");
+  EXPECT_EQ(NodeForSlurmName("gpu-{hostname}", "gpu-a01"), "a01");
+  EXPECT_EQ(NodeForSlurmName("{name}.ib", "a01.ib"), "a01");
+  EXPECT_EQ(NodeForSlurmName("gpu-{hostname}", "cpu-a01"), "") << "does not fit";
+  EXPECT_EQ(NodeForSlurmName("gpu-{hostname}", "gpu-"), "") << "nothing left";
+  EXPECT_EQ(NodeForSlurmName("{name}-{hostname}", "a-b"), "") << "two placeholders";
+}
+
+// gres.conf from what the agent found: by device file (NVML's minor number, not the index),
+// the node's Slurm name, Slurm's AutoDetect type or the site's; what cannot be written is said.
+TEST(GresConf, LinesByDeviceFileWithSlurmsNamesAndTypes) {
+  EXPECT_EQ(GresType("NVIDIA H100 80GB HBM3"), "nvidia_h100_80gb_hbm3");
+  gpufleet::Node n;
+  n.name = "a01.dc1";
+  for (int i = 0; i < 3; ++i) {
+    Gpu g;
+    g.index = i;
+    g.minor_number = 2 - i;  // the driver numbered them the other way round
+    g.name = i == 2 ? "NVIDIA L4" : "NVIDIA H100 80GB HBM3";
+    n.gpus.push_back(g);
+  }
+  Scheduler s;
+  s.type = "slurm";
+  s.node_name = "gpu-{hostname}";
+  auto conf = MakeGresConf(n, &s, "");
+  ASSERT_TRUE(conf.ok()) << conf.error().message;
+  EXPECT_EQ(conf->slurm_node, "gpu-a01");
+  EXPECT_EQ(conf->lines,
+            (std::vector<std::string>{
+                "NodeName=gpu-a01 Name=gpu Type=nvidia_l4 File=/dev/nvidia0",
+                "NodeName=gpu-a01 Name=gpu Type=nvidia_h100_80gb_hbm3 File=/dev/nvidia1",
+                "NodeName=gpu-a01 Name=gpu Type=nvidia_h100_80gb_hbm3 File=/dev/nvidia2"}));
+  EXPECT_EQ(conf->gres, "gpu:nvidia_l4:1,gpu:nvidia_h100_80gb_hbm3:2");
+  auto typed = MakeGresConf(n, nullptr, "h100");
+  ASSERT_TRUE(typed.ok());
+  EXPECT_EQ(typed->slurm_node, "a01.dc1") << "no scheduler: the node's own name";
+  EXPECT_EQ(typed->lines.front(), "NodeName=a01.dc1 Name=gpu Type=h100 File=/dev/nvidia0");
+  EXPECT_EQ(typed->gres, "gpu:h100:3");
+
+  EXPECT_EQ(MakeGresConf(n, &s, "h 100").error().code, ErrorCode::kInvalidArgument);
+  n.gpus[1].mig_mode = 1;
+  auto mig = MakeGresConf(n, &s, "");
+  ASSERT_FALSE(mig.ok());
+  EXPECT_NE(mig.error().message.find("GPU 1 of node 'a01.dc1' has MIG enabled"), std::string::npos);
+  n.gpus[1].mig_mode = 0;
+  n.gpus[2].minor_number = -1;
+  auto unknown = MakeGresConf(n, &s, "");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().code, ErrorCode::kConflict);
+  EXPECT_NE(unknown.error().message.find("GPU 2 of node 'a01.dc1': its device file"),
+            std::string::npos);
+  n.gpus.clear();
+  EXPECT_EQ(MakeGresConf(n, &s, "").error().message,
+            "node 'a01.dc1' has no GPUs (has its agent registered?)");
 }
 
 class SlurmJobsTest : public ::testing::Test {

@@ -146,6 +146,7 @@ std::string FirmwareJson(const Gpu& g) {
                                {"inforom_ecc", g.inforom_ecc},
                                {"inforom_power", g.inforom_power},
                                {"gsp", g.gsp_firmware_version},
+                               {"minor", g.minor_number},
                                {"settings", ToJson(g.settings)},
                                {"mig_layout", MigLayoutJson(g.mig_layout)}});
 }
@@ -160,6 +161,8 @@ void ReadFirmware(const std::string& text, Gpu& g) {
   g.inforom_ecc = str("inforom_ecc");
   g.inforom_power = str("inforom_power");
   g.gsp_firmware_version = str("gsp");
+  const auto* minor = v.is_object() ? v.as_object().if_contains("minor") : nullptr;
+  g.minor_number = minor && minor->is_int64() ? static_cast<int>(minor->as_int64()) : -1;
   g.settings = {};
   if (const auto* s = v.is_object() ? v.as_object().if_contains("settings") : nullptr) {
     if (auto settings = GpuSettingsFromJson(*s); settings.ok()) g.settings = settings.value();
