@@ -54,9 +54,10 @@ TEST_F(Telemetry, FakeNvmlValuesReachTheQueryApiAndMetricsUnderDcgmNames) {
 
   auto metrics = controller_->Call("GET", "/metrics").second;
   std::string text(metrics.as_string());
+  // device: the GPU's device file, /dev/nvidia3 by NVML's minor number, not its index 0.
   std::string labels =
       R"({gpu="0",UUID="GPU-aaaabbbb-cccc-dddd-eeee-ffff00001111",pci_bus_id="00000000:01:00.0",)"
-      R"(device="nvidia0",modelName="NVIDIA L4",Hostname="fake-l4",cluster="edge",pool="l4"})";
+      R"(device="nvidia3",modelName="NVIDIA L4",Hostname="fake-l4",cluster="edge",pool="l4"})";
   EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"), std::string::npos);
   EXPECT_NE(text.find("DCGM_FI_DEV_POWER_USAGE" + labels + " 61.234\n"), std::string::npos) << text;
   EXPECT_NE(text.find("DCGM_FI_DEV_GPU_UTIL" + labels + " 87\n"), std::string::npos);
