@@ -226,6 +226,8 @@ class Parser {
         default:
           return Fail(pos, "a comparison of two numbers: compare a series");
       }
+      // Literals are finite, so the canonical text (the cache key) never holds inf or nan.
+      if (!std::isfinite(v)) return Fail(pos, "numbers that make no finite number (1/0?)");
       e->kind = Expr::Kind::kNumber;
       e->number = v;
       e->key = NumberText(v);

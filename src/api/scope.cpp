@@ -35,12 +35,53 @@ std::set<std::string> TeamClusters(ApiContext& ctx, const std::string& team) {
   return out;
 }
 
+Status ControllerPrograms(const Principal& who, const std::string& what) {
+  if (who.role >= Role::kAdmin && who.clusters.empty()) return {};
+  return MakeError(ErrorCode::kPermissionDenied,
+                   "token '" + Printable(who.name, 80) + "' may not set " + what +
+                       ": it runs programs on the controller, which needs an admin token of the "
+                       "whole fleet");
+}
+
 }  // namespace
 
 Status ScopeFleet(const Principal& who, std::string_view what) {
   if (who.clusters.empty()) return {};
   return MakeError(ErrorCode::kPermissionDenied,
                    Limited(who) + "; " + std::string(what) + " belongs to the whole fleet");
+}
+
+Status ScopeActuator(const Principal& who, const std::string& pool,
+                     const sched::ActuatorSpec* before, const sched::ActuatorSpec& after) {
+  const bool same = after.type != "command" || (before != nullptr && before->type == "command" &&
+                                                before->provision == after.provision &&
+                                                before->deprovision == after.deprovision);
+  if (same) return {};
+  return ControllerPrograms(who, "pool '" + pool + "': a command actuator");
+}
+
+Status ScopeFilePrograms(ApiContext& ctx, const Principal& who,
+                         const std::vector<Cluster>& clusters,
+                         const std::vector<sched::PoolScaling>& scaling) {
+  auto have = ctx.fleet.Clusters();
+  if (!have.ok()) return have.error();
+  const Scheduler defaults;
+  for (const auto& c : clusters) {
+    if (c.scheduler.type.empty()) continue;
+    auto it = std::find_if(have->begin(), have->end(),
+                           [&](const Cluster& h) { return h.name == c.name; });
+    const Scheduler& was =
+        it != have->end() && !it->scheduler.type.empty() ? it->scheduler : defaults;
+    if (was.bin_dir != c.scheduler.bin_dir || was.conf != c.scheduler.conf) {
+      GF_TRY(ControllerPrograms(who, "cluster '" + c.name + "': scheduler.bin_dir or conf"));
+    }
+  }
+  for (const auto& sc : scaling) {
+    if (!ctx.scaling) break;  // the caller refuses scaling blocks: autoscaling is not running
+    auto was = ctx.scaling->Get(sc.pool);
+    GF_TRY(ScopeActuator(who, sc.pool, was.ok() ? &was->scaling.actuator : nullptr, sc.actuator));
+  }
+  return {};
 }
 
 Status ScopeCluster(const Principal& who, const std::string& cluster) {

@@ -12,6 +12,8 @@
 
 #include "alerting/matcher.h"
 #include "api/context.h"
+#include "model/scaling_policy.h"
+#include "model/types.h"
 
 namespace gpufleet::api {
 
@@ -23,6 +25,17 @@ Status ScopeFleet(const Principal& who, std::string_view what);
 Status ScopeCluster(const Principal& who, const std::string& cluster);             // else 404
 Status ScopePool(ApiContext& ctx, const Principal& who, const std::string& pool);  // 404
 Status ScopeNode(ApiContext& ctx, const Principal& who, const std::string& node);  // 404
+// Settings that make the controller itself run programs (a pool's `command` actuator, a Slurm
+// cluster's clients through `bin_dir` and `conf`) act as the controller's user on its machine,
+// beyond any cluster: setting or changing them needs an admin token of the whole fleet (403).
+// Keeping them as they are needs only the route's role. A pool's actuator `after` in place of
+// `before` (nullptr: none yet):
+Status ScopeActuator(const Principal& who, const std::string& pool,
+                     const sched::ActuatorSpec* before, const sched::ActuatorSpec& after);
+// A fleet file's clusters and scaling blocks, against the clusters and policies there are.
+Status ScopeFilePrograms(ApiContext& ctx, const Principal& who,
+                         const std::vector<Cluster>& clusters,
+                         const std::vector<sched::PoolScaling>& scaling);
 // A token `who` creates: a role no higher than its own, and (for a scoped `who`) clusters
 // that are all its own, never none (none would be the whole fleet). 403 otherwise.
 Status ScopeNewToken(const Principal& who, Role role, const std::vector<std::string>& clusters);

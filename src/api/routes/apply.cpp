@@ -14,6 +14,7 @@
 
 #include "alerting/rules.h"
 #include "api/json_util.h"
+#include "api/scope.h"
 #include "common/json_text.h"
 #include "config/fleet_spec.h"
 #include "slurm/bridge.h"
@@ -368,6 +369,7 @@ Status CheckApply(ApiContext& ctx, const Principal& who, const std::string& rule
   for (const auto& c : p.spec.clusters) {
     if (!who.CanSeeCluster(c.name)) return Denied(who, "cluster '" + c.name + "'");
   }
+  GF_TRY(ScopeFilePrograms(ctx, who, p.spec.clusters, p.spec.scaling));
   GF_TRY(slurm::CheckClients(p.spec.clusters, p.filename));  // a Slurm cluster's clients
   if (!p.spec.scaling.empty() && !ctx.scaling) {  // scaling policies, before anything changes
     return MakeError(ErrorCode::kUnavailable, "autoscaling is not running: no scaling blocks");

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "api/json_util.h"
+#include "api/scope.h"
 #include "model/json.h"
 #include "sched/policy_json.h"
 #include "sched/tune.h"
@@ -153,6 +154,9 @@ Response PutPoolsPoolScaling(ApiContext& ctx, const Request& req, const Principa
   }
   parsed->pool = pool->name;
   auto before = ctx.scaling->Get(pool->name);
+  auto allowed = ScopeActuator(who, pool->name, before.ok() ? &before->scaling.actuator : nullptr,
+                               parsed->actuator);
+  if (!allowed.ok()) return ErrorResponse(allowed.error());
   auto set = ctx.scaling->SetPolicy(std::move(parsed).value(), who.name);
   if (!set.ok()) return ErrorResponse(set.error());
   auto now = ctx.scaling->Get(pool->name);

@@ -7,6 +7,7 @@
 
 #include "api/json_util.h"
 #include "api/scope.h"
+#include "common/strings.h"
 #include "model/json.h"
 #include "slurm/bridge.h"
 #include "slurm/gres.h"
@@ -121,6 +122,11 @@ Result<std::vector<std::string>> NodesForHostlist(ApiContext& ctx, const Cluster
       continue;
     }
     std::string node = slurm::NodeForSlurmName(c.scheduler.node_name, s);
+    if (!node.empty() && !IsValidName(node)) {  // it may reach a command actuator's shell line
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "nodes: '" + Printable(node, 80) +
+                           "' is not a valid node name (lower-case letters, digits, '-', '.')");
+    }
     if (node.empty()) {
       return MakeError(ErrorCode::kInvalidArgument, "nodes: '" + s +
                                                         "' does not fit the cluster's node_name '" +
