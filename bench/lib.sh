@@ -1,9 +1,13 @@
 # Shared by the load runs in bench/: an optimised build, and a controller on a fresh data
 # directory with one pool of 8-GPU H100 nodes. Source it; it sets `bin`.
 build=build-bench
-bin=$build/gpufleet
+bin=${BENCH_BIN:-$build/gpufleet}  # BENCH_BIN: another build (a baseline) to run instead
 
-bench_build() {  # bench_build TARGET...
+bench_build() {  # bench_build TARGET... (with BENCH_BIN set, gpufleet itself is not built)
+  local targets=()
+  for t in "$@"; do [[ -n "${BENCH_BIN:-}" && $t == gpufleet ]] || targets+=("$t"); done
+  set -- "${targets[@]}"
+  [[ $# -gt 0 ]] || return 0
   cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFLEET_BENCH=ON \
     -DGPUFLEET_TESTS=OFF >/dev/null
   cmake --build $build --target "$@" >/dev/null

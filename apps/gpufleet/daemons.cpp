@@ -132,6 +132,10 @@ void AddControllerFlags(CLI::App* cmd, ServeFlags& f) {
                   "a job that does not fit waits this long, then nodes are kept for it so that "
                   "smaller jobs cannot starve it (default 10m; 0s: at once)");
   cmd->add_option("--threads", f.options.threads, "API I/O threads");
+  cmd->add_option("--ingest-threads", f.options.ingest_threads,
+                  "threads that decode and store agents' telemetry, apart from the API's "
+                  "(default: one per core, at least 2)")
+      ->check(CLI::Range(0, 256));
   cmd->add_option("--max-body", f.options.max_body_bytes, "largest request body in bytes");
   cmd->add_option("--log-level", f.log_level, "trace, debug, info, warn, error");
   cmd->add_option("--tls-cert", f.options.tls.cert_file,

@@ -60,6 +60,38 @@ void AgentRegistry::Unregister(const std::string& node, const std::shared_ptr<Ag
 
 namespace {
 
+// One frame from an agent, handled on the ingest executor: decoded, handed to the handler (a
+// batch stored, a heartbeat noted) and the reply encoded, all off the I/O threads.
+struct Frame {
+  std::string text;
+  std::string reply;   // encoded; empty: none
+  bool close = false;  // the connection closes once the reply is out
+};
+
+void HandleFrame(proto::AgentHandler& agents, const std::string& node, Frame& frame) {
+  auto msg = proto::Decode(frame.text);
+  if (!msg.ok()) {
+    // A frame that is no message: the agent is told why, and the connection closes.
+    spdlog::warn("agent {}: bad message, closing: {}", node, Printable(msg.error().message));
+    frame.reply = proto::Encode(proto::ErrorMessage{"invalid_argument", msg.error().message});
+    frame.close = true;
+    return;
+  }
+  std::optional<proto::Message> reply;
+  try {
+    reply = agents.OnMessage(node, msg.value());
+  } catch (const std::exception& e) {  // a bug must not take the process down with it
+    spdlog::error("agent {}: handling a message threw: {}", node, e.what());
+    frame.close = true;
+    return;
+  }
+  if (!reply) return;
+  // Something the controller could not keep (telemetry while the disk is full): the agent
+  // reconnects and sends again what was not acknowledged.
+  frame.close = std::holds_alternative<proto::ErrorMessage>(*reply);
+  frame.reply = proto::Encode(*reply);
+}
+
 // Sends what is queued for one agent, in order, until the connection closes.
 asio::awaitable<void> AgentWriter(std::shared_ptr<AgentConn> conn,
                                   websocket::stream<net::Stream>& ws) {
@@ -85,7 +117,7 @@ asio::awaitable<void> AgentWriter(std::shared_ptr<AgentConn> conn,
 asio::awaitable<void> ServeAgent(net::Stream stream, UpgradeRequest req, std::string remote,
                                  proto::AgentHandler& agents, AgentRegistry& registry,
                                  SignInGate gate, UnsignedConnections::Slot slot,
-                                 asio::any_io_executor registrar) {
+                                 asio::any_io_executor registrar, asio::any_io_executor ingest) {
   websocket::stream<net::Stream> ws(std::move(stream));
   ws.read_message_max(1 << 20);
   // The upgrade and the hello within the deadline, whatever else the client sends (pings
@@ -163,33 +195,29 @@ asio::awaitable<void> ServeAgent(net::Stream stream, UpgradeRequest req, std::st
   }
   // From here on, everything the agent is sent goes through its outbox and writer.
   asio::co_spawn(conn->strand, AgentWriter(conn, ws), asio::detached);
+  // Each frame is handled on `ingest` while this coroutine waits: the I/O threads only move
+  // bytes, so the API answers however many agents stream, and an agent has one frame in hand at
+  // a time (the rest wait in its socket: back-pressure rather than a queue that grows).
+  Frame frame;
   while (!conn->closing) {
     auto [rec, rn] = co_await ws.async_read(buf, asio::as_tuple(asio::use_awaitable));
     if (rec) break;
-    auto msg = proto::Decode(beast::buffers_to_string(buf.data()));
+    frame.text = beast::buffers_to_string(buf.data());
     buf.consume(buf.size());
-    if (!msg.ok()) {
-      // A frame that is no message: the agent is told why, and the connection closes.
-      spdlog::warn("agent {}: bad message, closing: {}", node, Printable(msg.error().message));
-      conn->outbox.push_back(
-          proto::Encode(proto::ErrorMessage{"invalid_argument", msg.error().message}));
+    frame.reply.clear();
+    frame.close = false;
+    co_await asio::co_spawn(
+        ingest,
+        [&]() -> asio::awaitable<void> {
+          HandleFrame(agents, node, frame);
+          co_return;
+        },
+        asio::use_awaitable);
+    if (!frame.reply.empty()) {
+      conn->outbox.push_back(std::move(frame.reply));
       conn->wake.cancel();
-      break;
     }
-    std::optional<proto::Message> reply;
-    try {
-      reply = agents.OnMessage(node, msg.value());
-    } catch (const std::exception& e) {  // a bug must not take the process down with it
-      spdlog::error("agent {}: handling a message threw: {}", node, e.what());
-      break;
-    }
-    if (!reply) continue;
-    const bool refused = std::holds_alternative<proto::ErrorMessage>(*reply);
-    conn->outbox.push_back(proto::Encode(*reply));
-    conn->wake.cancel();
-    // Something the controller could not keep (telemetry while the disk is full): the agent
-    // reconnects and sends again what was not acknowledged.
-    if (refused) break;
+    if (frame.close) break;
   }
   // What was queued (the reason for a close above) goes out first, for a moment at most.
   asio::steady_timer flush(conn->strand);

@@ -23,6 +23,9 @@ struct ApiOptions {
   std::string listen = "127.0.0.1:8080";  // host:port; port 0 picks a free one
   size_t max_body_bytes = 4 << 20;        // larger bodies get 413
   int threads = 2;
+  // Threads that decode and store agents' frames, apart from the I/O threads; 0: one per core,
+  // at least 2.
+  int ingest_threads = 0;
   // HTTPS and WSS on the one port when set; re-read by ReloadTls().
   net::TlsServerOptions tls;
   // Plain HTTP on an address that is not loopback, which Start() otherwise refuses.

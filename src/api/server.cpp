@@ -4,6 +4,9 @@
 // WebSocket sessions it upgrades to, agents' and the dashboard's stream, are in sessions.h.
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -13,7 +16,9 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/json.hpp>
 #include <boost/url/parse.hpp>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "api/api.h"
@@ -92,6 +97,32 @@ struct ApiServer::Impl {
   asio::thread_pool slow_pool{1};
   // Agents' hellos, which write to the store (ServeAgent): off the I/O threads.
   asio::thread_pool registrar{2};
+  // Agents' every later frame (telemetry batches, heartbeats, command results), decoded and
+  // stored here: with 100,000 GPUs streaming, the I/O threads only move bytes and the API's
+  // requests are not queued behind the fleet's telemetry (issue 49: /healthz took 61 s when
+  // both shared the I/O threads). Its threads (StartIngest) run at a lower CPU priority than
+  // the I/O threads, so that when the machine is short of CPU the API's requests go first
+  // and the agents wait, keeping what is not acknowledged yet. After `io`: joined before it.
+  asio::io_context ingest_io;
+  asio::executor_work_guard<asio::io_context::executor_type> ingest_work{ingest_io.get_executor()};
+  std::vector<std::thread> ingest_threads;
+  static constexpr int kIngestNice = 5;
+
+  void StartIngest() {
+    int n = options.ingest_threads > 0
+                ? options.ingest_threads
+                : std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+    for (int i = 0; i < n; ++i) {
+      ingest_threads.emplace_back([this] {
+        // Linux: a thread's own nice value (raising it needs no privilege).
+        if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), kIngestNice) !=
+            0) {
+          spdlog::debug("api: cannot lower the ingest threads' priority: {}", std::strerror(errno));
+        }
+        ingest_io.run();
+      });
+    }
+  }
 
   Impl(ApiOptions o, const runtime::Services& s)
       : options(std::move(o)),
@@ -382,7 +413,7 @@ struct ApiServer::Impl {
         auto upgrade = parser.release();
         co_await ServeAgent(std::move(stream), std::move(upgrade), remote, agents, agent_conns,
                             {sign_ins, http_metrics, *clock, options.header_timeout_ms},
-                            std::move(slot), registrar.get_executor());
+                            std::move(slot), registrar.get_executor(), ingest_io.get_executor());
         co_return;
       }
       if (websocket::is_upgrade(in) && in.target() == "/api/v1/stream") {
@@ -494,6 +525,7 @@ Result<std::string> ApiServer::Start() {
     impl_->acceptor->bind(ep);
     impl_->acceptor->listen(asio::socket_base::max_listen_connections);
     auto bound = impl_->acceptor->local_endpoint();
+    impl_->StartIngest();
     asio::co_spawn(impl_->accept_strand, impl_->Accept(), asio::detached);
     for (int i = 0; i < std::max(1, impl_->options.threads); ++i) {
       impl_->threads.emplace_back([this] { impl_->io.run(); });
@@ -552,6 +584,13 @@ void ApiServer::Stop() {
   impl_->slow_pool.join();
   impl_->registrar.stop();
   impl_->registrar.join();
+  // A frame under way is finished; its agent sends again whatever was not acknowledged.
+  impl_->ingest_work.reset();
+  impl_->ingest_io.stop();
+  for (auto& t : impl_->ingest_threads) {
+    if (t.joinable()) t.join();
+  }
+  impl_->ingest_threads.clear();
 }
 
 }  // namespace gpufleet::api

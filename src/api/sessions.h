@@ -120,12 +120,15 @@ class UnsignedConnections {
 // An agent's WebSocket from its hello until it closes: registered in `registry` while open,
 // its messages handed to `agents`. The hello, which writes the node to the store, runs on
 // `registrar` rather than on the I/O thread, so that a storm of registrations (a fleet that
-// starts, a controller that restarts) does not hold up the heartbeats of the nodes already in.
+// starts, a controller that restarts) does not hold up the heartbeats of the nodes already in;
+// every later message is decoded and handled on `ingest`, so that the I/O threads stay free
+// for the API however much telemetry arrives.
 // `slot` is the connection's place among those not signed in, released once the hello is read.
 boost::asio::awaitable<void> ServeAgent(net::Stream stream, UpgradeRequest req, std::string remote,
                                         proto::AgentHandler& agents, AgentRegistry& registry,
                                         SignInGate gate, UnsignedConnections::Slot slot,
-                                        boost::asio::any_io_executor registrar);
+                                        boost::asio::any_io_executor registrar,
+                                        boost::asio::any_io_executor ingest);
 
 // The dashboard's live stream, authenticated by its first message, then fed from `hub`.
 boost::asio::awaitable<void> ServeStream(net::Stream stream, UpgradeRequest req, std::string remote,

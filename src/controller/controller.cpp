@@ -12,6 +12,7 @@
 #include "api/api.h"
 #include "common/crypto.h"
 #include "config/fleet_spec.h"
+#include "controller/locks.h"
 #include "demo/demo.h"
 #include "fleet/assets.h"
 #include "fleet/fleet.h"
@@ -92,6 +93,8 @@ struct Controller::Impl {
   std::unique_ptr<ingest::Ingest> ingest;  // the agent channel's handler, the scraper's sink
   std::unique_ptr<scrape::Scraper> scraper;
   std::unique_ptr<runtime::Services> services;  // what the API serves
+  // The data directory's, and a SQLite store's: one controller each (locks.h).
+  std::vector<FileLock> locks;
   std::unique_ptr<api::ApiServer> server;
   std::unique_ptr<runtime::Ticker> ticker;
   std::unique_ptr<workload::WorkloadGenerator> generator;  // the ticker's
@@ -324,6 +327,9 @@ Status Controller::Start() {
   auto key = LoadOrCreateKey(o.data_dir + "/secret.key");
   if (!key.ok()) return key.error();
   impl_->key = key.value();
+  auto locks = TakeControllerLocks(o.data_dir, o.store_url);
+  if (!locks.ok()) return locks.error();
+  impl_->locks = std::move(locks.value());
   // Build, wire, serve.
   GF_TRY(impl_->Build());
   auto wrote = api::BootstrapAdminToken(*impl_->stores.tokens, *impl_->clock, admin_token_path());
@@ -334,6 +340,7 @@ Status Controller::Start() {
   ao.listen = o.listen;
   ao.max_body_bytes = o.max_body_bytes;
   ao.threads = o.threads;
+  ao.ingest_threads = o.ingest_threads;
   ao.tls = o.tls;
   ao.insecure_plaintext = o.insecure_plaintext;
   ao.max_connections = o.max_connections;
@@ -505,6 +512,7 @@ void Controller::Stop() {
       spdlog::error("telemetry checkpoint at stop failed: {}", s.error().message);
     }
   }
+  impl_->locks.clear();
 }
 
 const std::string& Controller::address() const { return impl_->address; }

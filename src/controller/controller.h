@@ -32,7 +32,8 @@ struct ControllerOptions {
   int heartbeat_timeout_ms = 30'000;
   size_t max_body_bytes = 4 << 20;
   int threads = 2;
-  net::TlsServerOptions tls;                   // HTTPS and WSS when its certificate is set
+  int ingest_threads = 0;     // agents' frames are decoded and stored on these; 0: one per core
+  net::TlsServerOptions tls;  // HTTPS and WSS when its certificate is set
   bool insecure_plaintext = false;             // plain HTTP on an address that is not loopback
   int max_connections = 16384;                 // more are closed as soon as they are accepted
   int header_timeout_ms = 30'000;              // a request's headers must arrive within this long

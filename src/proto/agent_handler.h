@@ -1,7 +1,7 @@
 #pragma once
 // The controller's side of the agent protocol, as the transport (api's WebSocket endpoint) sees
-// it. The fleet component implements it; the transport calls it from its I/O threads, so
-// implementations are thread-safe.
+// it. The fleet component implements it; the transport calls it from its registrar and ingest
+// threads (never its I/O threads), so implementations are thread-safe.
 
 #include <optional>
 #include <string>

@@ -3,6 +3,7 @@
 #include "controller/controller.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <boost/json.hpp>
@@ -172,6 +173,53 @@ TEST(Controller, ATuneRunsOffTheIoThreadAndAStopCancelsIt) {
   std::chrono::duration<double> refused_took = std::chrono::steady_clock::now() - refused_at;
   EXPECT_FALSE(refused.ok()) << refused->status;
   EXPECT_LT(refused_took.count(), 1.0) << "the connection waited in the listen backlog";
+}
+
+// A data directory and a SQLite file each serve one controller: a second is refused at start
+// with a message that says why and what to do, and the first goes on. Once the first stops,
+// the same directory starts again.
+TEST(Controller, ASecondControllerOnOneDataDirOrSqliteFileIsRefused) {
+  const gpufleet::testing::TempDir dir_tmp("gpufleet-controller-lock");
+  const std::string dir = dir_tmp.path();
+  ControllerOptions o;
+  o.data_dir = dir;
+  o.listen = "127.0.0.1:0";
+  Controller first(o);
+  ASSERT_TRUE(first.Start().ok());
+
+  Controller same_dir(o);
+  Status s = same_dir.Start();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kConflict);
+  EXPECT_NE(s.error().message.find("another controller is running on the data directory " + dir),
+            std::string::npos)
+      << s.error().message;
+  EXPECT_NE(s.error().message.find("in use by process " + std::to_string(::getpid())),
+            std::string::npos)
+      << s.error().message;
+
+  ControllerOptions other = o;
+  other.data_dir = dir + "/other";
+  other.store_url = "sqlite:" + dir + "/gpufleet.db";  // the first one's store
+  Controller same_db(other);
+  s = same_db.Start();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("another controller is running on the SQLite store " + dir +
+                                   "/gpufleet.db: SQLite serves one controller"),
+            std::string::npos)
+      << s.error().message;
+
+  net::HttpCall h;
+  h.method = "GET";
+  h.url = "http://" + first.address() + "/healthz";
+  auto alive = net::Send(h);
+  ASSERT_TRUE(alive.ok());
+  EXPECT_EQ(alive->status, 200) << "the first controller goes on";
+
+  first.Stop();
+  Controller again(o);
+  EXPECT_TRUE(again.Start().ok()) << "a stopped controller's locks are free";
+  again.Stop();
 }
 
 }  // namespace
