@@ -1,6 +1,7 @@
 // Fleet overview: fleet totals, a card per cluster (type, site, nodes by state, GPUs total and
 // healthy, firing alerts by severity, a utilization sparkline) and the fleet's utilization
-// trend. The cards come from three small requests and paint first; the trend follows.
+// trend, and the controllers that serve it (which one leads). The cards come from three small
+// requests and paint first; the trend and the controllers follow.
 
 import { api, esc } from './api.js';
 import { sparkline, lineChart, destroyChart, toColumns } from './charts.js';
@@ -13,7 +14,8 @@ export function mount(el) {
     <div class="cards" id="cards"><div class="muted">loading…</div></div>
     <div class="panel"><div class="row"><h3 style="margin:0">Fleet GPU utilization</h3><span class="spacer"></span>
       <select id="range" aria-label="range">${Object.keys(RANGES).map((r) => `<option${r === '1h' ? ' selected' : ''}>${r}</option>`).join('')}</select></div>
-      <div id="trend" style="min-height:220px"></div></div>`;
+      <div id="trend" style="min-height:220px"></div></div>
+    <div class="panel" id="controllers-panel" hidden><h3 style="margin:0 0 .5em">Controllers</h3><div id="controllers"></div></div>`;
   let chart = null;
   let trendSeries = new Map(); // cluster -> points, for the sparklines
   let gone = false;
@@ -92,13 +94,28 @@ export function mount(el) {
       series: [{ label: 'fleet', values: fleet }, ...r.series.map((s, k) => ({ label: s.cluster, values: cols[k] }))] });
   }
 
+  // The controllers sharing the store: one leads (runs the engines), the others serve. Hidden for
+  // a token limited to some clusters, which may not list them.
+  async function controllers() {
+    const r = await api('/api/v1/controllers').catch(() => null);
+    if (gone || !r) return;
+    const panel = document.getElementById('controllers-panel');
+    panel.hidden = false;
+    document.getElementById('controllers').innerHTML = `<table><thead><tr><th>Controller</th><th>URL</th><th>Role</th>
+      <th class="num">Epoch</th><th class="num">Agents</th><th>Started</th><th>Last seen</th></tr></thead><tbody>${r.items.map((c) =>
+      `<tr data-controller="${esc(c.id)}"><td>${esc(c.id)}${c.self ? ' <span class="muted">(this one)</span>' : ''}</td><td>${esc(c.url)}</td>
+        <td>${c.leader ? '<b>leader</b>' : 'follower'}</td><td class="num">${c.leader ? c.epoch : '—'}</td><td class="num">${c.agents}</td>
+        <td>${esc(c.started_at)}</td><td${c.live ? '' : ' class="lv-failed"'}>${c.live ? esc(c.last_seen) : `silent for ${c.seen_ago_s} s`}</td></tr>`).join('')}</tbody></table>`;
+  }
+
   document.getElementById('range').addEventListener('change', () => trend().catch(showError));
   function showError(e) { if (!gone) document.getElementById('cards').insertAdjacentHTML('afterbegin', `<p class="error">${esc(e.message)}</p>`); }
-  cards().catch(showError).then(() => trend().catch(() => {}));
+  cards().catch(showError).then(() => trend().catch(() => {})).then(controllers);
   let lastTrend = Date.now();
   return {
     live(ev) {
       cards().catch(() => {});
+      controllers();
       // Once a minute; until the trend has data (a fleet just started), at every update.
       if (!chart || Date.now() - lastTrend > 60000) { lastTrend = Date.now(); trend().catch(() => {}); }
     },

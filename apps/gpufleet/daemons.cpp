@@ -108,6 +108,10 @@ void AddControllerFlags(CLI::App* cmd, ServeFlags& f) {
   cmd->add_option("--store", f.options.store_url,
                   "store URL: sqlite:PATH (default sqlite:DATA_DIR/gpufleet.db) or "
                   "postgresql://USER@HOST:PORT/DB (libpq's URI)");
+  cmd->add_option("--advertise-url", f.options.advertise_url,
+                  "where the other controllers and people reach this one, e.g. "
+                  "https://ctl-2:8080 (several controllers on one PostgreSQL; default: the "
+                  "--listen URL)");
   cmd->add_option("--store-connections", f.options.store_connections,
                   "PostgreSQL: connections in the pool (default 8)")
       ->check(CLI::Range(1, 64));
@@ -172,6 +176,11 @@ Result<net::TlsContext> ClientContext(const std::string& url, const cli::Globals
 
 Status Finish(ServeFlags& f, const cli::Globals& g) {
   f.options.data_dir = g.data_dir.empty() ? DefaultDataDir() : g.data_dir;
+  if (!f.options.advertise_url.empty()) {
+    auto u = ParseHttpUrl(f.options.advertise_url, "8080");
+    if (!u.ok())
+      return MakeError(ErrorCode::kInvalidArgument, "--advertise-url " + u.error().message);
+  }
   f.options.heartbeat_interval_ms = static_cast<int>(ParseDurationMs(f.heartbeat_interval));
   f.options.heartbeat_timeout_ms = static_cast<int>(ParseDurationMs(f.heartbeat_timeout));
   if (f.options.heartbeat_interval_ms <= 0 || f.options.heartbeat_timeout_ms <= 0) {

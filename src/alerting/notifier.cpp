@@ -453,16 +453,27 @@ void Notifier::Refresh() {
   }
 }
 
+void Notifier::set_gate(std::function<bool(const std::function<void()>&)> gate) {
+  gate_ = std::move(gate);
+}
+
 void Notifier::Start() {
   sender_ = std::thread([this] {
-    std::unique_lock lock(mu_);
-    while (!stopping_) {
-      lock.unlock();
+    auto send = [this] {
       Deliver();
       int64_t now = clock_->NowMs();
       if (now >= next_refresh_ms_) {
         next_refresh_ms_ = now + 60'000;
         Refresh();
+      }
+    };
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+      lock.unlock();
+      if (gate_) {
+        gate_(send);
+      } else {
+        send();
       }
       lock.lock();
       cv_.wait_for(lock, std::chrono::milliseconds(500));

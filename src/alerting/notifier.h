@@ -57,6 +57,10 @@ class Notifier {
   // label names a team goes to its channels as well as wherever the channels' routes send it;
   // a channel without a route of its own that teams name gets only their alerts.
   void set_team_channels(std::function<std::map<std::string, std::vector<std::string>>()> source);
+  // The sender delivers only through `gate` (runtime::Ticker::Gate: runs the work and says
+  // true, or says false when this controller does not lead): one controller notifies. Before
+  // Start(); none: it always delivers.
+  void set_gate(std::function<bool(const std::function<void()>&)> gate);
   void Start();  // the sender thread
   void Stop();
 
@@ -106,6 +110,7 @@ class Notifier {
   std::map<std::string, RuleRun> runs_;       // guarded by mu_; by rule name
   std::shared_ptr<const Snapshot> snapshot_;  // guarded by mu_; the last cycle's
   std::mutex rules_mu_;                       // one rule change at a time
+  std::function<bool(const std::function<void()>&)> gate_;
   std::thread sender_;
   std::condition_variable cv_;
   bool stopping_ = false;  // guarded by mu_

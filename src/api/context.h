@@ -64,6 +64,7 @@ void AddTeamRoutes(Router& router, ApiContext& ctx);    // teams and their proje
 void AddUsageRoutes(Router& router, ApiContext& ctx);   // the usage ledger
 void AddAssetRoutes(Router& router, ApiContext& ctx);   // the asset register
 void AddSlurmRoutes(Router& router, ApiContext& ctx);   // the bridge to Slurm
+void AddControllerRoutes(Router& router, ApiContext& ctx);  // the controllers and the leader
 
 // Authenticates "Bearer <token>" against the stored API tokens. While the store is unavailable
 // it answers from the last successful lookup of the same token (its role, expiry and revocation

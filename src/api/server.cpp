@@ -165,6 +165,7 @@ struct ApiServer::Impl {
     AddTeamRoutes(router, ctx);
     AddUsageRoutes(router, ctx);
     AddAssetRoutes(router, ctx);
+    AddControllerRoutes(router, ctx);
     // Last, so that it lists every route, itself included.
     router.Add("GET", "/api/v1/routes", Role::kViewer, [this](const Request&, const Principal&) {
       boost::json::array items;

@@ -387,9 +387,34 @@ void AddAuditCommand(CLI::App& app, Globals& g) {
   AddAuditPruneCommand(g, audit);
 }
 
+// gpufleet controllers list: the controllers sharing the database and which one leads.
+void AddControllersCommand(CLI::App& app, Globals& g) {
+  auto* controllers =
+      app.add_subcommand("controllers", "The controllers that share the store, and the leader")
+          ->require_subcommand(1);
+  auto* list = controllers->add_subcommand("list", "Each controller, its URL, agents and role");
+  list->callback([&g] {
+    auto v = Call(g, "GET", "/api/v1/controllers");
+    if (!v) return;
+    Show(g, *v, [](const json::value& v) {
+      Table t({"ID", "URL", "ROLE", "EPOCH", "AGENTS", "STARTED", "LAST SEEN", "STATE"});
+      for (const auto& r : v.at("items").as_array()) {
+        bool leader = r.at("leader").as_bool();
+        std::string id = Str(r.at("id")) + (r.at("self").as_bool() ? " (this one)" : "");
+        t.Row({id, Str(r.at("url")), leader ? "leader" : "follower",
+               leader ? Str(r.at("epoch")) : "-", Str(r.at("agents")), Str(r.at("started_at")),
+               Str(r.at("last_seen")),
+               r.at("live").as_bool() ? "live" : "silent " + Str(r.at("seen_ago_s")) + " s"});
+      }
+      t.Print();
+    });
+  });
+}
+
 }  // namespace
 
 void AddAdminCommands(CLI::App& app, Globals& g) {
+  AddControllersCommand(app, g);
   AddTokenCommands(app, g);
   AddApplyCommand(app, g);
   AddExportCommand(app, g);

@@ -26,7 +26,7 @@ struct Globals {
 };
 
 void AddFleetCommands(CLI::App& app, Globals& g);     // clusters, pools, nodes, gpus, gpu-models
-void AddAdminCommands(CLI::App& app, Globals& g);     // tokens, apply, audit
+void AddAdminCommands(CLI::App& app, Globals& g);     // tokens, apply, audit, controllers
 void AddMetricsCommands(CLI::App& app, Globals& g);   // metrics query|range, top, scrape targets
 void AddSimInjectCommand(CLI::App& sim, Globals& g);  // sim inject (fault injection)
 void AddSimDriftCommand(CLI::App& sim, Globals& g);   // sim drift (changed by hand)

@@ -12,6 +12,8 @@
 #include "api/api.h"
 #include "common/crypto.h"
 #include "config/fleet_spec.h"
+#include "controller/cycle_event.h"
+#include "controller/leader.h"
 #include "controller/locks.h"
 #include "demo/demo.h"
 #include "fleet/assets.h"
@@ -24,11 +26,13 @@
 #include "lifecycle/rollout_service.h"
 #include "lifecycle/vuln_service.h"
 #include "runtime/command_bus.h"
+#include "runtime/leadership.h"
 #include "runtime/services.h"
 #include "runtime/ticker.h"
 #include "scaling/scaling.h"
 #include "scrape/scraper.h"
 #include "slurm/bridge.h"
+#include "store/lease.h"
 #include "store/store.h"
 #include "telemetry/telemetry.h"
 #include "usage/capacity.h"
@@ -37,34 +41,6 @@
 #include "workload/jobs.h"
 
 namespace gpufleet {
-
-namespace {
-
-// The dashboard's live stream gets one event per health cycle: when it ran, and digests of the
-// alerts and of the health verdicts, so that a page refetches what it shows when they change.
-// No names or counts: the stream goes to tokens of any cluster scope, the API filters by scope.
-std::string CycleEvent(int64_t now, const std::vector<health::NodeHealth>& reports,
-                       const std::vector<alerting::Alert>& alerts) {
-  size_t health = 0, firing = 0;
-  auto mix = [](size_t& h, size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
-  std::hash<std::string> text;
-  for (const auto& n : reports) {
-    mix(health, text(n.node));
-    mix(health, static_cast<size_t>(n.health) * 31 + static_cast<size_t>(n.state));
-    for (const auto& g : n.gpus) mix(health, static_cast<size_t>(g.level));
-  }
-  for (const auto& a : alerts) {
-    mix(firing, text(a.fingerprint));
-    mix(firing, static_cast<size_t>(a.state));
-  }
-  char buf[160];
-  std::snprintf(buf, sizeof buf,
-                "{\"type\":\"cycle\",\"time_ms\":%lld,\"health\":\"%zx\",\"alerts\":\"%zx\"}",
-                static_cast<long long>(now), health, firing);
-  return buf;
-}
-
-}  // namespace
 
 struct Controller::Impl {
   ControllerOptions options;
@@ -97,6 +73,7 @@ struct Controller::Impl {
   std::vector<FileLock> locks;
   std::unique_ptr<api::ApiServer> server;
   std::unique_ptr<runtime::Ticker> ticker;
+  std::unique_ptr<runtime::Leadership> leadership;         // the engines run while this one leads
   std::unique_ptr<workload::WorkloadGenerator> generator;  // the ticker's
   demo::SimLoadPusher sim_loads;                           // the ticker's
   std::string address;
@@ -111,6 +88,7 @@ struct Controller::Impl {
   void ListServices();    // the one list the API takes
   void Wire();            // what the services ask of each other
   void AddTasks(Controller& controller);
+  Status MakeLeadership();  // before the server; started once it listens
   Status HealthCycle();
   void WriteAddress(const std::string& shown);
 };
@@ -348,6 +326,7 @@ Status Controller::Start() {
   impl_->ticker = std::make_unique<runtime::Ticker>(
       impl_->clock, std::max(100, std::min(1000, o.heartbeat_timeout_ms / 4)));
   impl_->services->ticker = impl_->ticker.get();
+  GF_TRY(impl_->MakeLeadership());
   impl_->server = std::make_unique<api::ApiServer>(ao, *impl_->services);
   // Every answer's way back is set before the first agent can connect.
   impl_->commands->set_transport(
@@ -360,6 +339,8 @@ Status Controller::Start() {
   impl_->address = addr.value();
   impl_->notifier->set_external_url(url());
   impl_->notifier->set_secret_key(impl_->key);
+  impl_->leadership->set_url(o.advertise_url.empty() ? url() : o.advertise_url);
+  impl_->leadership->Start();  // a lone controller leads before its first tick
   impl_->notifier->Start();
   impl_->slurm->Start();
   impl_->scaling->set_controller_url(url());
@@ -398,7 +379,8 @@ void Controller::Impl::AddTasks(Controller& controller) {
     t.Add({std::move(name), every, std::move(fn), leader_only, first, std::move(early)});
   };
   task("heartbeats", tick, false, [this] {
-    int lost = fleet->CheckHeartbeats();
+    // With other controllers live, a node that never reached this one is theirs to judge.
+    int lost = fleet->CheckHeartbeats(leadership->alone());
     if (lost) spdlog::warn("{} node(s) stopped sending heartbeats: unreachable", lost);
     return Status{};
   });
@@ -465,6 +447,34 @@ void Controller::Impl::AddTasks(Controller& controller) {
       [this] { return telemetry->wal_bytes() > options.wal_checkpoint_bytes; });
 }
 
+// Leadership (runtime/leadership.h): the ticker's leader-only tasks and the notifier's sender go
+// through its gate. A controller that starts leading after another loads what that one left
+// (the alert states, the rollouts) before its engines run.
+Status Controller::Impl::MakeLeadership() {
+  auto id = ControllerId(options.data_dir);
+  if (!id.ok()) return id.error();
+  runtime::LeadershipOptions lo;
+  lo.id = id.value();
+  lo.started_ms = clock->NowMs();
+  lo.sole = stores.database->backend() == "sqlite";  // its file lock keeps a second one out
+  auto on_change = [this, first = true](bool leading) mutable {
+    if (leading && !first) {
+      if (auto s = notifier->Load(); !s.ok()) spdlog::error("alerts: {}", s.error().message);
+      if (auto s = rollouts->Load(); !s.ok()) spdlog::error("rollouts: {}", s.error().message);
+    }
+    if (leading) first = false;
+    ticker->set_leader(leading);
+  };
+  leadership = std::make_unique<runtime::Leadership>(
+      store::CoordinationOf(stores.database), lo,
+      [this] { return static_cast<int64_t>(fleet->ConnectedAgents()); }, on_change);
+  auto gate = [l = leadership.get()](const std::function<void()>& fn) { return l->Gate(fn); };
+  ticker->set_leader_gate(gate);
+  notifier->set_gate(gate);
+  services->leadership = leadership.get();
+  return {};
+}
+
 // The health model over the fleet, then the alert rules over what it and the engines show.
 Status Controller::Impl::HealthCycle() {
   const int64_t now = clock->NowMs();
@@ -501,6 +511,7 @@ void Controller::Stop() {
   if (impl_->scraper) impl_->scraper->Stop();
   if (impl_->slurm) impl_->slurm->Stop();
   if (impl_->notifier) impl_->notifier->Stop();
+  if (impl_->leadership) impl_->leadership->Stop();  // the lease given up: the next one leads
   if (impl_->scaling) impl_->scaling->Stop();
   if (impl_->server) {
     impl_->server->Stop();

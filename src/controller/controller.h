@@ -16,6 +16,9 @@ class Actuator;
 
 struct ControllerOptions {
   std::string listen = "127.0.0.1:8080";
+  // Where the other controllers, the agents and people reach this one (several controllers on
+  // one PostgreSQL list each other); default: the URL it listens on.
+  std::string advertise_url;
   std::string data_dir;
   std::string store_url;                        // default: sqlite:<data_dir>/gpufleet.db
   int store_connections = 8;                    // PostgreSQL's connection pool

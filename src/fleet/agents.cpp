@@ -11,14 +11,14 @@
 
 namespace gpufleet {
 
-int FleetService::CheckHeartbeats() {
+int FleetService::CheckHeartbeats(bool judge_unheard) {
   std::lock_guard lock(mu_);
   int64_t now = clock_->NowMs();
   int changed = 0;
   for (auto& [_, e] : nodes_) {
     Node& n = e.node;
     if (n.state == NodeState::kUnreachable || n.state == NodeState::kRetired ||
-        n.state == NodeState::kProvisioning || e.writing) {
+        n.state == NodeState::kProvisioning || e.writing || (!judge_unheard && !e.heard)) {
       continue;  // (a node being registered has just been heard from)
     }
     int64_t silent = now - n.last_seen_ms;
@@ -147,6 +147,7 @@ Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const st
   node.last_seen_ms = now;
   node.connected = true;
   node.connected_ms = now;
+  it->second.heard = true;
   auto [health, why] = Verdict(it->second, pool.value());
   if (node.state == NodeState::kProvisioning) {
     Move(node, {NodeState::kJoining, NodeState::kJoining},
@@ -204,6 +205,7 @@ Status FleetService::ObserveExporter(const std::string& name, const Pool& pool,
                                                node.facts.backend + "); not scraping it");
   }
   entry.silence_ms = silence_ms;
+  entry.heard = true;
   node.last_seen_ms = now;
   node.connected = true;
   entry.judged = Judge(pool, gpus);
@@ -295,6 +297,7 @@ std::optional<proto::Message> FleetService::OnMessage(const std::string& name,
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return std::nullopt;
   it->second.confirmed = true;  // it speaks after the welcome: it has its node token
+  it->second.heard = true;
   Node& node = it->second.node;
   node.last_seen_ms = clock_->NowMs();
   const auto* inventory = std::get_if<proto::Inventory>(&message);

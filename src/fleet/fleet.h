@@ -155,8 +155,10 @@ class FleetService : public proto::AgentHandler {
   Result<IssuedJoinToken> CreateJoinToken(const std::string& pool, int64_t ttl_ms,
                                           const std::string& actor);
 
-  // Turns nodes whose heartbeats stopped unreachable; returns how many changed.
-  int CheckHeartbeats();
+  // Turns nodes whose heartbeats stopped unreachable; returns how many changed. With
+  // `judge_unheard` false, only nodes whose agent (or exporter) reached this controller since it
+  // started are judged: with several controllers, the others' nodes are theirs to judge.
+  int CheckHeartbeats(bool judge_unheard = true);
   int ConnectedAgents() const;
   // The UUIDs of a node's GPUs, by index (empty strings for gaps); empty for an unknown node.
   std::vector<std::string> GpuUuids(const std::string& node) const;
@@ -203,6 +205,7 @@ class FleetService : public proto::AgentHandler {
     // with it. Until then (a welcome lost on the way) the same pool's join token may register
     // the name again. Memory only: a node read from the store is taken as confirmed.
     bool confirmed = true;
+    bool heard = false;  // its agent or exporter reached this controller since it started
   };
   // mu_, once no registration is writing node `name` (LockFor's wait is on written_).
   std::unique_lock<std::mutex> LockFor(const std::string& name);

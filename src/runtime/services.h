@@ -52,6 +52,7 @@ class Bridge;
 namespace runtime {
 class CommandBus;
 class Ticker;
+class Leadership;
 
 struct Services {
   FleetService& fleet;
@@ -64,8 +65,9 @@ struct Services {
   std::function<std::vector<scrape::TargetStatus>()> scrape_targets;
   std::string secret_key;  // the data directory's secret.key (common/crypto.h)
   // The services below are absent (null) in tests that do not need them; their routes say 503.
-  CommandBus* commands = nullptr;  // commands to agents (fault injection)
-  const Ticker* ticker = nullptr;  // the periodic tasks' figures in /metrics
+  CommandBus* commands = nullptr;          // commands to agents (fault injection)
+  const Ticker* ticker = nullptr;          // the periodic tasks' figures in /metrics
+  const Leadership* leadership = nullptr;  // which controller leads; the controllers
   health::HealthService* health = nullptr;
   alerting::Notifier* alerts = nullptr;
   workload::JobService* jobs = nullptr;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <utility>
 
 namespace gpufleet::runtime {
 
@@ -50,6 +51,8 @@ void Ticker::set_leader(bool leader) {
   leader_ = leader;
 }
 
+void Ticker::set_leader_gate(Gate gate) { gate_ = std::move(gate); }
+
 bool Ticker::leader() const {
   std::lock_guard lock(mu_);
   return leader_;
@@ -75,6 +78,7 @@ void Ticker::RunDue(int64_t now) {
   }
   for (size_t i = 0; i < count; ++i) {
     std::function<Status()> fn;
+    bool leader_only = false;
     {
       std::lock_guard lock(mu_);
       Entry& e = entries_[i];
@@ -83,9 +87,15 @@ void Ticker::RunDue(int64_t now) {
       if (!due) continue;
       e.next_ms = now + e.task.every_ms;
       fn = e.task.fn;
+      leader_only = e.task.leader_only;
     }
     auto begin = std::chrono::steady_clock::now();
-    Status s = fn ? fn() : Status{};
+    Status s;
+    if (leader_only && gate_) {
+      if (!gate_([&] { s = fn ? fn() : Status{}; })) continue;
+    } else {
+      s = fn ? fn() : Status{};
+    }
     double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     std::lock_guard lock(mu_);
     TaskFigures& f = entries_[i].figures;

@@ -58,6 +58,11 @@ class Ticker {
   // Whether leader_only tasks run (true until told otherwise: a lone controller leads).
   void set_leader(bool leader);
   bool leader() const;
+  // Runs a leader_only task's fn inside `gate` (the controller's fence on its store calls): the
+  // gate runs it and says true, or says false without running it (the lease is over), and the
+  // run does not count. Before Start().
+  using Gate = std::function<bool(const std::function<void()>&)>;
+  void set_leader_gate(Gate gate);
   // One tick at `now`: every due task runs (Start()'s thread calls it; tests call it directly).
   void RunDue(int64_t now);
   std::vector<TaskFigures> Figures() const;
@@ -78,6 +83,7 @@ class Ticker {
   bool started_ = false;        // guarded by mu_
   bool stopping_ = false;       // guarded by mu_
   bool leader_ = true;          // guarded by mu_
+  Gate gate_;                   // set before Start()
   std::thread thread_;
 };
 

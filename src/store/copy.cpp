@@ -9,6 +9,7 @@
 
 namespace gpufleet::store {
 
+// Not `leader` and `controllers`: they describe the controllers running on the source.
 const std::vector<std::string>& Tables() {
   static const std::vector<std::string> kTables = {
       "clusters",        "pools",           "nodes",          "gpus",

@@ -34,6 +34,11 @@ test('sign in: the overview shows every cluster of the fleet file with its GPU c
   assert.equal(await page.evaluate(() => sessionStorage.getItem('gpufleet.token')), fleet.token);
   // The trend chart draws from the query API once there is telemetry.
   await page.waitForSelector('#trend .uplot', { timeout: 30000 });
+  // One controller on SQLite: it leads, at the lease's first epoch, and says it is this one.
+  const rows = await page.$$eval('#controllers tr[data-controller]', (els) => els.map((e) => e.textContent));
+  assert.equal(rows.length, 1);
+  assert.match(rows[0], /\(this one\)/);
+  assert.match(rows[0], /leader\s*1/);
   await shot(page, 'overview');
   assert.deepEqual(page.errors, []);
   await page.context().close();

@@ -83,7 +83,9 @@ class ControllerProcess {
   void Start();
   void Stop();  // SIGTERM and wait; throws unless it exits 0
   void Kill();  // SIGKILL and wait: a crash, for tests of what survives one
-  void Signal(int sig) { process_->Signal(sig); }
+  void Signal(int sig) {
+    if (process_) process_->Signal(sig);
+  }
   pid_t pid() const { return process_ ? process_->pid() : -1; }
   // "127.0.0.1:PORT", or "https://127.0.0.1:PORT" when it serves TLS (Call() then trusts
   // DATA_DIR/tls/ca.pem, where `gpufleet tls init --dir DATA_DIR/tls` writes it).

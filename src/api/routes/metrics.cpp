@@ -11,6 +11,7 @@
 
 #include "api/json_util.h"
 #include "model/json.h"
+#include "runtime/leadership.h"
 #include "slurm/bridge.h"
 #include "telemetry/query.h"
 
@@ -108,6 +109,17 @@ void AppendControllerFigures(ApiContext& ctx, std::string& out) {
       static_cast<double>(ctx.telemetry.wal_bytes()));
   own("gpufleet_agents_connected", "gauge", "Agents with a live connection.",
       ctx.fleet.ConnectedAgents());
+  if (ctx.leadership) {
+    AppendFamily(out, "gpufleet_leader", "gauge",
+                 "1 while this controller leads (runs the engines), else 0; epoch: the lease's, "
+                 "this controller's while it leads, else the leader's as last seen.");
+    out += "gpufleet_leader{epoch=\"" + std::to_string(ctx.leadership->epoch()) + "\"} ";
+    AppendNumber(out, ctx.leadership->leading() ? 1 : 0);
+    out += '\n';
+    own("gpufleet_leader_changes_total", "counter",
+        "Changes of the leading controller this controller saw since it started.",
+        static_cast<double>(ctx.leadership->changes()));
+  }
   if (ctx.alerts) {
     std::map<std::string, int> by_state{{"pending", 0}, {"firing", 0}, {"resolved", 0}};
     for (const auto& a : ctx.alerts->Alerts()) ++by_state[std::string(alerting::ToString(a.state))];

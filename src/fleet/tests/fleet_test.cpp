@@ -210,6 +210,22 @@ TEST_F(FleetTest, SilentNodeTurnsUnreachableAndComesBack) {
   EXPECT_EQ(fleet_->GetNode("gpu-g")->state, NodeState::kReady);
 }
 
+// With several controllers, a node loaded from the store whose agent never reached this
+// controller is another controller's to judge; one that did is judged here as always.
+TEST_F(FleetTest, NodesNeverHeardHereAreLeftToTheirControllerWhenAsked) {
+  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-x", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
+  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-y", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
+  fleet_->OnMessage("gpu-x", proto::Heartbeat{1, 0});
+  Start();  // another controller's view: both nodes loaded, neither heard here
+  fleet_->OnMessage("gpu-x", proto::Heartbeat{2, 0});
+  clock_->Advance(10'000);
+  EXPECT_EQ(fleet_->CheckHeartbeats(false), 1);
+  EXPECT_EQ(fleet_->GetNode("gpu-x")->state, NodeState::kUnreachable);
+  EXPECT_NE(fleet_->GetNode("gpu-y")->state, NodeState::kUnreachable);
+  EXPECT_EQ(fleet_->CheckHeartbeats(true), 1);  // a lone controller judges every node
+  EXPECT_EQ(fleet_->GetNode("gpu-y")->state, NodeState::kUnreachable);
+}
+
 TEST_F(FleetTest, CordonSurvivesAnOutage) {
   auto w = fleet_->OnHello(Hello("gpu-h", 8, "NVIDIA H100 80GB HBM3"), "x");
   ASSERT_TRUE(w.ok());

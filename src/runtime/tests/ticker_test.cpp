@@ -61,6 +61,34 @@ TEST(Ticker, LeaderOnlyTasksRunOnlyWhileLeading) {
   EXPECT_EQ(f.ran, (std::vector<std::string>{"engine", "local"}));
 }
 
+// The gate (the controller's fence) wraps leader-only tasks alone; what it refuses is not run
+// and not counted.
+TEST(Ticker, TheGateWrapsLeaderOnlyTasksAndMayRefuseThem) {
+  Fixture f;
+  f.Add("engine", 100, true);
+  f.Add("local", 100, false);
+  bool open = true;
+  std::vector<std::string> inside;
+  f.ticker.set_leader_gate([&](const std::function<void()>& fn) {
+    if (!open) return false;
+    inside.push_back("enter");
+    fn();
+    inside.push_back("leave");
+    return true;
+  });
+  f.ticker.Arm(1'000'000);
+  f.ticker.RunDue(1'000'100);
+  EXPECT_EQ(f.ran, (std::vector<std::string>{"engine", "local"}));
+  EXPECT_EQ(inside, (std::vector<std::string>{"enter", "leave"}));
+  open = false;
+  f.ran.clear();
+  f.ticker.RunDue(1'000'200);
+  EXPECT_EQ(f.ran, (std::vector<std::string>{"local"}));
+  auto figures = f.ticker.Figures();
+  EXPECT_EQ(figures[0].runs, 1);
+  EXPECT_EQ(figures[1].runs, 2);
+}
+
 TEST(Ticker, CountsRunsAndErrorsAndKeepsTheLastError) {
   Fixture f;
   f.Add("good", 100);

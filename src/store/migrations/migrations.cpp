@@ -215,6 +215,16 @@ ALTER TABLE clusters ADD COLUMN scheduler TEXT NOT NULL DEFAULT '';
 ALTER TABLE usage_records ADD COLUMN source TEXT NOT NULL DEFAULT '';
 ALTER TABLE usage_records ADD COLUMN external_id TEXT NOT NULL DEFAULT ''
 )SQL"},
+    // Several controllers on one database (store/lease.h): the leader's lease, on the
+    // database's clock in ms, and the controllers that serve. Neither is copied by `store copy`:
+    // they describe running processes.
+    {22, R"SQL(
+CREATE TABLE leader (
+  name TEXT PRIMARY KEY, holder TEXT NOT NULL, epoch BIGINT NOT NULL, expires_at BIGINT NOT NULL);
+CREATE TABLE controllers (
+  id TEXT PRIMARY KEY, url TEXT NOT NULL, started_ms BIGINT NOT NULL,
+  last_seen_ms BIGINT NOT NULL, agents BIGINT NOT NULL)
+)SQL"},
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "store/lease.h"
 #include "store/store.h"
 
 namespace gpufleet::store::sql {
@@ -57,6 +58,7 @@ class SqlStore final : public FleetStore,
                        public TeamStore,
                        public UsageStore,
                        public AssetStore,
+                       public Coordination,
                        public Database {
  public:
   // Opens (or opens again) one session: the backend, its connection string, its settings.
@@ -174,6 +176,14 @@ class SqlStore final : public FleetStore,
   Result<std::vector<AssetEventRecord>> ListAssetEvents(const std::string& asset,
                                                         int limit) override;
 
+  Result<Lease> TakeLease(const std::string& name, const std::string& holder,
+                          int64_t lease_ms) override;
+  Result<Lease> ReadLease(const std::string& name) override;
+  Status ReleaseLease(const std::string& name, const std::string& holder) override;
+  Status SeeController(const ControllerRecord& c) override;
+  Result<std::vector<ControllerRecord>> ListControllers() override;
+  Status ForgetController(const std::string& id, int64_t before_ms) override;
+
   std::string_view backend() const override;
   const std::string& location() const override { return location_; }
   Status Ping() override;
@@ -183,14 +193,21 @@ class SqlStore final : public FleetStore,
 
   // Runs f(session) on a leased session and turns SOCI's exceptions into errors. A session
   // whose connection the server dropped (a restart, a failover) is connected again and f run
-  // once more, so the first call after the database returns succeeds.
+  // once more, so the first call after the database returns succeeds. Under a FenceScope
+  // (store/lease.h) on PostgreSQL, f runs in a transaction that first checks the lease.
   template <class F>
   auto Run(F&& f) -> std::invoke_result_t<F&, soci::session&> {
     soci::session sql(*pool_);
+    const Fence* fence = dialect_ == Dialect::kPostgres ? CurrentFence() : nullptr;
     for (int attempt = 0;; ++attempt) {
       try {
-        return f(sql);
+        if (!fence) return f(sql);
+        if (auto lost = BeginFenced(sql, *fence); !lost.ok()) return lost.error();
+        auto out = f(sql);
+        EndFenced(sql, true);
+        return out;
       } catch (const std::exception& e) {
+        if (fence) EndFenced(sql, false);
         if (attempt == 0 && Reconnect(sql)) continue;
         return StoreError(e);
       }
@@ -201,6 +218,11 @@ class SqlStore final : public FleetStore,
   Status Migrate(soci::session& sql);
   // Migration 20: the daily sums of the records already in the ledger.
   void BackfillUsageDays(soci::session& sql);
+  // A fenced call's transaction: BEGIN and the lease check (an error, and fence.on_lost
+  // called, when the lease is no longer fence.epoch's); then COMMIT (or ROLLBACK) unless f
+  // ended the transaction itself.
+  Status BeginFenced(soci::session& sql, const Fence& fence);
+  void EndFenced(soci::session& sql, bool commit);
   // True when the session's connection was lost and is open again.
   bool Reconnect(soci::session& sql);
   // All tokens, or the one with this hash when `hash` is not empty.

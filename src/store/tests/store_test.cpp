@@ -7,8 +7,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
+#include "store/lease.h"
 #include "store/migrations/migrations.h"
 #include "tests/support/postgres.h"
 #include "tests/support/temp_dir.h"
@@ -699,6 +702,97 @@ TEST_P(StoreTest, DatabaseSaysWhatItIs) {
             GetParam() == "postgresql" ? 0u : std::string::npos);
 }
 
+// The leader's lease: taken when free or expired, renewed by its holder at the same epoch, a
+// new epoch for each new holder; released, it is free at once.
+TEST_P(StoreTest, TheLeaseHasOneHolderAndANewEpochForEachNewOne) {
+  auto co = store::CoordinationOf(store_.database);
+  ASSERT_TRUE(co);
+  auto a = co->TakeLease("engines", "ctl-a", 15'000);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_TRUE(a->held);
+  EXPECT_EQ(a->epoch, 1);
+  EXPECT_NEAR(static_cast<double>(a->expires_ms - a->now_ms), 15'000, 1'000);
+  auto b = co->TakeLease("engines", "ctl-b", 15'000);
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_FALSE(b->held);
+  EXPECT_EQ(b->holder, "ctl-a");
+  EXPECT_EQ(b->epoch, 1);
+  auto renewed = co->TakeLease("engines", "ctl-a", 15'000);
+  EXPECT_TRUE(renewed->held);
+  EXPECT_EQ(renewed->epoch, 1);
+  ASSERT_TRUE(co->ReleaseLease("engines", "ctl-b").ok());  // not b's: nothing happens
+  EXPECT_FALSE(co->TakeLease("engines", "ctl-b", 15'000)->held);
+  ASSERT_TRUE(co->ReleaseLease("engines", "ctl-a").ok());
+  b = co->TakeLease("engines", "ctl-b", 200);
+  EXPECT_TRUE(b->held);
+  EXPECT_EQ(b->epoch, 2);
+  // Expired (on the database's clock), it goes to whoever asks next.
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  a = co->TakeLease("engines", "ctl-a", 15'000);
+  EXPECT_TRUE(a->held);
+  EXPECT_EQ(a->epoch, 3);
+  EXPECT_EQ(co->ReadLease("engines")->holder, "ctl-a");
+  EXPECT_EQ(co->ReadLease("other")->epoch, 0);  // a lease nobody took
+}
+
+// A leader's calls are fenced: after another controller took the lease, the old leader's
+// write fails, writes nothing and tells it so; a method with its own transaction is fenced as
+// well. SQLite serves one controller and has nothing to fence.
+TEST_P(StoreTest, AFencedWriteOfALeaderThatLostTheLeaseFails) {
+  auto co = store::CoordinationOf(store_.database);
+  auto a = co->TakeLease("engines", "ctl-a", 300);
+  ASSERT_TRUE(a.ok() && a->held);
+  int lost = 0;
+  store::Fence fence{"engines", "ctl-a", a->epoch, [&] { ++lost; }};
+  {
+    store::FenceScope scope(&fence);
+    ASSERT_TRUE(store_.settings->PutSetting("x", "{\"v\":1}", 1).ok());
+    Cluster c;
+    c.name = "c1";
+    ASSERT_TRUE(store_.fleet->ApplyFleet({c}, {}).ok());  // its own transaction inside
+  }
+  EXPECT_EQ(store_.fleet->ListClusters()->size(), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_TRUE(co->TakeLease("engines", "ctl-b", 15'000)->held);
+  {
+    store::FenceScope scope(&fence);
+    auto put = store_.settings->PutSetting("x", "{\"v\":2}", 2);
+    if (GetParam() == "postgresql") {
+      ASSERT_FALSE(put.ok());
+      EXPECT_EQ(put.error().code, ErrorCode::kConflict);
+      EXPECT_NE(put.error().message.find("no longer leads"), std::string::npos);
+      EXPECT_EQ(lost, 1);
+    } else {
+      EXPECT_TRUE(put.ok());
+    }
+  }
+  // Outside the scope the same store writes as before.
+  EXPECT_EQ(store_.settings->GetSetting("x")->value_or(""),
+            GetParam() == "postgresql" ? "{\"v\":1}" : "{\"v\":2}");
+  ASSERT_TRUE(store_.settings->PutSetting("x", "{\"v\":3}", 3).ok());
+  EXPECT_EQ(store_.settings->GetSetting("x")->value_or(""), "{\"v\":3}");
+}
+
+TEST_P(StoreTest, ControllersAreSeenOnTheDatabasesClockAndForgotten) {
+  auto co = store::CoordinationOf(store_.database);
+  ASSERT_TRUE(co->SeeController({"ctl-b", "https://b:8080", 5, 0, 7}).ok());
+  ASSERT_TRUE(co->SeeController({"ctl-a", "https://a:8080", 4, 0, 0}).ok());
+  ASSERT_TRUE(co->SeeController({"ctl-b", "https://b2:8080", 6, 0, 9}).ok());
+  auto list = co->ListControllers();
+  ASSERT_TRUE(list.ok()) << list.error().message;
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ(list->at(0).id, "ctl-a");
+  EXPECT_EQ(list->at(1).url, "https://b2:8080");
+  EXPECT_EQ(list->at(1).started_ms, 6);
+  EXPECT_EQ(list->at(1).agents, 9);
+  int64_t now = co->ReadLease("engines")->now_ms;
+  EXPECT_NEAR(static_cast<double>(list->at(0).last_seen_ms), static_cast<double>(now), 5'000);
+  ASSERT_TRUE(co->ForgetController("ctl-a", 0).ok());
+  EXPECT_EQ(co->ListControllers()->size(), 1u);
+  ASSERT_TRUE(co->ForgetController("", now + 10'000).ok());  // every one not seen since
+  EXPECT_TRUE(co->ListControllers()->empty());
+}
+
 // Runs SQL outside the store, as an older gpufleet or an operator would have.
 bool RawSql(const std::string& url, const std::string& sql) {
   if (url.rfind("sqlite:", 0) == 0) {
@@ -817,6 +911,9 @@ TEST_P(StoreTest, UsageDaysSplitRecordsAtMidnightAndTheMigrationFillsThem) {
     ASSERT_TRUE(RawSql(url_, std::string("ALTER TABLE ") + column)) << column;
   }
   ASSERT_TRUE(RawSql(url_, "DELETE FROM schema_migrations WHERE version = 21"));
+  ASSERT_TRUE(RawSql(url_, "DROP TABLE leader"));
+  ASSERT_TRUE(RawSql(url_, "DROP TABLE controllers"));
+  ASSERT_TRUE(RawSql(url_, "DELETE FROM schema_migrations WHERE version = 22"));
   Reopen();
   check("migrated");
 
@@ -1126,7 +1223,10 @@ TEST(StoreCopy, MovesEveryTableToAnEmptyDatabaseAndRefusesAFullOne) {
     EXPECT_GT(c.rows, 0) << c.table;
   }
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, SqliteTables((dir / "db").string()));  // no table left behind
+  // No table left behind but the two that describe running controllers (store/lease.h).
+  auto tables = SqliteTables((dir / "db").string());
+  std::erase_if(tables, [](const std::string& t) { return t == "leader" || t == "controllers"; });
+  EXPECT_EQ(names, tables);
 
   auto a = store::Open(from).value();
   auto b = store::Open(to).value();

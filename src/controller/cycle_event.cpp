@@ -1,0 +1,29 @@
+#include "controller/cycle_event.h"
+
+#include <cstdio>
+#include <functional>
+
+namespace gpufleet {
+
+std::string CycleEvent(int64_t now, const std::vector<health::NodeHealth>& reports,
+                       const std::vector<alerting::Alert>& alerts) {
+  size_t health = 0, firing = 0;
+  auto mix = [](size_t& h, size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  std::hash<std::string> text;
+  for (const auto& n : reports) {
+    mix(health, text(n.node));
+    mix(health, static_cast<size_t>(n.health) * 31 + static_cast<size_t>(n.state));
+    for (const auto& g : n.gpus) mix(health, static_cast<size_t>(g.level));
+  }
+  for (const auto& a : alerts) {
+    mix(firing, text(a.fingerprint));
+    mix(firing, static_cast<size_t>(a.state));
+  }
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "{\"type\":\"cycle\",\"time_ms\":%lld,\"health\":\"%zx\",\"alerts\":\"%zx\"}",
+                static_cast<long long>(now), health, firing);
+  return buf;
+}
+
+}  // namespace gpufleet

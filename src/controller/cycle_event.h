@@ -1,0 +1,18 @@
+#pragma once
+// The dashboard's live stream gets one event per health cycle: when it ran, and digests of the
+// alerts and of the health verdicts, so that a page refetches what it shows when they change.
+// No names or counts: the stream goes to tokens of any cluster scope, the API filters by scope.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "alerting/notifier.h"
+#include "health/service.h"
+
+namespace gpufleet {
+
+std::string CycleEvent(int64_t now, const std::vector<health::NodeHealth>& reports,
+                       const std::vector<alerting::Alert>& alerts);
+
+}  // namespace gpufleet
