@@ -160,11 +160,13 @@ void AddControllerFlags(CLI::App* cmd, ServeFlags& f) {
 // system's store, and a client certificate when given.
 Result<net::TlsContext> ClientContext(const std::string& url, const cli::Globals& g,
                                       const std::string& cert = "", const std::string& key = "") {
-  auto parsed = ParseHttpUrl(url, "8080");
+  auto parsed = ParseHttpUrls(url, "8080");  // one controller, or several of one database
   if (!parsed.ok()) {
     return MakeError(ErrorCode::kInvalidArgument, "--controller " + parsed.error().message);
   }
-  if (!parsed->tls()) return net::TlsContext{};
+  bool tls = false;
+  for (const auto& u : parsed.value()) tls = tls || u.tls();
+  if (!tls) return net::TlsContext{};
   auto o = net::ClientOptionsFromEnv(g.ca_file, g.insecure_skip_verify);
   o.cert_file = cert;
   o.key_file = key;
@@ -422,7 +424,7 @@ struct SimFlags {
 // the pool is the first node's, its capacity the simulated nodes' GPUs. Runs until `done`.
 void SimWorkload(const SimFlags& f, const std::string& token, const cli::Globals& g,
                  const std::atomic<bool>& done) {
-  cli::HttpClient client(f.pool.controller, token, cli::ClientTls(g, false));
+  cli::HttpClient client(SplitUrlList(f.pool.controller).front(), token, cli::ClientTls(g, false));
   char first[128];
   std::snprintf(first, sizeof first, "%s-%04d", f.pool.name_prefix.c_str(), f.pool.first_index);
   auto node = client.Send("GET", "/api/v1/nodes/" + std::string(first));
@@ -770,7 +772,9 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
 
   static AgentFlags agent;
   auto* a = app.add_subcommand("agent", "Run the node agent");
-  a->add_option("--controller", agent.controller, "controller URL, e.g. http://10.0.0.5:8080")
+  a->add_option("--controller", agent.controller,
+                "controller URL, e.g. http://10.0.0.5:8080; several controllers of one database "
+                "comma-separated: the first that answers, failing over in turn")
       ->required();
   a->add_option("--join-token", agent.join_token, "pool join token (env GPUFLEET_JOIN_TOKEN)");
   a->add_option("--backend", agent.backend, "nvml or sim")->check(CLI::IsMember({"nvml", "sim"}));
@@ -812,7 +816,8 @@ void AddDaemonCommands(CLI::App& app, cli::Globals& g) {
 
   static SimFlags sim;
   auto* m = app.add_subcommand("sim", "Run a simulated fleet of agents");
-  m->add_option("--controller", sim.pool.controller, "controller URL (required to run)");
+  m->add_option("--controller", sim.pool.controller,
+                "controller URL (required to run); several comma-separated, as the agent's");
   m->add_option("--join-token", sim.pool.join_token, "pool join token (required to run)");
   m->add_option("--nodes", sim.pool.nodes, "number of simulated nodes");
   m->add_option("--gpus-per-node", sim.pool.gpus_per_node, "GPUs per node");

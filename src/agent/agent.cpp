@@ -95,7 +95,8 @@ asio::awaitable<bool> Session::ConnectOnce() {
   bool welcomed = false;
   bool counted = false;
   try {
-    auto parsed = ParseHttpUrl(options_.controller, "8080");
+    const std::string& url = controllers_.front();
+    auto parsed = ParseHttpUrl(url, "8080");
     if (!parsed.ok()) throw std::invalid_argument(parsed.error().message);
     HttpUrl ep = std::move(parsed).value();
     net::TlsContext tls;
@@ -117,7 +118,7 @@ asio::awaitable<bool> Session::ConnectOnce() {
     auto [hec] = co_await ws_->async_handshake(upgrade, ep.host + ":" + ep.port, "/api/v1/agent",
                                                asio::as_tuple(asio::use_awaitable));
     if (hec == websocket::error::upgrade_declined) {  // e.g. 403: no client certificate
-      throw TlsFailure(options_.controller + " declined the agent channel: HTTP " +
+      throw TlsFailure(url + " declined the agent channel: HTTP " +
                        std::to_string(upgrade.result_int()) + " " + upgrade.body());
     }
     if (hec) throw boost::system::system_error(hec);
@@ -150,8 +151,8 @@ asio::awaitable<bool> Session::ConnectOnce() {
       options_.node_token = welcome->node_token;
       if (options_.on_node_token) options_.on_node_token(welcome->node_token);
     }
-    spdlog::debug("agent {}: registered as {} in pool {}", hello.facts.hostname, welcome->node,
-                  welcome->pool);
+    spdlog::debug("agent {}: registered as {} in pool {} at {}", hello.facts.hostname,
+                  welcome->node, welcome->pool, url);
     co_await Serve(std::max(100, welcome->heartbeat_interval_ms));
   } catch (const TlsFailure& e) {
     // Said once per streak, not on every retry: the same failure comes back until fixed.
@@ -164,6 +165,11 @@ asio::awaitable<bool> Session::ConnectOnce() {
   }
   if (counted) --stats_.connected;
   ws_.reset();
+  if (controllers_.size() > 1 && !Stopping()) {
+    controllers_.push_back(std::move(controllers_.front()));
+    controllers_.pop_front();
+    ++stats_.failovers;
+  }
   co_return welcomed;
 }
 

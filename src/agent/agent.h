@@ -15,7 +15,11 @@
 namespace gpufleet {
 
 struct AgentOptions {
-  std::string controller;  // "http://127.0.0.1:8080", "127.0.0.1:8080" or "https://ctl:8443"
+  // "http://127.0.0.1:8080", "127.0.0.1:8080" or "https://ctl:8443"; or several controllers
+  // of one database, comma-separated: the first that answers serves, one that fails (or whose
+  // connection ends) goes to the back, and the next connection replays what was not
+  // acknowledged.
+  std::string controller;
   // For an https:// controller: whom to trust (net::MakeClientContext); shared by every agent
   // of a runner. Null: net::DefaultClientContext().
   net::TlsContext tls;
@@ -63,6 +67,7 @@ struct AgentStats {
   std::atomic<int> connected{0};         // sessions with a live, welcomed connection
   std::atomic<int64_t> welcomes{0};      // successful registrations, reconnects included
   std::atomic<int64_t> failures{0};      // failed attempts
+  std::atomic<int64_t> failovers{0};     // moves to the next of several controllers
   std::atomic<int64_t> rows_sampled{0};  // one GPU's fields at one time
   std::atomic<int64_t> rows_acked{0};
   std::atomic<int64_t> rows_dropped{0};  // lost to a full buffer during a long outage

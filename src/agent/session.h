@@ -34,7 +34,9 @@ class Session : public std::enable_shared_from_this<Session> {
         backend_(std::move(backend)),
         stats_(stats),
         all_stopping_(stopping),
-        rng_(std::random_device{}()) {}
+        rng_(std::random_device{}()) {
+    for (auto& url : SplitUrlList(options_.controller)) controllers_.push_back(std::move(url));
+  }
 
   void Start() {
     asio::co_spawn(
@@ -137,6 +139,9 @@ class Session : public std::enable_shared_from_this<Session> {
   asio::steady_timer timer_{ex_};
   std::unique_ptr<websocket::stream<net::Stream>> ws_;
   std::string last_tls_failure_;
+  // The controllers to try (AgentOptions::controller's list), the next one first: one that
+  // failed, or whose connection ended, goes to the back.
+  std::deque<std::string> controllers_;
   std::vector<Gpu> last_inventory_;
   NodeFacts last_facts_;                     // as last sent: a change goes with the next inventory
   PackageDatabase packages_{options_.root};  // read again only when it changes

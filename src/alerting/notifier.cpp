@@ -178,6 +178,27 @@ void Notifier::set_secret_key(std::string key) {
 }
 
 Status Notifier::Load() {
+  GF_TRY(LoadRules());
+  auto docs = store_.LoadAlertDocs();
+  if (!docs.ok()) return docs.error();
+  std::vector<Alert> alerts;
+  int64_t now = clock_->NowMs();
+  for (const auto& d : docs.value()) {
+    auto a = FromDoc(d);
+    if (!a) continue;
+    if (a->state == State::kResolved && now - a->resolved_ms > 3'600'000) {
+      (void)store_.DeleteAlertDoc(a->fingerprint);
+      continue;
+    }
+    alerts.push_back(*a);
+  }
+  std::lock_guard lock(mu_);
+  engine_.Restore(alerts);
+  return {};
+}
+
+Status Notifier::LoadRules() {
+  std::lock_guard changes(rules_mu_);  // every rule change writes under it
   auto records = store_.ListRules();
   if (!records.ok()) return records.error();
   std::vector<Rule> user;
@@ -194,21 +215,6 @@ Status Notifier::Load() {
     user_rules_ = user;
     engine_.SetRules(MergeRules(base_rules_, user_rules_));
   }
-  auto docs = store_.LoadAlertDocs();
-  if (!docs.ok()) return docs.error();
-  std::vector<Alert> alerts;
-  int64_t now = clock_->NowMs();
-  for (const auto& d : docs.value()) {
-    auto a = FromDoc(d);
-    if (!a) continue;
-    if (a->state == State::kResolved && now - a->resolved_ms > 3'600'000) {
-      (void)store_.DeleteAlertDoc(a->fingerprint);
-      continue;
-    }
-    alerts.push_back(*a);
-  }
-  std::lock_guard lock(mu_);
-  engine_.Restore(alerts);
   return {};
 }
 

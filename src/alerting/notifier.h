@@ -48,7 +48,8 @@ class Notifier {
   Notifier(store::AlertStore& store, std::shared_ptr<Clock> clock, std::string external_url,
            std::vector<Rule> rules = BuiltinRules());
   ~Notifier();
-  Status Load();  // the user rules and the alert states of the last run
+  Status Load();       // the user rules and the alert states of the last run
+  Status LoadRules();  // the user rules alone (another controller changed them)
   // Where generatorURL links point: the controller's own address, known once it listens.
   void set_external_url(std::string url);
   // The data directory's secret.key: channels' signing keys are stored sealed under it.

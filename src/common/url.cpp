@@ -62,4 +62,29 @@ Result<HttpUrl> ParseHttpUrl(std::string_view text, std::string_view default_por
   return url;
 }
 
+std::vector<std::string> SplitUrlList(std::string_view list) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string_view::npos) comma = list.size();
+    std::string_view one = list.substr(start, comma - start);
+    while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
+    while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
+    out.emplace_back(one);
+    start = comma + 1;
+  }
+  return out;
+}
+
+Result<std::vector<HttpUrl>> ParseHttpUrls(std::string_view list, std::string_view default_port) {
+  std::vector<HttpUrl> out;
+  for (const auto& one : SplitUrlList(list)) {
+    auto url = ParseHttpUrl(one, default_port);
+    if (!url.ok()) return url.error();
+    out.push_back(std::move(url).value());
+  }
+  return out;
+}
+
 }  // namespace gpufleet

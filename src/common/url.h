@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 
@@ -19,5 +20,11 @@ struct HttpUrl {
 
 // Accepts "[scheme://]host[:port][/path]". Errors say what is wrong with the text.
 Result<HttpUrl> ParseHttpUrl(std::string_view text, std::string_view default_port);
+
+// "URL1,URL2,...": several controllers, each parsed as ParseHttpUrl does (spaces around the
+// commas allowed). An error names the URL that is wrong; an empty list is one.
+Result<std::vector<HttpUrl>> ParseHttpUrls(std::string_view list, std::string_view default_port);
+// The same list's URLs as written, trimmed, in order.
+std::vector<std::string> SplitUrlList(std::string_view list);
 
 }  // namespace gpufleet

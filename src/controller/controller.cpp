@@ -73,7 +73,8 @@ struct Controller::Impl {
   std::vector<FileLock> locks;
   std::unique_ptr<api::ApiServer> server;
   std::unique_ptr<runtime::Ticker> ticker;
-  std::unique_ptr<runtime::Leadership> leadership;         // the engines run while this one leads
+  std::unique_ptr<runtime::Leadership> leadership;  // the engines run while this one leads
+  std::unique_ptr<store::ChangeFeed> changes;  // what other controllers change; PostgreSQL only
   std::unique_ptr<workload::WorkloadGenerator> generator;  // the ticker's
   demo::SimLoadPusher sim_loads;                           // the ticker's
   std::string address;
@@ -341,6 +342,12 @@ Status Controller::Start() {
   impl_->notifier->set_secret_key(impl_->key);
   impl_->leadership->set_url(o.advertise_url.empty() ? url() : o.advertise_url);
   impl_->leadership->Start();  // a lone controller leads before its first tick
+  impl_->changes = store::WatchChanges(impl_->stores.database,
+                                       [i = impl_.get()](const std::vector<std::string>& tables) {
+                                         TakeChanges({*i->fleet, *i->teams, *i->assets, *i->scaling,
+                                                      *i->rollouts, *i->notifier, *i->leadership},
+                                                     tables);
+                                       });
   impl_->notifier->Start();
   impl_->slurm->Start();
   impl_->scaling->set_controller_url(url());
@@ -507,6 +514,7 @@ Status Controller::Impl::HealthCycle() {
 
 void Controller::Stop() {
   if (impl_->stopped.exchange(true)) return;
+  impl_->changes.reset();
   if (impl_->ticker) impl_->ticker->Stop();
   if (impl_->scraper) impl_->scraper->Stop();
   if (impl_->slurm) impl_->slurm->Stop();

@@ -15,6 +15,13 @@ int FleetService::CheckHeartbeats(bool judge_unheard) {
   std::lock_guard lock(mu_);
   int64_t now = clock_->NowMs();
   int changed = 0;
+  if (judge_unheard && !judged_unheard_) {
+    // The other controllers have gone: their nodes' agents get a full timeout to come here.
+    for (auto& [_, e] : nodes_) {
+      if (!e.heard) e.node.last_seen_ms = std::max(e.node.last_seen_ms, now);
+    }
+  }
+  judged_unheard_ = judge_unheard;
   for (auto& [_, e] : nodes_) {
     Node& n = e.node;
     if (n.state == NodeState::kUnreachable || n.state == NodeState::kRetired ||
@@ -58,7 +65,8 @@ int FleetService::CheckHeartbeats(bool judge_unheard) {
 int FleetService::ConnectedAgents() const {
   std::lock_guard lock(mu_);
   int n = 0;
-  for (const auto& [_, e] : nodes_) n += e.node.connected ? 1 : 0;
+  // Connected here: another controller's nodes read from the store may say connected too.
+  for (const auto& [_, e] : nodes_) n += e.connection != 0 || (e.heard && e.node.connected);
   return n;
 }
 
@@ -184,6 +192,8 @@ Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const st
   }
   entry.unsaved = false;
   entry.unsaved_events.clear();
+  entry.stored = Stored(snapshot);
+  entry.written = ++write_seq_;
   entry.confirmed = by_node_token;  // a new node token is confirmed by the agent's next word
   welcome.node = node.name;
   welcome.cluster = node.cluster;

@@ -17,6 +17,7 @@ AssetService::AssetService(store::AssetStore& store, std::shared_ptr<Clock> cloc
     : store_(store), clock_(std::move(clock)) {}
 
 Status AssetService::Load() {
+  std::lock_guard lock(mu_);  // every change writes under it: nothing read here is older
   auto records = store_.ListAssets();
   if (!records.ok()) return records.error();
   std::map<std::string, Asset> assets;
@@ -29,7 +30,6 @@ Status AssetService::Load() {
     }
     assets[r.id] = std::move(a).value();
   }
-  std::lock_guard lock(mu_);
   assets_ = std::move(assets);
   return {};
 }

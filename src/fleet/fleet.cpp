@@ -32,6 +32,7 @@ Status FleetService::Load() {
     std::string name = n.name;
     Entry& entry = nodes_[name] = Entry();
     entry.node = std::move(n);
+    entry.stored = Stored(entry.node);
   }
   spdlog::info("fleet: loaded {} nodes", nodes_.size());
   return {};
@@ -247,6 +248,8 @@ Status FleetService::Save(Entry& entry, const std::vector<NodeEvent>& events, bo
   entry.unsaved_events.insert(entry.unsaved_events.end(), events.begin(), events.end());
   Status saved = store_.SaveNode(entry.node, entry.unsaved_events);
   if (saved.ok()) {
+    entry.stored = Stored(entry.node);
+    entry.written = ++write_seq_;
     entry.unsaved = false;
     entry.unsaved_events.clear();
   } else if (retry) {

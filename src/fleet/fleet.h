@@ -95,6 +95,15 @@ class FleetService : public proto::AgentHandler {
   // Loads the nodes from the store. Nodes start disconnected; those that do not come back within
   // the heartbeat timeout turn unreachable.
   Status Load();
+  // Several controllers on one database: takes what another controller wrote since (a node it
+  // registered, a cordon made through its API, a node it deleted). A node whose agent is
+  // connected here keeps what this controller knows live (its facts, GPUs, last heartbeat and
+  // connection) and takes the rest; a change of this controller's still on its way to the store
+  // is kept. Returns how many nodes were added, changed or removed.
+  Result<int> Refresh();
+  // Reads the clusters and pools from the store again on next use (another controller applied
+  // a fleet file).
+  void ForgetTopology();
 
   Result<ApplyCounts> Apply(const FleetSpec& spec);
   // DiffFleet against what the store holds.
@@ -159,7 +168,7 @@ class FleetService : public proto::AgentHandler {
   // `judge_unheard` false, only nodes whose agent (or exporter) reached this controller since it
   // started are judged: with several controllers, the others' nodes are theirs to judge.
   int CheckHeartbeats(bool judge_unheard = true);
-  int ConnectedAgents() const;
+  int ConnectedAgents() const;  // agents (and scraped exporters) connected to this controller
   // The UUIDs of a node's GPUs, by index (empty strings for gaps); empty for an unknown node.
   std::vector<std::string> GpuUuids(const std::string& node) const;
 
@@ -206,7 +215,13 @@ class FleetService : public proto::AgentHandler {
     // the name again. Memory only: a node read from the store is taken as confirmed.
     bool confirmed = true;
     bool heard = false;  // its agent or exporter reached this controller since it started
+    // Stored(node) as this controller last read or wrote it: Refresh tells another
+    // controller's change by it.
+    std::string stored;
+    uint64_t written = 0;  // write_seq_ after this controller's last write of it
   };
+  // The fields another controller's change would touch: state, reason, token, pool.
+  static std::string Stored(const Node& node);
   // mu_, once no registration is writing node `name` (LockFor's wait is on written_).
   std::unique_lock<std::mutex> LockFor(const std::string& name);
   void AwaitWrite(std::unique_lock<std::mutex>& lock, const std::string& name);
@@ -242,6 +257,8 @@ class FleetService : public proto::AgentHandler {
   std::map<std::string, Entry> nodes_;            // guarded by mu_
   std::condition_variable written_;               // an Entry::writing ended
   uint64_t next_connection_ = 1;                  // guarded by mu_
+  bool judged_unheard_ = true;  // CheckHeartbeats' last judge_unheard; guarded by mu_
+  uint64_t write_seq_ = 0;      // counts this controller's node writes; guarded by mu_
 };
 
 }  // namespace gpufleet

@@ -10,6 +10,7 @@ TeamService::TeamService(store::TeamStore& store, std::shared_ptr<Clock> clock)
     : store_(store), clock_(std::move(clock)) {}
 
 Status TeamService::Load() {
+  std::lock_guard lock(mu_);  // every change writes under it: nothing read here is older
   auto records = store_.ListTeams();
   if (!records.ok()) return records.error();
   std::map<std::string, Team> teams;
@@ -20,9 +21,9 @@ Status TeamService::Load() {
                     team.error().message);
       continue;
     }
-    teams[team->name] = std::move(team).value();
+    std::string name = team->name;  // read before the move: `a[k] = b` evaluates b first
+    teams[name] = std::move(team).value();
   }
-  std::lock_guard lock(mu_);
   teams_ = std::move(teams);
   return {};
 }

@@ -86,12 +86,13 @@ void RolloutService::set_hooks(RolloutHooks hooks) {
 }
 
 Status RolloutService::Load() {
+  // Read under the lock that every step and change writes under, so nothing read is older than
+  // what memory holds; kept whole until all of it was read.
+  std::lock_guard lock(mu_);
   auto list = store_.ListRollouts();
   if (!list.ok()) return list.error();
-  std::lock_guard lock(mu_);
-  loaded_ms_ = clock_->NowMs();
-  rollouts_.clear();
-  node_holder_.clear();
+  std::map<int64_t, Rollout> rollouts;
+  std::map<std::string, int64_t> holders;
   for (const auto& rec : list.value()) {
     auto r = RolloutFromDoc(rec.id, rec.doc);
     if (!r.ok()) return r.error();
@@ -113,14 +114,18 @@ Status RolloutService::Load() {
     std::stable_sort(r->nodes.begin(), r->nodes.end(),
                      [](const RolloutNode& a, const RolloutNode& b) { return a.stage < b.stage; });
     for (const auto& n : r->nodes) {
-      if (n.Busy()) node_holder_[n.node] = r->id;
+      if (n.Busy()) holders[n.node] = r->id;
     }
-    if (!r->Ended()) {
+    auto held = rollouts_.find(rec.id);
+    if (!r->Ended() && (held == rollouts_.end() || held->second.state != r->state)) {
       spdlog::info("rollout {} ({} {}): resuming, {}", r->id, ToString(r->kind), r->target,
                    ToString(r->state));
     }
-    rollouts_[rec.id] = std::move(r).value();
+    rollouts[rec.id] = std::move(r).value();
   }
+  loaded_ms_ = clock_->NowMs();
+  rollouts_ = std::move(rollouts);
+  node_holder_ = std::move(holders);
   return {};
 }
 

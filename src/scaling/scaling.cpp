@@ -114,6 +114,29 @@ Status ScalingService::Load() {
   return {};
 }
 
+Status ScalingService::ReloadPolicies() {
+  std::lock_guard lock(mu_);  // SetPolicy writes under it: nothing read here is older
+  auto records = store_.ListScalingPolicies();
+  if (!records.ok()) return records.error();
+  int64_t now = clock_->NowMs();
+  for (const auto& r : records.value()) {
+    auto it = pools_.find(r.pool);
+    if (it != pools_.end() && it->second.scaling.updated_ms >= r.updated_ms) continue;
+    auto parsed = sched::ParsePoolScaling(r.doc);
+    if (!parsed.ok()) continue;
+    PoolState& st = pools_[r.pool];
+    bool rebuild = !st.tracker || st.scaling.policy.lead_time_s != parsed->policy.lead_time_s ||
+                   st.scaling.policy.interval_s != parsed->policy.interval_s;
+    st.scaling = std::move(parsed).value();
+    st.scaling.pool = r.pool;
+    st.scaling.updated_ms = r.updated_ms;
+    if (rebuild) NewTracker(st);
+    st.next_decision_ms = now;
+    st.held.clear();
+  }
+  return {};
+}
+
 void ScalingService::Start() {
   {
     std::lock_guard lock(work_mu_);

@@ -146,6 +146,9 @@ class ScalingService {
   ~ScalingService();
 
   Status Load();  // the policies, and each pool's history into its forecaster
+  // The policies another controller set since (newer than the one held): taken, each pool's
+  // history kept.
+  Status ReloadPolicies();
   // The actuator worker; and the simulated nodes the autoscaler had started before a restart
   // (sim actuator, still recorded, not connected) are started again.
   void Start();

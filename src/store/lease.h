@@ -82,4 +82,20 @@ class FenceScope {
 
 const Fence* CurrentFence();  // the calling thread's, or null
 
+// Changes that other processes commit to the tables controllers keep in memory (WatchedTables):
+// triggers on those tables NOTIFY, and a feed LISTENs on a connection of its own. A change is
+// another process's when its connection's application_name is not this store's (each opened
+// store gets one of its own), so a controller is not told of its own writes.
+class ChangeFeed {
+ public:
+  virtual ~ChangeFeed() = default;
+};
+// Gets the names of the tables changed, a batch at a time, on the feed's thread; after the
+// feed connects (at start and after losing its connection), every watched table, since what
+// changed meanwhile is unknown.
+using OnChanges = std::function<void(const std::vector<std::string>& tables)>;
+// Null where one controller is all there can be (SQLite).
+std::unique_ptr<ChangeFeed> WatchChanges(const std::shared_ptr<Database>& db, OnChanges on_change);
+const std::vector<std::string>& WatchedTables();
+
 }  // namespace gpufleet::store

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "harness.h"
@@ -167,6 +168,90 @@ TEST_F(Controllers, ALeaderPausedPastItsLeaseStepsDownWithoutActing) {
   EXPECT_EQ(Metric(*a_, "gpufleet_leader_changes_total"), 1);
   EXPECT_NE(ReadFile(a_->data_dir() + "/controller-1.log").find("no longer leads"),
             std::string::npos);
+}
+
+// Agents given both controllers fail over to the live one: two simulators, each with its own
+// first choice, spread the nodes over the two; each controller answers for every node (the
+// change feed carries one's registrations and cordons to the other); the first one killed,
+// its agents come to the second with their node tokens and go on sending telemetry there,
+// and no node turns unreachable on the way.
+TEST_F(Controllers, AgentsGivenBothFailOverWhenTheirControllerDies) {
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--data-dir", a_->data_dir()});
+    return RunGpufleet(args);
+  };
+  auto applied =
+      cli({"apply", "-f", std::string(GPUFLEET_SOURCE_DIR) + "/tests/fixtures/e2e-fleet.yaml"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  auto made = cli({"tokens", "create", "--pool", "h100-quad"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string token = made.out.substr(0, made.out.find('\n'));
+  const std::string url_a = "http://" + a_->address(), url_b = "http://" + b_->address();
+  const int kEach = 10;
+  auto sim = [&](const std::string& prefix, const std::string& controllers) {
+    return std::make_unique<Process>(
+        std::vector<std::string>{GPUFLEET_BIN, "sim", "--controller", controllers, "--join-token",
+                                 token, "--prefix", prefix, "--workload", "off", "--nodes",
+                                 std::to_string(kEach), "--model", "H100-SXM5-80GB",
+                                 "--gpus-per-node", "4"},
+        std::map<std::string, std::string>{}, dir_ + "/sim-" + prefix + ".log");
+  };
+  auto first_a = sim("fa", url_a + "," + url_b);
+  auto first_b = sim("fb", url_b + "," + url_a);
+  auto ready_on = [&](ControllerProcess& c) {
+    auto [s, v] = c.Call("GET", "/api/v1/nodes?state=ready&limit=100");
+    return s == 200 ? v.at("total").to_number<int64_t>() : -1;
+  };
+  // Each answers for all twenty: its own ten, and the other's from the store.
+  ASSERT_TRUE(WaitFor([&] { return ready_on(*a_) == 2 * kEach && ready_on(*b_) == 2 * kEach; },
+                      30'000, 200));
+  EXPECT_EQ(Metric(*a_, "gpufleet_agents_connected"), kEach);
+  EXPECT_EQ(Metric(*b_, "gpufleet_agents_connected"), kEach);
+
+  // A cordon through a reaches b, whose agent the node's is, within a second or two.
+  auto [cordoned, node] = a_->Call("POST", "/api/v1/nodes/fb-0001/cordon", R"({"reason":"x"})");
+  ASSERT_EQ(cordoned, 200) << node;
+  auto asked = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return b_->Call("GET", "/api/v1/nodes/fb-0001").second.at("state").as_string() ==
+               "cordoned";
+      },
+      5'000, 20));
+  std::printf(
+      "a cordon through one controller seen by the other after %.0f ms\n",
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - asked).count());
+
+  a_->Kill();
+  auto killed = std::chrono::steady_clock::now();
+  ASSERT_TRUE(
+      WaitFor([&] { return Metric(*b_, "gpufleet_agents_connected") == 2 * kEach; }, 30'000, 200));
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  std::printf("%d agents of the killed controller reconnected to the other in %.1f s\n", kEach,
+              took);
+  EXPECT_LT(took, 30.0);
+  // Their telemetry goes on there, and none of the nodes was declared unreachable.
+  const int64_t after = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto [s, v] =
+            b_->Call("GET", "/api/v1/query_range?metric=gpu_temp&node=fa-0003&start=-1m&step=1s");
+        if (s != 200 || v.at("series").as_array().empty()) return false;
+        auto& points = v.at("series").at(0).at("points").as_array();
+        return !points.empty() && points.back().at(0).as_int64() > after;
+      },
+      15'000, 200));
+  auto [listed, nodes] = b_->Call("GET", "/api/v1/nodes?limit=100");
+  ASSERT_EQ(listed, 200);
+  for (const auto& n : nodes.at("items").as_array()) {
+    EXPECT_NE(n.at("state").as_string(), "unreachable") << n;
+  }
+  auto [events, history] = b_->Call("GET", "/api/v1/nodes/fa-0003/events");
+  ASSERT_EQ(events, 200);
+  EXPECT_EQ(json::serialize(history).find("unreachable"), std::string::npos) << history;
+  EXPECT_EQ(b_->Call("GET", "/api/v1/nodes/fb-0001").second.at("state").as_string(), "cordoned");
 }
 
 }  // namespace

@@ -74,5 +74,22 @@ TEST(HmacSha256Hex, KnownAnswer) {
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
 }
 
+TEST(ParseHttpUrls, SeveralControllersInOrderAndTheWrongOneNamed) {
+  auto list = ParseHttpUrls("https://ctl-1:8443, http://ctl-2,10.0.0.7:9000", "8080");
+  ASSERT_TRUE(list.ok()) << list.error().message;
+  ASSERT_EQ(list->size(), 3u);
+  EXPECT_EQ((*list)[0].host, "ctl-1");
+  EXPECT_TRUE((*list)[0].tls());
+  EXPECT_EQ((*list)[1].port, "8080");
+  EXPECT_EQ((*list)[2].port, "9000");
+  EXPECT_EQ(SplitUrlList("a, b ,c"), (std::vector<std::string>{"a", "b", "c"}));
+
+  auto bad = ParseHttpUrls("http://ctl-1,ftp://ctl-2", "8080");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("ftp://ctl-2"), std::string::npos);
+  EXPECT_FALSE(ParseHttpUrls("http://ctl-1,", "8080").ok());  // an empty item
+  EXPECT_FALSE(ParseHttpUrls("", "8080").ok());
+}
+
 }  // namespace
 }  // namespace gpufleet

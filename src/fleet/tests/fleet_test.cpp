@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "fleet/teams.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/temp_dir.h"
 
@@ -222,8 +223,81 @@ TEST_F(FleetTest, NodesNeverHeardHereAreLeftToTheirControllerWhenAsked) {
   EXPECT_EQ(fleet_->CheckHeartbeats(false), 1);
   EXPECT_EQ(fleet_->GetNode("gpu-x")->state, NodeState::kUnreachable);
   EXPECT_NE(fleet_->GetNode("gpu-y")->state, NodeState::kUnreachable);
+  // Alone now (the others went): their nodes' agents get a full timeout to come here first.
+  EXPECT_EQ(fleet_->CheckHeartbeats(true), 0);
+  clock_->Advance(4'000);
+  EXPECT_EQ(fleet_->CheckHeartbeats(true), 0);
+  clock_->Advance(2'000);
   EXPECT_EQ(fleet_->CheckHeartbeats(true), 1);  // a lone controller judges every node
   EXPECT_EQ(fleet_->GetNode("gpu-y")->state, NodeState::kUnreachable);
+}
+
+// Two controllers on one store: each takes what the other wrote when told the nodes changed. A
+// node registered through one is known to the other (its agent may fail over there with its
+// node token); a cordon made through the other reaches the controller its agent is connected
+// to, which keeps its connection and what the agent said; a node deleted elsewhere goes.
+TEST_F(FleetTest, AnotherControllersChangesAreTakenOnRefresh) {
+  FleetOptions o;
+  o.heartbeat_interval_ms = 1000;
+  o.heartbeat_timeout_ms = 5000;
+  FleetService other(*store_.fleet, *store_.tokens, GpuCatalog::Builtin(), clock_, o);
+  ASSERT_TRUE(other.Load().ok());
+  auto w = fleet_->OnHello(Hello("gpu-r", 8, "NVIDIA H100 80GB HBM3"), "x");
+  ASSERT_TRUE(w.ok());
+  uint64_t conn = fleet_->OnConnected("gpu-r");
+  fleet_->OnMessage("gpu-r", proto::Heartbeat{1, 0});
+  EXPECT_EQ(other.Refresh().value(), 1);
+  EXPECT_EQ(other.Refresh().value(), 0);  // nothing new
+  ASSERT_TRUE(other.GetNode("gpu-r").ok());
+  EXPECT_EQ(other.GetNode("gpu-r")->gpus.size(), 8u);
+
+  // The agent fails over to the other controller with its node token.
+  auto back = Hello("gpu-r", 8, "NVIDIA H100 80GB HBM3");
+  back.join_token.clear();
+  back.node_token = w->node_token;
+  ASSERT_TRUE(other.OnHello(back, "x").ok());
+  fleet_->OnClosed("gpu-r", conn);
+  ASSERT_TRUE(fleet_->Refresh().ok());
+  EXPECT_FALSE(fleet_->GetNode("gpu-r")->connected);  // served by the other one now
+
+  // Cordoned through the first: the one its agent is on takes it and stays connected.
+  other.OnConnected("gpu-r");
+  ASSERT_TRUE(fleet_->Act("gpu-r", NodeAction::kCordon, "alice").ok());
+  EXPECT_EQ(other.Refresh().value(), 1);
+  auto seen = other.GetNode("gpu-r");
+  EXPECT_EQ(seen->state, NodeState::kCordoned);
+  EXPECT_TRUE(seen->connected);
+  ASSERT_TRUE(other.Act("gpu-r", NodeAction::kUncordon, "bob").ok());
+  ASSERT_TRUE(fleet_->Refresh().ok());
+  EXPECT_EQ(fleet_->GetNode("gpu-r")->state, NodeState::kReady);
+
+  // Retired and deleted through one: the other forgets it, unless its agent is connected there.
+  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-s", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
+  ASSERT_TRUE(other.Refresh().ok());
+  ASSERT_TRUE(fleet_->Retire("gpu-s", "scaled down", "autoscaler").ok());
+  ASSERT_TRUE(fleet_->Delete("gpu-s").ok());
+  EXPECT_EQ(other.Refresh().value(), 1);
+  EXPECT_FALSE(other.GetNode("gpu-s").ok());
+}
+
+// Teams read back from the store (a restart, another controller's change) keep their names:
+// each is its own team.
+TEST_F(FleetTest, TeamsReadBackFromTheStoreAreEachTheirOwn) {
+  TeamService teams(*store_.teams, clock_);
+  ASSERT_TRUE(teams.Load().ok());
+  for (const char* name : {"nlp", "vision", "speech"}) {
+    Team t;
+    t.name = name;
+    t.projects.push_back(Project{"main"});
+    ASSERT_TRUE(teams.Create(t).ok()) << name;
+  }
+  TeamService again(*store_.teams, clock_);
+  ASSERT_TRUE(again.Load().ok());
+  auto listed = again.List();
+  ASSERT_EQ(listed.size(), 3u);
+  EXPECT_EQ(listed[0].name, "nlp");
+  EXPECT_EQ(listed[2].name, "vision");
+  EXPECT_TRUE(again.CheckJob("speech", "main").ok());
 }
 
 TEST_F(FleetTest, CordonSurvivesAnOutage) {

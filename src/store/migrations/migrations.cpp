@@ -225,6 +225,9 @@ CREATE TABLE controllers (
   id TEXT PRIMARY KEY, url TEXT NOT NULL, started_ms BIGINT NOT NULL,
   last_seen_ms BIGINT NOT NULL, agents BIGINT NOT NULL)
 )SQL"},
+    // PostgreSQL only, in code (sql/changes.cpp): the triggers that tell the other controllers
+    // that a table they keep in memory changed.
+    {23, ""},
 };
 
 }  // namespace

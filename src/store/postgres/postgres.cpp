@@ -5,6 +5,7 @@
 
 #include <soci/postgresql/soci-postgresql.h>
 
+#include "common/crypto.h"
 #include "store/sql/backends.h"
 
 namespace gpufleet::store::sql {
@@ -15,10 +16,14 @@ std::shared_ptr<SqlStore> MakePostgres(const std::string& uri, size_t sessions) 
     conninfo += conninfo.find('?') == std::string::npos ? "?" : "&";
     conninfo += "connect_timeout=5";
   }
-  auto connect = [conninfo](soci::session& s) {
+  // This store's connections' name: the change feed (sql/changes.cpp) tells another process's
+  // changes from its own by it.
+  std::string name = "gpufleet-" + RandomHex(6);
+  auto connect = [conninfo, name](soci::session& s) {
     s.open(*soci::factory_postgresql(), conninfo);
     // libpq prints notices ("relation ... already exists, skipping") on stderr: not for logs.
     s << "SET client_min_messages = warning";
+    s << "SET application_name = '" + name + "'";
   };
   return std::make_shared<SqlStore>(Dialect::kPostgres, RedactUrl(uri), connect, sessions);
 }

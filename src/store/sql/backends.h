@@ -14,6 +14,8 @@ namespace gpufleet::store::sql {
 std::shared_ptr<SqlStore> MakeSqlite(const std::string& path);
 // `uri` is libpq's postgresql:// URI; `sessions` connections.
 std::shared_ptr<SqlStore> MakePostgres(const std::string& uri, size_t sessions);
+// PostgreSQL: the triggers that tell the change feed (store/lease.h WatchChanges); migration 23.
+void InstallChangeTriggers(soci::session& sql);
 
 }  // namespace gpufleet::store::sql
 

@@ -8,6 +8,7 @@
 
 #include "common/strings.h"
 #include "store/migrations/migrations.h"
+#include "store/sql/backends.h"
 
 namespace json = boost::json;
 
@@ -125,6 +126,7 @@ Status SqlStore::Migrate(soci::session& sql) {
     sql << "INSERT INTO schema_migrations (version) VALUES (:v)", soci::use(v);
     spdlog::info("store: applied migration {}", m.version);
     if (m.version == 20) BackfillUsageDays(sql);
+    if (m.version == 23 && dialect_ == Dialect::kPostgres) InstallChangeTriggers(sql);
   }
   tx.commit();
   return {};

@@ -190,6 +190,8 @@ class SqlStore final : public FleetStore,
   Result<int> SchemaVersion() override;
 
   Dialect dialect() const { return dialect_; }
+  // Opens `s` as the pool's sessions are (the change feed's own connection).
+  void OpenSession(soci::session& s) const { connect_(s); }
 
   // Runs f(session) on a leased session and turns SOCI's exceptions into errors. A session
   // whose connection the server dropped (a restart, a failover) is connected again and f run
