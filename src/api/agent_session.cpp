@@ -27,6 +27,11 @@ struct AgentConn {
   bool writer_done = false;        // on strand
 };
 
+bool AgentRegistry::Has(const std::string& node) {
+  std::lock_guard lock(mu_);
+  return conns_.count(node) > 0;
+}
+
 Status AgentRegistry::Send(const std::string& node, const proto::Message& message) {
   std::shared_ptr<AgentConn> conn;
   {

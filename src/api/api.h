@@ -61,6 +61,7 @@ class ApiServer {
   // A command to a node's agent over its live connection; kUnavailable when not connected.
   // (The command bus's transport: everything else sends through the bus.)
   Status SendToAgent(const std::string& node, const proto::Command& command);
+  bool HasAgent(const std::string& node);  // whether the node's agent is connected here
   // An event for the dashboard's live stream (/api/v1/stream): one JSON object, sent as it is
   // to every connected browser.
   void Publish(std::string json);

@@ -495,6 +495,8 @@ Status ApiServer::SendToAgent(const std::string& node, const proto::Command& com
   return impl_->agent_conns.Send(node, proto::Message(command));
 }
 
+bool ApiServer::HasAgent(const std::string& node) { return impl_->agent_conns.Has(node); }
+
 Result<std::string> ApiServer::Start() {
   const std::string& listen = impl_->options.listen;
   auto colon = listen.rfind(':');

@@ -15,6 +15,7 @@
 #include "controller/cycle_event.h"
 #include "controller/leader.h"
 #include "controller/locks.h"
+#include "controller/relay.h"
 #include "demo/demo.h"
 #include "fleet/assets.h"
 #include "fleet/fleet.h"
@@ -74,6 +75,7 @@ struct Controller::Impl {
   std::unique_ptr<api::ApiServer> server;
   std::unique_ptr<runtime::Ticker> ticker;
   std::unique_ptr<runtime::Leadership> leadership;  // the engines run while this one leads
+  std::unique_ptr<CommandRelay> relay;         // commands to agents connected to other controllers
   std::unique_ptr<store::ChangeFeed> changes;  // what other controllers change; PostgreSQL only
   std::unique_ptr<workload::WorkloadGenerator> generator;  // the ticker's
   demo::SimLoadPusher sim_loads;                           // the ticker's
@@ -91,7 +93,6 @@ struct Controller::Impl {
   void AddTasks(Controller& controller);
   Status MakeLeadership();  // before the server; started once it listens
   Status HealthCycle();
-  void WriteAddress(const std::string& shown);
 };
 
 Status Controller::Impl::Build() {
@@ -329,11 +330,6 @@ Status Controller::Start() {
   impl_->services->ticker = impl_->ticker.get();
   GF_TRY(impl_->MakeLeadership());
   impl_->server = std::make_unique<api::ApiServer>(ao, *impl_->services);
-  // Every answer's way back is set before the first agent can connect.
-  impl_->commands->set_transport(
-      [server = impl_->server.get()](const std::string& node, const proto::Command& cmd) {
-        return server->SendToAgent(node, cmd);
-      });
   impl_->AddTasks(*this);
   auto addr = impl_->server->Start();
   if (!addr.ok()) return addr.error();
@@ -342,19 +338,19 @@ Status Controller::Start() {
   impl_->notifier->set_secret_key(impl_->key);
   impl_->leadership->set_url(o.advertise_url.empty() ? url() : o.advertise_url);
   impl_->leadership->Start();  // a lone controller leads before its first tick
-  impl_->changes = store::WatchChanges(impl_->stores.database,
-                                       [i = impl_.get()](const std::vector<std::string>& tables) {
-                                         TakeChanges({*i->fleet, *i->teams, *i->assets, *i->scaling,
-                                                      *i->rollouts, *i->notifier, *i->leadership},
-                                                     tables);
-                                       });
+  impl_->changes = store::WatchChanges(
+      impl_->stores.database, [i = impl_.get()](const std::vector<std::string>& tables) {
+        TakeChanges({*i->fleet, *i->teams, *i->assets, *i->scaling, *i->rollouts, *i->notifier,
+                     *i->leadership, *i->relay},
+                    tables);
+      });
   impl_->notifier->Start();
   impl_->slurm->Start();
   impl_->scaling->set_controller_url(url());
   if (!o.defer_scaling) StartScaling();
   // Where we listen, for scripts and tests that asked for port 0: the bare address for plain
   // HTTP, the https:// URL for TLS (so the CLI dials it with TLS).
-  impl_->WriteAddress(o.tls.enabled() ? url() : impl_->address);
+  WriteControllerAddress(o.data_dir, o.tls.enabled() ? url() : impl_->address);
   impl_->ticker->Start();
   spdlog::info("controller listening on {} (store {})", url(), impl_->stores.database->location());
   if (!o.tls.enabled() && o.insecure_plaintext) {
@@ -366,16 +362,6 @@ Status Controller::Start() {
   return {};
 }
 
-void Controller::Impl::WriteAddress(const std::string& shown) {
-  std::string tmp = options.data_dir + "/controller.addr.tmp";
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (!f) return;
-  std::fprintf(f, "%s\n", shown.c_str());
-  std::fclose(f);
-  std::error_code ec;
-  std::filesystem::rename(tmp, options.data_dir + "/controller.addr", ec);
-}
-
 // The periodic work, in the order it runs at each tick. leader_only: the engines, which one
 // controller runs for the fleet; the others keep this controller's own state.
 void Controller::Impl::AddTasks(Controller& controller) {
@@ -385,6 +371,10 @@ void Controller::Impl::AddTasks(Controller& controller) {
                    int64_t first = -1, std::function<bool()> early = nullptr) {
     t.Add({std::move(name), every, std::move(fn), leader_only, first, std::move(early)});
   };
+  task("relay", 2000, false, [this] {  // what the change feed missed; commands nobody took
+    if (changes) relay->Poll();
+    return Status{};
+  });
   task("heartbeats", tick, false, [this] {
     // With other controllers live, a node that never reached this one is theirs to judge.
     int lost = fleet->CheckHeartbeats(leadership->alone());
@@ -479,6 +469,18 @@ Status Controller::Impl::MakeLeadership() {
   ticker->set_leader_gate(gate);
   notifier->set_gate(gate);
   services->leadership = leadership.get();
+  CommandRelay::Hooks hooks{
+      [this](const std::string& n, const proto::Command& c) { return server->SendToAgent(n, c); },
+      [this](const std::string& n) { return server->HasAgent(n); },
+      [this] { return leadership->alone(); }, [this] { return leadership->leading(); }};
+  relay = std::make_unique<CommandRelay>(lo.id, store::CoordinationOf(stores.database), *commands,
+                                         clock, std::move(hooks));
+  // Every answer's way back is set before the first agent can connect.
+  commands->set_transport(
+      [r = relay.get()](const std::string& n, const proto::Command& c) { return r->Send(n, c); });
+  commands->set_unrouted([r = relay.get()](const std::string& n, const proto::CommandResult& a) {
+    r->OnUnrouted(n, a);
+  });
   return {};
 }
 

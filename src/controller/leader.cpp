@@ -10,6 +10,7 @@
 
 #include "alerting/notifier.h"
 #include "common/crypto.h"
+#include "controller/relay.h"
 #include "fleet/assets.h"
 #include "fleet/fleet.h"
 #include "fleet/teams.h"
@@ -55,6 +56,7 @@ void TakeChanges(const ChangeTargets& to, const std::vector<std::string>& tables
   // Every step of a rollout is stored as it is taken, so reading them again between two of
   // the leader's ticks loses nothing and takes a pause or a new rollout made elsewhere.
   if (any({"rollouts", "rollout_nodes"})) check("rollouts", to.rollouts.Load());
+  if (any({"agent_commands"})) to.relay.Poll();
   if (to.leadership.leading()) {
     if (any({"alert_rules"})) check("alert rules", to.notifier.LoadRules());
   } else if (any({"alert_rules", "alerts"})) {

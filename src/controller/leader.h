@@ -16,6 +16,7 @@ Result<std::string> ControllerId(const std::string& data_dir);
 
 namespace gpufleet {
 
+class CommandRelay;
 class FleetService;
 class TeamService;
 class AssetService;
@@ -41,11 +42,13 @@ struct ChangeTargets {
   lifecycle::RolloutService& rollouts;
   alerting::Notifier& notifier;
   const runtime::Leadership& leadership;
+  CommandRelay& relay;
 };
 
 // Reads again what `tables` (store/lease.h's WatchedTables) hold into the services that keep
 // them: the nodes (FleetService::Refresh), the clusters and pools, teams, assets, scaling
-// policies, rollouts and alert rules; and on a follower the alert states the leader keeps.
+// policies, rollouts and alert rules; and on a follower the alert states the leader keeps. A
+// relayed command (agent_commands) is sent or its answer read (CommandRelay::Poll).
 // Failures are logged: the next change, or the feed's reconnect, reads again.
 void TakeChanges(const ChangeTargets& to, const std::vector<std::string>& tables);
 

@@ -1,5 +1,8 @@
 #include "controller/locks.h"
 
+#include <cstdio>
+#include <filesystem>
+
 namespace gpufleet {
 
 // A data directory holds one controller's telemetry log, and a SQLite file serves one
@@ -33,6 +36,16 @@ Result<std::vector<FileLock>> TakeControllerLocks(const std::string& data_dir,
   }
   locks.push_back(std::move(file.value()));
   return locks;
+}
+
+void WriteControllerAddress(const std::string& data_dir, const std::string& shown) {
+  std::string tmp = data_dir + "/controller.addr.tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (!f) return;
+  std::fprintf(f, "%s\n", shown.c_str());
+  std::fclose(f);
+  std::error_code ec;
+  std::filesystem::rename(tmp, data_dir + "/controller.addr", ec);
 }
 
 }  // namespace gpufleet

@@ -15,4 +15,8 @@ namespace gpufleet {
 Result<std::vector<FileLock>> TakeControllerLocks(const std::string& data_dir,
                                                   const std::string& store_url);
 
+// Writes `data_dir`/controller.addr (through a rename): where the controller listens, for the
+// scripts and tests that asked for port 0.
+void WriteControllerAddress(const std::string& data_dir, const std::string& shown);
+
 }  // namespace gpufleet

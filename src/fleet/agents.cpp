@@ -24,6 +24,9 @@ int FleetService::CheckHeartbeats(bool judge_unheard) {
   judged_unheard_ = judge_unheard;
   for (auto& [_, e] : nodes_) {
     Node& n = e.node;
+    // Connected to another live controller, which judges it: as recent as this one can tell
+    // (else every such node would look late to the alert rules here).
+    if (!judge_unheard && !e.heard && n.connected) n.last_seen_ms = std::max(n.last_seen_ms, now);
     if (n.state == NodeState::kUnreachable || n.state == NodeState::kRetired ||
         n.state == NodeState::kProvisioning || e.writing || (!judge_unheard && !e.heard)) {
       continue;  // (a node being registered has just been heard from)

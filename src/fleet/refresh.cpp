@@ -37,12 +37,19 @@ Result<int> FleetService::Refresh() {
   std::lock_guard lock(mu_);
   std::set<std::string> listed;
   int added = 0, changed = 0, removed = 0;
+  // Connected to another controller, as far as the store says: its agent said hello there and
+  // nobody has found it unreachable since.
+  auto elsewhere = [](const Node& s) {
+    return s.connected_ms > 0 && s.state != NodeState::kUnreachable &&
+           s.state != NodeState::kRetired;
+  };
   for (auto& n : nodes.value()) {
     listed.insert(n.name);
     auto [it, created] = nodes_.try_emplace(n.name);
     Entry& e = it->second;
     std::string stored = Stored(n);
     if (created) {
+      n.connected = elsewhere(n);
       e.node = std::move(n);
       e.stored = std::move(stored);
       ++added;
@@ -60,9 +67,11 @@ Result<int> FleetService::Refresh() {
       n.connected_ms = mine.connected_ms;
     } else {
       n.last_seen_ms = std::max(n.last_seen_ms, mine.last_seen_ms);
-      n.connected_ms = mine.connected_ms;
+      // Its agent said hello to another controller after it left this one: that one's now.
+      if (e.heard && n.connected_ms > mine.connected_ms) e.heard = false;
+      if (e.heard) n.connected_ms = mine.connected_ms;
     }
-    n.connected = served_here || (!e.heard && n.connected);
+    n.connected = served_here || (!e.heard && elsewhere(n));
     if (stored != e.stored) ++changed;
     mine = std::move(n);
     e.stored = std::move(stored);

@@ -48,16 +48,25 @@ Status CommandBus::Send(const std::string& node, proto::Command& command, Comman
   return Send(node, command);
 }
 
+void CommandBus::set_unrouted(Unrouted handler) {
+  std::lock_guard lock(mu_);
+  unrouted_ = std::move(handler);
+}
+
 void CommandBus::OnResult(const std::string& node, const proto::CommandResult& result) {
   CommandOwner* owner = nullptr;
+  Unrouted unrouted;
   {
     std::lock_guard lock(mu_);
     auto it = routes_.find(result.id);
     if (it != routes_.end()) {
       owner = it->second.owner;
       routes_.erase(it);
+    } else {
+      unrouted = unrouted_;
     }
   }
+  if (!owner && unrouted) return unrouted(node, result);
   if (!owner) {
     spdlog::debug("commands: {}'s answer to command {} ({}) is not waited for", node, result.id,
                   result.action);

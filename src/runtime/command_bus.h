@@ -49,8 +49,11 @@ class CommandBus {
   Status Send(const std::string& node, const proto::Command& command);
   // Issues the command's id and sends it.
   Status Send(const std::string& node, proto::Command& command, CommandOwner* owner);
-  // An agent's answer: to the owner of its id, once; an answer nobody waits for is dropped.
+  // An agent's answer: to the owner of its id, once; an answer nobody here waits for goes to
+  // the unrouted handler (another controller may wait for it), else is dropped.
   void OnResult(const std::string& node, const proto::CommandResult& result);
+  using Unrouted = std::function<void(const std::string& node, const proto::CommandResult&)>;
+  void set_unrouted(Unrouted handler);  // before anything sends
 
   // Routes kept for commands never answered (an agent gone) are dropped after this long, and
   // the oldest beyond kMaxPending.
@@ -70,6 +73,7 @@ class CommandBus {
   int64_t next_id_;                  // guarded by mu_
   std::map<int64_t, Route> routes_;  // by id; guarded by mu_
   Transport transport_;              // guarded by mu_
+  Unrouted unrouted_;                // guarded by mu_
 };
 
 }  // namespace gpufleet::runtime

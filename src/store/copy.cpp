@@ -9,7 +9,8 @@
 
 namespace gpufleet::store {
 
-// Not `leader` and `controllers`: they describe the controllers running on the source.
+// Not `leader`, `controllers` and `agent_commands`: they describe the controllers running on
+// the source.
 const std::vector<std::string>& Tables() {
   static const std::vector<std::string> kTables = {
       "clusters",        "pools",           "nodes",          "gpus",

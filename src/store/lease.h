@@ -38,6 +38,19 @@ struct ControllerRecord {
   int64_t agents = 0;        // agents connected to it when last seen
 };
 
+// A command to an agent that is connected to another controller, kept in the database until
+// the controller that has the agent has sent it (taken it) and put the agent's answer back
+// (controller/relay.h).
+struct RelayedCommand {
+  int64_t id = 0;  // the command's id (runtime/command_bus.h)
+  std::string node;
+  std::string issuer;      // the controller that sent it
+  std::string command;     // proto::Encode of the Command
+  std::string taken_by;    // the controller that sent it to the agent ("" until one has)
+  std::string result;      // proto::Encode of the agent's CommandResult ("" until answered)
+  int64_t created_ms = 0;  // on the issuer's clock
+};
+
 class Coordination {
  public:
   virtual ~Coordination() = default;
@@ -54,6 +67,18 @@ class Coordination {
   virtual Result<std::vector<ControllerRecord>> ListControllers() = 0;
   // Removes a controller (a clean stop), and those not seen since `before_ms` (db clock).
   virtual Status ForgetController(const std::string& id, int64_t before_ms) = 0;
+
+  // The relayed commands (RelayedCommand): posted by the issuer (or, answered already, by the
+  // controller the agent answered when nobody there waited for it); those nobody took yet, and all
+  // that `issuer` posted or, when `every_answer`, that anyone posted and that are answered;
+  // taken by one controller only (whether `by` did); answered; forgotten by the issuer (only
+  // while nobody took it, when `untaken_only`: whether it was).
+  virtual Status PostCommand(const RelayedCommand& c) = 0;
+  virtual Result<std::vector<RelayedCommand>> RelayedCommands(const std::string& issuer,
+                                                              bool every_answer) = 0;
+  virtual Result<bool> TakeCommand(int64_t id, const std::string& by) = 0;
+  virtual Status AnswerCommand(int64_t id, const std::string& result) = 0;
+  virtual Result<bool> ForgetCommand(int64_t id, bool untaken_only) = 0;
 };
 
 // The Coordination of an opened database (every store::Open database has one).

@@ -250,15 +250,27 @@ TEST_F(FleetTest, AnotherControllersChangesAreTakenOnRefresh) {
   EXPECT_EQ(other.Refresh().value(), 0);  // nothing new
   ASSERT_TRUE(other.GetNode("gpu-r").ok());
   EXPECT_EQ(other.GetNode("gpu-r")->gpus.size(), 8u);
+  EXPECT_TRUE(other.GetNode("gpu-r")->connected);  // to the first one
+  EXPECT_EQ(other.GetNode("gpu-r")->connected_ms, clock_->NowMs());
 
-  // The agent fails over to the other controller with its node token.
+  // The agent leaves the first controller: it is not connected, for the first, until it says
+  // hello to one.
+  fleet_->OnClosed("gpu-r", conn);
+  ASSERT_TRUE(fleet_->Refresh().ok());
+  EXPECT_FALSE(fleet_->GetNode("gpu-r")->connected);
+  // It fails over to the other controller with its node token.
+  clock_->Advance(1500);
   auto back = Hello("gpu-r", 8, "NVIDIA H100 80GB HBM3");
   back.join_token.clear();
   back.node_token = w->node_token;
   ASSERT_TRUE(other.OnHello(back, "x").ok());
-  fleet_->OnClosed("gpu-r", conn);
   ASSERT_TRUE(fleet_->Refresh().ok());
-  EXPECT_FALSE(fleet_->GetNode("gpu-r")->connected);  // served by the other one now
+  EXPECT_TRUE(fleet_->GetNode("gpu-r")->connected);  // served by the other one now
+  EXPECT_EQ(fleet_->GetNode("gpu-r")->connected_ms, clock_->NowMs());
+  // The other controller judges it; here it is as recent as can be told (no false "late").
+  clock_->Advance(20'000);
+  EXPECT_EQ(fleet_->CheckHeartbeats(false), 0);
+  EXPECT_EQ(fleet_->GetNode("gpu-r")->last_seen_ms, clock_->NowMs());
 
   // Cordoned through the first: the one its agent is on takes it and stays connected.
   other.OnConnected("gpu-r");

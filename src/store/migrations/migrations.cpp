@@ -228,6 +228,15 @@ CREATE TABLE controllers (
     // PostgreSQL only, in code (sql/changes.cpp): the triggers that tell the other controllers
     // that a table they keep in memory changed.
     {23, ""},
+    // Commands to agents connected to another controller (store::RelayedCommand); not copied
+    // by `store copy` either. And when a node's agent last connected (to whichever controller):
+    // the others see that it is connected, and when it came back after a reboot.
+    {24, R"SQL(
+ALTER TABLE nodes ADD COLUMN connected_ms BIGINT NOT NULL DEFAULT 0;
+CREATE TABLE agent_commands (
+  id BIGINT PRIMARY KEY, node TEXT NOT NULL, issuer TEXT NOT NULL, command TEXT NOT NULL,
+  taken_by TEXT NOT NULL DEFAULT '', result TEXT NOT NULL DEFAULT '', created_ms BIGINT NOT NULL)
+)SQL"},
 };
 
 }  // namespace

@@ -19,8 +19,9 @@ namespace gpufleet::store {
 
 const std::vector<std::string>& WatchedTables() {
   static const std::vector<std::string> kTables = {
-      "nodes",  "gpus",     "clusters",      "pools",  "teams",           "alert_rules",
-      "alerts", "rollouts", "rollout_nodes", "assets", "scaling_policies"};
+      "nodes",         "gpus",        "clusters",         "pools",
+      "teams",         "alert_rules", "alerts",           "rollouts",
+      "rollout_nodes", "assets",      "scaling_policies", "agent_commands"};
   return kTables;
 }
 

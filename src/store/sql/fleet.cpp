@@ -132,13 +132,14 @@ namespace {
 
 constexpr const char* kNodeColumns =
     "INSERT INTO nodes (name, cluster, pool, state, resume_state, reason, facts, simulated, "
-    "registered_ms, last_seen_ms, state_since_ms, token_hash) VALUES (";
+    "registered_ms, last_seen_ms, state_since_ms, token_hash, connected_ms) VALUES (";
 constexpr const char* kNodeConflict =
     ") ON CONFLICT (name) DO UPDATE SET cluster = excluded.cluster, pool = excluded.pool, "
     "state = excluded.state, resume_state = excluded.resume_state, reason = excluded.reason, "
     "facts = excluded.facts, simulated = excluded.simulated, "
     "registered_ms = excluded.registered_ms, last_seen_ms = excluded.last_seen_ms, "
-    "state_since_ms = excluded.state_since_ms, token_hash = excluded.token_hash";
+    "state_since_ms = excluded.state_since_ms, token_hash = excluded.token_hash, "
+    "connected_ms = excluded.connected_ms";
 // A GPU's InfoROM object and GSP firmware versions, its settings and MIG layout: one JSON
 // column.
 std::string FirmwareJson(const Gpu& g) {
@@ -219,7 +220,8 @@ class Builder {
     Text(", ").Bind(state).Text(", ").Bind(resume).Text(", ").Bind(n.reason).Text(", ");
     Bind(facts).Text(", ").Bind(n.simulated ? 1 : 0).Text(", ").Bind(n.registered_ms);
     Text(", ").Bind(n.last_seen_ms).Text(", ").Bind(n.state_since_ms).Text(", ");
-    return Bind(n.token_hash).Text(kNodeConflict);
+    Bind(n.token_hash).Text(", ").Bind(n.connected_ms);
+    return Text(kNodeConflict);
   }
   Builder& Gpus(const gpufleet::Node& n, size_t from, size_t to) {
     Text(kGpuColumns);
@@ -310,15 +312,16 @@ Result<std::vector<Node>> SqlStore::LoadNodes() {
     {
       Node n;
       std::string state, resume, facts;
-      long long simulated = 0, registered = 0, seen = 0, since = 0;
-      soci::statement st = Once(
-          sql,
-          "SELECT name, cluster, pool, state, resume_state, reason, facts, "
-          "simulated, registered_ms, last_seen_ms, state_since_ms, token_hash "
-          "FROM nodes ORDER BY name COLLATE \"binary\"",
-          soci::into(n.name), soci::into(n.cluster), soci::into(n.pool), soci::into(state),
-          soci::into(resume), soci::into(n.reason), soci::into(facts), soci::into(simulated),
-          soci::into(registered), soci::into(seen), soci::into(since), soci::into(n.token_hash));
+      long long simulated = 0, registered = 0, seen = 0, since = 0, connected = 0;
+      soci::statement st =
+          Once(sql,
+               "SELECT name, cluster, pool, state, resume_state, reason, facts, "
+               "simulated, registered_ms, last_seen_ms, state_since_ms, token_hash, connected_ms "
+               "FROM nodes ORDER BY name COLLATE \"binary\"",
+               soci::into(n.name), soci::into(n.cluster), soci::into(n.pool), soci::into(state),
+               soci::into(resume), soci::into(n.reason), soci::into(facts), soci::into(simulated),
+               soci::into(registered), soci::into(seen), soci::into(since),
+               soci::into(n.token_hash), soci::into(connected));
       st.execute();
       while (st.fetch()) {
         n.state = ParseNodeState(state).value_or(NodeState::kUnreachable);
@@ -332,6 +335,7 @@ Result<std::vector<Node>> SqlStore::LoadNodes() {
         n.registered_ms = registered;
         n.last_seen_ms = seen;
         n.state_since_ms = since;
+        n.connected_ms = connected;
         by_name[n.name] = out.size();
         out.push_back(n);
       }

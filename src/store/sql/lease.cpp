@@ -177,3 +177,74 @@ void SqlStore::EndFenced(soci::session& sql, bool commit) {
 }
 
 }  // namespace gpufleet::store::sql
+
+namespace gpufleet::store::sql {
+
+Status SqlStore::PostCommand(const RelayedCommand& c) {
+  return Run([&](soci::session& sql) -> Status {
+    long long id = c.id, created = c.created_ms;
+    sql << "INSERT INTO agent_commands (id, node, issuer, command, taken_by, result, created_ms) "
+           "VALUES (:i, :n, :s, :c, :b, :r, :t)",
+        soci::use(id), soci::use(c.node), soci::use(c.issuer), soci::use(c.command),
+        soci::use(c.taken_by), soci::use(c.result), soci::use(created);
+    return {};
+  });
+}
+
+Result<std::vector<RelayedCommand>> SqlStore::RelayedCommands(const std::string& issuer,
+                                                              bool every_answer) {
+  return Run([&](soci::session& sql) -> Result<std::vector<RelayedCommand>> {
+    int every = every_answer ? 1 : 0;
+    std::vector<RelayedCommand> out;
+    soci::rowset<soci::row> rows =
+        (sql.prepare << "SELECT id, node, issuer, command, taken_by, result, created_ms "
+                        "FROM agent_commands WHERE taken_by = '' OR issuer = :i OR "
+                        "(:e = 1 AND result <> '') ORDER BY id",
+         soci::use(issuer), soci::use(every));
+    for (const auto& r : rows) {
+      RelayedCommand c;
+      c.id = r.get<long long>(0);
+      c.node = r.get<std::string>(1);
+      c.issuer = r.get<std::string>(2);
+      c.command = r.get<std::string>(3);
+      c.taken_by = r.get<std::string>(4);
+      c.result = r.get<std::string>(5);
+      c.created_ms = r.get<long long>(6);
+      out.push_back(std::move(c));
+    }
+    return out;
+  });
+}
+
+Result<bool> SqlStore::TakeCommand(int64_t id, const std::string& by) {
+  return Run([&](soci::session& sql) -> Result<bool> {
+    long long i = id;
+    soci::statement st = (sql.prepare << "UPDATE agent_commands SET taken_by = :b "
+                                         "WHERE id = :i AND taken_by = ''",
+                          soci::use(by), soci::use(i));
+    st.execute(true);
+    return st.get_affected_rows() == 1;
+  });
+}
+
+Status SqlStore::AnswerCommand(int64_t id, const std::string& result) {
+  return Run([&](soci::session& sql) -> Status {
+    long long i = id;
+    sql << "UPDATE agent_commands SET result = :r WHERE id = :i", soci::use(result), soci::use(i);
+    return {};
+  });
+}
+
+Result<bool> SqlStore::ForgetCommand(int64_t id, bool untaken_only) {
+  return Run([&](soci::session& sql) -> Result<bool> {
+    long long i = id;
+    int only = untaken_only ? 1 : 0;
+    soci::statement st =
+        (sql.prepare << "DELETE FROM agent_commands WHERE id = :i AND (:o = 0 OR taken_by = '')",
+         soci::use(i), soci::use(only));
+    st.execute(true);
+    return st.get_affected_rows() == 1;
+  });
+}
+
+}  // namespace gpufleet::store::sql

@@ -115,6 +115,7 @@ Status SqlStore::Migrate(soci::session& sql) {
   }
   const char* id = dialect_ == Dialect::kPostgres ? "BIGSERIAL PRIMARY KEY"
                                                   : "INTEGER PRIMARY KEY AUTOINCREMENT";
+  bool triggers = false;  // the change feed's, once every table they watch is there
   for (const auto& m : migrations::All()) {
     if (m.version <= current) continue;
     std::string text(m.sql);
@@ -126,8 +127,9 @@ Status SqlStore::Migrate(soci::session& sql) {
     sql << "INSERT INTO schema_migrations (version) VALUES (:v)", soci::use(v);
     spdlog::info("store: applied migration {}", m.version);
     if (m.version == 20) BackfillUsageDays(sql);
-    if (m.version == 23 && dialect_ == Dialect::kPostgres) InstallChangeTriggers(sql);
+    triggers |= m.version >= 23 && dialect_ == Dialect::kPostgres;
   }
+  if (triggers) InstallChangeTriggers(sql);
   tx.commit();
   return {};
 }

@@ -183,6 +183,12 @@ class SqlStore final : public FleetStore,
   Status SeeController(const ControllerRecord& c) override;
   Result<std::vector<ControllerRecord>> ListControllers() override;
   Status ForgetController(const std::string& id, int64_t before_ms) override;
+  Status PostCommand(const RelayedCommand& c) override;
+  Result<std::vector<RelayedCommand>> RelayedCommands(const std::string& issuer,
+                                                      bool every_answer) override;
+  Result<bool> TakeCommand(int64_t id, const std::string& by) override;
+  Status AnswerCommand(int64_t id, const std::string& result) override;
+  Result<bool> ForgetCommand(int64_t id, bool untaken_only) override;
 
   std::string_view backend() const override;
   const std::string& location() const override { return location_; }

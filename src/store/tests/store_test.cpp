@@ -829,6 +829,37 @@ TEST_P(StoreTest, TheChangeFeedTellsOfAnotherControllersWritesOnly) {
   EXPECT_EQ(batches[1], std::vector<std::string>{"teams"});
 }
 
+// A command relayed to the controller that has the agent: one controller takes it, the answer
+// goes back to the issuer (or, asked for every answer, to a new leader), and it is forgotten.
+TEST_P(StoreTest, ARelayedCommandIsTakenOnceAndItsAnswerReadByItsIssuer) {
+  auto db = store::CoordinationOf(store_.database);
+  ASSERT_NE(db, nullptr);
+  store::RelayedCommand c{41, "n1", "ctl-a", R"({"type":"command"})", "", "", 1000};
+  ASSERT_TRUE(db->PostCommand(c).ok());
+  EXPECT_FALSE(db->PostCommand(c).ok());  // an id is posted once
+  auto seen = db->RelayedCommands("ctl-b", false);
+  ASSERT_TRUE(seen.ok()) << seen.error().message;
+  ASSERT_EQ(seen->size(), 1u);  // not taken: every controller sees it
+  EXPECT_EQ(seen->at(0).node, "n1");
+  EXPECT_EQ(seen->at(0).issuer, "ctl-a");
+  EXPECT_EQ(seen->at(0).command, c.command);
+  EXPECT_EQ(seen->at(0).created_ms, 1000);
+  EXPECT_TRUE(db->TakeCommand(41, "ctl-b").value());
+  EXPECT_FALSE(db->TakeCommand(41, "ctl-c").value());  // taken once
+  EXPECT_FALSE(db->TakeCommand(99, "ctl-c").value());
+  EXPECT_TRUE(db->RelayedCommands("ctl-c", false)->empty());
+  EXPECT_TRUE(db->RelayedCommands("ctl-c", true)->empty());  // not answered yet
+  ASSERT_TRUE(db->AnswerCommand(41, R"({"type":"command_result"})").ok());
+  auto mine = db->RelayedCommands("ctl-a", false);
+  ASSERT_EQ(mine->size(), 1u);
+  EXPECT_EQ(mine->at(0).taken_by, "ctl-b");
+  EXPECT_EQ(mine->at(0).result, R"({"type":"command_result"})");
+  EXPECT_EQ(db->RelayedCommands("ctl-c", true)->size(), 1u);  // a leader reads every answer
+  EXPECT_FALSE(db->ForgetCommand(41, true).value());          // taken: not withdrawn
+  EXPECT_TRUE(db->ForgetCommand(41, false).value());
+  EXPECT_TRUE(db->RelayedCommands("ctl-a", true)->empty());
+}
+
 // Runs SQL outside the store, as an older gpufleet or an operator would have.
 bool RawSql(const std::string& url, const std::string& sql) {
   if (url.rfind("sqlite:", 0) == 0) {
@@ -949,7 +980,9 @@ TEST_P(StoreTest, UsageDaysSplitRecordsAtMidnightAndTheMigrationFillsThem) {
   ASSERT_TRUE(RawSql(url_, "DELETE FROM schema_migrations WHERE version = 21"));
   ASSERT_TRUE(RawSql(url_, "DROP TABLE leader"));
   ASSERT_TRUE(RawSql(url_, "DROP TABLE controllers"));
-  ASSERT_TRUE(RawSql(url_, "DELETE FROM schema_migrations WHERE version IN (22, 23)"));
+  ASSERT_TRUE(RawSql(url_, "DROP TABLE agent_commands"));
+  ASSERT_TRUE(RawSql(url_, "ALTER TABLE nodes DROP COLUMN connected_ms"));
+  ASSERT_TRUE(RawSql(url_, "DELETE FROM schema_migrations WHERE version IN (22, 23, 24)"));
   Reopen();
   check("migrated");
 
@@ -1259,9 +1292,11 @@ TEST(StoreCopy, MovesEveryTableToAnEmptyDatabaseAndRefusesAFullOne) {
     EXPECT_GT(c.rows, 0) << c.table;
   }
   std::sort(names.begin(), names.end());
-  // No table left behind but the two that describe running controllers (store/lease.h).
+  // No table left behind but those that describe running controllers (store/lease.h).
   auto tables = SqliteTables((dir / "db").string());
-  std::erase_if(tables, [](const std::string& t) { return t == "leader" || t == "controllers"; });
+  std::erase_if(tables, [](const std::string& t) {
+    return t == "leader" || t == "controllers" || t == "agent_commands";
+  });
   EXPECT_EQ(names, tables);
 
   auto a = store::Open(from).value();
