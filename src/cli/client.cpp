@@ -148,19 +148,6 @@ Result<HttpReply> HttpClient::Send(const std::string& method, const std::string&
   return MakeError(ErrorCode::kUnavailable, "unreachable");
 }
 
-std::string UrlEncode(const std::string& value) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : value) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
+std::string UrlEncode(const std::string& value) { return PercentEncode(value); }
 
 }  // namespace gpufleet::cli

@@ -87,4 +87,19 @@ Result<std::vector<HttpUrl>> ParseHttpUrls(std::string_view list, std::string_vi
   return out;
 }
 
+std::string PercentEncode(std::string_view value) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : value) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
 }  // namespace gpufleet

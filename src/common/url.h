@@ -27,4 +27,7 @@ Result<std::vector<HttpUrl>> ParseHttpUrls(std::string_view list, std::string_vi
 // The same list's URLs as written, trimmed, in order.
 std::vector<std::string> SplitUrlList(std::string_view list);
 
+// A query parameter's name or value, percent-encoded (all but RFC 3986's unreserved bytes).
+std::string PercentEncode(std::string_view value);
+
 }  // namespace gpufleet

@@ -85,7 +85,7 @@ std::optional<RangeBy> ParseRangeBy(std::string_view text) {
 }
 
 Result<RangeResult> QueryRange(const TelemetryStore& store, const RangeQuery& q,
-                               const std::vector<RangeGpu>& gpus) {
+                               const std::vector<RangeGpu>& gpus, const RangeElsewhere* elsewhere) {
   if (q.step <= 0) {
     return MakeError(ErrorCode::kInvalidArgument, "'step' must be a duration such as 1s, 1m, 1h");
   }
@@ -120,9 +120,25 @@ Result<RangeResult> QueryRange(const TelemetryStore& store, const RangeQuery& q,
                            "larger step");
     }
     auto buckets = store.Range(g.uuid, q.field, out.tier, q.start, q.end);
+    // The steps another controller has a value for, by index.
+    std::map<size_t, double> far;
+    auto held = elsewhere ? elsewhere->find(g.uuid) : RangeElsewhere::const_iterator();
+    if (elsewhere && held != elsewhere->end()) {
+      for (const auto& [t, v] : held->second) {
+        if (t < q.start || t >= q.end || (t - q.start) % q.step != 0) continue;
+        far[static_cast<size_t>((t - q.start) / q.step)] = v;
+      }
+    }
     if (q.by == RangeBy::kGpu) {
       auto grid = Grid(buckets, q.start, q.step, steps, p95);
-      out.series.push_back({g, 1, Points(grid, q.start, q.step, q.agg)});
+      auto points = Points(grid, q.start, q.step, q.agg);
+      if (!far.empty()) {
+        std::map<int64_t, double> merged;
+        for (const auto& [i, v] : far) merged[q.start + static_cast<int64_t>(i) * q.step] = v;
+        for (const auto& [t, v] : points) merged[t] = v;  // what this controller holds first
+        points.assign(merged.begin(), merged.end());
+      }
+      out.series.push_back({g, 1, std::move(points)});
       continue;
     }
     const std::string& key = q.by == RangeBy::kNode   ? g.node
@@ -138,8 +154,14 @@ Result<RangeResult> QueryRange(const TelemetryStore& store, const RangeQuery& q,
     ++group.gpus;
     auto grid = Grid(buckets, q.start, q.step, steps, false);
     for (size_t i = 0; i < steps; ++i) {
-      if (grid[i].count <= 0) continue;
-      double v = grid[i].Value(per_gpu);
+      double v;
+      if (grid[i].count > 0) {
+        v = grid[i].Value(per_gpu);
+      } else if (auto f = far.find(i); f != far.end()) {
+        v = f->second;
+      } else {
+        continue;
+      }
       group.grid[i].Add(v, v, v, 1, v, p95);
     }
   }

@@ -4,6 +4,7 @@
 // TelemetryStore's reads; the caller chooses the GPUs (scope, filters) and renders the result.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,7 +54,13 @@ inline constexpr size_t kMaxRangePoints = 2'000'000;  // series x steps in one r
 // its max for max, else its mean), then `agg` runs across the group's GPUs: sum is e.g. a
 // pool's power, p95 the hot tail of its GPUs. p95 is by nearest rank. kInvalidArgument, with a
 // message for the caller, for a bad step or window or too many points.
+//
+// Several controllers: `elsewhere` holds, by GPU UUID, the per-step values the other
+// controllers hold (a by=gpu query of theirs with the same step and, for groups, the per-GPU
+// reduction as `agg`); a step with no local sample takes the value from there.
+using RangeElsewhere = std::map<std::string, std::vector<std::pair<int64_t, double>>>;
 Result<RangeResult> QueryRange(const TelemetryStore& store, const RangeQuery& query,
-                               const std::vector<RangeGpu>& gpus);
+                               const std::vector<RangeGpu>& gpus,
+                               const RangeElsewhere* elsewhere = nullptr);
 
 }  // namespace gpufleet

@@ -225,6 +225,46 @@ TEST_F(Controllers, AgentsGivenBothFailOverWhenTheirControllerDies) {
       "a cordon through one controller seen by the other after %.0f ms\n",
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - asked).count());
 
+  // Each keeps its own agents' telemetry; the latest values are read through either (the
+  // heatmap's read): the other's part is asked of it.
+  for (auto* c : {a_.get(), b_.get()}) {
+    std::map<std::string, int> values;  // node prefix -> GPUs with a value
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          auto [s, v] = c->Call("GET", "/api/v1/query?metric=gpu_temp");
+          values.clear();
+          if (s != 200) return false;
+          for (const auto& item : v.at("items").as_array()) {
+            if (!item.at("value").is_null())
+              ++values[std::string(item.at("node").as_string()).substr(0, 2)];
+          }
+          return values["fa"] == 4 * kEach && values["fb"] == 4 * kEach &&
+                 !v.as_object().contains("missing_controllers");
+        },
+        10'000, 200))
+        << c->data_dir() << ": " << values["fa"] << " and " << values["fb"];
+    auto [s, local] = c->Call("GET", "/api/v1/query?metric=gpu_temp&local=1");
+    ASSERT_EQ(s, 200);
+    int here = 0;
+    for (const auto& item : local.at("items").as_array()) here += !item.at("value").is_null();
+    EXPECT_EQ(here, 4 * kEach) << c->data_dir();  // its own agents' only
+    // Ranges too, per node: each node's four GPUs, whichever controller holds them.
+    auto [r, range] =
+        c->Call("GET", "/api/v1/query_range?metric=gpu_temp&start=-20s&step=2s&by=node");
+    ASSERT_EQ(r, 200) << range;
+    ASSERT_EQ(range.at("series").as_array().size(), 2u * kEach) << range;
+    for (const auto& s : range.at("series").as_array()) {
+      EXPECT_EQ(s.at("gpus"), 4) << s;
+      EXPECT_FALSE(s.at("points").as_array().empty()) << s;
+    }
+    EXPECT_FALSE(range.as_object().contains("missing_controllers")) << range;
+    // And the heatmap: every GPU of the twenty nodes has a temperature.
+    auto [h, heat] = c->Call("GET", "/api/v1/heatmap?cluster=train&pool=h100-quad&field=gpu_temp");
+    ASSERT_EQ(h, 200) << heat;
+    ASSERT_EQ(heat.at("values").as_array().size(), 8u * kEach) << heat;
+    for (const auto& v : heat.at("values").as_array()) EXPECT_TRUE(v.is_number()) << heat;
+  }
+
   a_->Kill();
   auto killed = std::chrono::steady_clock::now();
   ASSERT_TRUE(
@@ -233,6 +273,12 @@ TEST_F(Controllers, AgentsGivenBothFailOverWhenTheirControllerDies) {
   std::printf("%d agents of the killed controller reconnected to the other in %.1f s\n", kEach,
               took);
   EXPECT_LT(took, 30.0);
+  // The dead one is still listed live for a few seconds: a read says that it did not answer.
+  auto [q, partial] = b_->Call("GET", "/api/v1/query?metric=gpu_temp");
+  ASSERT_EQ(q, 200);
+  ASSERT_TRUE(partial.as_object().contains("missing_controllers")) << partial;
+  EXPECT_EQ(partial.at("missing_controllers").at(0).as_string().find(Id(*a_) + ": "), 0u)
+      << partial.at("missing_controllers");
   // Their telemetry goes on there, and none of the nodes was declared unreachable.
   const int64_t after = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch())

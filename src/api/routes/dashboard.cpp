@@ -8,6 +8,7 @@
 
 #include "alerting/eval.h"
 #include "api/json_util.h"
+#include "api/peers.h"
 #include "api/scope.h"
 
 namespace json = boost::json;
@@ -152,6 +153,38 @@ Result<std::vector<double>> HeatValues(ApiContext& ctx, const HeatField& field,
   return values;
 }
 
+// Several controllers: the telemetry of the GPUs whose agents are connected to another one,
+// from its own heatmap (local=1): a GPU without a value here takes the other's.
+void FillFromPeers(ApiContext& ctx, const Request& req, const std::vector<HeatNode>& nodes,
+                   std::vector<double>& values) {
+  if (std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); })) return;
+  std::map<std::pair<std::string, size_t>, double> far;  // (node, GPU index) -> value
+  for (const auto& body : AskPeers(ctx, req, "/api/v1/heatmap").bodies) {
+    const auto* o = body.if_object();
+    const auto* rows = o ? o->if_contains("nodes") : nullptr;
+    const auto* vals = o ? o->if_contains("values") : nullptr;
+    if (!rows || !rows->is_array() || !vals || !vals->is_array()) continue;
+    size_t at = 0;
+    for (const auto& row : rows->as_array()) {
+      const auto* r = row.if_array();
+      if (!r || r->size() < 4 || !(*r)[0].is_string() || !(*r)[3].is_int64()) break;
+      const std::string name((*r)[0].as_string());
+      const auto gpus = static_cast<size_t>(std::max<int64_t>(0, (*r)[3].as_int64()));
+      for (size_t i = 0; i < gpus && at < vals->as_array().size(); ++i, ++at) {
+        const auto& v = vals->as_array()[at];
+        if (v.is_number()) far[{name, i}] = v.to_number<double>();
+      }
+    }
+  }
+  size_t at = 0;
+  for (const auto& n : nodes) {
+    for (size_t i = 0; i < n.uuids.size(); ++i, ++at) {
+      if (std::isfinite(values[at])) continue;
+      if (auto it = far.find({n.name, i}); it != far.end()) values[at] = it->second;
+    }
+  }
+}
+
 // Written as text: pools and models once, each node as a short array, then one number per GPU
 // (rounded: a colour cell needs no more), in node order.
 std::string HeatmapJson(ApiContext& ctx, const HeatField& field, const NodeFilter& filter,
@@ -236,6 +269,7 @@ Response Heatmap(ApiContext& ctx, const Request& req, const Principal& who) {
   std::vector<HeatNode> nodes = HeatNodes(ctx, filter.value());
   auto values = HeatValues(ctx, *hf, filter.value(), nodes);
   if (!values.ok()) return ErrorResponse(values.error());
+  if (hf->name != "health" && hf->name != "allocation") FillFromPeers(ctx, req, nodes, *values);
   return JsonResponse(200, HeatmapJson(ctx, *hf, filter.value(), nodes, values.value()));
 }
 

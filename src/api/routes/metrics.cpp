@@ -10,6 +10,7 @@
 #include <map>
 
 #include "api/json_util.h"
+#include "api/peers.h"
 #include "model/json.h"
 #include "runtime/leadership.h"
 #include "slurm/bridge.h"
@@ -291,7 +292,38 @@ Response GetQueryRange(ApiContext& ctx, const Request& req, const Principal& who
         {std::move(g.node), std::move(g.cluster), std::move(g.pool), std::move(g.uuid), g.index});
   }
   RangeQuery query{*field, start.value(), end.value(), step, *parsed_agg, *parsed_by};
-  auto result = QueryRange(ctx.telemetry, query, gpus);
+  // The other controllers' part, per GPU: their by=gpu answer over this window (in ms, so the
+  // steps line up) and, for groups, the reduction each GPU gets first (min, max, else the mean).
+  std::string per_gpu = by == "gpu" ? agg : agg == "min" || agg == "max" ? agg : "avg";
+  PeerAnswers peers;
+  if (step > 0 && start.value() < end.value()) {  // else QueryRange says what is wrong
+    peers = AskPeers(ctx, req, "/api/v1/query_range",
+                     {{"by", "gpu"},
+                      {"agg", per_gpu},
+                      {"start", std::to_string(start.value())},
+                      {"end", std::to_string(end.value())},
+                      {"step", std::to_string(step) + "ms"}});
+  }
+  RangeElsewhere elsewhere;
+  for (const auto& body : peers.bodies) {
+    const auto* list = body.is_object() ? body.as_object().if_contains("series") : nullptr;
+    if (!list || !list->is_array()) continue;
+    for (const auto& s : list->as_array()) {
+      const auto* o = s.if_object();
+      const auto* uuid = o ? o->if_contains("uuid") : nullptr;
+      const auto* points = o ? o->if_contains("points") : nullptr;
+      if (!uuid || !uuid->is_string() || !points || !points->is_array()) continue;
+      auto& into = elsewhere[std::string(uuid->as_string())];
+      for (const auto& p : points->as_array()) {
+        const auto* pair = p.if_array();
+        if (!pair || pair->size() != 2 || !pair->at(0).is_number() || !pair->at(1).is_number()) {
+          continue;
+        }
+        into.emplace_back(pair->at(0).to_number<int64_t>(), pair->at(1).to_number<double>());
+      }
+    }
+  }
+  auto result = QueryRange(ctx.telemetry, query, gpus, elsewhere.empty() ? nullptr : &elsewhere);
   if (!result.ok()) return ErrorResponse(result.error());
   json::array series;
   for (const RangeSeries& s : result->series) {
@@ -323,15 +355,21 @@ Response GetQueryRange(ApiContext& ctx, const Request& req, const Principal& who
   const char* tier = result->tier == tsdb::Resolution::kHour     ? "1h"
                      : result->tier == tsdb::Resolution::kMinute ? "1m"
                                                                  : "raw";
-  return ObjectResponse(200, {{"metric", Info(*field).name},
-                              {"unit", Info(*field).unit},
-                              {"start", start.value()},
-                              {"end", end.value()},
-                              {"step", step},
-                              {"agg", agg},
-                              {"by", by},
-                              {"tier", tier},
-                              {"series", std::move(series)}});
+  json::object o{{"metric", Info(*field).name},
+                 {"unit", Info(*field).unit},
+                 {"start", start.value()},
+                 {"end", end.value()},
+                 {"step", step},
+                 {"agg", agg},
+                 {"by", by},
+                 {"tier", tier},
+                 {"series", std::move(series)}};
+  if (!peers.missing.empty()) {  // their agents' GPUs have no points: say why
+    json::array missing;
+    for (const auto& m : peers.missing) missing.push_back(json::string(m));
+    o["missing_controllers"] = std::move(missing);
+  }
+  return ObjectResponse(200, o);
 }
 
 // GET /api/v1/query
@@ -353,6 +391,30 @@ Response GetQuery(ApiContext& ctx, const Request& req, const Principal& who) {
   // a JSON tree of 10,000 objects first costs several times the writing.
   const FieldInfo& info = Info(*field);
   auto gpus = SelectGpus(ctx, req, who);
+  // What the other controllers' agents sent them: the newest value of each GPU, wherever it is.
+  struct Remote {
+    double value;
+    std::string time;
+  };
+  std::map<std::string, Remote> remote;  // by UUID
+  PeerAnswers peers = AskPeers(ctx, req, "/api/v1/query");
+  for (const auto& body : peers.bodies) {
+    const auto* items = body.is_object() ? body.as_object().if_contains("items") : nullptr;
+    if (!items || !items->is_array()) continue;
+    for (const auto& item : items->as_array()) {
+      const auto* o = item.if_object();
+      const auto* uuid = o ? o->if_contains("uuid") : nullptr;
+      const auto* value = o ? o->if_contains("value") : nullptr;
+      const auto* time = o ? o->if_contains("time") : nullptr;
+      if (!uuid || !uuid->is_string() || !value || !value->is_number() || !time ||
+          !time->is_string()) {
+        continue;
+      }
+      Remote r{value->to_number<double>(), std::string(time->as_string())};
+      auto [it, added] = remote.try_emplace(std::string(uuid->as_string()), r);
+      if (!added && r.time > it->second.time) it->second = std::move(r);
+    }
+  }
   std::string out;
   out.reserve(256 + gpus.size() * 260);
   out += "{\"metric\":";
@@ -363,6 +425,12 @@ Response GetQuery(ApiContext& ctx, const Request& req, const Principal& who) {
   for (size_t i = 0; i < gpus.size(); ++i) {
     const GpuRef& g = gpus[i];
     auto latest = ctx.telemetry.Latest(g.uuid, *field);
+    std::string time = latest ? FormatTime(latest->t) : "";
+    double value = latest ? latest->v : std::nan("");
+    if (auto r = remote.find(g.uuid); r != remote.end() && r->second.time > time) {
+      value = r->second.value;  // its agent is (or was last) another controller's
+      time = r->second.time;
+    }
     out += i ? ",{\"node\":" : "{\"node\":";
     AppendJsonString(out, g.node);
     out += ",\"gpu\":";
@@ -376,20 +444,29 @@ Response GetQuery(ApiContext& ctx, const Request& req, const Principal& who) {
     out += ",\"pool\":";
     AppendJsonString(out, g.pool);
     out += g.simulated ? ",\"simulated\":true,\"value\":" : ",\"simulated\":false,\"value\":";
-    if (!latest || !std::isfinite(latest->v)) {
+    if (!std::isfinite(value)) {
       out += "null";
     } else {
-      AppendNumber(out, latest->v);  // NVML's integers print as integers
+      AppendNumber(out, value);  // NVML's integers print as integers
     }
     out += ",\"time\":";
-    if (latest) {
-      AppendJsonString(out, FormatTime(latest->t));
+    if (!time.empty()) {
+      AppendJsonString(out, time);
     } else {
       out += "null";
     }
     out += '}';
   }
-  out += "]}";
+  out += "]";
+  if (!peers.missing.empty()) {  // their agents' GPUs are null: say why
+    out += ",\"missing_controllers\":[";
+    for (size_t i = 0; i < peers.missing.size(); ++i) {
+      if (i) out += ',';
+      AppendJsonString(out, peers.missing[i]);
+    }
+    out += "]";
+  }
+  out += "}";
   return JsonResponse(200, std::move(out));
 }
 

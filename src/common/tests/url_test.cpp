@@ -91,5 +91,11 @@ TEST(ParseHttpUrls, SeveralControllersInOrderAndTheWrongOneNamed) {
   EXPECT_FALSE(ParseHttpUrls("", "8080").ok());
 }
 
+TEST(PercentEncode, KeepsTheUnreservedAndEncodesTheRest) {
+  EXPECT_EQ(PercentEncode("gpu_util-1.5~"), "gpu_util-1.5~");
+  EXPECT_EQ(PercentEncode("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
+  EXPECT_EQ(PercentEncode(""), "");
+}
+
 }  // namespace
 }  // namespace gpufleet

@@ -95,6 +95,33 @@ TEST_F(QueryRangeTest, GroupsReduceEachGpuThenAggregateAcrossThem) {
   EXPECT_EQ(Values(cluster.series[0]), (std::vector<double>{25.5, 27.5, 29.5}));
 }
 
+// Several controllers: a GPU whose agent is another controller's has its steps from there; a
+// GPU's step held here stays as it is; groups reduce over both.
+TEST_F(QueryRangeTest, StepsHeldElsewhereFillTheStepsNotHeldHere) {
+  std::vector<RangeGpu> gpus = gpus_;
+  gpus.push_back({"nd", "c", "pb", "GPU-d0", 0});  // its agent is another controller's
+  RangeElsewhere elsewhere = {{"GPU-d0", {{kT0, 50}, {kT0 + 2000, 52}, {kT0 + 4000, 54}}},
+                              // b0's step at kT0 is held here: what is held here counts; one before
+                              // the window and one off the step's grid are ignored.
+                              {"GPU-b0", {{kT0, 99}, {kT0 - 2000, 99}, {kT0 + 3000, 99}}}};
+  auto per_gpu =
+      QueryRange(*store_, {Field::kGpuUtil, kT0, kT0 + 6000, 2000, RangeAgg::kAvg, RangeBy::kGpu},
+                 gpus, &elsewhere);
+  ASSERT_TRUE(per_gpu.ok()) << per_gpu.error().message;
+  ASSERT_EQ(per_gpu->series.size(), 5u);
+  EXPECT_EQ(Values(per_gpu->series[2]), (std::vector<double>{30.5, 32.5, 34.5}));
+  EXPECT_EQ(per_gpu->series[4].labels.uuid, "GPU-d0");
+  EXPECT_EQ(Values(per_gpu->series[4]), (std::vector<double>{50, 52, 54}));
+  EXPECT_EQ(per_gpu->series[4].points[1].first, kT0 + 2000);
+  // Pool pb: b0, c0 and d0 (30.5, 40.5 and 50 in the first step).
+  auto pool =
+      QueryRange(*store_, {Field::kGpuUtil, kT0, kT0 + 6000, 2000, RangeAgg::kSum, RangeBy::kPool},
+                 gpus, &elsewhere);
+  ASSERT_TRUE(pool.ok());
+  EXPECT_EQ(pool->series[1].gpus, 3);
+  EXPECT_EQ(Values(pool->series[1]), (std::vector<double>{121, 127, 133}));
+}
+
 TEST_F(QueryRangeTest, P95IsTheNearestRankAcrossTheGroup) {
   // Four GPU means per step; rank ceil(0.95 * 4) = 4: the largest.
   EXPECT_EQ(Values(Query(RangeAgg::kP95, RangeBy::kCluster).series[0]),
