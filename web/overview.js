@@ -15,7 +15,7 @@ export function mount(el) {
     <div class="panel"><div class="row"><h3 style="margin:0">Fleet GPU utilization</h3><span class="spacer"></span>
       <select id="range" aria-label="range">${Object.keys(RANGES).map((r) => `<option${r === '1h' ? ' selected' : ''}>${r}</option>`).join('')}</select></div>
       <div id="trend" style="min-height:220px"></div></div>
-    <div class="panel" id="controllers-panel" hidden><h3 style="margin:0 0 .5em">Controllers</h3><div id="controllers"></div></div>`;
+    <div class="panel" id="controllers-panel" hidden><h3 style="margin:0 0 .5em">Controllers</h3><div id="controllers" class="table-wrap"></div></div>`;
   let chart = null;
   let trendSeries = new Map(); // cluster -> points, for the sparklines
   let gone = false;
