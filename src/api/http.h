@@ -40,6 +40,9 @@ struct Response {
   std::string audit_before;
   std::string audit_after;
   int64_t retry_after_s = 0;  // sent as Retry-After when set (429)
+  // The leader's answer, handed on (AskLeader): the leader audited the call, so this
+  // controller does not audit it again.
+  bool from_leader = false;
   // A body too large to hold (an export): the server sends it chunked, calling this for each
   // next part until it gives an empty one. Each call should be short (a page of a store read):
   // it runs on the connection's thread, between the writes that wait for the client. An error

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <future>
 
 #include "common/url.h"
@@ -60,6 +61,49 @@ PeerAnswers AskPeers(ApiContext& ctx, const Request& req, const std::string& pat
     out.missing.push_back(a.id + ": " + why);
   }
   return out;
+}
+
+std::optional<Response> AskLeader(ApiContext& ctx, const Request& req, int64_t timeout_ms) {
+  if (!ctx.leadership || ctx.leadership->alone() || ctx.leadership->leading()) return std::nullopt;
+  auto unavailable = [](const std::string& why) {
+    return ErrorResponse(
+        MakeError(ErrorCode::kUnavailable,
+                  "this controller does not lead and " + why + ": try again in a few seconds"));
+  };
+  auto list = ctx.leadership->Controllers();
+  if (!list.ok()) return unavailable("cannot list the controllers: " + list.error().message);
+  const runtime::ControllerView* leader = nullptr;
+  for (const auto& c : list.value()) {
+    if (c.leader && c.live && c.record.id != ctx.leadership->options().id) leader = &c;
+  }
+  if (!leader || leader->record.url.empty()) return unavailable("no controller leads now");
+  std::string target;  // the path as it came, each segment encoded again, and the query
+  for (size_t at = 1, slash; at <= req.path.size(); at = slash + 1) {
+    slash = std::min(req.path.find('/', at), req.path.size());
+    target += "/" + PercentEncode(std::string_view(req.path).substr(at, slash - at));
+  }
+  for (const auto& [k, v] : req.query)
+    target += (target.find('?') == std::string::npos ? "?" : "&") + PercentEncode(k) + "=" +
+              PercentEncode(v);
+  net::HttpCall call;
+  call.method = req.method;
+  call.url = leader->record.url + target;
+  call.body = req.body;
+  call.timeout_ms = timeout_ms;
+  if (!req.content_type.empty()) call.headers.emplace_back("Content-Type", req.content_type);
+  if (!req.authorization.empty()) call.headers.emplace_back("Authorization", req.authorization);
+  auto answer = net::Send(call);
+  if (!answer.ok()) {
+    spdlog::warn("api: the leader {} did not answer {} {}: {}", leader->record.id, req.method,
+                 req.path, answer.error().message);
+    return unavailable("the leader " + leader->record.id + " did not answer (" +
+                       answer.error().message + ")");
+  }
+  Response r;
+  r.status = answer->status;
+  r.body = std::move(answer->body);
+  r.from_leader = true;
+  return r;
 }
 
 }  // namespace gpufleet::api

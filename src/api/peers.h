@@ -5,6 +5,7 @@
 
 #include <boost/json.hpp>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,11 @@ struct PeerAnswers {
 PeerAnswers AskPeers(ApiContext& ctx, const Request& req, const std::string& path,
                      const std::map<std::string, std::string>& set = {},
                      int64_t timeout_ms = 5'000);
+
+// Several controllers: what only the leader does (jobs are submitted, placed and cancelled by
+// the leader alone) is handed to it: the request as it came (method, path, query, body, the
+// caller's credential), and its answer as it gave it. None when this controller leads or is
+// alone; a 503 that says so when no controller leads now or the leader does not answer.
+std::optional<Response> AskLeader(ApiContext& ctx, const Request& req, int64_t timeout_ms = 15'000);
 
 }  // namespace gpufleet::api

@@ -290,7 +290,7 @@ struct ApiServer::Impl {
 
   // Mutating calls are audited (failed sign-ins a minute at a time: AuditFailedSignIns).
   void Audit(const Request& req, const Principal& who, const Response& r) {
-    if (req.method == "GET" || req.method == "HEAD") return;
+    if (req.method == "GET" || req.method == "HEAD" || r.from_leader) return;
     AuditRecord rec;
     rec.time_ms = clock->NowMs();
     rec.actor = who.name;

@@ -341,7 +341,7 @@ Status Controller::Start() {
   impl_->changes = store::WatchChanges(
       impl_->stores.database, [i = impl_.get()](const std::vector<std::string>& tables) {
         TakeChanges({*i->fleet, *i->teams, *i->assets, *i->scaling, *i->rollouts, *i->notifier,
-                     *i->leadership, *i->relay},
+                     *i->leadership, *i->relay, *i->health, *i->jobs},
                     tables);
       });
   impl_->notifier->Start();
@@ -425,6 +425,12 @@ void Controller::Impl::AddTasks(Controller& controller) {
   });
   task("assets", 5'000, true, [&controller] { return controller.ObserveAssets(); });
   task("health", options.health_interval_ms, true, [this] { return HealthCycle(); });
+  // Several controllers: the others judge the nodes whose agents they hold (the telemetry is
+  // theirs); the leader takes their verdicts from the store.
+  task("health-here", options.health_interval_ms, false, [this] {
+    if (!leadership->leading()) health->Apply(nullptr, false);
+    return Status{};
+  });
   // The day's compliance posture: a minute after start (the agents are back and drift has
   // looked at them), then every ten minutes; each replaces the day's earlier one.
   task(
@@ -458,6 +464,8 @@ Status Controller::Impl::MakeLeadership() {
     if (leading && !first) {
       if (auto s = notifier->Load(); !s.ok()) spdlog::error("alerts: {}", s.error().message);
       if (auto s = rollouts->Load(); !s.ok()) spdlog::error("rollouts: {}", s.error().message);
+      if (auto s = jobs->Follow(); !s.ok()) spdlog::error("jobs: {}", s.error().message);
+      if (auto s = health->TakeEvents(); !s.ok()) spdlog::error("health: {}", s.error().message);
     }
     if (leading) first = false;
     ticker->set_leader(leading);
@@ -492,22 +500,7 @@ Status Controller::Impl::HealthCycle() {
   alerting::Snapshot snap = alerting::MakeSnapshot(
       reports, health->RecentXids(), health->xid_catalog(), now, server->TakeRecentP99());
   alert_inputs.Fill(snap);
-  // The pools' allocation and queues (PoolNoFreeGpus, PoolQueueWaitHigh), and the teams that
-  // own them (the `team` label).
-  auto pools = fleet->Pools();
-  auto clusters = fleet->Clusters();
-  if (pools.ok() && clusters.ok()) {
-    std::map<std::string, std::string> cluster_team;
-    for (const auto& c : clusters.value()) cluster_team[c.name] = c.team;
-    auto demand = jobs->Demand();
-    std::vector<alerting::PoolInput> inputs;
-    for (const auto& p : pools.value()) {
-      const workload::PoolDemand& d = demand[p.name];
-      inputs.push_back({p.name, p.cluster, p.team.empty() ? cluster_team[p.cluster] : p.team,
-                        d.queued_jobs, static_cast<double>(d.queue_wait_p95_ms) / 1000.0});
-    }
-    alerting::AddPools(snap, inputs, jobs->Allocation());
-  }
+  AddPoolInputs(snap, *fleet, *jobs);
   auto snapshot = std::make_shared<const alerting::Snapshot>(std::move(snap));
   Status cycled = notifier->Cycle(reports, std::move(snapshot), *series_reader);
   server->Publish(CycleEvent(now, reports, notifier->Alerts()));

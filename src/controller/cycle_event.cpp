@@ -5,6 +5,23 @@
 
 namespace gpufleet {
 
+void AddPoolInputs(alerting::Snapshot& snap, FleetService& fleet,
+                   const workload::JobService& jobs) {
+  auto pools = fleet.Pools();
+  auto clusters = fleet.Clusters();
+  if (!pools.ok() || !clusters.ok()) return;
+  std::map<std::string, std::string> cluster_team;
+  for (const auto& c : clusters.value()) cluster_team[c.name] = c.team;
+  auto demand = jobs.Demand();
+  std::vector<alerting::PoolInput> inputs;
+  for (const auto& p : pools.value()) {
+    const workload::PoolDemand& d = demand[p.name];
+    inputs.push_back({p.name, p.cluster, p.team.empty() ? cluster_team[p.cluster] : p.team,
+                      d.queued_jobs, static_cast<double>(d.queue_wait_p95_ms) / 1000.0});
+  }
+  alerting::AddPools(snap, inputs, jobs.Allocation());
+}
+
 std::string CycleEvent(int64_t now, const std::vector<health::NodeHealth>& reports,
                        const std::vector<alerting::Alert>& alerts) {
   size_t health = 0, firing = 0;

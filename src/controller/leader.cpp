@@ -14,9 +14,11 @@
 #include "fleet/assets.h"
 #include "fleet/fleet.h"
 #include "fleet/teams.h"
+#include "health/service.h"
 #include "lifecycle/rollout_service.h"
 #include "runtime/leadership.h"
 #include "scaling/scaling.h"
+#include "workload/jobs.h"
 
 namespace gpufleet {
 
@@ -57,6 +59,8 @@ void TakeChanges(const ChangeTargets& to, const std::vector<std::string>& tables
   // the leader's ticks loses nothing and takes a pause or a new rollout made elsewhere.
   if (any({"rollouts", "rollout_nodes"})) check("rollouts", to.rollouts.Load());
   if (any({"agent_commands"})) to.relay.Poll();
+  if (any({"gpu_events"})) check("health", to.health.TakeEvents());
+  if (any({"jobs"}) && !to.leadership.leading()) check("jobs", to.jobs.Follow());
   if (to.leadership.leading()) {
     if (any({"alert_rules"})) check("alert rules", to.notifier.LoadRules());
   } else if (any({"alert_rules", "alerts"})) {

@@ -23,6 +23,12 @@ class AssetService;
 namespace alerting {
 class Notifier;
 }
+namespace health {
+class HealthService;
+}
+namespace workload {
+class JobService;
+}
 namespace lifecycle {
 class RolloutService;
 }
@@ -43,12 +49,16 @@ struct ChangeTargets {
   alerting::Notifier& notifier;
   const runtime::Leadership& leadership;
   CommandRelay& relay;
+  health::HealthService& health;
+  workload::JobService& jobs;
 };
 
 // Reads again what `tables` (store/lease.h's WatchedTables) hold into the services that keep
 // them: the nodes (FleetService::Refresh), the clusters and pools, teams, assets, scaling
 // policies, rollouts and alert rules; and on a follower the alert states the leader keeps. A
-// relayed command (agent_commands) is sent or its answer read (CommandRelay::Poll).
+// relayed command (agent_commands) is sent or its answer read (CommandRelay::Poll). The XIDs
+// the others' agents reported (gpu_events) reach the health model; a follower follows the jobs
+// the leader stores.
 // Failures are logged: the next change, or the feed's reconnect, reads again.
 void TakeChanges(const ChangeTargets& to, const std::vector<std::string>& tables);
 

@@ -73,6 +73,15 @@ int FleetService::ConnectedAgents() const {
   return n;
 }
 
+std::set<std::string> FleetService::HeldElsewhere() const {
+  std::lock_guard lock(mu_);
+  std::set<std::string> out;
+  for (const auto& [name, e] : nodes_) {
+    if (e.node.connected && e.connection == 0 && !e.heard) out.insert(name);
+  }
+  return out;
+}
+
 Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const std::string& remote) {
   std::string name = ToLower(hello.facts.hostname);
   if (!IsValidName(name)) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,9 @@ class FleetService : public proto::AgentHandler {
   // started are judged: with several controllers, the others' nodes are theirs to judge.
   int CheckHeartbeats(bool judge_unheard = true);
   int ConnectedAgents() const;  // agents (and scraped exporters) connected to this controller
+  // Several controllers: the nodes whose agent is connected to another controller (the store
+  // says connected, and it has not reached this one since): that one holds their telemetry.
+  std::set<std::string> HeldElsewhere() const;
   // The UUIDs of a node's GPUs, by index (empty strings for gaps); empty for an unknown node.
   std::vector<std::string> GpuUuids(const std::string& node) const;
 

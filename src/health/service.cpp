@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <set>
 
 #include "common/strings.h"
 
@@ -51,6 +52,9 @@ Status HealthService::Load() {
   }
   int64_t since = clock_->NowMs() - max_hold_ms_;
   std::lock_guard lock(mu_);
+  for (const auto* list : {&events.value(), &resets.value()}) {
+    if (!list->empty()) last_event_id_ = std::max(last_event_id_, list->front().id);  // newest
+  }
   for (const auto& e : events.value()) {
     if (e.time_ms < since || e.uuid.empty()) continue;
     if (auto r = reset_at.find(e.uuid); r != reset_at.end() && e.time_ms <= r->second) continue;
@@ -66,7 +70,42 @@ std::map<std::string, std::vector<XidSeen>> HealthService::RecentXids() const {
 
 void HealthService::OnXid(const std::string& uuid, int64_t time_ms, int xid) {
   std::lock_guard lock(mu_);
+  AddXidLocked(uuid, time_ms, xid);
+}
+
+Status HealthService::TakeEvents() {
+  int64_t after = 0;
+  {
+    std::lock_guard lock(mu_);
+    after = last_event_id_;
+  }
+  for (;;) {
+    constexpr int kPage = 10'000;
+    auto events = store_.ListGpuEventsAfter(after, kPage);
+    if (!events.ok()) return events.error();
+    std::lock_guard lock(mu_);
+    for (const auto& e : events.value()) {
+      after = std::max(after, e.id);
+      if (e.uuid.empty()) continue;
+      if (e.kind == "xid") AddXidLocked(e.uuid, e.time_ms, static_cast<int>(e.value));
+      if (e.kind == "reset") ForgetXidsLocked(e.uuid, e.time_ms);
+    }
+    last_event_id_ = std::max(last_event_id_, after);
+    if (static_cast<int>(events->size()) < kPage) return {};
+  }
+}
+
+void HealthService::ForgetXidsLocked(const std::string& uuid, int64_t until_ms) {
+  auto it = recent_.find(uuid);
+  if (it == recent_.end()) return;
+  std::erase_if(it->second, [&](const XidSeen& x) { return x.time_ms <= until_ms; });
+}
+
+void HealthService::AddXidLocked(const std::string& uuid, int64_t time_ms, int xid) {
   auto& list = recent_[uuid];
+  for (const auto& x : list) {
+    if (x.time_ms == time_ms && x.xid == xid) return;  // heard here and read from the store
+  }
   list.push_back({time_ms, xid});
   // Forget what no hold can reach any more; keep the list short for a flapping GPU.
   int64_t since = clock_->NowMs() - max_hold_ms_;
@@ -78,6 +117,7 @@ void HealthService::OnXid(const std::string& uuid, int64_t time_ms, int xid) {
 
 std::vector<NodeHealth> HealthService::Evaluate(const NodeFilter& filter) const {
   std::vector<Node> nodes = fleet_.Nodes(filter);
+  const std::set<std::string> away = fleet_.HeldElsewhere();
   int64_t now = clock_->NowMs();
   std::vector<NodeHealth> out;
   out.reserve(nodes.size());
@@ -101,15 +141,25 @@ std::vector<NodeHealth> HealthService::Evaluate(const NodeFilter& filter) const 
       gpus.push_back(EvaluateGpu(in, *xids_, now, thresholds_));
     }
     bool reachable = node.state != NodeState::kUnreachable;
-    out.push_back(RollUp(node, std::move(gpus), reachable));
+    NodeHealth rolled = RollUp(node, std::move(gpus), reachable);
+    auto rank = [](NodeState s) {
+      return s == NodeState::kUnhealthy ? 2 : s == NodeState::kDegraded ? 1 : 0;
+    };
+    if (away.count(node.name) && rank(node.state) > rank(rolled.health)) {
+      rolled.health = node.state;  // its controller's verdict, from the telemetry it holds
+      rolled.reasons.push_back(node.reason);
+    }
+    out.push_back(std::move(rolled));
   }
   return out;
 }
 
-int HealthService::Apply(std::vector<NodeHealth>* reports) {
+int HealthService::Apply(std::vector<NodeHealth>* reports, bool remediate) {
   int changed = 0;
   std::vector<NodeHealth> all = Evaluate({});
+  const std::set<std::string> away = fleet_.HeldElsewhere();
   for (const auto& n : all) {
+    if (away.count(n.node)) continue;  // judged where its agent is connected
     // Unreachability has its own state; the verdict here is about the GPUs.
     NodeState verdict = NodeState::kReady;
     std::string reason;
@@ -135,7 +185,7 @@ int HealthService::Apply(std::vector<NodeHealth>* reports) {
       }
     }
   }
-  Remediate(all);
+  if (remediate) Remediate(all);
   if (reports) *reports = std::move(all);
   return changed;
 }
@@ -289,11 +339,7 @@ void HealthService::OnReset(const std::string& node, int gpu) {
   }
   (void)store_.AppendGpuEvents(events);
   std::lock_guard lock(mu_);
-  for (const auto& e : events) {
-    auto it = recent_.find(e.uuid);
-    if (it == recent_.end()) continue;
-    std::erase_if(it->second, [&](const XidSeen& x) { return x.time_ms <= now; });
-  }
+  for (const auto& e : events) ForgetXidsLocked(e.uuid, now);
 }
 
 std::map<std::string, bool> HealthService::Breakers() const {

@@ -32,14 +32,23 @@ class HealthService : public runtime::CommandOwner {
   // Loads the XIDs still within their hold from the store.
   Status Load();
   void OnXid(const std::string& uuid, int64_t time_ms, int xid);
+  // Several controllers: the XIDs and resets recorded since the last call, whichever
+  // controller's agents reported them (the change feed calls it when gpu_events changes), so
+  // that the leader's health model and alert rules see every GPU's. An XID already known (this
+  // controller's own agent reported it) is not counted twice.
+  Status TakeEvents();
   // Each GPU's XIDs of the last 24 hours (at most 256 each), by UUID: what alert rules count.
   std::map<std::string, std::vector<XidSeen>> RecentXids() const;
 
-  // Every matching node's health, in name order.
+  // Every matching node's health, in name order. A node whose agent is connected to another
+  // controller is judged there, where its telemetry is: its GPUs are judged here on their XIDs
+  // alone, and the verdict that controller gave it (its state, unhealthy or degraded, and the
+  // reason) stands when it is worse.
   std::vector<NodeHealth> Evaluate(const NodeFilter& filter) const;
-  // Evaluates the whole fleet and gives each node's verdict to the fleet, then applies each
-  // cluster's remediation policy; returns how many verdicts changed.
-  int Apply(std::vector<NodeHealth>* reports = nullptr);
+  // Evaluates the whole fleet and gives each node's verdict to the fleet (but the nodes whose
+  // agents are connected to another controller: that one's to give), then, with `remediate`,
+  // applies each cluster's remediation policy; returns how many verdicts changed.
+  int Apply(std::vector<NodeHealth>* reports = nullptr, bool remediate = true);
 
   // The remediation policy: cordons (or drains) unhealthy nodes of clusters that ask for it, as
   // actor "remediation", each action a node event and an audit record. The circuit breaker
@@ -77,7 +86,10 @@ class HealthService : public runtime::CommandOwner {
   int64_t max_hold_ms_ = 0;
   mutable std::mutex mu_;
   int AskAgent(const Cluster& cluster, const Node& node, const NodeHealth& report, int budget);
+  void AddXidLocked(const std::string& uuid, int64_t time_ms, int xid);
+  void ForgetXidsLocked(const std::string& uuid, int64_t until_ms);
   std::map<std::string, std::vector<XidSeen>> recent_;  // by GPU UUID; guarded by mu_
+  int64_t last_event_id_ = 0;                           // TakeEvents' mark; guarded by mu_
   std::map<std::string, bool> breaker_open_;            // by cluster; guarded by mu_
   std::map<std::string, int64_t> asked_;     // GPU UUID or node -> last request; guarded by mu_
   runtime::CommandBus* commands_ = nullptr;  // guarded by mu_

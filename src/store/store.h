@@ -213,6 +213,17 @@ class FleetStore {
   // Newest first; empty `node` or `kind` matches all.
   virtual Result<std::vector<GpuEventRecord>> ListGpuEvents(const std::string& node,
                                                             const std::string& kind, int limit) = 0;
+  // The events recorded after event `after_id`, oldest first, at most `limit` (several
+  // controllers: what the others' agents reported since the last read).
+  virtual Result<std::vector<GpuEventRecord>> ListGpuEventsAfter(int64_t after_id, int limit) {
+    auto newest = ListGpuEvents("", "", limit);
+    if (!newest.ok()) return newest.error();
+    std::vector<GpuEventRecord> out;
+    for (auto it = newest->rbegin(); it != newest->rend(); ++it) {
+      if (it->id > after_id) out.push_back(*it);
+    }
+    return out;
+  }
 };
 
 class TokenStore {
@@ -303,6 +314,13 @@ class JobStore {
   virtual ~JobStore() = default;
   virtual Status SaveJobs(const std::vector<JobRecord>& jobs) = 0;  // upserts, one transaction
   virtual Result<std::vector<JobRecord>> ListJobs() = 0;            // by id
+  // The jobs stored (updated_ms) at or after `since_ms`, by id.
+  virtual Result<std::vector<JobRecord>> ListJobsUpdatedSince(int64_t since_ms) {
+    auto all = ListJobs();
+    if (!all.ok()) return all.error();
+    std::erase_if(all.value(), [&](const JobRecord& j) { return j.updated_ms < since_ms; });
+    return all;
+  }
   // Removes the completed and cancelled jobs last saved before `updated_ms`, except the job with
   // the highest id: the next job's id follows it, so no id is used twice after a restart.
   virtual Status DeleteEndedJobsBefore(int64_t updated_ms) = 0;

@@ -188,25 +188,31 @@ Status JobService::Load() {
   auto records = store_.ListJobs();
   if (!records.ok()) return records.error();
   std::lock_guard lock(mu_);
-  for (const auto& r : records.value()) {
-    try {
-      Job j = FromRecord(r);
-      next_id_ = std::max(next_id_, j.id + 1);
-      int64_t id = j.id;
-      Job& kept = jobs_[id] = std::move(j);
-      if (!kept.source.empty()) {
-        external_[kept.source + "/" + kept.spec.cluster + "/" + kept.external_id] = id;
-      }
-      if (kept.state == JobState::kQueued || kept.state == JobState::kRunning) {
-        live_[id] = &kept;
-        audited_[id] = AllocationKey(kept);  // recorded before the restart
-      }
-    } catch (const std::exception& e) {
-      spdlog::error("jobs: stored job {} is unreadable: {}", r.id, e.what());
-    }
-  }
+  for (const auto& r : records.value()) TakeLocked(r);
   UpdateBusyLocked(clock_->NowMs());
   return {};
+}
+
+void JobService::TakeLocked(const JobRecord& r) {
+  try {
+    Job j = FromRecord(r);
+    next_id_ = std::max(next_id_, j.id + 1);
+    followed_ms_ = std::max(followed_ms_, r.updated_ms);
+    int64_t id = j.id;
+    Job& kept = jobs_[id] = std::move(j);
+    if (!kept.source.empty()) {
+      external_[kept.source + "/" + kept.spec.cluster + "/" + kept.external_id] = id;
+    }
+    if (kept.state == JobState::kQueued || kept.state == JobState::kRunning) {
+      live_[id] = &kept;
+      audited_[id] = AllocationKey(kept);  // recorded already
+    } else {
+      live_.erase(id);
+      audited_.erase(id);
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("jobs: stored job {} is unreadable: {}", r.id, e.what());
+  }
 }
 
 void JobService::Persist(const std::vector<int64_t>& ids) {
@@ -530,16 +536,8 @@ int JobService::Tick() {
   {
     std::lock_guard lock(mu_);
     if (now - last_prune_ms_ >= 60'000) {
-      last_prune_ms_ = now;
       prune_before = now - retention_ms_;
-      size_t dropped = std::erase_if(jobs_, [&](const auto& e) {
-        const Job& j = e.second;
-        return (j.state == JobState::kCompleted || j.state == JobState::kCancelled) &&
-               j.end_ms < prune_before;
-      });
-      std::erase_if(external_, [&](const auto& e) { return !jobs_.count(e.second); });
-      if (dropped)
-        spdlog::info("jobs: dropped {} job(s) that ended over the retention time ago", dropped);
+      PruneLocked(now);
     }
     for (auto it = live_.begin(); it != live_.end();) {
       auto [id, job] = *it++;  // EndLocked below takes this job out of live_

@@ -134,6 +134,13 @@ class JobService {
   static constexpr int64_t kWaitWindowMs = 3'600'000;            // PoolDemand::queue_wait_p95_ms
 
   Status Load();  // the stored jobs; running ones keep their GPUs
+  // Several controllers: the leader alone submits, places and ends jobs (the others' API hands
+  // it the requests); the others call Follow when the jobs table changes, and take each job
+  // stored since their last call (updated_ms, less a few seconds for writes still committing)
+  // over what they have; ended ones past the retention time go as they would on the leader.
+  // Not while this controller leads: its jobs are the ones being stored.
+  Status Follow();
+  static constexpr int64_t kFollowOverlapMs = 5'000;
   // Where each job's allocation is recorded (queued, started on its nodes and GPUs, requeued,
   // ended), with "scheduler" as the actor; none when null. Set before Tick runs.
   void set_audit(store::AuditLog* audit) { audit_ = audit; }
@@ -221,6 +228,8 @@ class JobService {
 
  private:
   int ScheduleLocked(int64_t now, std::vector<int64_t>& changed);
+  void TakeLocked(const JobRecord& r);  // a stored job into jobs_ (Load, Follow)
+  int PruneLocked(int64_t now);         // ends retained past retention_ms_ leave; how many
   void UpdateBusyLocked(int64_t now);
   std::vector<std::string> IdleLocked(const std::string& pool, int64_t idle_ms, int64_t now) const;
   // Saves these jobs and any whose earlier save failed; a failure keeps them all for the next.
@@ -242,6 +251,7 @@ class JobService {
   int64_t retention_ms_;
   int64_t reserve_after_ms_;
   int64_t last_prune_ms_ = 0;    // guarded by mu_
+  int64_t followed_ms_ = 0;      // the newest updated_ms taken from the store; guarded by mu_
   std::map<int64_t, Job> jobs_;  // guarded by mu_
   // Each start of the last hour: when, in which pool, after how long a wait (PoolDemand).
   struct Start {

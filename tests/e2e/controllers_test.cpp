@@ -263,6 +263,78 @@ TEST_F(Controllers, AgentsGivenBothFailOverWhenTheirControllerDies) {
     ASSERT_EQ(h, 200) << heat;
     ASSERT_EQ(heat.at("values").as_array().size(), 8u * kEach) << heat;
     for (const auto& v : heat.at("values").as_array()) EXPECT_TRUE(v.is_number()) << heat;
+    // /metrics: its own agents' GPUs; with fleet=1, every GPU, the others' asked of them.
+    auto temps = [&](const std::string& query) {
+      auto [s, v] = c->Call("GET", "/metrics" + query);
+      if (s != 200) return std::make_pair(-1, std::string());
+      std::string text(v.as_string());
+      int n = 0;
+      for (size_t at = 0; (at = text.find("\nDCGM_FI_DEV_GPU_TEMP{", at)) != std::string::npos;)
+        ++n, ++at;
+      return std::make_pair(n, text);
+    };
+    EXPECT_EQ(temps("").first, 4 * kEach) << c->data_dir();
+    auto [fleet, text] = temps("?fleet=1");
+    EXPECT_EQ(fleet, 8 * kEach) << c->data_dir();
+    EXPECT_NE(text.find("\ngpufleet_metrics_missing_controllers 0\n"), std::string::npos);
+  }
+
+  // A job submitted through the follower is the leader's to place, and each controller shows it
+  // within a second or so; cancelled through the follower, it ends there too.
+  ASSERT_EQ(Leader(*a_).first, Id(*a_));
+  auto [posted, job] = b_->Call("POST", "/api/v1/jobs",
+                                R"({"team":"nlp","project":"main","pool":"h100-quad","gpus":4})");
+  ASSERT_EQ(posted, 201) << job;
+  EXPECT_EQ(job.at("state").as_string(), "running") << job;
+  const std::string job_path = "/api/v1/jobs/" + std::to_string(job.at("id").as_int64());
+  auto job_state = [&](ControllerProcess& c) {
+    auto [s, v] = c.Call("GET", job_path);
+    return s == 200 ? std::string(v.at("state").as_string()) : std::to_string(s);
+  };
+  ASSERT_TRUE(WaitFor([&] { return job_state(*b_) == "running"; }, 5'000, 20)) << job_state(*b_);
+  EXPECT_EQ(job_state(*a_), "running");
+  auto [cancelled, ended] = b_->Call("DELETE", job_path);
+  ASSERT_EQ(cancelled, 200) << ended;
+  EXPECT_EQ(ended.at("state").as_string(), "cancelled");
+  ASSERT_TRUE(WaitFor([&] { return job_state(*b_) == "cancelled"; }, 5'000, 20));
+  // Each call audited once, by the leader that did it, with the caller's token as the actor.
+  auto [audited, audit] =
+      a_->Call("GET", "/api/v1/audit?target=job/" + std::to_string(job.at("id").as_int64()));
+  ASSERT_EQ(audited, 200) << audit;
+  std::vector<std::string> calls;
+  for (const auto& r : audit.at("items").as_array()) {
+    if (r.at("actor").as_string() != "scheduler") calls.emplace_back(r.at("action").as_string());
+  }
+  EXPECT_EQ(calls, (std::vector<std::string>{"DELETE " + job_path, "POST /api/v1/jobs"}));
+
+  // An XID on a node whose agent is the follower's: the leader's health model and alert rules
+  // see it (through the store's GPU events), and every controller shows the alert and the
+  // node's verdict.
+  ASSERT_EQ(b_->Call("POST", "/api/v1/nodes/fb-0002/gpus/1/inject", R"({"xid": 79})").first, 202);
+  auto xid_alert = [&](ControllerProcess& c) {
+    auto [s, v] = c.Call("GET", "/api/v1/alerts?state=firing");
+    if (s != 200) return false;
+    for (const auto& a : v.at("items").as_array()) {
+      if (a.at("alertname").as_string() == "GpuXidCritical" &&
+          json::serialize(a).find("fb-0002") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  auto xid_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitFor([&] { return xid_alert(*a_) && xid_alert(*b_); }, 15'000, 50));
+  std::printf(
+      "an XID on a follower's node firing on the leader after %.0f ms\n",
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - xid_at).count());
+  for (auto* c : {a_.get(), b_.get()}) {
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          auto [s, v] = c->Call("GET", "/api/v1/nodes/fb-0002");
+          return s == 200 && v.at("state").as_string() == "unhealthy";
+        },
+        10'000, 50))
+        << c->data_dir();
   }
 
   a_->Kill();

@@ -2,6 +2,7 @@
 // /api/v1/jobs/{id} (cancel).
 
 #include "api/json_util.h"
+#include "api/peers.h"
 #include "api/scope.h"
 #include "common/json_text.h"
 #include "model/json.h"
@@ -82,6 +83,7 @@ Result<workload::Job> VisibleJob(ApiContext& ctx, const Request& req, const Prin
 // POST /api/v1/jobs
 Response PostJobs(ApiContext& ctx, const Request& req, const Principal& who) {
   if (!ctx.jobs) return JobsUnavailable();
+  if (auto led = AskLeader(ctx, req)) return std::move(*led);  // the leader places jobs
   auto body = ParseObject(req.body);
   if (!body.ok()) return ErrorResponse(body.error());
   if (auto s =
@@ -191,6 +193,7 @@ Response GetJobs(ApiContext& ctx, const Request& req, const Principal& who) {
 // DELETE /api/v1/jobs/{id}
 Response DeleteJobsId(ApiContext& ctx, const Request& req, const Principal& who) {
   if (!ctx.jobs) return JobsUnavailable();
+  if (auto led = AskLeader(ctx, req)) return std::move(*led);
   auto job = VisibleJob(ctx, req, who);
   if (!job.ok()) return ErrorResponse(job.error());
   auto before = JobJson(job.value(), ctx.clock->NowMs());

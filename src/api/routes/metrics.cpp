@@ -11,6 +11,7 @@
 
 #include "api/json_util.h"
 #include "api/peers.h"
+#include "common/strings.h"
 #include "model/json.h"
 #include "runtime/leadership.h"
 #include "slurm/bridge.h"
@@ -150,18 +151,91 @@ void AppendControllerFigures(ApiContext& ctx, std::string& out) {
   }
 }
 
+struct GpuLatest {
+  std::string uuid;
+  std::string labels;
+  std::array<std::optional<tsdb::Sample>, kFieldCount> latest;
+};
+
+// format=json (another controller's fleet=1 asks): the newest sample of each field of each GPU
+// this controller holds, {"fields": [names], "gpus": [{"uuid", "t": [ms, 0: none], "v": []}]}.
+Response LatestJson(const std::vector<GpuLatest>& gpus) {
+  std::string out = "{\"fields\":[";
+  for (size_t f = 0; f < kFieldCount; ++f) {
+    if (f) out += ',';
+    AppendJsonString(out, Fields()[f].name);
+  }
+  out += "],\"gpus\":[";
+  bool first = true;
+  for (const auto& g : gpus) {
+    if (std::none_of(g.latest.begin(), g.latest.end(), [](const auto& s) { return s; })) continue;
+    out += first ? "{\"uuid\":" : ",{\"uuid\":";
+    first = false;
+    AppendJsonString(out, g.uuid);
+    std::string t = ",\"t\":[", v = ",\"v\":[";
+    for (size_t f = 0; f < kFieldCount; ++f) {
+      t += f ? "," : "";
+      v += f ? "," : "";
+      t += std::to_string(g.latest[f] ? g.latest[f]->t : 0);
+      if (g.latest[f] && std::isfinite(g.latest[f]->v)) {
+        AppendNumber(v, g.latest[f]->v);
+      } else {
+        v += '0';
+      }
+    }
+    out += t + "]" + v + "]}";
+  }
+  out += "]}";
+  return JsonResponse(200, std::move(out));
+}
+
+// fleet=1: each GPU's fields take the other live controllers' newer samples (its agent is, or
+// was last, theirs). Returns the controllers that did not answer, "id: why".
+std::vector<std::string> TakePeersLatest(ApiContext& ctx, const Request& req,
+                                         std::vector<GpuLatest>& gpus) {
+  PeerAnswers peers = AskPeers(ctx, req, "/metrics", {{"format", "json"}}, 10'000);
+  if (peers.bodies.empty()) return peers.missing;
+  std::map<std::string_view, GpuLatest*> by_uuid;
+  for (auto& g : gpus) by_uuid[g.uuid] = &g;
+  for (const auto& body : peers.bodies) {
+    const auto* o = body.if_object();
+    const auto* fields = o ? o->if_contains("fields") : nullptr;
+    const auto* list = o ? o->if_contains("gpus") : nullptr;
+    if (!fields || !fields->is_array() || !list || !list->is_array()) continue;
+    std::vector<std::optional<Field>> field_of;  // their order, by name
+    for (const auto& f : fields->as_array()) {
+      field_of.push_back(f.is_string() ? ParseField(f.as_string()) : std::nullopt);
+    }
+    for (const auto& item : list->as_array()) {
+      const auto* g = item.if_object();
+      const auto* uuid = g ? g->if_contains("uuid") : nullptr;
+      const auto* t = g ? g->if_contains("t") : nullptr;
+      const auto* v = g ? g->if_contains("v") : nullptr;
+      if (!uuid || !uuid->is_string() || !t || !t->is_array() || !v || !v->is_array()) continue;
+      auto mine = by_uuid.find(std::string_view(uuid->as_string()));
+      if (mine == by_uuid.end()) continue;  // outside the filter or the token's scope
+      const auto& ts = t->as_array();
+      const auto& vs = v->as_array();
+      for (size_t i = 0; i < field_of.size() && i < ts.size() && i < vs.size(); ++i) {
+        if (!field_of[i] || !ts[i].is_int64() || !vs[i].is_number()) continue;
+        auto& slot = mine->second->latest[static_cast<size_t>(*field_of[i])];
+        int64_t when = ts[i].as_int64();
+        if (when > 0 && (!slot || slot->t < when))
+          slot = tsdb::Sample{when, vs[i].to_number<double>()};
+      }
+    }
+  }
+  return peers.missing;
+}
+
 // ?cluster=&pool= narrow the page (a scrape job per cluster keeps each page small); a token
-// scoped to clusters sees only their GPUs.
+// scoped to clusters sees only their GPUs. ?fleet=1: with several controllers, every GPU's
+// newest values wherever its agent is connected (this controller's own figures stay its own).
 Response Metrics(ApiContext& ctx, const Request& req, const Principal& who) {
   NodeFilter filter;
   filter.cluster = req.Param("cluster");
   filter.pool = req.Param("pool");
   filter.clusters = who.clusters;
-  struct GpuLatest {
-    std::string uuid;
-    std::string labels;
-    std::array<std::optional<tsdb::Sample>, kFieldCount> latest;
-  };
   std::vector<GpuLatest> gpus;
   // Labels under the registry's lock, values after it.
   ctx.fleet.ForEachNode(filter, [&](const Node& n) {
@@ -182,6 +256,13 @@ Response Metrics(ApiContext& ctx, const Request& req, const Principal& who) {
     }
   });
   for (auto& g : gpus) g.latest = ctx.telemetry.LatestAll(g.uuid);
+  if (req.Param("format") == "json") return LatestJson(gpus);
+  if (!req.Param("format").empty()) {
+    return ErrorResponse(MakeError(ErrorCode::kInvalidArgument,
+                                   "'format' must be json (or absent: the text format)"));
+  }
+  std::vector<std::string> missing;
+  if (req.Param("fleet") == "1") missing = TakePeersLatest(ctx, req, gpus);
   std::string out = ctx.buffers.Take();
   out.reserve(gpus.size() * kFieldCount * 220 + 4096);
   for (size_t f = 0; f < kFieldCount; ++f) {
@@ -201,6 +282,13 @@ Response Metrics(ApiContext& ctx, const Request& req, const Principal& who) {
       AppendNumber(out, g.latest[f]->v * info.metrics_scale);
       out += '\n';
     }
+  }
+  if (req.Param("fleet") == "1") {
+    AppendFamily(out, "gpufleet_metrics_missing_controllers", "gauge",
+                 "Live controllers that did not answer this fleet=1 page: their agents' GPUs "
+                 "show their last values here, if any");
+    out += "gpufleet_metrics_missing_controllers " + std::to_string(missing.size()) + "\n";
+    for (const auto& m : missing) out += "# " + Printable(m, 300) + "\n";
   }
   AppendControllerFigures(ctx, out);
   if (ctx.ticker) AppendTaskFigures(out, ctx.ticker->Figures());

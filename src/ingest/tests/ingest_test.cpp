@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 
 #include "config/fleet_spec.h"
 #include "tests/support/temp_dir.h"
@@ -104,6 +105,70 @@ TEST_F(IngestTest, ABatchWithAnXidIsStoredOnceEverywhereAndAcknowledged) {
   ASSERT_TRUE(ingest_->OnMessage("n1", proto::Message(batch)).has_value());
   EXPECT_EQ(telemetry_->samples_ingested() - before, 3u);
   EXPECT_EQ(store_.fleet->ListGpuEvents("n1", "xid", 10)->size(), 1u);
+}
+
+// Two controllers on one store: n1's agent is connected to this one (its telemetry is here).
+// The other, the leader, takes its XIDs from the store (once, however often it reads them),
+// judges its GPUs on them, and leaves the node's verdict to this one, whose reasons from the
+// telemetry it holds stand there.
+TEST_F(IngestTest, TheLeaderSeesAnotherControllersXidsAndTakesItsVerdicts) {
+  FleetService leader_fleet(*store_.fleet, *store_.tokens, GpuCatalog::Builtin(), clock_,
+                            FleetOptions{});
+  ASSERT_TRUE(leader_fleet.Load().ok());
+  auto leader_tsdb = std::move(TelemetryStore::Open({(dir_ / "tsdb-2").string(), {}}).value());
+  health::HealthService leader(leader_fleet, *leader_tsdb, *store_.fleet, *store_.audit,
+                               GpuCatalog::Builtin(), XidCatalog::Builtin(), clock_);
+  ASSERT_TRUE(leader.Load().ok());
+  ASSERT_TRUE(leader_fleet.Refresh().ok());  // as the change feed does when it starts
+  EXPECT_EQ(leader_fleet.HeldElsewhere(), std::set<std::string>{"n1"});
+  EXPECT_TRUE(fleet_->HeldElsewhere().empty());
+
+  // Too hot on GPU 0: a warning from telemetry only this controller holds. The leader gives no
+  // verdict on a node held elsewhere (it would call it ready); this one does (no remediation:
+  // it does not lead), and the leader takes it.
+  const int64_t t = clock_->NowMs();
+  proto::Samples batch;
+  batch.seq = 1;
+  SampleRow row;
+  row.time_ms = t;
+  row.gpu = 0;
+  row.set(Field::kGpuTemp, GpuCatalog::Builtin()->Find("H100-SXM5-80GB")->max_operating_temp_c - 2);
+  batch.rows.push_back(row);
+  ASSERT_TRUE(ingest_->OnMessage("n1", proto::Message(batch)).has_value());
+  EXPECT_EQ(leader.Apply(nullptr, false), 0);
+  EXPECT_EQ(health_->Apply(nullptr, false), 1);
+  ASSERT_TRUE(leader_fleet.Refresh().ok());
+  EXPECT_EQ(leader_fleet.GetNode("n1")->state, NodeState::kDegraded);
+  auto seen = leader.Evaluate({});
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].health, NodeState::kDegraded);
+  ASSERT_FALSE(seen[0].reasons.empty());
+  EXPECT_NE(seen[0].reasons.back().find("C within 5 C of the model's limit"), std::string::npos)
+      << seen[0].reasons.back();
+  EXPECT_EQ(seen[0].gpus[0].level, health::Level::kHealthy);  // its own reading: none
+  EXPECT_EQ(leader.Apply(nullptr, false), 0);
+  EXPECT_EQ(leader_fleet.GetNode("n1")->state, NodeState::kDegraded);
+
+  // XID 79 on GPU 1: the leader reads it from the store, once however often it reads, and
+  // judges the GPU failed itself.
+  batch.seq = 2;
+  batch.rows.clear();
+  batch.events.push_back({t + 1, 1, "xid", 79});
+  ASSERT_TRUE(ingest_->OnMessage("n1", proto::Message(batch)).has_value());
+  ASSERT_TRUE(leader.TakeEvents().ok());
+  ASSERT_TRUE(leader.TakeEvents().ok());
+  auto xids = leader.RecentXids();
+  ASSERT_EQ(xids["GPU-n1-1"].size(), 1u);
+  EXPECT_EQ(xids["GPU-n1-1"][0].xid, 79);
+  seen = leader.Evaluate({});
+  EXPECT_EQ(seen[0].health, NodeState::kUnhealthy);
+  EXPECT_EQ(seen[0].gpus[1].level, health::Level::kFailed);
+
+  // A reset recorded by either controller ends what the XIDs before it meant, for both.
+  clock_->Advance(1000);
+  health_->OnReset("n1", 1);
+  ASSERT_TRUE(leader.TakeEvents().ok());
+  EXPECT_TRUE(leader.RecentXids()["GPU-n1-1"].empty());
 }
 
 TEST_F(IngestTest, AScrapedXidChangeIsOneEventAndTheGaugeComesFromThePage) {

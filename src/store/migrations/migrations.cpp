@@ -237,6 +237,13 @@ CREATE TABLE agent_commands (
   id BIGINT PRIMARY KEY, node TEXT NOT NULL, issuer TEXT NOT NULL, command TEXT NOT NULL,
   taken_by TEXT NOT NULL DEFAULT '', result TEXT NOT NULL DEFAULT '', created_ms BIGINT NOT NULL)
 )SQL"},
+    // Jobs read by when they were stored: a controller that does not lead follows the
+    // leader's (workload::JobService::Follow). And, on PostgreSQL, in code: the change feed's
+    // triggers on gpu_events (the XIDs another controller's agents report reach the leader's
+    // health model) and jobs.
+    {25, R"SQL(
+CREATE INDEX IF NOT EXISTS jobs_updated ON jobs (updated_ms)
+)SQL"},
 };
 
 }  // namespace

@@ -21,7 +21,8 @@ const std::vector<std::string>& WatchedTables() {
   static const std::vector<std::string> kTables = {
       "nodes",         "gpus",        "clusters",         "pools",
       "teams",         "alert_rules", "alerts",           "rollouts",
-      "rollout_nodes", "assets",      "scaling_policies", "agent_commands"};
+      "rollout_nodes", "assets",      "scaling_policies", "agent_commands",
+      "gpu_events",    "jobs"};
   return kTables;
 }
 

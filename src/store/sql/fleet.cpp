@@ -403,18 +403,29 @@ Status SqlStore::AppendGpuEvents(const std::vector<GpuEventRecord>& events) {
 
 Result<std::vector<GpuEventRecord>> SqlStore::ListGpuEvents(const std::string& node,
                                                             const std::string& kind, int limit) {
+  return GpuEvents(node, kind, 0, limit, /*oldest_first=*/false);
+}
+
+Result<std::vector<GpuEventRecord>> SqlStore::ListGpuEventsAfter(int64_t after_id, int limit) {
+  return GpuEvents("", "", after_id, limit, /*oldest_first=*/true);
+}
+
+Result<std::vector<GpuEventRecord>> SqlStore::GpuEvents(const std::string& node,
+                                                        const std::string& kind, int64_t after_id,
+                                                        int limit, bool oldest_first) {
   return Run([&](soci::session& sql) -> Result<std::vector<GpuEventRecord>> {
     std::vector<GpuEventRecord> out;
     GpuEventRecord e;
-    long long id = 0, t = 0, gpu = 0, value = 0, lim = limit;
+    long long id = 0, t = 0, gpu = 0, value = 0, after = after_id, lim = limit;
     soci::statement st =
         Once(sql,
-             "SELECT id, time_ms, node, gpu, uuid, kind, value FROM gpu_events "
-             "WHERE (node = :n OR :n2 = '') AND (kind = :k OR :k2 = '') "
-             "ORDER BY id DESC LIMIT :l",
+             std::string("SELECT id, time_ms, node, gpu, uuid, kind, value FROM gpu_events "
+                         "WHERE (node = :n OR :n2 = '') AND (kind = :k OR :k2 = '') AND id > :a "
+                         "ORDER BY id") +
+                 (oldest_first ? "" : " DESC") + " LIMIT :l",
              soci::into(id), soci::into(t), soci::into(e.node), soci::into(gpu), soci::into(e.uuid),
              soci::into(e.kind), soci::into(value), soci::use(node), soci::use(node),
-             soci::use(kind), soci::use(kind), soci::use(lim));
+             soci::use(kind), soci::use(kind), soci::use(after), soci::use(lim));
     st.execute();
     while (st.fetch()) {
       e.id = id;

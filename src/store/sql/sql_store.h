@@ -78,6 +78,7 @@ class SqlStore final : public FleetStore,
   Result<std::vector<Node>> LoadNodes() override;
   Result<std::vector<NodeEvent>> ListNodeEvents(const std::string& node, int limit) override;
   Status AppendGpuEvents(const std::vector<GpuEventRecord>& events) override;
+  Result<std::vector<GpuEventRecord>> ListGpuEventsAfter(int64_t after_id, int limit) override;
   Result<std::vector<GpuEventRecord>> ListGpuEvents(const std::string& node,
                                                     const std::string& kind, int limit) override;
 
@@ -119,6 +120,7 @@ class SqlStore final : public FleetStore,
 
   Status SaveJobs(const std::vector<JobRecord>& jobs) override;
   Result<std::vector<JobRecord>> ListJobs() override;
+  Result<std::vector<JobRecord>> ListJobsUpdatedSince(int64_t since_ms) override;
   Status DeleteEndedJobsBefore(int64_t updated_ms) override;
 
   Status SaveScalingPolicy(const ScalingRecord& r) override;
@@ -223,6 +225,9 @@ class SqlStore final : public FleetStore,
   }
 
  private:
+  // gpu_events after `after_id` (0: all) of `node` and `kind` (empty: any), newest or oldest first.
+  Result<std::vector<GpuEventRecord>> GpuEvents(const std::string& node, const std::string& kind,
+                                                int64_t after_id, int limit, bool oldest_first);
   Status Migrate(soci::session& sql);
   // Migration 20: the daily sums of the records already in the ledger.
   void BackfillUsageDays(soci::session& sql);

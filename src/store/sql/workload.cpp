@@ -1,5 +1,7 @@
 // The embedded store: jobs, teams, scaling policies, scale events and the scaling history.
 
+#include <cstdint>
+
 #include "store/sql/sql_store.h"
 
 namespace gpufleet::store::sql {
@@ -19,14 +21,18 @@ Status SqlStore::SaveJobs(const std::vector<JobRecord>& jobs) {
   });
 }
 
-Result<std::vector<JobRecord>> SqlStore::ListJobs() {
+Result<std::vector<JobRecord>> SqlStore::ListJobs() { return ListJobsUpdatedSince(INT64_MIN); }
+
+Result<std::vector<JobRecord>> SqlStore::ListJobsUpdatedSince(int64_t since_ms) {
   return Run([&](soci::session& sql) -> Result<std::vector<JobRecord>> {
     std::vector<JobRecord> out;
     JobRecord j;
-    long long id = 0, t = 0;
-    soci::statement st =
-        Once(sql, "SELECT id, state, doc, updated_ms FROM jobs ORDER BY id", soci::into(id),
-             soci::into(j.state), soci::into(j.doc), soci::into(t));
+    long long id = 0, t = 0, since = since_ms;
+    soci::statement st = Once(sql,
+                              "SELECT id, state, doc, updated_ms FROM jobs WHERE updated_ms >= :s "
+                              "ORDER BY id",
+                              soci::into(id), soci::into(j.state), soci::into(j.doc), soci::into(t),
+                              soci::use(since));
     st.execute();
     while (st.fetch()) {
       j.id = id;

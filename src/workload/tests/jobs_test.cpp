@@ -416,5 +416,41 @@ TEST_F(JobsTest, EndedJobsAreDroppedAfterTheRetentionAndIdsAreNotReused) {
   EXPECT_EQ(Stored(), std::vector<int64_t>({3, 4}));
 }
 
+// Several controllers: one that does not lead follows what the leader stores: new jobs, their
+// placements and ends (only what was stored since its last read), and drops ended ones after
+// the retention time as the leader does.
+TEST_F(JobsTest, AControllerThatDoesNotLeadFollowsTheLeadersJobs) {
+  AddNodes({"n0"});
+  JobService follower(*fleet_, *store_.jobs, clock_, 10 * 60'000, kHour);
+  ASSERT_TRUE(follower.Load().ok());
+  auto a = Submit(8, 10 * 60'000), b = Submit(8);
+  ASSERT_TRUE(follower.Follow().ok());
+  ASSERT_EQ(follower.List({}).size(), 2u);
+  EXPECT_EQ(follower.Get(a.id)->state, JobState::kRunning);
+  EXPECT_EQ(follower.Get(a.id)->placement.at(0).node, "n0");
+  EXPECT_EQ(follower.Get(b.id)->state, JobState::kQueued);
+  EXPECT_EQ(follower.Demand()["h100"].queued_jobs, 1);
+  EXPECT_TRUE(follower.Busy("n0"));
+
+  // a runs its ten minutes; b starts on its GPUs.
+  clock_->Advance(10 * 60'000);
+  jobs_->Tick();
+  ASSERT_TRUE(follower.Follow().ok());
+  EXPECT_EQ(follower.Get(a.id)->state, JobState::kCompleted);
+  EXPECT_EQ(follower.Get(b.id)->state, JobState::kRunning);
+  EXPECT_EQ(follower.Demand()["h100"].queued_jobs, 0);
+  // A follower reads only what was stored since its last read (less a few seconds).
+  ASSERT_TRUE(store_.jobs->ListJobsUpdatedSince(clock_->NowMs() + 1)->empty());
+  ASSERT_EQ(store_.jobs->ListJobsUpdatedSince(clock_->NowMs())->size(), 2u);
+
+  ASSERT_TRUE(jobs_->Cancel(b.id).ok());
+  ASSERT_TRUE(follower.Follow().ok());
+  EXPECT_EQ(follower.Get(b.id)->state, JobState::kCancelled);
+  EXPECT_FALSE(follower.Busy("n0"));
+  clock_->Advance(kHour + 60'000);
+  ASSERT_TRUE(follower.Follow().ok());
+  EXPECT_TRUE(follower.List({}).empty());  // both ended over an hour ago
+}
+
 }  // namespace
 }  // namespace gpufleet::workload
