@@ -12,17 +12,19 @@ constexpr int64_t kMaxTime = int64_t{1} << 53;
 SeriesId Tsdb::Intern(std::string_view key) {
   {
     std::shared_lock lock(registry_mu_);
-    if (auto it = ids_.find(std::string(key)); it != ids_.end()) return it->second;
+    if (auto it = ids_.find(key); it != ids_.end()) return it->second;
   }
   std::unique_lock lock(registry_mu_);
-  auto [it, fresh] = ids_.try_emplace(std::string(key), static_cast<SeriesId>(entries_.size()));
-  if (fresh) entries_.push_back(std::make_unique<Entry>(Entry{std::string(key), Series{}}));
-  return it->second;
+  if (auto it = ids_.find(key); it != ids_.end()) return it->second;
+  auto id = static_cast<SeriesId>(entries_.size());
+  entries_.push_back(std::make_unique<Entry>(Entry{std::string(key), Series{}}));
+  ids_.emplace(std::string_view(entries_.back()->key), id);
+  return id;
 }
 
 std::optional<SeriesId> Tsdb::Find(std::string_view key) const {
   std::shared_lock lock(registry_mu_);
-  auto it = ids_.find(std::string(key));
+  auto it = ids_.find(key);
   if (it == ids_.end()) return std::nullopt;
   return it->second;
 }

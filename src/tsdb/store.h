@@ -62,8 +62,10 @@ class Tsdb {
 
   Retention retention_;
   mutable std::shared_mutex registry_mu_;
-  std::unordered_map<std::string, SeriesId> ids_;  // guarded by registry_mu_
-  std::vector<std::unique_ptr<Entry>> entries_;    // guarded by registry_mu_; entries stable
+  // Keyed by views of the entries' own keys (stable: each entry is allocated once and its key
+  // never changes), so each key is held once and a lookup allocates nothing.
+  std::unordered_map<std::string_view, SeriesId> ids_;  // guarded by registry_mu_
+  std::vector<std::unique_ptr<Entry>> entries_;         // guarded by registry_mu_; entries stable
   mutable std::mutex shards_[kShards];
 };
 
