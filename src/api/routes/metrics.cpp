@@ -176,8 +176,9 @@ Response LatestJson(const std::vector<GpuLatest>& gpus) {
     for (size_t f = 0; f < kFieldCount; ++f) {
       t += f ? "," : "";
       v += f ? "," : "";
-      t += std::to_string(g.latest[f] ? g.latest[f]->t : 0);
-      if (g.latest[f] && std::isfinite(g.latest[f]->v)) {
+      const bool held = g.latest[f] && std::isfinite(g.latest[f]->v);  // JSON has no NaN
+      t += std::to_string(held ? g.latest[f]->t : 0);
+      if (held) {
         AppendNumber(v, g.latest[f]->v);
       } else {
         v += '0';
