@@ -8,7 +8,8 @@
 # and the dashboard overview's calls (health problems, firing alerts, the clusters' trend).
 # Targets (issue 49): every sample stored, /healthz p99 < 50 ms, the reads p99 < 500 ms, at
 # most 1 KiB of RSS per series. ROUNDS (100) requests to each path, each counted as at most
-# TIMEOUT (30) seconds. BENCH_BIN=path runs another build of gpufleet (a baseline) instead.
+# TIMEOUT (30) seconds. Last, how many (live) nodes the heartbeat check declared unreachable.
+# BENCH_BIN=path runs another build of gpufleet (a baseline) instead.
 # Usage: bench/scale.sh [NODES] [SECONDS] [ROUNDS] [TIMEOUT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,3 +59,8 @@ python3 bench/probe.py "$addr" "$admin" "$rounds" "$timeout" /healthz /api/v1/cl
   "/api/v1/query_range?metric=gpu_util&by=cluster&start=-1h&step=1m"
 n2=$(metric gpufleet_tsdb_samples_ingested_total); t2=$(now)
 echo "samples_per_s_during_probes=$(echo "($n2 - $n1) / ($t2 - $t1)" | bc)"
+# Nodes the heartbeat check declared unreachable over the whole run (the agents are all alive:
+# each is a false alarm), and the checks that spared nodes whose frames waited to be handled.
+lost=$(sed -nE 's/.* ([0-9]+) node\(s\) stopped sending heartbeats.*/\1/p' "$dir/serve.log" | paste -sd+ | bc)
+spared=$(grep -c "have a frame waiting to be handled" "$dir/serve.log" || true)
+echo "nodes_declared_unreachable=${lost:-0} checks_that_spared_waiting_nodes=$spared"

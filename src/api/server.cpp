@@ -97,12 +97,11 @@ struct ApiServer::Impl {
   asio::thread_pool slow_pool{1};
   // Agents' hellos, which write to the store (ServeAgent): off the I/O threads.
   asio::thread_pool registrar{2};
-  // Agents' every later frame (telemetry batches, heartbeats, command results), decoded and
-  // stored here: with 100,000 GPUs streaming, the I/O threads only move bytes and the API's
-  // requests are not queued behind the fleet's telemetry (issue 49: /healthz took 61 s when
-  // both shared the I/O threads). Its threads (StartIngest) run at a lower CPU priority than
-  // the I/O threads, so that when the machine is short of CPU the API's requests go first
-  // and the agents wait, keeping what is not acknowledged yet. After `io`: joined before it.
+  // Agents' every later frame (batches, heartbeats, command results), decoded and stored here:
+  // the I/O threads only move bytes and the API is not queued behind 100,000 GPUs' telemetry
+  // (issue 49: /healthz took 61 s when both shared them). Its threads (StartIngest) run at a
+  // lower CPU priority, so that when CPU is short the API's requests go first and the agents
+  // wait, keeping what is not acknowledged yet. After `io`: joined before it.
   asio::io_context ingest_io;
   asio::executor_work_guard<asio::io_context::executor_type> ingest_work{ingest_io.get_executor()};
   std::vector<std::thread> ingest_threads;
@@ -133,6 +132,7 @@ struct ApiServer::Impl {
         clock(s.clock),
         agents(s.agents),
         ctx(s, http_metrics, buffers) {
+    fleet.set_frame_waiting([this](const std::string& n) { return agent_conns.FrameWaiting(n); });
     if (!ctx.scrape_targets)
       ctx.scrape_targets = [] { return std::vector<scrape::TargetStatus>(); };
     ctx.flush_token_use = [this] {
@@ -180,6 +180,7 @@ struct ApiServer::Impl {
     });
     router.Scoped(Scope::kAny);
   }
+  ~Impl() { fleet.set_frame_waiting(nullptr); }
 
   // The failed sign-ins gathered since the last flush: one audit record per address (and one
   // for the addresses beyond SignInLimiter::kMaxAuditAddresses), with the count.

@@ -32,6 +32,8 @@ class AgentRegistry {
   // Queues a message for the node's agent; an error when its agent is not connected.
   Status Send(const std::string& node, const proto::Message& message);
   bool Has(const std::string& node);  // whether the node's agent is connected
+  // Whether a frame from the node's agent has been read and waits to be handled.
+  bool FrameWaiting(const std::string& node);
   // The node's new connection, replacing any older one.
   std::shared_ptr<AgentConn> Register(const std::string& node, boost::asio::any_io_executor ex);
   // Forgets `conn` if it is still the node's connection (a newer one may have replaced it).

@@ -14,7 +14,7 @@ namespace gpufleet {
 int FleetService::CheckHeartbeats(bool judge_unheard) {
   std::lock_guard lock(mu_);
   int64_t now = clock_->NowMs();
-  int changed = 0;
+  int changed = 0, behind = 0;
   if (judge_unheard && !judged_unheard_) {
     // The other controllers have gone: their nodes' agents get a full timeout to come here.
     for (auto& [_, e] : nodes_) {
@@ -34,6 +34,10 @@ int FleetService::CheckHeartbeats(bool judge_unheard) {
     int64_t silent = now - n.last_seen_ms;
     int64_t limit = e.silence_ms ? e.silence_ms : options_.heartbeat_timeout_ms;
     if (silent <= limit) continue;
+    if (frame_waiting_ && frame_waiting_(n.name)) {
+      ++behind;
+      continue;
+    }
     std::vector<NodeEvent> events;
     Move(
         n, OnLost({n.state, n.resume_state}),
@@ -46,6 +50,12 @@ int FleetService::CheckHeartbeats(bool judge_unheard) {
       spdlog::error("fleet: saving {}: {}", n.name, s.error().message);
     }
     ++changed;
+  }
+  if (behind) {
+    spdlog::warn(
+        "fleet: {} node(s) past the heartbeat timeout have a frame waiting to be handled: this "
+        "controller is behind on its agents' frames, they stay as they are",
+        behind);
   }
   // Changes whose write failed while the database was away, oldest state first: written now.
   // The first failure ends the round: the store is still away, and each try may wait for its

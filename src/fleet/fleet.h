@@ -143,6 +143,15 @@ class FleetService : public proto::AgentHandler {
   void set_busy_check(std::function<bool(const std::string& node)> busy) {
     busy_ = std::move(busy);
   }
+  // Whether a frame from the node's agent has arrived and waits to be handled (set by the API
+  // server while it serves; null: none): a node past the heartbeat timeout with a frame waiting
+  // is not silent, the controller is behind (at 12,500 agents registering at once, heartbeats
+  // waited behind telemetry for more than the timeout), and stays as it is. Called under the
+  // fleet's lock: it must not call back into the fleet.
+  void set_frame_waiting(std::function<bool(const std::string& node)> waiting) {
+    std::lock_guard lock(mu_);
+    frame_waiting_ = std::move(waiting);
+  }
   // Clears the node's identity (its node token): the next agent that says hello with the name
   // and a join token, of any pool, takes it, as a machine reinstalled without its state does.
   // Until then a join token is refused for a registered name. The agent connected now, if any,
@@ -257,10 +266,11 @@ class FleetService : public proto::AgentHandler {
   std::shared_ptr<Clock> clock_;
   FleetOptions options_;
   mutable std::mutex mu_;
-  std::function<bool(const std::string&)> busy_;  // set before serving
-  std::map<std::string, Entry> nodes_;            // guarded by mu_
-  std::condition_variable written_;               // an Entry::writing ended
-  uint64_t next_connection_ = 1;                  // guarded by mu_
+  std::function<bool(const std::string&)> busy_;           // set before serving
+  std::function<bool(const std::string&)> frame_waiting_;  // guarded by mu_
+  std::map<std::string, Entry> nodes_;                     // guarded by mu_
+  std::condition_variable written_;                        // an Entry::writing ended
+  uint64_t next_connection_ = 1;                           // guarded by mu_
   bool judged_unheard_ = true;  // CheckHeartbeats' last judge_unheard; guarded by mu_
   uint64_t write_seq_ = 0;      // counts this controller's node writes; guarded by mu_
 };

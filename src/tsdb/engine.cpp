@@ -23,7 +23,8 @@ constexpr uint8_t kSeriesRecord = 1;
 constexpr uint8_t kPointsRecord = 2;    // version 1: fixed 20 bytes a point (still read)
 constexpr uint8_t kPointsRecordV2 = 5;  // deltas and varints: about 5 bytes a point
 constexpr uint8_t kCheckpointHeader = 3;
-constexpr uint8_t kCheckpointSeries = 4;
+constexpr uint8_t kCheckpointSeries = 4;    // rollups as four chunk lists (still read)
+constexpr uint8_t kCheckpointSeriesV2 = 6;  // rollups as BucketChunks
 constexpr uint32_t kMaxRecord = 256u << 20;
 
 std::string SegmentName(uint64_t n) {
@@ -67,7 +68,7 @@ struct Record {
 
 constexpr bool KnownType(uint8_t t) {
   return t == kSeriesRecord || t == kPointsRecord || t == kPointsRecordV2 ||
-         t == kCheckpointHeader || t == kCheckpointSeries;
+         t == kCheckpointHeader || t == kCheckpointSeries || t == kCheckpointSeriesV2;
 }
 
 // The frame at `pos`, when one is whole and its CRC holds.
@@ -188,11 +189,13 @@ Result<uint64_t> Engine::LoadCheckpoint() {
       Decoder d(records[i].payload);
       auto id = d.Get<uint32_t>();
       auto key = d.Str();
-      if (!id || !key || db_.Intern(*key) != *id) {
+      const uint8_t type = records[i].type;
+      if ((type != kCheckpointSeries && type != kCheckpointSeriesV2) || !id || !key ||
+          db_.Intern(*key) != *id) {
         return MakeError(ErrorCode::kInternal,
                          "checkpoint series record " + std::to_string(i) + " is damaged");
       }
-      if (!db_.LoadSeries(*id, d)) {
+      if (!db_.LoadSeries(*id, d, type == kCheckpointSeries)) {
         return MakeError(ErrorCode::kInternal,
                          "checkpoint data of series '" + std::string(*key) + "' is damaged");
       }
@@ -465,7 +468,7 @@ Status Engine::Checkpoint() {
     e.U32(id);
     e.Str(db_.Key(id));
     db_.SaveSeries(id, e);
-    AppendFrame(out, kCheckpointSeries, e.out());
+    AppendFrame(out, kCheckpointSeriesV2, e.out());
     if (out.size() >= kWriteBytes) {
       ok = write_all(out);
       out.clear();

@@ -63,41 +63,42 @@ void Rollup::Add(int64_t t, double v) {
 }
 
 void Rollup::Close() {
-  min_.Append(current_.start, current_.min);
-  max_.Append(current_.start, current_.max);
-  sum_.Append(current_.start, current_.sum);
-  count_.Append(current_.start, current_.count);
+  AppendBucket(current_);
   open_ = false;
 }
 
+void Rollup::AppendBucket(const Bucket& b) {
+  if (!chunks_.empty()) {
+    AppendResult r = chunks_.back().Append(b);
+    if (r == AppendResult::kOk || r == AppendResult::kOutOfOrder) return;
+    chunks_.back().Shrink();
+  }
+  chunks_.emplace_back(b);
+  chunks_.back().Append(b);
+}
+
 std::vector<Bucket> Rollup::Range(int64_t start, int64_t end) const {
-  auto mins = min_.Range(start, end), maxs = max_.Range(start, end), sums = sum_.Range(start, end),
-       counts = count_.Range(start, end);
   std::vector<Bucket> out;
-  // The columns hold the same bucket times, except where retention dropped a chunk of one
-  // column before another's: keep only times all four still have.
-  size_t a = 0, b = 0, c = 0;
-  for (const Sample& n : counts) {
-    while (a < mins.size() && mins[a].t < n.t) ++a;
-    while (b < maxs.size() && maxs[b].t < n.t) ++b;
-    while (c < sums.size() && sums[c].t < n.t) ++c;
-    if (a < mins.size() && b < maxs.size() && c < sums.size() && mins[a].t == n.t &&
-        maxs[b].t == n.t && sums[c].t == n.t) {
-      out.push_back(Bucket{n.t, mins[a].v, maxs[b].v, sums[c].v, n.v});
-    }
+  auto first = std::partition_point(chunks_.begin(), chunks_.end(),
+                                    [&](const BucketChunk& c) { return c.max_time() < start; });
+  for (auto it = first; it != chunks_.end() && it->min_time() < end; ++it) {
+    it->DecodeInto(start, end, out);
   }
   if (open_ && current_.start >= start && current_.start < end) out.push_back(current_);
   return out;
 }
 
 void Rollup::DropBefore(int64_t t) {
-  min_.DropBefore(t);
-  max_.DropBefore(t);
-  sum_.DropBefore(t);
-  count_.DropBefore(t);
+  auto keep = std::partition_point(chunks_.begin(), chunks_.end(),
+                                   [&](const BucketChunk& c) { return c.max_time() < t; });
+  chunks_.erase(chunks_.begin(), keep);
 }
 
-size_t Rollup::bytes() const { return min_.bytes() + max_.bytes() + sum_.bytes() + count_.bytes(); }
+size_t Rollup::bytes() const {
+  size_t n = 0;
+  for (const auto& c : chunks_) n += c.bytes() + sizeof(BucketChunk);
+  return n;
+}
 
 Status Series::Append(int64_t t, double v) {
   AppendResult r = raw_.Append(t, v);
@@ -139,10 +140,8 @@ bool ChunkList::Load(Decoder& d) {
 }
 
 void Rollup::Save(Encoder& e) const {
-  min_.Save(e);
-  max_.Save(e);
-  sum_.Save(e);
-  count_.Save(e);
+  e.U32(static_cast<uint32_t>(chunks_.size()));
+  for (const auto& c : chunks_) c.Save(e);
   e.U8(open_ ? 1 : 0);
   e.I64(current_.start);
   e.F64(current_.min);
@@ -151,12 +150,43 @@ void Rollup::Save(Encoder& e) const {
   e.F64(current_.count);
 }
 
-bool Rollup::Load(Decoder& d) {
-  if (!min_.Load(d) || !max_.Load(d) || !sum_.Load(d) || !count_.Load(d)) return false;
+bool Rollup::Load(Decoder& d, bool legacy) {
+  chunks_.clear();
+  if (legacy) {
+    // Four columns, each its own chunk list, holding the same bucket times except where
+    // retention dropped a chunk of one column before another's: only the times all four
+    // still have are kept.
+    ChunkList columns[4];
+    for (auto& c : columns) {
+      if (!c.Load(d)) return false;
+    }
+    auto mins = columns[0].Range(INT64_MIN, INT64_MAX),
+         maxs = columns[1].Range(INT64_MIN, INT64_MAX),
+         sums = columns[2].Range(INT64_MIN, INT64_MAX),
+         counts = columns[3].Range(INT64_MIN, INT64_MAX);
+    size_t a = 0, b = 0, c = 0;
+    for (const Sample& n : counts) {
+      while (a < mins.size() && mins[a].t < n.t) ++a;
+      while (b < maxs.size() && maxs[b].t < n.t) ++b;
+      while (c < sums.size() && sums[c].t < n.t) ++c;
+      if (a < mins.size() && b < maxs.size() && c < sums.size() && mins[a].t == n.t &&
+          maxs[b].t == n.t && sums[c].t == n.t) {
+        AppendBucket(Bucket{n.t, mins[a].v, maxs[b].v, sums[c].v, n.v});
+      }
+    }
+  } else {
+    auto n = d.Get<uint32_t>();
+    if (!n) return false;
+    for (uint32_t i = 0; i < *n; ++i) {
+      auto c = BucketChunk::Load(d);
+      if (!c) return false;
+      chunks_.push_back(std::move(*c));
+    }
+  }
   auto open = d.Get<uint8_t>();
   auto start = d.Get<int64_t>();
   auto mn = d.Get<double>(), mx = d.Get<double>(), sum = d.Get<double>(), count = d.Get<double>();
-  if (!count) return false;
+  if (!open || !start || !mn || !mx || !sum || !count) return false;
   open_ = *open != 0;
   current_ = Bucket{*start, *mn, *mx, *sum, *count};
   return true;
@@ -168,6 +198,8 @@ void Series::Save(Encoder& e) const {
   hour_.Save(e);
 }
 
-bool Series::Load(Decoder& d) { return raw_.Load(d) && minute_.Load(d) && hour_.Load(d); }
+bool Series::Load(Decoder& d, bool legacy_rollups) {
+  return raw_.Load(d) && minute_.Load(d, legacy_rollups) && hour_.Load(d, legacy_rollups);
+}
 
 }  // namespace gpufleet::tsdb

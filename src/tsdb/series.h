@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "tsdb/bucket_chunk.h"
 #include "tsdb/chunk.h"
 
 namespace gpufleet::tsdb {
@@ -36,15 +37,8 @@ class ChunkList {
   std::vector<Chunk> chunks_;
 };
 
-struct Bucket {
-  int64_t start;  // aligned to the tier's width
-  double min;
-  double max;
-  double sum;
-  double count;
-};
-
-// One resolution of aggregates. NaN samples are kept raw but not aggregated.
+// One resolution of aggregates: closed buckets in BucketChunks, and the open one. NaN samples
+// are kept raw but not aggregated.
 class Rollup {
  public:
   explicit Rollup(int64_t width_ms) : width_(width_ms) {}
@@ -55,13 +49,15 @@ class Rollup {
   int64_t width() const { return width_; }
   size_t bytes() const;
   void Save(Encoder& e) const;
-  bool Load(Decoder& d);
+  // `legacy`: the form before BucketChunk (four chunk lists, one a column), read and converted.
+  bool Load(Decoder& d, bool legacy = false);
 
  private:
   void Close();
+  void AppendBucket(const Bucket& b);
 
   int64_t width_;
-  ChunkList min_, max_, sum_, count_;
+  std::vector<BucketChunk> chunks_;
   bool open_ = false;
   Bucket current_{};
 };
@@ -90,7 +86,8 @@ class Series {
   std::optional<Sample> latest() const { return raw_.last(); }
   // Checkpoint form of everything above; Load returns false on a malformed record.
   void Save(Encoder& e) const;
-  bool Load(Decoder& d);
+  // `legacy_rollups`: a checkpoint written before the rollups' BucketChunks.
+  bool Load(Decoder& d, bool legacy_rollups = false);
 
  private:
   ChunkList raw_;

@@ -89,11 +89,11 @@ void Tsdb::SaveSeries(SeriesId id, Encoder& e) const {
   entry->series.Save(e);
 }
 
-bool Tsdb::LoadSeries(SeriesId id, Decoder& d) {
+bool Tsdb::LoadSeries(SeriesId id, Decoder& d, bool legacy_rollups) {
   Entry* entry = Get(id);
   if (!entry) return false;
   std::lock_guard lock(shards_[id % kShards]);
-  return entry->series.Load(d);
+  return entry->series.Load(d, legacy_rollups);
 }
 
 void Tsdb::Retain(int64_t now) {

@@ -46,7 +46,8 @@ class Tsdb {
 
   // Checkpoint support: a series' whole state, and its restoration into an interned id.
   void SaveSeries(SeriesId id, Encoder& e) const;
-  bool LoadSeries(SeriesId id, Decoder& d);
+  // `legacy_rollups`: a series record written before the rollups' BucketChunks.
+  bool LoadSeries(SeriesId id, Decoder& d, bool legacy_rollups = false);
 
   // Drops what each tier's retention no longer covers.
   void Retain(int64_t now);

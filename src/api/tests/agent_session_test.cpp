@@ -123,6 +123,10 @@ TEST_F(AgentSessionTest, AFrameIsHandledOffTheIoThreadWhichStaysFree) {
   asio::post(io_, [&] { ran.set_value(); });
   EXPECT_EQ(ran.get_future().wait_for(5s), std::future_status::ready)
       << "the I/O thread waited for the frame's handling";
+  // And the registry says the node's frame waits (what keeps a node whose heartbeat waits
+  // behind others from being declared unreachable).
+  EXPECT_TRUE(registry_.FrameWaiting("n1"));
+  EXPECT_FALSE(registry_.FrameWaiting("n2"));
 
   handler_.release.set_value();
   beast::flat_buffer reply;
@@ -131,6 +135,7 @@ TEST_F(AgentSessionTest, AFrameIsHandledOffTheIoThreadWhichStaysFree) {
   ASSERT_TRUE(m.ok()) << m.error().message;
   ASSERT_TRUE(std::holds_alternative<proto::Ack>(m.value()));
   EXPECT_EQ(std::get<proto::Ack>(m.value()).seq, 7);
+  EXPECT_FALSE(registry_.FrameWaiting("n1")) << "handled: nothing waits";
   ws.close(websocket::close_code::normal);
   EXPECT_EQ(handler_.closed.get_future().wait_for(10s), std::future_status::ready);
 }

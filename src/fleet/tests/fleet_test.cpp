@@ -211,6 +211,24 @@ TEST_F(FleetTest, SilentNodeTurnsUnreachableAndComesBack) {
   EXPECT_EQ(fleet_->GetNode("gpu-g")->state, NodeState::kReady);
 }
 
+// A node whose agent's frame waits to be handled (the controller behind on its agents, as in a
+// registration storm) is not silent: it stays as it is until the frame is handled or stops
+// waiting with nothing after it.
+TEST_F(FleetTest, ANodeWithAFrameWaitingIsNotDeclaredUnreachable) {
+  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-w", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
+  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-s", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
+  bool waiting = true;
+  fleet_->set_frame_waiting([&](const std::string& node) { return node == "gpu-w" && waiting; });
+  clock_->Advance(10'000);
+  EXPECT_EQ(fleet_->CheckHeartbeats(), 1);
+  EXPECT_EQ(fleet_->GetNode("gpu-s")->state, NodeState::kUnreachable);
+  EXPECT_EQ(fleet_->GetNode("gpu-w")->state, NodeState::kReady);
+  waiting = false;  // nothing waits any more, and nothing was heard: silent after all
+  EXPECT_EQ(fleet_->CheckHeartbeats(), 1);
+  EXPECT_EQ(fleet_->GetNode("gpu-w")->state, NodeState::kUnreachable);
+  fleet_->set_frame_waiting(nullptr);
+}
+
 // With several controllers, a node loaded from the store whose agent never reached this
 // controller is another controller's to judge; one that did is judged here as always.
 TEST_F(FleetTest, NodesNeverHeardHereAreLeftToTheirControllerWhenAsked) {
