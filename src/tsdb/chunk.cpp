@@ -105,7 +105,10 @@ std::optional<Chunk> Chunk::Load(Decoder& d) {
   auto leading = d.Get<uint8_t>(), trailing = d.Get<uint8_t>(), acc = d.Get<uint8_t>(),
        pending = d.Get<uint8_t>();
   auto bytes = d.Str();
-  if (!bytes || !pending || *pending > 7 || *count > kMaxSamples) return std::nullopt;
+  if (!count || !min_time || !last_t || !last_delta || !last_bits || !last_int || !last_int_delta ||
+      !leading || !trailing || !acc || !pending || !bytes || *pending > 7 || *count > kMaxSamples) {
+    return std::nullopt;
+  }
   c.count_ = *count;
   c.min_time_ = *min_time;
   c.last_t_ = *last_t;
@@ -215,45 +218,26 @@ void Chunk::DecodeInto(int64_t start, int64_t end, std::vector<Sample>& out) con
       iv += idelta;
     }
   }
+  // Floats: XOR'd doubles, read with the same checked readers as Load's (a damaged chunk
+  // ends the decode where it stops making sense, never reads past its bytes).
   BitReader r(data.data(), bits_.bit_size());
-  int64_t t = 0, delta = 0, iv = 0, idelta = 0;
-  bool counter = false;
+  int64_t t = 0, delta = 0;
   uint64_t vb = 0;
   int leading = 0, trailing = 0;
   for (int i = 0; i < count_; ++i) {
     if (i == 0) {
-      t = static_cast<int64_t>(*r.Read(64));
+      auto first_t = r.Read(64), first_v = r.Read(64);
+      if (!first_t || !first_v) return;
+      t = static_cast<int64_t>(*first_t);
+      vb = *first_v;
     } else {
       auto dod = ReadLadder(r, kTimeLadder);
-      if (!dod) break;
+      if (!dod) return;
       delta += *dod;
       t += delta;
-    }
-    if (integer_) {
-      if (i == 0) {
-        iv = static_cast<int64_t>(*r.Read(64));
-      } else {
-        if (i == 1) counter = *r.ReadBit();
-        auto d = ReadLadder(r, kIntLadder);
-        if (!d) break;
-        idelta = (counter && i > 1) ? idelta + *d : *d;
-        iv += idelta;
-      }
-      if (t >= end) return;
-      if (t >= start) out.push_back({t, static_cast<double>(iv)});
-      continue;
-    }
-    if (i == 0) {
-      vb = *r.Read(64);
-    } else if (*r.ReadBit()) {
-      if (*r.ReadBit()) {
-        leading = static_cast<int>(*r.Read(5));
-        int sig = static_cast<int>(*r.Read(6));
-        if (sig == 0) sig = 64;
-        trailing = 64 - leading - sig;
-      }
-      int sig = 64 - leading - trailing;
-      vb ^= *r.Read(sig) << trailing;
+      auto x = ReadXor(r, leading, trailing);
+      if (!x) return;
+      vb ^= *x;
     }
     if (t >= end) return;
     if (t >= start) out.push_back({t, FromBits(vb)});

@@ -1,9 +1,12 @@
+#include "tsdb/chunk.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <random>
 
+#include "tsdb/codec.h"
 #include "tsdb/series.h"
 
 namespace gpufleet::tsdb {
@@ -117,6 +120,35 @@ TEST(Chunk, OutOfOrderAndDuplicateTimestampsAreRefused) {
   EXPECT_FALSE(s.Append(1000, 3).ok());
   EXPECT_TRUE(s.Append(3000, 4).ok());
   EXPECT_EQ(s.raw_samples(), 2u);  // the refused ones left nothing behind
+}
+
+// A checkpoint's chunk whose count claims more samples than its bits hold (a damaged file that
+// still parses): decoding stops where the bits end, with the samples before it, and never reads
+// past its bytes (the sanitizers would say so).
+TEST(Chunk, ADamagedChunkDecodesWhatItHoldsAndStops) {
+  for (bool integer : {false, true}) {
+    Chunk c(integer);
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_EQ(c.Append(1000LL * i, integer ? i * 3 : i * 0.37), AppendResult::kOk);
+    }
+    Encoder e;
+    c.Save(e);
+    std::string bytes = e.out();
+    bytes[1] = static_cast<char>(0xff);  // the count (u16 after the flags): 50 -> 767
+    bytes[2] = static_cast<char>(0x02);
+    Decoder d(bytes);
+    auto loaded = Chunk::Load(d);
+    ASSERT_TRUE(loaded.has_value()) << integer;
+    auto out = loaded->Decode();
+    ASSERT_GE(out.size(), 50u) << integer;
+    EXPECT_LT(out.size(), 60u) << integer << ": the rest of the last byte at most";
+    EXPECT_EQ(out[49].t, 49'000) << integer;
+    // Every truncation of the saved chunk is refused whole.
+    for (size_t n = 0; n < e.out().size(); ++n) {
+      Decoder cut(std::string_view(e.out()).substr(0, n));
+      EXPECT_FALSE(Chunk::Load(cut).has_value()) << integer << " " << n;
+    }
+  }
 }
 
 TEST(Chunk, IntegerChunksSwitchToFloatWhenNeeded) {
