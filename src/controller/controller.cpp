@@ -147,6 +147,7 @@ Status Controller::Impl::MakeServices() {
   }
   health = std::make_unique<health::HealthService>(*fleet, *telemetry, *db.fleet, *db.audit,
                                                    catalog, xids, clock);
+  health->set_max_answer_age(2 * o.health_interval_ms);  // reads from the health task's cycle
   GF_TRY(health->Load());
   jobs = std::make_unique<workload::JobService>(*fleet, *db.jobs, clock, o.drain_timeout_ms,
                                                 o.job_retention_ms, o.reserve_after_ms);
@@ -486,9 +487,15 @@ Status Controller::Impl::MakeLeadership() {
   // Every answer's way back is set before the first agent can connect.
   commands->set_transport(
       [r = relay.get()](const std::string& n, const proto::Command& c) { return r->Send(n, c); });
-  commands->set_unrouted([r = relay.get()](const std::string& n, const proto::CommandResult& a) {
-    r->OnUnrouted(n, a);
-  });
+  commands->set_unrouted(
+      [this, r = relay.get()](const std::string& n, const proto::CommandResult& a) {
+        // On the leader: a step's answer sent by a leader that died (id unclaimed here).
+        if (proto::IsNodeAction(a.action) && leadership && leadership->leading()) {
+          rollouts->OnResult(n, a);
+          return;
+        }
+        r->OnUnrouted(n, a);
+      });
   return {};
 }
 

@@ -194,6 +194,7 @@ Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const st
   // changes of this node wait (LockFor), so the entry is as this registration left it.
   Entry& entry = it->second;
   entry.summary.clear();
+  changes_.fetch_add(1, std::memory_order_release);
   entry.writing = true;
   const Node snapshot = node;
   std::vector<NodeEvent> all = entry.unsaved_events;
@@ -210,6 +211,7 @@ Result<proto::Welcome> FleetService::OnHello(const proto::Hello& hello, const st
       node = before;
       entry.summary.clear();  // a reader may have rendered the change meanwhile
     }
+    changes_.fetch_add(1, std::memory_order_release);
     return saved.error();
   }
   entry.unsaved = false;

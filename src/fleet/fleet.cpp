@@ -243,6 +243,7 @@ NodeList FleetService::NodesJson(const NodeFilter& filter, size_t offset, size_t
 
 Status FleetService::Save(Entry& entry, const std::vector<NodeEvent>& events, bool retry) {
   entry.summary.clear();
+  changes_.fetch_add(1, std::memory_order_release);
   // The events of earlier changes whose write failed go first.
   const size_t kept = entry.unsaved_events.size();
   entry.unsaved_events.insert(entry.unsaved_events.end(), events.begin(), events.end());
@@ -543,6 +544,7 @@ Status FleetService::Delete(const std::string& name) {
     return s.error();
   }
   nodes_.erase(it);
+  changes_.fetch_add(1, std::memory_order_release);
   return {};
 }
 

@@ -6,6 +6,7 @@
 // writes its node outside mu_ (so a storm of them on PostgreSQL goes at the database's pace,
 // not one round trip at a time); any other change of that node waits for the write to end.
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -178,7 +179,12 @@ class FleetService : public proto::AgentHandler {
   // `judge_unheard` false, only nodes whose agent (or exporter) reached this controller since it
   // started are judged: with several controllers, the others' nodes are theirs to judge.
   int CheckHeartbeats(bool judge_unheard = true);
-  int ConnectedAgents() const;  // agents (and scraped exporters) connected to this controller
+  int ConnectedAgents() const;
+  // Counts changes to the nodes this controller holds (a record written, registered, deleted,
+  // or taken from the store): what was read from them at one count still holds at the same.
+  uint64_t changes() const {
+    return changes_.load(std::memory_order_acquire);
+  }  // agents (and scraped exporters) connected to this controller
   // Several controllers: the nodes whose agent is connected to another controller (the store
   // says connected, and it has not reached this one since): that one holds their telemetry.
   std::set<std::string> HeldElsewhere() const;
@@ -271,8 +277,9 @@ class FleetService : public proto::AgentHandler {
   std::map<std::string, Entry> nodes_;                     // guarded by mu_
   std::condition_variable written_;                        // an Entry::writing ended
   uint64_t next_connection_ = 1;                           // guarded by mu_
-  bool judged_unheard_ = true;  // CheckHeartbeats' last judge_unheard; guarded by mu_
-  uint64_t write_seq_ = 0;      // counts this controller's node writes; guarded by mu_
+  bool judged_unheard_ = true;        // CheckHeartbeats' last judge_unheard; guarded by mu_
+  uint64_t write_seq_ = 0;            // counts this controller's node writes; guarded by mu_
+  std::atomic<uint64_t> changes_{0};  // changes(); bumped under mu_
 };
 
 }  // namespace gpufleet

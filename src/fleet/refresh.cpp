@@ -88,6 +88,7 @@ Result<int> FleetService::Refresh() {
     }
   }
   if (added || changed || removed) {
+    changes_.fetch_add(1, std::memory_order_release);
     spdlog::info("fleet: took {} new, {} changed and {} removed node(s) from the store", added,
                  changed, removed);
   }

@@ -98,6 +98,7 @@ Status HealthService::TakeEvents() {
 void HealthService::ForgetXidsLocked(const std::string& uuid, int64_t until_ms) {
   auto it = recent_.find(uuid);
   if (it == recent_.end()) return;
+  ++xid_changes_;
   std::erase_if(it->second, [&](const XidSeen& x) { return x.time_ms <= until_ms; });
 }
 
@@ -107,6 +108,7 @@ void HealthService::AddXidLocked(const std::string& uuid, int64_t time_ms, int x
     if (x.time_ms == time_ms && x.xid == xid) return;  // heard here and read from the store
   }
   list.push_back({time_ms, xid});
+  ++xid_changes_;
   // Forget what no hold can reach any more; keep the list short for a flapping GPU.
   int64_t since = clock_->NowMs() - max_hold_ms_;
   list.erase(
@@ -116,8 +118,50 @@ void HealthService::AddXidLocked(const std::string& uuid, int64_t time_ms, int x
 }
 
 std::vector<NodeHealth> HealthService::Evaluate(const NodeFilter& filter) const {
+  return Evaluate(filter, fleet_.HeldElsewhere());
+}
+
+std::vector<NodeHealth> HealthService::Reports(const NodeFilter& filter,
+                                               int64_t* evaluated_ms) const {
+  const int64_t max_age_ms = max_answer_age_ms_.load();
+  std::shared_ptr<const LastEvaluation> last;
+  uint64_t xid_changes = 0;
+  {
+    std::lock_guard lock(mu_);
+    last = last_;
+    xid_changes = xid_changes_;
+  }
+  const int64_t now = clock_->NowMs();
+  // The last evaluation names each node's cluster and pool; a filter on anything else (state,
+  // model) is the fleet's to apply.
+  const bool current = max_age_ms > 0 && last && now - last->at_ms <= max_age_ms &&
+                       last->xid_changes == xid_changes &&
+                       last->fleet_changes == fleet_.changes() && filter.state.empty() &&
+                       filter.model.empty();
+  if (!current) {
+    if (evaluated_ms) *evaluated_ms = now;
+    return Evaluate(filter);
+  }
+  if (evaluated_ms) *evaluated_ms = last->at_ms;
+  auto allowed = [&](const std::string& cluster) {
+    return filter.clusters.empty() || std::find(filter.clusters.begin(), filter.clusters.end(),
+                                                cluster) != filter.clusters.end();
+  };
+  std::vector<NodeHealth> out;
+  for (const NodeHealth& n : last->nodes) {
+    if ((!filter.name.empty() && n.node != filter.name) ||
+        (!filter.cluster.empty() && n.cluster != filter.cluster) ||
+        (!filter.pool.empty() && n.pool != filter.pool) || !allowed(n.cluster)) {
+      continue;
+    }
+    out.push_back(n);
+  }
+  return out;
+}
+
+std::vector<NodeHealth> HealthService::Evaluate(const NodeFilter& filter,
+                                                const std::set<std::string>& away) const {
   std::vector<Node> nodes = fleet_.Nodes(filter);
-  const std::set<std::string> away = fleet_.HeldElsewhere();
   int64_t now = clock_->NowMs();
   std::vector<NodeHealth> out;
   out.reserve(nodes.size());
@@ -156,8 +200,16 @@ std::vector<NodeHealth> HealthService::Evaluate(const NodeFilter& filter) const 
 
 int HealthService::Apply(std::vector<NodeHealth>* reports, bool remediate) {
   int changed = 0;
-  std::vector<NodeHealth> all = Evaluate({});
+  auto last = std::make_shared<LastEvaluation>();
+  last->at_ms = clock_->NowMs();
+  last->fleet_changes = fleet_.changes();
+  {
+    std::lock_guard lock(mu_);
+    last->xid_changes = xid_changes_;
+  }
   const std::set<std::string> away = fleet_.HeldElsewhere();
+  last->nodes = Evaluate({}, away);
+  const std::vector<NodeHealth>& all = last->nodes;
   for (const auto& n : all) {
     if (away.count(n.node)) continue;  // judged where its agent is connected
     // Unreachability has its own state; the verdict here is about the GPUs.
@@ -186,7 +238,9 @@ int HealthService::Apply(std::vector<NodeHealth>* reports, bool remediate) {
     }
   }
   if (remediate) Remediate(all);
-  if (reports) *reports = std::move(all);
+  if (reports) *reports = all;
+  std::lock_guard lock(mu_);
+  last_ = std::move(last);
   return changed;
 }
 

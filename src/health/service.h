@@ -4,10 +4,12 @@
 // answers health reads, and hands each node's verdict to the fleet so that its state follows.
 // Thread-safe.
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,15 @@ class HealthService : public runtime::CommandOwner {
   // alone, and the verdict that controller gave it (its state, unhealthy or degraded, and the
   // reason) stands when it is worse.
   std::vector<NodeHealth> Evaluate(const NodeFilter& filter) const;
+  // What health reads answer (the API, the heatmap's health colouring): the matching nodes of
+  // the last whole-fleet evaluation (Apply's) while it is current: at most max_answer_age old,
+  // and no XID, GPU reset or node record has changed since it began. Else evaluated afresh
+  // (Evaluate). At 100,000 GPUs an evaluation takes seconds; a read of the last one, a copy.
+  // `evaluated_ms`, when given, is set to when the answer was evaluated.
+  std::vector<NodeHealth> Reports(const NodeFilter& filter, int64_t* evaluated_ms = nullptr) const;
+  // 0 (the default): every read evaluates afresh. The controller sets two health intervals:
+  // a telemetry-only change (a GPU heating up) shows in reads within that.
+  void set_max_answer_age(int64_t ms) { max_answer_age_ms_.store(ms); }
   // Evaluates the whole fleet and gives each node's verdict to the fleet (but the nodes whose
   // agents are connected to another controller: that one's to give), then, with `remediate`,
   // applies each cluster's remediation policy; returns how many verdicts changed.
@@ -89,10 +100,22 @@ class HealthService : public runtime::CommandOwner {
   void AddXidLocked(const std::string& uuid, int64_t time_ms, int xid);
   void ForgetXidsLocked(const std::string& uuid, int64_t until_ms);
   std::map<std::string, std::vector<XidSeen>> recent_;  // by GPU UUID; guarded by mu_
-  int64_t last_event_id_ = 0;                           // TakeEvents' mark; guarded by mu_
-  std::map<std::string, bool> breaker_open_;            // by cluster; guarded by mu_
-  std::map<std::string, int64_t> asked_;     // GPU UUID or node -> last request; guarded by mu_
-  runtime::CommandBus* commands_ = nullptr;  // guarded by mu_
+  uint64_t xid_changes_ = 0;  // counts changes to recent_ (Reports' check); guarded by mu_
+  // Apply's last evaluation of the whole fleet, with what it was made from.
+  struct LastEvaluation {
+    std::vector<NodeHealth> nodes;
+    int64_t at_ms = 0;
+    uint64_t fleet_changes = 0;  // FleetService::changes() before it began
+    uint64_t xid_changes = 0;    // xid_changes_ before it began
+  };
+  std::shared_ptr<const LastEvaluation> last_;  // guarded by mu_
+  std::atomic<int64_t> max_answer_age_ms_{0};
+  std::vector<NodeHealth> Evaluate(const NodeFilter& filter,
+                                   const std::set<std::string>& away) const;
+  int64_t last_event_id_ = 0;                 // TakeEvents' mark; guarded by mu_
+  std::map<std::string, bool> breaker_open_;  // by cluster; guarded by mu_
+  std::map<std::string, int64_t> asked_;      // GPU UUID or node -> last request; guarded by mu_
+  runtime::CommandBus* commands_ = nullptr;   // guarded by mu_
 };
 
 }  // namespace gpufleet::health

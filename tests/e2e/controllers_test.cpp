@@ -18,6 +18,10 @@
 namespace gpufleet::e2e {
 namespace {
 
+std::string Tail(const std::string& text, size_t n) {
+  return text.size() > n ? text.substr(text.size() - n) : text;
+}
+
 namespace json = boost::json;
 
 // The value of the /metrics line that starts with `series` ("name{labels}" or "name"); -1 when
@@ -564,7 +568,10 @@ TEST_F(Controllers, ARolloutGoesOnAcrossTheLeadersKillAndNoNodeIsActedOnTwice) {
         std::string state(done.at("state").as_string());
         return state != "running" && state != "pending";
       },
-      240'000, 500));
+      240'000, 500))
+      << done << "\n"
+      << Tail(ReadFile(others[0]->data_dir() + "/controller-1.log"), 6000) << "\n"
+      << Tail(ReadFile(others[1]->data_dir() + "/controller-1.log"), 6000);
   ASSERT_EQ(done.at("state"), "completed") << done;
   EXPECT_EQ(done.at("counts").at("updated").to_number<int64_t>(), rolled) << done;
   std::map<std::pair<std::string, std::string>, int> ran;

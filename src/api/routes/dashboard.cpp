@@ -118,7 +118,7 @@ Result<std::vector<double>> HeatValues(ApiContext& ctx, const HeatField& field,
       return MakeError(ErrorCode::kUnavailable, "the health model is not running");
     }
     std::map<std::string, double> level;  // by UUID
-    for (const auto& n : ctx.health->Evaluate(filter)) {
+    for (const auto& n : ctx.health->Reports(filter)) {
       for (const auto& g : n.gpus) level[g.uuid] = static_cast<double>(g.level);
     }
     for (size_t i = 0; i < uuids.size(); ++i) {

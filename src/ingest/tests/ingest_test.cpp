@@ -225,5 +225,76 @@ clusters:
   EXPECT_EQ(targets[0].interval_ms, 30'000);
 }
 
+// Health reads answer from the health task's last evaluation while it is current, and afresh
+// once it is too old or an XID or a node record has changed since; with no age set, always
+// afresh.
+TEST_F(IngestTest, HealthReadsComeFromTheLastEvaluationWhileItIsCurrent) {
+  auto hot = [&](double celsius) {
+    static int seq = 0;
+    proto::Samples batch;
+    batch.seq = ++seq;
+    clock_->Advance(1);  // each sample after the last
+    SampleRow row;
+    row.time_ms = clock_->NowMs();
+    row.gpu = 0;
+    row.set(Field::kGpuTemp, celsius);
+    batch.rows.push_back(row);
+    ASSERT_TRUE(ingest_->OnMessage("n1", proto::Message(batch)).has_value());
+  };
+  auto level = [&](int64_t* at = nullptr) { return health_->Reports({}, at).at(0).gpus[0].level; };
+  const double limit = GpuCatalog::Builtin()->Find("H100-SXM5-80GB")->max_operating_temp_c;
+  hot(40);
+  health_->Apply(nullptr, false);
+  hot(limit + 5);
+  EXPECT_EQ(level(), health::Level::kFailed) << "no age set: afresh";
+
+  health_->set_max_answer_age(10'000);
+  hot(40);
+  health_->Apply(nullptr, false);
+  const int64_t evaluated = clock_->NowMs();
+  clock_->Advance(1000);
+  hot(limit + 5);  // telemetry alone: the last evaluation still answers
+  int64_t at = 0;
+  EXPECT_EQ(level(&at), health::Level::kHealthy);
+  EXPECT_EQ(at, evaluated);
+  NodeFilter other_cluster, other_scope, by_name;
+  other_cluster.cluster = "nosuch";
+  other_scope.clusters = {"nosuch"};
+  by_name.name = "n1";
+  EXPECT_EQ(health_->Reports(other_cluster).size(), 0u);
+  EXPECT_EQ(health_->Reports(other_scope).size(), 0u);
+  EXPECT_EQ(health_->Reports(by_name).size(), 1u);
+  clock_->Advance(9'001);  // too old
+  EXPECT_EQ(level(&at), health::Level::kFailed);
+  EXPECT_EQ(at, clock_->NowMs());
+
+  hot(40);
+  health_->Apply(nullptr, false);
+  EXPECT_EQ(level(), health::Level::kHealthy);
+  health_->OnXid("GPU-n1-0", clock_->NowMs(), 79);  // an XID: afresh at once
+  EXPECT_EQ(level(), health::Level::kFailed);
+
+  health_->Apply(nullptr, false);
+  EXPECT_EQ(level(), health::Level::kFailed);
+  health_->OnReset("n1", 0);  // the XIDs before no longer count
+  EXPECT_EQ(level(), health::Level::kHealthy);
+
+  health_->Apply(nullptr, false);  // healthy again: its verdict changed the node's record,
+  clock_->Advance(3);
+  EXPECT_EQ(level(&at), health::Level::kHealthy);
+  EXPECT_EQ(at, clock_->NowMs()) << "so that evaluation is not current";
+  health_->Apply(nullptr, false);  // the next one, which changes nothing, is
+  const int64_t applied = clock_->NowMs();
+  clock_->Advance(5);
+  EXPECT_EQ(level(&at), health::Level::kHealthy);
+  EXPECT_EQ(at, applied);
+  ASSERT_TRUE(fleet_->Act("n1", NodeAction::kCordon, "test").ok());  // a node record changed
+  EXPECT_EQ(level(&at), health::Level::kHealthy);
+  EXPECT_EQ(at, clock_->NowMs()) << "evaluated afresh";
+  const uint64_t changes = fleet_->changes();
+  health_->Apply(nullptr, false);
+  EXPECT_EQ(fleet_->changes(), changes) << "an evaluation that changes nothing writes nothing";
+}
+
 }  // namespace
 }  // namespace gpufleet::ingest
