@@ -179,12 +179,10 @@ class FleetService : public proto::AgentHandler {
   // `judge_unheard` false, only nodes whose agent (or exporter) reached this controller since it
   // started are judged: with several controllers, the others' nodes are theirs to judge.
   int CheckHeartbeats(bool judge_unheard = true);
-  int ConnectedAgents() const;
+  int ConnectedAgents() const;  // agents (and scraped exporters) connected to this controller
   // Counts changes to the nodes this controller holds (a record written, registered, deleted,
   // or taken from the store): what was read from them at one count still holds at the same.
-  uint64_t changes() const {
-    return changes_.load(std::memory_order_acquire);
-  }  // agents (and scraped exporters) connected to this controller
+  uint64_t changes() const { return changes_.load(std::memory_order_acquire); }
   // Several controllers: the nodes whose agent is connected to another controller (the store
   // says connected, and it has not reached this one since): that one holds their telemetry.
   std::set<std::string> HeldElsewhere() const;
