@@ -11,4 +11,6 @@ cmake --build "$build"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 cd "$build"
-ctest --output-on-failure --timeout 600
+# Two at a time (CI's 2 cores): the end-to-end entries spend much of their time waiting on
+# the controllers they start. GPUFLEET_TEST_JOBS=1 runs them one by one.
+ctest -j"${GPUFLEET_TEST_JOBS:-2}" --output-on-failure --timeout 600
