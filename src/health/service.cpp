@@ -11,9 +11,11 @@ namespace gpufleet::health {
 namespace {
 
 // The increase of a counter over the minute rollups of [start, now], per `per_ms`.
-std::optional<double> Rate(const TelemetryStore& telemetry, const std::string& uuid, Field field,
-                           int64_t now, int64_t window_ms, int64_t per_ms) {
-  auto buckets = telemetry.Range(uuid, field, tsdb::Resolution::kMinute, now - window_ms, now + 1);
+std::optional<double> Rate(const TelemetryStore& telemetry, const std::string& uuid,
+                           TelemetryStore::GpuHandle handle, Field field, int64_t now,
+                           int64_t window_ms, int64_t per_ms) {
+  auto buckets =
+      telemetry.Range(uuid, handle, field, tsdb::Resolution::kMinute, now - window_ms, now + 1);
   if (buckets.size() < 2) return std::nullopt;
   double increase = buckets.back().max - buckets.front().min;
   double span = static_cast<double>(buckets.back().start - buckets.front().start + 60'000);
@@ -165,21 +167,28 @@ std::vector<NodeHealth> HealthService::Evaluate(const NodeFilter& filter,
   int64_t now = clock_->NowMs();
   std::vector<NodeHealth> out;
   out.reserve(nodes.size());
+  std::vector<const std::string*> uuids;
+  std::vector<TelemetryStore::GpuHandle> handles;
   for (const Node& node : nodes) {
+    // The node's GPUs are looked up in the telemetry store once, then read by handle.
+    uuids.clear();
+    for (const Gpu& g : node.gpus) uuids.push_back(&g.uuid);
+    telemetry_.Handles(uuids, handles);
     std::vector<GpuHealth> gpus;
-    for (const Gpu& g : node.gpus) {
+    for (size_t i = 0; i < node.gpus.size(); ++i) {
+      const Gpu& g = node.gpus[i];
       GpuInputs in;
       in.gpu = g;
-      in.latest = telemetry_.LatestAll(g.uuid);
+      in.latest = telemetry_.LatestAll(g.uuid, handles[i]);
       {
         std::lock_guard lock(mu_);
         auto it = recent_.find(g.uuid);
         if (it != recent_.end()) in.xids = it->second;
       }
       in.pcie_replays_per_min =
-          Rate(telemetry_, g.uuid, Field::kPcieReplay, now, 5 * 60'000, 60'000);
+          Rate(telemetry_, g.uuid, handles[i], Field::kPcieReplay, now, 5 * 60'000, 60'000);
       in.sbe_per_hour =
-          Rate(telemetry_, g.uuid, Field::kEccSbeVolatile, now, 60 * 60'000, 3'600'000);
+          Rate(telemetry_, g.uuid, handles[i], Field::kEccSbeVolatile, now, 60 * 60'000, 3'600'000);
       if (const GpuModelSpec* spec = gpus_->Find(g.model))
         in.max_temp_c = spec->max_operating_temp_c;
       gpus.push_back(EvaluateGpu(in, *xids_, now, thresholds_));

@@ -42,13 +42,15 @@ class TelemetryStore {
                               const proto::Samples& samples);
 
   std::optional<tsdb::Sample> Latest(const std::string& gpu_uuid, Field field) const;
-  // Every field's latest sample for one GPU (what /metrics and heatmaps read).
-  std::array<std::optional<tsdb::Sample>, kFieldCount> LatestAll(const std::string& gpu_uuid) const;
-  // Fleet-wide latest reads (what alert rules make each cycle): resolve the GPUs once, then read
-  // each field by handle. kNoGpu: a GPU not ingested since start-up.
+  // Fleet-wide reads (what alert rules and the health task make each cycle): resolve the GPUs
+  // once, then read by handle. kNoGpu: a GPU not ingested since start-up (read by name).
   using GpuHandle = uint32_t;
   static constexpr GpuHandle kNoGpu = ~GpuHandle{0};
   void Handles(const std::vector<const std::string*>& uuids, std::vector<GpuHandle>& out) const;
+  // Every field's latest sample for one GPU (what /metrics and heatmaps read).
+  std::array<std::optional<tsdb::Sample>, kFieldCount> LatestAll(const std::string& gpu_uuid) const;
+  std::array<std::optional<tsdb::Sample>, kFieldCount> LatestAll(const std::string& gpu_uuid,
+                                                                 GpuHandle handle) const;
   // out[i] is the field's latest sample of uuids[i], whose handle is handles[i].
   void LatestMany(const std::vector<const std::string*>& uuids,
                   const std::vector<GpuHandle>& handles, Field field,
@@ -58,6 +60,8 @@ class TelemetryStore {
   void Raw(const std::string& gpu_uuid, GpuHandle handle, Field field, int64_t start, int64_t end,
            std::vector<tsdb::Sample>& out) const;
   std::vector<tsdb::Bucket> Range(const std::string& gpu_uuid, Field field,
+                                  tsdb::Resolution resolution, int64_t start, int64_t end) const;
+  std::vector<tsdb::Bucket> Range(const std::string& gpu_uuid, GpuHandle handle, Field field,
                                   tsdb::Resolution resolution, int64_t start, int64_t end) const;
 
   Status Checkpoint() { return engine_->Checkpoint(); }
@@ -82,8 +86,11 @@ class TelemetryStore {
     std::array<tsdb::Sample, kFieldCount> latest;
   };
   Result<GpuSeries*> IdsFor(const std::string& uuid);
-  // The series of a GPU's field: from ids_ when it was ingested since start-up, else by name.
+  // The series of a GPU's field: from its handle or ids_ when it was ingested since start-up,
+  // else by name.
   std::optional<tsdb::SeriesId> SeriesOf(const std::string& gpu_uuid, Field field) const;
+  std::optional<tsdb::SeriesId> SeriesOf(const std::string& gpu_uuid, GpuHandle handle,
+                                         Field field) const;
 
   std::unique_ptr<tsdb::Engine> engine_;
   mutable std::mutex mu_;

@@ -58,5 +58,62 @@ TEST(Telemetry, IngestsRowsAndReadsThemBack) {
   EXPECT_EQ(reopened.value()->Latest("GPU-b", Field::kGpuUtil)->v, 21);
 }
 
+// A batch's XID event for a GPU that sent no row in it (and is new since start-up) sets that
+// GPU's XID gauge; reads by handle answer as reads by name, and a GPU with no handle (not
+// ingested since start-up) is read by name from what the log restored.
+TEST(Telemetry, EventsOfGpusWithoutRowsAndReadsByHandle) {
+  const gpufleet::testing::TempDir dir_tmp("gf-telemetry-handles");
+  const std::filesystem::path dir = dir_tmp.path();
+  const std::vector<std::string> uuids{"GPU-a", "GPU-b", "GPU-c"};
+  {
+    auto store = TelemetryStore::Open({dir.string(), {}});
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    proto::Samples s;
+    for (int t = 0; t < 2; ++t) {
+      SampleRow r;
+      r.time_ms = 2'000'000 + 1000 * t;
+      r.gpu = 0;
+      r.set(Field::kGpuUtil, 40 + t);
+      s.rows.push_back(r);
+    }
+    s.events.push_back({2'000'500, 2, "xid", 79});
+    s.events.push_back({2'000'600, 9, "xid", 48});  // no GPU 9: ignored
+    auto r = store.value()->Ingest(uuids, s);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->stored, 3u);
+    EXPECT_EQ(store.value()->Latest("GPU-c", Field::kXidLast)->v, 79);
+    EXPECT_FALSE(store.value()->Latest("GPU-b", Field::kXidLast).has_value());
+
+    std::vector<const std::string*> names{&uuids[0], &uuids[2], &uuids[1]};
+    std::vector<TelemetryStore::GpuHandle> handles;
+    store.value()->Handles(names, handles);
+    ASSERT_EQ(handles.size(), 3u);
+    EXPECT_NE(handles[0], TelemetryStore::kNoGpu);
+    EXPECT_NE(handles[1], TelemetryStore::kNoGpu);
+    EXPECT_EQ(handles[2], TelemetryStore::kNoGpu);  // GPU-b: nothing stored
+    auto a = store.value()->LatestAll("GPU-a", handles[0]);
+    EXPECT_EQ(a[static_cast<size_t>(Field::kGpuUtil)]->v, 41);
+    EXPECT_EQ(
+        store.value()->LatestAll("GPU-c", handles[1])[static_cast<size_t>(Field::kXidLast)]->v, 79);
+    auto by_handle = store.value()->Range("GPU-a", handles[0], Field::kGpuUtil,
+                                          tsdb::Resolution::kRaw, 0, INT64_MAX);
+    auto by_name =
+        store.value()->Range("GPU-a", Field::kGpuUtil, tsdb::Resolution::kRaw, 0, INT64_MAX);
+    ASSERT_EQ(by_handle.size(), 2u);
+    ASSERT_EQ(by_name.size(), 2u);
+    EXPECT_EQ(by_handle[1].max, by_name[1].max);
+  }
+  auto reopened = TelemetryStore::Open({dir.string(), {}});
+  ASSERT_TRUE(reopened.ok());
+  auto all = reopened.value()->LatestAll("GPU-a", TelemetryStore::kNoGpu);
+  ASSERT_TRUE(all[static_cast<size_t>(Field::kGpuUtil)].has_value());
+  EXPECT_EQ(all[static_cast<size_t>(Field::kGpuUtil)]->v, 41);
+  EXPECT_EQ(reopened.value()
+                ->Range("GPU-c", TelemetryStore::kNoGpu, Field::kXidLast, tsdb::Resolution::kRaw, 0,
+                        INT64_MAX)
+                .size(),
+            1u);
+}
+
 }  // namespace
 }  // namespace gpufleet
