@@ -4,6 +4,21 @@
 
 namespace gpufleet {
 
+namespace {
+
+// Under the store's lock: `handle` when it names an interned GPU, else the GPU's by its UUID
+// (kNoGpu: not ingested since start-up). The reads by name pass kNoGpu, so that they take the
+// lock once.
+TelemetryStore::GpuHandle Resolve(
+    const std::unordered_map<std::string, TelemetryStore::GpuHandle>& ids, size_t interned,
+    const std::string& uuid, TelemetryStore::GpuHandle handle) {
+  if (handle != TelemetryStore::kNoGpu && handle < interned) return handle;
+  auto it = ids.find(uuid);
+  return it == ids.end() ? TelemetryStore::kNoGpu : it->second;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<TelemetryStore>> TelemetryStore::Open(TelemetryOptions options) {
   tsdb::EngineOptions eo;
   eo.dir = options.dir;
@@ -105,21 +120,15 @@ Result<IngestResult> TelemetryStore::Ingest(const std::vector<std::string>& gpu_
 
 std::optional<tsdb::SeriesId> TelemetryStore::SeriesOf(const std::string& gpu_uuid,
                                                        Field field) const {
-  GpuHandle handle = kNoGpu;
-  {
-    std::lock_guard lock(mu_);
-    auto it = ids_.find(gpu_uuid);
-    if (it != ids_.end()) handle = it->second;
-  }
-  return SeriesOf(gpu_uuid, handle, field);
+  return SeriesOf(gpu_uuid, kNoGpu, field);
 }
 
 std::optional<tsdb::SeriesId> TelemetryStore::SeriesOf(const std::string& gpu_uuid,
                                                        GpuHandle handle, Field field) const {
   {
     std::lock_guard lock(mu_);
-    if (handle != kNoGpu && handle < gpus_.size() &&
-        gpus_[handle].ids[static_cast<size_t>(field)] != kNone) {
+    handle = Resolve(ids_, gpus_.size(), gpu_uuid, handle);
+    if (handle != kNoGpu && gpus_[handle].ids[static_cast<size_t>(field)] != kNone) {
       return gpus_[handle].ids[static_cast<size_t>(field)];
     }
   }
@@ -143,13 +152,7 @@ std::optional<tsdb::Sample> TelemetryStore::Latest(const std::string& gpu_uuid, 
 
 std::array<std::optional<tsdb::Sample>, kFieldCount> TelemetryStore::LatestAll(
     const std::string& gpu_uuid) const {
-  GpuHandle handle = kNoGpu;
-  {
-    std::lock_guard lock(mu_);
-    auto it = ids_.find(gpu_uuid);
-    if (it != ids_.end()) handle = it->second;
-  }
-  return LatestAll(gpu_uuid, handle);
+  return LatestAll(gpu_uuid, kNoGpu);
 }
 
 std::array<std::optional<tsdb::Sample>, kFieldCount> TelemetryStore::LatestAll(
@@ -160,7 +163,8 @@ std::array<std::optional<tsdb::Sample>, kFieldCount> TelemetryStore::LatestAll(
   bool known = false;
   {
     std::lock_guard lock(mu_);
-    if (handle != kNoGpu && handle < gpus_.size()) {
+    handle = Resolve(ids_, gpus_.size(), gpu_uuid, handle);
+    if (handle != kNoGpu) {
       ids = gpus_[handle].ids;
       latest = gpus_[handle].latest;
       known = true;
@@ -230,9 +234,7 @@ void TelemetryStore::Raw(const std::string& gpu_uuid, GpuHandle handle, Field fi
 std::vector<tsdb::Bucket> TelemetryStore::Range(const std::string& gpu_uuid, Field field,
                                                 tsdb::Resolution resolution, int64_t start,
                                                 int64_t end) const {
-  auto id = SeriesOf(gpu_uuid, field);
-  if (!id) return {};
-  return engine_->db().Rollup(*id, resolution, start, end);
+  return Range(gpu_uuid, kNoGpu, field, resolution, start, end);
 }
 
 std::vector<tsdb::Bucket> TelemetryStore::Range(const std::string& gpu_uuid, GpuHandle handle,
