@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "scaling/tests/scaling_fixture.h"
 
@@ -351,10 +352,15 @@ TEST_F(ScalingTest, CommandActuatorRunsTheProgramsWithPoolNodesAndJoinToken) {
   p.actuator.deprovision = "echo 'quota exceeded' >&2; exit 4";
   ASSERT_TRUE(scaling_->SetPolicy(p, "test").ok());
   scaling_->Tick();
-  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(log); }));
-  std::ifstream in(log);
+  // The shell creates the file before echo writes to it: wait for the whole line.
   std::string line;
-  std::getline(in, line);
+  ASSERT_TRUE(WaitFor([&] {
+    std::ifstream in(log);
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (all.empty() || all.back() != '\n') return false;
+    line = all.substr(0, all.find('\n'));
+    return true;
+  }));
   EXPECT_EQ(line, "up h100 h100-0000 train 52") << "gfj_ and 48 hex digits";
   EXPECT_EQ(States()["provisioning"], 1) << "until its agent registers";
   auto ok = scaling_->Scale("h100", {std::nullopt, 1}, "ops");
