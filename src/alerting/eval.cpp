@@ -3,16 +3,13 @@
 #include <algorithm>
 #include <optional>
 
+#include "alerting/eval_parts.h"
+#include "alerting/expr_lex.h"
 #include "alerting/metrics.h"
 #include "common/pattern.h"
 
 namespace gpufleet::alerting {
 namespace {
-
-constexpr int kGpuSpace = -1;
-constexpr int kNodeSpace = -2;
-constexpr int kControllerSpace = -3;
-constexpr int kPoolSpace = -4;
 
 int SpaceOf(RowKind kind) {
   switch (kind) {
@@ -28,32 +25,16 @@ int SpaceOf(RowKind kind) {
   return kGpuSpace;
 }
 
-bool Matches(const Matcher& m, const Pattern* re, std::string_view value) {
-  bool hit = re ? re->FullMatch(value) : value == m.value;
-  return hit == m.is_equal;
-}
-
-// A matcher's pattern (checked when the expression was parsed); none for a literal matcher.
-std::optional<Pattern> PatternOf(const Matcher& m) {
-  if (!m.is_regex) return std::nullopt;
-  auto p = Pattern::Compile(m.value);
-  // Parsing refused patterns RE2 does not take; one that still fails matches nothing.
-  return p.ok() ? std::move(p).value() : Pattern::Compile("[^\\s\\S]").value();
-}
-
 }  // namespace
 
-struct Evaluator::Vec {
-  int space = kGpuSpace;
-  std::vector<double> v;  // NaN: no value for the row
-};
+Evaluator::Evaluator(const Snapshot& snap, SeriesReader& reader, EvalOptions options)
+    : snap_(snap), reader_(reader), options_(options), now_(snap.now_ms) {}
 
-struct Evaluator::Space {
-  std::vector<std::string> by;
-  std::vector<Labels> groups;
-};
-
-Evaluator::Evaluator(const Snapshot& snap, SeriesReader& reader) : snap_(snap), reader_(reader) {}
+void Evaluator::SetTime(int64_t at_ms) {
+  now_ = at_ms;
+  cache_.clear();
+  latest_.clear();
+}
 Evaluator::~Evaluator() = default;
 
 size_t Evaluator::Rows(int space) const {
@@ -82,6 +63,8 @@ std::string_view Evaluator::Label(int space, size_t row, std::string_view name) 
     if (name == "UUID") return g.uuid;
     if (name == "modelName") return snap_.models[g.model];
     if (name == "team") return TeamOfPool(n.pool);
+    if (name == "pci_bus_id") return g.pci_bus_id;
+    if (name == "device") return g.device;
     return {};
   }
   if (space == kNodeSpace) {
@@ -121,14 +104,33 @@ Labels Evaluator::LabelsOf(int space, size_t row) const {
     auto v = Label(space, row, name);
     if (!v.empty()) out.emplace(std::string(name), std::string(v));
   }
+  if (options_.prometheus && kind == RowKind::kGpu) {
+    for (std::string_view name : {"pci_bus_id", "device"}) {
+      auto v = Label(space, row, name);
+      if (!v.empty()) out.emplace(std::string(name), std::string(v));
+    }
+  }
   return out;
 }
 
-const std::vector<double>& Evaluator::LatestOf(Field field) {
-  auto it = latest_.find(field);
+bool Evaluator::FactsVisible(int64_t at_ms) const {
+  int64_t facts = snap_.facts_ms ? snap_.facts_ms : snap_.now_ms;
+  return at_ms > facts - kStalenessMs && at_ms < facts + kStalenessMs;
+}
+
+void SeriesReader::LatestAt(const Snapshot& snap, Field field, int64_t at_ms,
+                            const std::vector<char>* /*rows*/, std::vector<double>& out) {
+  Latest(snap, field, at_ms - kStalenessMs, out);
+}
+
+const std::vector<double>& Evaluator::LatestOf(Field field, int64_t at_ms, const Expr& selector,
+                                               const std::vector<char>& mask) {
+  std::tuple<Field, int64_t, std::string> key{field, at_ms,
+                                              reader_.ReadsAllRows() ? "" : selector.key};
+  auto it = latest_.find(key);
   if (it != latest_.end()) return it->second;
-  auto& out = latest_[field];
-  reader_.Latest(snap_, field, snap_.now_ms - kStalenessMs, out);
+  auto& out = latest_[key];
+  reader_.LatestAt(snap_, field, at_ms, &mask, out);
   out.resize(snap_.gpus.size(), NAN);
   return out;
 }
@@ -187,14 +189,11 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Compute(const Expr& e) 
   switch (e.kind) {
     case Expr::Kind::kSelector:
       return Select(e);
-    case Expr::Kind::kCall: {
-      if (e.name != "abs") return RangeCall(e);
-      auto in = Eval(*e.args[0]);
-      if (!in.ok()) return in;
-      auto out = std::make_shared<Vec>(*in.value());
-      for (double& x : out->v) x = std::fabs(x);
-      return std::shared_ptr<const Vec>(out);
-    }
+    case Expr::Kind::kCall:
+      if (e.args.empty() || (e.args[0]->kind == Expr::Kind::kSelector && e.args[0]->range_ms)) {
+        return e.args.empty() ? Instant(e) : RangeCall(e);
+      }
+      return e.name == "label_replace" ? LabelReplace(e) : Instant(e);
     case Expr::Kind::kAggregate:
       return Aggregate(e);
     case Expr::Kind::kBinary:
@@ -204,6 +203,7 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Compute(const Expr& e) 
       if (!in.ok()) return in;
       auto out = std::make_shared<Vec>(*in.value());
       for (double& x : out->v) x = -x;
+      out->name.clear();
       return std::shared_ptr<const Vec>(out);
     }
     case Expr::Kind::kNumber:
@@ -242,7 +242,7 @@ double Evaluator::RowValue(const MetricDef& metric, size_t r, const std::vector<
       break;
     case Special::kNodeReportAge:
       if (snap_.nodes[r].last_seen_ms > 0) {
-        v = static_cast<double>(snap_.now_ms - snap_.nodes[r].last_seen_ms) / 1000.0;
+        v = static_cast<double>(now_ - snap_.nodes[r].last_seen_ms) / 1000.0;
       }
       break;
     case Special::kNodeInput: {
@@ -283,11 +283,17 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Select(const Expr& e) {
   if (!metric) return MakeError(ErrorCode::kInvalidArgument, "unknown metric '" + e.name + "'");
   auto out = std::make_shared<Vec>();
   out->space = SpaceOf(metric->rows);
+  out->name = e.name;
   size_t rows = Rows(out->space);
   out->v.assign(rows, NAN);
+  const int64_t at = now_ - e.offset_ms;
+  // The facts of the health model and the registry have no history.
+  if (metric->special != Special::kNone && !FactsVisible(at)) {
+    return std::shared_ptr<const Vec>(out);
+  }
   const auto& mask = Mask(e, out->space);
   const std::vector<double>* latest =
-      metric->special == Special::kNone ? &LatestOf(metric->field) : nullptr;
+      metric->special == Special::kNone ? &LatestOf(metric->field, at, e, mask) : nullptr;
   const std::unordered_map<std::string, double>* node_input = nullptr;
   if (metric->special == Special::kNodeInput) {
     auto it = snap_.node_inputs.find(metric->name);
@@ -302,207 +308,21 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Select(const Expr& e) {
 
 namespace {
 
-// One row's range function over its window's samples (in the metric's stored unit; `scale`
-// converts); NaN where it has no value.
-double Reduce(const std::string& fn, const std::vector<tsdb::Sample>& samples, double seconds,
-              double scale) {
-  if (samples.empty()) return NAN;
-  if (fn == "count_over_time") return static_cast<double>(samples.size());  // has no unit
-  double v = 0;
-  if (fn == "avg_over_time" || fn == "sum_over_time") {
-    for (const auto& s : samples) v += s.v;
-    if (fn == "avg_over_time") v /= static_cast<double>(samples.size());
-  } else if (fn == "min_over_time") {
-    v = samples[0].v;
-    for (const auto& s : samples) v = std::min(v, s.v);
-  } else if (fn == "max_over_time") {
-    v = samples[0].v;
-    for (const auto& s : samples) v = std::max(v, s.v);
-  } else if (fn == "last_over_time") {
-    v = samples.back().v;
-  } else if (fn == "delta") {
-    if (samples.size() < 2) return NAN;
-    v = samples.back().v - samples.front().v;
-  } else {  // increase, rate: a counter; a drop is a reset, counted from zero
-    if (samples.size() < 2) return NAN;
-    for (size_t i = 1; i < samples.size(); ++i) {
-      double d = samples[i].v - samples[i - 1].v;
-      v += d >= 0 ? d : samples[i].v;
-    }
-    if (fn == "rate") v /= seconds;
-  }
-  return v * scale;
-}
-
-}  // namespace
-
-Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::RangeCall(const Expr& call) {
-  const Expr& sel = *call.args[0];
-  auto metric = FindMetric(sel.name);
-  if (!metric) return MakeError(ErrorCode::kInvalidArgument, "unknown metric '" + sel.name + "'");
-  auto out = std::make_shared<Vec>();
-  out->space = kGpuSpace;
-  out->v.assign(snap_.gpus.size(), NAN);
-  const auto& mask = Mask(sel, kGpuSpace);
-  int64_t end = snap_.now_ms, start = end - sel.range_ms + 1;
-
-  if (metric->special == Special::kXidEvents) {
-    std::vector<std::pair<const Matcher*, std::optional<Pattern>>> event_matchers;
-    for (const auto& m : sel.matchers) {
-      if (m.name != "xid" && m.name != "severity" && m.name != "action") continue;
-      event_matchers.emplace_back(&m, PatternOf(m));
-    }
-    for (const auto& [row, events] : snap_.xids) {
-      if (row >= mask.size() || !mask[row]) continue;
-      double count = 0;
-      for (const auto& x : events) {
-        if (x.time_ms < start || x.time_ms > end) continue;
-        bool keep = true;
-        std::string xid = std::to_string(x.xid);
-        for (const auto& [m, re] : event_matchers) {
-          std::string_view value = m->name == "xid"        ? std::string_view(xid)
-                                   : m->name == "severity" ? std::string_view(x.severity)
-                                                           : std::string_view(x.action);
-          keep = keep && Matches(*m, re ? &*re : nullptr, value);
-        }
-        if (keep) ++count;
-      }
-      if (count > 0) out->v[row] = count;
-    }
-    return std::shared_ptr<const Vec>(out);
-  }
-
-  const std::string& fn = call.name;
-  double seconds = static_cast<double>(sel.range_ms) / 1000.0;
-  std::vector<size_t> rows;
-  for (size_t r = 0; r < snap_.gpus.size(); ++r) {
-    if (mask[r]) rows.push_back(r);
-  }
-  reader_.Prepare(snap_);
-  std::vector<tsdb::Sample> samples;
-  for (size_t r : rows) {
-    samples.clear();
-    reader_.Window(snap_, r, metric->field, start, end, samples);
-    out->v[r] = Reduce(fn, samples, seconds, metric->scale);
-  }
-  return std::shared_ptr<const Vec>(out);
-}
-
-Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Aggregate(const Expr& e) {
-  auto in_r = Eval(*e.args[0]);
-  if (!in_r.ok()) return in_r;
-  const Vec& in = *in_r.value();
-  std::string by;
-  for (const auto& l : e.by) by += l + ",";
-  std::string key = std::to_string(in.space) + "|" + by;
-  int space = 0;
-  if (auto it = space_ids_.find(key); it != space_ids_.end()) {
-    space = it->second;
-  } else {
-    // Groups every row of the source space, so that other aggregations reuse it.
-    auto grouping = std::make_unique<Space>();
-    grouping->by = e.by;
-    std::vector<uint32_t> group_of(Rows(in.space));
-    std::unordered_map<std::string, uint32_t> ids;
-    std::string k;
-    for (size_t r = 0; r < group_of.size(); ++r) {
-      k.clear();
-      for (const auto& l : e.by) {
-        k += Label(in.space, r, l);
-        k += '\x1f';
-      }
-      auto [it, fresh] = ids.try_emplace(k, static_cast<uint32_t>(grouping->groups.size()));
-      if (fresh) {
-        Labels labels;
-        for (const auto& l : e.by) {
-          auto v = Label(in.space, r, l);
-          if (!v.empty()) labels.emplace(l, std::string(v));
-        }
-        grouping->groups.push_back(std::move(labels));
-      }
-      group_of[r] = it->second;
-    }
-    space = static_cast<int>(spaces_.size());
-    spaces_.push_back(std::move(grouping));
-    space_ids_[key] = space;
-    group_of_[key] = std::move(group_of);
-  }
-  const auto& group_of = group_of_[key];
-  size_t groups = spaces_[static_cast<size_t>(space)]->groups.size();
-  std::vector<double> acc(groups, 0), count(groups, 0);
-  bool is_min = e.name == "min", is_max = e.name == "max";
-  for (size_t r = 0; r < in.v.size(); ++r) {
-    double x = in.v[r];
-    if (std::isnan(x)) continue;
-    uint32_t g = group_of[r];
-    if (count[g] == 0 && (is_min || is_max)) {
-      acc[g] = x;
-    } else if (is_min) {
-      acc[g] = std::min(acc[g], x);
-    } else if (is_max) {
-      acc[g] = std::max(acc[g], x);
-    } else {
-      acc[g] += x;
-    }
-    count[g] += 1;
-  }
-  auto out = std::make_shared<Vec>();
-  out->space = space;
-  out->v.assign(groups, NAN);
-  for (size_t g = 0; g < groups; ++g) {
-    if (count[g] == 0) continue;
-    if (e.name == "count") {
-      out->v[g] = count[g];
-    } else if (e.name == "avg") {
-      out->v[g] = acc[g] / count[g];
-    } else {
-      out->v[g] = acc[g];
-    }
-  }
-  return std::shared_ptr<const Vec>(out);
-}
-
-namespace {
-
-double Arith(Op op, double a, double b) {
-  switch (op) {
-    case Op::kAdd:
-      return a + b;
-    case Op::kSub:
-      return a - b;
-    case Op::kMul:
-      return a * b;
-    case Op::kDiv:
-      return a / b;
-    default:
-      return NAN;
-  }
-}
-
-bool Compare(Op op, double a, double b) {
-  switch (op) {
-    case Op::kEq:
-      return a == b;
-    case Op::kNe:
-      return a != b;
-    case Op::kGt:
-      return a > b;
-    case Op::kLt:
-      return a < b;
-    case Op::kGe:
-      return a >= b;
-    case Op::kLe:
-      return a <= b;
-    default:
-      return false;
-  }
-}
-
 // One row of a binary operation: NaN means no row in the result.
-double Apply(Op op, double a, double b, bool a_is_series) {
+double Apply(Op op, double a, double b, bool a_is_series, bool return_bool) {
   if (std::isnan(a) || std::isnan(b)) return NAN;
-  if (IsComparison(op)) return Compare(op, a, b) ? (a_is_series ? a : b) : NAN;
-  return Arith(op, a, b);
+  if (IsComparison(op)) {
+    if (return_bool) return detail::Fold(op, a, b);
+    return detail::Fold(op, a, b) != 0 ? (a_is_series ? a : b) : NAN;
+  }
+  return detail::Fold(op, a, b);
+}
+
+// PromQL keeps the metric's name through a filter (a comparison without bool) and a set
+// operation, and drops it otherwise.
+bool KeepsName(const Expr& e) {
+  return (IsComparison(e.op) && !e.return_bool) || e.op == Op::kAnd || e.op == Op::kOr ||
+         e.op == Op::kUnless;
 }
 
 }  // namespace
@@ -517,8 +337,10 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Binary(const Expr& e) {
     if (!in.ok()) return in;
     auto out = std::make_shared<Vec>(*in.value());
     for (double& x : out->v) {
-      x = l.vector ? Apply(e.op, x, number, true) : Apply(e.op, number, x, false);
+      x = l.vector ? Apply(e.op, x, number, true, e.return_bool)
+                   : Apply(e.op, number, x, false, e.return_bool);
     }
+    if (!KeepsName(e)) out->name.clear();
     return std::shared_ptr<const Vec>(out);
   }
   auto lv_r = Eval(l);
@@ -555,6 +377,7 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Binary(const Expr& e) {
   }
   auto out = std::make_shared<Vec>();
   out->space = lv.space;
+  if (KeepsName(e)) out->name = lv.name;
   out->v.resize(lv.v.size());
   for (size_t i = 0; i < lv.v.size(); ++i) {
     double a = lv.v[i], b = right[i];
@@ -569,10 +392,22 @@ Result<std::shared_ptr<const Evaluator::Vec>> Evaluator::Binary(const Expr& e) {
         out->v[i] = std::isnan(b) ? a : NAN;
         break;
       default:
-        out->v[i] = Apply(e.op, a, b, true);
+        out->v[i] = Apply(e.op, a, b, true, e.return_bool);
     }
   }
   return std::shared_ptr<const Vec>(out);
+}
+
+Labels Evaluator::OutputLabels(int space, size_t row, const std::string& name) const {
+  Labels labels = LabelsOf(space, row);
+  if (options_.prometheus && !name.empty()) labels["__name__"] = name;
+  return labels;
+}
+
+Result<Evaluator::Dense> Evaluator::RunDense(const Expr& expr) {
+  auto v = Eval(expr);
+  if (!v.ok()) return v.error();
+  return Dense{v.value()->space, v.value()->name, v.value()->v};
 }
 
 Result<std::vector<OutputSample>> Evaluator::Run(const Expr& expr) {
@@ -582,7 +417,7 @@ Result<std::vector<OutputSample>> Evaluator::Run(const Expr& expr) {
   const Vec& vec = *v.value();
   for (size_t i = 0; i < vec.v.size(); ++i) {
     if (std::isnan(vec.v[i])) continue;
-    out.push_back({LabelsOf(vec.space, i), vec.v[i]});
+    out.push_back({OutputLabels(vec.space, i, vec.name), vec.v[i]});
   }
   return out;
 }

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -34,7 +35,10 @@ struct MetricDef;
 // What one evaluation sees. Built by MakeSnapshot, or by hand in tests and benchmarks.
 struct Snapshot {
   uint64_t generation = 0;  // unique per MakeSnapshot; 0: made by hand (nothing is cached)
-  int64_t now_ms = 0;
+  int64_t now_ms = 0;       // the evaluation's time
+  // When the facts below (health, nodes, pools) were observed: they have no history, so an
+  // evaluation more than kStalenessMs away from it sees none of them. 0: at now_ms.
+  int64_t facts_ms = 0;
   std::vector<std::string> clusters, pools, models;  // the ids below index these
   struct NodeRow {
     std::string name;
@@ -50,6 +54,9 @@ struct Snapshot {
     std::string uuid;
     uint32_t model = 0;
     int health = 0;  // 0 healthy, 1 warning, 2 failed
+    // dcgm-exporter's pci_bus_id and device labels: filled for the Prometheus API only
+    // (alerts' labels stay as they were).
+    std::string pci_bus_id, device;
   };
   struct Xid {
     int64_t time_ms = 0;
@@ -125,6 +132,16 @@ class SeriesReader {
   // newest sample is older than `since_ms` or there is none.
   virtual void Latest(const Snapshot& snap, Field field, int64_t since_ms,
                       std::vector<double>& out) = 0;
+  // The value each GPU row had at `at_ms`: its newest sample in (at_ms - kStalenessMs, at_ms].
+  // The default serves an evaluation at the snapshot's time from Latest; readers that serve
+  // other times (an offset, a range query's steps) override it.
+  // `rows` (may be null: all) are the rows wanted; a reader may leave the others NaN when
+  // ReadsAllRows() is false.
+  virtual void LatestAt(const Snapshot& snap, Field field, int64_t at_ms,
+                        const std::vector<char>* rows, std::vector<double>& out);
+  // True when LatestAt reads every row whatever `rows` says (so one read serves every
+  // selector of the field).
+  virtual bool ReadsAllRows() const { return true; }
   // Called before the Window calls for `snap`.
   virtual void Prepare(const Snapshot& snap) {}
   // The raw samples of GPU row `row` of `snap` in [start_ms, end_ms], oldest first.
@@ -143,16 +160,36 @@ struct OutputSample {
   double value = 0;
 };
 
+struct EvalOptions {
+  // Prometheus's output: a selector's (and a filter's) series keep their metric's name as
+  // __name__, and GPU rows carry pci_bus_id and device.
+  bool prometheus = false;
+};
+
 class Evaluator {
  public:
-  Evaluator(const Snapshot& snap, SeriesReader& reader);
+  Evaluator(const Snapshot& snap, SeriesReader& reader, EvalOptions options = {});
   ~Evaluator();
-  // The series the expression gives at the snapshot's time, with their labels.
+  // The series the expression gives at the snapshot's time (or SetTime's), with their labels.
   Result<std::vector<OutputSample>> Run(const Expr& expr);
+  // Evaluates at another time from now on (a range query's steps): what was computed for the
+  // last time is dropped; the matched rows and groupings, which do not change, are kept.
+  void SetTime(int64_t at_ms);
+  // Run's result before labels are made: a value per row of `space` (NaN: no series), rows
+  // that stay the same across SetTime, so a range query makes each series' labels once.
+  struct Dense {
+    int space = 0;
+    std::string name;  // __name__ when kept (EvalOptions::prometheus)
+    std::vector<double> values;
+  };
+  Result<Dense> RunDense(const Expr& expr);
+  Labels OutputLabels(int space, size_t row, const std::string& name) const;
 
- private:
+  // The dense vectors and groupings (eval_parts.h), named here for the evaluator's helpers.
   struct Vec;
   struct Space;
+
+ private:
   Result<std::shared_ptr<const Vec>> Eval(const Expr& e);
   Result<std::shared_ptr<const Vec>> Compute(const Expr& e);
   Result<std::shared_ptr<const Vec>> Select(const Expr& e);
@@ -161,8 +198,13 @@ class Evaluator {
   Result<std::shared_ptr<const Vec>> RangeCall(const Expr& call);
   Result<std::shared_ptr<const Vec>> Aggregate(const Expr& e);
   Result<std::shared_ptr<const Vec>> Binary(const Expr& e);
+  Result<std::shared_ptr<const Vec>> Instant(const Expr& e);
+  Result<std::shared_ptr<const Vec>> LabelReplace(const Expr& e);
+  int Grouping(const Expr& e, int source_space);
+  bool FactsVisible(int64_t at_ms) const;
   const std::vector<char>& Mask(const Expr& selector, int space);
-  const std::vector<double>& LatestOf(Field field);
+  const std::vector<double>& LatestOf(Field field, int64_t at_ms, const Expr& selector,
+                                      const std::vector<char>& mask);
   std::string_view Label(int space, size_t row, std::string_view name) const;
   Labels LabelsOf(int space, size_t row) const;
   std::string_view TeamOfPool(uint32_t pool) const;
@@ -170,9 +212,12 @@ class Evaluator {
 
   const Snapshot& snap_;
   SeriesReader& reader_;
+  EvalOptions options_;
+  int64_t now_ = 0;
   std::unordered_map<std::string, std::shared_ptr<const Vec>> cache_;
   std::unordered_map<std::string, std::vector<char>> masks_;
-  std::map<Field, std::vector<double>> latest_;
+  // By field, time and (for readers that read only the rows asked) the selector.
+  std::map<std::tuple<Field, int64_t, std::string>, std::vector<double>> latest_;
   std::vector<std::unique_ptr<Space>> spaces_;                       // groupings, index = space id
   std::unordered_map<std::string, int> space_ids_;                   // by source space and labels
   std::unordered_map<std::string, std::vector<uint32_t>> group_of_;  // row -> group, same key

@@ -1,10 +1,12 @@
 #include "alerting/expr.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
+#include <optional>
 #include <set>
+#include <tuple>
 
+#include "alerting/expr_lex.h"
 #include "alerting/metrics.h"
 #include "common/clock.h"
 #include "common/pattern.h"
@@ -13,169 +15,38 @@
 namespace gpufleet::alerting {
 namespace {
 
+using detail::FindInstant;
+using detail::InstantFn;
+using detail::kAggregations;
+using detail::kRangeFunctions;
+using detail::kUnsupported;
+using detail::NumberText;
+using detail::OpText;
+using detail::Quote;
+using detail::Token;
+
 constexpr int64_t kMaxRangeMs = 24 * 3'600'000;  // the raw tier's retention
+constexpr int64_t kMaxOffsetMs = 400LL * 24 * 3'600'000;
 constexpr size_t kMaxDepth = 64;
-
-const std::set<std::string, std::less<>> kRangeFunctions = {
-    "avg_over_time",  "min_over_time", "max_over_time", "sum_over_time", "count_over_time",
-    "last_over_time", "rate",          "increase",      "delta"};
-const std::set<std::string, std::less<>> kInstantFunctions = {"abs"};
-const std::set<std::string, std::less<>> kAggregations = {"sum", "avg", "min", "max", "count"};
-
-struct Token {
-  enum class Type { kEnd, kIdent, kNumber, kString, kDuration, kPunct };
-  Type type = Type::kEnd;
-  std::string text;
-  double number = 0;
-  size_t pos = 0;
-};
-
-std::string_view OpText(Op op) {
-  switch (op) {
-    case Op::kAdd:
-      return "+";
-    case Op::kSub:
-      return "-";
-    case Op::kMul:
-      return "*";
-    case Op::kDiv:
-      return "/";
-    case Op::kEq:
-      return "==";
-    case Op::kNe:
-      return "!=";
-    case Op::kGt:
-      return ">";
-    case Op::kLt:
-      return "<";
-    case Op::kGe:
-      return ">=";
-    case Op::kLe:
-      return "<=";
-    case Op::kAnd:
-      return "and";
-    case Op::kOr:
-      return "or";
-    case Op::kUnless:
-      return "unless";
-  }
-  return "?";
-}
-
-std::string NumberText(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : text_(text) {}
+  Parser(std::string_view text, bool query) : text_(text), query_(query) {}
 
   Result<std::unique_ptr<Expr>> Run() {
-    if (auto s = Lex(); !s.ok()) return s.error();
+    GF_TRY_ASSIGN(tokens_, detail::Lex(text_));
     auto e = Or(0);
     if (!e.ok()) return e;
     if (Peek().type != Token::Type::kEnd)
       return Fail(Peek().pos, "unexpected '" + Peek().text + "'");
-    if (!e.value()->vector) {
+    if (!query_ && !e.value()->vector) {
       return Fail(0, "the expression gives a number, not a series: an alert needs a series");
     }
     return e;
   }
 
  private:
-  Error Fail(size_t pos, const std::string& why) const {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "expr: at " + std::to_string(pos + 1) + ": " + why);
-  }
-
-  Status Lex() {
-    size_t i = 0;
-    while (i < text_.size()) {
-      char c = text_[i];
-      if (std::isspace(static_cast<unsigned char>(c))) {
-        ++i;
-        continue;
-      }
-      Token t;
-      t.pos = i;
-      if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-        size_t j = i;
-        while (j < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[j])) ||
-                                    text_[j] == '_' || text_[j] == ':')) {
-          ++j;
-        }
-        t.type = Token::Type::kIdent;
-        t.text = std::string(text_.substr(i, j - i));
-        i = j;
-      } else if (std::isdigit(static_cast<unsigned char>(c)) ||
-                 (c == '.' && i + 1 < text_.size() &&
-                  std::isdigit(static_cast<unsigned char>(text_[i + 1])))) {
-        size_t j = i;
-        while (j < text_.size() &&
-               (std::isalnum(static_cast<unsigned char>(text_[j])) || text_[j] == '.' ||
-                ((text_[j] == '+' || text_[j] == '-') && j > i &&
-                 (text_[j - 1] == 'e' || text_[j - 1] == 'E')))) {
-          ++j;
-        }
-        std::string word(text_.substr(i, j - i));
-        // Inside brackets a number with a unit is a duration ("5m"); elsewhere a number.
-        if (in_brackets_) {
-          t.type = Token::Type::kDuration;
-          t.text = word;
-        } else {
-          char* end = nullptr;
-          t.number = std::strtod(word.c_str(), &end);
-          if (end != word.c_str() + word.size() || !std::isfinite(t.number)) {
-            return Fail(i, "'" + word + "' is not a number");
-          }
-          t.type = Token::Type::kNumber;
-          t.text = word;
-        }
-        i = j;
-      } else if (c == '"' || c == '\'') {
-        std::string value;
-        size_t j = i + 1;
-        for (; j < text_.size() && text_[j] != c; ++j) {
-          if (text_[j] == '\\' && j + 1 < text_.size()) ++j;
-          value += text_[j];
-        }
-        if (j >= text_.size()) return Fail(i, "a string is not closed");
-        t.type = Token::Type::kString;
-        t.text = value;
-        i = j + 1;
-      } else {
-        static const char* kTwo[] = {"==", "!=", ">=", "<=", "=~", "!~"};
-        t.type = Token::Type::kPunct;
-        t.text = std::string(1, c);
-        for (const char* two : kTwo) {
-          if (text_.substr(i, 2) == two) t.text = two;
-        }
-        if (std::string_view("(){}[],=<>+-*/!").find(c) == std::string_view::npos) {
-          return Fail(i, std::string("unexpected character '") + c + "'");
-        }
-        if (t.text == "!") return Fail(i, "unexpected '!'");
-        if (c == '[') in_brackets_ = true;
-        if (c == ']') in_brackets_ = false;
-        i += t.text.size();
-      }
-      tokens_.push_back(std::move(t));
-    }
-    Token end;
-    end.pos = text_.size();
-    tokens_.push_back(end);
-    return {};
-  }
+  Error Fail(size_t pos, const std::string& why) const { return detail::ExprError(pos, why); }
 
   const Token& Peek() const { return tokens_[at_]; }
   const Token& Next() { return tokens_[at_ < tokens_.size() - 1 ? at_++ : at_]; }
@@ -198,7 +69,15 @@ class Parser {
 
   using Ptr = std::unique_ptr<Expr>;
 
-  Result<Ptr> Binary(Ptr left, Op op, Ptr right, size_t pos) {
+  // After a binary operator: the vector-matching modifiers this engine does not have.
+  Status NoMatching() {
+    for (const char* w : {"on", "ignoring", "group_left", "group_right"}) {
+      if (IsWord(w)) return Fail(Peek().pos, "'" + std::string(w) + "' is not supported");
+    }
+    return {};
+  }
+
+  Result<Ptr> Binary(Ptr left, Op op, Ptr right, size_t pos, bool return_bool = false) {
     bool set_op = op == Op::kAnd || op == Op::kOr || op == Op::kUnless;
     if (set_op && (!left->vector || !right->vector)) {
       return Fail(pos, "'" + std::string(OpText(op)) + "' needs a series on both sides");
@@ -206,26 +85,16 @@ class Parser {
     auto e = std::make_unique<Expr>();
     e->kind = Expr::Kind::kBinary;
     e->op = op;
+    e->return_bool = return_bool;
     e->vector = left->vector || right->vector;
-    e->key = "(" + left->key + " " + std::string(OpText(op)) + " " + right->key + ")";
-    if (!e->vector) {  // fold numbers: "1024 * 1024"
-      double a = left->number, b = right->number, v = 0;
-      switch (op) {
-        case Op::kAdd:
-          v = a + b;
-          break;
-        case Op::kSub:
-          v = a - b;
-          break;
-        case Op::kMul:
-          v = a * b;
-          break;
-        case Op::kDiv:
-          v = a / b;
-          break;
-        default:
-          return Fail(pos, "a comparison of two numbers: compare a series");
+    e->key = "(" + left->key + " " + std::string(OpText(op)) + (return_bool ? " bool " : " ") +
+             right->key + ")";
+    if (!e->vector) {  // fold numbers: "1024 * 1024", "1 > bool 0"
+      if (IsComparison(op) && !return_bool) {
+        return Fail(pos, query_ ? "a comparison of two numbers needs 'bool'"
+                                : "a comparison of two numbers: compare a series");
       }
+      double v = detail::Fold(op, left->number, right->number);
       // Literals are finite, so the canonical text (the cache key) never holds inf or nan.
       if (!std::isfinite(v)) return Fail(pos, "numbers that make no finite number (1/0?)");
       e->kind = Expr::Kind::kNumber;
@@ -244,6 +113,7 @@ class Parser {
     if (!left.ok()) return left;
     while (IsWord("or")) {
       size_t pos = Next().pos;
+      GF_TRY(NoMatching());
       auto right = And(depth);
       if (!right.ok()) return right;
       left = Binary(std::move(left.value()), Op::kOr, std::move(right.value()), pos);
@@ -258,6 +128,7 @@ class Parser {
     while (IsWord("and") || IsWord("unless")) {
       Op op = Peek().text == "and" ? Op::kAnd : Op::kUnless;
       size_t pos = Next().pos;
+      GF_TRY(NoMatching());
       auto right = Compare(depth);
       if (!right.ok()) return right;
       left = Binary(std::move(left.value()), op, std::move(right.value()), pos);
@@ -280,11 +151,12 @@ class Parser {
       if (!op) return left;
       Op o = *op;
       size_t pos = Next().pos;
-      if (IsWord("bool"))
-        return Fail(Peek().pos, "'bool' is not supported: an alert needs a filter");
+      bool return_bool = IsWord("bool");
+      if (return_bool) Next();
+      GF_TRY(NoMatching());
       auto right = Sum(depth);
       if (!right.ok()) return right;
-      left = Binary(std::move(left.value()), o, std::move(right.value()), pos);
+      left = Binary(std::move(left.value()), o, std::move(right.value()), pos, return_bool);
       if (!left.ok()) return left;
     }
   }
@@ -295,6 +167,7 @@ class Parser {
     while (IsPunct("+") || IsPunct("-")) {
       Op op = Peek().text == "+" ? Op::kAdd : Op::kSub;
       size_t pos = Next().pos;
+      GF_TRY(NoMatching());
       auto right = Product(depth);
       if (!right.ok()) return right;
       left = Binary(std::move(left.value()), op, std::move(right.value()), pos);
@@ -309,6 +182,7 @@ class Parser {
     while (IsPunct("*") || IsPunct("/")) {
       Op op = Peek().text == "*" ? Op::kMul : Op::kDiv;
       size_t pos = Next().pos;
+      GF_TRY(NoMatching());
       auto right = Unary(depth);
       if (!right.ok()) return right;
       left = Binary(std::move(left.value()), op, std::move(right.value()), pos);
@@ -360,20 +234,25 @@ class Parser {
       GF_TRY(Expect(")"));
       return e;
     }
+    if (query_ && IsPunct("{")) return Selector();
     if (t.type != Token::Type::kIdent) {
       return Fail(t.pos, t.type == Token::Type::kEnd ? "the expression ends too early"
                                                      : "unexpected '" + t.text + "'");
     }
     if (kAggregations.count(t.text)) return Aggregate(depth);
-    if (kRangeFunctions.count(t.text) || kInstantFunctions.count(t.text)) return Call(depth);
+    if (kRangeFunctions.count(t.text) || FindInstant(t.text) || t.text == "label_replace" ||
+        t.text == "vector") {
+      return Call(depth);
+    }
     if (tokens_[at_ + 1].type == Token::Type::kPunct && tokens_[at_ + 1].text == "(") {
+      if (kUnsupported.count(t.text)) return Fail(t.pos, t.text + "() is not supported");
       return Fail(t.pos, "unknown function '" + t.text + "'");
     }
     return Selector();
   }
 
   Result<std::vector<std::string>> ByLabels() {
-    Next();  // "by"
+    Next();  // "by" or "without"
     GF_TRY(Expect("("));
     std::vector<std::string> by;
     while (!IsPunct(")")) {
@@ -381,7 +260,7 @@ class Parser {
       if (t.type != Token::Type::kIdent) return Fail(t.pos, "expected a label name");
       std::string name = t.text == "node" ? "Hostname" : t.text;
       const auto& gpu_labels = RowLabels(RowKind::kGpu);
-      if (std::find(gpu_labels.begin(), gpu_labels.end(), name) == gpu_labels.end()) {
+      if (!query_ && std::find(gpu_labels.begin(), gpu_labels.end(), name) == gpu_labels.end()) {
         return Fail(t.pos,
                     "'" + t.text +
                         "' is not a label to group by: Hostname (or node), UUID, cluster, gpu, "
@@ -397,28 +276,53 @@ class Parser {
     return by;
   }
 
+  Status Grouping(Expr& e, bool& grouped) {
+    if (grouped || !(IsWord("by") || IsWord("without"))) return {};
+    e.without = IsWord("without");
+    GF_TRY_ASSIGN(e.by, ByLabels());
+    grouped = true;
+    return {};
+  }
+
+  // A number argument: a literal or folded numbers.
+  Result<double> NumberArg(size_t depth, const std::string& fn) {
+    size_t pos = Peek().pos;
+    auto n = Sum(depth + 1);
+    if (!n.ok()) return n.error();
+    if (n.value()->vector) return Fail(pos, fn + "() takes a number here, not a series");
+    return n.value()->number;
+  }
+
   Result<Ptr> Aggregate(size_t depth) {
     auto e = std::make_unique<Expr>();
     e->kind = Expr::Kind::kAggregate;
     e->name = Next().text;
     e->vector = true;
     bool grouped = false;
-    if (IsWord("by")) {
-      GF_TRY_ASSIGN(e->by, ByLabels());
-      grouped = true;
-    } else if (IsWord("without")) {
-      return Fail(Peek().pos, "'without' is not supported: use 'by'");
-    }
+    GF_TRY(Grouping(*e, grouped));
     GF_TRY(Expect("("));
+    if (e->name == "topk" || e->name == "bottomk" || e->name == "quantile") {
+      size_t ppos = Peek().pos;
+      double p = 0;
+      GF_TRY_ASSIGN(p, NumberArg(depth, e->name));
+      if (e->name != "quantile" && (p < 0 || p > 1e6 || p != std::floor(p))) {
+        return Fail(ppos, e->name + "() takes a whole number of series");
+      }
+      e->params.push_back(p);
+      GF_TRY(Expect(","));
+    }
     size_t pos = Peek().pos;
     auto arg = Or(depth + 1);
     if (!arg.ok()) return arg;
     GF_TRY(Expect(")"));
-    if (!grouped && IsWord("by")) GF_TRY_ASSIGN(e->by, ByLabels());
+    GF_TRY(Grouping(*e, grouped));
     if (!arg.value()->vector) return Fail(pos, e->name + "() needs a series, not a number");
     std::string by;
     for (const auto& l : e->by) by += (by.empty() ? "" : ",") + l;
-    e->key = e->name + " by (" + by + ") (" + arg.value()->key + ")";
+    std::string params;
+    for (double p : e->params) params += NumberText(p) + ", ";
+    e->key = e->name + (e->without ? " without (" : " by (") + by + ") (" + params +
+             arg.value()->key + ")";
     e->args.push_back(std::move(arg.value()));
     return e;
   }
@@ -426,66 +330,121 @@ class Parser {
   Result<Ptr> Call(size_t depth) {
     auto e = std::make_unique<Expr>();
     e->kind = Expr::Kind::kCall;
+    size_t fpos = Peek().pos;
     e->name = Next().text;
     e->vector = true;
     GF_TRY(Expect("("));
+    if (e->name == "vector") {  // vector(number): one series without labels
+      double v = 0;
+      GF_TRY_ASSIGN(v, NumberArg(depth, e->name));
+      GF_TRY(Expect(")"));
+      e->params.push_back(v);
+      e->key = "vector(" + NumberText(v) + ")";
+      return e;
+    }
     size_t pos = Peek().pos;
     auto arg = Or(depth + 1);
     if (!arg.ok()) return arg;
-    GF_TRY(Expect(")"));
     const Expr& a = *arg.value();
+    const InstantFn* instant = FindInstant(e->name);
+    if (instant) {
+      for (size_t i = 0; i < instant->params; ++i) {
+        if (i >= instant->params - instant->optional && IsPunct(")")) break;
+        GF_TRY(Expect(","));
+        double p = 0;
+        GF_TRY_ASSIGN(p, NumberArg(depth, e->name));
+        e->params.push_back(p);
+      }
+    } else if (e->name == "label_replace") {
+      for (int i = 0; i < 4; ++i) {
+        GF_TRY(Expect(","));
+        if (Peek().type != Token::Type::kString) {
+          return Fail(Peek().pos, "label_replace() takes quoted strings after the series");
+        }
+        e->strings.push_back(Next().text);
+      }
+      if (auto re = Pattern::Compile(e->strings[3]); !re.ok()) {
+        return Fail(
+            fpos, "label_replace(): '" + Printable(e->strings[3], 80) + "': " + re.error().message);
+      }
+    }
+    GF_TRY(Expect(")"));
     bool range_arg = a.kind == Expr::Kind::kSelector && a.range_ms > 0;
     if (kRangeFunctions.count(e->name) && !range_arg) {
       return Fail(pos, e->name + "() needs a range, e.g. " + e->name + "(gpu_temp[5m])");
     }
-    if (kInstantFunctions.count(e->name) && (range_arg || !a.vector)) {
+    if (!kRangeFunctions.count(e->name) && (range_arg || !a.vector)) {
       return Fail(pos, e->name + "() needs a series without a range");
     }
     if (a.kind == Expr::Kind::kSelector && a.name == "xid_events" && e->name != "count_over_time") {
       return Fail(pos, "xid_events are events: count them with count_over_time()");
     }
-    e->key = e->name + "(" + a.key + ")";
+    e->key = e->name + "(" + a.key;
+    for (double p : e->params) e->key += ", " + NumberText(p);
+    for (const auto& str : e->strings) e->key += ", " + Quote(str);
+    e->key += ")";
     e->args.push_back(std::move(arg.value()));
     return e;
   }
 
-  Result<Ptr> Selector() {
-    const Token& t = Next();
-    auto metric = FindMetric(t.text);
-    if (!metric) {
-      return Fail(t.pos,
-                  "unknown metric '" + t.text + "' (see `gpufleet rules metrics` for the names)");
+  Result<Matcher> ParseMatcher(const MetricDef* metric) {
+    const Token& name = Peek();
+    if (name.type != Token::Type::kIdent) return Fail(name.pos, "expected a label name");
+    Next();
+    Matcher m;
+    m.name = name.text == "node" ? "Hostname" : name.text;
+    const Token& op = Next();
+    if (op.type != Token::Type::kPunct ||
+        (op.text != "=" && op.text != "!=" && op.text != "=~" && op.text != "!~")) {
+      return Fail(op.pos, "expected =, !=, =~ or !~ after '" + name.text + "'");
     }
+    m.is_equal = op.text == "=" || op.text == "=~";
+    m.is_regex = op.text == "=~" || op.text == "!~";
+    const Token& value = Next();
+    if (value.type != Token::Type::kString) {
+      return Fail(value.pos, "the value of '" + name.text + "' must be a quoted string");
+    }
+    m.value = value.text;
+    if (metric) GF_TRY(CheckLabel(*metric, m, name.pos));
+    return m;
+  }
+
+  Result<Ptr> Selector() {
     auto e = std::make_unique<Expr>();
     e->kind = Expr::Kind::kSelector;
-    e->name = t.text;
     e->vector = true;
+    size_t name_pos = Peek().pos;
+    std::optional<MetricDef> metric;
+    if (!IsPunct("{")) {
+      const Token& t = Next();
+      metric = FindMetric(t.text);
+      if (!metric) {
+        return Fail(t.pos,
+                    "unknown metric '" + t.text + "' (see `gpufleet rules metrics` for the names)");
+      }
+      e->name = t.text;
+    }
     if (IsPunct("{")) {
       Next();
       while (!IsPunct("}")) {
-        const Token& name = Peek();
-        if (name.type != Token::Type::kIdent) return Fail(name.pos, "expected a label name");
-        Next();
         Matcher m;
-        m.name = name.text == "node" ? "Hostname" : name.text;
-        const Token& op = Next();
-        if (op.type != Token::Type::kPunct ||
-            (op.text != "=" && op.text != "!=" && op.text != "=~" && op.text != "!~")) {
-          return Fail(op.pos, "expected =, !=, =~ or !~ after '" + name.text + "'");
+        GF_TRY_ASSIGN(m, ParseMatcher(metric ? &*metric : nullptr));
+        if (m.name == "__name__") {  // {__name__="DCGM_FI_DEV_GPU_UTIL"}: the metric's name
+          if (metric || !m.is_equal || m.is_regex) {
+            return Fail(name_pos, "a selector names one metric: __name__ takes = and a name");
+          }
+          metric = FindMetric(m.value);
+          if (!metric) return Fail(name_pos, "unknown metric '" + Printable(m.value, 80) + "'");
+          e->name = m.value;
+        } else {
+          e->matchers.push_back(std::move(m));
         }
-        m.is_equal = op.text == "=" || op.text == "=~";
-        m.is_regex = op.text == "=~" || op.text == "!~";
-        const Token& value = Next();
-        if (value.type != Token::Type::kString) {
-          return Fail(value.pos, "the value of '" + name.text + "' must be a quoted string");
-        }
-        m.value = value.text;
-        GF_TRY(CheckLabel(*metric, m, name.pos));
-        e->matchers.push_back(std::move(m));
         if (IsPunct(",")) Next();
       }
       Next();
     }
+    if (!metric) return Fail(name_pos, "a selector needs a metric name");
+    for (const auto& m : e->matchers) GF_TRY(CheckLabel(*metric, m, name_pos));
     if (IsPunct("[")) {
       size_t pos = Next().pos;
       const Token& d = Next();
@@ -499,7 +458,16 @@ class Parser {
       }
       e->range_ms = ms;
     } else if (metric->special == Special::kXidEvents) {
-      return Fail(t.pos, "xid_events needs a range, e.g. count_over_time(xid_events[10m])");
+      return Fail(name_pos, "xid_events needs a range, e.g. count_over_time(xid_events[10m])");
+    }
+    if (IsWord("offset")) {
+      Next();
+      const Token& d = Next();
+      int64_t ms = d.type == Token::Type::kDuration ? ParseDurationMs(d.text) : -1;
+      if (ms <= 0 || ms > kMaxOffsetMs) {
+        return Fail(d.pos, "offset takes a duration such as 5m or 1d, up to 400d");
+      }
+      e->offset_ms = ms;
     }
     std::sort(e->matchers.begin(), e->matchers.end(), [](const Matcher& a, const Matcher& b) {
       return std::tie(a.name, a.value, a.is_equal, a.is_regex) <
@@ -512,12 +480,13 @@ class Parser {
     }
     e->key += "}";
     if (e->range_ms) e->key += "[" + std::to_string(e->range_ms) + "ms]";
+    if (e->offset_ms) e->key += " offset " + std::to_string(e->offset_ms) + "ms";
     return e;
   }
 
   Status CheckLabel(const MetricDef& metric, const Matcher& m, size_t pos) {
     const auto& labels = RowLabels(metric.rows);
-    bool known = std::find(labels.begin(), labels.end(), m.name) != labels.end();
+    bool known = query_ || std::find(labels.begin(), labels.end(), m.name) != labels.end();
     if (metric.special == Special::kXidEvents &&
         (m.name == "xid" || m.name == "severity" || m.name == "action")) {
       known = true;
@@ -538,9 +507,9 @@ class Parser {
   }
 
   std::string_view text_;
+  bool query_ = false;
   std::vector<Token> tokens_;
   size_t at_ = 0;
-  bool in_brackets_ = false;
 };
 
 }  // namespace
@@ -554,7 +523,14 @@ Result<std::unique_ptr<Expr>> ParseExpr(std::string_view text) {
   if (text.size() > 4096) {
     return MakeError(ErrorCode::kInvalidArgument, "expr: longer than 4096 characters");
   }
-  return Parser(text).Run();
+  return Parser(text, false).Run();
+}
+
+Result<std::unique_ptr<Expr>> ParseQuery(std::string_view text) {
+  if (text.size() > 4096) {
+    return MakeError(ErrorCode::kInvalidArgument, "expr: longer than 4096 characters");
+  }
+  return Parser(text, true).Run();
 }
 
 }  // namespace gpufleet::alerting

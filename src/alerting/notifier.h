@@ -70,6 +70,8 @@ class Notifier {
   Status Cycle(const std::vector<health::NodeHealth>& nodes,
                std::shared_ptr<const Snapshot> snapshot, SeriesReader& reader);
   std::vector<Alert> Alerts() const;
+  // The last cycle's snapshot (the fleet as the rules saw it); null before the first cycle.
+  std::shared_ptr<const Snapshot> LastSnapshot() const;
 
   // The rule set. Changes are stored first, then take effect at the next cycle; alerts of
   // rules that leave the set resolve.

@@ -110,6 +110,11 @@ Status Notifier::DeleteRule(const std::string& name) {
   return SaveRules({}, {name});
 }
 
+std::shared_ptr<const Snapshot> Notifier::LastSnapshot() const {
+  std::lock_guard lock(mu_);
+  return snapshot_;
+}
+
 Result<std::vector<RuleTest>> Notifier::TestRules(const std::vector<Rule>& rules,
                                                   SeriesReader& reader) const {
   std::shared_ptr<const Snapshot> snapshot;

@@ -116,6 +116,19 @@ class TelemetryReader : public SeriesReader {
       if (samples_[i] && samples_[i]->t >= since_ms) out[i] = samples_[i]->v;
     }
   }
+  // An earlier time (an offset): each row's samples in (at - kStalenessMs, at].
+  void LatestAt(const Snapshot& snap, Field field, int64_t at_ms, const std::vector<char>* rows,
+                std::vector<double>& out) override {
+    if (at_ms >= snap.now_ms) return SeriesReader::LatestAt(snap, field, at_ms, rows, out);
+    Resolve(snap);
+    out.assign(snap.gpus.size(), NAN);
+    std::vector<tsdb::Sample> window;
+    for (size_t i = 0; i < snap.gpus.size(); ++i) {
+      store_.Raw(snap.gpus[i].uuid, handles_[i], field, at_ms - kStalenessMs + 1, at_ms + 1,
+                 window);
+      if (!window.empty()) out[i] = window.back().v;
+    }
+  }
   void Prepare(const Snapshot& snap) override { Resolve(snap); }
   void Window(const Snapshot& snap, size_t row, Field field, int64_t start_ms, int64_t end_ms,
               std::vector<tsdb::Sample>& out) override {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <optional>
 
 #include "api/api.h"
 #include "api/context.h"
@@ -17,6 +18,50 @@ namespace gpufleet::api {
 Result<Principal> Authenticate(store::TokenStore& store, Clock& clock,
                                const std::string& authorization) {
   return Authenticator(store, clock).Check(authorization);
+}
+
+namespace {
+
+// RFC 4648 base64, padding optional; nullopt on any other character.
+std::optional<std::string> Base64Decode(std::string_view in) {
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    int v = c >= 'A' && c <= 'Z'   ? c - 'A'
+            : c >= 'a' && c <= 'z' ? c - 'a' + 26
+            : c >= '0' && c <= '9' ? c - '0' + 52
+            : c == '+'             ? 62
+            : c == '/'             ? 63
+                                   : -1;
+    if (c == '=') break;
+    if (v < 0) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string AuthorizationFor(const std::string& path, const std::string& authorization) {
+  std::string_view rest(authorization);
+  constexpr std::string_view kScheme = "basic ";
+  if (path.rfind("/prometheus/", 0) != 0 || rest.size() <= kScheme.size() ||
+      ToLower(rest.substr(0, kScheme.size())) != kScheme) {
+    return authorization;
+  }
+  rest.remove_prefix(kScheme.size());
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  auto decoded = Base64Decode(rest);
+  if (!decoded || rest.size() > 4096) return authorization;
+  auto colon = decoded->find(':');
+  if (colon == std::string::npos || colon + 1 == decoded->size()) return authorization;
+  return "Bearer " + decoded->substr(colon + 1);
 }
 
 Result<Principal> Authenticator::Check(const std::string& authorization) {

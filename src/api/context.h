@@ -65,6 +65,7 @@ void AddUsageRoutes(Router& router, ApiContext& ctx);   // the usage ledger
 void AddAssetRoutes(Router& router, ApiContext& ctx);   // the asset register
 void AddSlurmRoutes(Router& router, ApiContext& ctx);   // the bridge to Slurm
 void AddControllerRoutes(Router& router, ApiContext& ctx);  // the controllers and the leader
+void AddPrometheusRoutes(Router& router, ApiContext& ctx);  // /prometheus/api/v1/: Grafana's
 
 // Authenticates "Bearer <token>" against the stored API tokens. While the store is unavailable
 // it answers from the last successful lookup of the same token (its role, expiry and revocation
@@ -73,6 +74,12 @@ void AddControllerRoutes(Router& router, ApiContext& ctx);  // the controllers a
 // Every request's token is looked up in the store, so a revocation or a rotation's end takes
 // effect on the next request; the last lookups are kept only to go on while the store is away.
 // Last use is kept in memory and written in batches (FlushUse), not once per request.
+// The Prometheus API's routes (/prometheus/...) also take HTTP basic auth with the token as the
+// password (what promtool and Grafana send for http://user:TOKEN@host/prometheus): this turns
+// such a header into "Bearer <token>" for a path under /prometheus/; any other header or path
+// keeps the header as it is.
+std::string AuthorizationFor(const std::string& path, const std::string& authorization);
+
 class Authenticator {
  public:
   Authenticator(store::TokenStore& store, Clock& clock) : store_(store), clock_(clock) {}

@@ -15,9 +15,10 @@
 namespace gpufleet::api {
 
 struct Request {
-  std::string method;  // "GET"
-  std::string path;    // "/api/v1/nodes" (decoded, no query)
-  std::map<std::string, std::string> query;
+  std::string method;                        // "GET"
+  std::string path;                          // "/api/v1/nodes" (decoded, no query)
+  std::map<std::string, std::string> query;  // the last value of each key
+  std::vector<std::pair<std::string, std::string>> query_list;  // every one, in order (match[])
   std::map<std::string, std::string> params;  // from the route pattern, e.g. {name}
   std::string body;
   std::string content_type;
@@ -91,6 +92,8 @@ class Router {
   void TakesYaml() { routes_.back().raw_body = true; }
   // The route added last takes CSV or JSON, by its Content-Type, and checks the body itself.
   void TakesCsv() { routes_.back().raw_body = true; }
+  // The route added last takes a form body (application/x-www-form-urlencoded) and parses it.
+  void TakesForm() { routes_.back().raw_body = true; }
   // The scope of the route added last, and the path parameter that names its object.
   void Scoped(Scope scope, ScopeObject object = ScopeObject::kNone, std::string param = "name") {
     routes_.back().scope = scope;

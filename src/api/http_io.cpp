@@ -42,9 +42,21 @@ Request ToRequest(const http::request<http::string_body>& in, const std::string&
   req.method = std::string(in.method_string());
   req.remote = remote;
   auto url = boost::urls::parse_origin_form(in.target());
+  std::string target;  // the url views it
+  if (!url) {          // curl sends match[] unescaped, as Prometheus takes it
+    target = std::string(in.target());
+    for (size_t i = target.find_first_of("[]"); i != std::string::npos;
+         i = target.find_first_of("[]", i)) {
+      target.replace(i, 1, target[i] == '[' ? "%5B" : "%5D");
+    }
+    url = boost::urls::parse_origin_form(target);
+  }
   if (url) {
     req.path = std::string(url->path());
-    for (auto p : url->params()) req.query[std::string(p.key)] = std::string(p.value);
+    for (auto p : url->params()) {
+      req.query[std::string(p.key)] = std::string(p.value);
+      req.query_list.emplace_back(std::string(p.key), std::string(p.value));
+    }
   } else {
     req.path = std::string(in.target());
   }

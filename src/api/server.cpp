@@ -227,7 +227,7 @@ struct ApiServer::Impl {
     if (!match.public_route) {
       // A valid token always passes; an unknown one counts against its address, and past the
       // limit the answer is a 429 (the failures go to the audit log a minute at a time).
-      auto who = auth.Check(req.authorization);
+      auto who = auth.Check(AuthorizationFor(req.path, req.authorization));
       if (!who.ok()) {
         if (who.error().code == ErrorCode::kUnauthenticated) {
           SignInGate gate{sign_ins, http_metrics, *clock, options.header_timeout_ms};

@@ -245,6 +245,38 @@ void AddRangeCommand(CLI::App& app, Globals& g, CLI::App* metrics) {
   });
 }
 
+// A PromQL instant query through the Prometheus API (docs/grafana.md).
+void AddPromqlCommand(CLI::App& app, Globals& g, CLI::App* metrics) {
+  auto* p = metrics->add_subcommand("promql", "A PromQL query now (or at --time), as Grafana's");
+  static std::string expr, time;
+  p->add_option("expr", expr, "PromQL, e.g. 'avg by (pool) (DCGM_FI_DEV_GPU_UTIL)'")->required();
+  p->add_option("--time", time, "RFC 3339 or Unix seconds (default now)");
+  p->callback([&g] {
+    std::vector<std::pair<std::string, std::string>> params{{"query", expr}};
+    if (!time.empty()) params.push_back({"time", time});
+    auto v = Call(g, "GET", "/prometheus/api/v1/query" + QueryString(params));
+    if (!v) return;
+    Show(g, *v, [](const json::value& r) {
+      const auto& data = r.at("data");
+      if (data.at("resultType") == "scalar") {
+        std::printf("%s\n", Str(data.at("result").at(1)).c_str());
+        return;
+      }
+      Table t({"SERIES", "VALUE"});
+      for (const auto& s : data.at("result").as_array()) {
+        std::string labels;
+        for (const auto& [k, val] : s.at("metric").as_object()) {
+          if (k == "__name__") continue;
+          labels += (labels.empty() ? "" : ", ") + std::string(k) + "=" + Str(val);
+        }
+        auto name = s.at("metric").as_object().if_contains("__name__");
+        t.Row({(name ? Str(*name) : "") + "{" + labels + "}", Str(s.at("value").at(1))});
+      }
+      t.Print();
+    });
+  });
+}
+
 void AddTopCommand(CLI::App& app, Globals& g) {
   auto* top = app.add_subcommand("top", "A live view of the fleet's GPUs, busiest first");
   static Selector sel;
@@ -302,6 +334,7 @@ void AddMetricsCommands(CLI::App& app, Globals& g) {
   auto* metrics = app.add_subcommand("metrics", "GPU telemetry")->require_subcommand(1);
   AddQueryCommand(app, g, metrics);
   AddRangeCommand(app, g, metrics);
+  AddPromqlCommand(app, g, metrics);
   AddTopCommand(app, g);
   AddScrapeCommand(app, g);
 }

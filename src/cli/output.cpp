@@ -190,7 +190,9 @@ std::optional<std::string> CallText(Globals& g, const std::string& method,
     json::value v = json::parse(reply->body, ec);
     std::string message = reply->body;
     if (!ec && v.is_object() && v.as_object().contains("error")) {
-      message = Str(v.at("error").at("message"));
+      // The Prometheus API's errors carry the message itself.
+      const auto& e = v.at("error");
+      message = e.is_string() ? Str(e) : e.is_object() ? Str(e.at("message")) : message;
     }
     if (reply->status == 401 && token.empty()) {
       message +=

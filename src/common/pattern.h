@@ -6,6 +6,7 @@
 // Compile, so thread-safe; copies share the compiled program.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,6 +21,9 @@ class Pattern {
   static Result<Pattern> Compile(std::string_view pattern);
   // True when the whole of `text` matches.
   bool FullMatch(std::string_view text) const;
+  // When the whole of `text` matches: `replacement` with $1, ${1}, $name and ${name} replaced
+  // by the pattern's groups (Prometheus's label_replace); nullopt when it does not match.
+  std::optional<std::string> Replace(std::string_view text, std::string_view replacement) const;
   const std::string& source() const;
 
  private:

@@ -50,8 +50,7 @@ TEST(Expr, ErrorsNameThePositionAndTheReason) {
             "expr: at 6: xid_events are events: count them with count_over_time()");
   EXPECT_EQ(ParseError("gpu_temp[25h]"),
             "expr: at 10: a range is at most 24h (the raw tier's retention)");
-  EXPECT_EQ(ParseError("gpu_temp > bool 1"),
-            "expr: at 12: 'bool' is not supported: an alert needs a filter");
+  EXPECT_EQ(ParseError("gpu_temp > bool 1"), "(parsed)") << "PromQL's: 0 or 1 for every GPU";
   EXPECT_EQ(ParseError("gpu_temp # 1"), "expr: at 10: unexpected character '#'");
   EXPECT_EQ(ParseError(std::string(5000, 'a')), "expr: longer than 4096 characters");
 }

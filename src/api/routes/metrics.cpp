@@ -584,6 +584,7 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx) {
   router.Add("GET", "/api/v1/query", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) { return GetQuery(ctx, req, who); });
   router.Scoped(Scope::kClusters);
+  AddPrometheusRoutes(router, ctx);  // the Prometheus HTTP API: routes/prometheus.cpp
 }
 
 }  // namespace gpufleet::api
