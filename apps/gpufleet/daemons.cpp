@@ -724,6 +724,8 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
       "  Dashboard and API:  %s/\n"
       "%s"
       "  Admin token:        %s\n"
+      "  Grafana, promtool:  %s/prometheus (a Prometheus data source: the token as bearer, or\n"
+      "                      as the basic-auth password; docs/grafana.md)\n"
       "  Try:                gpufleet --data-dir %s nodes list\n"
       "  Workload:           %s\n"
       "  Jobs:               gpufleet jobs list (and the dashboard's Jobs page)\n"
@@ -741,7 +743,8 @@ int RunUp(UpFlags& f, const cli::Globals& g) {
                "/tls/ca.pem: import it into the browser, or accept its warning once\n")
                   .c_str()
             : "",
-      controller.admin_token_path().c_str(), f.serve.options.data_dir.c_str(),
+      controller.admin_token_path().c_str(), controller.url().c_str(),
+      f.serve.options.data_dir.c_str(),
       options.demo_workload ? "teams submit jobs with a daily rhythm (--workload off: none)"
                             : "none (--workload on: teams submit jobs with a daily rhythm)",
       spec->scaling.size(), demo_pool.c_str());

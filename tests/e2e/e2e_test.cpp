@@ -544,9 +544,14 @@ TEST(Up, RunsTheExampleFleetAndStopsOnCtrlC) {
   EXPECT_NE(log.find("Dashboard and API:  http://" + addr + "/"), std::string::npos) << log;
   EXPECT_NE(log.find("Admin token:        " + dir + "/admin.token"), std::string::npos) << log;
   EXPECT_NE(log.find("94 simulated nodes with 492 GPUs"), std::string::npos) << log;
+  EXPECT_NE(log.find("Grafana, promtool:  http://" + addr + "/prometheus"), std::string::npos);
   std::string token = ReadFile(dir + "/admin.token");
   token.pop_back();
   cli::HttpClient client(addr, token);
+  // The Prometheus data source it prints answers Grafana's "Save & test".
+  auto test = client.Send("GET", "/prometheus/api/v1/query?query=1%2B1");
+  ASSERT_TRUE(test.ok());
+  EXPECT_EQ(json::parse(test->body).at("data").at("result").at(1), "2") << test->body;
   ASSERT_TRUE(WaitFor(
       [&] {
         auto r = client.Send("GET", "/api/v1/nodes?state=ready&limit=1");
