@@ -25,7 +25,7 @@ bench_synthetic_traces() {
 # bench_controller DIR [STORE_URL]: starts `gpufleet serve` on DIR (its store: SQLite in DIR, or
 # STORE_URL) and applies the bench fleet; sets `ctl` (its pid), `addr` and `token` (a join token
 # for pool h100). With BENCH_TLS=1 it serves HTTPS with a CA made in DIR/tls (`addr` is then
-# https://…; the CLI with --data-dir trusts it).
+# https://…; the CLI with --data-dir trusts it). BENCH_SERVE_FLAGS: more flags of `serve`.
 bench_controller() {
   local dir=$1
   local store=() tls=()
@@ -35,7 +35,8 @@ bench_controller() {
     $bin tls init --dir "$dir/tls" --host 127.0.0.1 >/dev/null
     tls=(--tls-cert "$dir/tls/controller.pem" --tls-key "$dir/tls/controller.key")
   fi
-  $bin --data-dir "$dir" serve --listen 127.0.0.1:0 --log-level warn "${store[@]}" "${tls[@]}" >>"$dir/serve.log" 2>&1 &
+  # shellcheck disable=SC2086
+  $bin --data-dir "$dir" serve --listen 127.0.0.1:0 --log-level warn "${store[@]}" "${tls[@]}" ${BENCH_SERVE_FLAGS:-} >>"$dir/serve.log" 2>&1 &
   ctl=$!
   for _ in $(seq 100); do [[ -s $dir/controller.addr ]] && break; sleep 0.1; done
   addr=$(cat "$dir/controller.addr")

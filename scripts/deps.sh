@@ -8,10 +8,13 @@ pkgs=(cmake ninja-build g++ ccache pkg-config
       libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
       libsoci-dev libsqlite3-dev libpq-dev libssl-dev zlib1g-dev libspdlog-dev libcli11-dev libyaml-cpp-dev
       libre2-dev  # patterns from users (silence matchers, rule selectors): linear time, no recursion
+      libprotobuf-dev protobuf-compiler libsnappy-dev  # remote write's WriteRequest and snappy
       tzdata)  # maintenance windows in a cluster's time zone (common/timezone.h)
 if [[ "${1:-}" == "--test" ]]; then
   # promtool checks /metrics; Alertmanager receives alerts in the tests
   pkgs+=(libgtest-dev libbenchmark-dev clang-format git prometheus prometheus-alertmanager)
+  # remote write's receivers in the end-to-end tests (with Prometheus)
+  pkgs+=(victoria-metrics)
   # the store's and the end-to-end tests start a real PostgreSQL server (tests/support/postgres.h)
   pkgs+=(postgresql)
   # the Slurm bridge's tests start a real Slurm on loopback (tests/support/slurm-cluster.sh)

@@ -8,7 +8,8 @@ import { startLive, stopLive, onLive } from './live.js';
 const $ = (id) => document.getElementById(id);
 
 // #/ overview; #/clusters; #/cluster/NAME; #/node/NAME; #/alerts; #/scaling[/POOL]; #/jobs;
-// #/rollouts[/ID]; #/security; #/drift; #/compliance; #/teams; #/reports; #/inventory[/ID].
+// #/rollouts[/ID]; #/security; #/drift; #/compliance; #/teams; #/reports; #/inventory[/ID];
+// #/settings.
 const routes = [
   [/^#?\/?$/, 'overview', () => ({})],
   [/^#\/clusters$/, 'cluster', () => ({})],
@@ -24,6 +25,7 @@ const routes = [
   [/^#\/teams$/, 'teams', () => ({})],
   [/^#\/reports$/, 'reports', () => ({})],
   [/^#\/inventory(?:\/([^/]+))?$/, 'inventory', (m) => ({ id: m[1] ? decodeURIComponent(m[1]) : '' })],
+  [/^#\/settings$/, 'settings', () => ({})],
 ];
 const modules = {
   overview: () => import('./overview.js'),
@@ -39,6 +41,7 @@ const modules = {
   teams: () => import('./teams.js'),
   reports: () => import('./reports.js'),
   inventory: () => import('./inventory.js'),
+  settings: () => import('./settings.js'),
 };
 
 let current = null;

@@ -30,6 +30,7 @@
 #include "config/fleet_spec.h"
 #include "controller/controller.h"
 #include "net/certs.h"
+#include "remote/config.h"
 #include "sim/sim.h"
 #include "workload/generator.h"
 
@@ -101,6 +102,9 @@ struct ServeFlags {
   std::string reserve_after = "10m";
   std::string header_timeout = "30s";
   std::string log_level = "info";
+  std::vector<std::string> remote_write;  // receivers' URLs
+  std::string config_file;                // remote_write: receivers with settings
+  uint64_t remote_write_window_mib = 1024;
 };
 
 void AddControllerFlags(CLI::App* cmd, ServeFlags& f) {
@@ -154,6 +158,37 @@ void AddControllerFlags(CLI::App* cmd, ServeFlags& f) {
       ->check(CLI::Range(1, 1'000'000));
   cmd->add_option("--header-timeout", f.header_timeout,
                   "a connection that sends no request headers this long is closed (default 30s)");
+  cmd->add_option("--remote-write", f.remote_write,
+                  "send every sample to this Prometheus remote-write URL (repeat for several), "
+                  "e.g. http://127.0.0.1:8428/api/v1/write");
+  cmd->add_option("--config", f.config_file,
+                  "controller configuration YAML: a remote_write: list with credentials, CA and "
+                  "series selectors (docs/configuration.md)");
+  cmd->add_option("--remote-write-window", f.remote_write_window_mib,
+                  "MiB of queued samples kept on disk for receivers that are behind (default 1024)")
+      ->check(CLI::Range(16, 1 << 20));
+}
+
+// --remote-write URLs, then the configuration file's remote_write: list.
+Status ReadRemoteWrite(ServeFlags& f) {
+  for (const auto& url : f.remote_write) {
+    auto r = remote::ReceiverFromUrl(url);
+    if (!r.ok())
+      return MakeError(ErrorCode::kInvalidArgument, "--remote-write " + r.error().message);
+    f.options.remote_write.push_back(std::move(r.value()));
+  }
+  if (!f.config_file.empty()) {
+    std::ifstream in(f.config_file);
+    if (!in)
+      return MakeError(ErrorCode::kInvalidArgument, "--config: cannot read " + f.config_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto list = remote::ParseReceivers(text.str(), f.config_file);
+    if (!list.ok()) return list.error();
+    for (auto& r : list.value()) f.options.remote_write.push_back(std::move(r));
+  }
+  f.options.remote_write_window_bytes = f.remote_write_window_mib << 20;
+  return {};
 }
 
 // The TLS context of a client of `url` (null for http://): --ca-file, $GPUFLEET_CA_FILE or the
@@ -224,6 +259,7 @@ Status Finish(ServeFlags& f, const cli::Globals& g) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "--heartbeat-timeout must be longer than --heartbeat-interval");
   }
+  GF_TRY(ReadRemoteWrite(f));
   SetLogLevel(f.log_level);
   return {};
 }

@@ -1,5 +1,8 @@
 #include "alerting/metrics.h"
 
+#include <array>
+#include <string>
+
 namespace gpufleet::alerting {
 namespace {
 
@@ -49,12 +52,25 @@ const std::vector<MetricDef>& Specials() {
 
 }  // namespace
 
+// The name /metrics and remote write give each field: dcgm-exporter's, else gpufleet_gpu_<name>.
+std::string_view ExposedName(const FieldInfo& f) {
+  static const auto kNames = [] {
+    std::array<std::string, kFieldCount> out;
+    for (const auto& i : Fields()) {
+      out[static_cast<size_t>(i.field)] =
+          i.dcgm_name.empty() ? "gpufleet_gpu_" + std::string(i.name) : std::string(i.dcgm_name);
+    }
+    return out;
+  }();
+  return kNames[static_cast<size_t>(f.field)];
+}
+
 std::optional<MetricDef> FindMetric(std::string_view name) {
   for (const auto& f : Fields()) {
     if (f.name == name) return MetricDef{f.name, RowKind::kGpu, Special::kNone, f.field, 1, f.help};
-    if (!f.dcgm_name.empty() && f.dcgm_name == name) {
-      return MetricDef{f.dcgm_name, RowKind::kGpu,   Special::kNone,
-                       f.field,     f.metrics_scale, f.help};
+    if (ExposedName(f) == name) {
+      return MetricDef{ExposedName(f), RowKind::kGpu,   Special::kNone,
+                       f.field,        f.metrics_scale, f.help};
     }
   }
   for (const auto& m : Specials()) {
@@ -69,8 +85,8 @@ std::vector<MetricDef> AllMetrics() {
     out.push_back({f.name, RowKind::kGpu, Special::kNone, f.field, 1, f.help});
   }
   for (const auto& f : Fields()) {
-    if (f.dcgm_name.empty()) continue;
-    out.push_back({f.dcgm_name, RowKind::kGpu, Special::kNone, f.field, f.metrics_scale, f.help});
+    out.push_back(
+        {ExposedName(f), RowKind::kGpu, Special::kNone, f.field, f.metrics_scale, f.help});
   }
   for (const auto& m : Specials()) out.push_back(m);
   return out;

@@ -2,7 +2,8 @@
 // The names an alert rule expression can select, and the rows each has:
 // - every telemetry field under its API name (gpu_temp, power_usage in mW, ...) in stored units,
 //   and under its dcgm-exporter name (DCGM_FI_DEV_GPU_TEMP, DCGM_FI_DEV_POWER_USAGE in W, ...)
-//   in dcgm-exporter's units, so that rules written for dcgm-exporter carry over: one row per
+//   in dcgm-exporter's units, so that rules written for dcgm-exporter carry over (a field
+//   dcgm-exporter lacks: gpufleet_gpu_<name>, as /metrics and remote write name it): one row per
 //   GPU with the labels Hostname, gpu, UUID, modelName, cluster, pool;
 // - per GPU, from the health model: gpu_health (0 healthy, 1 warning, 2 failed), gpu_healthy
 //   (1 or 0) and gpu_available (1: healthy on a ready node, so a job could use it);

@@ -64,7 +64,10 @@ void AddTeamRoutes(Router& router, ApiContext& ctx);    // teams and their proje
 void AddUsageRoutes(Router& router, ApiContext& ctx);   // the usage ledger
 void AddAssetRoutes(Router& router, ApiContext& ctx);   // the asset register
 void AddSlurmRoutes(Router& router, ApiContext& ctx);   // the bridge to Slurm
-void AddControllerRoutes(Router& router, ApiContext& ctx);  // the controllers and the leader
+void AddControllerRoutes(Router& router, ApiContext& ctx);   // the controllers and the leader
+void AddRemoteWriteRoutes(Router& router, ApiContext& ctx);  // the receivers' state
+// The remote-write receivers' counters, for /metrics (nothing when there are none).
+void AppendRemoteWriteMetrics(std::string& out, ApiContext& ctx);
 void AddPrometheusRoutes(Router& router, ApiContext& ctx);  // /prometheus/api/v1/: Grafana's
 
 // Authenticates "Bearer <token>" against the stored API tokens. While the store is unavailable

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <thread>
 
@@ -326,9 +327,36 @@ void AddScrapeCommand(CLI::App& app, Globals& g) {
   });
 }
 
-}  // namespace
+// gpufleet remote-write list: each receiver's state and counters.
+void AddRemoteWriteCommand(CLI::App& app, Globals& g) {
+  auto* rw = app.add_subcommand("remote-write", "Remote write to VictoriaMetrics, Prometheus, ...")
+                 ->require_subcommand(1);
+  auto* list = rw->add_subcommand("list", "Each receiver: its state, samples sent and pending");
+  list->callback([&g] {
+    auto v = Call(g, "GET", "/api/v1/remote-write");
+    if (!v) return;
+    Show(g, *v, [](const json::value& v) {
+      if (v.at("items").as_array().empty()) {
+        std::printf("no remote-write receiver (serve --remote-write URL, or --config)\n");
+        return;
+      }
+      Table t({"NAME", "URL", "STATE", "SENT", "FAILED", "DROPPED", "PENDING", "NEWEST SENT",
+               "LAST ERROR"});
+      for (const auto& r : v.at("items").as_array()) {
+        t.Row({Str(r.at("name")), Str(r.at("url")), Str(r.at("state")), Str(r.at("samples_sent")),
+               Str(r.at("samples_failed")), Str(r.at("samples_dropped")),
+               Str(r.at("samples_pending")), Str(r.at("newest_sample_sent")),
+               Str(r.at("last_error"))});
+      }
+      t.Print();
+      std::printf("queue: %.1f MiB of %.0f MiB kept on disk\n",
+                  v.at("queue_bytes").to_number<double>() / (1 << 20),
+                  v.at("window_bytes").to_number<double>() / (1 << 20));
+    });
+  });
+}
 
-namespace {}  // namespace
+}  // namespace
 
 void AddMetricsCommands(CLI::App& app, Globals& g) {
   auto* metrics = app.add_subcommand("metrics", "GPU telemetry")->require_subcommand(1);
@@ -337,6 +365,7 @@ void AddMetricsCommands(CLI::App& app, Globals& g) {
   AddPromqlCommand(app, g, metrics);
   AddTopCommand(app, g);
   AddScrapeCommand(app, g);
+  AddRemoteWriteCommand(app, g);
 }
 
 }  // namespace gpufleet::cli

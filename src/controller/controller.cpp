@@ -16,6 +16,7 @@
 #include "controller/leader.h"
 #include "controller/locks.h"
 #include "controller/relay.h"
+#include "controller/remote_write.h"
 #include "demo/demo.h"
 #include "fleet/assets.h"
 #include "fleet/fleet.h"
@@ -69,7 +70,8 @@ struct Controller::Impl {
   alerting::AlertInputs alert_inputs;      // what the engines show the rules; the ticker's
   std::unique_ptr<ingest::Ingest> ingest;  // the agent channel's handler, the scraper's sink
   std::unique_ptr<scrape::Scraper> scraper;
-  std::unique_ptr<runtime::Services> services;  // what the API serves
+  std::unique_ptr<remote::RemoteWriter> remote_write;  // null: no receiver
+  std::unique_ptr<runtime::Services> services;         // what the API serves
   // The data directory's, and a SQLite store's: one controller each (locks.h).
   std::vector<FileLock> locks;
   std::unique_ptr<api::ApiServer> server;
@@ -185,6 +187,7 @@ Status Controller::Impl::MakeServices() {
         return ingest->OnScrape(t, now, r);
       });
   scraper->SetTargets(ingest::ScrapeTargets(*fleet));
+  GF_TRY_ASSIGN(remote_write, OpenRemoteWrite(o, *fleet, *telemetry));  // tap before agents
   return {};
 }
 
@@ -212,6 +215,7 @@ void Controller::Impl::ListServices() {
       .teams = teams.get(),
       .usage = usage.get(),
       .assets = assets.get(),
+      .remote_write = remote_write.get(),
   });
 }
 
@@ -233,19 +237,7 @@ void Controller::Impl::Wire() {
     jobs->SetDrainTimeout(node, ms);
   };
   // What the rollouts' gates watch: the health model's XIDs and the alerts firing.
-  hooks.last_xid = [this] {
-    std::map<std::string, std::string> node_of;  // GPU UUID -> node
-    fleet->ForEachNode({}, [&](const Node& n) {
-      for (const auto& g : n.gpus) node_of[g.uuid] = n.name;
-    });
-    std::map<std::string, int64_t> out;
-    for (const auto& [uuid, seen] : health->RecentXids()) {
-      auto node = node_of.find(uuid);
-      if (node == node_of.end()) continue;
-      for (const auto& x : seen) out[node->second] = std::max(out[node->second], x.time_ms);
-    }
-    return out;
-  };
+  hooks.last_xid = [this] { return LastXidByNode(*fleet, *health); };
   hooks.alerting = [this] {
     std::map<std::string, std::string> out;
     for (const auto& a : notifier->Alerts()) {
@@ -346,6 +338,7 @@ Status Controller::Start() {
                     tables);
       });
   impl_->notifier->Start();
+  if (impl_->remote_write) impl_->remote_write->Start();
   impl_->slurm->Start();
   impl_->scaling->set_controller_url(url());
   if (!o.defer_scaling) StartScaling();
@@ -527,6 +520,7 @@ void Controller::Stop() {
     impl_->server->Stop();
     impl_->server->FlushTokenUse();
   }
+  if (impl_->remote_write) impl_->remote_write->Stop();  // its cursors saved
   // A checkpoint now makes the next start quick; the log alone would lose nothing either.
   if (impl_->telemetry) {
     if (auto s = impl_->telemetry->Checkpoint(); !s.ok()) {

@@ -7,6 +7,7 @@
 #include "common/paths.h"
 #include "common/result.h"
 #include "net/tls.h"
+#include "remote/config.h"
 
 namespace gpufleet {
 
@@ -52,6 +53,10 @@ struct ControllerOptions {
   // (policies included) before its simulated nodes register, and a decision in between would
   // see an empty pool and start nodes it already has.
   bool defer_scaling = false;
+  // Remote write (--remote-write, a configuration file's remote_write:): the receivers, and how
+  // much of the queue on disk is kept for them (<data_dir>/remote-write).
+  std::vector<remote::ReceiverConfig> remote_write;
+  uint64_t remote_write_window_bytes = 1ull << 30;
 };
 
 // Thread-safe. Start() brings everything up; Stop() (or the destructor) takes it down.

@@ -1,5 +1,6 @@
 #include "controller/cycle_event.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 
@@ -20,6 +21,20 @@ void AddPoolInputs(alerting::Snapshot& snap, FleetService& fleet,
                       d.queued_jobs, static_cast<double>(d.queue_wait_p95_ms) / 1000.0});
   }
   alerting::AddPools(snap, inputs, jobs.Allocation());
+}
+
+std::map<std::string, int64_t> LastXidByNode(FleetService& fleet, health::HealthService& health) {
+  std::map<std::string, std::string> node_of;  // GPU UUID -> node
+  fleet.ForEachNode({}, [&](const Node& n) {
+    for (const auto& g : n.gpus) node_of[g.uuid] = n.name;
+  });
+  std::map<std::string, int64_t> out;
+  for (const auto& [uuid, seen] : health.RecentXids()) {
+    auto node = node_of.find(uuid);
+    if (node == node_of.end()) continue;
+    for (const auto& x : seen) out[node->second] = std::max(out[node->second], x.time_ms);
+  }
+  return out;
 }
 
 std::string CycleEvent(int64_t now, const std::vector<health::NodeHealth>& reports,

@@ -5,6 +5,7 @@
 // filters by scope.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ namespace gpufleet {
 // The pools' allocation and queues (PoolNoFreeGpus, PoolQueueWaitHigh), and the teams that own
 // them (the `team` label), into the health cycle's snapshot.
 void AddPoolInputs(alerting::Snapshot& snap, FleetService& fleet, const workload::JobService& jobs);
+
+// Each node's newest XID the health model has seen (what the rollouts' gates watch).
+std::map<std::string, int64_t> LastXidByNode(FleetService& fleet, health::HealthService& health);
 
 std::string CycleEvent(int64_t now, const std::vector<health::NodeHealth>& reports,
                        const std::vector<alerting::Alert>& alerts);

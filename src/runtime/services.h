@@ -48,6 +48,9 @@ class UsageService;
 namespace slurm {
 class Bridge;
 }
+namespace remote {
+class RemoteWriter;
+}
 
 namespace runtime {
 class CommandBus;
@@ -81,6 +84,7 @@ struct Services {
   TeamService* teams = nullptr;
   usage::UsageService* usage = nullptr;
   AssetService* assets = nullptr;
+  remote::RemoteWriter* remote_write = nullptr;  // null: no remote-write receiver
 };
 
 }  // namespace runtime

@@ -95,8 +95,10 @@ Result<IngestResult> TelemetryStore::Ingest(const std::vector<std::string>& gpu_
     xids.push_back({gpu, {e.time_ms, value}});
   }
   if (points.empty()) return result;
-  auto batch = engine_->Append(points);
+  std::vector<char> stored;
+  auto batch = engine_->Append(points, tap_ ? &stored : nullptr);
   if (!batch.ok()) return batch.error();
+  if (tap_ && batch->stored > 0) HandOn(gpu_uuids, samples, stored);
   result.stored = batch->stored;
   result.refused = batch->refused;
   std::lock_guard lock(mu_);
@@ -116,6 +118,34 @@ Result<IngestResult> TelemetryStore::Ingest(const std::vector<std::string>& gpu_
     if (sample.t > gpu->latest[xid].t) gpu->latest[xid] = sample;
   }
   return result;
+}
+
+// The points of Ingest's append, in its order (rows, each one's fields, then XID events), that
+// the engine stored.
+void TelemetryStore::HandOn(const std::vector<std::string>& gpu_uuids,
+                            const proto::Samples& samples, const std::vector<char>& stored) {
+  std::vector<StoredPoint> out;
+  out.reserve(stored.size());
+  size_t i = 0;
+  auto in_range = [&](int gpu) { return gpu >= 0 && gpu < static_cast<int>(gpu_uuids.size()); };
+  for (const auto& row : samples.rows) {
+    if (!in_range(row.gpu)) continue;
+    for (size_t f = 0; f < kFieldCount; ++f) {
+      if (!(row.present & (1u << f))) continue;
+      if (stored[i++]) {
+        out.push_back(
+            {static_cast<uint32_t>(row.gpu), static_cast<Field>(f), row.time_ms, row.values[f]});
+      }
+    }
+  }
+  for (const auto& e : samples.events) {
+    if (e.kind != "xid" || !in_range(e.gpu)) continue;
+    if (stored[i++]) {
+      out.push_back(
+          {static_cast<uint32_t>(e.gpu), Field::kXidLast, e.time_ms, static_cast<double>(e.value)});
+    }
+  }
+  tap_(gpu_uuids, out);
 }
 
 std::optional<tsdb::SeriesId> TelemetryStore::SeriesOf(const std::string& gpu_uuid,

@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -31,6 +32,17 @@ struct IngestResult {
   size_t unknown_gpus = 0;
 };
 
+// What one Ingest stored, for whoever forwards it (remote write): the point's GPU (an index into
+// the batch's UUIDs), field, time and value, in the batch's order.
+struct StoredPoint {
+  uint32_t gpu = 0;
+  Field field = Field::kGpuUtil;
+  int64_t t = 0;
+  double v = 0;
+};
+using IngestTap = std::function<void(const std::vector<std::string>& gpu_uuids,
+                                     const std::vector<StoredPoint>& points)>;
+
 class TelemetryStore {
  public:
   static Result<std::unique_ptr<TelemetryStore>> Open(TelemetryOptions options);
@@ -40,6 +52,11 @@ class TelemetryStore {
   // (safe to acknowledge).
   Result<IngestResult> Ingest(const std::vector<std::string>& gpu_uuids,
                               const proto::Samples& samples);
+
+  // Called by each Ingest that stored something, with only the points it stored (not the
+  // refused ones), before Ingest returns: an acknowledged batch has been handed on. Set it
+  // before ingest starts.
+  void SetTap(IngestTap tap) { tap_ = std::move(tap); }
 
   std::optional<tsdb::Sample> Latest(const std::string& gpu_uuid, Field field) const;
   // Fleet-wide reads (what alert rules and the health task make each cycle): resolve the GPUs
@@ -86,6 +103,9 @@ class TelemetryStore {
     std::array<tsdb::Sample, kFieldCount> latest;
   };
   Result<GpuSeries*> IdsFor(const std::string& uuid);
+  // The points of a batch that the engine stored (stored[i] != 0), to the tap.
+  void HandOn(const std::vector<std::string>& gpu_uuids, const proto::Samples& samples,
+              const std::vector<char>& stored);
   // The series of a GPU's field: from its handle or ids_ when it was ingested since start-up,
   // else by name.
   std::optional<tsdb::SeriesId> SeriesOf(const std::string& gpu_uuid, Field field) const;
@@ -93,6 +113,7 @@ class TelemetryStore {
                                          Field field) const;
 
   std::unique_ptr<tsdb::Engine> engine_;
+  IngestTap tap_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, GpuHandle> ids_;  // guarded by mu_: index into gpus_
   std::deque<GpuSeries> gpus_;     // guarded by mu_; grows only, so addresses are stable

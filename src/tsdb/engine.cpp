@@ -393,7 +393,7 @@ Result<std::vector<SeriesId>> Engine::InternAll(const std::vector<std::string_vi
   return ids;
 }
 
-Result<BatchResult> Engine::Append(const std::vector<Point>& points) {
+Result<BatchResult> Engine::Append(const std::vector<Point>& points, std::vector<char>* stored) {
   std::shared_lock apply(apply_mu_);
   {
     // Points of a batch run in series order at few distinct times, and NVML's values are
@@ -418,10 +418,13 @@ Result<BatchResult> Engine::Append(const std::vector<Point>& points) {
     GF_TRY(WriteRecord(kPointsRecordV2, e.out()));
   }
   BatchResult r;
-  for (const Point& p : points) {
+  if (stored) stored->assign(points.size(), 0);
+  for (size_t i = 0; i < points.size(); ++i) {
+    const Point& p = points[i];
     Status s = db_.Append(p.id, p.t, p.v);
     if (s.ok()) {
       ++r.stored;
+      if (stored) (*stored)[i] = 1;
     } else {
       if (r.refused++ == 0) r.first_error = s.error().message;
     }

@@ -58,7 +58,8 @@ class Engine {
   // Many at once: the new ones cost one log write between them.
   Result<std::vector<SeriesId>> InternAll(const std::vector<std::string_view>& keys);
   // Logs the batch, then applies it. Fails only if the log cannot be written (nothing applied).
-  Result<BatchResult> Append(const std::vector<Point>& points);
+  // `stored`, when given, gets one entry per point: 1 when it was stored, 0 when refused.
+  Result<BatchResult> Append(const std::vector<Point>& points, std::vector<char>* stored = nullptr);
   Status Checkpoint();
   Status Sync();
 

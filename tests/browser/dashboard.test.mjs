@@ -10,8 +10,12 @@ import { SOURCE, startFleet, launch, signedIn, shot, call, waitFor } from './har
 const FLEET = path.join(SOURCE, 'examples/fleet.yaml');
 let fleet, browser;
 
+// A remote-write receiver that never answers (nothing listens on port 9): the settings page
+// shows it retrying, with its error and the samples waiting.
+const NOWHERE = 'http://127.0.0.1:9/api/v1/write';
+
 before(async () => {
-  fleet = await startFleet(FLEET);
+  fleet = await startFleet(FLEET, { extra: ['--remote-write', NOWHERE] });
   browser = await launch();
 });
 after(async () => {
@@ -282,7 +286,7 @@ test('every page fits 1280x800 and a 390-px phone', async () => {
       ['jobs', '#/jobs', '#jobs-summary:not(:empty)'], ['rollouts', '#/rollouts', '#rollout-list:not(:empty)'],
       ['security', '#/security', '#sec-cves tr[data-cve]'], ['drift', '#/drift', '#drift-list tbody tr'],
       ['compliance', '#/compliance', '#comp-trend .uplot'], ['reports', '#/reports', '#rep-peaks table, #rep-peaks p'],
-      ['inventory', '#/inventory', '#inv-table tbody tr']]) {
+      ['inventory', '#/inventory', '#inv-table tbody tr'], ['settings', '#/settings', '#rw table']]) {
       await page.goto(fleet.base + '/' + hash);
       await page.waitForSelector(ready, { timeout: 30000 });
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
@@ -716,6 +720,27 @@ test('the security page shows the staged exposure; an operator proposes the fix 
   assert.equal(await viewer.$$eval('#sec-pools button[data-fix]', (b) => b.length), 0);
   assert.deepEqual(viewer.errors, []);
   await viewer.context().close();
+});
+
+test('the settings page shows the Prometheus data source and each remote-write receiver, live', async () => {
+  const page = await signedIn(browser, fleet.base, fleet.token);
+  await page.goto(fleet.base + '/#/settings');
+  await page.waitForSelector('#rw tr[data-receiver="127.0.0.1:9/api/v1/write"]');
+  assert.equal(await page.textContent('#prom-url'), fleet.base + '/prometheus');
+  const row = '#rw tr[data-receiver="127.0.0.1:9/api/v1/write"]';
+  await page.waitForFunction((sel) => /retrying/.test(document.querySelector(sel).textContent), row);
+  assert.match(await page.textContent(row), /Connection refused/);
+  // The samples wait, more with each refresh (the page follows the live stream).
+  const pending = async () => Number((await page.textContent(`${row} td.pending`)).replace(/[^0-9]/g, ''));
+  const first = await pending();
+  assert.ok(first > 0);
+  await page.waitForFunction(([sel, n]) => Number(document.querySelector(`${sel} td.pending`).textContent.replace(/[^0-9]/g, '')) > n, [row, first]);
+  const api = await call(fleet.base, fleet.token, 'GET', '/api/v1/remote-write');
+  assert.equal(api.body.items[0].url, NOWHERE);
+  assert.equal(api.body.items[0].samples_sent, 0);
+  await shot(page, 'settings');
+  assert.deepEqual(page.errors, []);
+  await page.context().close();
 });
 
 test('the live indicator shows a lost stream and the page reconnects by itself', async () => {

@@ -57,10 +57,10 @@ export async function waitFor(what, fn, timeoutMs = 60000) {
   throw new Error(`timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
 }
 
-// `gpufleet up -f FILE --workload off` (the tests submit their own jobs) in a fresh data
-// directory; resolves once every node of the file is
+// `gpufleet up -f FILE --workload off` (the tests submit their own jobs), with `extra` flags, in
+// a fresh data directory; resolves once every node of the file is
 // ready. stop() ends it; restart() starts it again on the same address and data.
-export async function startFleet(file, { healthInterval = '1s' } = {}) {
+export async function startFleet(file, { healthInterval = '1s', extra = [] } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpufleet-browser-'));
   const counts = fleetCounts(file);
   const want = [...counts.values()].reduce((n, c) => n + c.nodes, 0);
@@ -70,7 +70,7 @@ export async function startFleet(file, { healthInterval = '1s' } = {}) {
     const log = fs.openSync(path.join(OUT, `${path.basename(file, '.yaml')}-up.log`), 'a');
     // Simulated node actions in seconds, so that a rollout of a small pool ends within a test.
     fleet.proc = spawn(BIN, ['up', '-f', file, '--data-dir', dir, '--listen', fleet.listen, '--health-interval', healthInterval,
-      '--workload', 'off', '--sim-install-time', '2s', '--sim-reboot-time', '3s', '--usage-interval', '5s'],
+      '--workload', 'off', '--sim-install-time', '2s', '--sim-reboot-time', '3s', '--usage-interval', '5s', ...extra],
       { stdio: ['ignore', log, log] });
     fleet.exited = new Promise((r) => fleet.proc.once('exit', r));
     const addr = await waitFor('controller.addr', () => {

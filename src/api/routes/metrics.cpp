@@ -122,6 +122,7 @@ void AppendControllerFigures(ApiContext& ctx, std::string& out) {
         "Changes of the leading controller this controller saw since it started.",
         static_cast<double>(ctx.leadership->changes()));
   }
+  AppendRemoteWriteMetrics(out, ctx);
   if (ctx.alerts) {
     std::map<std::string, int> by_state{{"pending", 0}, {"firing", 0}, {"resolved", 0}};
     for (const auto& a : ctx.alerts->Alerts()) ++by_state[std::string(alerting::ToString(a.state))];
@@ -584,7 +585,8 @@ void AddMetricsRoutes(Router& router, ApiContext& ctx) {
   router.Add("GET", "/api/v1/query", Role::kViewer,
              [&ctx](const Request& req, const Principal& who) { return GetQuery(ctx, req, who); });
   router.Scoped(Scope::kClusters);
-  AddPrometheusRoutes(router, ctx);  // the Prometheus HTTP API: routes/prometheus.cpp
+  AddPrometheusRoutes(router, ctx);   // the Prometheus HTTP API: routes/prometheus.cpp
+  AddRemoteWriteRoutes(router, ctx);  // routes/remote_write.cpp
 }
 
 }  // namespace gpufleet::api

@@ -61,6 +61,50 @@ TEST(Telemetry, IngestsRowsAndReadsThemBack) {
 // A batch's XID event for a GPU that sent no row in it (and is new since start-up) sets that
 // GPU's XID gauge; reads by handle answer as reads by name, and a GPU with no handle (not
 // ingested since start-up) is read by name from what the log restored.
+// The tap (remote write's queue) gets exactly what was stored, in order: not the stray row, not
+// a re-sent batch, not the points of one that overlaps what is stored.
+TEST(Telemetry, TheTapGetsOnlyThePointsStored) {
+  const gpufleet::testing::TempDir dir("gf-telemetry");
+  auto store = TelemetryStore::Open({dir.path(), {}});
+  ASSERT_TRUE(store.ok());
+  std::vector<std::pair<std::string, StoredPoint>> tapped;
+  store.value()->SetTap(
+      [&](const std::vector<std::string>& uuids, const std::vector<StoredPoint>& points) {
+        for (const auto& p : points) tapped.push_back({uuids.at(p.gpu), p});
+      });
+  auto batch = [](int64_t from, int64_t to) {
+    proto::Samples s;
+    for (int64_t t = from; t < to; t += 1000) {
+      SampleRow r;
+      r.time_ms = t;
+      r.gpu = 1;
+      r.set(Field::kGpuUtil, 50);
+      r.set(Field::kGpuTemp, static_cast<double>(t / 1000));
+      s.rows.push_back(r);
+    }
+    SampleRow stray;
+    stray.gpu = 9;
+    stray.set(Field::kGpuUtil, 1);
+    s.rows.push_back(stray);
+    s.events.push_back({to - 1, 1, "xid", 79});
+    return s;
+  };
+  ASSERT_TRUE(store.value()->Ingest({"GPU-a", "GPU-b"}, batch(1000, 3000)).ok());
+  ASSERT_EQ(tapped.size(), 5u);  // 2 rows x 2 fields, and the XID
+  EXPECT_EQ(tapped[0].first, "GPU-b");
+  EXPECT_EQ(tapped[1].second.field, Field::kGpuTemp);
+  EXPECT_EQ(tapped[3].second.t, 2000);
+  EXPECT_EQ(tapped[4].second.field, Field::kXidLast);
+  EXPECT_EQ(tapped[4].second.v, 79);
+  tapped.clear();
+  ASSERT_TRUE(store.value()->Ingest({"GPU-a", "GPU-b"}, batch(1000, 3000)).ok());  // again
+  EXPECT_TRUE(tapped.empty());
+  ASSERT_TRUE(store.value()->Ingest({"GPU-a", "GPU-b"}, batch(2000, 5000)).ok());  // overlaps
+  ASSERT_EQ(tapped.size(), 5u);  // 3000 and 4000 of both fields, and the XID at 4999
+  EXPECT_EQ(tapped[0].second.t, 3000);
+  EXPECT_EQ(tapped[4].second.t, 4999);
+}
+
 TEST(Telemetry, EventsOfGpusWithoutRowsAndReadsByHandle) {
   const gpufleet::testing::TempDir dir_tmp("gf-telemetry-handles");
   const std::filesystem::path dir = dir_tmp.path();

@@ -1,0 +1,56 @@
+#include "controller/remote_write.h"
+
+#include <map>
+
+namespace gpufleet {
+
+remote::LabelSource FleetLabels(FleetService& fleet) {
+  return [&fleet]() -> std::shared_ptr<const remote::GpuLabels> {
+    auto out = std::make_shared<remote::GpuLabels>();
+    std::map<std::string, std::string> team_of_pool, team_of_cluster;
+    if (auto clusters = fleet.Clusters(); clusters.ok()) {
+      for (const auto& c : clusters.value()) team_of_cluster[c.name] = c.team;
+    }
+    if (auto pools = fleet.Pools(); pools.ok()) {
+      for (const auto& p : pools.value()) {
+        team_of_pool[p.name] = p.team.empty() ? team_of_cluster[p.cluster] : p.team;
+      }
+    }
+    fleet.ForEachNode({}, [&](const Node& n) {
+      if (n.state == NodeState::kRetired || n.state == NodeState::kDecommissioning) return;
+      const std::string& team = team_of_pool[n.pool];
+      for (const auto& g : n.gpus) {
+        Labels l{
+            {"Hostname", n.name},
+            {"UUID", g.uuid},
+            {"cluster", n.cluster},
+            {"device", "nvidia" + std::to_string(g.minor_number >= 0 ? g.minor_number : g.index)},
+            {"gpu", std::to_string(g.index)},
+            {"modelName", g.name.empty() ? g.model : g.name},
+            {"pool", n.pool}};
+        if (!g.pci_bus_id.empty()) l["pci_bus_id"] = g.pci_bus_id;
+        if (!team.empty()) l["team"] = team;
+        (*out)[g.uuid] = std::move(l);
+      }
+    });
+    return out;
+  };
+}
+
+Result<std::unique_ptr<remote::RemoteWriter>> OpenRemoteWrite(const ControllerOptions& options,
+                                                              FleetService& fleet,
+                                                              TelemetryStore& telemetry) {
+  if (options.remote_write.empty()) return std::unique_ptr<remote::RemoteWriter>();
+  remote::RemoteWriteOptions o;
+  o.dir = options.data_dir + "/remote-write";
+  o.window_bytes = options.remote_write_window_bytes;
+  o.receivers = options.remote_write;
+  auto writer = remote::RemoteWriter::Open(std::move(o), FleetLabels(fleet));
+  if (!writer.ok()) return writer.error();
+  remote::RemoteWriter* w = writer.value().get();
+  telemetry.SetTap([w](const std::vector<std::string>& uuids,
+                       const std::vector<StoredPoint>& points) { w->Stored(uuids, points); });
+  return std::move(writer.value());
+}
+
+}  // namespace gpufleet

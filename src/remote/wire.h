@@ -1,0 +1,38 @@
+#pragma once
+// Remote write 1.0's wire format: a prometheus.WriteRequest (protobuf), snappy block-encoded.
+// A series' labels are encoded once (SeriesLabels) and copied into each request that carries
+// it; the samples are appended after them.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/types.h"
+
+namespace gpufleet::remote {
+
+// Prometheus's staleness marker: the NaN that says "this series has ended".
+inline constexpr uint64_t kStaleNaNBits = 0x7ff0000000000002ull;
+double StaleNaN();
+bool IsStaleNaN(double v);
+
+// The TimeSeries' `labels` fields (label names in byte order, as the specification requires;
+// `labels` is a sorted map), encoded.
+std::string EncodeLabels(const Labels& labels);
+
+struct WireSample {
+  int64_t t = 0;
+  double v = 0;
+};
+struct WireSeries {
+  const std::string* labels = nullptr;  // EncodeLabels' bytes
+  std::vector<WireSample> samples;      // oldest first
+};
+
+// The WriteRequest, serialized (not compressed).
+std::string EncodeWriteRequest(const std::vector<WireSeries>& series);
+// Snappy's block format, as Content-Encoding: snappy means in remote write.
+std::string Compress(std::string_view data);
+
+}  // namespace gpufleet::remote
