@@ -19,7 +19,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; sleep 1; rm -rf "$work"' EXIT
 hz=$(getconf CLK_TCK)
 metric() {
   curl -s -H "Authorization: Bearer $(cat "$dir/admin.token")" "http://$addr/metrics" |
-    awk -v m="$1" 'index($1, m) == 1 {print $2; exit}'
+    awk -v m="$1" 'index($1, m) == 1 && !done {print $2; done = 1}'
 }
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 : >"$work/off" && : >"$work/on"
