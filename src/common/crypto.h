@@ -11,6 +11,7 @@
 namespace gpufleet {
 
 std::string RandomHex(size_t bytes);                                     // from OpenSSL's CSPRNG
+std::string Base64Encode(std::string_view data);                         // RFC 4648, padded
 std::string Sha256Hex(std::string_view data);                            // lower-case hex
 std::string HmacSha256Hex(std::string_view key, std::string_view data);  // lower-case hex
 bool ConstantTimeEqual(std::string_view a, std::string_view b);

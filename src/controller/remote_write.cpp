@@ -1,12 +1,22 @@
 #include "controller/remote_write.h"
 
 #include <map>
+#include <mutex>
 
 namespace gpufleet {
 
 remote::LabelSource FleetLabels(FleetService& fleet) {
-  return [&fleet]() -> std::shared_ptr<const remote::GpuLabels> {
-    auto out = std::make_shared<remote::GpuLabels>();
+  // The last labels made, and what they were made from: while no node record changed and the
+  // pools' teams are the same, they are handed out again (the writer asks every 5 s, and a
+  // walk of 10,000 GPUs' labels is not free).
+  struct Made {
+    std::mutex mu;
+    uint64_t changes = 0;
+    std::map<std::string, std::string> teams;
+    std::shared_ptr<const remote::GpuLabels> labels;
+  };
+  auto made = std::make_shared<Made>();
+  return [&fleet, made]() -> std::shared_ptr<const remote::GpuLabels> {
     std::map<std::string, std::string> team_of_pool, team_of_cluster;
     if (auto clusters = fleet.Clusters(); clusters.ok()) {
       for (const auto& c : clusters.value()) team_of_cluster[c.name] = c.team;
@@ -16,8 +26,14 @@ remote::LabelSource FleetLabels(FleetService& fleet) {
         team_of_pool[p.name] = p.team.empty() ? team_of_cluster[p.cluster] : p.team;
       }
     }
+    const uint64_t changes = fleet.changes();  // before the walk: a change during it counts next
+    std::lock_guard lock(made->mu);
+    if (made->labels && made->changes == changes && made->teams == team_of_pool) {
+      return made->labels;
+    }
+    auto out = std::make_shared<remote::GpuLabels>();
     fleet.ForEachNode({}, [&](const Node& n) {
-      if (n.state == NodeState::kRetired || n.state == NodeState::kDecommissioning) return;
+      if (LeftFleet(n.state)) return;
       const std::string& team = team_of_pool[n.pool];
       for (const auto& g : n.gpus) {
         Labels l{
@@ -33,6 +49,9 @@ remote::LabelSource FleetLabels(FleetService& fleet) {
         (*out)[g.uuid] = std::move(l);
       }
     });
+    made->changes = changes;
+    made->teams = std::move(team_of_pool);
+    made->labels = out;
     return out;
   };
 }

@@ -170,6 +170,11 @@ enum class NodeState {
   kRetired,
 };
 std::string_view ToString(NodeState state);
+// A node leaving the fleet (decommissioning) or gone from it (retired): it raises no alert and
+// its series end.
+inline bool LeftFleet(NodeState state) {
+  return state == NodeState::kDecommissioning || state == NodeState::kRetired;
+}
 std::optional<NodeState> ParseNodeState(std::string_view text);
 
 // A GPU's operating settings, the ones a profile can ask for and the agent can set through NVML;

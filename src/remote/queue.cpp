@@ -44,18 +44,24 @@ bool ReadAt(int fd, uint64_t offset, size_t n, std::string& out) {
   return true;
 }
 
-// The frame at `offset` of `fd` (whose data ends at `limit`): its payload, or nullopt when there
-// is no whole, intact frame there.
-std::optional<std::string> FrameAt(int fd, uint64_t offset, uint64_t limit) {
-  if (offset + kHeader > limit) return std::nullopt;
-  std::string header;
-  if (!ReadAt(fd, offset, kHeader, header)) return std::nullopt;
+// The frame at `offset` of `fd` (whose data ends at `limit`) into `payload` (its buffer
+// reused): false when there is no whole, intact frame there.
+bool FrameAt(int fd, uint64_t offset, uint64_t limit, std::string& payload) {
+  if (offset + kHeader > limit) return false;
+  char header[kHeader];
+  ssize_t got = ::pread(fd, header, kHeader, static_cast<off_t>(offset));
+  while (got < 0 && errno == EINTR) got = ::pread(fd, header, kHeader, static_cast<off_t>(offset));
+  if (got != static_cast<ssize_t>(kHeader)) return false;
   uint32_t len = 0, crc = 0;
-  std::memcpy(&len, header.data(), 4);
-  std::memcpy(&crc, header.data() + 4, 4);
-  if (len > kMaxFrame || offset + kHeader + len > limit) return std::nullopt;
+  std::memcpy(&len, header, 4);
+  std::memcpy(&crc, header + 4, 4);
+  if (len > kMaxFrame || offset + kHeader + len > limit) return false;
+  return ReadAt(fd, offset + kHeader, len, payload) && Crc(payload) == crc;
+}
+
+std::optional<std::string> FrameAt(int fd, uint64_t offset, uint64_t limit) {
   std::string payload;
-  if (!ReadAt(fd, offset + kHeader, len, payload) || Crc(payload) != crc) return std::nullopt;
+  if (!FrameAt(fd, offset, limit, payload)) return std::nullopt;
   return payload;
 }
 
@@ -198,8 +204,11 @@ Status Queue::StartSegment(uint64_t number) {
 Status Queue::Append(const std::vector<std::string>& uuids,
                      const std::vector<StoredPoint>& points) {
   if (points.empty()) return {};
-  tsdb::Encoder e;
   std::lock_guard lock(mu_);
+  // The frame in one reused buffer: its header's place first, filled in once the payload is.
+  tsdb::Encoder& e = frame_;
+  std::string& frame = e.out();
+  frame.assign(kHeader, '\0');
   e.U64(next_seq_);
   e.Varint(uuids.size());
   for (const auto& u : uuids) e.Str(u);
@@ -219,13 +228,11 @@ Status Queue::Append(const std::vector<std::string>& uuids,
       e.F64(p.v);
     }
   }
-  const std::string& payload = e.out();
-  std::string frame(kHeader, '\0');
+  const std::string_view payload(frame.data() + kHeader, frame.size() - kHeader);
   auto len = static_cast<uint32_t>(payload.size());
   uint32_t crc = Crc(payload);
   std::memcpy(frame.data(), &len, 4);
   std::memcpy(frame.data() + 4, &crc, 4);
-  frame += payload;
   if (segments_.back().bytes > 0 &&
       segments_.back().bytes + frame.size() > options_.segment_bytes) {
     GF_TRY(StartSegment(segments_.back().number + 1));
@@ -267,7 +274,13 @@ uint64_t Queue::bytes() const {
   return bytes_;
 }
 
-Result<QueueRead> Queue::Read(Position at, size_t max_samples) const {
+Result<QueueRead> Queue::Read(Position at, size_t max_samples, uint64_t until) const {
+  QueueRead out;
+  GF_TRY(Read(at, max_samples, until, out));
+  return out;
+}
+
+Status Queue::Read(Position at, size_t max_samples, uint64_t until, QueueRead& out) const {
   std::deque<Segment> segments;
   uint64_t end_seq = 0;
   {
@@ -275,12 +288,14 @@ Result<QueueRead> Queue::Read(Position at, size_t max_samples) const {
     segments = segments_;
     end_seq = next_seq_;
   }
-  QueueRead out;
+  out.uuids.clear();
+  out.samples.clear();  // its capacity stays: a receiver reads into the same one each time
+  out.lost = 0;
   const Segment& oldest = segments.front();
   if (at.seq > end_seq || at.segment > segments.back().number) {
     // Past the end: the queue was deleted or replaced under this cursor.
     out.end = {segments.back().number, segments.back().bytes, end_seq};
-    return out;
+    return {};
   }
   if (at.segment < oldest.number || at.seq < oldest.first_seq) {
     out.lost = oldest.first_seq > at.seq ? oldest.first_seq - at.seq : 0;
@@ -288,22 +303,23 @@ Result<QueueRead> Queue::Read(Position at, size_t max_samples) const {
   }
   auto it = std::find_if(segments.begin(), segments.end(),
                          [&](const Segment& s) { return s.number == at.segment; });
-  while (it != segments.end() && out.samples.size() < max_samples) {
+  auto more = [&] { return out.samples.size() < max_samples && at.seq < until; };
+  std::string payload;
+  while (it != segments.end() && more()) {
     const std::string path = PathOf(it->number);
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     bool next = fd < 0;  // deleted by the window since: go on with the next one
-    while (!next && out.samples.size() < max_samples) {
-      auto f = FrameAt(fd, at.offset, it->bytes);
-      if (!f) {
+    while (!next && more()) {
+      if (!FrameAt(fd, at.offset, it->bytes, payload)) {
         next = true;
         break;
       }
       uint64_t first = 0, count = 0;
-      if (!Peek(*f, first, count) || !Decode(*f, out)) {
+      if (!Peek(payload, first, count) || !Decode(payload, out)) {
         next = true;  // damaged: the rest of this segment cannot be read
         break;
       }
-      at.offset += kHeader + f->size();
+      at.offset += kHeader + payload.size();
       at.seq = first + count;
     }
     if (fd >= 0) ::close(fd);
@@ -315,7 +331,7 @@ Result<QueueRead> Queue::Read(Position at, size_t max_samples) const {
     it = following;
   }
   out.end = at;
-  return out;
+  return {};
 }
 
 }  // namespace gpufleet::remote

@@ -17,6 +17,7 @@
 
 #include "common/result.h"
 #include "telemetry/telemetry.h"
+#include "tsdb/codec.h"
 
 namespace gpufleet::remote {
 
@@ -60,7 +61,10 @@ class Queue {
   // Whole frames from `at` until at least `max_samples` are read or the end is reached. A
   // position before the oldest segment moves to it (the samples in between are `lost`); one
   // past the end (a queue deleted under its cursor) moves to the end.
-  Result<QueueRead> Read(Position at, size_t max_samples) const;
+  // With `until`, it stops at that sample number (a read done before, done again).
+  Result<QueueRead> Read(Position at, size_t max_samples, uint64_t until = UINT64_MAX) const;
+  // The same into `out`, whose buffers are reused.
+  Status Read(Position at, size_t max_samples, uint64_t until, QueueRead& out) const;
   uint64_t bytes() const;
 
  private:
@@ -81,6 +85,7 @@ class Queue {
   std::deque<Segment> segments_;  // guarded by mu_: oldest first; never empty after Open
   uint64_t next_seq_ = 0;         // guarded by mu_
   uint64_t bytes_ = 0;            // guarded by mu_: all segments together
+  tsdb::Encoder frame_;           // guarded by mu_: the frame being appended (its buffer reused)
 };
 
 }  // namespace gpufleet::remote

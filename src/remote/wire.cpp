@@ -22,6 +22,13 @@ size_t SampleSize(const WireSample& s) {
   return 1 + 8 + 1 + CodedOutputStream::VarintSize64(static_cast<uint64_t>(s.t));
 }
 
+// The bytes of one TimeSeries message (without its tag and length).
+size_t SeriesSize(const WireSeries& s) {
+  size_t n = s.labels->size();
+  for (size_t i = 0; i < s.count; ++i) n += 2 + SampleSize(s.samples[i]);
+  return n;
+}
+
 }  // namespace
 
 double StaleNaN() {
@@ -59,37 +66,41 @@ std::string EncodeLabels(const Labels& labels) {
   return out;
 }
 
-std::string EncodeWriteRequest(const std::vector<WireSeries>& series) {
-  std::string out;
-  {
-    StringOutputStream stream(&out);
-    CodedOutputStream coded(&stream);
-    for (const auto& s : series) {
-      // WriteRequest.timeseries = 1: TimeSeries { labels = 1; samples = 2; }
-      size_t inner = s.labels->size();
-      for (const auto& x : s.samples) inner += 1 + 1 + SampleSize(x);
-      coded.WriteTag(Tag(1, kLenDelimited));
-      coded.WriteVarint32(static_cast<uint32_t>(inner));
-      coded.WriteRaw(s.labels->data(), static_cast<int>(s.labels->size()));
-      for (const auto& x : s.samples) {
-        coded.WriteTag(Tag(2, kLenDelimited));
-        coded.WriteVarint32(static_cast<uint32_t>(SampleSize(x)));
-        coded.WriteTag(Tag(1, 1));  // value: 64-bit
-        uint64_t bits;
-        std::memcpy(&bits, &x.v, sizeof bits);
-        coded.WriteLittleEndian64(bits);
-        coded.WriteTag(Tag(2, 0));  // timestamp: varint (int64, so negative is 10 bytes)
-        coded.WriteVarint64(static_cast<uint64_t>(x.t));
-      }
+void EncodeWriteRequest(const std::vector<WireSeries>& series, std::string& out) {
+  // Sized first, then written straight into the buffer: no stream, no copy.
+  thread_local std::vector<uint32_t> sizes;
+  sizes.clear();
+  size_t total = 0;
+  for (const auto& s : series) {
+    size_t inner = SeriesSize(s);
+    sizes.push_back(static_cast<uint32_t>(inner));
+    total += 1 + CodedOutputStream::VarintSize32(static_cast<uint32_t>(inner)) + inner;
+  }
+  out.resize(total);
+  auto* p = reinterpret_cast<uint8_t*>(out.data());
+  for (size_t k = 0; k < series.size(); ++k) {
+    const WireSeries& s = series[k];
+    // WriteRequest.timeseries = 1: TimeSeries { labels = 1; samples = 2; }
+    p = CodedOutputStream::WriteTagToArray(Tag(1, kLenDelimited), p);
+    p = CodedOutputStream::WriteVarint32ToArray(sizes[k], p);
+    p = CodedOutputStream::WriteRawToArray(s.labels->data(), static_cast<int>(s.labels->size()), p);
+    for (size_t i = 0; i < s.count; ++i) {
+      const WireSample& x = s.samples[i];
+      p = CodedOutputStream::WriteTagToArray(Tag(2, kLenDelimited), p);
+      p = CodedOutputStream::WriteVarint32ToArray(static_cast<uint32_t>(SampleSize(x)), p);
+      p = CodedOutputStream::WriteTagToArray(Tag(1, 1), p);  // value: 64-bit
+      uint64_t bits;
+      std::memcpy(&bits, &x.v, sizeof bits);
+      p = CodedOutputStream::WriteLittleEndian64ToArray(bits, p);
+      // timestamp: varint (int64, so a negative one is 10 bytes)
+      p = CodedOutputStream::WriteTagToArray(Tag(2, 0), p);
+      p = CodedOutputStream::WriteVarint64ToArray(static_cast<uint64_t>(x.t), p);
     }
   }
-  return out;
 }
 
-std::string Compress(std::string_view data) {
-  std::string out;
+void Compress(std::string_view data, std::string& out) {
   snappy::Compress(data.data(), data.size(), &out);
-  return out;
 }
 
 }  // namespace gpufleet::remote

@@ -27,12 +27,13 @@ struct WireSample {
 };
 struct WireSeries {
   const std::string* labels = nullptr;  // EncodeLabels' bytes
-  std::vector<WireSample> samples;      // oldest first
+  const WireSample* samples = nullptr;  // oldest first
+  size_t count = 0;
 };
 
-// The WriteRequest, serialized (not compressed).
-std::string EncodeWriteRequest(const std::vector<WireSeries>& series);
-// Snappy's block format, as Content-Encoding: snappy means in remote write.
-std::string Compress(std::string_view data);
+// The WriteRequest, serialized (not compressed) into `out`, whose buffer is reused.
+void EncodeWriteRequest(const std::vector<WireSeries>& series, std::string& out);
+// Snappy's block format, as Content-Encoding: snappy means in remote write, into `out`.
+void Compress(std::string_view data, std::string& out);
 
 }  // namespace gpufleet::remote

@@ -1,6 +1,5 @@
 #include "remote/writer.h"
 
-#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 #include <sstream>
 
 #include "common/clock.h"
+#include "common/crypto.h"
 #include "net/http_client.h"
 #include "remote/filter.h"
 #include "remote/wire.h"
@@ -34,26 +34,21 @@ int64_t NowMs() {
       .count();
 }
 
-// FNV-1a: a series' shard must not change between runs (a cursor records shards).
-uint64_t Hash(std::string_view uuid, Field field) {
+// FNV-1a of (UUID, field): a series' shard and request must not change between runs (a
+// cursor records the requests each shard sent).
+uint64_t Hash(std::string_view uuid) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : uuid) h = (h ^ c) * 1099511628211ull;
-  return (h ^ static_cast<uint64_t>(field)) * 1099511628211ull;
+  return h;
+}
+uint64_t Hash(uint64_t uuid_hash, Field field) {
+  return (uuid_hash ^ static_cast<uint64_t>(field)) * 1099511628211ull;
 }
 
 std::string MetricName(Field f) {
   const auto& info = Info(f);
   if (!info.dcgm_name.empty()) return std::string(info.dcgm_name);
   return "gpufleet_gpu_" + std::string(info.name);
-}
-
-std::string Base64(std::string_view in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
 }
 
 }  // namespace
@@ -64,17 +59,21 @@ struct SeriesState {
   bool pass = false;           // the receiver's filters let it through
   bool ended = false;          // its staleness marker is sent: the GPU left the fleet
   std::string encoded;         // its labels, encoded (wire.h)
+  // Within the read being split (Split's bookkeeping): which read, its newest sample so far,
+  // how many samples it has and where they start in its request's samples.
+  uint64_t read = 0;
+  int64_t newest = kNever;
+  uint32_t count = 0, offset = 0;
 };
 struct GpuState {
   std::array<SeriesState, kFieldCount> fields;
 };
 
-// One request's worth: series in the order they first appear, their samples in order.
-struct Shard {
-  std::vector<WireSeries> series;
+// One request: the series in the order they first appear, each one's samples together and in
+// order. Kept between reads so that their buffers are reused.
+struct Request {
   std::vector<SeriesState*> states;
-  std::unordered_map<SeriesState*, size_t> index;
-  size_t samples = 0;
+  std::vector<WireSample> samples;
 };
 
 struct RemoteWriter::Receiver {
@@ -84,24 +83,35 @@ struct RemoteWriter::Receiver {
   std::vector<Filter> filters;
   std::string cursor_path;
   Position pos;  // guarded by mu: where the next read starts
-  // Within the read that starts at `pos`: shard i has taken its samples numbered below
-  // shard_done[i] (a read interrupted by a stop or a crash).
+  // Within the read that starts at `pos` and ends at sample `until` (0: none begun), split
+  // into `chunks` requests a shard: shard i has sent its first shard_done[i] (a read
+  // interrupted by a stop or a crash). The same read always splits into the same requests, so
+  // a restart goes on with the next.
+  uint64_t until = 0, chunks = 0;
   std::vector<uint64_t> shard_done;
   std::unordered_map<std::string, GpuState> gpus;  // Run's thread only
+  // Run's thread and, for their own shard's requests and buffers, the shards' threads.
+  std::vector<Request> requests;                 // shard-major: shard × chunks + chunk
+  std::vector<std::string> encoded, compressed;  // one each per shard
+  QueueRead read;                                // the last read (its buffers reused)
+  std::vector<SeriesState*> sample_series;       // Split's, per sample of the read
+  std::vector<uint32_t> sample_request;
+  uint64_t reads = 0;
   std::thread thread;
   mutable std::mutex mu;
   ReceiverStatus status;  // guarded by mu (pending is computed)
 
-  std::vector<Shard> Split(const QueueRead& read, const GpuLabels* labels, uint64_t generation,
-                           const std::vector<uint64_t>& done);
-  bool Send(Shard& shard, const std::function<bool(int64_t)>& wait);
+  void Split(const QueueRead& read, const GpuLabels* labels, uint64_t generation,
+             const std::vector<uint64_t>& done, size_t chunks);
+  void Describe(SeriesState& st, Field field, const Labels& gpu_labels, uint64_t generation);
+  bool Send(size_t shard, Request& request, const std::function<bool(int64_t)>& wait);
 
   void SaveCursor() {  // caller holds mu
     std::string tmp = cursor_path + ".tmp";
     {
       std::ofstream out(tmp, std::ios::trunc);
-      out << "v1 " << pos.segment << ' ' << pos.offset << ' ' << pos.seq << ' '
-          << shard_done.size();
+      out << "v2 " << pos.segment << ' ' << pos.offset << ' ' << pos.seq << ' ' << until << ' '
+          << chunks << ' ' << shard_done.size();
       for (auto d : shard_done) out << ' ' << d;
       out << '\n';
       if (!out) return;
@@ -112,18 +122,25 @@ struct RemoteWriter::Receiver {
   bool LoadCursor() {
     std::ifstream in(cursor_path);
     std::string v;
-    size_t shards = 0;
     Position p;
-    if (!(in >> v >> p.segment >> p.offset >> p.seq >> shards) || v != "v1") return false;
-    std::vector<uint64_t> done(shards);
-    for (auto& d : done) {
-      if (!(in >> d)) return false;
-    }
+    if (!(in >> v >> p.segment >> p.offset >> p.seq) || (v != "v1" && v != "v2")) return false;
     pos = p;
-    // Shards are by series hash modulo their count: another count cannot use these.
-    shard_done = shards == static_cast<size_t>(config.shards)
-                     ? done
-                     : std::vector<uint64_t>(static_cast<size_t>(config.shards), 0);
+    // Shards are by series hash modulo their count: another count cannot use these. (A v1
+    // cursor's shards counted samples, not requests: its read starts again.)
+    size_t shards = 0;
+    std::vector<uint64_t> done;
+    if (v == "v2" && in >> until >> chunks >> shards &&
+        shards == static_cast<size_t>(config.shards)) {
+      done.resize(shards);
+      for (auto& d : done) {
+        if (!(in >> d)) break;
+      }
+    }
+    if (in && done.size() == shard_done.size()) {
+      shard_done = done;
+    } else {
+      until = chunks = 0;
+    }
     return true;
   }
 };
@@ -161,7 +178,7 @@ Result<std::unique_ptr<RemoteWriter>> RemoteWriter::Open(RemoteWriteOptions opti
     }
     if (!config.bearer_token.empty()) r->auth = "Bearer " + config.bearer_token;
     if (!config.basic_user.empty() || !config.basic_password.empty()) {
-      r->auth = "Basic " + Base64(config.basic_user + ":" + config.basic_password);
+      r->auth = "Basic " + Base64Encode(config.basic_user + ":" + config.basic_password);
     }
     for (const auto& m : config.match) r->filters.push_back(CompileFilter(m).value());
     std::string file;
@@ -232,7 +249,7 @@ void RemoteWriter::RefreshLabels() {
   {
     std::lock_guard lock(labels_mu_);
     labels_at_ = walked_at;
-    if (labels_ && *labels_ == *now) return;
+    if (labels_ && (labels_ == now || *labels_ == *now)) return;
     labels_ = now;
     ++labels_generation_;
     spdlog::debug("remote write: labels of {} GPUs (generation {})", now->size(),
@@ -323,41 +340,41 @@ bool RemoteWriter::Wait(int64_t ms) {
   return !stopping_;
 }
 
-// A read's samples by shard, each series once with its samples in order: what the receiver has
-// not taken yet and its selectors let through.
-std::vector<Shard> RemoteWriter::Receiver::Split(const QueueRead& read, const GpuLabels* labels,
-                                                 uint64_t generation,
-                                                 const std::vector<uint64_t>& done) {
+// A read's samples into requests, each series once with its samples in order: what the
+// receiver has not taken yet and its selectors let through. A series goes to shard
+// hash % shards and, within it, to request (hash / shards) % chunks: the same read always gives
+// the same requests, and a series' samples of one read travel together in one request.
+void RemoteWriter::Receiver::Split(const QueueRead& read, const GpuLabels* labels,
+                                   uint64_t generation, const std::vector<uint64_t>& done,
+                                   size_t chunks) {
   const auto shards = static_cast<size_t>(config.shards);
-  std::vector<Shard> work(shards);
-  uint32_t last_uuid = UINT32_MAX;
-  GpuState* gpu = nullptr;
-  const Labels* gpu_labels = nullptr;
-  for (const auto& s : read.samples) {
-    const std::string& uuid = read.uuids[s.uuid];
-    size_t shard = Hash(uuid, s.field) % shards;
-    if (s.seq < done[shard]) continue;  // taken before this read was interrupted
-    if (s.uuid != last_uuid) {
-      last_uuid = s.uuid;
-      gpu = &gpus[uuid];
-      gpu_labels = nullptr;
-      if (labels) {
-        if (auto it = labels->find(uuid); it != labels->end()) gpu_labels = &it->second;
-      }
+  requests.resize(shards * chunks);
+  for (auto& q : requests) {
+    q.states.clear();
+    q.samples.clear();
+  }
+  const uint64_t this_read = ++reads;
+  std::vector<uint64_t> uuid_hash(read.uuids.size());
+  std::vector<GpuState*> gpu(read.uuids.size());
+  std::vector<const Labels*> gpu_labels(read.uuids.size(), nullptr);
+  for (size_t i = 0; i < read.uuids.size(); ++i) {
+    uuid_hash[i] = Hash(read.uuids[i]);
+    gpu[i] = &gpus[read.uuids[i]];
+    if (labels) {
+      if (auto it = labels->find(read.uuids[i]); it != labels->end()) gpu_labels[i] = &it->second;
     }
-    SeriesState& st = gpu->fields[static_cast<size_t>(s.field)];
-    if (gpu_labels) {
-      if (st.generation != generation || st.encoded.empty() || st.ended) {
-        Labels l = *gpu_labels;
-        std::string name = MetricName(s.field);
-        st.pass =
-            filters.empty() || std::any_of(filters.begin(), filters.end(),
-                                           [&](const Filter& f) { return f.Matches(name, l); });
-        l["__name__"] = name;
-        st.encoded = EncodeLabels(l);
-        st.generation = generation;
-        st.ended = false;
-      }
+  }
+  sample_series.assign(read.samples.size(), nullptr);
+  sample_request.resize(read.samples.size());
+  for (size_t i = 0; i < read.samples.size(); ++i) {
+    const QueuedSample& s = read.samples[i];
+    const uint64_t h = Hash(uuid_hash[s.uuid], s.field);
+    const size_t shard = h % shards, chunk = (h / shards) % chunks;
+    if (chunk < done[shard]) continue;  // sent before this read was interrupted
+    SeriesState& st = gpu[s.uuid]->fields[static_cast<size_t>(s.field)];
+    if (const Labels* l = gpu_labels[s.uuid]) {
+      if (st.generation != generation || st.encoded.empty() || st.ended)
+        Describe(st, s.field, *l, generation);
     } else {
       // A GPU the fleet no longer lists: what it stored before it left goes under the labels
       // it had, up to its staleness marker; after that (a retired node's agent still running),
@@ -365,27 +382,65 @@ std::vector<Shard> RemoteWriter::Receiver::Split(const QueueRead& read, const Gp
       if (st.encoded.empty() || st.ended) continue;
       if (IsStaleNaN(s.v)) st.ended = true;
     }
-    if (!st.pass || s.t <= st.last_sent) continue;
-    auto& p = work[shard];
-    auto [it, fresh] = p.index.try_emplace(&st, p.series.size());
-    if (fresh) {
-      p.series.push_back({&st.encoded, {}});
-      p.states.push_back(&st);
+    if (!st.pass) continue;
+    if (st.read != this_read) {
+      st.read = this_read;
+      st.newest = st.last_sent;
+      st.count = 0;
     }
-    double v = IsStaleNaN(s.v) ? s.v : s.v * Info(s.field).metrics_scale;
-    p.series[it->second].samples.push_back({s.t, v});
-    ++p.samples;
+    if (s.t <= st.newest) continue;  // taken already, or out of order
+    st.newest = s.t;
+    auto& q = requests[shard * chunks + chunk];
+    if (st.count++ == 0) q.states.push_back(&st);
+    sample_series[i] = &st;
+    sample_request[i] = static_cast<uint32_t>(shard * chunks + chunk);
   }
-  return work;
+  // Each series' place in its request, then its samples into it.
+  for (auto& q : requests) {
+    uint32_t offset = 0;
+    for (SeriesState* st : q.states) {
+      st->offset = offset;
+      offset += st->count;
+      st->count = 0;
+    }
+    q.samples.resize(offset);
+  }
+  for (size_t i = 0; i < read.samples.size(); ++i) {
+    SeriesState* st = sample_series[i];
+    if (!st) continue;
+    const QueuedSample& s = read.samples[i];
+    double v = IsStaleNaN(s.v) ? s.v : s.v * Info(s.field).metrics_scale;
+    requests[sample_request[i]].samples[st->offset + st->count++] = {s.t, v};
+  }
 }
 
-// One shard's request, sent until it is taken or refused; false when the writer stopped while
-// it waited to send it again.
-bool RemoteWriter::Receiver::Send(Shard& p, const std::function<bool(int64_t)>& wait) {
+// A series' labels and whether its selectors pass it, from the fleet's labels of its GPU.
+void RemoteWriter::Receiver::Describe(SeriesState& st, Field field, const Labels& gpu_labels,
+                                      uint64_t generation) {
+  Labels l = gpu_labels;
+  std::string name = MetricName(field);
+  st.pass = filters.empty() || std::any_of(filters.begin(), filters.end(),
+                                           [&](const Filter& f) { return f.Matches(name, l); });
+  l["__name__"] = name;
+  st.encoded = EncodeLabels(l);
+  st.generation = generation;
+  st.ended = false;
+}
+
+// One request, sent until it is taken or refused; false when the writer stopped while it
+// waited to send it again.
+bool RemoteWriter::Receiver::Send(size_t shard, Request& q,
+                                  const std::function<bool(int64_t)>& wait) {
+  std::vector<WireSeries> series;
+  series.reserve(q.states.size());
+  for (const SeriesState* st : q.states)
+    series.push_back({&st->encoded, q.samples.data() + st->offset, st->count});
+  EncodeWriteRequest(series, encoded[shard]);
   net::HttpCall call;
   call.method = "POST";
   call.url = config.url;
-  call.body = Compress(EncodeWriteRequest(p.series));
+  Compress(encoded[shard], compressed[shard]);
+  call.body = std::move(compressed[shard]);
   call.timeout_ms = config.timeout_ms;
   call.tls = tls;
   call.max_body_bytes = 1 << 20;
@@ -394,14 +449,16 @@ bool RemoteWriter::Receiver::Send(Shard& p, const std::function<bool(int64_t)>& 
                   {"User-Agent", "gpufleet/" GPUFLEET_VERSION},
                   {"X-Prometheus-Remote-Write-Version", "0.1.0"}};
   if (!auth.empty()) call.headers.emplace_back("Authorization", auth);
+  const uint64_t samples = q.samples.size();
   int64_t backoff = kFirstBackoffMs;
+  bool stopped = false;
   for (;;) {
     auto res = net::Send(call);
     const int code = res.ok() ? res->status : 0;
     std::unique_lock lock(mu);
     ++status.requests;
     if (code >= 200 && code < 300) {
-      status.sent += p.samples;
+      status.sent += samples;
       status.last_error.clear();
       status.state = "sending";
       status.last_sent_ms = NowMs();
@@ -414,84 +471,124 @@ bool RemoteWriter::Receiver::Send(Shard& p, const std::function<bool(int64_t)>& 
     status.last_error_ms = NowMs();
     if (code >= 400 && code < 500 && code != 429) {
       // Refused for what it is: sending it again cannot help.
-      status.dropped += p.samples;
-      spdlog::warn("remote write {}: {} samples refused: {}", config.name, p.samples, why);
+      status.dropped += samples;
+      spdlog::warn("remote write {}: {} samples refused: {}", config.name, samples, why);
       break;
     }
-    status.failed += p.samples;
+    status.failed += samples;
     ++status.retries;
     status.state = "retrying";
     lock.unlock();
-    if (!wait(backoff)) return false;
+    if (!wait(backoff)) {
+      stopped = true;
+      break;
+    }
     backoff = std::min(backoff * 2, kMaxBackoffMs);
   }
+  compressed[shard] = std::move(call.body);  // its buffer, for the next request
+  if (stopped) return false;
   int64_t newest = 0;
-  for (size_t i = 0; i < p.series.size(); ++i) {
-    p.states[i]->last_sent = p.series[i].samples.back().t;
-    newest = std::max(newest, p.states[i]->last_sent);
+  for (SeriesState* st : q.states) {
+    st->last_sent = q.samples[st->offset + st->count - 1].t;
+    newest = std::max(newest, st->last_sent);
   }
   std::lock_guard lock(mu);
   status.newest_sent_sample_ms = std::max(status.newest_sent_sample_ms, newest);
   return true;
 }
 
+// The shards of a split read in parallel, each one's requests in turn. Each request taken is
+// recorded at once, so that a stop or a crash before the rest are taken does not send it
+// again. False when the writer stopped first.
+bool RemoteWriter::SendShards(Receiver& r, size_t chunks, const std::vector<uint64_t>& done) {
+  auto wait = [this](int64_t ms) { return Wait(ms); };
+  std::atomic<bool> interrupted{false};
+  auto send = [&](size_t shard) {
+    for (size_t c = done[shard]; c < chunks && !interrupted; ++c) {
+      Request& q = r.requests[shard * chunks + c];
+      if (!q.samples.empty() && !r.Send(shard, q, wait)) {
+        interrupted = true;
+        return;
+      }
+      std::lock_guard lock(r.mu);
+      r.shard_done[shard] = c + 1;
+      if (!q.samples.empty()) r.SaveCursor();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < done.size(); ++i) threads.emplace_back(send, i);
+  send(0);
+  for (auto& t : threads) t.join();
+  return !interrupted;
+}
+
 void RemoteWriter::Run(Receiver& r) {
   const auto shards = static_cast<size_t>(r.config.shards);
-  const size_t cap = shards * r.config.max_samples_per_send;
-  auto wait = [this](int64_t ms) { return Wait(ms); };
+  const size_t per_round = shards * r.config.max_samples_per_send;
+  r.encoded.resize(shards);
+  r.compressed.resize(shards);
   for (;;) {
     Position at;
     std::vector<uint64_t> done;
+    uint64_t until = 0, chunks_then = 0;
     {
       std::lock_guard lock(r.mu);
       at = r.pos;
       done = r.shard_done;
+      until = r.until;
+      chunks_then = r.chunks;
     }
     const auto read_at = std::chrono::steady_clock::now();
-    auto read = queue_->Read(at, cap);
-    if (!read.ok()) {
-      spdlog::error("remote write {}: {}", r.config.name, read.error().message);
+    // An interrupted read is read again exactly; a new one takes what there is, up to a cap.
+    // Into the same buffers each time: a read is a million samples at most.
+    Status got = until ? queue_->Read(at, SIZE_MAX, until, r.read)
+                       : queue_->Read(at, options_.max_read, UINT64_MAX, r.read);
+    if (!got.ok()) {
+      spdlog::error("remote write {}: {}", r.config.name, got.error().message);
       if (!Wait(1'000)) return;
       continue;
     }
+    const QueueRead* read = &r.read;
     if (read->lost) {
       std::lock_guard lock(r.mu);
       r.status.dropped += read->lost;
       spdlog::warn("remote write {}: {} samples left the queue's window before they were sent",
                    r.config.name, read->lost);
     }
-    auto [labels, generation] = LabelsFor(read.value(), read_at);
-    auto work = r.Split(read.value(), labels.get(), generation, done);
-    // The shards in parallel. Each one taken is recorded at once, so that a stop or a crash
-    // before the others are taken does not send it again.
-    std::atomic<bool> interrupted{false};
-    auto send = [&](size_t shard) {
-      if (work[shard].samples == 0) return;
-      if (!r.Send(work[shard], wait)) {
-        interrupted = true;
-        return;
-      }
-      std::lock_guard lock(r.mu);
-      r.shard_done[shard] = read->end.seq;
-      r.SaveCursor();
-    };
-    std::vector<std::thread> threads;
-    for (size_t i = 1; i < shards; ++i) {
-      if (work[i].samples) threads.emplace_back(send, i);
-    }
-    send(0);
-    for (auto& t : threads) t.join();
-    if (interrupted) return;  // the cursor keeps the shards taken
+    const size_t chunks = std::max<size_t>(1, (read->samples.size() + per_round - 1) / per_round);
+    // The window took part of an interrupted read, or max_samples_per_send changed since: it
+    // splits another way now, and starts again.
+    if (until && (read->lost || read->end.seq != until || chunks != chunks_then))
+      done.assign(shards, 0);
     {
       std::lock_guard lock(r.mu);
-      bool moved = !(r.pos == read->end);
+      r.until = read->end.seq;
+      r.chunks = chunks;
+      r.shard_done = done;
+    }
+    auto [labels, generation] = LabelsFor(*read, read_at);
+    r.Split(*read, labels.get(), generation, done, chunks);
+    const bool interrupted = !SendShards(r, chunks, done);
+    if (interrupted) return;  // the cursor keeps the requests taken
+    {
+      std::lock_guard lock(r.mu);
+      bool moved = !(r.pos == read->end) || r.until != 0;
       r.pos = read->end;
+      r.until = r.chunks = 0;
       r.shard_done.assign(shards, 0);
       if (moved) r.SaveCursor();
       if (r.status.state == "idle" && read->samples.empty()) r.status.state = "sending";
     }
-    if (read->samples.size() < cap && !Wait(options_.batch_wait_ms)) return;
-    if (read->samples.size() >= cap && !Wait(0)) return;
+    // A full read goes on at once (catching up); otherwise the next one starts batch_wait_ms
+    // after this one did, so that each series has several samples a request.
+    int64_t rest = 0;
+    if (read->samples.size() < options_.max_read) {
+      auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::steady_clock::now() - read_at)
+                       .count();
+      rest = std::max<int64_t>(0, options_.batch_wait_ms - spent);
+    }
+    if (!Wait(rest)) return;
   }
 }
 

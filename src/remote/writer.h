@@ -5,14 +5,17 @@
 // (Hostname, gpu, UUID, modelName, pci_bus_id, device, cluster, pool, team).
 //
 // The telemetry store's tap appends what each Ingest stored to the queue (queue.h). Each
-// receiver reads the queue from its own cursor (<dir>/<receiver>.cursor) and sends each read
-// split into `shards` requests by series, in parallel, so that a series' samples go in order. A
-// request answered 5xx or 429 (or not answered) is sent again after 30 ms, doubling to 5 s,
+// receiver reads the queue from its own cursor (<dir>/<receiver>.cursor) every batch_wait_ms
+// (at once while it catches up) and splits each read by series into `shards`, sent in
+// parallel, each into as many requests of about max_samples_per_send as it needs: a series'
+// samples of one read go together in one request (its labels once for them all) and in order.
+// A request answered 5xx or 429 (or not answered) is sent again after 30 ms, doubling to 5 s,
 // until it is taken; any other 4xx drops its samples (counted). A cursor moves past a read once
-// every shard has been taken, and records each shard taken before that, so a restart, a killed
-// process or an outage never sends a sample twice out of order (Prometheus refuses a whole batch
-// for one out-of-order sample). When a GPU leaves the fleet (its node deleted or retired, or the
-// GPU gone from its node), a staleness marker ends each of its series.
+// every request has been taken, and records the requests each shard sent before that (a read
+// splits the same way again), so a restart, a killed process or an outage never sends a sample
+// twice out of order (Prometheus refuses a whole batch for one out-of-order sample). When a GPU
+// leaves the fleet (its node deleted or retired, or the GPU gone from its node), a staleness marker
+// ends each of its series.
 
 #include <atomic>
 #include <chrono>
@@ -33,8 +36,6 @@
 
 namespace gpufleet::remote {
 
-struct Shard;
-
 // The labels of each GPU in the fleet now, by UUID (without __name__).
 using GpuLabels = std::unordered_map<std::string, Labels>;
 using LabelSource = std::function<std::shared_ptr<const GpuLabels>()>;
@@ -43,7 +44,10 @@ struct RemoteWriteOptions {
   std::string dir;  // <data-dir>/remote-write
   uint64_t window_bytes = 1ull << 30;
   uint64_t segment_bytes = 64ull << 20;
-  int64_t batch_wait_ms = 1'000;    // a read smaller than the shards can carry waits this long
+  // Reads start this long apart unless the last one was full: each series' samples of that
+  // long go in one request (Prometheus's batch_send_deadline is 5 s too).
+  int64_t batch_wait_ms = 5'000;
+  size_t max_read = 1'000'000;      // samples a read takes at most (about 60 bytes each while sent)
   int64_t labels_every_ms = 5'000;  // how often the fleet's labels are read again
   std::vector<ReceiverConfig> receivers;
 };
@@ -77,6 +81,7 @@ class RemoteWriter {
   struct Receiver;
   RemoteWriter(RemoteWriteOptions options, LabelSource labels, std::unique_ptr<Queue> queue);
   void Run(Receiver& r);
+  bool SendShards(Receiver& r, size_t chunks, const std::vector<uint64_t>& done);
   bool Wait(int64_t ms);  // false once stopping
   std::pair<std::shared_ptr<const GpuLabels>, uint64_t> LabelsFor(
       const QueueRead& read, std::chrono::steady_clock::time_point read_at);

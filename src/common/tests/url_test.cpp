@@ -74,6 +74,15 @@ TEST(HmacSha256Hex, KnownAnswer) {
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
 }
 
+// RFC 4648 section 10's vectors, and a basic-auth pair.
+TEST(Base64Encode, KnownAnswers) {
+  EXPECT_EQ(Base64Encode(""), "");
+  EXPECT_EQ(Base64Encode("f"), "Zg==");
+  EXPECT_EQ(Base64Encode("fo"), "Zm8=");
+  EXPECT_EQ(Base64Encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(Base64Encode("gpufleet:s3cret"), "Z3B1ZmxlZXQ6czNjcmV0");
+}
+
 TEST(ParseHttpUrls, SeveralControllersInOrderAndTheWrongOneNamed) {
   auto list = ParseHttpUrls("https://ctl-1:8443, http://ctl-2,10.0.0.7:9000", "8080");
   ASSERT_TRUE(list.ok()) << list.error().message;

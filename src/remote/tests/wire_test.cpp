@@ -18,13 +18,15 @@ TEST(Wire, AWriteRequestDecodesWithTheSpecificationsMessages) {
                                 {"UUID", "GPU-1"},
                                 {"cluster", std::string(300, 'c')}});
   std::string b = EncodeLabels({{"__name__", "DCGM_FI_DEV_POWER_USAGE"}, {"gpu", "0"}});
-  std::vector<WireSeries> series = {
-      {&a, {{1700000000000, 42}, {1700000001000, 43.5}}},
-      {&b, {{-5, 0.001}, {1700000000000, StaleNaN()}}},
-  };
-  std::string raw;
-  ASSERT_TRUE(snappy::Uncompress(Compress(EncodeWriteRequest(series)).data(),
-                                 Compress(EncodeWriteRequest(series)).size(), &raw));
+  const std::vector<WireSample> sa = {{1700000000000, 42}, {1700000001000, 43.5}};
+  const std::vector<WireSample> sb = {{-5, 0.001}, {1700000000000, StaleNaN()}};
+  std::vector<WireSeries> series = {{&a, sa.data(), sa.size()}, {&b, sb.data(), sb.size()}};
+  // The buffers hold an earlier, longer request: what is written replaces it.
+  std::string encoded(100'000, 'x'), compressed(100'000, 'y'), raw;
+  EncodeWriteRequest(series, encoded);
+  Compress(encoded, compressed);
+  ASSERT_TRUE(snappy::Uncompress(compressed.data(), compressed.size(), &raw));
+  EXPECT_EQ(raw, encoded);
   prometheus::WriteRequest req;
   ASSERT_TRUE(req.ParseFromString(raw));
   ASSERT_EQ(req.timeseries_size(), 2);

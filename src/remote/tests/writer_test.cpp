@@ -184,6 +184,48 @@ TEST_F(Writer, AnInterruptedReadDoesNotSendTheShardsTakenAgain) {
   ExpectEverySecond(rx.Taken(), 1000, 2000);  // each series once
 }
 
+// Five seconds stored before the writer reads: one request carries them all, each series' labels
+// once for its five samples.
+TEST_F(Writer, AReadSendsEachSeriesSamplesTogetherInOneRequest) {
+  testing::Receiver rx;
+  auto w = Open({Config(rx.url(), 1)});
+  for (int64_t t = 1000; t <= 5000; t += 1000) Second(*w, t);
+  w->Start();
+  ASSERT_TRUE(WaitFor([&] { return rx.Taken().size() == 20; }));
+  EXPECT_EQ(rx.requests(), 1);
+  ExpectEverySecond(rx.Taken(), 1000, 6000);
+  EXPECT_TRUE(rx.Problems().empty());
+}
+
+// A read of 20 samples with 10 a request: two requests of one shard (GPU-b's series, then
+// GPU-a's, by their hashes). The second fails and the writer stops; started again, it reads the
+// same samples, splits them the same way and sends only the second.
+TEST_F(Writer, AnInterruptedReadGoesOnWithTheRequestsNotTaken) {
+  testing::Receiver rx;
+  auto c = Config(rx.url(), 1);
+  c.max_samples_per_send = 10;
+  {
+    auto w = Open({c});
+    for (int64_t t = 1000; t <= 5000; t += 1000) Second(*w, t);
+    rx.Script({204, 503, 503, 503, 503, 503, 503, 503, 503});
+    w->Start();
+    ASSERT_TRUE(WaitFor([&] { return w->Receivers()[0].retries >= 1; }));
+    // Stored meanwhile: not part of the interrupted read.
+    Second(*w, 6000);
+    w->Stop();
+  }
+  auto before = BySeries(rx.Taken());
+  ASSERT_EQ(before.size(), 2u);
+  EXPECT_TRUE(before.count("DCGM_FI_DEV_GPU_UTIL/GPU-b"));
+  rx.Script({});
+  auto w = Open({c});
+  w->Start();
+  ASSERT_TRUE(WaitFor([&] { return rx.Taken().size() >= 24; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ExpectEverySecond(rx.Taken(), 1000, 7000);  // each sample once, in order
+  EXPECT_EQ(w->Receivers()[0].pending, 0u);
+}
+
 TEST_F(Writer, AGpuThatLeavesTheFleetEndsItsSeriesWithStalenessMarkers) {
   testing::Receiver rx;
   auto w = Open({Config(rx.url())});
