@@ -71,8 +71,11 @@ export function mount(el, params) {
         ` <span class="swatch" style="background:${healthColor(-1)}"></span>no data`;
       return;
     }
+    const bad = (data.unhealthy || []).length;
     lg.innerHTML = `${data.min}<canvas width="160" height="12"></canvas>${data.max} ${esc(data.unit)}
-      <span class="swatch" style="background:${healthColor(-1)}"></span>no data`;
+      <span class="swatch" style="background:${healthColor(-1)}"></span>no data
+      <span class="swatch outlined" style="border-color:${healthColor(2)}"></span>failed
+      <span class="swatch outlined" style="border-color:${healthColor(1)}"></span>warning${bad ? ` <b class="critical" id="unhealthy-count">(${bad} GPU${bad > 1 ? 's' : ''})</b>` : ''}`;
     const cv = lg.querySelector('canvas');
     const ctx = cv.getContext('2d');
     for (let x = 0; x < 160; x++) { ctx.fillStyle = scaleColor(x / 159); ctx.fillRect(x, 0, 1, 12); }
@@ -100,15 +103,20 @@ export function mount(el, params) {
     (perf.heatmapFetchMs = perf.heatmapFetchMs || []).push(fetched - t0);
   }
 
+  // Firing alerts, then pending ones apart; each in the API's order (severity, then age).
   async function loadAlerts() {
     const r = await api('/api/v1/alerts?limit=5000');
     if (gone) return;
-    const mine = r.items.filter((a) => a.labels.cluster === cluster && a.state !== 'resolved');
-    document.getElementById('cluster-alerts').innerHTML = mine.length
-      ? `<table><thead><tr><th>Alert</th><th>State</th><th>Severity</th><th>Node</th><th>GPU</th><th>Summary</th><th>Since</th></tr></thead><tbody>${mine.map((a) =>
-        `<tr data-alert="${esc(a.alertname)}"><td>${esc(a.alertname)}</td><td>${esc(a.state)}</td><td class="sev-${esc(a.labels.severity)}">${esc(a.labels.severity)}</td>
-        <td>${a.labels.Hostname ? `<a href="#/node/${encodeURIComponent(a.labels.Hostname)}">${esc(a.labels.Hostname)}</a>` : ''}</td><td>${esc(a.labels.gpu)}</td>
-        <td>${esc(a.annotations.summary)}</td><td>${esc(ago(a.active_since))}</td></tr>`).join('')}</tbody></table>`
+    const mine = r.items.filter((a) => a.labels.cluster === cluster);
+    const rows = (list) => `<table><thead><tr><th>Alert</th><th>Severity</th><th>Node</th><th>GPU</th><th>Summary</th><th>Since</th></tr></thead><tbody>${list.map((a) =>
+      `<tr data-alert="${esc(a.alertname)}" data-state="${esc(a.state)}"><td>${esc(a.alertname)}</td><td class="sev-${esc(a.labels.severity)}">${esc(a.labels.severity)}</td>
+      <td>${a.labels.Hostname ? `<a href="#/node/${encodeURIComponent(a.labels.Hostname)}">${esc(a.labels.Hostname)}</a>` : ''}</td><td>${esc(a.labels.gpu)}</td>
+      <td>${esc(a.annotations.summary)}</td><td>${esc(ago(a.active_since))}</td></tr>`).join('')}</tbody></table>`;
+    const firing = mine.filter((a) => a.state === 'firing');
+    const pending = mine.filter((a) => a.state === 'pending');
+    document.getElementById('cluster-alerts').innerHTML = firing.length || pending.length
+      ? `${firing.length ? rows(firing) : '<span class="muted">Nothing firing in this cluster.</span>'}
+        ${pending.length ? `<h4 class="muted">Pending (${pending.length}): firing if they last</h4>${rows(pending)}` : ''}`
       : '<span class="muted">No active alerts in this cluster.</span>';
   }
 

@@ -125,6 +125,16 @@ export class Heatmap {
         px.fill(color, row + x0, row + Math.min(x0 + w, W));
       }
     };
+    // GPUs the health model finds warning or failed: outlined in every colouring.
+    const unhealthy = new Map(d.unhealthy || []);
+    const outlineWords = [0, word(rgb(HEALTH[1])), word(rgb(HEALTH[2]))];
+    const edge = L.cw >= 10 ? 2 : 1;
+    const outline = (x, y, w, h, color) => {
+      fill(x, y, w, edge, color);
+      fill(x, y + h - edge, w, edge, color);
+      fill(x, y, edge, h, color);
+      fill(x + w - edge, y, edge, h, color);
+    };
     let cells = 0;
     for (const s of L.sections) {
       let v = s.offset;
@@ -139,6 +149,8 @@ export class Heatmap {
           else if (categories) color = categoryWords[val] ?? missing;
           else color = SCALE[Math.max(0, Math.min(255, Math.round(((val - d.min) / span) * 255)))];
           fill(x0 + g * L.cw, y0, L.cw - 1, L.ch - 1, color);
+          const level = unhealthy.get(v);
+          if (level) outline(x0 + g * L.cw, y0, L.cw - 1, L.ch - 1, outlineWords[level]);
           cells++;
         }
         const mark = marks[n[4]];

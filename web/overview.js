@@ -1,4 +1,5 @@
-// Fleet overview: fleet totals, a card per cluster (type, site, nodes by state, GPUs total and
+// Fleet overview: what needs attention now (failed GPUs, unhealthy and unreachable nodes, firing
+// critical and warning alerts, halted rollouts, each named and linked), fleet totals, a card per cluster (type, site, nodes by state, GPUs total and
 // healthy, firing alerts by severity, a utilization sparkline) and the fleet's utilization
 // trend, and the controllers that serve it (which one leads). The cards come from three small
 // requests and paint first; the trend and the controllers follow.
@@ -10,6 +11,7 @@ const RANGES = { '1h': ['-1h', '1m'], '6h': ['-6h', '5m'], '24h': ['-24h', '15m'
 
 export function mount(el) {
   el.innerHTML = `<h2>Fleet overview</h2>
+    <div class="panel attention" id="attention"><h3>Needs attention</h3><div class="muted">loading…</div></div>
     <div class="totals" id="totals"></div>
     <div class="cards" id="cards"><div class="muted">loading…</div></div>
     <div class="panel"><div class="row"><h3 style="margin:0">Fleet GPU utilization</h3><span class="spacer"></span>
@@ -21,12 +23,14 @@ export function mount(el) {
   let gone = false;
 
   async function cards() {
-    const [clusters, health, firing] = await Promise.all([
+    const [clusters, health, firing, rollouts] = await Promise.all([
       api('/api/v1/clusters'),
-      api('/api/v1/health?show=problems&limit=1').catch(() => null),
+      api('/api/v1/health?show=problems&limit=200').catch(() => null),
       api('/api/v1/alerts?state=firing&limit=5000').catch(() => ({ items: [], total: 0 })),
+      api('/api/v1/rollouts?limit=100').catch(() => ({ items: [] })),
     ]);
     if (gone) return;
+    attention(health, firing, rollouts);
     const hByCluster = new Map((health?.clusters || []).map((c) => [c.cluster, c]));
     const alertsBy = new Map();
     for (const a of firing.items) {
@@ -44,9 +48,9 @@ export function mount(el) {
     const critical = firing.items.filter((a) => a.labels.severity === 'critical').length;
     document.getElementById('totals').innerHTML = [
       ['Clusters', clusters.items.length], ['Nodes', nodes], ['Nodes ready', ready], ['GPUs', gpus], ['GPUs allocated', allocated],
-      ['GPUs healthy', health ? healthy : '—'], ['GPUs failed', health ? failed : '—'],
-      ['Alerts firing', `${firing.total}${critical ? ` <span class="sev-critical">(${critical} critical)</span>` : ''}`],
-    ].map(([k, v]) => `<div class="total"><span class="muted">${k}</span><b>${v}</b></div>`).join('');
+      ['GPUs healthy', health ? healthy : '—'], ['GPUs failed', health ? failed : '—', failed > 0],
+      ['Alerts firing', `${firing.total}${critical ? ` (${critical} critical)` : ''}`, critical > 0],
+    ].map(([k, v, bad]) => `<div class="total${bad ? ' bad' : ''}"><span class="muted">${k}</span><b>${v}</b></div>`).join('');
     document.getElementById('cards').innerHTML = clusters.items.map((c) => {
       const h = hByCluster.get(c.name);
       const states = Object.entries(c.nodes_by_state || {}).map(([s, n]) => `<span class="st-${esc(s)}">${n} ${esc(s)}</span>`).join(', ') || 'none';
@@ -64,6 +68,41 @@ export function mount(el) {
     drawSparks();
     window.gpufleetPerf = window.gpufleetPerf || {};
     if (!window.gpufleetPerf.overviewPaintMs) window.gpufleetPerf.overviewPaintMs = performance.now();
+  }
+
+  // One line per thing to look at, the worst first: failed GPUs and unhealthy or unreachable
+  // nodes, firing critical and warning alerts (in the API's order), halted rollouts.
+  function attention(health, firing, rollouts) {
+    const items = [];
+    const nodeLink = (n) => `<a href="#/node/${encodeURIComponent(n)}">${esc(n)}</a>`;
+    for (const n of health?.items || []) {
+      const failedGpus = n.gpus.filter((g) => g.health === 'failed');
+      for (const g of failedGpus) {
+        items.push({ rank: 0, kind: 'gpu', node: n.node, html: `${nodeLink(n.node)} GPU ${g.index} failed: ${esc(g.reasons.map((r) => r.message).join('; '))}` });
+      }
+      if (!failedGpus.length && n.health !== 'ready') {
+        items.push({ rank: n.health === 'unhealthy' ? 0 : 1, kind: 'node', node: n.node, html: `${nodeLink(n.node)} ${esc(n.health)}: ${esc(n.reasons.join('; '))}` });
+      }
+    }
+    for (const a of firing.items) {
+      const sev = a.labels.severity;
+      if (sev !== 'critical' && sev !== 'warning') continue;
+      items.push({ rank: sev === 'critical' ? 0 : 1, kind: 'alert', node: a.labels.Hostname || '',
+        html: `<a href="#/alerts">${esc(a.alertname)}</a>${a.labels.Hostname ? ` on ${nodeLink(a.labels.Hostname)}` : ''}: ${esc(a.annotations.summary || '')}${a.silenced_by.length ? ' <span class="pill">silenced</span>' : ''}` });
+    }
+    for (const r of rollouts.items || []) {
+      if (r.state !== 'halted' && r.state !== 'rolling_back') continue;
+      items.push({ rank: 0, kind: 'rollout', node: '', html: `<a href="#/rollouts/${r.id}">Rollout ${r.id}</a> (${esc(r.target)}) ${esc(r.state.replace('_', ' '))}: ${esc(r.reason || '')}` });
+    }
+    items.sort((a, b) => a.rank - b.rank); // stable: each kind keeps its own order
+    const shown = items.slice(0, 15);
+    const box = document.getElementById('attention');
+    box.classList.toggle('bad', items.some((i) => i.rank === 0));
+    box.innerHTML = `<h3>Needs attention${items.length ? ` <span class="badge ${items.some((i) => i.rank === 0) ? 'critical' : 'warning'}">${items.length}</span>` : ''}</h3>` +
+      (items.length
+        ? `<ul>${shown.map((i) => `<li class="${i.rank === 0 ? 'sev-critical' : 'sev-warning'}" data-kind="${i.kind}" data-node="${esc(i.node)}">${i.html}</li>`).join('')}</ul>` +
+          (items.length > shown.length ? `<div class="muted">and ${items.length - shown.length} more: <a href="#/alerts">Alerts</a></div>` : '')
+        : '<div class="ok-text">Nothing: every GPU healthy, every node ready, no critical or warning alert firing.</div>');
   }
 
   function drawSparks() {

@@ -18,7 +18,29 @@ const CONTROLS = {
 
 function stageName(n) { return n.stage; }
 
+// "10m", "90s", "1h30m" -> ms (0: not a duration).
+function durationMs(text) {
+  let ms = 0, rest = String(text || '');
+  const unit = { ms: 1, s: 1000, m: 60000, h: 3600000, d: 86400000 };
+  while (rest) {
+    const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)/.exec(rest);
+    if (!m) return 0;
+    ms += Number(m[1]) * unit[m[2]];
+    rest = rest.slice(m[0].length);
+  }
+  return ms;
+}
+
+// A draining node's time left before its drain times out (its jobs are then requeued).
+function tickDeadlines(root) {
+  for (const e of root.querySelectorAll('[data-deadline]')) {
+    const left = Math.round((Number(e.dataset.deadline) - Date.now()) / 1000);
+    e.textContent = left > 0 ? `${Math.floor(left / 60)}m ${String(left % 60).padStart(2, '0')}s left` : 'drain timed out: its jobs are requeued';
+  }
+}
+
 export function mount(el, params) {
+  const ticking = setInterval(() => tickDeadlines(el), 1000);
   let gone = false;
   let selected = params.id || '';
   let lastLoad = 0;
@@ -78,12 +100,24 @@ export function mount(el, params) {
         <table><thead><tr><th>Stage</th><th class="num">Nodes</th><th class="num">Expected</th><th>Nodes</th></tr></thead><tbody>${p.stages.map((s) =>
           `<tr><td>${esc(s.name)}</td><td class="num">${s.count}</td><td class="num">${mins(s.expected_s)}</td><td>${esc(s.nodes.slice(0, 6).join(', '))}${s.nodes.length > 6 ? ', …' : ''}</td></tr>`).join('')}</tbody></table>
         ${p.windows.filter((w) => !w.always).map((w) => `<p>Pool ${esc(w.pool)}: window ${w.open ? `open until ${esc(fmtTime(w.closes))}` : `closed, opens ${esc(fmtTime(w.next_open))}`}</p>`).join('')}
-        ${p.failed.length ? `<p class="error">The target fails these compatibility rules; starting it would be refused:</p>${showFailed(p)}` : ''}`;
+        ${p.failed.length ? `<p class="error">The target fails these compatibility rules; starting it would be refused:</p>${showFailed(p)}` : ''}
+        ${warningsHtml(p.warnings)}`;
     } catch (e) { $('ro-error').textContent = e.message; }
   });
+  // A downgrade or a target with known CVEs: said in the plan, and confirmed before a start.
+  function warningsHtml(warnings) {
+    return (warnings || []).map((w) => `<p class="warning-line" data-warning="${esc(w.kind)}"><b>${w.kind === 'cve' ? 'Known CVEs' : 'Downgrade'}:</b> ${esc(w.message)}</p>`).join('');
+  }
   $('ro-start').addEventListener('click', async () => {
     $('ro-error').textContent = '';
     $('ro-plan-out').innerHTML = '';
+    try {
+      const p = await api('/api/v1/rollouts/plan', { method: 'POST', body: request() });
+      if (p.warnings?.length && !confirm(`Start this rollout anyway?\n\n${p.warnings.map((w) => w.message).join('\n\n')}`)) {
+        $('ro-plan-out').innerHTML = warningsHtml(p.warnings);
+        return;
+      }
+    } catch { /* the start below says what is wrong */ }
     try {
       const r = await api('/api/v1/rollouts', { method: 'POST', body: request() });
       location.hash = `#/rollouts/${r.id}`;
@@ -98,7 +132,7 @@ export function mount(el, params) {
       $('rollout-list').innerHTML = `<p class="muted">No rollout yet. Plan and start one below, or with <code>gpufleet rollouts start</code>.</p>`;
       return;
     }
-    $('rollout-list').innerHTML = `<table><thead><tr><th>ID</th><th>Kind</th><th>Target</th><th>State</th><th>Stage</th><th>Progress</th><th>Failed</th><th>Started</th><th>By</th></tr></thead><tbody>${items.map((r) => {
+    $('rollout-list').innerHTML = `<table><thead><tr><th>ID</th><th>Kind</th><th>Target</th><th>State</th><th>Stage</th><th>Progress</th><th class="num">Failed</th><th>Started</th><th>By</th></tr></thead><tbody>${items.map((r) => {
       const done = r.counts.updated + r.counts.rolled_back + r.counts.skipped + r.counts.failed;
       return `<tr data-rollout="${r.id}"${String(r.id) === String(selected) ? ' class="selected"' : ''}>
         <td><a href="#/rollouts/${r.id}">${r.id}</a></td><td>${esc(r.kind)}</td><td><code>${esc(r.target)}</code></td>
@@ -132,12 +166,12 @@ export function mount(el, params) {
       ${r.forced ? `<p class="error">Forced past the compatibility matrix: ${esc(r.forced)}</p>` : ''}
       <p class="error" id="ro-control-error"></p>
       <div class="totals">
-        <div><span>Stage</span><b>${esc(r.stage || '—')}</b></div>
-        <div><span>Updated</span><b>${updated} / ${r.total}</b></div>
-        <div><span>Failed</span><b${failed.length ? ' class="error"' : ''}>${failed.length}</b> <small class="muted">halts at ${esc(r.strategy.max_failed_nodes)}</small></div>
-        <div><span>Max unavailable</span><b>${esc(r.strategy.max_unavailable)}</b> <small class="muted">per pool and cluster</small></div>
-        <div><span>Confidence</span><b>${esc(r.strategy.confidence)}</b>${r.confidence_until ? ` <small class="muted">until ${esc(fmtTime(r.confidence_until))}</small>` : ''}</div>
-        <div><span>Windows</span><b>${r.strategy.respect_windows === false || (r.strategy.respect_windows === undefined && r.kind === 'driver') ? 'ignored' : 'respected'}</b></div>
+        <div class="total"><span class="muted">Stage</span><b>${esc(r.stage || '—')}</b></div>
+        <div class="total"><span class="muted">Updated</span><b>${updated} / ${r.total}</b></div>
+        <div class="total"><span class="muted">Failed</span><b${failed.length ? ' class="error"' : ''}>${failed.length}</b> <small class="muted">halts at ${esc(r.strategy.max_failed_nodes)}</small></div>
+        <div class="total"><span class="muted">Max unavailable</span><b>${esc(r.strategy.max_unavailable)}</b> <small class="muted">per pool and cluster</small></div>
+        <div class="total"><span class="muted">Confidence</span><b>${esc(r.strategy.confidence)}</b>${r.confidence_until ? ` <small class="muted">until ${esc(fmtTime(r.confidence_until))}</small>` : ''}</div>
+        <div class="total"><span class="muted">Windows</span><b>${r.strategy.respect_windows === false || (r.strategy.respect_windows === undefined && r.kind === 'driver') ? 'ignored' : 'respected'}</b></div>
       </div>
       <h4>Stages</h4>
       <table id="ro-stages"><thead><tr><th>Stage</th><th>Progress</th><th class="num">In progress</th><th class="num">Failed</th></tr></thead><tbody>${stages.map((s) =>
@@ -148,9 +182,10 @@ export function mount(el, params) {
       <h4>Nodes</h4>
       <div class="table-wrap"><table id="ro-nodes"><thead><tr><th>Node</th><th>Pool</th><th>Stage</th><th>State</th><th>From</th><th>To</th><th>Started</th><th>Ended</th><th>Message</th></tr></thead><tbody>${r.nodes.map((n) =>
         `<tr data-node="${esc(n.node)}"><td><a href="#/node/${encodeURIComponent(n.node)}">${esc(n.node)}</a></td><td>${esc(n.pool)}</td><td>${esc(n.stage)}</td>
-        <td class="ro-${esc(n.state)}">${esc(n.state)}</td><td><code>${esc(n.from)}</code></td><td><code>${esc(n.to)}</code></td>
+        <td class="ro-${esc(n.state)}">${esc(n.state)}${n.state === 'draining' && n.started_at && durationMs(r.strategy.drain_timeout) ? ` <small class="muted" data-deadline="${Date.parse(n.started_at) + durationMs(r.strategy.drain_timeout)}"></small>` : ''}</td><td><code>${esc(n.from)}</code></td><td><code>${esc(n.to)}</code></td>
         <td>${esc(n.started_at ? ago(n.started_at) : '')}</td><td>${esc(n.ended_at ? ago(n.ended_at) : '')}</td><td>${esc(n.message)}</td></tr>`).join('')}</tbody></table></div>
     </div>`;
+    tickDeadlines(box);
     for (const b of box.querySelectorAll('button[data-control]')) {
       b.addEventListener('click', async () => {
         const c = b.dataset.control;
@@ -180,6 +215,6 @@ export function mount(el, params) {
   load().catch((e) => { if (!gone) $('rollouts-error').textContent = e.message; });
   return {
     live() { if (Date.now() - lastLoad > 1500) load().catch(() => {}); },
-    unmount() { gone = true; },
+    unmount() { gone = true; clearInterval(ticking); },
   };
 }

@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "apps/gpufleet/daemons.h"
 #include "apps/gpufleet/store_commands.h"
@@ -56,7 +58,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "error: %s (see gpufleet --help)\n", e.what());
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    std::fprintf(stderr, "error: %s\n", gpufleet::cli::UsageError(app, args, e.what()).c_str());
     return 2;
   }
   return globals.exit_code;

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <tuple>
 
 #include "alerting/eval.h"
 
@@ -20,6 +21,26 @@ std::string_view ToString(State s) {
       return "resolved";
   }
   return "pending";
+}
+
+bool ReadBefore(const Alert& a, const Alert& b) {
+  auto state = [](const Alert& x) {
+    return x.state == State::kFiring ? 0 : x.state == State::kPending ? 1 : 2;
+  };
+  auto severity = [](const Alert& x) {
+    auto it = x.labels.find("severity");
+    if (it == x.labels.end()) return 3;
+    return it->second == "critical"  ? 0
+           : it->second == "warning" ? 1
+           : it->second == "info"    ? 2
+                                     : 3;
+  };
+  // Smaller first: active since longer; resolved more recently.
+  auto age = [](const Alert& x) {
+    return x.state == State::kResolved ? -x.resolved_ms : x.active_since_ms;
+  };
+  return std::tuple(state(a), severity(a), age(a), a.fingerprint) <
+         std::tuple(state(b), severity(b), age(b), b.fingerprint);
 }
 
 namespace {
@@ -117,7 +138,9 @@ const std::vector<Rule>& BuiltinRules() {
                "show {{ $labels.Hostname }}"),
       // Drift from the golden profile: a node that differs for 30 minutes (a rollout on its way
       // passes through), and sooner and louder when the difference is high or critical.
-      ExprRule("NodeDrift", "node_drift_severity >= 1", "info", 1'800'000,
+      // One alert per node at its highest severity: NodeDrift yields to NodeDriftHigh.
+      ExprRule("NodeDrift", "node_drift_severity >= 1 unless node_drift_severity >= 3", "info",
+               1'800'000,
                "{{ $labels.Hostname }} differs from its profile: gpufleet drift list --node "
                "{{ $labels.Hostname }}"),
       ExprRule("NodeDriftHigh", "node_drift_severity >= 3", "warning", 600'000,
@@ -198,6 +221,7 @@ std::vector<Signal> Signals(const std::vector<health::NodeHealth>& nodes,
                             const std::vector<Rule>& rules) {
   std::vector<Signal> out;
   for (const auto& n : nodes) {
+    if (LeftFleet(n.state)) continue;  // decommissioning or retired: nothing to alert on
     Labels base{{"Hostname", n.node}, {"cluster", n.cluster}, {"pool", n.pool}};
     for (const auto& rule : rules) {
       if (rule.check.empty()) continue;  // an expression rule

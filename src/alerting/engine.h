@@ -89,6 +89,11 @@ struct Alert {
   int64_t keep_since_ms = 0;  // the first evaluation without it, while kept firing; 0: none
 };
 
+// The order people read alerts in (GET /api/v1/alerts, the CLI and every page): firing, then
+// pending, then resolved; within each, critical, warning, info, then any other severity; then
+// the longest active first (resolved ones: the latest resolved first); then by fingerprint.
+bool ReadBefore(const Alert& a, const Alert& b);
+
 // "{{ $labels.Hostname }} GPU {{ $labels.gpu }}: {{ $value }}" -> text. Unknown labels render
 // empty, as in Prometheus.
 std::string Render(const std::string& tmpl, const Labels& labels, const std::string& value);

@@ -28,6 +28,7 @@ Snapshot MakeSnapshot(const std::vector<health::NodeHealth>& nodes,
   s.api_p99_s = api_p99_s;
   std::map<std::string, uint32_t> cluster_ids, pool_ids, model_ids;
   for (const auto& n : nodes) {
+    if (LeftFleet(n.state)) continue;  // no series, so no alert
     Snapshot::NodeRow row;
     row.name = n.node;
     row.cluster = Intern(s.clusters, cluster_ids, n.cluster);

@@ -27,6 +27,10 @@
 #include "usage/usage.h"
 #include "workload/jobs.h"
 
+namespace boost::json {
+class array;
+}
+
 namespace gpufleet::api {
 
 // The services (runtime::Services, as the controller built them) and what the server adds.
@@ -56,14 +60,18 @@ void AddDashboardRoutes(Router& router, ApiContext& ctx);  // whoami, heatmap
 void AddJobRoutes(Router& router, ApiContext& ctx);        // jobs
 void AddScalingRoutes(Router& router, ApiContext& ctx);    // autoscaling
 void AddCompatRoutes(Router& router, ApiContext& ctx);     // the compatibility matrix
-void AddRolloutRoutes(Router& router, ApiContext& ctx);    // rollouts, node actions
-void AddSecurityRoutes(Router& router, ApiContext& ctx);   // vulnerabilities, bulletins
-void AddDriftRoutes(Router& router, ApiContext& ctx);      // drift from the golden profiles
-void AddReportRoutes(Router& router, ApiContext& ctx);  // /reports/*: usage, capacity, compliance
-void AddTeamRoutes(Router& router, ApiContext& ctx);    // teams and their projects
-void AddUsageRoutes(Router& router, ApiContext& ctx);   // the usage ledger
-void AddAssetRoutes(Router& router, ApiContext& ctx);   // the asset register
-void AddSlurmRoutes(Router& router, ApiContext& ctx);   // the bridge to Slurm
+// lifecycle::TargetWarnings for `kind`'s `target` on nodes running `runs` (node, version), as
+// [{"kind", "message", "nodes"}], with the bulletins and matrix in effect (routes/compat.cpp).
+boost::json::array WarningsJson(ApiContext& ctx, std::string_view kind, const std::string& target,
+                                const std::vector<std::pair<std::string, std::string>>& runs);
+void AddRolloutRoutes(Router& router, ApiContext& ctx);   // rollouts, node actions
+void AddSecurityRoutes(Router& router, ApiContext& ctx);  // vulnerabilities, bulletins
+void AddDriftRoutes(Router& router, ApiContext& ctx);     // drift from the golden profiles
+void AddReportRoutes(Router& router, ApiContext& ctx);    // /reports/*: usage, capacity, compliance
+void AddTeamRoutes(Router& router, ApiContext& ctx);      // teams and their projects
+void AddUsageRoutes(Router& router, ApiContext& ctx);     // the usage ledger
+void AddAssetRoutes(Router& router, ApiContext& ctx);     // the asset register
+void AddSlurmRoutes(Router& router, ApiContext& ctx);     // the bridge to Slurm
 void AddControllerRoutes(Router& router, ApiContext& ctx);   // the controllers and the leader
 void AddRemoteWriteRoutes(Router& router, ApiContext& ctx);  // the receivers' state
 // The remote-write receivers' counters, for /metrics (nothing when there are none).

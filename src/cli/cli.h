@@ -3,6 +3,7 @@
 // table (or `-o json`), and on failure one line on stderr and a non-zero exit status.
 
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -12,6 +13,11 @@ class value;
 }
 
 namespace gpufleet::cli {
+
+// The one line for a command line the parser refused (`what`, its reason): an unknown command
+// or verb with the nearest known one, and the help of the command it came under.
+std::string UsageError(CLI::App& app, const std::vector<std::string>& args,
+                       const std::string& what);
 
 struct Globals {
   std::string server;    // --server, $GPUFLEET_SERVER, <data-dir>/controller.addr, 127.0.0.1:8080

@@ -164,6 +164,7 @@ void AddNodesListCommand(Globals& g, CLI::App* nodes) {
   list->add_option("--model", model, "only nodes with this GPU model");
   list->add_option("--limit", limit, "at most this many (default 500)");
   list->callback([&g] {
+    if (!KnownFilters(g, {cluster, pool, model, ""})) return;
     Get(g,
         "/api/v1/nodes" + QueryString({{"cluster", cluster},
                                        {"pool", pool},
@@ -274,6 +275,7 @@ void AddGpusCommand(CLI::App& app, Globals& g) {
   list->add_option("--model", model, "only this GPU model");
   list->add_option("--limit", limit, "at most this many (default 500)");
   list->callback([&g] {
+    if (!KnownFilters(g, {cluster, pool, model, node})) return;
     Get(g,
         "/api/v1/gpus" + QueryString({{"cluster", cluster},
                                       {"pool", pool},

@@ -13,6 +13,12 @@ namespace json = boost::json;
 namespace gpufleet::cli {
 namespace {
 
+// A plan's or a check's warnings (a downgrade, known CVEs), one line each.
+void PrintWarnings(const json::value& v) {
+  for (const auto& w : v.at("warnings").as_array())
+    std::printf("warning: %s\n", Str(w.at("message")).c_str());
+}
+
 void PrintMatrix(const json::value& v) {
   std::printf("matrix: %s (today %s)\n\n", Str(v.at("origin")).c_str(), Str(v.at("today")).c_str());
   Table t({"BRANCH", "TYPE", "END OF LIFE", "CUDA MAJOR", "STATUS"});
@@ -205,6 +211,7 @@ void AddRolloutCommands(CLI::App& app, Globals& g) {
       }
       std::printf("\n%s node(s), expected %s (the confidence period included)\n",
                   Str(p.at("nodes")).c_str(), Duration(p.at("expected_s").as_int64()).c_str());
+      PrintWarnings(p);
     });
     if (!v->at("failed").as_array().empty()) g.exit_code = 1;
   });
@@ -366,11 +373,13 @@ void AddLifecycleCommands(CLI::App& app, Globals& g) {
         t.Row({"pass", Str(p.at("rule")), Str(p.at("reason"))});
       }
       t.Print();
+      const bool warned = !r.at("warnings").as_array().empty();
       std::printf(
           "\n%s on pool %s: %s\n", Str(r.at("driver")).c_str(), Str(r.at("pool")).c_str(),
           r.at("ok").as_bool()
-              ? "compatible"
+              ? (warned ? "compatible, with warnings" : "compatible")
               : (std::to_string(r.at("failed").as_array().size()) + " rule(s) failed").c_str());
+      PrintWarnings(r);
     });
     if (!v->at("ok").as_bool()) g.exit_code = 1;
   });

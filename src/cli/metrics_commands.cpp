@@ -1,5 +1,7 @@
 // metrics query, metrics range and top: telemetry from the command line.
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -296,8 +298,14 @@ void AddTopCommand(CLI::App& app, Globals& g) {
       g.exit_code = 2;
       return;
     }
+    // A terminal is cleared for each screen; a pipe or a file gets plain text, a blank line
+    // between screens.
+    const bool terminal = ::isatty(STDOUT_FILENO) == 1;
+    bool first = true;
     do {
-      if (!once) std::printf("\033[H\033[2J");  // clear the terminal
+      if (!once && terminal) std::printf("\033[H\033[2J");
+      if (!once && !terminal && !first) std::printf("\n");
+      first = false;
       if (!TopOnce(g, sel, sort, limit)) return;
       std::fflush(stdout);
       if (!once) std::this_thread::sleep_for(std::chrono::milliseconds(period));

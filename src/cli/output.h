@@ -57,6 +57,13 @@ std::optional<std::string> ReadInput(Globals& g, const std::string& file);
 // one prints the error, sets g.exit_code and returns nullopt.
 std::optional<boost::json::array> MatchArgs(Globals& g, const std::vector<std::string>& args);
 
+// A list command's fleet filters (empty: not given). Each must name something the fleet has:
+// otherwise prints "error: no pool 'x' (known: a, b)", sets g.exit_code and returns false.
+struct FleetFilter {
+  std::string cluster, pool, model, node;
+};
+bool KnownFilters(Globals& g, const FleetFilter& filter);
+
 // Prints the reply as JSON when -o json, else calls `table`.
 void Show(Globals& g, const boost::json::value& v,
           const std::function<void(const boost::json::value&)>& table);

@@ -210,6 +210,7 @@ Result<RolloutPlan> RolloutService::Plan(const RolloutRequest& req) {
       }
       in.push_back(&n);
       st.nodes.push_back(n.node);
+      plan.runs.emplace_back(n.node, n.from);
     }
     if (in.empty()) continue;
     st.name = s < 0 ? "test" : s == 0 ? "canary" : "batch " + std::to_string(s);

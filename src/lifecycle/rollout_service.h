@@ -67,7 +67,9 @@ struct RolloutPlan {
   std::vector<PlanStage> stages;
   std::vector<PlanWindow> windows;
   std::vector<std::string> skipped;  // selected nodes that have nothing to update (with why)
-  int64_t expected_ms = 0;           // the stages and the confidence period
+  // Each node to update with the version it runs now ("" unknown): for TargetWarnings.
+  std::vector<std::pair<std::string, std::string>> runs;
+  int64_t expected_ms = 0;  // the stages and the confidence period
   int nodes = 0;
 };
 

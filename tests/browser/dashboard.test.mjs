@@ -31,6 +31,7 @@ test('sign in: the overview shows every cluster of the fleet file with its GPU c
   const want = [...fleet.counts].map(([name, c]) => ({ name, gpus: c.gpus })).sort((a, b) => a.name.localeCompare(b.name));
   assert.deepEqual(cards.sort((a, b) => a.name.localeCompare(b.name)), want);
   const totalGpus = want.reduce((n, c) => n + c.gpus, 0);
+  assert.match(await page.textContent('#attention h3'), /Needs attention/);
   const totals = await page.$eval('#totals', (e) => e.textContent);
   assert.match(totals, new RegExp(`GPUs\\s*${totalGpus}`));
   // The token is in session storage, never in the URL.
@@ -212,11 +213,69 @@ test('an injected XID turns that GPU failed on the heatmap and an alert appears,
   const row = await page.textContent('#cluster-alerts tr[data-alert="GpuXidCritical"]');
   assert.match(row, /l40s-serve-0002/);
   await waitFor('the alert badge', async () => Number(await page.textContent('#alert-badge')) >= 1);
+  // The cluster's alerts: firing ones first, critical at the top; pending ones apart below.
+  const states = await page.$$eval('#cluster-alerts tr[data-state]', (rows) => rows.map((r) => r.dataset.state));
+  assert.equal(states[0], 'firing');
+  assert.deepEqual(states, [...states].sort((a, b) => (a === 'firing' ? 0 : 1) - (b === 'firing' ? 0 : 1)));
+  assert.equal(await page.textContent('#cluster-alerts tr[data-state] td:nth-child(2)'), 'critical');
+  // The badge's count is readable: white on red, a contrast of at least 4.5 (WCAG AA).
+  await waitFor('the badge to turn critical', async () => (await page.getAttribute('#alert-badge', 'class')).includes('critical'));
+  const contrast = await page.evaluate(() => {
+    const style = getComputedStyle(document.getElementById('alert-badge'));
+    const lum = (css) => {
+      const [r, g, b] = css.match(/\d+/g).slice(0, 3).map((c) => {
+        const v = Number(c) / 255;
+        return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+      });
+      return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    const [a, b] = [lum(style.color), lum(style.backgroundColor)].sort((x, y) => y - x);
+    return (a + 0.05) / (b + 0.05);
+  });
+  assert.ok(contrast >= 4.5, `the badge's contrast is ${contrast.toFixed(2)}`);
+  // Coloured by utilization, the failed GPU is outlined in failed red; its inside keeps the
+  // utilization colour.
+  await page.selectOption('#field', 'gpu_util');
+  await page.waitForFunction(() => window.gpufleet?.heatmap?.data?.field === 'gpu_util');
+  await waitFor('the failed GPU outlined', async () => (await page.evaluate(() => {
+    const h = window.gpufleet.heatmap;
+    const r = h.cellRect('l40s-serve-0002', 1);
+    const [red, green, blue] = h.canvas.getContext('2d').getImageData(r.x, r.y + Math.floor(r.h / 2), 1, 1).data;
+    return `${red},${green},${blue}`;
+  })) === '214,39,40', 10000);
+  const inside = await page.evaluate(() => {
+    const h = window.gpufleet.heatmap;
+    const r = h.cellRect('l40s-serve-0002', 1);
+    const [red, green, blue] = h.canvas.getContext('2d').getImageData(r.x + Math.floor(r.w / 2), r.y + Math.floor(r.h / 2), 1, 1).data;
+    return `${red},${green},${blue}`;
+  });
+  assert.notEqual(inside, '214,39,40');
+  assert.match(await page.textContent('#legend'), /failed/);
+  await shot(page, 'heatmap-utilization-failed-outlined');
   assert.equal(await page.evaluate(() => window.notReloaded), true, 'the page was not reloaded');
   await shot(page, 'xid-failed-cell-and-alert');
+  // The overview's Needs attention list names the failed GPU and links to its node; the
+  // failed-GPU tile is red.
+  await page.click('#nav a[data-view=overview]');
+  const gpuItem = '#attention li[data-kind="gpu"][data-node="l40s-serve-0002"]';
+  await page.waitForSelector(gpuItem, { timeout: 20000 });
+  assert.match(await page.textContent(gpuItem), /l40s-serve-0002 GPU 1 failed: .*XID 79/);
+  assert.equal(await page.getAttribute(`${gpuItem} a`, 'href'), '#/node/l40s-serve-0002');
+  await page.waitForSelector('#attention li[data-kind="alert"]:has-text("GpuXidCritical")');
+  const kinds = await page.$$eval('#attention li', (items) => items.map((i) => i.className));
+  assert.equal(kinds[0], 'sev-critical');
+  const tile = await page.$$eval('#totals .total', (tiles) => tiles.map((t) => [t.textContent, t.className]));
+  const failedTile = tile.find(([text]) => text.startsWith('GPUs failed'));
+  assert.ok(failedTile && failedTile[1].includes('bad'), JSON.stringify(tile));
+  await shot(page, 'overview-needs-attention');
   // The alerts page lists it; an operator silences it from there.
   await page.click('#nav a[data-view=alerts]');
   await page.waitForSelector('#alert-list tr[data-alert="GpuXidCritical"]');
+  // Firing alerts, most severe first: the critical XID leads the list.
+  const severities = await page.$$eval('#alert-list tbody tr td:nth-child(2)', (cells) => cells.map((c) => c.textContent));
+  assert.equal(severities[0], 'critical');
+  const rank = (s) => ({ critical: 0, warning: 1, info: 2 })[s] ?? 3;
+  assert.deepEqual(severities, [...severities].sort((a, b) => rank(a) - rank(b)));
   await page.click('#alert-list tr[data-alert="GpuXidCritical"] button[data-silence]');
   await page.fill('#silence-form [name=comment]', 'replacing the GPU');
   await page.click('#silence-form [data-create]');
@@ -580,6 +639,20 @@ test('the rollouts page: an operator plans and starts a rollout and watches it e
   await page.click('#ro-start');
   await page.waitForFunction(() => document.querySelector('#ro-error').textContent.includes('compatibility rule'));
   assert.match(await page.textContent('#ro-plan-out'), /branch-eol/);
+  assert.equal((await call(fleet.base, fleet.token, 'GET', '/api/v1/rollouts')).body.total, 0);
+  // An older driver with known CVEs passes the matrix: the plan says both, and a start asks
+  // first (dismissed here: nothing starts).
+  await page.fill('#ro-target', '580.65.06');
+  await page.fill('#ro-pools', 't4-dev');
+  await page.click('#ro-plan');
+  await page.waitForSelector('#ro-plan-out [data-warning="downgrade"]');
+  assert.match(await page.textContent('#ro-plan-out [data-warning="downgrade"]'), /580\.65\.06 is a downgrade: 4 of the nodes run a newer one: 580\.95\.05/);
+  assert.match(await page.textContent('#ro-plan-out [data-warning="cve"]'), /known CVEs?: CVE-/);
+  let asked = '';
+  page.once('dialog', (d) => { asked = d.message(); d.dismiss(); });
+  await page.click('#ro-start');
+  await page.waitForFunction(() => document.querySelector('#ro-plan-out [data-warning]'));
+  assert.match(asked, /Start this rollout anyway\?/);
   assert.equal((await call(fleet.base, fleet.token, 'GET', '/api/v1/rollouts')).body.total, 0);
   // A good one on the development pool (staged on 580.95.05 by `up`): the plan, then the start.
   await page.fill('#ro-target', '580.159.03');

@@ -251,7 +251,37 @@ TEST_F(E2E, BadFleetFileIsRefusedWholeAndChangesNothing) {
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_EQ(unknown.err, "error: no node 'ghost' (HTTP 404)\n");
   auto usage = Cli({"nodes", "frobnicate"});
-  EXPECT_NE(usage.exit_code, 0);
+  EXPECT_EQ(usage.exit_code, 2);
+  EXPECT_EQ(usage.err,
+            "error: unknown command 'frobnicate' for 'gpufleet nodes' (see gpufleet "
+            "nodes --help)\n");
+  // A mistyped command or verb: the nearest one, exit 2 and one line; options and their values
+  // before it are passed over.
+  auto typo = Cli({"-o", "json", "nods", "list"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_EQ(typo.err,
+            "error: unknown command 'nods' for 'gpufleet': did you mean 'nodes'? (see "
+            "gpufleet --help)\n");
+  auto verb = Cli({"alerts", "lst"});
+  EXPECT_EQ(verb.exit_code, 2);
+  EXPECT_NE(verb.err.find("did you mean 'list'? (see gpufleet alerts --help)"), std::string::npos)
+      << verb.err;
+  // A filter that names nothing in the fleet is an error that lists what there is.
+  auto cluster = Cli({"nodes", "list", "--cluster", "nosuch"});
+  EXPECT_EQ(cluster.exit_code, 1);
+  EXPECT_EQ(cluster.err, "error: no cluster 'nosuch' (known: edge, train)\n");
+  auto model = Cli({"gpus", "list", "--model", "H100"});
+  EXPECT_EQ(model.exit_code, 1);
+  EXPECT_EQ(model.err,
+            "error: no GPU model 'H100' in the fleet (its pools have: H100-SXM5-80GB, "
+            "L4)\n");
+  EXPECT_EQ(Cli({"gpus", "list", "--pool", "h100", "--node", "ghost"}).err,
+            "error: no node 'ghost' (HTTP 404)\n");
+  EXPECT_EQ(Cli({"nodes", "list", "--pool", "h100-quad"}).exit_code, 0);  // known, if empty
+  // Any other usage error points to the subcommand's help.
+  auto value = Cli({"nodes", "list", "--cluster"});
+  EXPECT_EQ(value.exit_code, 2);
+  EXPECT_NE(value.err.find("(see gpufleet nodes list --help)"), std::string::npos) << value.err;
 }
 
 TEST_F(E2E, FakeNvmlAgentReportsExactlyTheScriptedGpusAndSurvivesALostGpu) {

@@ -88,6 +88,9 @@ TEST_F(Jobs, PlacedOnReadyGpusQueuedReleasedCancelledAndRequeuedWhenTheNodeFails
       R"({"team": "speech", "project": "main", "pool": "h100", "gpus": 2, "duration": "2s"})");
   EXPECT_EQ(d.at("state"), "queued") << d;
   EXPECT_EQ(d.at("reason"), "waiting for 2 free GPUs");
+  // Its wait so far counts while it waits (not 0 until it starts).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  EXPECT_GE(Job(4).at("wait_s").to_number<double>(), 1) << Job(4);
   auto heat = controller_->Call("GET", "/api/v1/heatmap?cluster=train&field=allocation").second;
   int allocated = 0;
   for (const auto& v : heat.at("values").as_array())

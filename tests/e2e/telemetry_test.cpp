@@ -48,6 +48,23 @@ TEST_F(Telemetry, FakeNvmlValuesReachTheQueryApiAndMetricsUnderDcgmNames) {
   EXPECT_NE(top.out.find("fake-l4"), std::string::npos) << top.out;
   EXPECT_NE(top.out.find("61.2"), std::string::npos) << top.out;  // watts
   EXPECT_EQ(Cli({"metrics", "query", "warp_drive"}).exit_code, 1);
+  {
+    // Refreshing into a file (not a terminal): plain screens, no escape codes.
+    const std::string log = dir_ + "/top.log";
+    Process live(
+        {GPUFLEET_BIN, "--data-dir", controller_->data_dir(), "top", "--interval", "200ms"}, {},
+        log);
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          std::string text = ReadFile(log);
+          return text.find("fake-l4") != text.rfind("fake-l4");  // two screens
+        },
+        10000))
+        << ReadFile(log);
+    live.Signal(SIGTERM);
+    live.Wait(5000);
+    EXPECT_EQ(ReadFile(log).find('\033'), std::string::npos) << ReadFile(log);
+  }
   auto bad = Cli({"top", "--interval", "soon"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.err, "error: --interval must be a duration such as 500ms, 2s or 1m\n");

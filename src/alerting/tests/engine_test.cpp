@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace gpufleet::alerting {
 namespace {
 
@@ -80,6 +82,38 @@ TEST(Engine, EachLabelSetIsItsOwnAlertAndRestoreKeepsState) {
   restarted.Restore(engine.Alerts());
   EXPECT_EQ(restarted.Evaluate(2 * kMin, {Hot("0"), Hot("1")}).size(), 0u);  // nothing twice
   EXPECT_EQ(restarted.Evaluate(3 * kMin, {Hot("0")}).size(), 1u);            // GPU 1 resolved
+}
+
+TEST(Engine, AlertsReadFiringFirstThenBySeverityThenLongestActive) {
+  auto alert = [](std::string fp, State state, std::string severity, int64_t since,
+                  int64_t resolved = 0) {
+    Alert a;
+    a.fingerprint = std::move(fp);
+    a.state = state;
+    if (!severity.empty()) a.labels["severity"] = severity;
+    a.active_since_ms = since;
+    a.resolved_ms = resolved;
+    return a;
+  };
+  // As an evaluation might list them: drift first, the XID last.
+  std::vector<Alert> alerts = {
+      alert("pending-warning", State::kPending, "warning", 100),
+      alert("resolved-old", State::kResolved, "critical", 10, 200),
+      alert("firing-warning", State::kFiring, "warning", 50),
+      alert("resolved-new", State::kResolved, "warning", 10, 300),
+      alert("firing-info", State::kFiring, "info", 10),
+      alert("firing-critical-new", State::kFiring, "critical", 400),
+      alert("firing-none", State::kFiring, "", 1),
+      alert("firing-critical-old", State::kFiring, "critical", 300),
+      alert("pending-critical", State::kPending, "critical", 500),
+  };
+  std::sort(alerts.begin(), alerts.end(), ReadBefore);
+  std::vector<std::string> order;
+  for (const auto& a : alerts) order.push_back(a.fingerprint);
+  EXPECT_EQ(order, (std::vector<std::string>{"firing-critical-old", "firing-critical-new",
+                                             "firing-warning", "firing-info", "firing-none",
+                                             "pending-critical", "pending-warning", "resolved-new",
+                                             "resolved-old"}));
 }
 
 TEST(Render, LabelsValueAndUnknowns) {

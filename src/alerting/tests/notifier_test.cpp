@@ -78,6 +78,56 @@ TEST(Notifier, AGroupingWebhookGetsOneNotificationPerGroupAndRoutesFilter) {
   EXPECT_EQ(bodies["other"].size(), 0u);  // its route wants cluster infer
 }
 
+// A node that is decommissioning or retired raises no alert, whatever it reports (a retired
+// node's agent may still run); a drifted node raises one drift alert, at its highest severity.
+TEST(Notifier, NodesThatLeftTheFleetRaiseNoAlertAndDriftRaisesOnePerNode) {
+  const gpufleet::testing::TempDir dir_tmp("gf-notifier-left");
+  auto db =
+      store::Open("sqlite:" + (std::filesystem::path(dir_tmp.path()) / "db").string()).value();
+  auto clock = std::make_shared<ManualClock>(1'800'000'000'000);
+  Notifier notifier(*db.alerting, clock, "http://ctl");
+  ASSERT_TRUE(notifier.Load().ok());
+  auto node = [](const char* name, NodeState state) {
+    health::NodeHealth n;
+    n.node = name;
+    n.cluster = "train";
+    n.pool = "h100";
+    n.state = state;
+    n.health = NodeState::kUnhealthy;
+    n.reachable = false;
+    n.reasons = {"no heartbeat for 120 s"};
+    n.last_seen_ms = 1'799'999'000'000;
+    n.gpus.push_back({0,
+                      std::string("GPU-") + name,
+                      "",
+                      health::Level::kFailed,
+                      {{"xid", health::Level::kFailed, "XID 79", "reboot_node"}}});
+    return n;
+  };
+  std::vector<health::NodeHealth> nodes = {node("retired-1", NodeState::kRetired),
+                                           node("leaving-1", NodeState::kDecommissioning)};
+  health::NodeHealth drifted;
+  drifted.node = "drifted-1";
+  drifted.cluster = "train";
+  drifted.pool = "h100";
+  drifted.last_seen_ms = 1'800'000'000'000;
+  drifted.gpus.push_back({0, "GPU-drifted", "", health::Level::kHealthy, {}});
+  nodes.push_back(drifted);
+  NoSeries reader;
+  for (int minute = 0; minute <= 31; ++minute) {
+    nodes[2].last_seen_ms = clock->NowMs();  // it reports
+    Snapshot s = MakeSnapshot(nodes, {}, *XidCatalog::Builtin(), clock->NowMs(), NAN);
+    EXPECT_EQ(s.nodes.size(), 1u);  // the nodes that left have no series
+    s.node_inputs["node_drift_severity"] = {{"drifted-1", 4}, {"retired-1", 4}, {"leaving-1", 2}};
+    ASSERT_TRUE(notifier.Cycle(nodes, std::make_shared<const Snapshot>(std::move(s)), reader).ok());
+    clock->Advance(60'000);
+  }
+  std::vector<std::string> alerts;
+  for (const auto& a : notifier.Alerts())
+    alerts.push_back(a.rule + " " + a.labels.at("Hostname") + " " + std::string(ToString(a.state)));
+  EXPECT_EQ(alerts, std::vector<std::string>{"NodeDriftHigh drifted-1 firing"});
+}
+
 // Alerts about a team's pools carry its `team` label and go to its channels: a channel that only
 // teams name gets only theirs, one with a route of its own gets its route's and the teams'.
 // The pools' rows count allocation: PoolNoFreeGpus fires (after its 15 minutes) on a pool whose

@@ -112,7 +112,9 @@ Response GetAlerts(ApiContext& ctx, const Request& req, const Principal& who) {
   if (!silences.ok()) return ErrorResponse(silences.error());
   alerting::ActiveSilences active(silences.value(), ctx.clock->NowMs());
   json::array items;
-  for (const auto& a : ctx.alerts->Alerts()) {
+  auto alerts = ctx.alerts->Alerts();
+  std::sort(alerts.begin(), alerts.end(), alerting::ReadBefore);
+  for (const auto& a : alerts) {
     if (!state.empty() && alerting::ToString(a.state) != state) continue;
     if (!fingerprint.empty() && a.fingerprint != fingerprint) continue;
     // A scoped token sees the alerts of its clusters, not the fleet's own.

@@ -7,6 +7,7 @@
 #include "api/json_util.h"
 #include "api/scope.h"
 #include "common/json_text.h"
+#include "lifecycle/target_warnings.h"
 #include "model/json.h"
 
 namespace json = boost::json;
@@ -116,14 +117,37 @@ Response GetCompatCheck(ApiContext& ctx, const Request& req, const Principal& wh
   }
   auto result = ctx.compat->Check(pool, driver, cuda);
   if (!result.ok()) return ErrorResponse(result.error());
+  // The pool's nodes and the drivers they run, for the warnings.
+  std::vector<std::pair<std::string, std::string>> runs;
+  NodeFilter in_pool;
+  in_pool.pool = pool;
+  ctx.fleet.ForEachNode(in_pool, [&](const Node& n) {
+    if (!LeftFleet(n.state)) runs.emplace_back(n.name, n.facts.driver_version);
+  });
   return ObjectResponse(200, {{"ok", result->ok},
                               {"pool", pool},
                               {"driver", driver},
                               {"failed", RulesJson(result->failed)},
-                              {"passed", RulesJson(result->passed)}});
+                              {"passed", RulesJson(result->passed)},
+                              {"warnings", WarningsJson(ctx, "driver", driver, runs)}});
 }
 
 }  // namespace
+
+json::array WarningsJson(ApiContext& ctx, std::string_view kind, const std::string& target,
+                         const std::vector<std::pair<std::string, std::string>>& runs) {
+  json::array out;
+  if (!ctx.compat) return out;
+  auto matrix = ctx.compat->current().matrix;
+  auto bulletins = ctx.vulns ? ctx.vulns->bulletins() : nullptr;
+  for (const auto& w : lifecycle::TargetWarnings(kind, target, runs, bulletins.get(), *matrix,
+                                                 ctx.compat->today())) {
+    json::array nodes;
+    for (const auto& n : w.nodes) nodes.push_back(json::value(n));
+    out.push_back(json::object{{"kind", w.kind}, {"message", w.message}, {"nodes", nodes}});
+  }
+  return out;
+}
 
 void AddCompatRoutes(Router& router, ApiContext& ctx) {
   auto today = [&ctx] { return ctx.compat->today(); };  // called once ctx.compat is checked

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 
 #include "alerting/eval.h"
 #include "api/json_util.h"
@@ -185,10 +186,34 @@ void FillFromPeers(ApiContext& ctx, const Request& req, const std::vector<HeatNo
   }
 }
 
+// The GPUs the health model finds warning (1) or failed (2), as (place in node order, level):
+// marked on the heatmap whatever field colours it.
+std::vector<std::pair<size_t, int>> Unhealthy(ApiContext& ctx, const NodeFilter& filter,
+                                              const std::vector<HeatNode>& nodes) {
+  std::vector<std::pair<size_t, int>> out;
+  if (!ctx.health) return out;
+  std::unordered_map<std::string, int> level;  // by UUID, the unhealthy ones
+  for (const auto& n : ctx.health->Reports(filter)) {
+    for (const auto& g : n.gpus) {
+      if (g.level != health::Level::kHealthy) level[g.uuid] = static_cast<int>(g.level);
+    }
+  }
+  if (level.empty()) return out;
+  size_t at = 0;
+  for (const auto& n : nodes) {
+    for (const auto& u : n.uuids) {
+      if (auto it = level.find(u); it != level.end()) out.emplace_back(at, it->second);
+      ++at;
+    }
+  }
+  return out;
+}
+
 // Written as text: pools and models once, each node as a short array, then one number per GPU
-// (rounded: a colour cell needs no more), in node order.
+// (rounded: a colour cell needs no more), in node order, and the unhealthy GPUs' places.
 std::string HeatmapJson(ApiContext& ctx, const HeatField& field, const NodeFilter& filter,
-                        const std::vector<HeatNode>& nodes, const std::vector<double>& values) {
+                        const std::vector<HeatNode>& nodes, const std::vector<double>& values,
+                        const std::vector<std::pair<size_t, int>>& unhealthy) {
   double max = field.max;
   if (std::isnan(max)) {
     max = 1;
@@ -251,6 +276,11 @@ std::string HeatmapJson(ApiContext& ctx, const HeatField& field, const NodeFilte
       out += "null";
     }
   }
+  out += "],\"unhealthy\":[";
+  for (size_t i = 0; i < unhealthy.size(); ++i) {
+    out += i ? ",[" : "[";
+    out += std::to_string(unhealthy[i].first) + ',' + std::to_string(unhealthy[i].second) + ']';
+  }
   out += "]}";
   return out;
 }
@@ -270,7 +300,8 @@ Response Heatmap(ApiContext& ctx, const Request& req, const Principal& who) {
   auto values = HeatValues(ctx, *hf, filter.value(), nodes);
   if (!values.ok()) return ErrorResponse(values.error());
   if (hf->name != "health" && hf->name != "allocation") FillFromPeers(ctx, req, nodes, *values);
-  return JsonResponse(200, HeatmapJson(ctx, *hf, filter.value(), nodes, values.value()));
+  return JsonResponse(200, HeatmapJson(ctx, *hf, filter.value(), nodes, values.value(),
+                                       Unhealthy(ctx, filter.value(), nodes)));
 }
 
 }  // namespace

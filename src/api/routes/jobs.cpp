@@ -12,7 +12,15 @@ namespace json = boost::json;
 namespace gpufleet::api {
 namespace {
 
-// `now`: a running job's GPU-hours and run time include its current run.
+// A job's queue wait over its starts, and a queued one's wait so far.
+int64_t WaitMs(const workload::Job& j, int64_t now) {
+  if (j.state == workload::JobState::kQueued && j.queued_ms > 0 && now > j.queued_ms)
+    return j.wait_ms + (now - j.queued_ms);
+  return j.wait_ms;
+}
+
+// `now`: a running job's GPU-hours and run time include its current run, a queued one's wait
+// its wait so far.
 json::object JobJson(const workload::Job& j, int64_t now) {
   json::array placement;
   for (const auto& p : j.placement) {
@@ -42,7 +50,7 @@ json::object JobJson(const workload::Job& j, int64_t now) {
       {"submitted_at", time(j.submit_ms)},
       {"started_at", time(j.start_ms)},
       {"ended_at", time(j.end_ms)},
-      {"wait_s", static_cast<double>(j.wait_ms) / 1000.0},
+      {"wait_s", static_cast<double>(WaitMs(j, now)) / 1000.0},
       {"run_s", run_s},
       {"gpu_hours", run_s * j.spec.gpus / 3600},
       {"requeues", j.requeues},

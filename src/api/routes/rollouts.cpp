@@ -167,6 +167,7 @@ Response PostRolloutsPlan(ApiContext& ctx, const Request& req, const Principal& 
   json::object o = PlanJson(plan.value());
   auto refusals = ctx.rollouts->Check(parsed.value());
   o["failed"] = refusals.ok() ? FailedJson(refusals.value()) : json::array();
+  o["warnings"] = WarningsJson(ctx, lifecycle::ToString(parsed->kind), parsed->target, plan->runs);
   return ObjectResponse(200, o);
 }
 
