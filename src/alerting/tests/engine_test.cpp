@@ -98,7 +98,7 @@ TEST(Engine, AlertsReadFiringFirstThenBySeverityThenLongestActive) {
   // As an evaluation might list them: drift first, the XID last.
   std::vector<Alert> alerts = {
       alert("pending-warning", State::kPending, "warning", 100),
-      alert("resolved-old", State::kResolved, "critical", 10, 200),
+      alert("resolved-old", State::kResolved, "warning", 10, 200),
       alert("firing-warning", State::kFiring, "warning", 50),
       alert("resolved-new", State::kResolved, "warning", 10, 300),
       alert("firing-info", State::kFiring, "info", 10),

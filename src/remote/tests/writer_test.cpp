@@ -194,7 +194,7 @@ TEST_F(Writer, AReadSendsEachSeriesSamplesTogetherInOneRequest) {
   ASSERT_TRUE(WaitFor([&] { return rx.Taken().size() == 20; }));
   EXPECT_EQ(rx.requests(), 1);
   ExpectEverySecond(rx.Taken(), 1000, 6000);
-  EXPECT_TRUE(rx.Problems().empty());
+  for (const auto& p : rx.Problems()) EXPECT_EQ(p, "");
 }
 
 // A read of 20 samples with 10 a request: two requests of one shard (GPU-b's series, then
