@@ -9,7 +9,8 @@ pkgs=(cmake ninja-build g++ ccache pkg-config
       libsoci-dev libsqlite3-dev libpq-dev libssl-dev zlib1g-dev libspdlog-dev libcli11-dev libyaml-cpp-dev
       libre2-dev  # patterns from users (silence matchers, rule selectors): linear time, no recursion
       libprotobuf-dev protobuf-compiler libsnappy-dev  # remote write's WriteRequest and snappy
-      tzdata)  # maintenance windows in a cluster's time zone (common/timezone.h)
+      tzdata  # maintenance windows in a cluster's time zone (common/timezone.h)
+      dpkg-dev file)  # the .deb (--target package): dpkg-shlibdeps finds its Depends
 if [[ "${1:-}" == "--test" ]]; then
   # promtool checks /metrics; Alertmanager receives alerts in the tests
   pkgs+=(libgtest-dev libbenchmark-dev clang-format git prometheus prometheus-alertmanager)

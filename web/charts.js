@@ -30,23 +30,33 @@ export function sparkline(canvas, values, { max = 100 } = {}) {
 
 // A time-series chart. xs: seconds; series: [{label, values}]. Drag to zoom, double-click to
 // reset (uPlot's own). Returns the uPlot instance; call .destroy() when the view goes.
-// xRange: [from, to] (s) to show when not zoomed, so a few points do not span the whole axis.
-export function lineChart(el, { title, unit, xs, series, height = 200, xRange }) {
+// xRange: [from, to] (s): the window asked for. The axis fits the history that exists: from the
+// later of `from` and the first point (at least `minSpan` s wide), so ten minutes of data do not
+// sit in a corner of a six-hour axis. yRange: [min, max] fixed (utilization: [0, 100]), so noise
+// does not look like swings. Each legend entry carries the series' last and highest values.
+export function lineChart(el, { title, unit, xs, series, height = 200, xRange, yRange, minSpan = 300 }) {
   const width = Math.max(el.clientWidth - 16, 260);
   const x = { time: true };
-  if (xRange && xs.length) {
+  if (xs.length) {
+    const to = Math.max(xs[xs.length - 1], xRange ? xRange[1] : xs[xs.length - 1]);
+    const from = Math.min(Math.max(xs[0], xRange ? xRange[0] : xs[0]), to - minSpan);
     // From the data itself: uPlot pads a single point by days before it asks.
-    const lo = Math.min(xs[0], xRange[0]), hi = Math.max(xs[xs.length - 1], xRange[1]);
-    x.range = (u, min, max) => (u.zoomed ? [min, max] : [lo, hi]);
+    x.range = (u, min, max) => (u.zoomed ? [min, max] : [from, to]);
   }
+  const scales = { x };
+  if (yRange) scales.y = { range: (u, min, max) => [Math.min(yRange[0], min ?? yRange[0]), Math.max(yRange[1], max ?? yRange[1])] };
   const opts = {
     title, width, height,
     cursor: { drag: { x: true, y: false } },
-    scales: { x },
+    scales,
     axes: [{}, { label: unit, size: 56 }],
     legend: { show: series.length <= 8 },
-    hooks: { setSelect: [(u) => { if (u.select.width > 0) u.zoomed = true; }] },
-    series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: PALETTE[i % PALETTE.length], width: 1.5,
+    hooks: {
+      setSelect: [(u) => { if (u.select.width > 0) u.zoomed = true; }],
+      // The axes drawn (on the canvas), for tests and tools to read.
+      draw: [(u) => Object.assign(el.dataset, { yMin: u.scales.y.min, yMax: u.scales.y.max, xMin: u.scales.x.min, xMax: u.scales.x.max })],
+    },
+    series: [{}, ...series.map((s, i) => ({ label: `${s.label}${lastAndMax(s.values)}`, stroke: PALETTE[i % PALETTE.length], width: 1.5,
       spanGaps: false, points: { show: xs.length < 3 } }))],
   };
   // eslint-disable-next-line no-undef
@@ -57,6 +67,19 @@ export function lineChart(el, { title, unit, xs, series, height = 200, xRange })
   });
   u.resizeObserver.observe(el);
   return u;
+}
+
+// " (last 87, max 94)": a series' newest and highest values, to three significant digits.
+export function lastAndMax(values) {
+  let last = null, max = null;
+  for (const v of values) {
+    if (v === null || !Number.isFinite(v)) continue;
+    last = v;
+    max = max === null ? v : Math.max(max, v);
+  }
+  if (last === null) return '';
+  const f = (v) => (Math.abs(v) >= 100 ? Math.round(v).toString() : Number(v.toPrecision(3)).toString());
+  return ` (last ${f(last)}, max ${f(max)})`;
 }
 
 export function destroyChart(u) {

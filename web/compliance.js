@@ -56,8 +56,9 @@ export function mount(el) {
     box.innerHTML = '';
     const xs = v.series.map((d) => Date.parse(d.day + 'T12:00:00Z') / 1000);
     chart = lineChart(box, {
-      unit: '%', xs, height: 220,
-      xRange: [xs[xs.length - 1] - 29 * 86400, xs[xs.length - 1]],
+      unit: '%', xs, height: 220, yRange: [0, 100],
+      // The days recorded, not an empty month: at least three days wide around one day.
+      xRange: [xs[xs.length - 1] - 29 * 86400, xs[xs.length - 1] + 43200], minSpan: 3 * 86400,
       series: CHECKS.map(([k, l]) => ({ label: l, values: v.series.map((d) => 100 * d[k]) })),
     });
     $('comp-trend-note').textContent = v.series.length === 1

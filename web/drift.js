@@ -13,6 +13,7 @@ export function mount(el) {
     <div class="totals" id="drift-totals">loading…</div>
     <p class="muted">Each node is compared with its pool's profile every few seconds; a fact it does not report is a finding
       (<code>unknown</code>), never a match. <code>gpufleet drift list</code></p>
+    <div class="panel"><h3 style="margin-top:0">By cause</h3><div class="table-wrap" id="drift-causes"></div></div>
     <div class="panel"><h3 style="margin-top:0">Findings</h3>
       <div class="row" style="margin-bottom:6px"><label>State <select id="drift-state">
         <option value="">unresolved</option><option value="open">open</option><option value="remediating">remediating</option>
@@ -71,6 +72,14 @@ export function mount(el) {
       total('Open', 'drift-open', s.open) + total('Remediating', 'drift-remediating', s.remediating) +
       total('High or critical', 'drift-high', s.by_severity.critical + s.by_severity.high, s.by_severity.critical + s.by_severity.high ? 'critical' : '') +
       total('Resolved', 'drift-resolved', s.resolved);
+    // One row per cause (the same fact, expected and actual on many nodes): what fixes them all.
+    $('drift-causes').innerHTML = v.causes.length ? `<table><thead><tr><th>Severity</th><th>Fact</th><th>Actual</th><th>Expected</th>
+      <th class="num">Nodes</th><th>Pools</th><th>Fix</th></tr></thead><tbody>${v.causes.map((c) =>
+      `<tr data-cause="${esc(c.fact)}" data-severity="${esc(c.severity)}" title="${esc(c.node_names.join(', ') + (c.nodes > c.node_names.length ? ', …' : ''))}">
+        <td><span class="${SEV_CLASS[c.severity] || ''}">${esc(c.severity)}</span></td><td>${esc(c.fact)}</td><td><code>${esc(c.actual)}</code></td>
+        <td><code>${esc(c.expected)}</code></td><td class="num">${c.nodes}</td><td>${esc(c.pools.join(', '))}</td>
+        <td>${esc(c.summary.slice(c.summary.indexOf('→') + 2))}</td></tr>`).join('')}</tbody></table>`
+      : '<p class="muted">No node differs from its profile.</p>';
     const rows = state === '' ? v.items.filter((f) => f.state !== 'resolved') : v.items;
     table.set(rows.map((f) => ({ ...f, severity_rank: RANK[f.severity] || 0 })));
   }

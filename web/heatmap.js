@@ -1,6 +1,7 @@
 // The GPU heatmap on one canvas: every GPU a cell, each node a strip of its GPUs in index
 // order, nodes grouped by pool. Few nodes: one row per node with its name. Many: the strips
-// wrap across the width, so 10,000 GPUs fit on a screen. Cells are written into an ImageData
+// wrap across the width, so 10,000 GPUs fit on a screen, each line labelled in a gutter with its
+// first node's number. Cells are written into an ImageData
 // (no per-cell canvas calls), which keeps a redraw of 10,000 GPUs to a few milliseconds.
 
 const VIRIDIS = ['#440154', '#482878', '#3e4989', '#31688e', '#26828e', '#1f9e89', '#35b779', '#6ece58',
@@ -78,12 +79,14 @@ export class Heatmap {
       cw = Math.max(8, Math.min(28, Math.floor((width - label - 8) / maxGpus)));
       ch = 18;
     } else {
+      // A gutter names each line by its first node's number, so a strip can be found again.
+      label = 44;
       const total = d.values.length;
-      cw = Math.max(6, Math.min(16, Math.floor(Math.sqrt((width * 600) / Math.max(total, 1)))));
+      cw = Math.max(6, Math.min(16, Math.floor(Math.sqrt(((width - label) * 600) / Math.max(total, 1)))));
       ch = cw;
     }
     const strip = maxGpus * cw + (rows ? 0 : gap);
-    const perLine = rows ? 1 : Math.max(1, Math.floor((width + gap) / strip));
+    const perLine = rows ? 1 : Math.max(1, Math.floor((width - label + gap) / strip));
     const head = 20;
     const sections = [];
     let y = 0, first = 0, offset = 0;
@@ -140,7 +143,7 @@ export class Heatmap {
       let v = s.offset;
       for (let i = 0; i < s.count; i++) {
         const n = d.nodes[s.first + i];
-        const x0 = L.rows ? L.label : (i % L.perLine) * L.strip;
+        const x0 = L.label + (L.rows ? 0 : (i % L.perLine) * L.strip);
         const y0 = s.top + Math.floor(i / L.perLine) * L.lineH;
         for (let g = 0; g < n[3]; g++, v++) {
           const val = d.values[v];
@@ -172,6 +175,20 @@ export class Heatmap {
           ctx.fillText(name.length > 24 ? name.slice(0, 23) + '…' : name, 0, s.top + i * L.lineH + L.ch / 2, L.label - 6);
         }
       }
+    } else {
+      // Each line's first node by its number ("0024"); every k-th line where lines are thin.
+      ctx.font = '10px system-ui, sans-serif';
+      ctx.fillStyle = '#5b6473';
+      const every = Math.ceil(11 / L.lineH);
+      let labels = 0;
+      for (const s of L.sections) {
+        for (let line = 0; line < s.lines; line += every, labels++) {
+          const name = d.nodes[s.first + line * L.perLine][0];
+          const m = name.match(/(\d+)$/);
+          ctx.fillText(m ? m[1] : name.slice(-6), 0, s.top + line * L.lineH + L.ch / 2, L.label - 4);
+        }
+      }
+      c.dataset.lineLabels = String(labels);
     }
     this.lastDrawMs = performance.now() - t0;
     return this.lastDrawMs;
@@ -184,7 +201,7 @@ export class Heatmap {
     for (const s of L.sections) {
       for (let i = 0; i < s.count; i++) {
         if (d.nodes[s.first + i][0] !== node) continue;
-        const x0 = L.rows ? L.label : (i % L.perLine) * L.strip;
+        const x0 = L.label + (L.rows ? 0 : (i % L.perLine) * L.strip);
         const y0 = s.top + Math.floor(i / L.perLine) * L.lineH;
         return { x: x0 + gpu * L.cw, y: y0, w: L.cw - 1, h: L.ch - 1 };
       }
@@ -206,9 +223,10 @@ export class Heatmap {
       col = 0;
       gpu = Math.floor((x - L.label) / L.cw);
     } else {
-      col = Math.floor(x / L.strip);
+      if (x < L.label) return null;
+      col = Math.floor((x - L.label) / L.strip);
       if (col >= L.perLine) return null;
-      gpu = Math.floor((x - col * L.strip) / L.cw);
+      gpu = Math.floor((x - L.label - col * L.strip) / L.cw);
     }
     const i = line * L.perLine + col;
     if (i >= s.count) return null;

@@ -8,9 +8,22 @@ import { api, can, esc, ago, fmtTime, simPill } from './api.js';
 import { lineChart, destroyChart, toColumns } from './charts.js';
 
 const RANGES = { '15m': ['-15m', '10s'], '1h': ['-1h', '1m'], '6h': ['-6h', '5m'], '24h': ['-24h', '15m'], '7d': ['-7d', '1h'] };
-// [metric, title, unit, scale]: stored units to shown units.
-const CHARTS = [['gpu_util', 'Utilization', '%', 1], ['gpu_temp', 'Temperature', '°C', 1],
-  ['power_usage', 'Power', 'W', 0.001], ['fb_used', 'Memory used', 'GiB', 1 / 1024], ['sm_clock', 'SM clock', 'MHz', 1]];
+const SPAN_S = { '15m': 900, '1h': 3600, '6h': 6 * 3600, '24h': 86400, '7d': 7 * 86400 };
+// [metric, title, unit, scale, options]: stored units to shown units; the fields NVIDIA's DCGM
+// dashboard charts. A field the GPUs do not report (absent, not zero) says so in its box.
+const PCT = { yRange: [0, 100] };
+const CHARTS = [['gpu_util', 'Utilization', '%', 1, PCT], ['mem_copy_util', 'Memory copy utilization', '%', 1, PCT],
+  ['gpu_temp', 'GPU temperature', '°C', 1], ['memory_temp', 'Memory temperature', '°C', 1],
+  ['power_usage', 'Power', 'W', 0.001], ['total_energy', 'Energy consumed (counter)', 'kWh', 1 / 3.6e9],
+  ['fb_used', 'Memory used', 'GiB', 1 / 1024], ['sm_clock', 'SM clock', 'MHz', 1], ['mem_clock', 'Memory clock', 'MHz', 1],
+  ['clocks_event_reasons', 'Clock event (throttle) reasons', 'bitmask', 1, { reasons: true }],
+  ['pcie_tx', 'PCIe transmit', 'MB/s', 1 / 1000], ['pcie_rx', 'PCIe receive', 'MB/s', 1 / 1000], ['pcie_replay', 'PCIe replays', 'count', 1],
+  ['ecc_sbe_volatile', 'ECC single-bit errors (volatile)', 'errors', 1], ['ecc_dbe_volatile', 'ECC double-bit errors (volatile)', 'errors', 1],
+  ['remapped_correctable', 'Rows remapped (correctable)', 'rows', 1], ['nvlink_links_down', 'NVLink links down', 'links', 1]];
+// NVML's clocks event reasons (nvmlClocksEventReason*): what holds the clocks down.
+const REASONS = [[0x1, 'idle'], [0x2, 'application clocks'], [0x4, 'SW power cap'], [0x8, 'HW slowdown'], [0x10, 'sync boost'],
+  [0x20, 'SW thermal slowdown'], [0x40, 'HW thermal slowdown'], [0x80, 'HW power brake'], [0x100, 'display clocks']];
+export const reasonsOf = (mask) => REASONS.filter(([bit]) => mask & bit).map(([, name]) => name);
 
 export function mount(el, params) {
   const name = params.node;
@@ -166,16 +179,27 @@ export function mount(el, params) {
     charts = [];
     const box = $('charts');
     box.innerHTML = '';
-    CHARTS.forEach(([metric, title, unit, scale], i) => {
+    const now = Date.now() / 1000;
+    const xRange = [now - SPAN_S[$('range').value], now];
+    CHARTS.forEach(([metric, title, unit, scale, opts = {}], i) => {
       const r = replies[i];
       const { xs, cols } = toColumns(r.series);
       const div = document.createElement('div');
       div.className = 'chart';
       div.dataset.metric = metric;
       box.appendChild(div);
-      if (!xs.length) { div.innerHTML = `<h4>${title}</h4><p class="muted">no data in this range</p>`; return; }
+      if (!xs.length) { div.innerHTML = `<h4>${title}</h4><p class="muted">not reported in this range</p>`; return; }
       div.dataset.points = String(cols.reduce((n, c) => n + c.filter((v) => v !== null).length, 0));
-      charts.push(lineChart(div, { title, unit, xs, height: 180,
+      if (opts.reasons) {
+        // A bitmask is no line: each GPU's reasons now, and how many there were over the range.
+        div.innerHTML = `<h4>${title}</h4><table><thead><tr><th>GPU</th><th>Now</th><th>Seen in this range</th></tr></thead><tbody>${r.series.map((s, k) => {
+          const seen = cols[k].reduce((m, v) => (v === null ? m : m | v), 0);
+          const last = [...cols[k]].reverse().find((v) => v !== null) ?? 0;
+          return `<tr data-gpu="${s.gpu}"><td>${s.gpu}</td><td>${esc(reasonsOf(last).join(', ') || 'none')}</td><td>${esc(reasonsOf(seen).join(', ') || 'none')}</td></tr>`;
+        }).join('')}</tbody></table>`;
+        return;
+      }
+      charts.push(lineChart(div, { title, unit, xs, height: 180, xRange, minSpan: 300, yRange: opts.yRange,
         series: r.series.map((s, k) => ({ label: `GPU ${s.gpu}`, values: cols[k].map((v) => (v === null ? null : v * scale)) })) }));
     });
   }

@@ -130,10 +130,10 @@ export function mount(el) {
       <tbody>${r.items.map((i) => `<tr data-pool="${esc(i.pool)}"${i.order_gpus ? ' class="cap-order"' : ''} title="${esc([i.summary, ...i.notes].join('\n'))}">
       <td>${esc(i.pool)}</td><td>${esc(i.gpu_model)}</td><td class="num">${i.nodes}</td><td class="num">${num(i.peak_demand_now)} GPUs</td>
       <td class="num">${num(i.factor, 2)}</td><td class="num">${wait(i.wait_p95_now_s)}</td><td class="num">${wait(i.wait_p95_horizon_s)}</td>
-      <td class="num">${i.nodes_needed}</td><td>${i.order_gpus ? `${i.order_nodes} × ${i.gpus_per_node} GPUs` : '–'}</td>
+      <td class="num">${i.nodes_needed}</td><td>${i.order_gpus ? `${i.order_nodes} × ${i.gpus_per_node} GPUs` : i.history_short ? `<span class="pill cap-short">none: ${i.trend_days_recorded} of ${i.trend_days_needed} days recorded</span>` : '–'}</td>
       <td>${esc(i.order_by || '–')}${i.notes.some((n) => n.startsWith('late')) ? ' <span class="pill state-rma">late</span>' : ''}</td>
       <td class="num">${money(i.cost, r.currency)}${i.within_budget ? '' : ' <span class="pill state-rma">over budget</span>'}</td></tr>`).join('')}</tbody></table>
-      <ul class="cap-orders">${r.items.filter((i) => i.order_gpus).map((i) => `<li><b>${esc(i.pool)}</b>: ${esc(i.summary)}</li>`).join('')}</ul>
+      <ul class="cap-orders">${r.items.filter((i) => i.order_gpus || (i.history_short && i.nodes_needed > i.nodes)).map((i) => `<li${i.history_short ? ' class="cap-short"' : ''}><b>${esc(i.pool)}</b>: ${esc(i.summary)}</li>`).join('')}</ul>
       <p class="muted">Each pool's jobs of the last ${r.history_days} days and those running and queued now, replayed on its nodes as they are and with more, on the demand projected to the horizon: the trend of its daily peak, its season (with a year of data), and the growth planned (${growth.length ? growth.join('; ') : 'none'}: <code>gpufleet plan growth</code>). Costs from the purchase prices in the asset register; total ${money(r.total_cost, r.currency)}. A hover on a row gives its notes.</p>`;
   }
   async function loadCapacity() {
@@ -152,11 +152,13 @@ export function mount(el) {
       api(`/api/v1/recommendations?from=${from}`)]);
     if (gone) return;
     $('rep-period-text').textContent = `From ${new Date(u.from).toLocaleString()} to ${new Date(u.to).toLocaleString()}.`;
-    body('rep-util').innerHTML = utilization(u);
-    body('rep-cost').innerHTML = cost(c);
-    body('rep-energy').innerHTML = energy(e);
+    // A report on less history than its period says so above its table.
+    const note = (r) => (r.note ? `<p class="rep-note warning-line">${esc(r.note)}.</p>` : '');
+    body('rep-util').innerHTML = note(u) + utilization(u);
+    body('rep-cost').innerHTML = note(c) + cost(c);
+    body('rep-energy').innerHTML = note(e) + energy(e);
     body('rep-peaks').innerHTML = peaks(p);
-    body('rep-queue').innerHTML = queue(w);
+    body('rep-queue').innerHTML = note(w) + queue(w);
     body('rep-advice').innerHTML = advice(a);
   }
 

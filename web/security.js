@@ -3,7 +3,7 @@
 // pool's state with the rollout that fixes it (operators plan and start it here), and the
 // bulletins themselves.
 
-import { api, can, esc, simPill, Table } from './api.js';
+import { api, ago, can, esc, simPill, Table } from './api.js';
 import { throttled } from './live.js';
 
 const STATUS_LABEL = { ok: 'ok', exposed: 'exposed', unsupported_branch: 'unsupported branch' };
@@ -15,6 +15,8 @@ export function mount(el) {
   el.innerHTML = `<h2>Security</h2>
     <div class="totals" id="sec-totals">loading…</div>
     <p class="muted" id="sec-note"></p>
+    <div class="panel"><h3 style="margin-top:0">What to fix, by cause</h3><div class="table-wrap" id="sec-causes"></div>
+      <div class="table-wrap" id="sec-forbidden"></div></div>
     <div class="panel"><h3 style="margin-top:0">Pools</h3><div class="table-wrap" id="sec-pools"></div>
       <p class="error" id="sec-fix-error"></p><div id="sec-fix"></div></div>
     <div class="panel"><h3 style="margin-top:0">CVEs in the fleet</h3><div class="table-wrap" id="sec-cves"></div></div>
@@ -69,15 +71,33 @@ export function mount(el) {
     } catch (e) { $('sec-fix-error').textContent = e.message; }
   }
 
+  // Forbidden packages are drift findings (the profile's packages.forbidden) and critical
+  // security findings: listed here with the CVE causes. No drift detection: none listed.
+  const forbiddenPackages = () => api('/api/v1/drift?severity=critical&limit=5000')
+    .then((d) => d.items.filter((f) => f.state !== 'resolved' && f.fact.startsWith('package:')))
+    .catch(() => []);
+
   async function load() {
-    const [v, b] = await Promise.all([api('/api/v1/vulnerabilities?limit=5000'), api('/api/v1/bulletins?limit=1000')]);
+    const [v, b, forbidden] = await Promise.all([api('/api/v1/vulnerabilities?limit=5000'), api('/api/v1/bulletins?limit=1000'), forbiddenPackages()]);
     if (gone) return;
+    $('sec-causes').innerHTML = v.causes.length ? `<table><thead><tr><th>Driver</th><th>Toolkit</th><th>Status</th><th class="num">Nodes</th>
+      <th class="num">CVEs</th><th class="num">Max CVSS</th><th>Fix</th><th>Pools</th></tr></thead><tbody>${v.causes.map((c) =>
+      `<tr data-cause-driver="${esc(c.driver)}"><td><code>${esc(c.driver || 'unknown')}</code></td><td>${esc(c.container_toolkit || '—')}</td>
+        <td><span class="vuln-${esc(c.status)}">${esc(STATUS_LABEL[c.status] || c.status)}</span></td><td class="num">${c.nodes}</td>
+        <td class="num">${c.cve_count}</td><td class="num ${sevClass(c.max_cvss)}">${score(c.max_cvss)}</td><td>${esc(c.fix || '—')}</td>
+        <td>${c.pools.map((p) => esc(p)).join(', ')}</td></tr>`).join('')}</tbody></table>`
+      : '<p class="muted">Every node is on a supported driver with no published CVE.</p>';
+    $('sec-forbidden').innerHTML = forbidden.length ? `<h4>Forbidden packages (critical)</h4><table id="sec-forbidden-table"><thead><tr><th>Node</th><th>Package</th><th>Version</th><th>Pool</th><th>Since</th></tr></thead>
+      <tbody>${forbidden.map((f) => `<tr data-package="${esc(f.fact.slice(8))}"><td><a href="#/node/${encodeURIComponent(f.node)}">${esc(f.node)}</a></td>
+        <td class="critical">${esc(f.fact.slice(8))}</td><td><code>${esc(f.actual)}</code></td><td>${esc(f.pool)}</td><td>${esc(ago(f.first_seen))}</td></tr>`).join('')}</tbody></table>
+      <p class="muted">Installed against the pool's profile (<code>packages.forbidden</code>): remove them by hand; the finding resolves when the node reports it gone.</p>` : '';
     const s = v.summary;
     const total = (label, id, value, cls = '') => `<div class="total"><span class="muted">${label}</span><b id="${id}" class="${cls}">${value}</b></div>`;
     $('sec-totals').innerHTML = total('Nodes', 'sec-nodes-total', s.nodes) + total('OK', 'sec-ok', s.ok) +
       total('Exposed', 'sec-exposed', s.exposed, s.exposed ? 'warning' : '') +
       total('Unsupported branch', 'sec-unsupported', s.unsupported_branch, s.unsupported_branch ? 'critical' : '') +
-      total('CVSS ≥ 9.0', 'sec-critical', s.critical, s.critical ? 'critical' : '');
+      total('CVSS ≥ 9.0', 'sec-critical', s.critical, s.critical ? 'critical' : '') +
+      total('Forbidden packages', 'sec-forbidden-total', forbidden.length, forbidden.length ? 'critical' : '');
     const sim = v.items.filter((n) => n.simulated).length;
     $('sec-note').textContent = `Judged on ${v.today} against ${b.total} bulletins.` +
       (sim ? ` ${sim} of these nodes are simulated: their versions are staged by the simulator.` : '') +

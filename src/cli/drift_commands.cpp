@@ -39,6 +39,14 @@ void PrintFindings(const json::value& v) {
       Str(s.at("remediating")).c_str(), Str(s.at("resolved")).c_str(),
       Str(sev.at("critical")).c_str(), Str(sev.at("high")).c_str(), Str(sev.at("medium")).c_str(),
       Str(sev.at("low")).c_str());
+  // The same difference on many nodes is one thing to fix.
+  if (const auto* causes = v.as_object().if_contains("causes");
+      causes && !causes->as_array().empty()) {
+    std::printf("\nby cause:\n");
+    for (const auto& c : causes->as_array()) {
+      std::printf("  %-8s  %s\n", Str(c.at("severity")).c_str(), Str(c.at("summary")).c_str());
+    }
+  }
 }
 
 void PrintFinding(const json::value& f) {

@@ -27,6 +27,26 @@ std::string Num(const json::value& v, double scale = 1, int decimals = 0) {
   return buf;
 }
 
+// How a field's value reads in a table, as the dashboard shows it: power in watts and energy
+// in kWh (the API answers in the agents' mW and mJ, as dcgm-exporter does).
+struct Shown {
+  std::string unit;
+  double scale = 1;
+  int decimals = 2;  // at most; whole numbers stay whole
+};
+
+Shown ShownAs(const std::string& unit) {
+  if (unit == "mW") return {"W", 0.001, 1};
+  if (unit == "mJ") return {"kWh", 1 / 3.6e9, 3};
+  return {unit, 1, 2};
+}
+
+std::string Value(const Shown& s, const json::value& v) {
+  if (v.is_null()) return "-";
+  const double d = v.to_number<double>() * s.scale;
+  return Num(v, s.scale, d == std::floor(d) && s.scale == 1 ? 0 : s.decimals);
+}
+
 struct Selector {
   std::string cluster, pool, node, gpu;
   std::vector<std::pair<std::string, std::string>> Params() const {
@@ -192,10 +212,10 @@ void AddQueryCommand(CLI::App& app, Globals& g, CLI::App* metrics) {
     if (!v) return;
     Show(g, *v, [](const json::value& r) {
       Table t({"NODE", "GPU", "MODEL", "VALUE", "UNIT", "TIME"});
-      std::string unit(r.at("unit").as_string());
+      const Shown shown = ShownAs(Str(r.at("unit")));
       for (const auto& i : r.at("items").as_array()) {
-        t.Row({Str(i.at("node")), Str(i.at("gpu")), Str(i.at("model")),
-               i.at("value").is_null() ? "-" : Str(i.at("value")), unit, Str(i.at("time"))});
+        t.Row({Str(i.at("node")), Str(i.at("gpu")), Str(i.at("model")), Value(shown, i.at("value")),
+               shown.unit, Str(i.at("time"))});
       }
       t.Print();
     });
@@ -231,16 +251,16 @@ void AddRangeCommand(CLI::App& app, Globals& g, CLI::App* metrics) {
                            : o.contains("pool") ? "pool " + Str(s.at("pool"))
                                                 : "cluster " + Str(s.at("cluster"));
         if (o.contains("gpus")) what += ", " + Str(s.at("gpus")) + " GPUs";
+        const Shown shown = ShownAs(Str(r.at("unit")));
         std::printf("%s (%s %s, %s, tier %s)\n", what.c_str(), Str(r.at("agg")).c_str(),
-                    Str(r.at("metric")).c_str(), Str(r.at("unit")).c_str(),
-                    Str(r.at("tier")).c_str());
+                    Str(r.at("metric")).c_str(), shown.unit.c_str(), Str(r.at("tier")).c_str());
         Table t({"TIME", "VALUE"});
         for (const auto& p : s.at("points").as_array()) {
           int64_t ms = p.at(0).as_int64();
           std::time_t secs = ms / 1000;
           char when[32];
           std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&secs));
-          t.Row({when, Num(p.at(1), 1, 2)});
+          t.Row({when, Value(shown, p.at(1))});
         }
         t.Print();
       }

@@ -91,23 +91,65 @@ std::string ReportCell(const json::value& v) {
   return buf;
 }
 
+// How a usage report's column reads, as the dashboard shows it: shares and utilization in
+// percent, hours and energy to a tenth, money to the cent, waits in whole seconds.
+struct Column {
+  std::string header;
+  double scale = 1;
+  int decimals = -1;  // -1: ReportCell's
+};
+
+Column ColumnOf(std::string key) {
+  auto ends = [&](std::string_view s) { return key.size() >= s.size() && key.ends_with(s); };
+  Column c;
+  if (ends("_share") || key == "budget_used") {
+    c = {"", 100, 1};
+    key += " %";
+  } else if (key.starts_with("util_")) {
+    c = {"", 1, 1};
+    key += " %";
+  } else if (key == "kwh") {
+    c = {"", 1, 1};
+    key = "energy kwh";
+  } else if (key == "gpu_hours_per_kwh") {
+    c = {"", 1, 2};
+  } else if (key.starts_with("gpu_hours")) {
+    c = {"", 1, 1};
+  } else if (ends("cost") || key == "budget") {
+    c = {"", 1, 2};
+  } else if (ends("_s")) {
+    c = {"", 1, 0};
+  }
+  for (auto& ch : key) ch = ch == '_' ? ' ' : static_cast<char>(std::toupper(ch));
+  c.header = key;
+  return c;
+}
+
+std::string ColumnCell(const Column& c, const json::value& v) {
+  if (c.decimals < 0 || !v.is_number()) return ReportCell(v);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", c.decimals, c.scale * v.to_number<double>());
+  return buf;
+}
+
 void PrintReport(const json::value& v) {
   const auto& items = v.at("items").as_array();
-  std::vector<std::string> columns;
+  std::vector<std::string> keys;
   if (!items.empty()) {
-    for (const auto& kv : items[0].as_object()) columns.emplace_back(kv.key());
+    for (const auto& kv : items[0].as_object()) keys.emplace_back(kv.key());
   }
+  std::vector<Column> columns;
   std::vector<std::string> headers;
-  for (auto c : columns) {
-    for (auto& ch : c) ch = ch == '_' ? ' ' : static_cast<char>(std::toupper(ch));
-    headers.push_back(c);
+  for (const auto& k : keys) {
+    columns.push_back(ColumnOf(k));
+    headers.push_back(columns.back().header);
   }
   Table t(headers);
   for (const auto& item : items) {
     std::vector<std::string> row;
-    for (const auto& c : columns) {
-      const auto* cell = item.as_object().if_contains(c);
-      row.push_back(cell ? ReportCell(*cell) : "-");
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const auto* cell = item.as_object().if_contains(keys[i]);
+      row.push_back(cell ? ColumnCell(columns[i], *cell) : "-");
     }
     t.Row(row);
   }
@@ -115,6 +157,10 @@ void PrintReport(const json::value& v) {
   std::printf("%zu item(s) by %s from %s to %s%s\n", items.size(), Str(v.at("by")).c_str(),
               Str(v.at("from")).c_str(), Str(v.at("to")).c_str(),
               v.as_object().contains("currency") ? (", in " + Str(v.at("currency"))).c_str() : "");
+  // Less history than the period: said, not left to be guessed from small numbers.
+  if (const auto* note = v.as_object().if_contains("note")) {
+    std::printf("note: %s\n", Str(*note).c_str());
+  }
 }
 
 void PrintRates(const json::value& v) {

@@ -44,6 +44,12 @@ void PrintNodes(const json::value& v) {
       "more\n",
       Str(s.at("nodes")).c_str(), Str(s.at("ok")).c_str(), Str(s.at("exposed")).c_str(),
       Str(s.at("unsupported_branch")).c_str(), Str(s.at("critical")).c_str());
+  // The nodes on the same versions share their fix: one rollout per pool.
+  if (const auto* causes = v.as_object().if_contains("causes");
+      causes && !causes->as_array().empty()) {
+    std::printf("\nby cause:\n");
+    for (const auto& c : causes->as_array()) std::printf("  %s\n", Str(c.at("summary")).c_str());
+  }
 }
 
 void PrintNode(const json::value& n) {

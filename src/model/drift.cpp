@@ -39,7 +39,8 @@ const std::vector<DriftFact> kDriftFacts = {
     {"ib_pkeys", "high", "manual", false},
     // Device files others may open: GPU access control.
     {"device_files", "high", "manual", false},
-    // A forbidden package is high; one missing or outside the allowlist medium (EvaluateDrift).
+    // A forbidden package is critical (a miner, a remote-access tool: a security finding); one
+    // missing or outside the allowlist medium (EvaluateDrift).
     {"packages", "medium", "manual", false},
 };
 
@@ -208,7 +209,7 @@ std::vector<DriftFinding> EvaluateDrift(const Profile& profile, const Node& node
         auto it = have.find(name);
         if (it != have.end() && (version.empty() || VersionMatches(version, it->second))) {
           package_finding(name, version.empty() ? "not installed" : "not " + version, it->second,
-                          "high");
+                          "critical");
         }
       }
       if (!profile.packages_allowed.empty()) {

@@ -32,11 +32,12 @@ uint32_t Crc(std::string_view s) {
       crc32(0, reinterpret_cast<const Bytef*>(s.data()), static_cast<uInt>(s.size())));
 }
 
-bool ReadAt(int fd, uint64_t offset, size_t n, std::string& out) {
-  out.resize(n);
+// Exactly `n` bytes at `offset` into `buf` (short reads and EINTR retried): false at the end of
+// the file or on an error.
+bool ReadAt(int fd, uint64_t offset, char* buf, size_t n) {
   size_t got = 0;
   while (got < n) {
-    ssize_t r = ::pread(fd, out.data() + got, n - got, static_cast<off_t>(offset + got));
+    ssize_t r = ::pread(fd, buf + got, n - got, static_cast<off_t>(offset + got));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return false;
     got += static_cast<size_t>(r);
@@ -44,14 +45,17 @@ bool ReadAt(int fd, uint64_t offset, size_t n, std::string& out) {
   return true;
 }
 
+bool ReadAt(int fd, uint64_t offset, size_t n, std::string& out) {
+  out.resize(n);
+  return ReadAt(fd, offset, out.data(), n);
+}
+
 // The frame at `offset` of `fd` (whose data ends at `limit`) into `payload` (its buffer
 // reused): false when there is no whole, intact frame there.
 bool FrameAt(int fd, uint64_t offset, uint64_t limit, std::string& payload) {
   if (offset + kHeader > limit) return false;
   char header[kHeader];
-  ssize_t got = ::pread(fd, header, kHeader, static_cast<off_t>(offset));
-  while (got < 0 && errno == EINTR) got = ::pread(fd, header, kHeader, static_cast<off_t>(offset));
-  if (got != static_cast<ssize_t>(kHeader)) return false;
+  if (!ReadAt(fd, offset, header, kHeader)) return false;
   uint32_t len = 0, crc = 0;
   std::memcpy(&len, header, 4);
   std::memcpy(&crc, header + 4, 4);

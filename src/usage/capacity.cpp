@@ -139,6 +139,19 @@ std::string CapacityGrowthJson(const CapacityGrowth& g) {
       json::object{{"teams", std::move(teams)}, {"demands", std::move(demands)}});
 }
 
+// Too little history for a trend: the plan tells what the replay of what was recorded needs,
+// and recommends no order (a few hours of a busy queue would otherwise order GPUs for months).
+PoolCapacityPlan WithoutOrder(PoolCapacityPlan plan) {
+  const int days = plan.trend_days_recorded;
+  plan.summary = "no order recommended: " + std::to_string(days) + (days == 1 ? " day" : " days") +
+                 " of pool hours recorded, " + std::to_string(kTrendDaysNeeded) +
+                 " needed; the replay of what was recorded needs " +
+                 std::to_string(plan.nodes_needed) +
+                 (plan.nodes_needed == 1 ? " node (" : " nodes (") +
+                 std::to_string(plan.pool.nodes) + " installed) from " + plan.need_by;
+  return plan;
+}
+
 Result<PoolCapacityPlan> PlanPool(const CapacityPool& pool,
                                   const std::vector<store::UsageRecord>& records,
                                   const std::vector<store::PoolHour>& hours,
@@ -157,6 +170,7 @@ Result<PoolCapacityPlan> PlanPool(const CapacityPool& pool,
     p = std::max(p, demand);
   }
   plan.trend_days_recorded = static_cast<int>(peaks.size());
+  plan.history_short = plan.trend_days_recorded < kTrendDaysNeeded;
   double a = 0, b = 0;  // peak = a + b * (day - today)
   if (!peaks.empty()) {
     double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -169,12 +183,13 @@ Result<PoolCapacityPlan> PlanPool(const CapacityPool& pool,
       sxy += x * p;
     }
     a = sy / n;
-    if (peaks.size() >= 14 && n * sxx - sx * sx > 0) {
+    if (static_cast<int>(peaks.size()) >= kTrendDaysNeeded && n * sxx - sx * sx > 0) {
       b = (n * sxy - sx * sy) / (n * sxx - sx * sx);
       a = (sy - b * sx) / n;
     } else {
       plan.notes.push_back("trend: " + std::to_string(peaks.size()) +
-                           " days of pool hours recorded, 14 needed; demand taken as flat");
+                           " days of pool hours recorded, " + std::to_string(kTrendDaysNeeded) +
+                           " needed; demand taken as flat");
     }
   } else {
     plan.notes.push_back("trend: no pool hours recorded; demand taken as flat");
@@ -358,6 +373,7 @@ Result<PoolCapacityPlan> PlanPool(const CapacityPool& pool,
     need_day = std::min<int64_t>((fails - 1) * 30 + 1, horizon);
   }
   plan.need_by = IsoDate(today + need_day);
+  if (plan.history_short) return WithoutOrder(std::move(plan));
   int64_t order_day = need_day - req.lead_time_days;
   if (order_day < 0) {
     plan.notes.push_back("late: ordered today, the GPUs arrive " + std::to_string(-order_day) +

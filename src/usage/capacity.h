@@ -38,6 +38,9 @@ struct CapacityGrowth {
 Result<CapacityGrowth> ParseCapacityGrowth(std::string_view json);
 std::string CapacityGrowthJson(const CapacityGrowth& growth);
 
+// Days of pool hours a trend is fitted from; a plan on fewer recommends no order.
+inline constexpr int kTrendDaysNeeded = 14;
+
 struct CapacityRequest {
   int64_t now_ms = 0;
   int horizon_days = 180;        // plan for this far ahead
@@ -81,6 +84,9 @@ struct PoolCapacityPlan {
   int order_nodes = 0, order_gpus = 0;
   std::optional<double> cost;  // order_gpus x gpu_price; none when no price is known
   bool within_budget = true;
+  // Under kTrendDaysNeeded days of pool hours: nodes_needed and need_by say what the replay
+  // found, and no order is recommended (order_* empty, no cost).
+  bool history_short = false;
   std::string summary;             // "order 2 x 8 H100-SXM5-80GB by 2027-03-01, cost ..."
   std::vector<std::string> notes;  // what the plan could not take into account
   int replays = 0;

@@ -39,6 +39,12 @@ test('sign in: the overview shows every cluster of the fleet file with its GPU c
   assert.equal(await page.evaluate(() => sessionStorage.getItem('gpufleet.token')), fleet.token);
   // The trend chart draws from the query API once there is telemetry.
   await page.waitForSelector('#trend .uplot', { timeout: 30000 });
+  // Its window fits the history that exists (minutes of it: no hour-wide axis), on 0-100 %.
+  const axis = await page.$eval('#trend', (e) => ({ ...e.dataset }));
+  assert.deepEqual([axis.yMin, axis.yMax], ['0', '100']);
+  const hist = (await call(fleet.base, fleet.token, 'GET', '/api/v1/query_range?metric=gpu_util&by=cluster&start=-1h&step=1m')).body;
+  const first = Math.min(...hist.series.map((s) => s.points[0][0])) / 1000;
+  assert.ok(Number(axis.xMax) - Number(axis.xMin) <= Math.max(Date.now() / 1000 - first, 600) + 120, JSON.stringify({ axis, first }));
   // One controller on SQLite: it leads, at the lease's first epoch, and says it is this one.
   const rows = await page.$$eval('#controllers tr[data-controller]', (els) => els.map((e) => e.textContent));
   assert.equal(rows.length, 1);
@@ -209,6 +215,9 @@ test('an injected XID turns that GPU failed on the heatmap and an alert appears,
   const inject = await call(fleet.base, fleet.token, 'POST', '/api/v1/nodes/l40s-serve-0002/gpus/1/inject', { xid: 79 });
   assert.equal(inject.status, 202, JSON.stringify(inject.body));
   await waitFor('the cell to turn failed red', async () => (await colour()) === '214,39,40', 30000);
+  // The health colouring's reply lists it among the unhealthy (from its own levels).
+  await waitFor('the failed GPU listed', async () => page.evaluate(() =>
+    window.gpufleet.heatmap.data.field === 'health' && window.gpufleet.heatmap.data.unhealthy.some(([, level]) => level === 2)), 10000);
   await page.waitForSelector('#cluster-alerts tr[data-alert="GpuXidCritical"]', { timeout: 30000 });
   const row = await page.textContent('#cluster-alerts tr[data-alert="GpuXidCritical"]');
   assert.match(row, /l40s-serve-0002/);
@@ -294,11 +303,19 @@ test('a node page shows facts, GPUs and charts with data', async () => {
   await page.waitForSelector('#facts:has-text("train-use1")');
   assert.equal(await page.$$eval('#gpus tbody tr', (r) => r.length), 8);
   assert.match(await page.textContent('#title'), /simulated/);
-  for (const metric of ['gpu_util', 'gpu_temp', 'power_usage', 'fb_used', 'sm_clock']) {
+  // The fields DCGM's dashboard charts (issue 51): PCIe, ECC, NVLink, clocks, memory
+  // temperature, energy; the clocks' event reasons decoded per GPU.
+  for (const metric of ['gpu_util', 'mem_copy_util', 'gpu_temp', 'memory_temp', 'power_usage', 'total_energy', 'fb_used', 'sm_clock',
+    'mem_clock', 'pcie_tx', 'pcie_rx', 'pcie_replay', 'ecc_sbe_volatile', 'ecc_dbe_volatile', 'remapped_correctable', 'nvlink_links_down']) {
     const sel = `.chart[data-metric=${metric}]`;
     await page.waitForSelector(`${sel} .uplot`, { timeout: 30000 });
     assert.ok(Number(await page.$eval(sel, (e) => e.dataset.points)) > 0, `${metric} has points`);
   }
+  assert.equal(await page.$$eval('.chart[data-metric=clocks_event_reasons] tr[data-gpu]', (r) => r.length), 8);
+  // Utilization on a 0-100 % axis whatever the values, and the legend's last and max.
+  const legend = await page.textContent('.chart[data-metric=gpu_util] .u-legend');
+  assert.match(legend, /GPU 0 \(last [\d.]+, max [\d.]+\)/);
+  assert.deepEqual(await page.$eval('.chart[data-metric=gpu_util]', (e) => [e.dataset.yMin, e.dataset.yMax]), ['0', '100']);
   // Operators get the actions; cordon works from the page.
   await page.click('#actions button[data-action=cordon]');
   await page.waitForSelector('#title:has-text("cordoned")');
@@ -552,6 +569,10 @@ test('the reports page shows utilization and cost by team, energy by pool, peaks
   await page.waitForSelector('#rep-util tr[data-key="research"]');
   // GPU-hours, used GPU-hours, the mean utilization and the idle share.
   assert.match(await page.textContent('#rep-util tr[data-key="research"]'), /\d%.*\d%/s);
+  // The demo's ledger is minutes old: a 30-day report says how much of the period it covers.
+  const util = (await call(fleet.base, fleet.token, 'GET', '/api/v1/reports/utilization?from=-30d&by=team')).body;
+  assert.match(util.note, /^the ledger has records from \d{4}-\d\d-\d\d on: \d+ of the 30 days asked$/);
+  assert.equal(await page.textContent('#rep-util .rep-note'), util.note + '.');
   // research's cost against its 200,000 a month, over the 30 days shown.
   const cost = await page.textContent('#rep-cost tr[data-key="research"]');
   assert.match(cost, /USD/);
@@ -574,6 +595,11 @@ test('the reports page shows utilization and cost by team, energy by pool, peaks
   const plan = (await call(fleet.base, fleet.token, 'GET', '/api/v1/reports/capacity?horizon=365d')).body;
   for (const i of plan.items.filter((x) => x.order_gpus > 0)) {
     assert.match(await page.textContent('#rep-capacity .cap-orders'), new RegExp(`${i.pool}: order ${i.order_nodes} x`));
+  }
+  // A pool with under two weeks of pool hours says so in its row and orders nothing (issue 51).
+  for (const i of plan.items.filter((x) => x.history_short)) {
+    assert.equal(i.order_gpus, 0);
+    assert.match(await page.textContent(`#rep-capacity tr[data-pool="${i.pool}"]`), new RegExp(`none: ${i.trend_days_recorded} of 14 days recorded`));
   }
   await shot(page, 'reports');
   assert.deepEqual(page.errors, []);
@@ -701,6 +727,14 @@ test('the drift page shows the staged drift from the profiles; an operator plans
   await page.waitForSelector('#drift-list tbody tr');
   assert.equal(Number(await page.textContent('#drift-open')), v.summary.open);
   assert.ok(v.items.some((f) => f.node === 'l4-edge-0000' && f.actual === '535.247.01'));
+  // By cause (issue 51): one row per difference, the forbidden miner first (critical), and the
+  // staged old driver as one row of many nodes with the rollout that fixes them.
+  await page.waitForSelector('#drift-causes tr[data-cause]');
+  assert.equal(await page.getAttribute('#drift-causes tr[data-cause]', 'data-cause'), 'package:xmrig');
+  assert.equal(await page.getAttribute('#drift-causes tr[data-cause]', 'data-severity'), 'critical');
+  const older = v.causes.find((c) => c.fact === 'driver_version' && c.nodes > 1);
+  assert.ok(older, JSON.stringify(v.causes));
+  assert.match(older.summary, new RegExp(`^${older.nodes} nodes with driver_version ${older.actual.replaceAll('.', '\\.')} \\(profile: 580\\.159\\.03\\) → one driver rollout to 580\\.159\\.03 per pool$`));
   await page.fill('#drift-list input[type=search]', 'container_toolkit');
   assert.match(await page.textContent('#drift-list tbody'), /l40s-serve-0001.*1\.19\.1.*1\.17\.3/s);
   await page.fill('#drift-list input[type=search]', 'l4-edge-0000');
@@ -765,6 +799,13 @@ test('the security page shows the staged exposure; an operator proposes the fix 
   assert.equal(Number(await page.textContent('#sec-unsupported')), 1);
   assert.ok(await page.$('#sec-cves tr[data-cve="CVE-2025-23266"]'));
   assert.match(await page.textContent('#sec-note'), /simulated/);
+  // What to fix, by cause: one row per driver and verdict, as the API groups them; and the
+  // forbidden miner as a critical finding (issue 51).
+  assert.ok(v.causes.length > 0);
+  assert.equal(await page.$$eval('#sec-causes tr[data-cause-driver]', (r) => r.length), v.causes.length);
+  assert.ok(v.causes.every((c) => c.summary.startsWith(`${c.nodes} node`)));
+  await page.waitForSelector('#sec-forbidden-table tr[data-package="xmrig"]');
+  assert.equal(Number(await page.textContent('#sec-forbidden-total')), 1);
   await page.fill('#sec-nodes input[type=search]', 'l4-edge-0000');
   assert.match(await page.textContent('#sec-nodes tbody'), /unsupported branch/);
   // The fix of the development pool: the proposal and its plan, then the rollout.

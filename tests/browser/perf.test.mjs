@@ -57,6 +57,8 @@ test('overview first useful paint and heatmap redraws at 10,000 GPUs', async () 
   await shot(page, 'perf-overview');
   await page.goto(fleet.base + '/#/cluster/train-big');
   await page.waitForSelector('#heat canvas[data-cells="10000"]', { timeout: 60000 });
+  // Dense strips: each line (or every k-th where lines are thin) named by its first node.
+  assert.ok(Number(await page.$eval('#heat canvas', (c) => c.dataset.lineLabels)) > 10);
   // Redraws after new data: the live stream brings one per health cycle (2 s here).
   await page.waitForFunction(() => window.gpufleetPerf.heatmapDrawMs.length >= 6, null, { timeout: 60000 });
   const draws = await page.evaluate(() => window.gpufleetPerf.heatmapDrawMs);

@@ -500,6 +500,11 @@ clusters:
   auto cli = Cli({"drift", "list", "--node", node});
   EXPECT_EQ(cli.exit_code, 0) << cli.err;
   EXPECT_NE(cli.out.find("driver_version  580.159.03  580.95.05"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find("by cause:\n"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find("  high      1 node with driver_version 580.95.05 (profile: 580.159.03) → "
+                         "one driver rollout to 580.159.03 per pool\n"),
+            std::string::npos)
+      << cli.out;
   auto plan = Cli({"drift", "remediate", id});
   EXPECT_EQ(plan.exit_code, 0) << plan.err;
   EXPECT_NE(plan.out.find("a driver rollout of " + node + " to 580.159.03"), std::string::npos)
@@ -547,7 +552,7 @@ clusters:
   EXPECT_EQ(f.at("fact"), "package:xmrig");
   EXPECT_EQ(f.at("expected"), "not installed");
   EXPECT_EQ(f.at("actual"), "6.21.0");
-  EXPECT_EQ(f.at("severity"), "high");
+  EXPECT_EQ(f.at("severity"), "critical");  // a security finding
   EXPECT_EQ(f.at("remediation"), "manual");
   auto fix = controller_->Call(
       "GET", "/api/v1/drift/" + std::to_string(f.at("id").as_int64()) + "/remediation");

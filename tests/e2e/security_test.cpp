@@ -81,6 +81,12 @@ TEST_F(Security, NodesAreJudgedFromWhatTheyReportAndACriticalCveFiresAnAlert) {
   EXPECT_NE(list.out.find("3 node(s): 2 ok, 1 exposed, 0 on an unsupported branch; 1 at CVSS 9.0"),
             std::string::npos)
       << list.out;
+  // Grouped by cause: the exposed node's versions, and the rollout that fixes them.
+  EXPECT_NE(list.out.find("by cause:\n  1 node on driver "), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find(", toolkit 1.17.3: "), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("→ container-toolkit 1.19.1, driver 580.159.03 (pools: l4)\n"),
+            std::string::npos)
+      << list.out;
   auto show = Cli({"vulns", "show", "sec-0001"});
   EXPECT_EQ(show.exit_code, 0) << show.err;
   EXPECT_NE(show.out.find("CVE-2026-24187"), std::string::npos) << show.out;

@@ -42,7 +42,8 @@ TEST_F(Telemetry, FakeNvmlValuesReachTheQueryApiAndMetricsUnderDcgmNames) {
   EXPECT_EQ(controller_->Call("GET", "/api/v1/query?metric=warp_drive").first, 400);
   auto cli = Cli({"metrics", "query", "power_usage", "--node", "fake-l4"});
   ASSERT_EQ(cli.exit_code, 0) << cli.err;
-  EXPECT_NE(cli.out.find("fake-l4  0    L4     61234  mW"), std::string::npos) << cli.out;
+  // In watts, as the dashboard shows it (the API answers dcgm-exporter's mW).
+  EXPECT_NE(cli.out.find("fake-l4  0    L4     61.2   W"), std::string::npos) << cli.out;
   auto top = Cli({"top", "--once"});
   ASSERT_EQ(top.exit_code, 0) << top.err;
   EXPECT_NE(top.out.find("fake-l4"), std::string::npos) << top.out;

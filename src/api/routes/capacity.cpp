@@ -181,6 +181,8 @@ json::object PoolPlanJson(const usage::PoolCapacityPlan& p) {
       {"gpu_price", p.pool.gpu_price ? json::value(*p.pool.gpu_price) : json::value(nullptr)},
       {"history_jobs", p.history_jobs},
       {"trend_days_recorded", p.trend_days_recorded},
+      {"trend_days_needed", usage::kTrendDaysNeeded},
+      {"history_short", p.history_short},
       {"peak_demand_now", p.peak_demand_now},
       {"trend_gpus_per_month", p.trend_gpus_per_month},
       {"factor", p.factor},

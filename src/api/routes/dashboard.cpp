@@ -209,6 +209,16 @@ std::vector<std::pair<size_t, int>> Unhealthy(ApiContext& ctx, const NodeFilter&
   return out;
 }
 
+// The same, from the health colouring's own values (its levels): the reports are read once.
+std::vector<std::pair<size_t, int>> UnhealthyFromLevels(const std::vector<double>& levels) {
+  std::vector<std::pair<size_t, int>> out;
+  for (size_t i = 0; i < levels.size(); ++i) {
+    if (std::isfinite(levels[i]) && levels[i] >= 1)
+      out.emplace_back(i, static_cast<int>(levels[i]));
+  }
+  return out;
+}
+
 // Written as text: pools and models once, each node as a short array, then one number per GPU
 // (rounded: a colour cell needs no more), in node order, and the unhealthy GPUs' places.
 std::string HeatmapJson(ApiContext& ctx, const HeatField& field, const NodeFilter& filter,
@@ -300,8 +310,9 @@ Response Heatmap(ApiContext& ctx, const Request& req, const Principal& who) {
   auto values = HeatValues(ctx, *hf, filter.value(), nodes);
   if (!values.ok()) return ErrorResponse(values.error());
   if (hf->name != "health" && hf->name != "allocation") FillFromPeers(ctx, req, nodes, *values);
-  return JsonResponse(200, HeatmapJson(ctx, *hf, filter.value(), nodes, values.value(),
-                                       Unhealthy(ctx, filter.value(), nodes)));
+  auto unhealthy = hf->name == "health" ? UnhealthyFromLevels(values.value())
+                                        : Unhealthy(ctx, filter.value(), nodes);
+  return JsonResponse(200, HeatmapJson(ctx, *hf, filter.value(), nodes, values.value(), unhealthy));
 }
 
 }  // namespace

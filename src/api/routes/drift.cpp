@@ -1,12 +1,16 @@
 // Drift from the golden profiles (fleet file `profile:`):
-//   GET /api/v1/drift[?node=&pool=&cluster=&state=&severity=]  findings, unresolved first
+//   GET /api/v1/drift[?node=&pool=&cluster=&state=&severity=]  findings, unresolved first, and
+//                                            the unresolved ones grouped by cause (`causes`)
 //   GET /api/v1/drift/{id}                   one finding, with the profile in effect for its pool
 //                                            ({} when the pool is gone)
 //   GET /api/v1/drift/{id}/remediation       how it is fixed: the rollout request that fixes a
 //                                            driver or firmware difference, or why it is manual
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "api/json_util.h"
 #include "common/clock.h"
@@ -101,6 +105,67 @@ Result<json::object> Remediation(const DriftFinding& f, const Profile& profile) 
                       {"why", "a " + kind + " rollout of " + f.node + " to " + target}};
 }
 
+// The unresolved findings grouped by cause: one row per (fact, expected, actual), with the
+// nodes and pools it is on and what fixes them all ("14 nodes on 580.95.05 → one rollout"), the
+// most severe first, then the most nodes.
+json::array CausesJson(const std::vector<DriftFinding>& all) {
+  struct Cause {
+    std::string severity, remediation;
+    std::set<std::string> nodes, pools;
+    int64_t findings = 0;
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, Cause> causes;
+  for (const auto& f : all) {
+    if (f.state == "resolved") continue;
+    Cause& c = causes[{f.fact, f.expected, f.actual}];
+    if (lifecycle::SeverityRank(f.severity) > lifecycle::SeverityRank(c.severity)) {
+      c.severity = f.severity;
+    }
+    c.remediation = f.remediation;
+    c.nodes.insert(f.node);
+    c.pools.insert(f.pool);
+    ++c.findings;
+  }
+  std::vector<std::pair<const std::tuple<std::string, std::string, std::string>*, const Cause*>>
+      order;
+  for (const auto& [key, c] : causes) order.emplace_back(&key, &c);
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    const int ra = lifecycle::SeverityRank(a.second->severity);
+    const int rb = lifecycle::SeverityRank(b.second->severity);
+    return ra != rb ? ra > rb : a.second->nodes.size() > b.second->nodes.size();
+  });
+  json::array out;
+  for (const auto& [key, c] : order) {
+    const auto& [fact, expected, actual] = *key;
+    const size_t n = c->nodes.size();
+    const std::string nodes = std::to_string(n) + (n == 1 ? " node" : " nodes");
+    std::string fix = c->remediation == "auto"      ? "set by the agents (auto remediation)"
+                      : c->remediation != "rollout" ? "by hand on each node"
+                      : fact == "driver_version" ? "one driver rollout to " + expected + " per pool"
+                      : fact == "vbios" ? "one GPU firmware rollout to " + expected + " per pool"
+                                        : "comes with the driver: one driver rollout per pool";
+    json::array names, pools;
+    for (const auto& node : c->nodes) {
+      if (names.size() == 20) break;
+      names.emplace_back(node);
+    }
+    for (const auto& pool : c->pools) pools.emplace_back(pool);
+    out.push_back(json::object{
+        {"fact", fact},
+        {"expected", expected},
+        {"actual", actual},
+        {"severity", c->severity},
+        {"remediation", c->remediation},
+        {"nodes", static_cast<int64_t>(n)},
+        {"findings", c->findings},
+        {"pools", std::move(pools)},
+        {"node_names", std::move(names)},
+        {"summary", nodes + " with " + fact + " " + (actual.empty() ? "unset" : actual) +
+                        " (profile: " + expected + ") → " + fix}});
+  }
+  return out;
+}
+
 // GET /api/v1/drift
 Response GetDrift(ApiContext& ctx, const Request& req, const Principal& who) {
   if (!ctx.drift) return Unavailable();
@@ -145,7 +210,8 @@ Response GetDrift(ApiContext& ctx, const Request& req, const Principal& who) {
                               {"total", static_cast<int64_t>(all.size())},
                               {"limit", page->limit},
                               {"offset", page->offset},
-                              {"summary", std::move(summary)}});
+                              {"summary", std::move(summary)},
+                              {"causes", CausesJson(all)}});
 }
 
 // GET /api/v1/drift/{id}

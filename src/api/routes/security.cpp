@@ -1,11 +1,15 @@
 // Vulnerability status and security bulletins:
-//   GET  /api/v1/vulnerabilities[?node=&pool=&cluster=&min_cvss=&status=]  one item per node
+//   GET  /api/v1/vulnerabilities[?node=&pool=&cluster=&min_cvss=&status=]  one item per node,
+//        with the pools, the CVEs and the nodes needing a fix grouped by cause
 //   GET  /api/v1/vulnerabilities/fix?pool=P   the driver that fixes a pool, as a rollout request
 //   GET  /api/v1/bulletins, GET /api/v1/bulletins/{id}
 //   POST /api/v1/bulletins/import             an admin loads one of NVIDIA's CSAF documents
 
+#include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "api/json_util.h"
 #include "common/json_text.h"
@@ -73,6 +77,68 @@ json::array PoolSummary(const std::vector<lifecycle::NodeVulns>& nodes) {
                                {"exposed", p.exposed},
                                {"unsupported_branch", p.unsupported},
                                {"max_cvss", p.max_cvss}});
+  }
+  return out;
+}
+
+// The nodes that need something, grouped by cause: the same driver, toolkit and verdict share a
+// fix ("14 nodes on driver 580.95.05: 13 CVEs, max CVSS 8.8 → driver 580.159.03: one driver
+// rollout per pool (h100-sxm)"), the worst first, then the most nodes.
+json::array CauseSummary(const std::vector<lifecycle::NodeVulns>& nodes) {
+  struct Cause {
+    const lifecycle::NodeVulns* first = nullptr;
+    int64_t nodes = 0;
+    std::set<std::string> pools;
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, Cause> causes;
+  for (const auto& n : nodes) {
+    if (n.verdict->status == "ok") continue;
+    Cause& c = causes[{n.software.driver, n.software.container_toolkit, n.verdict->status}];
+    if (!c.first) c.first = &n;
+    ++c.nodes;
+    c.pools.insert(n.pool);
+  }
+  std::vector<const Cause*> sorted;
+  for (const auto& [key, c] : causes) sorted.push_back(&c);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Cause* a, const Cause* b) {
+    const double x = a->first->verdict->max_cvss, y = b->first->verdict->max_cvss;
+    return x != y ? x > y : a->nodes > b->nodes;
+  });
+  json::array out;
+  for (const Cause* c : sorted) {
+    const auto& n = *c->first;
+    const auto& v = *n.verdict;
+    json::array pools;
+    std::string pool_list;
+    for (const auto& p : c->pools) {
+      pools.emplace_back(p);
+      pool_list += (pool_list.empty() ? "" : ", ") + p;
+    }
+    char cvss[16];
+    std::snprintf(cvss, sizeof cvss, "%.1f", v.max_cvss);
+    std::string summary = std::to_string(c->nodes) + (c->nodes == 1 ? " node" : " nodes") +
+                          " on driver " +
+                          (n.software.driver.empty() ? "unknown" : n.software.driver);
+    if (!n.software.container_toolkit.empty()) {
+      summary += ", toolkit " + n.software.container_toolkit;
+    }
+    summary += v.status == "unsupported_branch" ? " (unsupported branch)" : "";
+    summary += ": " + std::to_string(v.cves.size()) + " CVEs, max CVSS " + cvss;
+    if (v.fix.starts_with("driver ")) {
+      summary += " → " + v.fix + ": one driver rollout per pool (" + pool_list + ")";
+    } else if (!v.fix.empty()) {
+      summary += " → " + v.fix + " (pools: " + pool_list + ")";
+    }
+    out.push_back(json::object{{"driver", n.software.driver},
+                               {"container_toolkit", n.software.container_toolkit},
+                               {"branch", v.branch},
+                               {"status", v.status},
+                               {"nodes", c->nodes},
+                               {"pools", std::move(pools)},
+                               {"cve_count", static_cast<int64_t>(v.cves.size())},
+                               {"max_cvss", v.max_cvss},
+                               {"fix", v.fix},
+                               {"summary", std::move(summary)}});
   }
   return out;
 }
@@ -194,6 +260,7 @@ Response GetVulnerabilities(ApiContext& ctx, const Request& req, const Principal
                  {"offset", page->offset},
                  {"summary", std::move(summary)},
                  {"pools", PoolSummary(nodes)},
+                 {"causes", CauseSummary(nodes)},
                  {"cves", CveSummary(nodes, *ctx.vulns->bulletins())},
                  {"today", ctx.compat ? ctx.compat->today() : ""}};
   return ObjectResponse(200, o);

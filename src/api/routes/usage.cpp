@@ -160,6 +160,29 @@ Response AdviceResponse(ApiContext& ctx, const Request& req, const Principal& wh
                                           {"items", std::move(items)}});
 }
 
+// A report on less history than its period says so: `recorded_from`, the first day of the
+// period the ledger has records of (null: none), and a `note` when that leaves days of the
+// period without any ("the ledger has records from 2026-12-07 on: 1 of the 30 days asked").
+void SayWhatWasRecorded(ApiContext& ctx, int64_t from_ms, int64_t to_ms, const std::string& cluster,
+                        json::object& reply) {
+  const int64_t day = store::kUsageDayMs;
+  auto days = ctx.store.usage->ListUsageDays(from_ms - from_ms % day, to_ms, cluster);
+  const int64_t asked = std::max<int64_t>(1, (to_ms - from_ms + day - 1) / day);
+  if (!days.ok() || days->empty()) {
+    reply["recorded_from"] = nullptr;
+    reply["note"] = "the ledger has no record in this period (a job is recorded when it ends)";
+    return;
+  }
+  const int64_t first = std::max(days->front().day_ms, from_ms);
+  reply["recorded_from"] = FormatTime(first);
+  const int64_t covered = std::max<int64_t>(1, (to_ms - first + day - 1) / day);
+  if (covered < asked) {
+    reply["note"] = "the ledger has records from " + FormatTime(first).substr(0, 10) +
+                    " on: " + std::to_string(covered) + " of the " + std::to_string(asked) +
+                    " days asked";
+  }
+}
+
 Response ReportResponse(ApiContext& ctx, const Request& req, const Principal& who,
                         usage::ReportKind kind) {
   if (!ctx.usage) return NoLedger();
@@ -206,6 +229,10 @@ Response ReportResponse(ApiContext& ctx, const Request& req, const Principal& wh
                      {"items", std::move(items)}};
   if (!report->currency.empty()) reply["currency"] = report->currency;
   if (!cluster->empty()) reply["cluster"] = cluster.value();
+  // Peaks come from the pools' hours, the others from the ledger's records.
+  if (kind != usage::ReportKind::kPeaks) {
+    SayWhatWasRecorded(ctx, r.from_ms, r.to_ms, cluster.value(), reply);
+  }
   return ObjectResponse(200, reply);
 }
 

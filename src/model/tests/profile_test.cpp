@@ -218,7 +218,7 @@ TEST(Profile, PackagesRequiredForbiddenAndAllowed) {
   EXPECT_EQ(by_fact.at("package:rdma-core").actual, "not installed");
   EXPECT_EQ(by_fact.at("package:rdma-core").severity, "medium");
   EXPECT_EQ(found[1].fact, "package:xmrig");
-  EXPECT_EQ(found[1].severity, "high");
+  EXPECT_EQ(found[1].severity, "critical");  // a security finding
   EXPECT_EQ(found[1].expected, "not installed");
   EXPECT_EQ(found[1].remediation, "manual");
   (*n.facts.packages)["curl"] = "7.88.1-10";

@@ -6,7 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
+
+#include "store/store.h"
+#include "tests/support/temp_dir.h"
 
 namespace gpufleet::usage {
 namespace {
@@ -127,7 +131,7 @@ TEST(Capacity, NewDemandFromADateNeedsItsNodesFromThen) {
   g.demands.push_back({"elsewhere", "a100", 64, IsoDate(20'000 + 10)});  // another pool's
   CapacityPool p = Pool(1);
   p.gpu_price.reset();
-  auto plan = PlanPool(p, Hourly(4), {}, g, Request());
+  auto plan = PlanPool(p, Hourly(4), Peaks(30, 4, 4), g, Request());
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   EXPECT_EQ(plan->planned_gpus, 16);
   EXPECT_EQ(plan->nodes_needed, 3);
@@ -143,7 +147,7 @@ TEST(Capacity, NewDemandFromADateNeedsItsNodesFromThen) {
 
 // Demand already over the pool: needed today, and the lead time has passed.
 TEST(Capacity, DemandOverThePoolNowIsLate) {
-  auto plan = PlanPool(Pool(1), Hourly(12), {}, {}, Request());
+  auto plan = PlanPool(Pool(1), Hourly(12), Peaks(30, 12, 12), {}, Request());
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   EXPECT_EQ(plan->wait_p95_now_s, std::numeric_limits<double>::infinity());  // 12 > 8: cannot fit
   EXPECT_EQ(plan->nodes_needed, 2);
@@ -153,6 +157,56 @@ TEST(Capacity, DemandOverThePoolNowIsLate) {
   for (const auto& n : plan->notes)
     late |= n.rfind("late: ordered today, the GPUs arrive 90 days", 0) == 0;
   EXPECT_TRUE(late);
+}
+
+// The same queue over the pool with three days of pool hours: what the replay needs is told,
+// and no order is recommended until a trend can be fitted.
+TEST(Capacity, TooLittleHistoryRecommendsNoOrder) {
+  for (int days : {0, 3, 13}) {
+    auto plan = PlanPool(Pool(1), Hourly(12), Peaks(days, 12, 12), {}, Request());
+    ASSERT_TRUE(plan.ok()) << plan.error().message;
+    EXPECT_TRUE(plan->history_short);
+    EXPECT_EQ(plan->nodes_needed, 2);
+    EXPECT_EQ(plan->need_by, IsoDate(20'000));
+    EXPECT_EQ(plan->order_nodes, 0);
+    EXPECT_EQ(plan->order_gpus, 0);
+    EXPECT_TRUE(plan->order_by.empty());
+    EXPECT_FALSE(plan->cost);
+    EXPECT_EQ(plan->summary, "no order recommended: " + std::to_string(days) +
+                                 " days of pool hours recorded, 14 needed; the replay of what "
+                                 "was recorded needs 2 nodes (1 installed) from " +
+                                 IsoDate(20'000))
+        << days;
+  }
+  auto enough = PlanPool(Pool(1), Hourly(12), Peaks(14, 12, 12), {}, Request());
+  ASSERT_TRUE(enough.ok());
+  EXPECT_FALSE(enough->history_short);
+  EXPECT_EQ(enough->order_nodes, 1);
+}
+
+// PlanCapacity over a SQLite store: the pool planned from its stored records and hours, and
+// its order counted against the budget.
+TEST(Capacity, AnOrderIsCountedAgainstTheBudget) {
+  const gpufleet::testing::TempDir dir("gf-capacity");
+  auto stores = store::Open("sqlite:" + (std::filesystem::path(dir.path()) / "db").string());
+  ASSERT_TRUE(stores.ok()) << stores.error().message;
+  auto ledger = Hourly(12);
+  for (size_t i = 0; i < ledger.size(); ++i) ledger[i].job = static_cast<int64_t>(i + 1);
+  ASSERT_TRUE(stores->usage->AppendUsage(ledger).ok());
+  ASSERT_TRUE(stores->usage->AddPoolHours(Peaks(30, 12, 12)).ok());
+  CapacityRequest r = Request();
+  r.budget = 100'000;
+  auto over = PlanCapacity(*stores->usage, {Pool(1)}, {}, r);
+  ASSERT_TRUE(over.ok()) << over.error().message;
+  ASSERT_EQ(over->pools.size(), 1u);
+  EXPECT_EQ(over->pools[0].history_jobs, static_cast<int>(ledger.size()));
+  EXPECT_EQ(over->pools[0].order_gpus, 8);
+  EXPECT_FALSE(over->pools[0].within_budget);
+  EXPECT_EQ(over->total_cost, 240'000);
+  r.budget = 240'000;
+  auto within = PlanCapacity(*stores->usage, {Pool(1)}, {}, r);
+  ASSERT_TRUE(within.ok());
+  EXPECT_TRUE(within->pools[0].within_budget);
 }
 
 TEST(Capacity, GrowthIsParsedStrictly) {
