@@ -146,7 +146,10 @@ TEST_P(Backends, ControllerRestartKeepsNodesGpusJobsTokensEventsAndAudit) {
   EXPECT_EQ(kept.second.at("team"), "nlp");
   std::string vt(viewer.at("token").as_string());
   EXPECT_EQ(controller_->Call("GET", "/api/v1/nodes", "", &vt).first, 200);
-  EXPECT_EQ(State("keep-0000"), "cordoned");
+  // Kept; or, when its agent is not back within the heartbeat timeout (1.5 s here; a loaded CI
+  // machine once took longer), unreachable until it is, and cordoned again then (below).
+  const std::string kept_state = State("keep-0000");
+  EXPECT_TRUE(kept_state == "cordoned" || kept_state == "unreachable") << kept_state;
   EXPECT_EQ(controller_->Call("GET", "/api/v1/gpus?node=keep-0001").second.at("items"),
             gpus_before);
   auto audit = controller_->Call("GET", "/api/v1/audit").second.at("items").as_array();
@@ -164,7 +167,8 @@ TEST_P(Backends, ControllerRestartKeepsNodesGpusJobsTokensEventsAndAudit) {
   // The agents reconnect to the new controller with their node tokens.
   ASSERT_TRUE(WaitFor([&] { return Node("keep-0001").at("connected").as_bool(); }, 20000));
   EXPECT_EQ(State("keep-0001"), "ready");
-  EXPECT_EQ(State("keep-0000"), "cordoned");
+  EXPECT_TRUE(WaitFor([&] { return State("keep-0000") == "cordoned"; }, 20000))
+      << State("keep-0000");
 }
 
 TEST_P(Backends, ApiRefusesBadRequestsWithClearErrors) {
