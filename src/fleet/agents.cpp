@@ -38,9 +38,11 @@ int FleetService::CheckHeartbeats(bool judge_unheard) {
       ++behind;
       continue;
     }
+    const NodeStatus lost = OnLost({n.state, n.resume_state});
+    if (lost == NodeStatus{n.state, n.resume_state} && !n.connected) continue;  // said once
     std::vector<NodeEvent> events;
     Move(
-        n, OnLost({n.state, n.resume_state}),
+        n, lost,
         std::string(n.facts.backend == kExporterBackend ? "no successful scrape" : "no heartbeat") +
             " for " + std::to_string(silent / 1000) + "s (timeout " + std::to_string(limit / 1000) +
             "s)",

@@ -114,8 +114,11 @@ NodeStatus OnHealth(NodeStatus current, NodeState health) {
 }
 
 NodeStatus OnLost(NodeStatus current) {
+  // A decommissioning node's agent going away is what decommissioning leads to: it stays
+  // decommissioning (out of the fleet, deletable), not unreachable, which would bring it back
+  // among the nodes that alerts, remote write and rollouts see.
   if (current.state == NodeState::kUnreachable || current.state == NodeState::kRetired ||
-      current.state == NodeState::kProvisioning) {
+      current.state == NodeState::kProvisioning || current.state == NodeState::kDecommissioning) {
     return current;
   }
   return NodeStatus{NodeState::kUnreachable, current.state};

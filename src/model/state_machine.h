@@ -37,7 +37,8 @@ Result<NodeStatus> ApplyAction(NodeStatus current, NodeAction action, NodeState 
 // The node reported (or re-reported) its inventory and it was judged `health`.
 NodeStatus OnHealth(NodeStatus current, NodeState health);
 
-// Heartbeats stopped past the timeout.
+// Heartbeats stopped past the timeout: unreachable, remembering where to return; a node not in
+// service (provisioning, decommissioning, retired) stays as it is.
 NodeStatus OnLost(NodeStatus current);
 
 // The agent is back; `health` is the verdict on what it reports now.

@@ -211,6 +211,21 @@ TEST_F(FleetTest, SilentNodeTurnsUnreachableAndComesBack) {
   EXPECT_EQ(fleet_->GetNode("gpu-g")->state, NodeState::kReady);
 }
 
+// A decommissioning node's agent going away is what decommissioning leads to: the node stays
+// decommissioning (out of alerts and remote write, deletable), disconnected, said once.
+TEST_F(FleetTest, ADecommissioningNodeWhoseAgentGoesStaysDecommissioning) {
+  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-d", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
+  ASSERT_TRUE(fleet_->Act("gpu-d", NodeAction::kDecommission, "admin").ok());
+  clock_->Advance(10'000);
+  EXPECT_EQ(fleet_->CheckHeartbeats(), 1);  // disconnected
+  auto n = fleet_->GetNode("gpu-d");
+  EXPECT_EQ(n->state, NodeState::kDecommissioning);
+  EXPECT_FALSE(n->connected);
+  clock_->Advance(10'000);
+  EXPECT_EQ(fleet_->CheckHeartbeats(), 0);  // nothing more to say
+  EXPECT_TRUE(fleet_->Delete("gpu-d").ok());
+}
+
 // A node whose agent's frame waits to be handled (the controller behind on its agents, as in a
 // registration storm) is not silent: it stays as it is until the frame is handled or stops
 // waiting with nothing after it.

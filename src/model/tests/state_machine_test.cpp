@@ -75,6 +75,8 @@ TEST(StateMachine, RetireOnlyAfterDecommission) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->state, NodeState::kRetired);
   EXPECT_EQ(OnLost(r.value()).state, NodeState::kRetired);
+  // A decommissioning node whose agent goes away stays out of the fleet, not unreachable.
+  EXPECT_EQ(OnLost(d.value()), d.value());
 }
 
 TEST(StateMachine, NamesRoundTrip) {
