@@ -20,6 +20,8 @@ if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(postgresql)
   # the Slurm bridge's tests start a real Slurm on loopback (tests/support/slurm-cluster.sh)
   pkgs+=(slurmctld slurmd slurm-client munge)
+  # the portable agent's test makes a Debian 11 root to link against and run it in
+  pkgs+=(debootstrap)
   # the dashboard's browser tests: Debian's Chromium, driven by playwright-core from npm
   pkgs+=(chromium)
   # gpufleet export --format ansible is read back by Ansible's own ansible-inventory

@@ -1,7 +1,7 @@
 #pragma once
 // The long-running subcommands: serve, agent, sim and up; and tls, which makes their files.
 
-#include "common/result.h"
+#include "apps/gpufleet/process.h"  // Fail
 
 namespace CLI {
 class App;
@@ -16,7 +16,5 @@ namespace gpufleet::app {
 void AddDaemonCommands(CLI::App& app, cli::Globals& globals);
 // tls init|issue (tls_commands.cpp)
 void AddTlsCommands(CLI::App& app, cli::Globals& globals);
-// Prints "error: MESSAGE" to stderr; returns the exit code 1.
-int Fail(const Error& e);
 
 }  // namespace gpufleet::app

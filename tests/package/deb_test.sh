@@ -11,6 +11,7 @@ if dpkg-query -W -f='${Status}' gpufleet 2>/dev/null | grep -q "ok installed"; t
   echo "skipped: a gpufleet package is already installed on this machine"; exit 77
 fi
 fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/common.sh"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -78,20 +79,7 @@ for _ in $(seq 1 150); do [[ -s /var/lib/gpufleet/controller.addr ]] && break; s
 addr=$(cat /var/lib/gpufleet/controller.addr)
 [[ $(stat -c %U /var/lib/gpufleet/gpufleet.db) == gpufleet ]] || fail "db not the user's"
 cli() { runuser -u gpufleet -- /usr/bin/gpufleet --data-dir /var/lib/gpufleet "$@"; }
-cat >/tmp/deb-test-fleet.yaml <<'YAML'
-apiVersion: gpufleet/v1
-kind: Fleet
-clusters:
-  - name: edge
-    type: edge
-    site: lab
-    pools:
-      - {name: l4, gpu_model: L4, gpus_per_node: 1, size: 0}
-YAML
-chmod 644 /tmp/deb-test-fleet.yaml
-cli apply -f /tmp/deb-test-fleet.yaml >/dev/null
-token=$(cli tokens create --pool l4 | tail -1)
-[[ $token == gfj_* ]] || fail "join token: $token"
+token=$(l4_pool_token /tmp/deb-test-fleet.yaml)
 
 # The agent, with its settings in agent.env (the fake NVML library stands for the driver's).
 cat >/etc/gpufleet/agent.env <<ENV
@@ -102,18 +90,9 @@ GPUFLEET_NVML_LIBRARY=$nvml
 FAKE_NVML_SCRIPT=$script
 ENV
 run_unit gpufleet-agent "$build/deb-agent.log"
-ok=
-for _ in $(seq 1 100); do
-  if cli nodes list 2>/dev/null | grep -q "deb-node-1.*ready"; then ok=1; break; fi
-  sleep 0.3
-done
-[[ $ok ]] || { cli nodes list; cat "$build/deb-agent.log"; fail "the agent's node is not ready"; }
+node_ready_with_telemetry deb-node-1 "$build/deb-agent.log"
 [[ -n $(ls -A /var/lib/gpufleet-agent) ]] ||
   fail "the agent kept no credential in /var/lib/gpufleet-agent"
-for _ in $(seq 1 50); do
-  cli metrics query gpu_util --node deb-node-1 2>/dev/null | grep -q "87" && break; sleep 0.3
-done
-cli metrics query gpu_util --node deb-node-1 | grep -q "87" || fail "no telemetry through NVML"
 echo "controller on $addr, node deb-node-1 ready with its L4's telemetry"
 
 # Reinstalling (an upgrade) keeps the edited settings; purging removes them, keeps the data.
