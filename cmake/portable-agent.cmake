@@ -2,9 +2,10 @@
 # with glibc 2.31 or newer (Debian 11, Ubuntu 20.04, RHEL 9, DGX OS 6 and later). It is compiled
 # here with Debian 12's compiler and headers and linked against an older glibc: the libraries of
 # GPUFLEET_AGENT_SYSROOT, a Debian 11 root with libc6-dev that the script makes with
-# debootstrap. libstdc++, OpenSSL, SQLite, yaml-cpp and RE2 are linked statically,
-# Boost.JSON, spdlog and fmt from their headers: the binary needs libc, libpthread, libdl, libm and libgcc_s, at
-# glibc 2.31's symbol versions at most (checked after each link). NVML stays loaded with dlopen.
+# debootstrap. libstdc++, OpenSSL, SQLite, yaml-cpp and RE2 are linked statically, Boost.JSON,
+# spdlog and fmt built from their headers: the binary needs libc, libpthread, libdl, libm and
+# libgcc_s, at glibc 2.31's symbol versions at most (checked after each link). NVML stays
+# loaded with dlopen.
 # Only these targets are configured: GPUFLEET_TESTS and the controller's libraries are off.
 
 set(sysroot "${GPUFLEET_AGENT_SYSROOT}")
@@ -51,8 +52,8 @@ add_subdirectory(src/proto)
 add_subdirectory(src/agent)
 
 # Linked against the sysroot's glibc (crt1.o, libc.so's script, libc_nonshared.a, libpthread,
-# libdl), with libstdc++ static and the system's libgcc_s.
-# The sysroot's directories first (gcc searches its own Debian 12 ones before the sysroot's).
+# libdl), with libstdc++ static and the system's libgcc_s; the sysroot's directories named
+# first, as gcc searches its own Debian 12 ones before the sysroot's.
 set(portable_link --sysroot=${sysroot} -B${sysroot}/usr/lib/x86_64-linux-gnu/
     -L${sysroot}/usr/lib/x86_64-linux-gnu -static-libstdc++ -pthread -Wl,--as-needed)
 add_executable(gpufleet-agent apps/gpufleet-agent/main.cpp apps/gpufleet/agent_command.cpp

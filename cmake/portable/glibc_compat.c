@@ -1,5 +1,6 @@
 // What Debian 12's headers and static libraries refer to and glibc 2.31 lacks, for the portable
-// agent (cmake/portable-agent.cmake). Linked into gpufleet-agent only.
+// agent (cmake/portable-agent.cmake): linked into gpufleet-agent and the fake NVML library
+// built beside it, nowhere else.
 
 // glibc 2.32: libstdc++ reads it to skip atomic reference counting while a process has one
 // thread. 0 says "other threads may exist", which is always correct (only slower, and not
