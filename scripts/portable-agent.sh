@@ -3,17 +3,28 @@
 # agent for x86-64 Linux with glibc 2.31 or newer (cmake/portable-agent.cmake), into BUILD_DIR
 # (default build-portable). It links against a Debian 11 root that it makes once with
 # debootstrap ($GPUFLEET_SYSROOT, default /var/cache/gpufleet/bullseye; making it needs root
-# and deb.debian.org, or $DEBIAN_MIRROR).
+# and the Debian mirror apt uses here, or $DEBIAN_MIRROR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-portable}
 sysroot=${GPUFLEET_SYSROOT:-/var/cache/gpufleet/bullseye}
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# The Debian mirror this machine's apt uses (and its proxy), else deb.debian.org.
+apt_mirror() {
+  cat /etc/apt/sources.list.d/*.sources 2>/dev/null | sed -n 's|^URIs: *\(https\{0,1\}://[^ ]*/debian\)/\{0,1\} *$|\1|p'
+  sed -n 's|^deb  *\(\[[^]]*\] *\)\{0,1\}\(https\{0,1\}://[^ ]*/debian\)/\{0,1\} .*|\2|p' /etc/apt/sources.list 2>/dev/null
+  true
+}
+mirror=${DEBIAN_MIRROR:-$(apt_mirror | sed -n 1p)}
+mirror=${mirror:-http://deb.debian.org/debian}
+if [ -z "${http_proxy:-}" ] && command -v apt-config >/dev/null; then
+  eval "$(apt-config shell http_proxy Acquire::http::Proxy)"
+  [ -n "${http_proxy:-}" ] && export http_proxy
+fi
 
 if [ ! -f "$sysroot/.complete" ]; then
   command -v debootstrap >/dev/null || { echo "error: debootstrap is not installed (scripts/deps.sh installs it)" >&2; exit 1; }
   [ "$(id -u)" = 0 ] || { echo "error: making the Debian 11 root in $sysroot needs root" >&2; exit 1; }
-  echo "portable-agent: making a Debian 11 root in $sysroot (debootstrap, about a minute)"
+  echo "portable-agent: making a Debian 11 root in $sysroot from $mirror (debootstrap, about a minute)"
   rm -rf "$sysroot.tmp"
   mkdir -p "$(dirname "$sysroot")"
   debootstrap --variant=minbase --include=libc6-dev bullseye "$sysroot.tmp" "$mirror" \
