@@ -82,6 +82,12 @@ export function lastAndMax(values) {
   return ` (last ${f(last)}, max ${f(max)})`;
 }
 
+// A relative start as the range selectors give it ('-15m', '-24h', '-7d') in seconds.
+export function spanSeconds(start) {
+  const m = /^-(\d+)([smhd])$/.exec(start);
+  return m ? Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86400 }[m[2]] : 0;
+}
+
 export function destroyChart(u) {
   if (!u) return;
   u.resizeObserver?.disconnect();

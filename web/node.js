@@ -5,10 +5,9 @@
 // and its recent events (state changes and GPU events).
 
 import { api, can, esc, ago, fmtTime, simPill } from './api.js';
-import { lineChart, destroyChart, toColumns } from './charts.js';
+import { lineChart, destroyChart, toColumns, spanSeconds } from './charts.js';
 
 const RANGES = { '15m': ['-15m', '10s'], '1h': ['-1h', '1m'], '6h': ['-6h', '5m'], '24h': ['-24h', '15m'], '7d': ['-7d', '1h'] };
-const SPAN_S = { '15m': 900, '1h': 3600, '6h': 6 * 3600, '24h': 86400, '7d': 7 * 86400 };
 // [metric, title, unit, scale, options]: stored units to shown units; the fields NVIDIA's DCGM
 // dashboard charts. A field the GPUs do not report (absent, not zero) says so in its box.
 const PCT = { yRange: [0, 100] };
@@ -180,7 +179,7 @@ export function mount(el, params) {
     const box = $('charts');
     box.innerHTML = '';
     const now = Date.now() / 1000;
-    const xRange = [now - SPAN_S[$('range').value], now];
+    const xRange = [now - spanSeconds(start), now];
     CHARTS.forEach(([metric, title, unit, scale, opts = {}], i) => {
       const r = replies[i];
       const { xs, cols } = toColumns(r.series);

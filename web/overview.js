@@ -5,10 +5,9 @@
 // requests and paint first; the trend and the controllers follow.
 
 import { api, esc } from './api.js';
-import { sparkline, lineChart, destroyChart, toColumns } from './charts.js';
+import { sparkline, lineChart, destroyChart, toColumns, spanSeconds } from './charts.js';
 
 const RANGES = { '1h': ['-1h', '1m'], '6h': ['-6h', '5m'], '24h': ['-24h', '15m'], '7d': ['-7d', '1h'] };
-const SPAN_S = { '1h': 3600, '6h': 6 * 3600, '24h': 86400, '7d': 7 * 86400 };
 
 export function mount(el) {
   el.innerHTML = `<h2>Fleet overview</h2>
@@ -131,7 +130,7 @@ export function mount(el) {
     box.innerHTML = '';
     if (!xs.length) { box.innerHTML = '<p class="muted">No telemetry in this range yet.</p>'; chart = null; return; }
     const now = Date.now() / 1000;
-    chart = lineChart(box, { unit: '%', xs, height: 220, yRange: [0, 100], xRange: [now - SPAN_S[document.getElementById('range').value], now], minSpan: 600,
+    chart = lineChart(box, { unit: '%', xs, height: 220, yRange: [0, 100], xRange: [now - spanSeconds(start), now], minSpan: 600,
       series: [{ label: 'fleet', values: fleet }, ...r.series.map((s, k) => ({ label: s.cluster, values: cols[k] }))] });
   }
 

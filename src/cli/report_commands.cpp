@@ -100,9 +100,8 @@ struct Column {
 };
 
 Column ColumnOf(std::string key) {
-  auto ends = [&](std::string_view s) { return key.size() >= s.size() && key.ends_with(s); };
   Column c;
-  if (ends("_share") || key == "budget_used") {
+  if (key.ends_with("_share") || key == "budget_used") {
     c = {"", 100, 1};
     key += " %";
   } else if (key.starts_with("util_")) {
@@ -115,9 +114,9 @@ Column ColumnOf(std::string key) {
     c = {"", 1, 2};
   } else if (key.starts_with("gpu_hours")) {
     c = {"", 1, 1};
-  } else if (ends("cost") || key == "budget") {
+  } else if (key.ends_with("cost") || key == "budget") {
     c = {"", 1, 2};
-  } else if (ends("_s")) {
+  } else if (key.ends_with("_s")) {
     c = {"", 1, 0};
   }
   for (auto& ch : key) ch = ch == '_' ? ' ' : static_cast<char>(std::toupper(ch));
