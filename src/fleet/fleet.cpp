@@ -336,7 +336,9 @@ Result<bool> FleetService::SetHealth(const std::string& name, NodeState health,
   auto [state, why] = Worst(e.judged, e.health);
   std::vector<NodeEvent> events;
   Move(n, OnHealth({n.state, n.resume_state}, state), why, "controller", events);
-  if (events.empty() && state != NodeState::kReady) n.reason = why;
+  // A node in a health state says its latest verdict; one an operator or remediation took out
+  // (cordoned, draining, ...) keeps why it was (remediation finds its own nodes by it).
+  if (events.empty() && state != NodeState::kReady && !IsAdminState(n.state)) n.reason = why;
   if (auto s = Save(e, events); !s.ok()) return s.error();
   return true;
 }

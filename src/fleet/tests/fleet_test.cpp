@@ -211,6 +211,19 @@ TEST_F(FleetTest, SilentNodeTurnsUnreachableAndComesBack) {
   EXPECT_EQ(fleet_->GetNode("gpu-g")->state, NodeState::kReady);
 }
 
+// A node taken out (cordoned by remediation) keeps why while its health verdict changes: the
+// remediation finds the nodes it took out by that reason, to reset their failed GPUs.
+TEST_F(FleetTest, ACordonedNodeKeepsItsReasonWhenItsHealthChanges) {
+  ASSERT_TRUE(fleet_->OnHello(Hello("gpu-c", 8, "NVIDIA H100 80GB HBM3"), "x").ok());
+  ASSERT_TRUE(fleet_->SetHealth("gpu-c", NodeState::kUnhealthy, "GPU 5: XID 79").ok());
+  EXPECT_EQ(fleet_->GetNode("gpu-c")->reason, "GPU 5: XID 79");
+  ASSERT_TRUE(fleet_->Act("gpu-c", NodeAction::kCordon, "remediation").ok());
+  ASSERT_TRUE(fleet_->SetHealth("gpu-c", NodeState::kUnhealthy, "GPU 2: ECC; GPU 5: XID 79").ok());
+  auto n = fleet_->GetNode("gpu-c");
+  EXPECT_EQ(n->state, NodeState::kCordoned);
+  EXPECT_EQ(n->reason, "cordon by remediation");
+}
+
 // A decommissioning node's agent going away is what decommissioning leads to: the node stays
 // decommissioning (out of alerts and remote write, deletable), disconnected, said once.
 TEST_F(FleetTest, ADecommissioningNodeWhoseAgentGoesStaysDecommissioning) {
