@@ -67,8 +67,9 @@ Result<std::unique_ptr<remote::RemoteWriter>> OpenRemoteWrite(const ControllerOp
   auto writer = remote::RemoteWriter::Open(std::move(o), FleetLabels(fleet));
   if (!writer.ok()) return writer.error();
   remote::RemoteWriter* w = writer.value().get();
-  telemetry.SetTap([w](const std::vector<std::string>& uuids,
-                       const std::vector<StoredPoint>& points) { w->Stored(uuids, points); });
+  telemetry.SetTap(
+      [w](const std::vector<std::string>& uuids, const std::vector<uint32_t>& handles,
+          const std::vector<StoredPoint>& points) { w->Stored(uuids, handles, points); });
   return std::move(writer.value());
 }
 

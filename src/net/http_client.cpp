@@ -59,7 +59,27 @@ Status Outcome(const HttpCall& call, bool finished, const std::string& stage,
 
 }  // namespace
 
-Result<HttpResult> Send(const HttpCall& call) {
+// A connection and what it runs on: destroyed whole when an exchange fails or times out (the
+// io_context's pending handlers go with it, uncalled).
+struct HttpSession::Connection {
+  asio::io_context io;
+  tcp::resolver resolver{io};
+  Stream stream;
+  std::string origin;  // scheme://host:port
+  TlsContext tls;
+  bool open = false;  // connected (and TLS established): the next exchange goes straight on
+  beast::flat_buffer buffer;
+  explicit Connection(TlsContext context) : stream(beast::tcp_stream(io), context), tls(context) {}
+  ~Connection() {
+    beast::error_code ignored;
+    stream.next_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
+  }
+};
+
+HttpSession::HttpSession() = default;
+HttpSession::~HttpSession() = default;
+
+Result<HttpResult> HttpSession::Send(const HttpCall& call) {
   const std::string& url = call.url;
   auto parsed = ParseHttpUrl(url, "80");
   if (!parsed.ok()) return parsed.error();
@@ -69,65 +89,92 @@ Result<HttpResult> Send(const HttpCall& call) {
   }
   auto context = ClientContext(parsed->scheme, call.tls);
   if (!context.ok()) return context.error();
-  TlsContext tls = context.value();
-  // Asynchronous operations on a private context so that one deadline covers every stage.
-  asio::io_context io;
-  tcp::resolver resolver(io);
-  Stream stream(beast::tcp_stream(io), tls);
-  auto& tcp_stream = stream.next_layer();
-  beast::flat_buffer buffer;
-  auto req = MakeRequest(call, *parsed);
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(call.max_body_bytes);
-  beast::error_code failure;
-  std::string tls_failure;  // a handshake's failure in words
-  std::string stage = "resolve";
-  auto deadline = std::chrono::milliseconds(call.timeout_ms);
-  tcp_stream.expires_after(deadline);
-  resolver.async_resolve(parsed->host, parsed->port, [&](beast::error_code ec, auto results) {
-    if (ec) {
-      failure = ec;
-      return;
+  const std::string origin = parsed->scheme + "://" + parsed->host + ":" + parsed->port;
+  if (conn_ && (conn_->origin != origin || conn_->tls != context.value())) conn_.reset();
+  const auto req = MakeRequest(call, *parsed);
+  for (;;) {
+    const bool reused = conn_ && conn_->open;
+    if (!conn_) {
+      conn_ = std::make_unique<Connection>(context.value());
+      conn_->origin = origin;
     }
-    stage = "connect";
-    tcp_stream.async_connect(results, [&](beast::error_code ec, const tcp::endpoint&) {
-      if (ec) {
-        failure = ec;
-        return;
-      }
-      auto send = [&] {
-        stage = "send";
-        http::async_write(stream, req, [&](beast::error_code ec, size_t) {
+    Connection& c = *conn_;
+    Stream& stream = c.stream;
+    auto& tcp_stream = stream.next_layer();
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(call.max_body_bytes);
+    beast::error_code failure;
+    std::string tls_failure;  // a handshake's failure in words
+    std::string stage = "send";
+    const auto deadline = std::chrono::milliseconds(call.timeout_ms);
+    tcp_stream.expires_after(deadline);
+    auto send = [&] {
+      c.open = true;
+      stage = "send";
+      http::async_write(stream, req, [&](beast::error_code ec, size_t) {
+        if (ec) {
+          failure = ec;
+          return;
+        }
+        stage = "read";
+        http::async_read(stream, c.buffer, parser,
+                         [&](beast::error_code ec, size_t) { failure = ec; });
+      });
+    };
+    if (reused) {
+      send();
+    } else {
+      ++connections_;
+      stage = "resolve";
+      c.resolver.async_resolve(parsed->host, parsed->port, [&](beast::error_code ec, auto results) {
+        if (ec) {
+          failure = ec;
+          return;
+        }
+        stage = "connect";
+        tcp_stream.async_connect(results, [&](beast::error_code ec, const tcp::endpoint&) {
           if (ec) {
             failure = ec;
             return;
           }
-          stage = "read";
-          http::async_read(stream, buffer, parser,
-                           [&](beast::error_code ec, size_t) { failure = ec; });
+          if (!stream.tls()) return send();
+          stage = "tls";
+          if (!PrepareClient(stream, parsed->host, tls_failure)) return;
+          stream.tls_stream().async_handshake(asio::ssl::stream_base::client,
+                                              [&](beast::error_code ec) {
+                                                if (ec) {
+                                                  failure = ec;
+                                                  tls_failure = DescribeTlsError(stream, ec);
+                                                  return;
+                                                }
+                                                send();
+                                              });
         });
-      };
-      if (!stream.tls()) return send();
-      stage = "tls";
-      if (!PrepareClient(stream, parsed->host, tls_failure)) return;
-      stream.tls_stream().async_handshake(asio::ssl::stream_base::client,
-                                          [&, send](beast::error_code ec) {
-                                            if (ec) {
-                                              failure = ec;
-                                              tls_failure = DescribeTlsError(stream, ec);
-                                              return;
-                                            }
-                                            send();
-                                          });
-    });
-  });
-  // The resolver has no deadline of its own; the stream's timer covers the rest.
-  io.run_for(deadline + std::chrono::milliseconds(100));
-  GF_TRY(Outcome(call, io.stopped(), stage, tls_failure, failure));
-  beast::error_code ignored;
-  tcp_stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-  auto& res = parser.get();
-  return HttpResult{static_cast<int>(res.result_int()), std::move(res.body())};
+      });
+    }
+    // The resolver has no deadline of its own; the stream's timer covers the rest.
+    c.io.restart();
+    c.io.run_for(deadline + std::chrono::milliseconds(100));
+    const bool finished = c.io.stopped();
+    if (finished && !failure && tls_failure.empty()) {
+      auto& res = parser.get();
+      const bool keep = res.keep_alive();
+      HttpResult out{static_cast<int>(res.result_int()), std::move(res.body())};
+      if (!keep) conn_.reset();
+      return out;
+    }
+    const bool got_some = parser.got_some();
+    conn_.reset();  // whatever it was in the middle of goes with it
+    // A kept connection the server had closed: nothing came back. Once more on a new one.
+    if (reused && finished && !got_some && tls_failure.empty()) continue;
+    GF_TRY(Outcome(call, finished, stage, tls_failure, failure));
+    return MakeError(ErrorCode::kUnavailable, url + ": " + stage + " failed");
+  }
+}
+
+Result<HttpResult> Send(const HttpCall& call) {
+  HttpSession session;
+  return session.Send(call);
 }
 
 }  // namespace gpufleet::net

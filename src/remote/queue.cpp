@@ -50,24 +50,44 @@ bool ReadAt(int fd, uint64_t offset, size_t n, std::string& out) {
   return ReadAt(fd, offset, out.data(), n);
 }
 
-// The frame at `offset` of `fd` (whose data ends at `limit`) into `payload` (its buffer
-// reused): false when there is no whole, intact frame there.
-bool FrameAt(int fd, uint64_t offset, uint64_t limit, std::string& payload) {
-  if (offset + kHeader > limit) return false;
-  char header[kHeader];
-  if (!ReadAt(fd, offset, header, kHeader)) return false;
-  uint32_t len = 0, crc = 0;
-  std::memcpy(&len, header, 4);
-  std::memcpy(&crc, header + 4, 4);
-  if (len > kMaxFrame || offset + kHeader + len > limit) return false;
-  return ReadAt(fd, offset + kHeader, len, payload) && Crc(payload) == crc;
-}
+// The frames of a segment read in blocks: one pread brings many frames (a frame is a batch, a
+// few KiB), not two a frame.
+class BlockReader {
+ public:
+  BlockReader(int fd, uint64_t limit) : fd_(fd), limit_(limit) {}
+  // The payload of the whole, intact frame at `offset`, valid until the next call; nothing when
+  // there is none there.
+  std::optional<std::string_view> FrameAt(uint64_t offset) {
+    if (offset + kHeader > limit_ || !Have(offset, kHeader)) return std::nullopt;
+    uint32_t len = 0, crc = 0;
+    std::memcpy(&len, At(offset), 4);
+    std::memcpy(&crc, At(offset) + 4, 4);
+    if (len > kMaxFrame || offset + kHeader + len > limit_ || !Have(offset, kHeader + len))
+      return std::nullopt;
+    std::string_view payload(At(offset) + kHeader, len);
+    if (Crc(payload) != crc) return std::nullopt;
+    return payload;
+  }
 
-std::optional<std::string> FrameAt(int fd, uint64_t offset, uint64_t limit) {
-  std::string payload;
-  if (!FrameAt(fd, offset, limit, payload)) return std::nullopt;
-  return payload;
-}
+ private:
+  static constexpr size_t kBlock = 1 << 20;
+  const char* At(uint64_t offset) const { return buf_.data() + (offset - start_); }
+  // [offset, offset + n) in the buffer, reading from `offset` when it is not.
+  bool Have(uint64_t offset, size_t n) {
+    if (offset >= start_ && offset + n <= start_ + buf_.size()) return true;
+    size_t want = std::max<size_t>(n, std::min<uint64_t>(kBlock, limit_ - offset));
+    start_ = offset;
+    if (!ReadAt(fd_, offset, want, buf_)) {
+      buf_.clear();
+      return false;
+    }
+    return true;
+  }
+  int fd_;
+  uint64_t limit_;
+  uint64_t start_ = 0;
+  std::string buf_;
+};
 
 // A payload's first sample number and sample count.
 bool Peek(std::string_view payload, uint64_t& first_seq, uint64_t& count) {
@@ -164,12 +184,13 @@ Status Queue::Recover() {
     uint64_t size = static_cast<uint64_t>(::lseek(fd, 0, SEEK_END));
     Segment seg{numbers[i], size, seq};
     uint64_t first = 0, count = 0;
-    if (auto f = FrameAt(fd, 0, size); f && Peek(*f, first, count)) seg.first_seq = first;
+    BlockReader frames(fd, size);
+    if (auto f = frames.FrameAt(0); f && Peek(*f, first, count)) seg.first_seq = first;
     if (i + 1 == numbers.size()) {
       // The last one: its whole frames, and the sequence they reach.
       uint64_t offset = 0;
       seq = seg.first_seq;
-      while (auto f = FrameAt(fd, offset, size)) {
+      while (auto f = frames.FrameAt(offset)) {
         if (!Peek(*f, first, count)) break;
         seq = first + count;
         offset += kHeader + f->size();
@@ -308,22 +329,23 @@ Status Queue::Read(Position at, size_t max_samples, uint64_t until, QueueRead& o
   auto it = std::find_if(segments.begin(), segments.end(),
                          [&](const Segment& s) { return s.number == at.segment; });
   auto more = [&] { return out.samples.size() < max_samples && at.seq < until; };
-  std::string payload;
   while (it != segments.end() && more()) {
     const std::string path = PathOf(it->number);
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     bool next = fd < 0;  // deleted by the window since: go on with the next one
+    BlockReader frames(fd, it->bytes);
     while (!next && more()) {
-      if (!FrameAt(fd, at.offset, it->bytes, payload)) {
+      auto payload = frames.FrameAt(at.offset);
+      if (!payload) {
         next = true;
         break;
       }
       uint64_t first = 0, count = 0;
-      if (!Peek(payload, first, count) || !Decode(payload, out)) {
+      if (!Peek(*payload, first, count) || !Decode(*payload, out)) {
         next = true;  // damaged: the rest of this segment cannot be read
         break;
       }
-      at.offset += kHeader + payload.size();
+      at.offset += kHeader + payload->size();
       at.seq = first + count;
     }
     if (fd >= 0) ::close(fd);

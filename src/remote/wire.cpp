@@ -24,7 +24,8 @@ size_t SampleSize(const WireSample& s) {
 
 // The bytes of one TimeSeries message (without its tag and length).
 size_t SeriesSize(const WireSeries& s) {
-  size_t n = s.labels->size();
+  size_t n = 0;
+  for (const auto& piece : s.labels) n += piece.size();
   for (size_t i = 0; i < s.count; ++i) n += 2 + SampleSize(s.samples[i]);
   return n;
 }
@@ -83,7 +84,11 @@ void EncodeWriteRequest(const std::vector<WireSeries>& series, std::string& out)
     // WriteRequest.timeseries = 1: TimeSeries { labels = 1; samples = 2; }
     p = CodedOutputStream::WriteTagToArray(Tag(1, kLenDelimited), p);
     p = CodedOutputStream::WriteVarint32ToArray(sizes[k], p);
-    p = CodedOutputStream::WriteRawToArray(s.labels->data(), static_cast<int>(s.labels->size()), p);
+    for (const auto& piece : s.labels) {
+      if (piece.empty()) continue;  // its data() may be null
+      std::memcpy(p, piece.data(), piece.size());
+      p += piece.size();
+    }
     for (size_t i = 0; i < s.count; ++i) {
       const WireSample& x = s.samples[i];
       p = CodedOutputStream::WriteTagToArray(Tag(2, kLenDelimited), p);

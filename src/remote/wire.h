@@ -1,8 +1,9 @@
 #pragma once
 // Remote write 1.0's wire format: a prometheus.WriteRequest (protobuf), snappy block-encoded.
-// A series' labels are encoded once (SeriesLabels) and copied into each request that carries
-// it; the samples are appended after them.
+// A series' labels are encoded once (EncodeLabels, in pieces a GPU's series share) and copied
+// into each request that carries it; the samples are appended after them.
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -26,7 +27,9 @@ struct WireSample {
   double v = 0;
 };
 struct WireSeries {
-  const std::string* labels = nullptr;  // EncodeLabels' bytes
+  // EncodeLabels' bytes, in pieces written one after another (a GPU's labels before __name__,
+  // the __name__ label, the GPU's labels after it): together, the labels in order.
+  std::array<std::string_view, 3> labels;
   const WireSample* samples = nullptr;  // oldest first
   size_t count = 0;
 };

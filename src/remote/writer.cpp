@@ -8,13 +8,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <sstream>
 
 #include "common/clock.h"
 #include "common/crypto.h"
 #include "net/http_client.h"
+#include "remote/cursor.h"
 #include "remote/filter.h"
 #include "remote/wire.h"
 
@@ -34,15 +34,14 @@ int64_t NowMs() {
       .count();
 }
 
-// FNV-1a of (UUID, field): a series' shard and request must not change between runs (a
-// cursor records the requests each shard sent).
+// FNV-1a of a GPU's UUID: where its series go (shard and request) must not change between
+// runs (a cursor records the requests each shard sent). All of a GPU's series go together, so
+// that its labels, the same but for __name__, follow each other in a request (snappy then
+// finds them in one another) and are read from one place in memory.
 uint64_t Hash(std::string_view uuid) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : uuid) h = (h ^ c) * 1099511628211ull;
   return h;
-}
-uint64_t Hash(uint64_t uuid_hash, Field field) {
-  return (uuid_hash ^ static_cast<uint64_t>(field)) * 1099511628211ull;
 }
 
 std::string MetricName(Field f) {
@@ -51,14 +50,31 @@ std::string MetricName(Field f) {
   return "gpufleet_gpu_" + std::string(info.name);
 }
 
+// Each field's metric name, and its __name__ label encoded (wire.h).
+struct Names {
+  std::array<std::string, kFieldCount> metric, label;
+};
+const Names& FieldNames() {
+  static const Names names = [] {
+    Names n;
+    for (size_t f = 0; f < kFieldCount; ++f) {
+      n.metric[f] = MetricName(static_cast<Field>(f));
+      n.label[f] = EncodeLabels({{"__name__", n.metric[f]}});
+    }
+    return n;
+  }();
+  return names;
+}
+
 }  // namespace
 
+struct GpuState;
 struct SeriesState {
+  const GpuState* gpu = nullptr;
+  Field field = Field::kGpuUtil;
   int64_t last_sent = kNever;  // the newest time a receiver took (this run)
-  uint64_t generation = 0;     // of the labels `encoded` was made from; 0: none yet
   bool pass = false;           // the receiver's filters let it through
   bool ended = false;          // its staleness marker is sent: the GPU left the fleet
-  std::string encoded;         // its labels, encoded (wire.h)
   // Within the read being split (Split's bookkeeping): which read, its newest sample so far,
   // how many samples it has and where they start in its request's samples.
   uint64_t read = 0;
@@ -66,6 +82,10 @@ struct SeriesState {
   uint32_t count = 0, offset = 0;
 };
 struct GpuState {
+  uint64_t generation = 0;  // of the labels `before` and `after` were made from; 0: none yet
+  // Its labels, encoded (wire.h): those that sort before __name__ and those after it. A series'
+  // labels are these with its field's __name__ between them.
+  std::string before, after;
   std::array<SeriesState, kFieldCount> fields;
 };
 
@@ -82,19 +102,14 @@ struct RemoteWriter::Receiver {
   std::string auth;  // the Authorization header's value, or ""
   std::vector<Filter> filters;
   std::string cursor_path;
-  Position pos;  // guarded by mu: where the next read starts
-  // Within the read that starts at `pos` and ends at sample `until` (0: none begun), split
-  // into `chunks` requests a shard: shard i has sent its first shard_done[i] (a read
-  // interrupted by a stop or a crash). The same read always splits into the same requests, so
-  // a restart goes on with the next.
-  uint64_t until = 0, chunks = 0;
-  std::vector<uint64_t> shard_done;
+  Cursor cursor;                                   // guarded by mu
   std::unordered_map<std::string, GpuState> gpus;  // Run's thread only
   // Run's thread and, for their own shard's requests and buffers, the shards' threads.
-  std::vector<Request> requests;                 // shard-major: shard × chunks + chunk
-  std::vector<std::string> encoded, compressed;  // one each per shard
-  QueueRead read;                                // the last read (its buffers reused)
-  std::vector<SeriesState*> sample_series;       // Split's, per sample of the read
+  std::vector<Request> requests;                            // shard-major: shard × chunks + chunk
+  std::vector<std::string> encoded, compressed;             // one each per shard
+  std::vector<std::unique_ptr<net::HttpSession>> sessions;  // one per shard: its connection
+  QueueRead read;                                           // the last read (its buffers reused)
+  std::vector<SeriesState*> sample_series;                  // Split's, per sample of the read
   std::vector<uint32_t> sample_request;
   uint64_t reads = 0;
   std::thread thread;
@@ -103,46 +118,10 @@ struct RemoteWriter::Receiver {
 
   void Split(const QueueRead& read, const GpuLabels* labels, uint64_t generation,
              const std::vector<uint64_t>& done, size_t chunks);
-  void Describe(SeriesState& st, Field field, const Labels& gpu_labels, uint64_t generation);
+  void Describe(GpuState& gpu, const Labels& gpu_labels, uint64_t generation);
   bool Send(size_t shard, Request& request, const std::function<bool(int64_t)>& wait);
 
-  void SaveCursor() {  // caller holds mu
-    std::string tmp = cursor_path + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << "v2 " << pos.segment << ' ' << pos.offset << ' ' << pos.seq << ' ' << until << ' '
-          << chunks << ' ' << shard_done.size();
-      for (auto d : shard_done) out << ' ' << d;
-      out << '\n';
-      if (!out) return;
-    }
-    std::error_code ec;
-    fs::rename(tmp, cursor_path, ec);
-  }
-  bool LoadCursor() {
-    std::ifstream in(cursor_path);
-    std::string v;
-    Position p;
-    if (!(in >> v >> p.segment >> p.offset >> p.seq) || (v != "v1" && v != "v2")) return false;
-    pos = p;
-    // Shards are by series hash modulo their count: another count cannot use these. (A v1
-    // cursor's shards counted samples, not requests: its read starts again.)
-    size_t shards = 0;
-    std::vector<uint64_t> done;
-    if (v == "v2" && in >> until >> chunks >> shards &&
-        shards == static_cast<size_t>(config.shards)) {
-      done.resize(shards);
-      for (auto& d : done) {
-        if (!(in >> d)) break;
-      }
-    }
-    if (in && done.size() == shard_done.size()) {
-      shard_done = done;
-    } else {
-      until = chunks = 0;
-    }
-    return true;
-  }
+  void SaveCursor() { cursor.Save(cursor_path); }  // caller holds mu
 };
 
 Result<std::unique_ptr<RemoteWriter>> RemoteWriter::Open(RemoteWriteOptions options,
@@ -184,8 +163,9 @@ Result<std::unique_ptr<RemoteWriter>> RemoteWriter::Open(RemoteWriteOptions opti
     std::string file;
     for (char c : config.name) file += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
     r->cursor_path = (fs::path(w->options_.dir) / (file + ".cursor")).string();
-    r->shard_done.assign(static_cast<size_t>(config.shards), 0);
-    if (!r->LoadCursor()) r->pos = w->queue_->End();  // a new receiver starts from now
+    r->cursor.shard_done.assign(static_cast<size_t>(config.shards), 0);
+    if (!r->cursor.Load(r->cursor_path))
+      r->cursor.pos = w->queue_->End();  // a new receiver starts from now
     r->status.name = config.name;
     r->status.url = config.url;
     r->status.state = "idle";
@@ -222,19 +202,21 @@ void RemoteWriter::Stop() {
 }
 
 void RemoteWriter::Stored(const std::vector<std::string>& uuids,
+                          const std::vector<uint32_t>& handles,
                           const std::vector<StoredPoint>& points) {
   {
     std::lock_guard lock(seen_mu_);
-    std::vector<std::array<int64_t, kFieldCount>*> by_gpu(uuids.size(), nullptr);
     for (const auto& p : points) {
-      auto*& seen = by_gpu[p.gpu];
-      if (!seen) {
-        auto [it, fresh] = seen_.try_emplace(uuids[p.gpu]);
-        if (fresh) it->second.fill(kNever);
-        seen = &it->second;
+      const uint32_t h = handles[p.gpu];
+      if (h == UINT32_MAX) continue;  // no handle: the store stored none of its points
+      if (h >= seen_.size()) seen_.resize(h + 1);
+      Seen& seen = seen_[h];
+      if (seen.fields == 0) {
+        if (seen.uuid.empty()) seen.uuid = uuids[p.gpu];
+        seen.newest = p.t;
       }
-      auto& t = (*seen)[static_cast<size_t>(p.field)];
-      t = std::max(t, p.t);
+      seen.fields |= 1u << static_cast<uint32_t>(p.field);
+      seen.newest = std::max(seen.newest, p.t);
     }
   }
   if (Status s = queue_->Append(uuids, points); !s.ok()) {
@@ -261,19 +243,15 @@ void RemoteWriter::RefreshLabels() {
   {
     std::lock_guard lock(seen_mu_);
     const int64_t t_now = NowMs();
-    for (auto it = seen_.begin(); it != seen_.end();) {
-      if (now->count(it->first)) {
-        ++it;
-        continue;
-      }
+    for (Seen& seen : seen_) {
+      if (seen.fields == 0 || now->count(seen.uuid)) continue;
       auto gpu = static_cast<uint32_t>(uuids.size());
-      uuids.push_back(it->first);
+      uuids.push_back(seen.uuid);
+      const int64_t t = std::max(t_now, seen.newest + 1);
       for (size_t f = 0; f < kFieldCount; ++f) {
-        if (it->second[f] == kNever) continue;
-        points.push_back(
-            {gpu, static_cast<Field>(f), std::max(t_now, it->second[f] + 1), StaleNaN()});
+        if (seen.fields & (1u << f)) points.push_back({gpu, static_cast<Field>(f), t, StaleNaN()});
       }
-      it = seen_.erase(it);
+      seen.fields = 0;
     }
     if (!points.empty()) {
       if (Status s = queue_->Append(uuids, points); !s.ok()) {
@@ -302,7 +280,7 @@ std::vector<ReceiverStatus> RemoteWriter::Receivers() const {
   for (const auto& r : receivers_) {
     std::lock_guard lock(r->mu);
     ReceiverStatus s = r->status;
-    s.pending = end > r->pos.seq ? end - r->pos.seq : 0;
+    s.pending = end > r->cursor.pos.seq ? end - r->cursor.pos.seq : 0;
     out.push_back(std::move(s));
   }
   return out;
@@ -341,7 +319,7 @@ bool RemoteWriter::Wait(int64_t ms) {
 }
 
 // A read's samples into requests, each series once with its samples in order: what the
-// receiver has not taken yet and its selectors let through. A series goes to shard
+// receiver has not taken yet and its selectors let through. A GPU's series go to shard
 // hash % shards and, within it, to request (hash / shards) % chunks: the same read always gives
 // the same requests, and a series' samples of one read travel together in one request.
 void RemoteWriter::Receiver::Split(const QueueRead& read, const GpuLabels* labels,
@@ -354,11 +332,16 @@ void RemoteWriter::Receiver::Split(const QueueRead& read, const GpuLabels* label
     q.samples.clear();
   }
   const uint64_t this_read = ++reads;
-  std::vector<uint64_t> uuid_hash(read.uuids.size());
+  // Per GPU of the read (a frame's GPUs; the same GPU is in many frames): its state, labels and
+  // request, or UINT32_MAX when that request was sent before this read was interrupted.
   std::vector<GpuState*> gpu(read.uuids.size());
   std::vector<const Labels*> gpu_labels(read.uuids.size(), nullptr);
+  std::vector<uint32_t> gpu_request(read.uuids.size());
   for (size_t i = 0; i < read.uuids.size(); ++i) {
-    uuid_hash[i] = Hash(read.uuids[i]);
+    const uint64_t h = Hash(read.uuids[i]);
+    const size_t shard = h % shards, chunk = (h / shards) % chunks;
+    gpu_request[i] =
+        chunk < done[shard] ? UINT32_MAX : static_cast<uint32_t>(shard * chunks + chunk);
     gpu[i] = &gpus[read.uuids[i]];
     if (labels) {
       if (auto it = labels->find(read.uuids[i]); it != labels->end()) gpu_labels[i] = &it->second;
@@ -368,18 +351,17 @@ void RemoteWriter::Receiver::Split(const QueueRead& read, const GpuLabels* label
   sample_request.resize(read.samples.size());
   for (size_t i = 0; i < read.samples.size(); ++i) {
     const QueuedSample& s = read.samples[i];
-    const uint64_t h = Hash(uuid_hash[s.uuid], s.field);
-    const size_t shard = h % shards, chunk = (h / shards) % chunks;
-    if (chunk < done[shard]) continue;  // sent before this read was interrupted
-    SeriesState& st = gpu[s.uuid]->fields[static_cast<size_t>(s.field)];
+    const uint32_t request = gpu_request[s.uuid];
+    if (request == UINT32_MAX) continue;
+    GpuState& g = *gpu[s.uuid];
+    SeriesState& st = g.fields[static_cast<size_t>(s.field)];
     if (const Labels* l = gpu_labels[s.uuid]) {
-      if (st.generation != generation || st.encoded.empty() || st.ended)
-        Describe(st, s.field, *l, generation);
+      if (g.generation != generation || st.ended) Describe(g, *l, generation);
     } else {
       // A GPU the fleet no longer lists: what it stored before it left goes under the labels
       // it had, up to its staleness marker; after that (a retired node's agent still running),
       // nothing, as labels of its own would start other series.
-      if (st.encoded.empty() || st.ended) continue;
+      if (g.generation == 0 || st.ended) continue;
       if (IsStaleNaN(s.v)) st.ended = true;
     }
     if (!st.pass) continue;
@@ -390,10 +372,10 @@ void RemoteWriter::Receiver::Split(const QueueRead& read, const GpuLabels* label
     }
     if (s.t <= st.newest) continue;  // taken already, or out of order
     st.newest = s.t;
-    auto& q = requests[shard * chunks + chunk];
+    auto& q = requests[request];
     if (st.count++ == 0) q.states.push_back(&st);
     sample_series[i] = &st;
-    sample_request[i] = static_cast<uint32_t>(shard * chunks + chunk);
+    sample_request[i] = request;
   }
   // Each series' place in its request, then its samples into it.
   for (auto& q : requests) {
@@ -414,27 +396,39 @@ void RemoteWriter::Receiver::Split(const QueueRead& read, const GpuLabels* label
   }
 }
 
-// A series' labels and whether its selectors pass it, from the fleet's labels of its GPU.
-void RemoteWriter::Receiver::Describe(SeriesState& st, Field field, const Labels& gpu_labels,
-                                      uint64_t generation) {
-  Labels l = gpu_labels;
-  std::string name = MetricName(field);
-  st.pass = filters.empty() || std::any_of(filters.begin(), filters.end(),
-                                           [&](const Filter& f) { return f.Matches(name, l); });
-  l["__name__"] = name;
-  st.encoded = EncodeLabels(l);
-  st.generation = generation;
-  st.ended = false;
+// A GPU's labels, and which of its series the selectors pass, from the fleet's labels of it.
+void RemoteWriter::Receiver::Describe(GpuState& g, const Labels& gpu_labels, uint64_t generation) {
+  const Names& names = FieldNames();
+  Labels before, after;
+  for (const auto& [name, value] : gpu_labels) (name < "__name__" ? before : after)[name] = value;
+  g.before = EncodeLabels(before);
+  g.after = EncodeLabels(after);
+  g.generation = generation;
+  for (size_t f = 0; f < kFieldCount; ++f) {
+    SeriesState& st = g.fields[f];
+    st.gpu = &g;
+    st.field = static_cast<Field>(f);
+    st.ended = false;
+    st.pass =
+        filters.empty() || std::any_of(filters.begin(), filters.end(), [&](const Filter& filter) {
+          return filter.Matches(names.metric[f], gpu_labels);
+        });
+  }
 }
 
 // One request, sent until it is taken or refused; false when the writer stopped while it
 // waited to send it again.
 bool RemoteWriter::Receiver::Send(size_t shard, Request& q,
                                   const std::function<bool(int64_t)>& wait) {
+  const Names& names = FieldNames();
   std::vector<WireSeries> series;
   series.reserve(q.states.size());
-  for (const SeriesState* st : q.states)
-    series.push_back({&st->encoded, q.samples.data() + st->offset, st->count});
+  for (const SeriesState* st : q.states) {
+    series.push_back(
+        {{st->gpu->before, names.label[static_cast<size_t>(st->field)], st->gpu->after},
+         q.samples.data() + st->offset,
+         st->count});
+  }
   EncodeWriteRequest(series, encoded[shard]);
   net::HttpCall call;
   call.method = "POST";
@@ -453,7 +447,7 @@ bool RemoteWriter::Receiver::Send(size_t shard, Request& q,
   int64_t backoff = kFirstBackoffMs;
   bool stopped = false;
   for (;;) {
-    auto res = net::Send(call);
+    auto res = sessions[shard]->Send(call);
     const int code = res.ok() ? res->status : 0;
     std::unique_lock lock(mu);
     ++status.requests;
@@ -511,7 +505,7 @@ bool RemoteWriter::SendShards(Receiver& r, size_t chunks, const std::vector<uint
         return;
       }
       std::lock_guard lock(r.mu);
-      r.shard_done[shard] = c + 1;
+      r.cursor.shard_done[shard] = c + 1;
       if (!q.samples.empty()) r.SaveCursor();
     }
   };
@@ -527,16 +521,18 @@ void RemoteWriter::Run(Receiver& r) {
   const size_t per_round = shards * r.config.max_samples_per_send;
   r.encoded.resize(shards);
   r.compressed.resize(shards);
+  r.sessions.resize(shards);
+  for (auto& session : r.sessions) session = std::make_unique<net::HttpSession>();
   for (;;) {
     Position at;
     std::vector<uint64_t> done;
     uint64_t until = 0, chunks_then = 0;
     {
       std::lock_guard lock(r.mu);
-      at = r.pos;
-      done = r.shard_done;
-      until = r.until;
-      chunks_then = r.chunks;
+      at = r.cursor.pos;
+      done = r.cursor.shard_done;
+      until = r.cursor.until;
+      chunks_then = r.cursor.chunks;
     }
     const auto read_at = std::chrono::steady_clock::now();
     // An interrupted read is read again exactly; a new one takes what there is, up to a cap.
@@ -562,9 +558,9 @@ void RemoteWriter::Run(Receiver& r) {
       done.assign(shards, 0);
     {
       std::lock_guard lock(r.mu);
-      r.until = read->end.seq;
-      r.chunks = chunks;
-      r.shard_done = done;
+      r.cursor.until = read->end.seq;
+      r.cursor.chunks = chunks;
+      r.cursor.shard_done = done;
     }
     auto [labels, generation] = LabelsFor(*read, read_at);
     r.Split(*read, labels.get(), generation, done, chunks);
@@ -572,10 +568,10 @@ void RemoteWriter::Run(Receiver& r) {
     if (interrupted) return;  // the cursor keeps the requests taken
     {
       std::lock_guard lock(r.mu);
-      bool moved = !(r.pos == read->end) || r.until != 0;
-      r.pos = read->end;
-      r.until = r.chunks = 0;
-      r.shard_done.assign(shards, 0);
+      bool moved = !(r.cursor.pos == read->end) || r.cursor.until != 0;
+      r.cursor.pos = read->end;
+      r.cursor.until = r.cursor.chunks = 0;
+      r.cursor.shard_done.assign(shards, 0);
       if (moved) r.SaveCursor();
       if (r.status.state == "idle" && read->samples.empty()) r.status.state = "sending";
     }

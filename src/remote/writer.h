@@ -68,8 +68,10 @@ class RemoteWriter {
   void Start();
   void Stop();
 
-  // The telemetry store's tap.
-  void Stored(const std::vector<std::string>& uuids, const std::vector<StoredPoint>& points);
+  // The telemetry store's tap: `handles[i]` is the store's handle of GPU uuids[i] (dense, never
+  // another GPU's), which keys what the writer remembers of it for its staleness markers.
+  void Stored(const std::vector<std::string>& uuids, const std::vector<uint32_t>& handles,
+              const std::vector<StoredPoint>& points);
   std::vector<ReceiverStatus> Receivers() const;
   uint64_t queue_bytes() const { return queue_->bytes(); }
   uint64_t window_bytes() const { return options_.window_bytes; }
@@ -95,9 +97,16 @@ class RemoteWriter {
   std::shared_ptr<const GpuLabels> labels_;          // guarded by labels_mu_
   uint64_t labels_generation_ = 0;                   // guarded by labels_mu_
   std::chrono::steady_clock::time_point labels_at_;  // guarded: when they were read
-  // Each GPU's series' newest time queued, for the staleness markers.
+  // What was queued of each GPU (by its handle), for the staleness markers: its fields (a bit
+  // each) and their newest time. A marker follows all of them, so one time serves.
+  struct Seen {
+    std::string uuid;
+    uint32_t fields = 0;
+    int64_t newest = 0;
+  };
+  static_assert(kFieldCount <= 32, "Seen::fields has a bit a field");
   std::mutex seen_mu_;
-  std::unordered_map<std::string, std::array<int64_t, kFieldCount>> seen_;  // guarded
+  std::vector<Seen> seen_;  // guarded by seen_mu_
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;  // guarded by stop_mu_

@@ -39,7 +39,8 @@ Result<TelemetryStore::GpuSeries*> TelemetryStore::IdsFor(const std::string& uui
   GpuSeries& gpu = gpus_.emplace_back();
   std::copy(ids->begin(), ids->end(), gpu.ids.begin());
   for (auto& s : gpu.latest) s = {kNoTime, 0};
-  ids_.emplace(uuid, static_cast<GpuHandle>(gpus_.size() - 1));
+  gpu.handle = static_cast<GpuHandle>(gpus_.size() - 1);
+  ids_.emplace(uuid, gpu.handle);
   return &gpu;
 }
 
@@ -98,7 +99,7 @@ Result<IngestResult> TelemetryStore::Ingest(const std::vector<std::string>& gpu_
   std::vector<char> stored;
   auto batch = engine_->Append(points, tap_ ? &stored : nullptr);
   if (!batch.ok()) return batch.error();
-  if (tap_ && batch->stored > 0) HandOn(gpu_uuids, samples, stored);
+  if (tap_ && batch->stored > 0) HandOn(gpu_uuids, by_gpu, samples, stored);
   result.stored = batch->stored;
   result.refused = batch->refused;
   std::lock_guard lock(mu_);
@@ -123,7 +124,8 @@ Result<IngestResult> TelemetryStore::Ingest(const std::vector<std::string>& gpu_
 // The points of Ingest's append, in its order (rows, each one's fields, then XID events), that
 // the engine stored.
 void TelemetryStore::HandOn(const std::vector<std::string>& gpu_uuids,
-                            const proto::Samples& samples, const std::vector<char>& stored) {
+                            const std::vector<GpuSeries*>& by_gpu, const proto::Samples& samples,
+                            const std::vector<char>& stored) {
   std::vector<StoredPoint> out;
   out.reserve(stored.size());
   size_t i = 0;
@@ -145,7 +147,11 @@ void TelemetryStore::HandOn(const std::vector<std::string>& gpu_uuids,
           {static_cast<uint32_t>(e.gpu), Field::kXidLast, e.time_ms, static_cast<double>(e.value)});
     }
   }
-  tap_(gpu_uuids, out);
+  std::vector<uint32_t> handles(gpu_uuids.size(), kNoGpu);
+  for (size_t g = 0; g < by_gpu.size(); ++g) {
+    if (by_gpu[g]) handles[g] = by_gpu[g]->handle;
+  }
+  tap_(gpu_uuids, handles, out);
 }
 
 std::optional<tsdb::SeriesId> TelemetryStore::SeriesOf(const std::string& gpu_uuid,

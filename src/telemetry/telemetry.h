@@ -33,7 +33,9 @@ struct IngestResult {
 };
 
 // What one Ingest stored, for whoever forwards it (remote write): the point's GPU (an index into
-// the batch's UUIDs), field, time and value, in the batch's order.
+// the batch's UUIDs), field, time and value, in the batch's order. With them, each of the batch's
+// GPUs' handle in the store (TelemetryStore::GpuHandle: small, dense, never reused for another
+// GPU), so that a forwarder can keep per-GPU state in an array rather than look UUIDs up.
 struct StoredPoint {
   uint32_t gpu = 0;
   Field field = Field::kGpuUtil;
@@ -41,6 +43,7 @@ struct StoredPoint {
   double v = 0;
 };
 using IngestTap = std::function<void(const std::vector<std::string>& gpu_uuids,
+                                     const std::vector<uint32_t>& gpu_handles,
                                      const std::vector<StoredPoint>& points)>;
 
 class TelemetryStore {
@@ -97,15 +100,16 @@ class TelemetryStore {
   static constexpr tsdb::SeriesId kNone = ~tsdb::SeriesId{0};
   static constexpr int64_t kNoTime = INT64_MIN;
   struct GpuSeries {
-    Ids ids;  // immutable once interned
+    Ids ids;                    // immutable once interned
+    GpuHandle handle = kNoGpu;  // its index in gpus_
     // Each field's newest sample stored since start-up (t == kNoTime: none yet), so that
     // fleet-wide latest reads cost one lookup instead of a walk to each series.
     std::array<tsdb::Sample, kFieldCount> latest;
   };
   Result<GpuSeries*> IdsFor(const std::string& uuid);
   // The points of a batch that the engine stored (stored[i] != 0), to the tap.
-  void HandOn(const std::vector<std::string>& gpu_uuids, const proto::Samples& samples,
-              const std::vector<char>& stored);
+  void HandOn(const std::vector<std::string>& gpu_uuids, const std::vector<GpuSeries*>& by_gpu,
+              const proto::Samples& samples, const std::vector<char>& stored);
   // The series of a GPU's field: from its handle or ids_ when it was ingested since start-up,
   // else by name.
   std::optional<tsdb::SeriesId> SeriesOf(const std::string& gpu_uuid, Field field) const;

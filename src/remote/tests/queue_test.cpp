@@ -46,6 +46,38 @@ TEST(Queue, ReadsWhatWasAppendedInOrderWithSequenceNumbers) {
   EXPECT_TRUE(q->Read(rest.end, 100)->samples.empty());
 }
 
+// Frames are read in blocks of 1 MiB: frames across a block's end, and one larger than a block,
+// read whole; reopening scans them the same way.
+TEST(Queue, FramesAcrossAndLargerThanAReadBlock) {
+  testing::TempDir dir;
+  uint64_t appended = 0;
+  {
+    auto q = Queue::Open({dir.path()}).value();
+    for (int i = 0; i < 600; ++i) {
+      const int n = i == 300 ? 400'000 : 1'000 + i;  // about 7 bytes a point
+      ASSERT_TRUE(q->Append({"GPU-a", "GPU-b"}, Points(1'000'000 * i, n)).ok());
+      appended += static_cast<uint64_t>(n);
+    }
+    ASSERT_GT(q->bytes(), 6u << 20);
+  }
+  auto q = Queue::Open({dir.path()}).value();
+  EXPECT_EQ(q->End().seq, appended);
+  Position at = {1, 0, 0};
+  uint64_t read = 0;
+  int64_t last_t = -1;
+  for (int reads = 0; at.seq < appended && reads < 100; ++reads) {
+    auto r = q->Read(at, 50'000).value();
+    for (const auto& s : r.samples) {
+      ASSERT_EQ(s.seq, read++);
+      ASSERT_GT(s.t, last_t);
+      last_t = s.t;
+    }
+    at = r.end;
+  }
+  EXPECT_EQ(read, appended);
+  EXPECT_EQ(at, q->End());
+}
+
 TEST(Queue, KeepsExactBitsOfNaNsAndFractions) {
   testing::TempDir dir;
   auto q = Queue::Open({dir.path()}).value();

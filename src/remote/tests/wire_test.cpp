@@ -20,7 +20,13 @@ TEST(Wire, AWriteRequestDecodesWithTheSpecificationsMessages) {
   std::string b = EncodeLabels({{"__name__", "DCGM_FI_DEV_POWER_USAGE"}, {"gpu", "0"}});
   const std::vector<WireSample> sa = {{1700000000000, 42}, {1700000001000, 43.5}};
   const std::vector<WireSample> sb = {{-5, 0.001}, {1700000000000, StaleNaN()}};
-  std::vector<WireSeries> series = {{&a, sa.data(), sa.size()}, {&b, sb.data(), sb.size()}};
+  // A series' labels in pieces, as a GPU's series carry them: before __name__, it, after it.
+  const std::string a1 = EncodeLabels({{"Hostname", "n1"}, {"UUID", "GPU-1"}}),
+                    a2 = EncodeLabels({{"__name__", "DCGM_FI_DEV_GPU_UTIL"}}),
+                    a3 = EncodeLabels({{"cluster", std::string(300, 'c')}});
+  EXPECT_EQ(a1 + a2 + a3, a);
+  std::vector<WireSeries> series = {{{a1, a2, a3}, sa.data(), sa.size()},
+                                    {{b, {}, {}}, sb.data(), sb.size()}};
   // The buffers hold an earlier, longer request: what is written replaces it.
   std::string encoded(100'000, 'x'), compressed(100'000, 'y'), raw;
   EncodeWriteRequest(series, encoded);

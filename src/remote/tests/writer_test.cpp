@@ -50,10 +50,11 @@ class Writer : public ::testing::Test {
   }
   // One second of both GPUs: utilization and power (in mW) at `t`.
   void Second(RemoteWriter& w, int64_t t) {
-    w.Stored({"GPU-a", "GPU-b"}, {{0, Field::kGpuUtil, t, 10.0 + t / 1000},
-                                  {0, Field::kPowerUsage, t, 250'000},
-                                  {1, Field::kGpuUtil, t, 20.0 + t / 1000},
-                                  {1, Field::kPowerUsage, t, 300'000}});
+    w.Stored({"GPU-a", "GPU-b"}, {0, 1},
+             {{0, Field::kGpuUtil, t, 10.0 + t / 1000},
+              {0, Field::kPowerUsage, t, 250'000},
+              {1, Field::kGpuUtil, t, 20.0 + t / 1000},
+              {1, Field::kPowerUsage, t, 300'000}});
   }
   static std::map<std::string, std::vector<int64_t>> BySeries(const std::vector<Received>& taken) {
     std::map<std::string, std::vector<int64_t>> out;

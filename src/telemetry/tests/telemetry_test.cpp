@@ -62,16 +62,20 @@ TEST(Telemetry, IngestsRowsAndReadsThemBack) {
 // GPU's XID gauge; reads by handle answer as reads by name, and a GPU with no handle (not
 // ingested since start-up) is read by name from what the log restored.
 // The tap (remote write's queue) gets exactly what was stored, in order: not the stray row, not
-// a re-sent batch, not the points of one that overlaps what is stored.
+// a re-sent batch, not the points of one that overlaps what is stored; with each GPU's handle
+// (the same as Handles gives, and none for a GPU the batch has no points of).
 TEST(Telemetry, TheTapGetsOnlyThePointsStored) {
   const gpufleet::testing::TempDir dir("gf-telemetry");
   auto store = TelemetryStore::Open({dir.path(), {}});
   ASSERT_TRUE(store.ok());
   std::vector<std::pair<std::string, StoredPoint>> tapped;
-  store.value()->SetTap(
-      [&](const std::vector<std::string>& uuids, const std::vector<StoredPoint>& points) {
-        for (const auto& p : points) tapped.push_back({uuids.at(p.gpu), p});
-      });
+  std::vector<uint32_t> handles;
+  store.value()->SetTap([&](const std::vector<std::string>& uuids,
+                            const std::vector<uint32_t>& gpu_handles,
+                            const std::vector<StoredPoint>& points) {
+    for (const auto& p : points) tapped.push_back({uuids.at(p.gpu), p});
+    handles = gpu_handles;
+  });
   auto batch = [](int64_t from, int64_t to) {
     proto::Samples s;
     for (int64_t t = from; t < to; t += 1000) {
@@ -96,6 +100,13 @@ TEST(Telemetry, TheTapGetsOnlyThePointsStored) {
   EXPECT_EQ(tapped[3].second.t, 2000);
   EXPECT_EQ(tapped[4].second.field, Field::kXidLast);
   EXPECT_EQ(tapped[4].second.v, 79);
+  const std::string b = "GPU-b", a = "GPU-a";
+  std::vector<TelemetryStore::GpuHandle> known;
+  store.value()->Handles({&a, &b}, known);
+  ASSERT_EQ(handles.size(), 2u);
+  EXPECT_EQ(handles[0], TelemetryStore::kNoGpu);  // GPU-a: no points in the batch
+  EXPECT_EQ(handles[1], known[1]);
+  EXPECT_NE(handles[1], TelemetryStore::kNoGpu);
   tapped.clear();
   ASSERT_TRUE(store.value()->Ingest({"GPU-a", "GPU-b"}, batch(1000, 3000)).ok());  // again
   EXPECT_TRUE(tapped.empty());
