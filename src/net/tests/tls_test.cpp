@@ -26,10 +26,12 @@ namespace gpufleet::net {
 namespace {
 
 // Serves one connection on 127.0.0.1: with `context`, a TLS handshake first; records what it
-// read (the request, decrypted, or for a plain server the raw bytes) and answers 200 "ok".
+// read (the request, decrypted, or for a plain server the raw bytes) and answers 200 "ok"; over
+// TLS, `requests` of them on the one connection (kept open until the last answer).
 class OneShotServer {
  public:
-  explicit OneShotServer(TlsContext context) : context_(std::move(context)) {
+  explicit OneShotServer(TlsContext context, int requests = 1)
+      : context_(std::move(context)), requests_(requests) {
     acceptor_.open(tcp::v4());
     acceptor_.bind({asio::ip::make_address("127.0.0.1"), 0});
     acceptor_.listen();
@@ -61,9 +63,12 @@ class OneShotServer {
     ssl::stream<tcp::socket> tls(std::move(socket), *context_);
     tls.handshake(ssl::stream_base::server, ec);
     if (ec) return;  // the client refused the certificate: nothing to read
-    asio::read_until(tls, buf, "\r\n\r\n", ec);
-    Record(buf);
-    asio::write(tls, asio::buffer(answer), ec);
+    for (int i = 1; i <= requests_ && !ec; ++i) {
+      asio::read_until(tls, buf, "\r\n\r\n", ec);
+      Record(buf);
+      buf.consume(buf.size());
+      asio::write(tls, asio::buffer(i == requests_ ? answer : kKeepAlive), ec);
+    }
     tls.shutdown(ec);
   }
   void Record(asio::streambuf& buf) {
@@ -71,7 +76,9 @@ class OneShotServer {
     received_.append(asio::buffers_begin(buf.data()), asio::buffers_end(buf.data()));
   }
 
+  static constexpr std::string_view kKeepAlive = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
   TlsContext context_;
+  int requests_ = 1;
   asio::io_context io_;
   tcp::acceptor acceptor_{io_};
   std::mutex mu_;
@@ -144,6 +151,24 @@ TEST_F(TlsTest, HttpsWithTheRightCaAnswersAndCarriesTheRequest) {
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->body, "ok");
   EXPECT_NE(server.received().find("Bearer gft_secret_never_in_clear"), std::string::npos);
+}
+
+// A session (remote write's) keeps its TLS connection: three requests, one handshake. The
+// server serves one connection only, so a second would get no answer.
+TEST_F(TlsTest, ASessionSendsManyRequestsOverOneTlsConnection) {
+  OneShotServer server(Server(files_.cert, files_.key), 3);
+  HttpSession session;
+  HttpCall call;
+  call.url = server.url();
+  call.headers = {{"Authorization", "Bearer gft_secret_never_in_clear"}};
+  call.timeout_ms = 5000;
+  call.tls = Client(files_.ca_cert);
+  for (int i = 0; i < 3; ++i) {
+    auto r = session.Send(call);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->body, "ok");
+  }
+  EXPECT_EQ(session.connections(), 1u);
 }
 
 // A call given no context (the controller's scraper and notifier) trusts the system's store,
