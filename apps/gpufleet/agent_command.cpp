@@ -101,7 +101,10 @@ int RunAgent(AgentFlags& f, const cli::Globals& g) {
     return Fail(
         MakeError(ErrorCode::kNotFound, "--action-dir " + o.action_dir + " is not a directory"));
   }
-  if (!f.state_dir.empty()) KeepNodeTokenIn(o, f.state_dir + "/node.token");
+  if (!f.state_dir.empty()) {
+    KeepNodeTokenIn(o, f.state_dir + "/node.token");
+    o.answers_file = f.state_dir + "/answers.jsonl";
+  }
   if (o.join_token.empty() && o.node_token.empty()) {
     return Fail(MakeError(ErrorCode::kInvalidArgument,
                           "give --join-token (or GPUFLEET_JOIN_TOKEN); create one with "
@@ -158,7 +161,8 @@ void AddAgentFlags(CLI::App* a, AgentFlags& f) {
   a->add_option("--nvml-library", f.nvml_library,
                 "path of libnvidia-ml.so.1 (env GPUFLEET_NVML_LIBRARY)");
   a->add_option("--hostname", f.hostname, "node name to register as (default: hostname)");
-  a->add_option("--state-dir", f.state_dir, "where to keep the node token across restarts");
+  a->add_option("--state-dir", f.state_dir,
+                "where to keep the node token and the answers to node actions across restarts");
   a->add_option("--label", f.labels,
                 "KEY=VALUE the node carries (repeat), e.g. rack=r12: golden profile overrides "
                 "select nodes by them");

@@ -442,17 +442,9 @@ void KeepNodeTokenIn(AgentOptions& options, const std::string& path) {
     std::getline(in, options.node_token);
   }
   options.on_node_token = [path](const std::string& token) {
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-    const std::string tmp = path + ".tmp";
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    const std::string line = token + "\n";
-    bool ok = fd >= 0 && ::fchmod(fd, 0600) == 0 &&
-              ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
-              ::fsync(fd) == 0;
-    if (fd >= 0) ::close(fd);
-    if (ok) ok = ::rename(tmp.c_str(), path.c_str()) == 0;
-    if (!ok) spdlog::warn("cannot keep the node token in {}: {}", path, std::strerror(errno));
+    if (!agent_internal::WriteStateFile(path, token + "\n")) {
+      spdlog::warn("cannot keep the node token in {}: {}", path, std::strerror(errno));
+    }
   };
 }
 

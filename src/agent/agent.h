@@ -45,6 +45,9 @@ struct AgentOptions {
   // Where each node action is recorded as it starts (a JSON line: time, node, id, action,
   // args); empty: nowhere. Several agents of one runner may share the file.
   std::string action_log;
+  // Where the answers to the newest node actions are kept across the agent's restarts, by
+  // command id (a command asked again is answered from them, not run twice); empty: in memory.
+  std::string answers_file;
   // Where sysfs is (NIC firmware: SYSFS/class/infiniband); tests point it at a fixture tree.
   // Simulated nodes read none.
   std::string sysfs_root = "/sys";

@@ -10,9 +10,11 @@
 #include <deque>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "agent/action_record.h"
 #include "agent/agent.h"
 #include "common/url.h"
 #include "net/stream.h"
@@ -113,6 +115,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // The agent's own record of the actions it ran (AgentOptions::action_log).
   void Record(const proto::Command& cmd);
+  // A node action's answer: sent, and remembered by its command id.
+  void ActionAnswered(proto::CommandResult result);
 
   void Acked(int64_t seq);
 
@@ -155,6 +159,11 @@ class Session : public std::enable_shared_from_this<Session> {
   };
   bool inventory_due_ = false;                // a command changed the GPUs: report inventory now
   std::deque<proto::CommandResult> results_;  // remediation and node action outcomes
+  // Node actions by command id: those running, and the answers given (AgentOptions::
+  // answers_file), so that a command asked again (a new leader whose predecessor's connection
+  // took the answer away) is answered without running twice.
+  std::set<int64_t> actions_running_;
+  ActionRecord actions_answered_{options_.answers_file};
   int64_t reboot_for_ms_ = 0;  // a simulated reboot asked: the connection ends, off this long
   bool rebooting_ = false;
   asio::steady_timer sample_timer_{ex_};

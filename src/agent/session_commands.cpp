@@ -92,12 +92,27 @@ void Session::Remediate(const proto::Command& cmd) {
 }
 
 void Session::NodeAction(const proto::Command& cmd) {
+  // Asked again (its answer was lost with a connection): answered from the record, or, while it
+  // runs, when it ends; never run twice. (Id 0 is no id: not remembered.)
+  if (cmd.id != 0) {
+    if (const auto* done = actions_answered_.Find(cmd.id, cmd.action)) {
+      spdlog::warn("agent: node action {} (command {}) asked again: answered as before", cmd.action,
+                   cmd.id);
+      results_.push_back(*done);
+      return;
+    }
+    if (!actions_running_.insert(cmd.id).second) {
+      spdlog::warn("agent: node action {} (command {}) asked again: it is still running",
+                   cmd.action, cmd.id);
+      return;
+    }
+  }
   proto::CommandResult result{cmd.id, cmd.gpu, cmd.action, false, ""};
   if (backend_->Simulated()) {
     auto sim = backend_->Simulate(cmd);
     if (!sim) {
       result.message = "the simulated node does not do " + cmd.action;
-      results_.push_back(std::move(result));
+      ActionAnswered(std::move(result));
       return;
     }
     Record(cmd);
@@ -105,7 +120,7 @@ void Session::NodeAction(const proto::Command& cmd) {
     result.exit_code = sim->ok ? 0 : 1;
     result.message = sim->message;
     if (sim->reboot) {  // it answers, then goes away
-      results_.push_back(std::move(result));
+      ActionAnswered(std::move(result));
       reboot_for_ms_ = sim->duration_ms;
       return;
     }
@@ -116,7 +131,7 @@ void Session::NodeAction(const proto::Command& cmd) {
          wait = sim->duration_ms]() mutable -> asio::awaitable<void> {
           asio::steady_timer t(self->ex_, std::chrono::milliseconds(wait));
           co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
-          self->results_.push_back(std::move(result));
+          self->ActionAnswered(std::move(result));
           self->inventory_due_ = true;
         },
         asio::detached);
@@ -124,7 +139,7 @@ void Session::NodeAction(const proto::Command& cmd) {
   }
   if (options_.action_dir.empty()) {
     result.message = "not allowed on this node: the agent has no --action-dir";
-    results_.push_back(std::move(result));
+    ActionAnswered(std::move(result));
     return;
   }
   std::string program = options_.action_dir + "/" + cmd.action;
@@ -148,10 +163,16 @@ void Session::NodeAction(const proto::Command& cmd) {
                                           : outcome->output;
     }
     asio::post(self->ex_, [self, result = std::move(result)]() mutable {
-      self->results_.push_back(std::move(result));
+      self->ActionAnswered(std::move(result));
       self->inventory_due_ = true;
     });
   }).detach();
+}
+
+void Session::ActionAnswered(proto::CommandResult result) {
+  actions_running_.erase(result.id);
+  actions_answered_.Add(result);
+  results_.push_back(std::move(result));
 }
 
 void Session::Record(const proto::Command& cmd) {

@@ -1,4 +1,5 @@
-// An operator's controls of a rollout: the transitions they make and the states they refuse.
+// An operator's controls of a rollout (the transitions they make and the states they refuse),
+// the name of its stage, and the command of a node's step.
 
 #include "lifecycle/rollout_engine.h"
 
@@ -52,6 +53,35 @@ Status Control(Rollout& r, std::string_view control, const std::string& actor, i
   }
   r.updated_ms = now;
   return {};
+}
+
+std::string StageName(const Rollout& r) {
+  if (r.current < 0) return "test";
+  if (r.current == 0) return "canary";
+  return "batch " + std::to_string(r.current) + "/" + std::to_string(r.batches);
+}
+
+proto::Command StepCommand(const Rollout& r, const RolloutNode& n, RolloutStep step) {
+  proto::Command cmd;
+  cmd.timeout_ms = r.strategy.action_timeout_ms;
+  switch (step) {
+    case RolloutStep::kInstall:
+      cmd.action = std::string(InstallAction(r.kind));
+      cmd.args = {n.rollback ? n.from : n.to};
+      if (!r.package.empty() && !n.rollback) cmd.args.push_back(r.package);
+      break;
+    case RolloutStep::kReboot:
+      cmd.action = "reboot";
+      break;
+    case RolloutStep::kValidate:
+      cmd.action = "validate";
+      cmd.args = {n.to};
+      break;
+    case RolloutStep::kNone:
+    case RolloutStep::kDrain:
+      break;
+  }
+  return cmd;
 }
 
 }  // namespace gpufleet::lifecycle

@@ -57,8 +57,8 @@ class Engine {
   void StepDrain(size_t i, const NodeFacts& v);
   void AfterVersion(size_t i, const NodeFacts& v);
   bool Begin(size_t i);
-  bool Send(size_t i, RolloutStep step, std::string_view action, std::vector<std::string> args,
-            const NodeFacts& v);
+  bool Send(size_t i, RolloutStep step, const NodeFacts& v);
+  void AskAgain(size_t i, const NodeFacts& v);
   void Fail(RolloutNode& n, const std::string& why);
   void Restore(RolloutNode& n);
   void Gates();
@@ -112,11 +112,13 @@ void Engine::StepNode(size_t i) {
     case RolloutStep::kInstall:
       if (n.result == "ok") {
         if (!n.rollback) n.state = P::kRebooting;
-        Send(i, RolloutStep::kReboot, "reboot", {}, v);
+        Send(i, RolloutStep::kReboot, v);
       } else if (!n.result.empty()) {
         Fail(n, action + " failed: " + n.result);
       } else if (back && running == wanted) {
         AfterVersion(i, v);  // answered while this controller was away, and rebooted
+      } else if (back && fx_.AskedAgain(n.command) < v.connected_ms) {
+        AskAgain(i, v);
       } else if (late) {
         Fail(n, "no answer to " + action + " within " + Duration(r_.strategy.action_timeout_ms));
       }
@@ -140,6 +142,8 @@ void Engine::StepNode(size_t i) {
         Restore(n);
       } else if (!n.result.empty()) {
         Fail(n, "validation failed: " + n.result);
+      } else if (back && fx_.AskedAgain(n.command) < v.connected_ms) {
+        AskAgain(i, v);
       } else if (late) {
         Fail(n, "no answer to validate within " + Duration(r_.strategy.action_timeout_ms));
       }
@@ -152,10 +156,8 @@ void Engine::StepDrain(size_t i, const NodeFacts& v) {
   const std::string& wanted = n.rollback ? n.from : n.to;
   if (v.effective == NodeState::kDrained || v.effective == NodeState::kMaintenance) {
     if (Version(v) == wanted) return Restore(n);  // nothing to do: it runs it already
-    std::vector<std::string> args{wanted};
-    if (!r_.package.empty() && !n.rollback) args.push_back(r_.package);
     n.state = n.rollback ? P::kRollingBack : P::kInstalling;
-    Send(i, RolloutStep::kInstall, InstallAction(r_.kind), std::move(args), v);
+    Send(i, RolloutStep::kInstall, v);
   } else if (now_ - n.step_ms > r_.strategy.drain_timeout_ms + 5 * 60'000) {
     Fail(n,
          "its drain did not finish within " + Duration(r_.strategy.drain_timeout_ms + 5 * 60'000));
@@ -166,14 +168,13 @@ void Engine::StepDrain(size_t i, const NodeFacts& v) {
 void Engine::AfterVersion(size_t i, const NodeFacts& v) {
   RolloutNode& n = r_.nodes[i];
   if (!n.rollback && n.stage < 0 && r_.strategy.validate) {
-    Send(i, RolloutStep::kValidate, "validate", {n.to}, v);
+    Send(i, RolloutStep::kValidate, v);
   } else {
     Restore(n);
   }
 }
 
-bool Engine::Send(size_t i, RolloutStep step, std::string_view action,
-                  std::vector<std::string> args, const NodeFacts& v) {
+bool Engine::Send(size_t i, RolloutStep step, const NodeFacts& v) {
   RolloutNode& n = r_.nodes[i];
   // A controller that just started has not heard from its agents yet: one not connected in
   // the first minute after the load is waited for (the step stays, so the next tick sends
@@ -183,11 +184,8 @@ bool Engine::Send(size_t i, RolloutStep step, std::string_view action,
     n.message = "waits for its agent to reconnect to this controller";
     return false;
   }
-  proto::Command cmd;
+  proto::Command cmd = StepCommand(r_, n, step);
   cmd.id = fx_.NewCommand();
-  cmd.action = std::string(action);
-  cmd.timeout_ms = r_.strategy.action_timeout_ms;
-  cmd.args = std::move(args);
   std::string what = cmd.action + (cmd.args.empty() ? "" : " " + cmd.args[0]);
   n.command = cmd.id;
   n.result.clear();
@@ -204,6 +202,24 @@ bool Engine::Send(size_t i, RolloutStep step, std::string_view action,
     return false;
   }
   return true;
+}
+
+// The agent reconnected during an install or validation: its answer may have been lost with the
+// old connection, so the command goes again under its id, once per connection. The agent
+// answers one it ran from its record, one it runs when done: nothing runs twice.
+void Engine::AskAgain(size_t i, const NodeFacts& v) {
+  RolloutNode& n = r_.nodes[i];
+  proto::Command cmd = StepCommand(r_, n, n.step);
+  cmd.id = n.command;
+  std::string what = cmd.action + (cmd.args.empty() ? "" : " " + cmd.args[0]);
+  Status sent = fx_.Send(r_, i, v, cmd);
+  if (!sent.ok()) {  // tried again on the next tick, without an event each time
+    spdlog::debug("rollout {}: {} of node {} not sent again: {}", r_.id, what, n.node,
+                  sent.error().message);
+    return;
+  }
+  fx_.SetAskedAgain(n.command, v.connected_ms);
+  Event(n.node, Text(ToString(n.step)), what + ": asked again (its agent reconnected)");
 }
 
 void Engine::Fail(RolloutNode& n, const std::string& why) {
@@ -559,12 +575,6 @@ void Engine::Rollback() {
 }
 
 }  // namespace
-
-std::string StageName(const Rollout& r) {
-  if (r.current < 0) return "test";
-  if (r.current == 0) return "canary";
-  return "batch " + std::to_string(r.current) + "/" + std::to_string(r.batches);
-}
 
 std::vector<size_t> Step(Rollout& r, RolloutFacts& facts, int64_t now, RolloutEffects& effects,
                          Events& events) {

@@ -74,6 +74,11 @@ class RolloutEffects {
   // Sends node `i`'s command to its agent (`facts`: the node as the tick saw it).
   virtual Status Send(const Rollout& r, size_t i, const NodeFacts& facts,
                       const proto::Command& cmd) = 0;
+  // A command sent again under its own id to an agent that reconnected during the step: the
+  // connection (its connected_ms) it was last sent again on, 0 for none. Kept across reloads
+  // of the rollouts, not stored: a new leader asks once more.
+  virtual int64_t AskedAgain(int64_t command) = 0;
+  virtual void SetAskedAgain(int64_t command, int64_t connected_ms) = 0;
 };
 
 // How long a controller that just read its rollouts back waits for an agent to reconnect
@@ -95,5 +100,9 @@ Status Control(Rollout& r, std::string_view control, const std::string& actor, i
 
 // "test", "canary", "batch 2/7": the stage the rollout works.
 std::string StageName(const Rollout& r);
+
+// What node `n`'s step sends its agent (install or flash with the version and package, reboot,
+// validate), without an id (rollout_control.cpp).
+proto::Command StepCommand(const Rollout& r, const RolloutNode& n, RolloutStep step);
 
 }  // namespace gpufleet::lifecycle

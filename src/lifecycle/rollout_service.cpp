@@ -55,6 +55,13 @@ class RolloutService::TickEffects : public RolloutEffects {
     }
     return s_.hooks_.commands->Send(r.nodes[i].node, out);
   }
+  int64_t AskedAgain(int64_t command) override {
+    auto it = s_.asked_again_.find(command);
+    return it == s_.asked_again_.end() ? 0 : it->second;
+  }
+  void SetAskedAgain(int64_t command, int64_t connected_ms) override {
+    s_.asked_again_[command] = connected_ms;
+  }
 
  private:
   RolloutService& s_;
@@ -444,6 +451,15 @@ int RolloutService::Tick() {
     steps += static_cast<int>(changed.size());
   }
   node_holder_.swap(snap.holders);
+  // Only the commands still in flight are worth remembering as asked again.
+  std::erase_if(asked_again_, [&](const auto& kv) {
+    for (const auto& [id, r] : rollouts_) {
+      for (const auto& n : r.nodes) {
+        if (n.command == kv.first && n.Busy()) return false;
+      }
+    }
+    return true;
+  });
   AdvanceOperations(snap, now);
   return steps;
 }

@@ -187,6 +187,9 @@ class RolloutService : public runtime::CommandOwner {
   int64_t next_operation_ = 1;                   // guarded by mu_
   // When Load read the rollouts back: the agents reconnect after it. Guarded by mu_.
   int64_t loaded_ms_ = 0;
+  // Commands sent again to a reconnected agent: id -> the connection's connected_ms (not
+  // stored: a new leader asks once more). Guarded by mu_.
+  std::map<int64_t, int64_t> asked_again_;
   FaultyVersions faulty_;
   std::map<std::string, TimeZone> zones_;  // guarded by mu_
 };

@@ -2,7 +2,8 @@
 // the API, the CLI and the stored events as a user sees them. A driver rollout over three
 // clusters within max_unavailable, computed from the nodes' own events; a faulty target whose
 // canary raises XIDs, halts, rolls back and fires an alert; a controller killed mid-batch that
-// resumes without repeating an action (counted from the agents' own action log); compatibility
+// resumes without repeating an action (counted from the agents' own action log); an install
+// whose answer went to a controller that died before reading it, asked again; compatibility
 // refusals and an admin's forced override in the audit log; node actions.
 
 #include <chrono>
@@ -29,7 +30,7 @@ constexpr char kNew[] = "580.95.05";
 
 class Rollouts : public E2E {
  protected:
-  void StartPools(int per_pool) {
+  void StartPools(int per_pool, const std::string& install_time = "1s") {
     auto applied = ApplyText("fleet.yaml", kFleet3);
     ASSERT_EQ(applied.exit_code, 0) << applied.err;
     for (const char* pool : {"p1", "p2", "p3"}) {
@@ -50,7 +51,7 @@ class Rollouts : public E2E {
                                     "--gpus-per-node",
                                     "1",
                                     "--sim-install-time",
-                                    "1s",
+                                    install_time,
                                     "--sim-reboot-time",
                                     "2s",
                                     "--sim-validate-time",
@@ -276,6 +277,38 @@ TEST_F(Rollouts, AControllerKilledMidBatchResumesAndNoActionRunsTwice) {
     EXPECT_EQ((ran[{node, "reboot"}]), 1) << node;
     EXPECT_EQ(Node(node).at("facts").at("driver_version"), kNew) << node;
   }
+}
+
+// The agent's answer to an install is written into the connection of a controller that never
+// reads it (stopped, then killed): the restarted controller asks again under the same id once
+// the agent is back, the agent answers from its record, and the install ran once.
+TEST_F(Rollouts, AnInstallWhoseAnswerWasLostWithItsControllerIsAskedAgainNotRunTwice) {
+  StartPools(1, "3s");
+  auto [s, r] = controller_->Call("POST", "/api/v1/rollouts", R"({"kind":"driver",
+      "target":"580.95.05","selector":{"clusters":["c2"]},"strategy":{"canary":0,
+      "batch":{"size":1}}})");
+  ASSERT_EQ(s, 201) << r;
+  ASSERT_TRUE(WaitFor([&] { return Rollout(1).at("nodes").at(0).at("step") == "install"; }, 60000))
+      << Rollout(1);
+  controller_->Signal(SIGSTOP);
+  // The install takes 3 s; its answer goes into the stopped controller's socket.
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  controller_->Kill();
+  controller_->Start();
+  json::value done = WaitRollout(1, {"completed", "halted", "rolled_back"}, 120000);
+  ASSERT_EQ(done.at("state"), "completed") << done;
+  std::string node(done.at("nodes").at(0).at("node").as_string());
+  auto ran = ActionsRun();
+  EXPECT_EQ((ran[{node, "install-driver"}]), 1);
+  EXPECT_EQ((ran[{node, "reboot"}]), 1);
+  auto events = controller_->Call("GET", "/api/v1/rollouts/1/events?limit=100").second;
+  int asked = 0;
+  for (const auto& e : events.at("items").as_array()) {
+    asked += std::string(e.at("message").as_string()).find("asked again") != std::string::npos;
+  }
+  EXPECT_EQ(asked, 1) << events;
+  EXPECT_NE(ReadFile(dir_ + "/sim-p2.log").find("asked again: answered as before"),
+            std::string::npos);
 }
 
 TEST_F(Rollouts, AnIncompatibleTargetIsRefusedWithTheRulesUnlessAnAdminForcesIt) {

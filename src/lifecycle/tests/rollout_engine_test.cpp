@@ -52,6 +52,14 @@ class Recorder : public RolloutEffects {
     sent.push_back(cmd);
     return {};
   }
+  int64_t AskedAgain(int64_t command) override {
+    auto it = asked_again.find(command);
+    return it == asked_again.end() ? 0 : it->second;
+  }
+  void SetAskedAgain(int64_t command, int64_t connected_ms) override {
+    asked_again[command] = connected_ms;
+  }
+  std::map<int64_t, int64_t> asked_again;
 };
 
 class EngineTest : public ::testing::Test {
@@ -147,6 +155,78 @@ TEST_F(EngineTest, ACanaryGoesThroughDrainInstallRebootAndIsPutBackInService) {
   EXPECT_EQ(r_.state, RolloutState::kCompleted) << r_.reason;
   EXPECT_EQ(r_.reason, "every node runs 580.95.05");
   EXPECT_EQ(events_.back().kind, "completed");
+}
+
+// The answer to an install was lost with the agent's connection (its controller was killed as
+// the agent wrote it): once the agent is back, the same command goes again under the same id,
+// once per connection; the validation likewise. The answer that then comes is taken.
+TEST_F(EngineTest, AnInstallOrValidationWhoseAgentReconnectedIsAskedAgainUnderItsOwnId) {
+  r_.strategy.validate = true;
+  AddNode("n0", -1);  // a test node: validated after its reboot
+  r_.current = -1;
+  Tick();
+  Drained("n0");
+  Tick();
+  ASSERT_EQ(fx_.sent.size(), 1u);
+  const proto::Command install = fx_.sent[0];
+  ASSERT_EQ(install.action, "install-driver");
+
+  Tick();  // still connected on the connection it was sent on: nothing is sent again
+  EXPECT_EQ(fx_.sent.size(), 1u);
+
+  facts_.nodes["n0"].connected_ms = now_ + 1;  // the agent reconnected, on the old version
+  Tick();
+  ASSERT_EQ(fx_.sent.size(), 2u);
+  EXPECT_EQ(fx_.sent[1].id, install.id) << "the same id: the agent answers it from its record";
+  EXPECT_EQ(fx_.sent[1].action, install.action);
+  EXPECT_EQ(fx_.sent[1].args, install.args);
+  EXPECT_EQ(r_.nodes[0].command, install.id);
+  EXPECT_EQ(r_.nodes[0].step, RolloutStep::kInstall);
+  EXPECT_EQ(events_.back().message,
+            "install-driver 580.95.05: asked again (its agent reconnected)");
+  Tick();
+  Tick();
+  EXPECT_EQ(fx_.sent.size(), 2u) << "once per connection";
+
+  facts_.nodes["n0"].connected_ms = now_ + 1;  // and once more on the next connection
+  Tick();
+  ASSERT_EQ(fx_.sent.size(), 3u);
+  EXPECT_EQ(fx_.sent[2].id, install.id);
+
+  Answer(0, "ok");
+  Tick();
+  ASSERT_EQ(fx_.sent.size(), 4u);
+  EXPECT_EQ(fx_.sent[3].action, "reboot");
+  Rebooted("n0", "580.95.05");
+  Tick();
+  ASSERT_EQ(fx_.sent.size(), 5u);
+  const proto::Command validate = fx_.sent[4];
+  ASSERT_EQ(validate.action, "validate");
+  Tick();
+  EXPECT_EQ(fx_.sent.size(), 5u) << "the reboot's connection is older than the validation";
+
+  facts_.nodes["n0"].connected_ms = now_ + 1;
+  Tick();
+  ASSERT_EQ(fx_.sent.size(), 6u);
+  EXPECT_EQ(fx_.sent[5].id, validate.id);
+  EXPECT_EQ(fx_.sent[5].args, std::vector<std::string>{"580.95.05"});
+
+  // Sent again but not reachable: no failure, and it is tried on the next tick.
+  facts_.nodes["n0"].connected_ms = now_ + 1;
+  fx_.reachable = false;
+  size_t events = events_.size();
+  Tick();
+  Tick();
+  EXPECT_EQ(r_.nodes[0].step, RolloutStep::kValidate);
+  EXPECT_EQ(events_.size(), events) << "no event for each failed try";
+  fx_.reachable = true;
+  Tick();
+  ASSERT_EQ(fx_.sent.size(), 7u);
+  EXPECT_EQ(fx_.sent[6].id, validate.id);
+
+  Answer(0, "ok");
+  Tick();
+  EXPECT_EQ(r_.nodes[0].state, NodeProgress::kUpdated);
 }
 
 TEST_F(EngineTest, ANodeThatComesBackOnTheWrongVersionFailsAndHaltsTheRollout) {
