@@ -2,6 +2,7 @@
 // Bit-level writer and reader for the compressed chunks (most significant bit first).
 // Not thread-safe; owned by one chunk.
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -23,6 +24,7 @@ class BitWriter {
     int pending = pending_ + nbits;
     while (pending >= 8) {
       pending -= 8;
+      if (bytes_.size() == bytes_.capacity()) Grow();
       bytes_.push_back(static_cast<uint8_t>(acc >> pending));
     }
     acc_ = static_cast<uint8_t>(acc & ((1u << pending) - 1));
@@ -49,6 +51,13 @@ class BitWriter {
   }
 
  private:
+  // By a quarter (at least 16 bytes), to a size malloc's 16-byte chunks hold whole, rather than
+  // twice: a chunk stays open for minutes, and millions are open at once.
+  void Grow() {
+    size_t want = bytes_.capacity() + std::max<size_t>(16, bytes_.capacity() / 4);
+    bytes_.reserve(((want + 8 + 15) & ~size_t{15}) - 8);
+  }
+
   std::vector<uint8_t> bytes_;
   uint8_t acc_ = 0;  // the last `pending_` (< 8) bits not yet in bytes_
   uint8_t pending_ = 0;

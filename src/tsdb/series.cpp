@@ -50,7 +50,8 @@ size_t ChunkList::samples() const {
 
 void Rollup::Add(int64_t t, double v) {
   if (std::isnan(v)) return;
-  int64_t start = t - ((t % width_) + width_) % width_;
+  const int64_t w = width_;
+  int64_t start = t - ((t % w) + w) % w;
   if (open_ && start != current_.start) Close();
   if (!open_) {
     current_ = Bucket{start, v, v, 0, 0};

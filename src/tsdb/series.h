@@ -41,7 +41,7 @@ class ChunkList {
 // are kept raw but not aggregated.
 class Rollup {
  public:
-  explicit Rollup(int64_t width_ms) : width_(width_ms) {}
+  explicit Rollup(int32_t width_ms) : width_(width_ms) {}
   void Add(int64_t t, double v);
   // Buckets whose start is in [start, end), the still-open one included.
   std::vector<Bucket> Range(int64_t start, int64_t end) const;
@@ -56,8 +56,9 @@ class Rollup {
   void Close();
   void AppendBucket(const Bucket& b);
 
-  int64_t width_;
+  // Ordered to pack (72 bytes): a Series has two, and there are millions of series.
   std::vector<BucketChunk> chunks_;
+  int32_t width_;
   bool open_ = false;
   Bucket current_{};
 };

@@ -1,5 +1,10 @@
 #include "tsdb/store.h"
 
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <new>
+
 namespace gpufleet::tsdb {
 
 namespace {
@@ -9,29 +14,74 @@ namespace {
 constexpr int64_t kMaxTime = int64_t{1} << 53;
 }  // namespace
 
+uint32_t Tsdb::Hash(std::string_view key) {
+  uint64_t h = std::hash<std::string_view>{}(key);
+  return static_cast<uint32_t>(h ^ (h >> 32));
+}
+
+SeriesId Tsdb::KeyIndex::Find(std::string_view key, uint32_t hash, const Tsdb& db) const {
+  if (slots_.empty()) return kNone;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (s.id == kNone) return kNone;
+    if (s.hash == hash && db.entries_[s.id]->key() == key) return s.id;
+  }
+}
+
+void Tsdb::KeyIndex::Insert(SeriesId id, uint32_t hash) {
+  if ((size_ + 1) * 4 > slots_.size() * 3) {  // grow: twice the slots, every id placed again
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<size_t>(64, old.size() * 2), Slot{});
+    size_ = 0;
+    for (const Slot& s : old) {
+      if (s.id != kNone) Insert(s.id, s.hash);
+    }
+  }
+  const size_t mask = slots_.size() - 1;
+  size_t i = hash & mask;
+  while (slots_[i].id != kNone) i = (i + 1) & mask;
+  slots_[i] = Slot{hash, id};
+  ++size_;
+}
+
+Tsdb::EntryPtr Tsdb::MakeEntry(std::string_view key) {
+  void* raw = ::operator new(sizeof(Entry) + key.size());
+  auto* e = new (raw) Entry{};
+  e->key_size = static_cast<uint32_t>(key.size());
+  if (!key.empty()) std::memcpy(static_cast<char*>(raw) + sizeof(Entry), key.data(), key.size());
+  return EntryPtr(e);
+}
+
+void Tsdb::FreeEntry::operator()(Entry* e) const {
+  e->~Entry();
+  ::operator delete(e);
+}
+
 SeriesId Tsdb::Intern(std::string_view key) {
+  const uint32_t hash = Hash(key);
   {
     std::shared_lock lock(registry_mu_);
-    if (auto it = ids_.find(key); it != ids_.end()) return it->second;
+    if (SeriesId id = ids_.Find(key, hash, *this); id != KeyIndex::kNone) return id;
   }
   std::unique_lock lock(registry_mu_);
-  if (auto it = ids_.find(key); it != ids_.end()) return it->second;
+  if (SeriesId id = ids_.Find(key, hash, *this); id != KeyIndex::kNone) return id;
   auto id = static_cast<SeriesId>(entries_.size());
-  entries_.push_back(std::make_unique<Entry>(Entry{std::string(key), Series{}}));
-  ids_.emplace(std::string_view(entries_.back()->key), id);
+  entries_.push_back(MakeEntry(key));
+  ids_.Insert(id, hash);
   return id;
 }
 
 std::optional<SeriesId> Tsdb::Find(std::string_view key) const {
   std::shared_lock lock(registry_mu_);
-  auto it = ids_.find(key);
-  if (it == ids_.end()) return std::nullopt;
-  return it->second;
+  SeriesId id = ids_.Find(key, Hash(key), *this);
+  if (id == KeyIndex::kNone) return std::nullopt;
+  return id;
 }
 
 std::string Tsdb::Key(SeriesId id) const {
   Entry* e = Get(id);
-  return e ? e->key : std::string();
+  return e ? std::string(e->key()) : std::string();
 }
 
 Tsdb::Entry* Tsdb::Get(SeriesId id) const {

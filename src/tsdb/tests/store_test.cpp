@@ -34,6 +34,26 @@ TEST(Tsdb, InternsAppendsAndReads) {
 
 // The WAL replay fuzzer's find: a damaged log (or an agent's clock) with timestamps far apart
 // overflowed a chunk's delta arithmetic. Points outside 0 to 2^53 ms are refused.
+// The registry's own index through its growths: every key finds its id, none is interned
+// twice, and a key that differs by one character (or is a prefix) finds nothing.
+TEST(Tsdb, ManyKeysKeepTheirIdsThroughTheIndexsGrowth) {
+  Tsdb db;
+  const int n = 100'000;
+  auto key = [](int i) {
+    return "GPU-" + std::to_string(i / 28) + "/field_" + std::to_string(i % 28);
+  };
+  for (int i = 0; i < n; ++i) ASSERT_EQ(db.Intern(key(i)), static_cast<SeriesId>(i));
+  for (int i = 0; i < n; i += 7) {
+    EXPECT_EQ(db.Intern(key(i)), static_cast<SeriesId>(i));
+    EXPECT_EQ(db.Find(key(i)), static_cast<SeriesId>(i));
+    EXPECT_EQ(db.Key(static_cast<SeriesId>(i)), key(i));
+    EXPECT_FALSE(db.Find(key(i) + "x").has_value());
+    EXPECT_FALSE(db.Find(key(i).substr(0, key(i).size() - 1) + "~").has_value());
+  }
+  EXPECT_FALSE(db.Find("").has_value());
+  EXPECT_EQ(db.Stats().series, static_cast<size_t>(n));
+}
+
 TEST(Tsdb, TimestampsOutsideTheirRangeAreRefused) {
   Tsdb db;
   SeriesId a = db.Intern("GPU-1/gpu_temp");
